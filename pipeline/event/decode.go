@@ -35,6 +35,25 @@ type Validator struct {
 // payload checked against its type. The returned Envelope.Payload aliases
 // line.
 func (v Validator) Decode(line []byte) (Envelope, *ValidationError) {
+	env, _, err := v.DecodeEvent(line)
+	return env, err
+}
+
+// DecodeEvent is Decode that also returns the decoded payload (as
+// DecodePayload does).
+func (v Validator) DecodeEvent(line []byte) (Envelope, any, *ValidationError) {
+	env, err := v.decodeEnvelope(line)
+	if err != nil {
+		return env, nil, err
+	}
+	payload, err := DecodePayload(env.EventType, env.Payload)
+	if err != nil {
+		return env, nil, err
+	}
+	return env, payload, nil
+}
+
+func (v Validator) decodeEnvelope(line []byte) (Envelope, *ValidationError) {
 	var env Envelope
 	if len(line) > MaxEventLen {
 		return env, invalid(ReasonOversized, "", "event is %d bytes, limit %d", len(line), MaxEventLen)
@@ -68,9 +87,6 @@ func (v Validator) Decode(line []byte) (Envelope, *ValidationError) {
 		env.CorrelationID = *w.CorrelationID
 	}
 	env.OccurredAt, _ = time.Parse(time.RFC3339Nano, *w.OccurredAt) // checked above
-	if _, err := DecodePayload(env.EventType, env.Payload); err != nil {
-		return env, err
-	}
 	return env, nil
 }
 

@@ -1,0 +1,149 @@
+// Package sink writes joiner output to the ClickHouse read model: current
+// finding rows (drift_evidence), the append-only transition history
+// (drift_history) and per-partition progress (consumer_progress).
+//
+// Writes are idempotent: every row carries the finding's version, and the
+// tables are ReplacingMergeTree on (key, version), so a batch written
+// twice (a crash between the write and the offset commit) collapses to
+// one row per version on merge and reads the same with FINAL.
+package sink
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/ClickHouse/clickhouse-go/v2/lib/driver"
+
+	"github.com/driftline/driftline/pipeline/drift"
+)
+
+// Progress is one partition's progress row.
+type Progress struct {
+	Consumer     string
+	Partition    int32
+	Watermark    time.Time
+	Events       uint64
+	FindingsOpen uint64
+}
+
+// Batch is what one flush writes.
+type Batch struct {
+	// Current holds the latest row of each finding changed in the batch.
+	Current []drift.Finding
+	// History holds every transition of the batch, in order.
+	History []drift.Finding
+	// Progress holds the progress of the partitions the batch covers.
+	Progress []Progress
+}
+
+// Empty reports whether the batch writes nothing.
+func (b *Batch) Empty() bool {
+	return len(b.Current) == 0 && len(b.History) == 0 && len(b.Progress) == 0
+}
+
+// Reset empties the batch, keeping its capacity.
+func (b *Batch) Reset() {
+	b.Current, b.History, b.Progress = b.Current[:0], b.History[:0], b.Progress[:0]
+}
+
+// ClickHouse writes batches to a ClickHouse database.
+type ClickHouse struct {
+	conn driver.Conn
+	now  func() time.Time
+}
+
+// NewClickHouse returns a sink writing through conn, whose database must
+// hold the read model (see schema/clickhouse).
+func NewClickHouse(conn driver.Conn) *ClickHouse {
+	return &ClickHouse{conn: conn, now: time.Now}
+}
+
+const insertEvidence = `INSERT INTO drift_evidence (evidence_id, correlation_id, resource_family, product_id,
+ owning_domain, owning_package, domain_id, record_type, record_id, expected_state, expected_version,
+ provider, provider_id, observed_state, observed_version, observed_at, classification, severity, status,
+ first_seen_at, last_seen_at, resolved_at, retry_count, posture, next_attempt_at, runbook, attention_score,
+ version, updated_at)`
+
+const insertHistory = `INSERT INTO drift_history (evidence_id, version, transition, classification, severity,
+ status, posture, expected_state, observed_state, observed_version, retry_count, at, correlation_id)`
+
+const insertProgress = `INSERT INTO consumer_progress (consumer, partition, watermark, events, findings_open,
+ updated_at, version)`
+
+// Write inserts the batch: history first, then current rows, then
+// progress, so that progress never claims more than the tables hold.
+func (c *ClickHouse) Write(ctx context.Context, b *Batch) error {
+	now := c.now().UTC()
+	if len(b.History) > 0 {
+		batch, err := c.conn.PrepareBatch(ctx, insertHistory)
+		if err != nil {
+			return fmt.Errorf("prepare drift_history insert: %w", err)
+		}
+		for i := range b.History {
+			f := &b.History[i]
+			if err := batch.Append(f.EvidenceID, f.Version, f.Transition, f.Class.String(), f.Severity,
+				f.Status, f.Posture, f.ExpectedState, f.ObservedState, f.ObservedVersion, f.RetryCount,
+				eventTime(f), f.CorrelationID); err != nil {
+				return fmt.Errorf("append drift_history row: %w", err)
+			}
+		}
+		if err := batch.Send(); err != nil {
+			return fmt.Errorf("insert drift_history: %w", err)
+		}
+	}
+	if len(b.Current) > 0 {
+		batch, err := c.conn.PrepareBatch(ctx, insertEvidence)
+		if err != nil {
+			return fmt.Errorf("prepare drift_evidence insert: %w", err)
+		}
+		for i := range b.Current {
+			f := &b.Current[i]
+			if err := batch.Append(f.EvidenceID, f.CorrelationID, f.ResourceFamily, f.ProductID,
+				f.OwningDomain, f.OwningPackage, f.DomainID, f.RecordType, f.RecordID, f.ExpectedState,
+				f.ExpectedVersion, f.Provider, f.ProviderID, f.ObservedState, f.ObservedVersion,
+				dt(f.ObservedAt), f.Class.String(), f.Severity, f.Status, dt(f.FirstSeenAt), dt(f.LastSeenAt),
+				dt(f.ResolvedAt), f.RetryCount, f.Posture, dt(f.NextAttemptAt), f.Runbook, f.AttentionScore,
+				f.Version, now); err != nil {
+				return fmt.Errorf("append drift_evidence row: %w", err)
+			}
+		}
+		if err := batch.Send(); err != nil {
+			return fmt.Errorf("insert drift_evidence: %w", err)
+		}
+	}
+	if len(b.Progress) > 0 {
+		batch, err := c.conn.PrepareBatch(ctx, insertProgress)
+		if err != nil {
+			return fmt.Errorf("prepare consumer_progress insert: %w", err)
+		}
+		version := uint64(now.UnixNano())
+		for _, p := range b.Progress {
+			if err := batch.Append(p.Consumer, uint32(p.Partition), dt(p.Watermark), p.Events, p.FindingsOpen, now, version); err != nil {
+				return fmt.Errorf("append consumer_progress row: %w", err)
+			}
+		}
+		if err := batch.Send(); err != nil {
+			return fmt.Errorf("insert consumer_progress: %w", err)
+		}
+	}
+	return nil
+}
+
+// eventTime is the event time of a transition.
+func eventTime(f *drift.Finding) time.Time {
+	if f.Transition == drift.TransitionResolved {
+		return dt(f.ResolvedAt)
+	}
+	return dt(f.LastSeenAt)
+}
+
+// epoch is what a zero time is stored as (DateTime cannot hold year 1).
+var epoch = time.Unix(0, 0).UTC()
+
+func dt(t time.Time) time.Time {
+	if t.IsZero() || t.Before(epoch) {
+		return epoch
+	}
+	return t.UTC()
+}
