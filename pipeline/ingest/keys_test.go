@@ -1,0 +1,94 @@
+package ingest
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/driftline/driftline/pipeline/config"
+	"github.com/driftline/driftline/pipeline/event"
+)
+
+func TestNewKeyringRejectsBadSpecs(t *testing.T) {
+	good := KeySpec{SHA256: HashKey("k"), ActorID: "SYSTEM::fleet", SourceType: SourceSystem, EventTypes: []string{event.TypeProviderObservation}}
+	for _, tc := range []struct {
+		name string
+		edit func(*KeySpec)
+		want string
+	}{
+		{"raw key instead of digest", func(s *KeySpec) { s.SHA256 = "k" }, "64 hex digits"},
+		{"actor without prefix", func(s *KeySpec) { s.ActorID = "fleet" }, "SYSTEM::<name>"},
+		{"actor with empty name", func(s *KeySpec) { s.ActorID = "HUMAN::" }, "SYSTEM::<name>"},
+		{"source type mismatch", func(s *KeySpec) { s.SourceType = SourceHuman }, "must match"},
+		{"no event types", func(s *KeySpec) { s.EventTypes = nil }, "event_types is empty"},
+		{"unknown event type", func(s *KeySpec) { s.EventTypes = []string{"x.y"} }, "unknown"},
+		{"empty producer", func(s *KeySpec) { s.Producers = []string{""} }, "empty name"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s := good
+			tc.edit(&s)
+			_, err := NewKeyring([]KeySpec{s})
+			var kfe *KeyFileError
+			if !errors.As(err, &kfe) || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("err = %v, want KeyFileError containing %q", err, tc.want)
+			}
+		})
+	}
+	if _, err := NewKeyring([]KeySpec{good, good}); err == nil {
+		t.Fatal("duplicate digest accepted")
+	}
+}
+
+func TestAuthenticate(t *testing.T) {
+	kr, err := ParseKeyring([]byte(`{"keys":[
+		{"sha256":"` + HashKey("live") + `","actor_id":"HUMAN::ops-1","source_type":"HUMAN","event_types":["platform.record"],"producers":["console"]},
+		{"sha256":"` + strings.ToUpper(HashKey("old")) + `","actor_id":"SYSTEM::old","source_type":"SYSTEM","event_types":["platform.record"],"revoked":true}]}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		key  string
+		want error
+	}{{"", ErrMissingKey}, {"nope", ErrUnknownKey}, {"old", ErrRevokedKey}, {"live", nil}} {
+		p, err := kr.Authenticate(tc.key)
+		if !errors.Is(err, tc.want) {
+			t.Fatalf("Authenticate(%q) = %v, want %v", tc.key, err, tc.want)
+		}
+		if err == nil && (p.ActorID != "HUMAN::ops-1" || p.SourceType != SourceHuman || !p.MayType(event.TypePlatformRecord) ||
+			p.MayType(event.TypeUsageRecorded) || !p.MayProduce("console") || p.MayProduce("other")) {
+			t.Fatalf("principal %+v has the wrong permissions", p)
+		}
+	}
+}
+
+func TestOpenKeyring(t *testing.T) {
+	kr, err := OpenKeyring(event.EnvLocalParity, "", config.DefaultLocalAPIKey)
+	if err != nil || !kr.Builtin() {
+		t.Fatalf("local_parity without keys file: %v builtin=%v", err, kr != nil && kr.Builtin())
+	}
+	p, err := kr.Authenticate(config.DefaultLocalAPIKey)
+	if err != nil || p.ActorID != LocalActorID {
+		t.Fatalf("local key: %v", err)
+	}
+	for _, env := range []string{event.EnvDev, event.EnvProd} {
+		if _, err := OpenKeyring(env, "", config.DefaultLocalAPIKey); !errors.Is(err, ErrNoKeysFile) {
+			t.Fatalf("%s without keys file: %v, want ErrNoKeysFile", env, err)
+		}
+	}
+	path := filepath.Join(t.TempDir(), "keys.json")
+	doc := `{"keys":[{"sha256":"` + HashKey(config.DefaultLocalAPIKey) + `","actor_id":"SYSTEM::x","source_type":"SYSTEM","event_types":["platform.record"]}]}`
+	if err := os.WriteFile(path, []byte(doc), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	kr, err = OpenKeyring(event.EnvProd, path, config.DefaultLocalAPIKey)
+	if err != nil || kr.Builtin() {
+		t.Fatalf("keys file: %v", err)
+	}
+	// ... but a prod gateway refuses an allowlist admitting the local key.
+	_, err = New(Options{Environment: event.EnvProd, Brokers: []string{"127.0.0.1:1"}, Keys: kr})
+	if !errors.Is(err, ErrLocalKeyOutsideLocal) {
+		t.Fatalf("New(prod, local key) = %v, want ErrLocalKeyOutsideLocal", err)
+	}
+}

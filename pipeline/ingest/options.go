@@ -1,0 +1,151 @@
+package ingest
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/driftline/driftline/pipeline/config"
+	"github.com/driftline/driftline/pipeline/event"
+	"github.com/driftline/driftline/pipeline/topics"
+)
+
+// Defaults of Options.
+const (
+	DefaultMaxBodyBytes        = 16 << 20
+	DefaultMaxInflight         = 64
+	DefaultProduceTimeout      = 10 * time.Second
+	DefaultLinger              = 5 * time.Millisecond
+	DefaultMaxBufferedRecords  = 100_000
+	DefaultDedupeCapacity      = 200_000
+	DefaultQuarantineLineLimit = 8 << 10
+	DefaultRetryAfter          = 5 * time.Second
+	DefaultPartitionCacheTTL   = 30 * time.Second
+)
+
+// Options configure a Gateway. Zero fields take the documented default.
+type Options struct {
+	// Environment is the pipeline's environment profile (local_parity, dev,
+	// prod); events naming another are rejected. Required.
+	Environment string
+
+	// Brokers are the Kafka seed brokers. Required.
+	Brokers []string
+
+	// Topics names the topics. Default: topics.Defaults().
+	Topics topics.Names
+
+	// Keys is the API key allowlist. Required; see OpenKeyring.
+	Keys *Keyring
+
+	// MaxBodyBytes bounds one request body; a larger body answers 413 and
+	// nothing of it is written. Default DefaultMaxBodyBytes (16 MiB). The
+	// gateway holds up to MaxInflight bodies in memory at once.
+	MaxBodyBytes int64
+
+	// MaxInflight bounds requests processed at once; beyond it the gateway
+	// answers 503 with Retry-After instead of queueing without bound.
+	// Default DefaultMaxInflight.
+	MaxInflight int
+
+	// ProduceTimeout bounds how long a request waits for the broker to
+	// acknowledge its records before answering 503. Default
+	// DefaultProduceTimeout. Keep the HTTP server's write timeout above it.
+	ProduceTimeout time.Duration
+
+	// Linger is how long the producer waits to fill a batch. Small values
+	// favour request latency, larger ones broker efficiency. Default
+	// DefaultLinger.
+	Linger time.Duration
+
+	// MaxBufferedRecords bounds records buffered in the producer; when it is
+	// full, requests wait (up to ProduceTimeout) rather than grow memory.
+	// Default DefaultMaxBufferedRecords.
+	MaxBufferedRecords int
+
+	// DedupeCapacity is how many recently accepted dedupe identities the
+	// gateway remembers to answer "duplicate" to retried requests. Default
+	// DefaultDedupeCapacity (roughly 30-60 MB at most).
+	DedupeCapacity int
+
+	// QuarantineLineLimit bounds the bytes of a rejected line copied into
+	// its quarantine record. Default DefaultQuarantineLineLimit.
+	QuarantineLineLimit int
+
+	// RetryAfter is advertised on 503 answers. Default DefaultRetryAfter.
+	RetryAfter time.Duration
+
+	// PartitionCacheTTL is how long the partition count of a topic is
+	// trusted when fanning scan markers out. Default
+	// DefaultPartitionCacheTTL.
+	PartitionCacheTTL time.Duration
+
+	// Registry receives the gateway's metrics and is served on /metrics.
+	// Default: a new registry with the Go and process collectors.
+	Registry *prometheus.Registry
+
+	// Logger receives structured logs. Default slog.Default().
+	Logger *slog.Logger
+
+	// KafkaOpts are extra client options (TLS, SASL, client id), applied
+	// after the gateway's own. They must not replace the partitioner or
+	// disable idempotence or acks=all.
+	KafkaOpts []kgo.Opt
+
+	// now returns the current time; tests replace it.
+	now func() time.Time
+}
+
+func (o *Options) validate() error {
+	if !event.ValidEnvironment(o.Environment) {
+		return fmt.Errorf("environment %q: must be local_parity, dev or prod", o.Environment)
+	}
+	if len(o.Brokers) == 0 {
+		return errors.New("no seed brokers")
+	}
+	if o.Keys == nil {
+		return errors.New("no key allowlist; see OpenKeyring")
+	}
+	if o.Environment != event.EnvLocalParity && o.Keys.admits(config.DefaultLocalAPIKey) {
+		return ErrLocalKeyOutsideLocal
+	}
+	if o.Topics == (topics.Names{}) {
+		o.Topics = topics.Defaults()
+	}
+	for _, t := range append(o.Topics.Specs(1), topics.Spec{Name: o.Topics.Quarantine}) {
+		if t.Name == "" {
+			return errors.New("a topic name is empty")
+		}
+	}
+	setDefault(&o.MaxBodyBytes, DefaultMaxBodyBytes)
+	setDefault(&o.MaxInflight, DefaultMaxInflight)
+	setDefault(&o.ProduceTimeout, DefaultProduceTimeout)
+	setDefault(&o.Linger, DefaultLinger)
+	setDefault(&o.MaxBufferedRecords, DefaultMaxBufferedRecords)
+	setDefault(&o.DedupeCapacity, DefaultDedupeCapacity)
+	setDefault(&o.QuarantineLineLimit, DefaultQuarantineLineLimit)
+	setDefault(&o.RetryAfter, DefaultRetryAfter)
+	setDefault(&o.PartitionCacheTTL, DefaultPartitionCacheTTL)
+	if o.Registry == nil {
+		o.Registry = prometheus.NewRegistry()
+		o.Registry.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	}
+	if o.Logger == nil {
+		o.Logger = slog.Default()
+	}
+	if o.now == nil {
+		o.now = time.Now
+	}
+	return nil
+}
+
+func setDefault[T int | int64 | time.Duration](v *T, def T) {
+	if *v <= 0 {
+		*v = def
+	}
+}

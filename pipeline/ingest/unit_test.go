@@ -1,0 +1,112 @@
+package ingest
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"testing"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/driftline/driftline/pipeline/event"
+	"github.com/driftline/driftline/pipeline/topics"
+)
+
+// The gateway must place keyed records exactly where event.Partition (the
+// contract's murmur2) says, or consumers would flag them as mis-partitioned.
+func TestPartitionerAgreesWithMurmur2(t *testing.T) {
+	rng := rand.New(rand.NewPCG(1, 2))
+	tp := Partitioner().ForTopic("t")
+	keys := [][]byte{[]byte(""), []byte("a"), []byte("maas/node-1"), []byte("gateway/usage-42")}
+	for range 2000 {
+		k := make([]byte, rng.IntN(64)+1)
+		for i := range k {
+			k[i] = byte(rng.Uint32())
+		}
+		keys = append(keys, k)
+	}
+	for _, n := range []int{1, 3, 6, 12, 64} {
+		for _, k := range keys {
+			r := &kgo.Record{Key: k}
+			if !tp.RequiresConsistency(r) {
+				t.Fatalf("keyed record must require consistency")
+			}
+			if got, want := tp.Partition(r, n), int(event.Partition(k, int32(n))); got != want {
+				t.Fatalf("key %q n=%d: partitioner %d, event.Partition %d", k, n, got, want)
+			}
+		}
+	}
+}
+
+func TestPartitionerHonoursFanout(t *testing.T) {
+	tp := Partitioner().ForTopic("t")
+	ctx := withFanout(context.Background())
+	for p := range int32(6) {
+		r := &kgo.Record{Key: []byte("maas/scan/s1"), Partition: p, Context: ctx}
+		if got := tp.Partition(r, 6); got != int(p) {
+			t.Fatalf("fan-out record for partition %d placed on %d", p, got)
+		}
+	}
+	// A plain record with a Partition set and an unmarked context is hashed.
+	r := &kgo.Record{Key: []byte("maas/node-1"), Partition: 5, Context: context.Background()}
+	if got, want := tp.Partition(r, 6), int(event.Partition(r.Key, 6)); got != want {
+		t.Fatalf("unmarked record placed on %d, want murmur2 %d", got, want)
+	}
+}
+
+func TestDedupeIDExact(t *testing.T) {
+	f := func(a, b event.Envelope, same bool) {
+		t.Helper()
+		if got := dedupeID(&a) == dedupeID(&b); got != same {
+			t.Fatalf("dedupeID(%+v) == dedupeID(%+v): %v, want %v", a, b, got, same)
+		}
+	}
+	f(event.Envelope{Producer: "p", EventID: "e1"}, event.Envelope{Producer: "p", EventID: "e1"}, true)
+	f(event.Envelope{Producer: "p", EventID: "e1"}, event.Envelope{Producer: "p", EventID: "e2"}, false)
+	// seq wins over event_id when present.
+	f(event.Envelope{Producer: "p", EventID: "e1", Seq: 7, HasSeq: true}, event.Envelope{Producer: "p", EventID: "e2", Seq: 7, HasSeq: true}, true)
+	f(event.Envelope{Producer: "p", Seq: 7, HasSeq: true}, event.Envelope{Producer: "p", Seq: 8, HasSeq: true}, false)
+	// Producer boundaries cannot be forged by ids containing separators.
+	f(event.Envelope{Producer: "p/e/x", EventID: "y"}, event.Envelope{Producer: "p", EventID: "x/e/y"}, false)
+	f(event.Envelope{Producer: "p", EventID: "7"}, event.Envelope{Producer: "p", Seq: 7, HasSeq: true}, false)
+}
+
+func TestRecentSetEvictsOldest(t *testing.T) {
+	s := newRecentSet(3)
+	s.add("a", "b", "c")
+	s.add("b") // already present: no refresh, no eviction
+	for _, id := range []string{"a", "b", "c"} {
+		if !s.contains(id) {
+			t.Fatalf("%s missing", id)
+		}
+	}
+	s.add("d")
+	if s.contains("a") || !s.contains("d") || s.len() != 3 {
+		t.Fatalf("after add(d): a=%v d=%v len=%d; want a evicted", s.contains("a"), s.contains("d"), s.len())
+	}
+	for i := range 10 {
+		s.add(fmt.Sprint(i))
+	}
+	if s.len() != 3 || !s.contains("9") || s.contains("6") {
+		t.Fatalf("bounded ring broken: len=%d", s.len())
+	}
+}
+
+func TestPolicyRev(t *testing.T) {
+	kr := LocalKeyring("k")
+	base := policyRev(event.EnvLocalParity, topics.Defaults(), kr)
+	if len(base) != policyRevLen || base != policyRev(event.EnvLocalParity, topics.Defaults(), LocalKeyring("k")) {
+		t.Fatalf("policy rev %q is not a stable %d-digit digest", base, policyRevLen)
+	}
+	renamed := topics.Defaults()
+	renamed.Usage = "usage.v2"
+	for name, other := range map[string]string{
+		"environment": policyRev(event.EnvDev, topics.Defaults(), kr),
+		"topics":      policyRev(event.EnvLocalParity, renamed, kr),
+		"keys":        policyRev(event.EnvLocalParity, topics.Defaults(), LocalKeyring("other")),
+	} {
+		if other == base {
+			t.Errorf("changing %s does not change the policy rev", name)
+		}
+	}
+}
