@@ -1,0 +1,216 @@
+package stack
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"syscall"
+	"time"
+)
+
+// State files under Options.Dir.
+const (
+	stateFile = "stack.json" // State of the running supervisor
+	lockFile  = "stack.lock" // flock held by the running supervisor
+)
+
+// State is what a running supervisor publishes in Dir/stack.json, so that
+// `stack down` and `stack status` in another process can find it.
+type State struct {
+	Pid        int           `json:"pid"`    // supervisor process id
+	Status     string        `json:"status"` // starting, ready, stopping
+	StartedAt  time.Time     `json:"started_at"`
+	Dir        string        `json:"dir"`
+	Broker     string        `json:"broker"`
+	ClickHouse string        `json:"clickhouse"`      // native address
+	HTTP       string        `json:"clickhouse_http"` // ClickHouse HTTP address
+	Database   string        `json:"database"`
+	Ingest     string        `json:"ingest_url,omitempty"`
+	Query      string        `json:"query_url,omitempty"`
+	Joiner     string        `json:"joiner_url,omitempty"`
+	Rater      string        `json:"rater_url,omitempty"`
+	Children   []ChildStatus `json:"children"`
+}
+
+// ChildStatus names one child process of the supervisor.
+type ChildStatus struct {
+	Name string `json:"name"`
+	Pid  int    `json:"pid"`
+	Log  string `json:"log"`
+}
+
+// Supervisor states.
+const (
+	StatusStarting = "starting"
+	StatusReady    = "ready"
+	StatusStopping = "stopping"
+)
+
+// ReadState returns the state a supervisor published in dir, and whether
+// that supervisor is still running (it holds the directory's lock). A
+// missing state file is ErrNotRunning.
+func ReadState(dir string) (State, bool, error) {
+	var st State
+	b, err := os.ReadFile(filepath.Join(dir, stateFile))
+	if errors.Is(err, os.ErrNotExist) {
+		return st, false, ErrNotRunning
+	}
+	if err != nil {
+		return st, false, fmt.Errorf("read stack state: %w", err)
+	}
+	if err := json.Unmarshal(b, &st); err != nil {
+		return st, false, fmt.Errorf("read stack state %s: %w", filepath.Join(dir, stateFile), err)
+	}
+	return st, locked(dir), nil
+}
+
+func writeState(dir string, st State) error {
+	b, err := json.MarshalIndent(st, "", "  ")
+	if err != nil {
+		panic("BUG: marshal state: " + err.Error())
+	}
+	tmp := filepath.Join(dir, stateFile+".tmp")
+	if err := os.WriteFile(tmp, append(b, '\n'), 0o644); err != nil {
+		return fmt.Errorf("write stack state: %w", err)
+	}
+	if err := os.Rename(tmp, filepath.Join(dir, stateFile)); err != nil {
+		return fmt.Errorf("write stack state: %w", err)
+	}
+	return nil
+}
+
+// lockDir takes the directory's supervisor lock. The kernel drops a flock
+// when its holder dies, so a crashed supervisor never blocks the next one
+// and pid reuse cannot fool the check.
+func lockDir(dir string) (*os.File, error) {
+	f, err := os.OpenFile(filepath.Join(dir, lockFile), os.O_CREATE|os.O_RDWR, 0o644)
+	if err != nil {
+		return nil, fmt.Errorf("open stack lock: %w", err)
+	}
+	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
+		f.Close()
+		if errors.Is(err, syscall.EWOULDBLOCK) {
+			return nil, ErrRunning
+		}
+		return nil, fmt.Errorf("lock stack dir: %w", err)
+	}
+	return f, nil
+}
+
+// locked reports whether a supervisor holds dir's lock.
+func locked(dir string) bool {
+	f, err := lockDir(dir)
+	if err != nil {
+		return errors.Is(err, ErrRunning)
+	}
+	unlock(f)
+	return false
+}
+
+func unlock(f *os.File) {
+	_ = syscall.Flock(int(f.Fd()), syscall.LOCK_UN)
+	f.Close()
+}
+
+// Down stops the supervisor running in dir (started by another process,
+// e.g. `stack up -detach`): it sends SIGTERM, so the supervisor stops its
+// children in order, and waits until it released the directory. After
+// timeout it kills the supervisor and any child still alive. Down returns
+// ErrNotRunning if nothing runs there.
+func Down(ctx context.Context, dir string, timeout time.Duration) error {
+	st, running, err := ReadState(dir)
+	if err != nil {
+		return err
+	}
+	if !running {
+		// The supervisor died without stopping; its children got SIGTERM
+		// from the kernel (Linux), but make sure.
+		stopStale(st.Children, timeout)
+		return ErrNotRunning
+	}
+	if err := syscall.Kill(st.Pid, syscall.SIGTERM); err != nil && !errors.Is(err, syscall.ESRCH) {
+		return fmt.Errorf("signal stack supervisor (pid %d): %w", st.Pid, err)
+	}
+	deadline := time.Now().Add(timeout)
+	for locked(dir) {
+		if time.Now().After(deadline) || ctx.Err() != nil {
+			_ = syscall.Kill(st.Pid, syscall.SIGKILL)
+			killChildren(st.Children, syscall.SIGKILL)
+			return fmt.Errorf("stack supervisor (pid %d) did not stop within %s; killed it and its children", st.Pid, timeout)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	return nil
+}
+
+// stopStale stops the children a dead supervisor left behind: SIGTERM, then
+// SIGKILL for those still alive after timeout. It returns once they are gone,
+// so their ports are free.
+func stopStale(children []ChildStatus, timeout time.Duration) {
+	var left []ChildStatus
+	for _, c := range children {
+		if c.Pid > 0 && alive(c.Pid) && sameProcess(c) {
+			left = append(left, c)
+		}
+	}
+	if len(left) == 0 {
+		return
+	}
+	killChildren(left, syscall.SIGTERM)
+	deadline := time.Now().Add(timeout)
+	for {
+		n := 0
+		for _, c := range left {
+			if alive(c.Pid) {
+				n++
+			}
+		}
+		if n == 0 {
+			return
+		}
+		if time.Now().After(deadline) {
+			killChildren(left, syscall.SIGKILL)
+			time.Sleep(200 * time.Millisecond)
+			return
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// killChildren signals the recorded children that still run the recorded
+// executable; a pid reused by an unrelated process is left alone.
+func killChildren(children []ChildStatus, sig syscall.Signal) {
+	for _, c := range children {
+		if c.Pid > 0 && alive(c.Pid) && sameProcess(c) {
+			_ = syscall.Kill(c.Pid, sig)
+		}
+	}
+}
+
+// sameProcess checks, where /proc exists, that pid still writes to the log
+// recorded for it: the cheapest proof that it is still our child.
+func sameProcess(c ChildStatus) bool {
+	if c.Log == "" {
+		return false
+	}
+	if _, err := os.Stat("/proc/self/fd"); err != nil {
+		return true // no /proc: trust the pid
+	}
+	want, err := filepath.EvalSymlinks(c.Log)
+	if err != nil {
+		return false
+	}
+	fds, err := os.ReadDir(fmt.Sprintf("/proc/%d/fd", c.Pid))
+	if err != nil {
+		return false
+	}
+	for _, fd := range fds {
+		if t, err := os.Readlink(fmt.Sprintf("/proc/%d/fd/%s", c.Pid, fd.Name())); err == nil && t == want {
+			return true
+		}
+	}
+	return false
+}

@@ -1,0 +1,13 @@
+package stack
+
+import "syscall"
+
+func childSysProcAttr() *syscall.SysProcAttr {
+	// Pdeathsig: a supervisor killed with SIGKILL still takes its children
+	// down, gracefully, instead of leaving them holding the ports.
+	return &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGTERM}
+}
+
+func daemonSysProcAttr() *syscall.SysProcAttr {
+	return &syscall.SysProcAttr{Setsid: true}
+}

@@ -1,0 +1,13 @@
+//go:build unix && !linux
+
+package stack
+
+import "syscall"
+
+func childSysProcAttr() *syscall.SysProcAttr {
+	return &syscall.SysProcAttr{Setpgid: true}
+}
+
+func daemonSysProcAttr() *syscall.SysProcAttr {
+	return &syscall.SysProcAttr{Setsid: true}
+}
