@@ -104,13 +104,13 @@ type Options struct {
 // Environment variables read by DefaultOptions, besides those of
 // pipeline/config (DRIFTLINE_BROKERS, DRIFTLINE_CLICKHOUSE_ADDR, ...).
 const (
-	EnvDir                = "DRIFTLINE_DIR"                 // state directory
-	EnvBinDir             = "DRIFTLINE_BIN_DIR"             // directory of the executables
+	EnvDir                = "DRIFTLINE_DIR"                  // state directory
+	EnvBinDir             = "DRIFTLINE_BIN_DIR"              // directory of the executables
 	EnvClickHouseHTTP     = "DRIFTLINE_CLICKHOUSE_HTTP_ADDR" // ClickHouse HTTP address
-	EnvBrokerSync         = "DRIFTLINE_BROKER_SYNC"         // 1: fsync every produced batch
-	EnvExternalClickHouse = "DRIFTLINE_EXTERNAL_CLICKHOUSE" // 1: use a running ClickHouse
-	EnvExternalBroker     = "DRIFTLINE_EXTERNAL_BROKER"     // 1: use a running broker
-	EnvInstallClickHouse  = "DRIFTLINE_INSTALL_CLICKHOUSE"  // 0: never install ClickHouse
+	EnvBrokerSync         = "DRIFTLINE_BROKER_SYNC"          // 1: fsync every produced batch
+	EnvExternalClickHouse = "DRIFTLINE_EXTERNAL_CLICKHOUSE"  // 1: use a running ClickHouse
+	EnvExternalBroker     = "DRIFTLINE_EXTERNAL_BROKER"      // 1: use a running broker
+	EnvInstallClickHouse  = "DRIFTLINE_INSTALL_CLICKHOUSE"   // 0: never install ClickHouse
 )
 
 // DefaultOptions returns the options of the local stack, taking each
