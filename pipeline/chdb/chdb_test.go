@@ -1,0 +1,187 @@
+package chdb_test
+
+import (
+	"context"
+	"errors"
+	"io/fs"
+	"strconv"
+	"strings"
+	"testing"
+	"testing/fstest"
+	"time"
+
+	"github.com/ClickHouse/clickhouse-go/v2/lib/driver"
+
+	"github.com/driftline/driftline/pipeline/chdb"
+	"github.com/driftline/driftline/pipeline/config"
+	"github.com/driftline/driftline/pipeline/testenv"
+	chschema "github.com/driftline/driftline/schema/clickhouse"
+)
+
+func TestMain(m *testing.M) { testenv.Main(m) }
+
+func open(t *testing.T, cfg config.ClickHouse) driver.Conn {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	conn, err := chdb.Open(ctx, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { conn.Close() })
+	return conn
+}
+
+func count(t *testing.T, conn driver.Conn, q string, args ...any) uint64 {
+	t.Helper()
+	var n uint64
+	if err := conn.QueryRow(context.Background(), q, args...).Scan(&n); err != nil {
+		t.Fatalf("%s: %v", q, err)
+	}
+	return n
+}
+
+// TestMigrate applies every migration of schema/clickhouse (testenv does
+// so) and checks that running them again changes nothing.
+func TestMigrate(t *testing.T) {
+	cfg := testenv.ClickHouse(t)
+	conn := open(t, cfg)
+	ctx := context.Background()
+
+	files, err := fs.Glob(chschema.Migrations, "*.sql")
+	if err != nil || len(files) == 0 {
+		t.Fatalf("no migrations embedded: %v", err)
+	}
+	before := count(t, conn, "SELECT count() FROM schema_migrations")
+	if before != uint64(len(files)) {
+		t.Fatalf("schema_migrations has %d rows, want one per file (%d)", before, len(files))
+	}
+	for range 2 {
+		if err := chdb.Migrate(ctx, conn, cfg.Database); err != nil {
+			t.Fatalf("second Migrate: %v", err)
+		}
+	}
+	if n := count(t, conn, "SELECT count() FROM schema_migrations"); n != before {
+		t.Fatalf("after migrating again schema_migrations has %d rows, want %d", n, before)
+	}
+	for _, table := range []string{"drift_evidence", "drift_history", "consumer_progress", "node_agent_status", "billing_mismatch", "rated_usage"} {
+		if n := count(t, conn, "SELECT count() FROM system.tables WHERE database = ? AND name = ?", cfg.Database, table); n != 1 {
+			t.Errorf("table %s missing after Migrate", table)
+		}
+	}
+}
+
+// TestDriftEvidenceFinal writes two versions of a finding with a column
+// list, the form 18.16 requires, and reads the current one with FINAL.
+func TestDriftEvidenceFinal(t *testing.T) {
+	cfg := testenv.ClickHouse(t)
+	conn := open(t, cfg)
+	ctx := context.Background()
+	at := time.Date(2026, 11, 21, 10, 15, 30, 0, time.UTC)
+
+	batch, err := conn.PrepareBatch(ctx, `INSERT INTO drift_evidence (evidence_id, resource_family, provider, provider_id,
+		classification, severity, status, first_seen_at, last_seen_at, observed_at, retry_count, attention_score, version, updated_at)`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for v, status := range []string{"open", "resolved"} {
+		err := batch.Append("ev-1", "gpuaas_allocation", "maas", "node-7",
+			"missing_provider_resource", "critical", status, at, at.Add(time.Duration(v)*time.Minute), at, uint32(v), 90.5, uint64(v+1), at)
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := batch.Send(); err != nil {
+		t.Fatal(err)
+	}
+	var (
+		status   string
+		retries  uint32
+		lastSeen time.Time
+	)
+	row := conn.QueryRow(ctx, "SELECT status, retry_count, last_seen_at FROM drift_evidence FINAL WHERE evidence_id = ?", "ev-1")
+	if err := row.Scan(&status, &retries, &lastSeen); err != nil {
+		t.Fatal(err)
+	}
+	if status != "resolved" || retries != 1 || !lastSeen.Equal(at.Add(time.Minute)) {
+		t.Fatalf("FINAL row = %s %d %s, want resolved 1 %s", status, retries, lastSeen, at.Add(time.Minute))
+	}
+	if n := count(t, conn, "SELECT count() FROM drift_evidence FINAL"); n != 1 {
+		t.Fatalf("FINAL count = %d, want 1", n)
+	}
+}
+
+func TestMigrateRefusesChangedMigration(t *testing.T) {
+	cfg := testenv.ClickHouse(t)
+	conn := open(t, cfg)
+	ctx := context.Background()
+	changed := fstest.MapFS{"001_drift_evidence.sql": {Data: []byte("CREATE TABLE IF NOT EXISTS x (a UInt8) ENGINE = MergeTree ORDER BY a")}}
+	var ce *chdb.ChecksumError
+	if err := chdb.MigrateFS(ctx, conn, cfg.Database, changed); !errors.As(err, &ce) || ce.Version != 1 {
+		t.Fatalf("MigrateFS with a changed applied migration = %v, want ChecksumError for version 1", err)
+	}
+}
+
+func TestMigrateFailedStatementRunsAgain(t *testing.T) {
+	cfg := testenv.ClickHouse(t)
+	conn := open(t, cfg)
+	ctx := context.Background()
+	const good = "CREATE TABLE IF NOT EXISTS extra (a UInt8) ENGINE = MergeTree ORDER BY a"
+	broken := fstest.MapFS{"900_extra.sql": {Data: []byte(good + "\n;\nALTER TABLE extra ADD COLUMN b NoSuchType\n")}}
+	var se *chdb.StatementError
+	if err := chdb.MigrateFS(ctx, conn, cfg.Database, broken); !errors.As(err, &se) || se.Index != 2 {
+		t.Fatalf("MigrateFS with a bad statement = %v, want StatementError for statement 2", err)
+	}
+	if n := count(t, conn, "SELECT count() FROM schema_migrations WHERE version = 900"); n != 0 {
+		t.Fatal("failed migration was recorded")
+	}
+	// 18.16 knows no ADD COLUMN IF NOT EXISTS; idempotent steps are
+	// CREATE ... IF NOT EXISTS.
+	fixed := fstest.MapFS{"900_extra.sql": {Data: []byte(good + "\n;\nCREATE TABLE IF NOT EXISTS extra2 (b UInt8) ENGINE = MergeTree ORDER BY b\n")}}
+	if err := chdb.MigrateFS(ctx, conn, cfg.Database, fixed); err != nil {
+		t.Fatal(err)
+	}
+	if n := count(t, conn, "SELECT count() FROM schema_migrations WHERE version = 900"); n != 1 {
+		t.Fatalf("fixed migration recorded %d times, want 1", n)
+	}
+}
+
+func TestMigrateWrongDatabase(t *testing.T) {
+	cfg := testenv.ClickHouse(t)
+	conn := open(t, cfg)
+	if err := chdb.Migrate(context.Background(), conn, cfg.Database+"_other"); !errors.Is(err, chdb.ErrWrongDatabase) {
+		t.Fatalf("Migrate on another database = %v, want ErrWrongDatabase", err)
+	}
+}
+
+func TestOpenSaysWhatToChange(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	f := func(cfg config.ClickHouse, want string) {
+		t.Helper()
+		conn, err := chdb.Open(ctx, cfg, chdb.DialTimeout(2*time.Second))
+		if err == nil {
+			conn.Close()
+			t.Fatalf("Open(%+v) succeeded", cfg)
+		}
+		if !strings.Contains(err.Error(), want) {
+			t.Fatalf("Open(%+v) = %v, want it to mention %s", cfg, err, want)
+		}
+	}
+	dead := "127.0.0.1:" + strconv.Itoa(testenv.FreePort(t))
+	f(config.ClickHouse{Addr: dead, Database: "reconcile"}, "DRIFTLINE_CLICKHOUSE_ADDR")
+	f(config.ClickHouse{Addr: dead, Database: "bad-name"}, "DRIFTLINE_CLICKHOUSE_DB")
+
+	live := testenv.ClickHouse(t)
+	f(config.ClickHouse{Addr: live.Addr, Database: "reconcile", User: "nobody"}, "DRIFTLINE_CLICKHOUSE_USER")
+	missing := live
+	missing.Database = live.Database + "_missing"
+	conn, err := chdb.Open(ctx, missing, chdb.NoCreate())
+	if err == nil {
+		conn.Close()
+		t.Fatal("Open with NoCreate created the database")
+	}
+	if !strings.Contains(err.Error(), "create it") {
+		t.Fatalf("Open with NoCreate of a missing database = %v, want it to say to create it", err)
+	}
+}
