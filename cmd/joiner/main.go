@@ -1,0 +1,123 @@
+// Command joiner runs one member of the drift joiner consumer group (see
+// package pipeline/joiner). Start more processes with the same -joiner.group
+// to scale out; each owns a range of partitions.
+//
+//	joiner -kafka.brokers 127.0.0.1:19092 -clickhouse.addr 127.0.0.1:19000
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"os"
+	"os/signal"
+	"syscall"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/driftline/driftline/pipeline/chdb"
+	"github.com/driftline/driftline/pipeline/classify"
+	"github.com/driftline/driftline/pipeline/config"
+	"github.com/driftline/driftline/pipeline/joiner"
+	"github.com/driftline/driftline/pipeline/sink"
+	"github.com/driftline/driftline/pipeline/topics"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kgo"
+)
+
+func main() {
+	if err := run(); err != nil {
+		slog.Error("joiner: " + err.Error())
+		os.Exit(1)
+	}
+}
+
+func run() error {
+	fs := flag.CommandLine
+	common := config.RegisterFlags(fs)
+	addr := fs.String("joiner.addr", config.Env("DRIFTLINE_JOINER_ADDR", config.DefaultJoinerAddr), "HTTP listen address for /metrics and /healthz (env DRIFTLINE_JOINER_ADDR)")
+	group := fs.String("joiner.group", "driftline-joiner", "consumer group shared by all joiners; every member owns a range of partitions")
+	def := classify.DefaultOptions()
+	staleness := fs.Duration("joiner.staleness", def.Staleness, "event time a live-expecting record may go unobserved before it is missing")
+	orphanGrace := fs.Duration("joiner.orphanGrace", def.OrphanGrace, "event time a resource may be observed live without an owner before it is an orphan")
+	lateness := fs.Duration("joiner.allowedLateness", def.AllowedLateness, "how far the watermark trails the newest event time; larger tolerates more disorder but delays time-based findings")
+	retry := fs.Duration("joiner.retryInterval", def.RetryInterval, "spacing of next_attempt_at for findings with a retry posture")
+	flushInterval := fs.Duration("joiner.flushInterval", 500*time.Millisecond, "longest time processed events wait before findings are written and offsets committed; larger batches are cheaper for ClickHouse but findings appear later")
+	flushEvents := fs.Int("joiner.flushEvents", 50000, "flush after this many events; bounds memory held between commits")
+	flag.Parse()
+	if err := common.Validate(); err != nil {
+		return err
+	}
+
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+
+	openCtx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	conn, err := chdb.Open(openCtx, common.ClickHouse)
+	if err != nil {
+		return fmt.Errorf("open clickhouse %s: %w", common.ClickHouse.Addr, err)
+	}
+	defer conn.Close()
+
+	if common.CreateTopics {
+		cl, err := kgo.NewClient(kgo.SeedBrokers(common.SeedBrokers()...))
+		if err != nil {
+			return fmt.Errorf("kafka client: %w", err)
+		}
+		err = topics.Ensure(openCtx, kadm.NewClient(cl), common.Topics, int32(common.Partitions), 1)
+		cl.Close()
+		if err != nil {
+			return err
+		}
+	}
+
+	j, err := joiner.New(openCtx, joiner.Options{
+		Brokers:       common.SeedBrokers(),
+		Group:         *group,
+		Topics:        common.Topics,
+		Environment:   common.Environment,
+		Classify:      classify.Options{Staleness: *staleness, OrphanGrace: *orphanGrace, AllowedLateness: *lateness, RetryInterval: *retry},
+		FlushInterval: *flushInterval,
+		FlushEvents:   *flushEvents,
+		Logger:        slog.Default(),
+		Registerer:    reg,
+	}, sink.NewClickHouse(conn))
+	if err != nil {
+		return err
+	}
+
+	mux := http.NewServeMux()
+	mux.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
+	mux.HandleFunc("/healthz", func(w http.ResponseWriter, r *http.Request) {
+		if err := conn.Ping(r.Context()); err != nil {
+			http.Error(w, "clickhouse: "+err.Error(), http.StatusServiceUnavailable)
+			return
+		}
+		fmt.Fprintln(w, "ok")
+	})
+	hs := &http.Server{Addr: *addr, Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+	go func() {
+		if err := hs.ListenAndServe(); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			slog.Error("joiner: http server failed", "err", err)
+			stop()
+		}
+	}()
+	slog.Info("joiner running", "group", *group, "brokers", common.Brokers, "clickhouse", common.ClickHouse.Addr, "http", *addr)
+
+	err = j.Run(ctx)
+	shutdownCtx, cancelShutdown := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancelShutdown()
+	_ = hs.Shutdown(shutdownCtx)
+	return err
+}

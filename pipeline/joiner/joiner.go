@@ -1,0 +1,311 @@
+// Package joiner runs the drift joiner: one member of a Kafka consumer
+// group over the co-partitioned platform.records, provider.observations and
+// nodeagent.telemetry topics. For each partition it owns, it dedupes
+// events, joins observations to the platform records that own them,
+// classifies drift in event time (package classify), and writes finding
+// transitions to ClickHouse (package sink).
+//
+// Offsets are committed only after ClickHouse has the batch, so a crash
+// replays at most the uncommitted tail; the writes are idempotent, so a
+// replay changes nothing. Scale out by starting more joiners in the same
+// group: partitions are range-assigned across the three topics so that a
+// worker always owns all streams of a partition number.
+//
+// On assignment a worker restores the partition's state by replaying the
+// compacted platform.records partition to its end and then the
+// observations and telemetry partitions up to the group's committed
+// offsets, without writing anything (those transitions are already in
+// ClickHouse). Restore time therefore grows with the retained history of
+// observations.
+package joiner
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/driftline/driftline/pipeline/classify"
+	"github.com/driftline/driftline/pipeline/event"
+	"github.com/driftline/driftline/pipeline/sink"
+	"github.com/driftline/driftline/pipeline/topics"
+)
+
+// Sink is where the joiner writes findings.
+type Sink interface {
+	Write(ctx context.Context, b *sink.Batch) error
+}
+
+// Options configure a Joiner.
+type Options struct {
+	// Brokers are the Kafka seed brokers. Required.
+	Brokers []string
+	// Group is the consumer group all joiners share. Default
+	// "driftline-joiner".
+	Group string
+	// Topics names the topics. Default topics.Defaults().
+	Topics topics.Names
+	// Environment is the pipeline's environment; events for another are
+	// invalid. Default local_parity.
+	Environment string
+	// Classify holds the event-time windows. Default
+	// classify.DefaultOptions().
+	Classify classify.Options
+	// FlushInterval bounds how long processed events wait before their
+	// findings are written and their offsets committed. Default 500ms.
+	FlushInterval time.Duration
+	// FlushEvents flushes once this many events were processed. Default
+	// 50000.
+	FlushEvents int
+	// Logger receives operational logs. Default slog.Default().
+	Logger *slog.Logger
+	// Registerer receives the joiner's metrics. Default none.
+	Registerer prometheus.Registerer
+	// ClientOpts are extra franz-go options (tests, TLS, SASL).
+	ClientOpts []kgo.Opt
+}
+
+func (o *Options) defaults() error {
+	if len(o.Brokers) == 0 {
+		return errors.New("joiner: no brokers")
+	}
+	if o.Group == "" {
+		o.Group = "driftline-joiner"
+	}
+	if o.Topics == (topics.Names{}) {
+		o.Topics = topics.Defaults()
+	}
+	if o.Environment == "" {
+		o.Environment = event.EnvLocalParity
+	}
+	if o.Classify == (classify.Options{}) {
+		o.Classify = classify.DefaultOptions()
+	}
+	if o.FlushInterval <= 0 {
+		o.FlushInterval = 500 * time.Millisecond
+	}
+	if o.FlushEvents <= 0 {
+		o.FlushEvents = 50000
+	}
+	if o.Logger == nil {
+		o.Logger = slog.Default()
+	}
+	return nil
+}
+
+// Joiner is one member of the joiner consumer group.
+type Joiner struct {
+	opts      Options
+	sink      Sink
+	m         *metrics
+	validator event.Validator
+	adm       *kadm.Client
+	cl        *kgo.Client
+
+	// partitions is the partition count of the joined topics, for the
+	// mis-partitioning check.
+	partitions int32
+
+	// mu protects parts and out: the poll loop holds it while it applies
+	// and flushes; the group callbacks hold it while they restore or drop
+	// partitions.
+	mu    sync.Mutex
+	parts map[int32]*partition
+	out   output
+}
+
+// New connects to the brokers and returns a Joiner writing to s.
+func New(ctx context.Context, opts Options, s Sink) (*Joiner, error) {
+	if err := opts.defaults(); err != nil {
+		return nil, err
+	}
+	j := &Joiner{
+		opts:      opts,
+		sink:      s,
+		m:         newMetrics(opts.Registerer),
+		validator: event.Validator{Environment: opts.Environment},
+		parts:     make(map[int32]*partition),
+	}
+	j.out = output{current: make(map[string]int), m: j.m, emit: true}
+	admCl, err := kgo.NewClient(append([]kgo.Opt{kgo.SeedBrokers(opts.Brokers...)}, opts.ClientOpts...)...)
+	if err != nil {
+		return nil, fmt.Errorf("joiner: admin client: %w", err)
+	}
+	j.adm = kadm.NewClient(admCl)
+	if err := topics.CheckCopartitioned(ctx, j.adm, opts.Topics); err != nil {
+		j.adm.Close()
+		return nil, fmt.Errorf("joiner: %w", err)
+	}
+	if j.partitions, err = topics.PartitionCount(ctx, j.adm, opts.Topics.Observations); err != nil {
+		j.adm.Close()
+		return nil, fmt.Errorf("joiner: %w", err)
+	}
+	copts := append([]kgo.Opt{
+		kgo.SeedBrokers(opts.Brokers...),
+		kgo.ConsumerGroup(opts.Group),
+		kgo.ConsumeTopics(opts.Topics.Joined()...),
+		kgo.Balancers(kgo.RangeBalancer()),
+		kgo.DisableAutoCommit(),
+		kgo.BlockRebalanceOnPoll(),
+		kgo.FetchIsolationLevel(kgo.ReadCommitted()),
+		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()),
+		kgo.OnPartitionsAssigned(j.assigned),
+		kgo.OnPartitionsRevoked(j.revoked),
+		kgo.OnPartitionsLost(j.lost),
+	}, opts.ClientOpts...)
+	if j.cl, err = kgo.NewClient(copts...); err != nil {
+		j.adm.Close()
+		return nil, fmt.Errorf("joiner: consumer: %w", err)
+	}
+	return j, nil
+}
+
+// Run consumes until ctx is done or the client is closed. Each round
+// polls for up to FlushInterval or FlushEvents, applies the records,
+// writes the findings, commits the offsets, and only then lets a
+// rebalance proceed.
+func (j *Joiner) Run(ctx context.Context) error {
+	defer j.adm.Close()
+	defer j.cl.Close()
+	for ctx.Err() == nil {
+		deadline := time.Now().Add(j.opts.FlushInterval)
+		processed := 0
+		for processed < j.opts.FlushEvents && time.Now().Before(deadline) {
+			pctx, cancel := context.WithDeadline(ctx, deadline)
+			fetches := j.cl.PollRecords(pctx, j.opts.FlushEvents-processed)
+			cancel()
+			if fetches.IsClientClosed() {
+				return nil
+			}
+			fetches.EachError(func(t string, p int32, err error) {
+				if !errors.Is(err, context.DeadlineExceeded) && !errors.Is(err, context.Canceled) {
+					j.opts.Logger.Warn("fetch error", "topic", t, "partition", p, "err", err)
+				}
+			})
+			j.mu.Lock()
+			fetches.EachRecord(func(r *kgo.Record) {
+				if part := j.parts[r.Partition]; part != nil {
+					j.apply(part, r)
+					processed++
+				}
+			})
+			j.mu.Unlock()
+			if ctx.Err() != nil {
+				break
+			}
+		}
+		j.mu.Lock()
+		err := j.flushAndCommit(ctx)
+		j.mu.Unlock()
+		j.cl.AllowRebalance()
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// flushAndCommit writes the pending batch (retrying until it succeeds or
+// ctx ends) and then commits the offsets of everything applied. When ctx
+// is already done (shutdown) it still tries for a bounded time, so a clean
+// stop leaves nothing to replay. mu is held.
+func (j *Joiner) flushAndCommit(ctx context.Context) error {
+	wctx, giveUp := context.WithoutCancel(ctx), ctx.Done()
+	if ctx.Err() != nil {
+		var cancel context.CancelFunc
+		wctx, cancel = context.WithTimeout(wctx, 10*time.Second)
+		defer cancel()
+		giveUp = wctx.Done()
+	}
+	for _, part := range j.parts {
+		if part.dirty {
+			j.out.batch.Progress = append(j.out.batch.Progress, j.progress(part))
+			j.observe(part)
+			part.dirty = false
+		}
+	}
+	if j.out.batch.Empty() {
+		return nil
+	}
+	for backoff := 100 * time.Millisecond; ; backoff = min(2*backoff, 5*time.Second) {
+		start := time.Now()
+		err := j.sink.Write(wctx, &j.out.batch)
+		if err == nil {
+			j.m.flushSeconds.Observe(time.Since(start).Seconds())
+			j.m.flushRows.Observe(float64(len(j.out.batch.Current)))
+			break
+		}
+		j.m.flushErrors.Inc()
+		j.opts.Logger.Warn("write to ClickHouse failed; retrying (offsets stay uncommitted)", "err", err, "backoff", backoff)
+		select {
+		case <-giveUp:
+			return fmt.Errorf("write findings: %w", err)
+		case <-time.After(backoff):
+		}
+	}
+	j.out.reset()
+	if err := j.cl.CommitUncommittedOffsets(wctx); err != nil {
+		// The findings are written; a failed commit means a replay of
+		// this batch, which writes the same rows again.
+		j.opts.Logger.Warn("offset commit failed; the batch will be replayed idempotently", "err", err)
+	}
+	return nil
+}
+
+// assigned restores the state of newly assigned partitions.
+func (j *Joiner) assigned(ctx context.Context, _ *kgo.Client, assigned map[string][]int32) {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	var fresh []int32
+	seen := map[int32]bool{}
+	for _, ps := range assigned {
+		for _, p := range ps {
+			if j.parts[p] == nil && !seen[p] {
+				seen[p] = true
+				fresh = append(fresh, p)
+			}
+		}
+	}
+	if len(fresh) == 0 {
+		return
+	}
+	start := time.Now()
+	restored, err := j.restore(ctx, fresh)
+	if err != nil {
+		// Without its state the worker would emit wrong findings: leave
+		// the group loudly rather than guess.
+		j.opts.Logger.Error("restore failed; leaving the group", "partitions", fresh, "err", err)
+		go j.cl.Close()
+		return
+	}
+	for p, part := range restored {
+		j.parts[p] = part
+		j.observe(part)
+	}
+	j.m.assigned.Set(float64(len(j.parts)))
+	j.opts.Logger.Info("partitions assigned", "partitions", fresh, "restore", time.Since(start).Round(time.Millisecond))
+	j.m.restoreSeconds.Observe(time.Since(start).Seconds())
+}
+
+// revoked drops revoked partitions. Everything applied was flushed and
+// committed before the rebalance was allowed.
+func (j *Joiner) revoked(_ context.Context, _ *kgo.Client, revoked map[string][]int32) {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	for _, ps := range revoked {
+		for _, p := range ps {
+			delete(j.parts, p)
+		}
+	}
+	j.m.assigned.Set(float64(len(j.parts)))
+}
+
+func (j *Joiner) lost(ctx context.Context, cl *kgo.Client, lost map[string][]int32) {
+	j.revoked(ctx, cl, lost)
+}

@@ -1,0 +1,270 @@
+package joiner
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"sort"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/ClickHouse/clickhouse-go/v2/lib/driver"
+	json "github.com/segmentio/encoding/json"
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/driftline/driftline/pipeline/chdb"
+	"github.com/driftline/driftline/pipeline/event"
+	"github.com/driftline/driftline/pipeline/sink"
+	"github.com/driftline/driftline/pipeline/testenv"
+	"github.com/driftline/driftline/pipeline/topics"
+)
+
+func TestMain(m *testing.M) { testenv.Main(m) }
+
+var t0 = time.Date(2026, 11, 21, 10, 0, 0, 0, time.UTC)
+
+// fixture produces contract events to the broker.
+type fixture struct {
+	t       *testing.T
+	cl      *kgo.Client
+	names   topics.Names
+	seq     map[string]uint64
+	brokers []string
+	ch      driver.Conn
+	db      string
+}
+
+func newFixture(t *testing.T) *fixture {
+	brokers, names := testenv.Kafka(t, 4)
+	cl, err := kgo.NewClient(kgo.SeedBrokers(brokers...))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(cl.Close)
+	cfg := testenv.ClickHouse(t)
+	conn, err := chdb.Open(context.Background(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { conn.Close() })
+	return &fixture{t: t, cl: cl, names: names, seq: map[string]uint64{}, brokers: brokers, ch: conn, db: cfg.Database}
+}
+
+// send produces one event; partition < 0 uses the standard partitioner.
+func (f *fixture) send(typ, producer string, at time.Time, payload any, partition int32) {
+	f.t.Helper()
+	f.seq[producer]++
+	body, _ := json.Marshal(payload)
+	line, _ := json.Marshal(map[string]any{
+		"event_id": fmt.Sprintf("%s-%d", producer, f.seq[producer]), "event_type": typ, "schema_version": 1,
+		"producer": producer, "seq": f.seq[producer], "occurred_at": at.Format(time.RFC3339Nano),
+		"correlation_id": "c-" + producer, "environment": "local_parity", "payload": json.RawMessage(body),
+	})
+	_, payloadV, verr := event.Validator{}.DecodeEvent(line)
+	if verr != nil {
+		f.t.Fatalf("fixture event invalid: %v", verr)
+	}
+	r := &kgo.Record{Topic: f.names.ForType(typ), Key: []byte(event.KeyOf(payloadV)), Value: line, Partition: partition}
+	if partition >= 0 {
+		f.produceTo(r)
+		return
+	}
+	if err := f.cl.ProduceSync(context.Background(), r).FirstErr(); err != nil {
+		f.t.Fatal(err)
+	}
+}
+
+func (f *fixture) produceTo(r *kgo.Record) {
+	cl, err := kgo.NewClient(kgo.SeedBrokers(f.brokers...), kgo.RecordPartitioner(kgo.ManualPartitioner()))
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	defer cl.Close()
+	if err := cl.ProduceSync(context.Background(), r).FirstErr(); err != nil {
+		f.t.Fatal(err)
+	}
+}
+
+func record(id, state string) event.PlatformRecord {
+	return event.PlatformRecord{RecordType: "app_instance", RecordID: "rec-" + id, RecordVersion: 1,
+		ResourceFamily: event.FamilyAppRuntime, ProductID: "apps", OwningDomain: "eu-west", DomainID: "d-eu",
+		Provider: event.ProviderAppRuntime, ProviderID: id, ExpectedState: state, ExpectedVersion: "sha256:aa"}
+}
+
+func observation(id, state string) event.Observation {
+	return event.Observation{Provider: event.ProviderAppRuntime, ProviderID: id, ResourceFamily: event.FamilyAppRuntime,
+		ObservedState: state, ObservedVersion: "sha256:aa"}
+}
+
+// start runs a joiner until the returned stop is called.
+func (f *fixture) start(group string) (stop func()) {
+	f.t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	j, err := New(ctx, Options{Brokers: f.brokers, Group: group, Topics: f.names, FlushInterval: 100 * time.Millisecond,
+		Logger: slog.New(slog.DiscardHandler)}, sink.NewClickHouse(f.ch))
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- j.Run(ctx) }()
+	return func() {
+		cancel()
+		if err := <-done; err != nil {
+			f.t.Errorf("joiner run: %v", err)
+		}
+	}
+}
+
+// caughtUp waits until the group has committed everything produced.
+func (f *fixture) caughtUp(group string) {
+	f.t.Helper()
+	adm := kadm.NewClient(f.cl)
+	testenv.CheckFor(f.t, 60*time.Second, func() error {
+		lags, err := adm.Lag(context.Background(), group)
+		if err != nil {
+			return err
+		}
+		l := lags[group]
+		if l.FetchErr != nil || l.DescribeErr != nil {
+			return fmt.Errorf("lag: %v %v", l.FetchErr, l.DescribeErr)
+		}
+		var total int64
+		for _, t := range f.names.Joined() {
+			for _, pl := range l.Lag[t] {
+				if pl.Commit.At < 0 && pl.End.Offset > 0 {
+					return fmt.Errorf("%s/%d not committed", t, pl.Partition)
+				}
+				total += pl.Lag
+			}
+		}
+		if total != 0 {
+			return fmt.Errorf("lag %d", total)
+		}
+		return nil
+	})
+}
+
+// findings returns "evidence_id status retry_count" rows, sorted.
+func (f *fixture) findings() []string {
+	f.t.Helper()
+	rows, err := f.ch.Query(context.Background(), "SELECT evidence_id, status, retry_count FROM drift_evidence FINAL ORDER BY evidence_id")
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	defer rows.Close()
+	var out []string
+	for rows.Next() {
+		var id, status string
+		var retry uint32
+		if err := rows.Scan(&id, &status, &retry); err != nil {
+			f.t.Fatal(err)
+		}
+		out = append(out, fmt.Sprintf("%s %s %d", id, status, retry))
+	}
+	sort.Strings(out)
+	return out
+}
+
+func TestJoinerEndToEndWithRestart(t *testing.T) {
+	f := newFixture(t)
+	const group = "joiner-test"
+	for _, id := range []string{"ok", "missing", "stale", "fixed"} {
+		f.send(event.TypePlatformRecord, "platform", t0.Add(-2*time.Minute), record(id, "running"), -1)
+	}
+	released := record("released", "released")
+	f.send(event.TypePlatformRecord, "platform", t0.Add(-2*time.Minute), released, -1)
+
+	round := func(r int) {
+		at := t0.Add(time.Duration(r) * 6 * time.Minute)
+		f.send(event.TypeProviderObservation, "scanner", at.Add(time.Second), observation("ok", "running"), -1)
+		f.send(event.TypeProviderObservation, "scanner", at.Add(2*time.Second), observation("stale", "stopped"), -1)
+		f.send(event.TypeProviderObservation, "scanner", at.Add(3*time.Second), observation("orphan", "running"), -1)
+		f.send(event.TypeProviderObservation, "scanner", at.Add(4*time.Second), observation("released", "running"), -1)
+		state := "running"
+		if r == 0 {
+			state = "stopped"
+		}
+		f.send(event.TypeProviderObservation, "scanner", at.Add(5*time.Second), observation("fixed", state), -1)
+		for p := int32(0); p < 4; p++ { // the gateway's fan-out of the scan marker
+			f.send(event.TypeScanCompleted, fmt.Sprintf("scanner-marker-%d", p), at.Add(20*time.Second),
+				event.ScanCompleted{Provider: event.ProviderAppRuntime, ScanID: fmt.Sprint(r), ScanStartedAt: at}, p)
+		}
+	}
+
+	stop := f.start(group)
+	round(0)
+	f.caughtUp(group)
+	stop() // a clean restart in the middle of the stream
+	round(1)
+	stop = f.start(group)
+	round(2)
+	f.caughtUp(group)
+	stop()
+
+	// Watermarks are per partition, so when an orphan's grace ends (and
+	// with it its retry_count) depends on what shares its partition.
+	want := []string{
+		"missing_provider_resource:app_runtime/missing open 2",
+		"orphan_provider_resource:app_runtime/orphan open 1",
+		"orphan_provider_resource:app_runtime/released open 2",
+		"stale_lifecycle_state:app_runtime/fixed resolved 0",
+		"stale_lifecycle_state:app_runtime/stale open 2",
+	}
+	if got := f.findings(); strings.Join(got, "\n") != strings.Join(want, "\n") {
+		t.Fatalf("findings:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+
+	// Replaying the same topics into empty tables with a new group yields
+	// the same findings.
+	if err := f.ch.Exec(context.Background(), "TRUNCATE TABLE drift_evidence"); err != nil {
+		t.Fatal(err)
+	}
+	stop = f.start("joiner-replay")
+	f.caughtUp("joiner-replay")
+	stop()
+	if got := f.findings(); strings.Join(got, "\n") != strings.Join(want, "\n") {
+		t.Fatalf("replayed findings:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+}
+
+func TestRedeliveryAndMispartitionedRecord(t *testing.T) {
+	f := newFixture(t)
+	const group = "joiner-dup"
+	f.send(event.TypePlatformRecord, "platform", t0, record("s", "running"), -1)
+	f.send(event.TypeProviderObservation, "scanner", t0.Add(time.Second), observation("s", "stopped"), -1)
+	// Redeliver the same observation (same producer and seq).
+	f.seq["scanner"]--
+	f.send(event.TypeProviderObservation, "scanner", t0.Add(time.Second), observation("s", "stopped"), -1)
+	// An observation of another identity written to a partition its key
+	// does not hash to.
+	key := []byte(event.IdentityKey(event.ProviderAppRuntime, "x"))
+	wrong := (event.Partition(key, 4) + 1) % 4
+	f.send(event.TypeProviderObservation, "rogue", t0.Add(2*time.Second), observation("x", "running"), wrong)
+
+	ctx := context.Background()
+	j, err := New(ctx, Options{Brokers: f.brokers, Group: group, Topics: f.names, FlushInterval: 100 * time.Millisecond,
+		Logger: slog.New(slog.DiscardHandler)}, sink.NewClickHouse(f.ch))
+	if err != nil {
+		t.Fatal(err)
+	}
+	rctx, cancel := context.WithCancel(ctx)
+	done := make(chan error, 1)
+	go func() { done <- j.Run(rctx) }()
+	f.caughtUp(group)
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	if got := counterValue(j.m.duplicates); got != 1 {
+		t.Fatalf("duplicates = %v, want 1", got)
+	}
+	if got := counterValue(j.m.mispartitioned.WithLabelValues(f.names.Observations)); got != 1 {
+		t.Fatalf("mispartitioned = %v, want 1", got)
+	}
+	want := []string{"stale_lifecycle_state:app_runtime/s open 0"}
+	if got := f.findings(); strings.Join(got, "\n") != strings.Join(want, "\n") {
+		t.Fatalf("findings %v, want %v (a redelivery must not count as a confirmation)", got, want)
+	}
+}

@@ -1,0 +1,43 @@
+package joiner
+
+import "github.com/prometheus/client_golang/prometheus"
+
+// metrics are the joiner's Prometheus series.
+type metrics struct {
+	events         *prometheus.CounterVec // by topic
+	invalid        *prometheus.CounterVec // by reason
+	duplicates     prometheus.Counter     // redeliveries skipped by dedupe
+	mispartitioned *prometheus.CounterVec // by topic
+	transitions    *prometheus.CounterVec // by classification, transition
+	findingsOpen   *prometheus.GaugeVec   // by partition
+	watermark      *prometheus.GaugeVec   // by partition, unix seconds
+	flushSeconds   prometheus.Histogram   // one sink write
+	flushRows      prometheus.Histogram   // current rows per flush
+	flushErrors    prometheus.Counter     // failed sink writes (retried)
+	restoreSeconds prometheus.Histogram   // one assignment's restore
+	restoreEvents  prometheus.Counter     // events replayed by restores
+	assigned       prometheus.Gauge       // partitions owned
+}
+
+func newMetrics(reg prometheus.Registerer) *metrics {
+	m := &metrics{
+		events:         prometheus.NewCounterVec(prometheus.CounterOpts{Name: "driftline_joiner_events_total", Help: "Events applied, by topic."}, []string{"topic"}),
+		invalid:        prometheus.NewCounterVec(prometheus.CounterOpts{Name: "driftline_joiner_invalid_events_total", Help: "Records that failed validation, by reason."}, []string{"reason"}),
+		duplicates:     prometheus.NewCounter(prometheus.CounterOpts{Name: "driftline_joiner_duplicates_total", Help: "Redelivered events skipped by dedupe."}),
+		mispartitioned: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "driftline_joiner_mispartitioned_total", Help: "Records whose key does not hash (murmur2) to the partition they arrived on."}, []string{"topic"}),
+		transitions:    prometheus.NewCounterVec(prometheus.CounterOpts{Name: "driftline_joiner_finding_transitions_total", Help: "Finding transitions, by classification and transition."}, []string{"classification", "transition"}),
+		findingsOpen:   prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "driftline_joiner_findings_open", Help: "Open findings, by partition."}, []string{"partition"}),
+		watermark:      prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "driftline_joiner_watermark_seconds", Help: "Event-time watermark (unix seconds), by partition."}, []string{"partition"}),
+		flushSeconds:   prometheus.NewHistogram(prometheus.HistogramOpts{Name: "driftline_joiner_flush_seconds", Help: "Latency of one write to ClickHouse.", Buckets: prometheus.ExponentialBuckets(0.001, 2, 15)}),
+		flushRows:      prometheus.NewHistogram(prometheus.HistogramOpts{Name: "driftline_joiner_flush_rows", Help: "Current finding rows per flush.", Buckets: prometheus.ExponentialBuckets(1, 4, 10)}),
+		flushErrors:    prometheus.NewCounter(prometheus.CounterOpts{Name: "driftline_joiner_flush_errors_total", Help: "Failed writes to ClickHouse (retried until they succeed)."}),
+		restoreSeconds: prometheus.NewHistogram(prometheus.HistogramOpts{Name: "driftline_joiner_restore_seconds", Help: "Time to restore the state of newly assigned partitions.", Buckets: prometheus.ExponentialBuckets(0.01, 2, 14)}),
+		restoreEvents:  prometheus.NewCounter(prometheus.CounterOpts{Name: "driftline_joiner_restore_events_total", Help: "Events replayed while restoring partition state."}),
+		assigned:       prometheus.NewGauge(prometheus.GaugeOpts{Name: "driftline_joiner_partitions_assigned", Help: "Partitions this joiner owns."}),
+	}
+	if reg != nil {
+		reg.MustRegister(m.events, m.invalid, m.duplicates, m.mispartitioned, m.transitions, m.findingsOpen,
+			m.watermark, m.flushSeconds, m.flushRows, m.flushErrors, m.restoreSeconds, m.restoreEvents, m.assigned)
+	}
+	return m
+}
