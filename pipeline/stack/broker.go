@@ -37,7 +37,8 @@ func (s *Stack) startBroker(ctx context.Context) error {
 }
 
 // waitBroker polls the broker until the contract topics are listed with
-// matching partition counts, failing early if p (when not nil) exits.
+// matching partition counts, failing early if p (when not nil) exits. An
+// external broker (p nil) gets the topics created, as the services would.
 func (s *Stack) waitBroker(ctx context.Context, p *process) error {
 	cl, err := kgo.NewClient(kgo.SeedBrokers(s.opts.BrokerAddr), kgo.RetryTimeout(time.Second))
 	if err != nil {
@@ -50,7 +51,11 @@ func (s *Stack) waitBroker(ctx context.Context, p *process) error {
 	defer cancel()
 	for {
 		rctx, rcancel := context.WithTimeout(ctx, 2*time.Second)
-		err = topics.CheckCopartitioned(rctx, adm, names)
+		if p == nil {
+			err = topics.Ensure(rctx, adm, names, int32(s.opts.Partitions), 1)
+		} else {
+			err = topics.CheckCopartitioned(rctx, adm, names)
+		}
 		rcancel()
 		if err == nil {
 			return nil

@@ -1,0 +1,52 @@
+# Driftline developer targets. `make test` is what CI runs (.ci/run).
+#
+#   make build   build every binary into bin/
+#   make up      start the local stack in the background (state in .driftline/)
+#   make down    stop it
+#   make run     start the stack, feed a synthetic fleet, print a summary; Ctrl-C stops
+#   make test    all tests (starts ClickHouse and brokers; installs ClickHouse when absent and root)
+#   make check   go vet, then the pipeline packages' tests under the race detector
+#   make bench   benchmarks of bench/ and pipeline/, with allocations
+#   make clean   remove bin/ (make distclean also removes the stack's data)
+
+GO        ?= go
+BIN       := bin
+TEST_TIMEOUT ?= 25m
+# Test binaries of several packages start their own ClickHouse servers and
+# brokers; two at a time keeps a small machine responsive.
+TEST_P    ?= 2
+BENCH     ?= .
+BENCHTIME ?= 1s
+
+.PHONY: build up down status run test check bench clean distclean
+
+build:
+	$(GO) build -o $(BIN)/ ./cmd/...
+
+up: build
+	$(BIN)/stack up -detach
+
+down:
+	@if [ -x $(BIN)/stack ]; then $(BIN)/stack down; else $(GO) run ./cmd/stack down; fi
+
+status:
+	@$(BIN)/stack status
+
+run: build
+	$(BIN)/stack run
+
+test: build
+	$(GO) test -timeout $(TEST_TIMEOUT) -p $(TEST_P) ./...
+
+check:
+	$(GO) vet ./...
+	$(GO) test -race -timeout $(TEST_TIMEOUT) -p $(TEST_P) ./pipeline/...
+
+bench:
+	$(GO) test -run '^$$' -bench '$(BENCH)' -benchmem -benchtime $(BENCHTIME) ./bench/... ./pipeline/...
+
+clean:
+	rm -rf $(BIN) bench/out
+
+distclean: down clean
+	rm -rf .driftline
