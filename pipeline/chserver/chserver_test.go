@@ -225,3 +225,37 @@ func TestDieWithParent(t *testing.T) {
 		return fmt.Errorf("server pid %d outlived its parent", pid)
 	})
 }
+
+// TestConcurrentStart starts one directory's server from two goroutines:
+// one starts it, the other waits and attaches.
+func TestConcurrentStart(t *testing.T) {
+	o := options(t, t.TempDir())
+	servers := make(chan *chserver.Server, 2)
+	errs := make(chan error, 2)
+	for range 2 {
+		go func() {
+			s, err := chserver.Start(context.Background(), o)
+			if err != nil {
+				errs <- err
+				return
+			}
+			servers <- s
+		}()
+	}
+	var got []*chserver.Server
+	for range 2 {
+		select {
+		case s := <-servers:
+			got = append(got, s)
+		case err := <-errs:
+			t.Fatal(err)
+		}
+	}
+	for _, s := range got {
+		t.Cleanup(func() { _ = s.Stop() })
+	}
+	if got[0].PID() != got[1].PID() || got[0].Attached() == got[1].Attached() {
+		t.Fatalf("concurrent Starts: pids %d, %d attached %v, %v; want one server, started once and attached once",
+			got[0].PID(), got[1].PID(), got[0].Attached(), got[1].Attached())
+	}
+}

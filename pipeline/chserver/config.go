@@ -14,6 +14,7 @@ const (
 	configFile  = "config.xml"
 	usersFile   = "users.xml"
 	pidFile     = "clickhouse.pid"
+	lockFile    = "start.lock"
 	dataDir     = "data"
 	tmpDir      = "tmp"
 	userFiles   = "user_files"

@@ -178,6 +178,11 @@ func Start(ctx context.Context, o Options) (*Server, error) {
 		stopTimeout: o.StopTimeout,
 		done:        make(chan struct{}),
 	}
+	unlock, err := lockDir(o.Dir)
+	if err != nil {
+		return nil, err
+	}
+	defer unlock()
 	if pid, ok := runningServer(o.Dir); ok {
 		return s.attach(ctx, o, pid)
 	}
@@ -204,6 +209,23 @@ func Start(ctx context.Context, o Options) (*Server, error) {
 		return nil, &StartError{Dir: o.Dir, Err: err, LogTail: logs.tail()}
 	}
 	return s, nil
+}
+
+// lockDir serialises Starts on one directory, across processes: the
+// second waits, then finds the first's server running and attaches.
+func lockDir(dir string) (unlock func(), err error) {
+	if err := os.MkdirAll(dir, dirFileMode); err != nil {
+		return nil, fmt.Errorf("create server directory: %w", err)
+	}
+	f, err := os.OpenFile(filepath.Join(dir, lockFile), os.O_CREATE|os.O_RDWR, 0o640)
+	if err != nil {
+		return nil, fmt.Errorf("lock server directory: %w", err)
+	}
+	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX); err != nil {
+		f.Close()
+		return nil, fmt.Errorf("lock server directory %s: %w", dir, err)
+	}
+	return func() { f.Close() }, nil // closing releases the lock
 }
 
 // attach adopts the server pid that a previous Start left running in
