@@ -56,6 +56,10 @@ func Migrate(ctx context.Context, conn driver.Conn, database string) error {
 // since, MigrateFS returns a *ChecksumError before applying anything. A
 // failing statement returns a *StatementError and leaves its migration
 // unrecorded, to be run again from its start.
+//
+// Statements must therefore be idempotent and run on ClickHouse 18.16,
+// which knows CREATE/DROP ... IF [NOT] EXISTS but not ALTER TABLE ... ADD
+// COLUMN IF NOT EXISTS, column CODECs, table TTL or the IPv4 type.
 func MigrateFS(ctx context.Context, conn driver.Conn, database string, fsys fs.FS) error {
 	migs, err := loadMigrations(fsys)
 	if err != nil {
