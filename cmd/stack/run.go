@@ -1,0 +1,268 @@
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/driftline/driftline/pipeline/chdb"
+	"github.com/driftline/driftline/pipeline/config"
+	"github.com/driftline/driftline/pipeline/fleet"
+	"github.com/driftline/driftline/pipeline/query"
+	"github.com/driftline/driftline/pipeline/stack"
+)
+
+func cmdRun(args []string) error {
+	fs := flag.NewFlagSet("run", flag.ExitOnError)
+	c := registerCommon(fs)
+	catchUp := fs.Duration("run.catchUp", 3*time.Minute,
+		"how long to wait for the joiner to process the fed fleet before printing the summary anyway; a slow machine may need more")
+	stay := fs.Bool("run.stay", true, "after the summary, keep a stack this command started running until Ctrl-C; false stops it at once")
+	apiKey := fs.String("run.apiKey", config.Env("DRIFTLINE_API_KEY", config.DefaultLocalAPIKey), "API key the fleet is fed with (env DRIFTLINE_API_KEY)")
+	fcfg := fleet.DefaultConfig()
+	fcfg.RegisterFlags(fs)
+	_ = fs.Parse(args)
+	out := os.Stdout
+
+	ctx, stop := signalContext()
+	defer stop()
+
+	// Use a stack already running in this directory (make up); otherwise
+	// start one and own it.
+	var s *stack.Stack
+	st, running, err := stack.ReadState(c.dir)
+	if err == nil && running && st.Status == stack.StatusReady {
+		fmt.Fprintf(out, "using the stack already running in %s (pid %d)\n", st.Dir, st.Pid)
+	} else {
+		fmt.Fprintf(out, "starting the stack in %s (log lines below; children log to %s/log)\n", c.dir, c.dir)
+		s, err = stack.Start(ctx, c.options(os.Stderr))
+		if err != nil {
+			return err
+		}
+		st = s.State()
+	}
+	stopStack := func() error {
+		if s == nil {
+			return nil
+		}
+		sctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+		defer cancel()
+		return s.Stop(sctx)
+	}
+
+	if err := runFleet(ctx, out, st, fcfg, *apiKey, *catchUp); err != nil {
+		if ctx.Err() != nil {
+			fmt.Fprintln(out, "interrupted")
+			return stopStack()
+		}
+		_ = stopStack()
+		return err
+	}
+	if s == nil || !*stay {
+		return stopStack()
+	}
+	fmt.Fprintln(out, "\nthe stack keeps running; Ctrl-C stops it (running `make run` again reuses its data)")
+	return waitAndStop(ctx, s, os.Stderr)
+}
+
+// runFleet feeds the fleet, waits for the pipeline to catch up and prints
+// the summary.
+func runFleet(ctx context.Context, out io.Writer, st stack.State, fcfg fleet.Config, apiKey string, catchUp time.Duration) error {
+	gen, err := fleet.New(fcfg)
+	if err != nil {
+		return fmt.Errorf("fleet: %w", err)
+	}
+	fmt.Fprintf(out, "\nfeeding a synthetic fleet to %s/v1/events\n", st.Ingest)
+	start := time.Now()
+	if err := feed(ctx, out, gen, st.Ingest, apiKey); err != nil {
+		return fmt.Errorf("feed fleet: %w", err)
+	}
+	fmt.Fprintf(out, "fed in %s\n", time.Since(start).Round(time.Millisecond))
+
+	qc := &query.Client{BaseURL: st.Query}
+	status, err := waitCaughtUp(ctx, out, qc, catchUp)
+	if err != nil {
+		return err
+	}
+	billing, berr := billingCounts(ctx, st)
+	printSummary(out, st, status, billing, berr, apiKey)
+	return nil
+}
+
+// waitCaughtUp polls /v1/status until the joiner's consumer lag is 0, or
+// the finding counts have not changed for stableFor, or timeout passes.
+func waitCaughtUp(ctx context.Context, out io.Writer, qc *query.Client, timeout time.Duration) (*query.Status, error) {
+	const stableFor = 10 * time.Second
+	fmt.Fprintf(out, "waiting for the pipeline to catch up (at most %s)\n", timeout)
+	deadline := time.Now().Add(timeout)
+	var (
+		last        *query.Status
+		lastKey     string
+		stableSince = time.Now()
+		lastPrint   time.Time
+	)
+	for {
+		sctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+		status, err := qc.Status(sctx)
+		cancel()
+		if ctx.Err() != nil {
+			return nil, ctx.Err()
+		}
+		if err == nil {
+			lag, lagKnown := totalLag(status)
+			key := fmt.Sprintf("%d/%d/%d", status.Findings.Open, status.Findings.Resolved, events(status))
+			if key != lastKey {
+				lastKey, stableSince = key, time.Now()
+			}
+			last = status
+			if time.Since(lastPrint) >= 2*time.Second {
+				lagText := "unknown"
+				if lagKnown {
+					lagText = fmt.Sprint(lag)
+				}
+				fmt.Fprintf(out, "  lag %s, events applied %d, open findings %d, resolved %d\n",
+					lagText, events(status), status.Findings.Open, status.Findings.Resolved)
+				lastPrint = time.Now()
+			}
+			switch {
+			case lagKnown && lag == 0 && events(status) > 0:
+				fmt.Fprintln(out, "caught up: consumer lag is 0")
+				return status, nil
+			case status.Findings.Open+status.Findings.Resolved > 0 && time.Since(stableSince) >= stableFor:
+				fmt.Fprintf(out, "caught up: findings unchanged for %s\n", stableFor)
+				return status, nil
+			}
+		} else if time.Since(lastPrint) >= 2*time.Second {
+			fmt.Fprintf(out, "  query API: %v\n", err)
+			lastPrint = time.Now()
+		}
+		if time.Now().After(deadline) {
+			if last == nil {
+				return nil, fmt.Errorf("query API at %s did not answer within %s: %w", qc.BaseURL, timeout, err)
+			}
+			fmt.Fprintf(out, "not caught up within %s; the summary below may be partial (raise -run.catchUp)\n", timeout)
+			return last, nil
+		}
+		select {
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		case <-time.After(time.Second):
+		}
+	}
+}
+
+// totalLag sums the lag of every group the query API watches; known is
+// false if any group's lag is not known.
+func totalLag(st *query.Status) (lag int64, known bool) {
+	if st.Lag.State != query.LagOK || len(st.Lag.Groups) == 0 {
+		return 0, false
+	}
+	for _, g := range st.Lag.Groups {
+		if g.Total == nil {
+			return 0, false
+		}
+		lag += *g.Total
+	}
+	return lag, true
+}
+
+func events(st *query.Status) uint64 {
+	var n uint64
+	for _, c := range st.Consumers {
+		n += c.Events
+	}
+	return n
+}
+
+// billingCounts counts open billing mismatches by kind straight from the
+// read model (CONTRACT section 6).
+func billingCounts(ctx context.Context, st stack.State) (map[string]uint64, error) {
+	ctx, cancel := context.WithTimeout(ctx, 15*time.Second)
+	defer cancel()
+	conn, err := chdb.Open(ctx, config.ClickHouse{
+		Addr:     st.ClickHouse,
+		Database: st.Database,
+		User:     config.Env("DRIFTLINE_CLICKHOUSE_USER", "default"),
+		Password: config.Env("DRIFTLINE_CLICKHOUSE_PASSWORD", ""),
+	})
+	if err != nil {
+		return nil, err
+	}
+	defer conn.Close()
+	rows, err := conn.Query(ctx, "SELECT kind, count() FROM billing_mismatch FINAL WHERE status = 'open' GROUP BY kind")
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	out := map[string]uint64{}
+	for rows.Next() {
+		var kind string
+		var n uint64
+		if err := rows.Scan(&kind, &n); err != nil {
+			return nil, err
+		}
+		out[kind] = n
+	}
+	return out, rows.Err()
+}
+
+func printSummary(out io.Writer, st stack.State, status *query.Status, billing map[string]uint64, berr error, apiKey string) {
+	f := status.Findings
+	fmt.Fprintln(out, "\n=== summary ===")
+	fmt.Fprintf(out, "open drift findings: %d (critical %d, blocking admission %d), resolved: %d\n",
+		f.Open, f.CriticalOpen, f.BlockedAdmissions, f.Resolved)
+	printCounts(out, f.OpenByClassification)
+	switch {
+	case berr != nil:
+		fmt.Fprintf(out, "billing mismatches: unknown (%v)\n", berr)
+	default:
+		var total uint64
+		for _, n := range billing {
+			total += n
+		}
+		fmt.Fprintf(out, "open billing mismatches: %d\n", total)
+		printCounts(out, billing)
+	}
+
+	q := st.Query
+	fmt.Fprintln(out, "\nquery API:", q)
+	fmt.Fprintf(out, "  curl -s %s/v1/status\n", q)
+	fmt.Fprintf(out, "  curl -s '%s/v1/drift?severity=critical&limit=20'\n", q)
+	fmt.Fprintf(out, "  curl -s '%s/v1/drift?classification=identity_mismatch'\n", q)
+	fmt.Fprintf(out, "  curl -s %s/v1/heatmap\n", q)
+	fmt.Fprintf(out, "  curl -s %s/metrics\n", q)
+	fmt.Fprintln(out, "ingest gateway:", st.Ingest)
+	fmt.Fprintf(out, "  curl -s -H 'Authorization: Bearer %s' --data-binary @events.ndjson %s/v1/events\n", apiKey, st.Ingest)
+	host, port := splitHostPort(st.ClickHouse)
+	fmt.Fprintln(out, "ClickHouse:")
+	fmt.Fprintf(out, "  clickhouse-client --host %s --port %s --database %s\n", host, port, st.Database)
+	fmt.Fprintf(out, "  (e.g. SELECT classification, count() FROM drift_evidence FINAL WHERE status = 'open' GROUP BY classification)\n")
+	fmt.Fprintln(out, "broker (Kafka protocol):", st.Broker)
+	fmt.Fprintln(out, "API key:", apiKey)
+}
+
+func printCounts(out io.Writer, m map[string]uint64) {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		if m[k] > 0 {
+			fmt.Fprintf(out, "  %-28s %d\n", k, m[k])
+		}
+	}
+}
+
+func splitHostPort(addr string) (string, string) {
+	i := strings.LastIndexByte(addr, ':')
+	if i < 0 {
+		return addr, ""
+	}
+	return strings.Trim(addr[:i], "[]"), addr[i+1:]
+}
