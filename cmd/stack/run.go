@@ -90,7 +90,7 @@ func runFleet(ctx context.Context, out io.Writer, st stack.State, fcfg fleet.Con
 		return err
 	}
 	billing, berr := billingCounts(ctx, st)
-	printSummary(out, st, status, billing, berr, apiKey)
+	printSummary(out, st, status, expectedOpen(gen.Truth()), billing, berr, apiKey)
 	return nil
 }
 
@@ -211,12 +211,36 @@ func billingCounts(ctx context.Context, st stack.State) (map[string]uint64, erro
 	return out, rows.Err()
 }
 
-func printSummary(out io.Writer, st stack.State, status *query.Status, billing map[string]uint64, berr error, apiKey string) {
+// expectedOpen counts the fleet's ground-truth open findings by
+// classification, to show beside what the pipeline found.
+func expectedOpen(t *fleet.Truth) map[string]uint64 {
+	m := map[string]uint64{}
+	for _, f := range t.Findings {
+		if f.Status == "open" {
+			m[f.Classification]++
+		}
+	}
+	return m
+}
+
+func printSummary(out io.Writer, st stack.State, status *query.Status, expected, billing map[string]uint64, berr error, apiKey string) {
 	f := status.Findings
 	fmt.Fprintln(out, "\n=== summary ===")
 	fmt.Fprintf(out, "open drift findings: %d (critical %d, blocking admission %d), resolved: %d\n",
 		f.Open, f.CriticalOpen, f.BlockedAdmissions, f.Resolved)
-	printCounts(out, f.OpenByClassification)
+	fmt.Fprintf(out, "  %-28s %6s %10s\n", "classification", "open", "fleet truth")
+	keys := map[string]bool{}
+	for k, n := range f.OpenByClassification {
+		keys[k] = n > 0
+	}
+	for k := range expected {
+		keys[k] = true
+	}
+	for _, k := range sortedKeys(keys) {
+		if keys[k] {
+			fmt.Fprintf(out, "  %-28s %6d %10d\n", k, f.OpenByClassification[k], expected[k])
+		}
+	}
 	switch {
 	case berr != nil:
 		fmt.Fprintf(out, "billing mismatches: unknown (%v)\n", berr)
@@ -246,13 +270,17 @@ func printSummary(out io.Writer, st stack.State, status *query.Status, billing m
 	fmt.Fprintln(out, "API key:", apiKey)
 }
 
-func printCounts(out io.Writer, m map[string]uint64) {
+func sortedKeys[V any](m map[string]V) []string {
 	keys := make([]string, 0, len(m))
 	for k := range m {
 		keys = append(keys, k)
 	}
 	sort.Strings(keys)
-	for _, k := range keys {
+	return keys
+}
+
+func printCounts(out io.Writer, m map[string]uint64) {
+	for _, k := range sortedKeys(m) {
 		if m[k] > 0 {
 			fmt.Fprintf(out, "  %-28s %d\n", k, m[k])
 		}
