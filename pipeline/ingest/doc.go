@@ -26,5 +26,8 @@
 // Duplicate suppression here is a convenience for retried requests: a
 // bounded, in-memory FIFO set of recently accepted dedupe identities per
 // gateway process. It is exact (identities are compared as full strings,
-// never as hashes) but forgetful; downstream consumers dedupe exactly.
+// never as hashes) but forgetful, per process, and checked before the write:
+// two concurrent requests carrying the same event may both write it.
+// Downstream consumers dedupe exactly; this only spares them the common
+// retried request.
 package ingest

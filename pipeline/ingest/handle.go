@@ -78,7 +78,7 @@ func (g *Gateway) serveEvents(w http.ResponseWriter, r *http.Request) {
 	resp := g.commit(b)
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(http.StatusOK)
-	_ = json.NewEncoder(w).Encode(resp)
+	writeJSON(w, resp)
 }
 
 func readBody(w http.ResponseWriter, r *http.Request, limit int64) ([]byte, error) {
@@ -118,7 +118,13 @@ func (g *Gateway) setRetryAfter(w http.ResponseWriter) {
 func (g *Gateway) writeError(w http.ResponseWriter, status int, code, msg string) {
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(status)
-	_ = json.NewEncoder(w).Encode(ErrorResponse{Error: code, Message: msg, PolicyRev: g.policyRev})
+	writeJSON(w, ErrorResponse{Error: code, Message: msg, PolicyRev: g.policyRev})
+}
+
+func writeJSON(w http.ResponseWriter, v any) {
+	enc := json.NewEncoder(w)
+	enc.SetEscapeHTML(false) // receipts echo details, not HTML
+	_ = enc.Encode(v)
 }
 
 // commit turns a written batch into the response, remembers accepted
