@@ -90,11 +90,11 @@ type checked struct {
 
 // check validates raw with the shared validator and authorises it for p.
 func (g *Gateway) check(p *Principal, raw []byte) (checked, *event.ValidationError) {
-	env, verr := g.validator.Decode(raw)
+	env, payload, verr := g.validator.DecodeEvent(raw)
 	if verr != nil {
 		return checked{}, verr
 	}
-	c := checked{Envelope: env}
+	c := checked{Envelope: env, key: event.KeyOf(payload)}
 	if !p.MayType(env.EventType) {
 		return c, &event.ValidationError{Reason: event.ReasonUnauthorizedType, Field: "event_type",
 			Detail: "the API key of " + p.ActorID + " may not send " + env.EventType}
@@ -103,13 +103,6 @@ func (g *Gateway) check(p *Principal, raw []byte) (checked, *event.ValidationErr
 		return c, &event.ValidationError{Reason: event.ReasonUnauthorizedProducer, Field: "producer",
 			Detail: "the API key of " + p.ActorID + " may not send as producer " + env.Producer}
 	}
-	// Decode validated the payload already; decode it again into its
-	// typed struct for the key.
-	payload, verr := event.DecodePayload(env.EventType, env.Payload)
-	if verr != nil {
-		return c, verr
-	}
-	c.key = event.KeyOf(payload)
 	return c, nil
 }
 
