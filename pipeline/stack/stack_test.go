@@ -32,6 +32,9 @@ func TestMain(m *testing.M) {
 	if name := filepath.Base(os.Args[0]); isService(name) {
 		os.Exit(fakeService(name))
 	}
+	if dir := os.Getenv("FAKE_SUPERVISOR_DIR"); dir != "" {
+		os.Exit(fakeSupervisor(dir))
+	}
 	code := m.Run()
 	if brokerDir != "" {
 		os.RemoveAll(brokerDir)
@@ -79,6 +82,41 @@ func fakeService(name string) int {
 	return 0
 }
 
+// fakeSupervisor runs a supervisor of fake services in dir until SIGTERM,
+// as `stack up -detach` would.
+func fakeSupervisor(dir string) int {
+	sig := make(chan os.Signal, 1)
+	signal.Notify(sig, syscall.SIGTERM)
+	s, err := newStack(Options{
+		Dir:       dir,
+		BinDir:    os.Getenv("FAKE_BIN"),
+		FreePorts: true,
+		Env:       []string{"FAKE_RECORD=" + os.Getenv("FAKE_RECORD")},
+		Log:       os.Stderr,
+	})
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	ctx := context.Background()
+	for _, svc := range s.opts.Services {
+		if err := s.startService(ctx, svc); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			_ = s.Stop(ctx)
+			return 1
+		}
+	}
+	s.mu.Lock()
+	s.state.Status = StatusReady
+	_ = writeState(dir, s.state)
+	s.mu.Unlock()
+	<-sig
+	if err := s.Stop(ctx); err != nil {
+		return 1
+	}
+	return 0
+}
+
 // fakeBinDir links every service name to the test binary.
 func fakeBinDir(t *testing.T) string {
 	t.Helper()
@@ -109,11 +147,7 @@ func buildBroker(t *testing.T) string {
 		if brokerErr != nil {
 			return
 		}
-		cmd := exec.Command("go", "build", "-o", filepath.Join(brokerDir, NameBroker), "github.com/driftline/driftline/cmd/broker")
-		out, err := cmd.CombinedOutput()
-		if err != nil {
-			brokerErr = fmt.Errorf("go build cmd/broker: %v\n%s", err, out)
-		}
+		brokerErr = Build(context.Background(), brokerDir, NameBroker)
 	})
 	if brokerErr != nil {
 		t.Fatal(brokerErr)
@@ -369,5 +403,65 @@ func TestStartClickHouseAndBroker(t *testing.T) {
 		if err := s.Stop(ctx); err != nil {
 			t.Fatalf("stop %d: %v", i, err)
 		}
+	}
+}
+
+// TestDown stops a supervisor running in another process through its state
+// file, as `stack down` does after `stack up -detach`.
+func TestDown(t *testing.T) {
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	record := filepath.Join(dir, "stops")
+	var stderr bytes.Buffer
+	cmd := exec.Command(exe)
+	cmd.Env = append(os.Environ(), "FAKE_SUPERVISOR_DIR="+dir, "FAKE_BIN="+fakeBinDir(t), "FAKE_RECORD="+record)
+	cmd.Stderr = &stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	defer func() {
+		_ = cmd.Process.Kill()
+		if t.Failed() {
+			t.Logf("supervisor stderr:\n%s", stderr.String())
+		}
+	}()
+
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		st, running, err := ReadState(dir)
+		if err == nil && running && st.Status == StatusReady {
+			if st.Pid != cmd.Process.Pid || len(st.Children) != 4 {
+				t.Fatalf("state %+v, want pid %d and 4 children", st, cmd.Process.Pid)
+			}
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("supervisor not ready: %v", err)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+
+	if err := Down(context.Background(), dir, 30*time.Second); err != nil {
+		t.Fatalf("Down: %v", err)
+	}
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatalf("supervisor exited with %v", err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("supervisor still running after Down returned")
+	}
+	b, _ := os.ReadFile(record)
+	if got := strings.Join(strings.Fields(string(b)), ","); got != "query,rater,joiner,ingest" {
+		t.Fatalf("stop order %s, want query,rater,joiner,ingest", got)
+	}
+	if err := Down(context.Background(), dir, time.Second); !errors.Is(err, ErrNotRunning) {
+		t.Fatalf("second Down = %v, want ErrNotRunning", err)
 	}
 }
