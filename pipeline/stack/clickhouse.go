@@ -22,7 +22,7 @@ const installTimeout = 15 * time.Minute
 // starting a second one.
 func (s *Stack) startClickHouse(ctx context.Context) error {
 	bin, err := chserver.Find()
-	if errors.Is(err, chserver.ErrNotFound) && s.opts.InstallClickHouse && os.Geteuid() == 0 {
+	if errors.Is(err, chserver.ErrNotFound) && !s.opts.NoInstall && os.Geteuid() == 0 {
 		s.logf("ClickHouse not found: installing clickhouse-server with apt-get (log: %s)", s.logPath("install"))
 		lf, ferr := os.OpenFile(s.logPath("install"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
 		if ferr != nil {
@@ -33,9 +33,16 @@ func (s *Stack) startClickHouse(ctx context.Context) error {
 		cancel()
 		lf.Close()
 		if err != nil {
-			return withTail(fmt.Errorf("install ClickHouse: %w", err), s.logPath("install"))
+			// Another process (a parallel test) may have installed it
+			// while apt's lock kept us out.
+			if b, ferr := chserver.Find(); ferr == nil {
+				bin, err = b, nil
+			} else {
+				return withTail(fmt.Errorf("install ClickHouse: %w", err), s.logPath("install"))
+			}
+		} else {
+			bin, err = chserver.Find()
 		}
-		bin, err = chserver.Find()
 	}
 	if err != nil {
 		return fmt.Errorf("find ClickHouse: %w", err)

@@ -79,10 +79,10 @@ type Options struct {
 	// host) instead of starting one; it must already have the topics or
 	// allow the services to create them.
 	ExternalBroker bool
-	// InstallClickHouse installs ClickHouse with the system package
-	// manager when it is not found and the process runs as root. Default
-	// (DefaultOptions): true.
-	InstallClickHouse bool
+	// NoInstall never installs ClickHouse. By default a missing server is
+	// installed with apt-get when the process runs as root, so a fresh
+	// machine needs no setup step.
+	NoInstall bool
 
 	// Services are the pipeline services to start after the broker, in
 	// order. Default DefaultServices. Tests may start a subset.
@@ -134,7 +134,7 @@ func DefaultOptions() Options {
 		BrokerSync:         envBool(EnvBrokerSync, false),
 		ExternalClickHouse: envBool(EnvExternalClickHouse, false),
 		ExternalBroker:     envBool(EnvExternalBroker, false),
-		InstallClickHouse:  envBool(EnvInstallClickHouse, true),
+		NoInstall:          !envBool(EnvInstallClickHouse, true),
 	}
 }
 

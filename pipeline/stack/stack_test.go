@@ -387,7 +387,7 @@ func TestStartClickHouseAndBroker(t *testing.T) {
 	}
 	opts := testOptions(t, buildBroker(t))
 	opts.Services = []string{}
-	opts.InstallClickHouse = false
+	opts.NoInstall = true
 	opts.StartTimeout = 90 * time.Second
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
