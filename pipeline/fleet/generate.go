@@ -46,12 +46,12 @@ type Source interface {
 // the same bytes.
 func (g *Generator) Emit(fn func(*Event) error) error {
 	e := &emitter{
-		g:       g,
-		fn:      fn,
-		redo:    rand.New(rand.NewPCG(uint64(g.cfg.Seed), 0x13198a2e03707344)),
-		usage:   g.newUsageWalker(),
-		line:    make([]byte, 0, 1024),
-		key:     make([]byte, 0, 128),
+		g:     g,
+		fn:    fn,
+		redo:  rand.New(rand.NewPCG(uint64(g.cfg.Seed), 0x13198a2e03707344)),
+		usage: g.newUsageWalker(),
+		line:  make([]byte, 0, 1024),
+		key:   make([]byte, 0, 128),
 	}
 	e.recSeq = make([]uint64, len(g.domains))
 	for f := range families {
@@ -71,10 +71,10 @@ type pending struct {
 
 // emitter is the state of one Emit call.
 type emitter struct {
-	g       *Generator
-	fn      func(*Event) error
-	redo    *rand.Rand // redelivery decisions
-	usage   *usageWalker
+	g     *Generator
+	fn    func(*Event) error
+	redo  *rand.Rand // redelivery decisions
+	usage *usageWalker
 
 	ev      Event
 	line    []byte
