@@ -19,97 +19,97 @@ var DefaultStart = time.Date(2026, 11, 21, 10, 0, 0, 0, time.UTC)
 type Config struct {
 	// Seed selects the fleet: the same seed and config give byte-identical
 	// output, another seed gives another fleet. Default 1.
-	Seed int64
+	Seed int64 `json:"seed"`
 	// Environment is written into every envelope. Default local_parity.
-	Environment string
+	Environment string `json:"environment"`
 	// Start is the time of scan round 0. Platform records are written at
 	// Start - RecordLead. Default DefaultStart (2026-11-21T10:00:00Z).
-	Start time.Time
+	Start time.Time `json:"start"`
 	// RecordLead is how long before Start the platform records are written
 	// (version-2 updates follow at half of it). Default 2m.
-	RecordLead time.Duration
+	RecordLead time.Duration `json:"record_lead"`
 
 	// Domains is the number of domains (regions); names come from a fixed
 	// list ("eu-west", "us-east", ...). Default 4.
-	Domains int
+	Domains int `json:"domains"`
 	// NodesPerDomain is the number of GPU nodes (gpuaas_allocation, maas)
 	// per domain. Default 64.
-	NodesPerDomain int
+	NodesPerDomain int `json:"nodes_per_domain"`
 	// AppsPerDomain is the number of app instances (app_runtime) per
 	// domain. Default 128.
-	AppsPerDomain int
+	AppsPerDomain int `json:"apps_per_domain"`
 	// VolumesPerDomain is the number of storage volumes (storage_provider)
 	// per domain. Default 96.
-	VolumesPerDomain int
+	VolumesPerDomain int `json:"volumes_per_domain"`
 	// EndpointsPerDomain is the number of model endpoints (model_serving,
 	// gateway) per domain. Default 32.
-	EndpointsPerDomain int
+	EndpointsPerDomain int `json:"endpoints_per_domain"`
 	// Tenants is the number of tenants resources and usage are spread over.
 	// Default 16.
-	Tenants int
+	Tenants int `json:"tenants"`
 
 	// Rounds is the number of scan rounds. Default 3, which is enough for
 	// stale findings to reach operator_review.
-	Rounds int
+	Rounds int `json:"rounds"`
 	// RoundInterval is the time between the starts of two scan rounds.
 	// Default 6m.
-	RoundInterval time.Duration
+	RoundInterval time.Duration `json:"round_interval"`
 	// ObservationSpread bounds the offsets of a round's observations,
 	// heartbeats and usage after the round start. Default 20s.
-	ObservationSpread time.Duration
+	ObservationSpread time.Duration `json:"observation_spread"`
 	// ScanDuration is the time from a round start to its scan markers.
 	// It is long enough that every orphan's grace has passed at the first
 	// scan marker of round 0 (see the package documentation). Default 5m50s.
-	ScanDuration time.Duration
+	ScanDuration time.Duration `json:"scan_duration"`
 
 	// Windows are the joiner's event-time windows the ground truth is
 	// computed for. Default: the drift model's defaults.
-	Windows Windows
+	Windows Windows `json:"windows"`
 
 	// Drift holds the fraction of each resource family that gets each drift
 	// kind. Default DefaultDriftRates().
-	Drift DriftRates
+	Drift DriftRates `json:"drift"`
 	// Node holds the fraction of GPU nodes that get each node-agent kind.
 	// Default DefaultNodeRates().
-	Node NodeRates
+	Node NodeRates `json:"node"`
 
 	// UpdateRate is the fraction of healthy resources whose record gets a
 	// version-2 update before round 0. Default 0.05.
-	UpdateRate float64
+	UpdateRate float64 `json:"update_rate"`
 	// ReplayRate is the fraction of updated records whose version 1 is
 	// replayed late (in round 1), which must change nothing. Default 0.5.
-	ReplayRate float64
+	ReplayRate float64 `json:"replay_rate"`
 	// DuplicateRate is the fraction of events re-sent as exact redeliveries
 	// later in the same round. Default 0.01.
-	DuplicateRate float64
+	DuplicateRate float64 `json:"duplicate_rate"`
 
 	// UsagePerResource is the number of usage events per owned, observed
 	// resource per round. Default 1.
-	UsagePerResource int
+	UsagePerResource int `json:"usage_per_resource"`
 	// DuplicateUsageRate is the fraction of usage events followed by a second
 	// usage event with another usage_id and the same metering key
 	// (billing duplicate_usage). Default 0.01.
-	DuplicateUsageRate float64
+	DuplicateUsageRate float64 `json:"duplicate_usage_rate"`
 	// UnknownUnitRate is the fraction of usage events naming a unit that the
 	// price book lacks or has retired (billing unknown_unit). Default 0.005.
-	UnknownUnitRate float64
+	UnknownUnitRate float64 `json:"unknown_unit_rate"`
 }
 
 // Windows are the joiner's event-time windows (docs/drift-model.md).
 type Windows struct {
 	// Staleness: a live-expecting record not observed for this long is
 	// missing. Default 10m.
-	Staleness time.Duration
+	Staleness time.Duration `json:"staleness"`
 	// OrphanGrace: an unowned live resource becomes an orphan after this
 	// long. Default 5m.
-	OrphanGrace time.Duration
+	OrphanGrace time.Duration `json:"orphan_grace"`
 	// AllowedLateness: the watermark trails the newest event by this much.
 	// Default 30s.
-	AllowedLateness time.Duration
+	AllowedLateness time.Duration `json:"allowed_lateness"`
 	// ReviewAfter is the number of consecutive disagreeing observations
 	// after which a stale finding's posture becomes operator_review.
 	// Default 3.
-	ReviewAfter int
+	ReviewAfter int `json:"review_after"`
 }
 
 // DriftRates are fractions of a family's population (all domains
@@ -118,27 +118,27 @@ type Windows struct {
 // expected version) is not injected there. The number of resources of a
 // kind in a family is the rate times the population, rounded to nearest.
 type DriftRates struct {
-	Missing        float64 // record live-expecting, never observed. Default 0.02.
-	OrphanUnowned  float64 // observed live, no record at all. Default 0.02.
-	OrphanReleased float64 // record expects "released", observed live. Default 0.01.
-	OrphanDeleted  float64 // record deleted (version 2), observed live. Default 0.01.
-	StaleState     float64 // observed state differs every round. Default 0.02.
-	StaleVersion   float64 // observed version (artifact digest) differs every round. Default 0.02.
-	StaleResolved  float64 // differs in round 0 only. Default 0.02.
-	Quota          float64 // storage usage above quota. Default 0.03.
-	Route          float64 // route_target differs. Default 0.03.
-	OwnerRef       float64 // owner_ref names another record. Default 0.01.
+	Missing        float64 `json:"missing"`         // record live-expecting, never observed. Default 0.02.
+	OrphanUnowned  float64 `json:"orphan_unowned"`  // observed live, no record at all. Default 0.02.
+	OrphanReleased float64 `json:"orphan_released"` // record expects "released", observed live. Default 0.01.
+	OrphanDeleted  float64 `json:"orphan_deleted"`  // record deleted (version 2), observed live. Default 0.01.
+	StaleState     float64 `json:"stale_state"`     // observed state differs every round. Default 0.02.
+	StaleVersion   float64 `json:"stale_version"`   // observed version (artifact digest) differs every round. Default 0.02.
+	StaleResolved  float64 `json:"stale_resolved"`  // differs in round 0 only. Default 0.02.
+	Quota          float64 `json:"quota"`           // storage usage above quota. Default 0.03.
+	Route          float64 `json:"route"`           // route_target differs. Default 0.03.
+	OwnerRef       float64 `json:"owner_ref"`       // owner_ref names another record. Default 0.01.
 }
 
 // NodeRates are fractions of all GPU nodes; node-agent kinds go only to
 // nodes whose drift kind is healthy, so the sum must fit in them.
 type NodeRates struct {
-	CertMismatch   float64 // heartbeat cert issuer differs from the record. Default 0.02.
-	ClonedIdentity float64 // one node_id from two host fingerprints. Default 0.01.
-	AgentOutdated  float64 // agent_version differs from expected (self-update). Default 0.03.
-	Degraded       float64 // health DEGRADED with a lossy link. Default 0.03.
-	Disconnected   float64 // no heartbeats after round 0. Default 0.02.
-	Replaying      float64 // replay_required with a backlog. Default 0.02.
+	CertMismatch   float64 `json:"cert_mismatch"`   // heartbeat cert issuer differs from the record. Default 0.02.
+	ClonedIdentity float64 `json:"cloned_identity"` // one node_id from two host fingerprints. Default 0.01.
+	AgentOutdated  float64 `json:"agent_outdated"`  // agent_version differs from expected (self-update). Default 0.03.
+	Degraded       float64 `json:"degraded"`        // health DEGRADED with a lossy link. Default 0.03.
+	Disconnected   float64 `json:"disconnected"`    // no heartbeats after round 0. Default 0.02.
+	Replaying      float64 `json:"replaying"`       // replay_required with a backlog. Default 0.02.
 }
 
 // DefaultDriftRates returns the default drift rates.

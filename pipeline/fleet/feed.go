@@ -121,7 +121,7 @@ func (f *feeder) post() error {
 		if attempt >= f.opts.MaxRetries {
 			return fmt.Errorf("feed batch %d: giving up after %d retries: %w", f.stats.Batches, attempt, err)
 		}
-		if wait <= 0 {
+		if wait < 0 {
 			wait = backoff
 			backoff = min(2*backoff, f.opts.MaxBackoff)
 		}
@@ -140,22 +140,24 @@ func retryable(code int) bool {
 	return code == http.StatusTooManyRequests || code >= 500
 }
 
-// try sends the batch once; wait is the gateway's Retry-After, if any.
+// try sends the batch once; wait is the gateway's Retry-After, or -1 when
+// it sent none.
 func (f *feeder) try() (wait time.Duration, err error) {
+	wait = -1
 	req, err := http.NewRequestWithContext(f.ctx, http.MethodPost, f.url, bytes.NewReader(f.body))
 	if err != nil {
-		return 0, &StatusError{StatusCode: 0, Body: err.Error(), Batch: f.stats.Batches}
+		return wait, &StatusError{StatusCode: 0, Body: err.Error(), Batch: f.stats.Batches}
 	}
 	req.Header.Set("Content-Type", "application/x-ndjson")
 	req.Header.Set("Authorization", "Bearer "+f.key)
 	resp, err := f.opts.Client.Do(req)
 	if err != nil {
-		return 0, fmt.Errorf("post batch %d: %w", f.stats.Batches, err)
+		return wait, fmt.Errorf("post batch %d: %w", f.stats.Batches, err)
 	}
 	defer resp.Body.Close()
 	raw, err := io.ReadAll(io.LimitReader(resp.Body, 64<<20))
 	if err != nil {
-		return 0, fmt.Errorf("read response of batch %d: %w", f.stats.Batches, err)
+		return wait, fmt.Errorf("read response of batch %d: %w", f.stats.Batches, err)
 	}
 	if resp.StatusCode < 200 || resp.StatusCode > 299 {
 		if s := resp.Header.Get("Retry-After"); s != "" {
@@ -171,7 +173,7 @@ func (f *feeder) try() (wait time.Duration, err error) {
 	}
 	var r ingestResponse
 	if err := json.Unmarshal(raw, &r); err != nil {
-		return 0, &StatusError{StatusCode: resp.StatusCode, Body: "undecodable response: " + err.Error(), Batch: f.stats.Batches}
+		return wait, &StatusError{StatusCode: resp.StatusCode, Body: "undecodable response: " + err.Error(), Batch: f.stats.Batches}
 	}
 	f.stats.Accepted += r.Accepted
 	f.stats.Duplicate += r.Duplicate

@@ -6,6 +6,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"sync"
@@ -25,6 +26,7 @@ type fakeGateway struct {
 }
 
 func (f *fakeGateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	body, _ := io.ReadAll(r.Body)
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if r.Method != http.MethodPost || r.URL.Path != "/v1/events" {
@@ -42,7 +44,7 @@ func (f *fakeGateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	acc, dup := 0, 0
-	sc := bufio.NewScanner(r.Body)
+	sc := bufio.NewScanner(bytes.NewReader(body))
 	sc.Buffer(nil, 1<<20)
 	for sc.Scan() {
 		line := bytes.Clone(sc.Bytes())
