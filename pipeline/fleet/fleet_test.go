@@ -435,7 +435,7 @@ func TestTruthFindings(t *testing.T) {
 			wantRetry, wantStatus, wantPosture := rounds-1, StatusOpen, ""
 			switch f.Kind {
 			case "missing":
-				wantRetry, wantPosture = 0, "block_admission"
+				wantPosture = "block_admission" // each scan after the opening one confirms
 			case "stale_resolved":
 				wantRetry, wantPosture = 0, "retry"
 				if rounds > 1 {

@@ -86,6 +86,7 @@ func (m *refModel) applyTo(p *refPartition, d decoded) {
 	w := p.maxTime.Add(-m.w.AllowedLateness)
 	var own *refIdentity
 	ownObs := false
+	scanProvider := "" // provider whose scan completed: it confirms open missing findings
 	switch pl := d.payload.(type) {
 	case *event.PlatformRecord:
 		st := m.identity(p, pl.Provider, pl.ProviderID)
@@ -117,6 +118,7 @@ func (m *refModel) applyTo(p *refPartition, d decoded) {
 		}
 		own = st
 	case *event.ScanCompleted:
+		scanProvider = pl.Provider
 		for _, st := range p.ids {
 			if st.provider == pl.Provider && st.rec != nil && st.recAt.Before(pl.ScanStartedAt) &&
 				(st.obs == nil || st.obsAt.Before(pl.ScanStartedAt)) {
@@ -125,11 +127,11 @@ func (m *refModel) applyTo(p *refPartition, d decoded) {
 		}
 	}
 	if own != nil && !w.After(prevW) {
-		m.evaluate(own, w, prevW, ownObs)
+		m.evaluate(own, w, prevW, ownObs, false)
 		return
 	}
 	for _, st := range p.ids {
-		m.evaluate(st, w, prevW, ownObs && st == own)
+		m.evaluate(st, w, prevW, ownObs && st == own, scanProvider != "" && st.provider == scanProvider)
 	}
 }
 
@@ -170,7 +172,7 @@ func (m *refModel) conditions(st *refIdentity, w time.Time) map[string]bool {
 	return c
 }
 
-func (m *refModel) evaluate(st *refIdentity, w, prevW time.Time, ownObs bool) {
+func (m *refModel) evaluate(st *refIdentity, w, prevW time.Time, ownObs, scanned bool) {
 	now := m.conditions(st, w)
 	for _, class := range []string{ClassMissing, ClassOrphan, ClassStale, ClassQuota, ClassRoute, ClassIdentity} {
 		f := st.findings[class]
@@ -184,8 +186,8 @@ func (m *refModel) evaluate(st *refIdentity, w, prevW time.Time, ownObs bool) {
 				st.findings[class] = f
 			}
 			f.open, f.retry = true, 0
-		case now[class] && ownObs:
-			f.retry++
+		case now[class] && class != ClassMissing && ownObs, now[class] && class == ClassMissing && scanned:
+			f.retry++ // a new observation confirms; for missing, a later scan that again does not see it
 		case !now[class] && f != nil && f.open:
 			f.open = false
 		}

@@ -105,7 +105,8 @@ func (g *Generator) Truth() *Truth {
 			case KindHealthy:
 				continue
 			case KindMissing:
-				fd.Classification, fd.RetryCount = ClassMissing, 0
+				// Opened by round 0's scan; each later scan confirms.
+				fd.Classification = ClassMissing
 			case KindOrphanUnowned, KindOrphanReleased, KindOrphanDeleted:
 				fd.Classification = ClassOrphan
 			case KindStaleState, KindStaleVersion:
