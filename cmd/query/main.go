@@ -1,0 +1,93 @@
+// Command query serves the read-only query API over the ClickHouse read
+// model (CONTRACT section 7); see package pipeline/query for the endpoints.
+//
+//	query -query.addr 127.0.0.1:18081 -clickhouse.addr 127.0.0.1:19000
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"os"
+	"os/signal"
+	"syscall"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/driftline/driftline/pipeline/chdb"
+	"github.com/driftline/driftline/pipeline/config"
+	"github.com/driftline/driftline/pipeline/event"
+	"github.com/driftline/driftline/pipeline/query"
+)
+
+func main() {
+	if err := run(); err != nil {
+		slog.Error("query: " + err.Error())
+		os.Exit(1)
+	}
+}
+
+func run() error {
+	fs := flag.CommandLine
+	common := config.RegisterFlags(fs)
+	addr := fs.String("query.addr", config.Env("DRIFTLINE_QUERY_ADDR", config.DefaultQueryAddr), "HTTP listen address of the query API (env DRIFTLINE_QUERY_ADDR)")
+	joinerGroup := fs.String("query.joinerGroup", query.DefaultJoinerGroup, "consumer group of the joiner, whose lag /v1/status reports; empty reports no lag")
+	queryTimeout := fs.Duration("query.timeout", 10*time.Second, "bound on the ClickHouse work of one request; raise it for very large listings")
+	lagTimeout := fs.Duration("query.lagTimeout", 3*time.Second, "bound on asking the broker for lag; past it /v1/status reports the lag unknown instead of waiting")
+	shutdownTimeout := fs.Duration("query.shutdownTimeout", 10*time.Second, "how long in-flight requests may finish after SIGTERM before they are cut")
+	flag.Parse()
+	if !event.ValidEnvironment(common.Environment) {
+		return fmt.Errorf("-env %q: must be local_parity, dev or prod", common.Environment)
+	}
+
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+
+	openCtx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	conn, err := chdb.Open(openCtx, common.ClickHouse)
+	cancel()
+	if err != nil {
+		return fmt.Errorf("open clickhouse %s: %w", common.ClickHouse.Addr, err)
+	}
+	defer conn.Close()
+
+	opts := query.Options{DB: conn, QueryTimeout: *queryTimeout, LagTimeout: *lagTimeout}
+	// The broker is optional for a read-only API: without one, or without a
+	// group to watch, the status reports lag as not configured.
+	if brokers := common.SeedBrokers(); len(brokers) > 0 && *joinerGroup != "" {
+		kcl, err := kgo.NewClient(kgo.SeedBrokers(brokers...))
+		if err != nil {
+			return fmt.Errorf("kafka client: %w", err)
+		}
+		defer kcl.Close()
+		opts.Lag = kadm.NewClient(kcl)
+		opts.LagGroups = []string{*joinerGroup}
+	}
+	srv, err := query.New(opts)
+	if err != nil {
+		return err
+	}
+
+	hs := &http.Server{Addr: *addr, Handler: srv.Handler(), ReadHeaderTimeout: 10 * time.Second}
+	errc := make(chan error, 1)
+	go func() { errc <- hs.ListenAndServe() }()
+	slog.Info("query api listening", "addr", *addr, "clickhouse", common.ClickHouse.Addr, "database", common.ClickHouse.Database)
+
+	select {
+	case err := <-errc:
+		return fmt.Errorf("listen %s: %w", *addr, err)
+	case <-ctx.Done():
+	}
+	slog.Info("query api stopping")
+	sctx, cancel := context.WithTimeout(context.Background(), *shutdownTimeout)
+	defer cancel()
+	if err := hs.Shutdown(sctx); err != nil && !errors.Is(err, http.ErrServerClosed) {
+		return fmt.Errorf("shutdown: %w", err)
+	}
+	return nil
+}

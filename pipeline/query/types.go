@@ -1,0 +1,239 @@
+package query
+
+import "time"
+
+// Classifications of drift findings (CONTRACT section 4), in contract order.
+const (
+	ClassOrphan   = "orphan_provider_resource"
+	ClassMissing  = "missing_provider_resource"
+	ClassStale    = "stale_lifecycle_state"
+	ClassIdentity = "identity_mismatch"
+	ClassQuota    = "quota_or_capacity_mismatch"
+	ClassRoute    = "route_or_dns_mismatch"
+	ClassBilling  = "billing_mismatch"
+)
+
+// Classifications lists every classification in contract order; it is the
+// column axis of the heat map.
+var Classifications = []string{ClassOrphan, ClassMissing, ClassStale, ClassIdentity, ClassQuota, ClassRoute, ClassBilling}
+
+// Severities, most severe first.
+const (
+	SeverityCritical = "critical"
+	SeverityWarning  = "warning"
+)
+
+// Severities lists the severities, most severe first.
+var Severities = []string{SeverityCritical, SeverityWarning}
+
+// Finding statuses, and the status filter value that selects both.
+const (
+	StatusOpen     = "open"
+	StatusResolved = "resolved"
+	StatusAll      = "all"
+)
+
+// Postures: what the platform does about an open finding.
+const (
+	PostureQuarantine     = "quarantine"
+	PostureBlockAdmission = "block_admission"
+	PostureRetry          = "retry"
+	PostureOperatorReview = "operator_review"
+)
+
+// Finding is the current row of one drift finding (drift_evidence).
+type Finding struct {
+	EvidenceID      string     `json:"evidence_id"`
+	CorrelationID   string     `json:"correlation_id"`
+	ResourceFamily  string     `json:"resource_family"`
+	ProductID       string     `json:"product_id"`
+	OwningDomain    string     `json:"owning_domain"`
+	OwningPackage   string     `json:"owning_package"`
+	DomainID        string     `json:"domain_id"`
+	RecordType      string     `json:"record_type"`
+	RecordID        string     `json:"record_id"`
+	ExpectedState   string     `json:"expected_state"`
+	ExpectedVersion string     `json:"expected_version"`
+	Provider        string     `json:"provider"`
+	ProviderID      string     `json:"provider_id"`
+	ObservedState   string     `json:"observed_state"`
+	ObservedVersion string     `json:"observed_version"`
+	ObservedAt      *time.Time `json:"observed_at"` // null: never observed
+	Classification  string     `json:"classification"`
+	Severity        string     `json:"severity"`
+	Status          string     `json:"status"`
+	FirstSeenAt     time.Time  `json:"first_seen_at"`
+	LastSeenAt      time.Time  `json:"last_seen_at"`
+	ResolvedAt      *time.Time `json:"resolved_at"` // null while open
+	RetryCount      uint32     `json:"retry_count"`
+	Posture         string     `json:"posture"`
+	NextAttemptAt   *time.Time `json:"next_attempt_at"` // null: no retry scheduled
+	Runbook         string     `json:"runbook"`
+	AttentionScore  float64    `json:"attention_score"`
+	Version         uint64     `json:"version"`    // row version; grows with every transition
+	UpdatedAt       *time.Time `json:"updated_at"` // when the joiner wrote this version (wall clock)
+}
+
+// DriftPage is the answer of GET /v1/drift.
+type DriftPage struct {
+	Findings []Finding `json:"findings"` // ordered by evidence_id; never null
+	Count    int       `json:"count"`    // len(Findings)
+	// NextCursor continues the listing after this page; absent on the last
+	// page.
+	NextCursor string `json:"next_cursor,omitempty"`
+}
+
+// HistoryEntry is one transition of a finding (drift_history).
+type HistoryEntry struct {
+	Version         uint64    `json:"version"`
+	Transition      string    `json:"transition"` // opened, updated, resolved, reopened
+	Classification  string    `json:"classification"`
+	Severity        string    `json:"severity"`
+	Status          string    `json:"status"`
+	Posture         string    `json:"posture"`
+	ExpectedState   string    `json:"expected_state"`
+	ObservedState   string    `json:"observed_state"`
+	ObservedVersion string    `json:"observed_version"`
+	RetryCount      uint32    `json:"retry_count"`
+	At              time.Time `json:"at"` // event time of the transition
+	CorrelationID   string    `json:"correlation_id"`
+}
+
+// Action is what an operator or the platform should do about a finding.
+type Action struct {
+	// Required is false once the finding is resolved.
+	Required bool   `json:"required"`
+	Posture  string `json:"posture"`
+	Runbook  string `json:"runbook"`
+	// Summary says in one sentence what the posture means for the resource.
+	Summary       string     `json:"summary"`
+	NextAttemptAt *time.Time `json:"next_attempt_at"` // posture retry: when the next attempt is due
+}
+
+// DriftDetail is the answer of GET /v1/drift/{evidence_id}.
+type DriftDetail struct {
+	Finding Finding        `json:"finding"`
+	History []HistoryEntry `json:"history"` // ordered by version; never null
+	Action  Action         `json:"action"`
+}
+
+// Status is the answer of GET /v1/status.
+type Status struct {
+	GeneratedAt time.Time `json:"generated_at"` // server wall clock
+	// LastRun is the latest consumer_progress.updated_at of any consumer:
+	// the last time a pipeline process reported progress. Null before any.
+	LastRun *time.Time `json:"last_run"`
+	// Watermark is the smallest consumer watermark (see ConsumerStatus):
+	// every finding due at or before it has been classified. Null before
+	// any progress.
+	Watermark *time.Time `json:"watermark"`
+	// WatermarkAgeSeconds is GeneratedAt - Watermark: how far event-time
+	// processing trails the wall clock. Null with Watermark.
+	WatermarkAgeSeconds *float64         `json:"watermark_age_seconds"`
+	Consumers           []ConsumerStatus `json:"consumers"` // sorted by name; never null
+	Findings            FindingCounts    `json:"findings"`
+	Lag                 LagStatus        `json:"lag"`
+}
+
+// ConsumerStatus is the progress of one pipeline consumer, summed over the
+// partitions it reported (consumer_progress).
+type ConsumerStatus struct {
+	Consumer   string `json:"consumer"`
+	Partitions int    `json:"partitions"` // partitions with a progress row
+	// Watermark is the smallest partition watermark: the consumer has
+	// classified everything due at or before it on every partition.
+	Watermark *time.Time `json:"watermark"`
+	// MaxWatermark is the largest partition watermark.
+	MaxWatermark        *time.Time `json:"max_watermark"`
+	WatermarkAgeSeconds *float64   `json:"watermark_age_seconds"`
+	Events              uint64     `json:"events"`        // events applied, all partitions
+	FindingsOpen        uint64     `json:"findings_open"` // as the consumer last reported it
+	UpdatedAt           *time.Time `json:"updated_at"`    // latest report of any partition
+}
+
+// FindingCounts counts current drift findings.
+type FindingCounts struct {
+	Open     uint64 `json:"open"`
+	Resolved uint64 `json:"resolved"`
+	// CriticalOpen counts open findings of severity critical.
+	CriticalOpen uint64 `json:"critical_open"`
+	// BlockedAdmissions counts open findings with posture block_admission.
+	BlockedAdmissions uint64 `json:"blocked_admissions"`
+	// Open findings by classification, severity and posture. Every known
+	// classification and severity is present, with 0 when none.
+	OpenByClassification map[string]uint64 `json:"open_by_classification"`
+	OpenBySeverity       map[string]uint64 `json:"open_by_severity"`
+	OpenByPosture        map[string]uint64 `json:"open_by_posture"`
+}
+
+// Lag states.
+const (
+	LagOK            = "ok"             // every group's lag is known
+	LagUnknown       = "unknown"        // the broker could not be asked; see Error
+	LagNotConfigured = "not_configured" // the server has no broker
+)
+
+// LagStatus is the consumer lag of the pipeline's consumer groups.
+type LagStatus struct {
+	State  string     `json:"state"`           // LagOK, LagUnknown or LagNotConfigured
+	Error  string     `json:"error,omitempty"` // why the lag is unknown
+	Groups []GroupLag `json:"groups"`          // never null
+}
+
+// GroupLag is the lag of one consumer group.
+type GroupLag struct {
+	Group string `json:"group"`
+	State string `json:"state"` // Kafka group state: Stable, Empty, Dead, ...
+	// Total is the summed lag of every partition with a known lag; null
+	// when the group could not be described.
+	Total  *int64     `json:"total"`
+	Error  string     `json:"error,omitempty"`
+	Topics []TopicLag `json:"topics"` // sorted by topic; never null
+}
+
+// TopicLag is the lag of one group on one topic.
+type TopicLag struct {
+	Topic      string         `json:"topic"`
+	Lag        int64          `json:"lag"` // sum of the known partition lags
+	Partitions []PartitionLag `json:"partitions"`
+}
+
+// PartitionLag is the lag of one group on one partition.
+type PartitionLag struct {
+	Partition int32  `json:"partition"`
+	Committed int64  `json:"committed"` // committed offset, -1 if none
+	End       int64  `json:"end"`       // end offset, -1 if unknown
+	Lag       int64  `json:"lag"`       // -1 when unknown
+	Error     string `json:"error,omitempty"`
+}
+
+// Heatmap is the answer of GET /v1/heatmap: finding counts per owning
+// domain and classification.
+type Heatmap struct {
+	Status string `json:"status"` // the status filter applied
+	// Domains is the row axis: every owning_domain with a finding, sorted.
+	Domains []string `json:"domains"`
+	// Classifications is the column axis: every known classification in
+	// contract order, then any other present in the data, sorted.
+	Classifications []string `json:"classifications"`
+	// Cells holds the non-empty cells, ordered by domain then
+	// classification axis order.
+	Cells []HeatCell `json:"cells"`
+}
+
+// HeatCell is one owning_domain x classification cell.
+type HeatCell struct {
+	OwningDomain   string `json:"owning_domain"`
+	Classification string `json:"classification"`
+	Count          uint64 `json:"count"`
+	Critical       uint64 `json:"critical"`     // findings of severity critical
+	MaxSeverity    string `json:"max_severity"` // most severe severity in the cell
+}
+
+// ErrorBody is the JSON body of every error answer.
+type ErrorBody struct {
+	Error     string   `json:"error"`
+	Parameter string   `json:"parameter,omitempty"` // the offending query parameter
+	Value     string   `json:"value,omitempty"`     // its offending value
+	Allowed   []string `json:"allowed,omitempty"`   // allowed values of an enumeration
+}
