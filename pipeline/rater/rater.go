@@ -39,8 +39,8 @@ import (
 	"sync/atomic"
 	"time"
 
-	json "github.com/segmentio/encoding/json"
 	"github.com/prometheus/client_golang/prometheus"
+	json "github.com/segmentio/encoding/json"
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 
