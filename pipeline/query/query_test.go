@@ -589,6 +589,17 @@ func TestClickHouseDown(t *testing.T) {
 	getJSON(t, fx.url+"/v1/drift", 503)
 }
 
+func TestMissingTableHint(t *testing.T) {
+	fx := newFixture(t, query.Options{})
+	if err := fx.db.Exec(context.Background(), "DROP TABLE consumer_progress"); err != nil {
+		t.Fatal(err)
+	}
+	body := getJSON(t, fx.url+"/v1/status", 503)
+	if !strings.Contains(string(body), "Possible solutions") {
+		t.Errorf("no hint: %s", body)
+	}
+}
+
 func getJSON(t *testing.T, u string, wantCode int) []byte {
 	t.Helper()
 	resp, err := http.Get(u)

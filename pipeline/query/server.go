@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/ClickHouse/clickhouse-go/v2"
 	"github.com/ClickHouse/clickhouse-go/v2/lib/driver"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
@@ -27,6 +28,12 @@ type Reader interface {
 type Lagger interface {
 	Lag(ctx context.Context, groups ...string) (kadm.DescribedGroupLags, error)
 }
+
+// ClickHouse error codes the server explains to operators.
+const (
+	codeUnknownTable    = 60
+	codeUnknownDatabase = 81
+)
 
 // DefaultJoinerGroup is the consumer group of the joiner.
 const DefaultJoinerGroup = "driftline-joiner"
@@ -145,7 +152,11 @@ func (s *Server) writeError(w http.ResponseWriter, r *http.Request, endpoint str
 		return
 	}
 	s.opts.Logger.Warn("query failed", "endpoint", endpoint, "url", r.URL.String(), "err", err)
-	writeJSON(w, http.StatusServiceUnavailable, ErrorBody{Error: err.Error()})
+	msg := err.Error()
+	if ex, ok := errors.AsType[*clickhouse.Exception](err); ok && (ex.Code == codeUnknownTable || ex.Code == codeUnknownDatabase) {
+		msg += "; Possible solutions: start the stack or the joiner, which create the read model, or point -clickhouse.db at the database they write"
+	}
+	writeJSON(w, http.StatusServiceUnavailable, ErrorBody{Error: msg})
 }
 
 func writeJSON(w http.ResponseWriter, code int, v any) {
