@@ -522,19 +522,23 @@ func TestStatusLag(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	fx := newFixture(t, query.Options{Lag: adm})
+	fx := newFixture(t, query.Options{Lag: adm, LagGroups: []string{"driftline-joiner", "never-started"}})
 	var st *query.Status
 	testenv.CheckFor(t, 10*time.Second, func() error {
 		st, err = fx.client.Status(ctx)
 		if err != nil {
 			return err
 		}
-		if st.Lag.State != query.LagOK || len(st.Lag.Groups) != 1 || st.Lag.Groups[0].Total == nil || *st.Lag.Groups[0].Total != 2 {
+		if len(st.Lag.Groups) != 2 || st.Lag.Groups[0].Total == nil || *st.Lag.Groups[0].Total != 2 {
 			b, _ := json.Marshal(st.Lag)
 			return errors.New("lag not yet 2: " + string(b))
 		}
 		return nil
 	})
+	if ns := st.Lag.Groups[1]; ns.Group != "never-started" || ns.Total != nil || ns.Error == "" ||
+		st.Lag.State != query.LagUnknown || !strings.Contains(st.Lag.Error, "never-started") {
+		t.Errorf("group without commits: %+v", st.Lag)
+	}
 	g := st.Lag.Groups[0]
 	if g.Group != "driftline-joiner" || len(g.Topics) != 1 || g.Topics[0].Topic != names.Observations || len(g.Topics[0].Partitions) != 2 ||
 		g.Topics[0].Partitions[0].Lag != 2 || g.Topics[0].Partitions[0].End != 3 || g.Topics[0].Partitions[1].Lag != 0 {

@@ -160,6 +160,17 @@ func (s *Server) lag(ctx context.Context) LagStatus {
 			out.Groups = append(out.Groups, gl)
 			continue
 		}
+		if len(g.Lag) == 0 {
+			// No committed offsets: not started, or nothing consumed yet.
+			// Zero would read as "caught up", so the lag is unknown.
+			gl.Error = "no committed offsets yet"
+			out.State = LagUnknown
+			if out.Error == "" {
+				out.Error = "group " + g.Group + ": " + gl.Error
+			}
+			out.Groups = append(out.Groups, gl)
+			continue
+		}
 		var total int64
 		for _, m := range g.Lag.Sorted() {
 			if n := len(gl.Topics); n == 0 || gl.Topics[n-1].Topic != m.Topic {

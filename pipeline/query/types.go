@@ -168,9 +168,13 @@ type FindingCounts struct {
 
 // Lag states.
 const (
-	LagOK            = "ok"             // every group's lag is known
-	LagUnknown       = "unknown"        // the broker could not be asked; see Error
-	LagNotConfigured = "not_configured" // the server has no broker
+	// LagOK: every group's lag is known.
+	LagOK = "ok"
+	// LagUnknown: the broker could not be asked, or a group could not be
+	// described or has committed no offsets yet; Error says which.
+	LagUnknown = "unknown"
+	// LagNotConfigured: the server has no broker to ask.
+	LagNotConfigured = "not_configured"
 )
 
 // LagStatus is the consumer lag of the pipeline's consumer groups.
@@ -185,7 +189,7 @@ type GroupLag struct {
 	Group string `json:"group"`
 	State string `json:"state"` // Kafka group state: Stable, Empty, Dead, ...
 	// Total is the summed lag of every partition with a known lag; null
-	// when the group could not be described.
+	// when the group could not be described or has committed no offsets.
 	Total  *int64     `json:"total"`
 	Error  string     `json:"error,omitempty"`
 	Topics []TopicLag `json:"topics"` // sorted by topic; never null
