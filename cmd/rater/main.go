@@ -49,6 +49,7 @@ func run() error {
 	reload := fs.Duration("rater.priceBookCheck", 2*time.Second, "how often the price book file is checked for changes; SIGHUP reloads at once")
 	group := fs.String("rater.group", "driftline-rater", "consumer group shared by all raters")
 	txnID := fs.String("rater.transactionalID", config.Env("DRIFTLINE_RATER_TRANSACTIONAL_ID", "driftline-rater"), "transactional id of this instance (env DRIFTLINE_RATER_TRANSACTIONAL_ID): stable across its restarts, distinct between instances running at once")
+	instanceID := fs.String("rater.instanceID", "", "static group membership id (default: the transactional id): a restart takes over the partitions at once instead of after the session timeout; \"-\" for dynamic membership")
 	txns := fs.Bool("rater.transactions", true, "rate exactly-once in Kafka transactions; false is at-least-once and only for measuring the transactions' overhead")
 	txnTimeout := fs.Duration("rater.transactionTimeout", 10*time.Second, "how long a crashed rater's open transaction may hold back read_committed consumers if no restart fences it")
 	maxBatch := fs.Int("rater.maxBatch", 10000, "records per transaction; larger amortises commits, smaller redoes less after a crash")
@@ -97,6 +98,7 @@ func run() error {
 		Prices:              prices,
 		Group:               *group,
 		TransactionalID:     *txnID,
+		InstanceID:          *instanceID,
 		DisableTransactions: !*txns,
 		TransactionTimeout:  *txnTimeout,
 		Topics:              common.Topics,

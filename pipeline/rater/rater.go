@@ -62,6 +62,11 @@ type Options struct {
 	// crashed incarnation) and distinct between instances running at
 	// once. Default "driftline-rater".
 	TransactionalID string
+	// InstanceID is the static group membership id (group.instance.id).
+	// A restarted instance with the same id takes over its partitions at
+	// once, instead of waiting for the crashed member's session to time
+	// out. Default: TransactionalID. Set "-" for dynamic membership.
+	InstanceID string
 	// DisableTransactions rates at-least-once without transactions, to
 	// measure their overhead. Default false (transactions on).
 	DisableTransactions bool
@@ -104,6 +109,9 @@ func (o *Options) defaults() error {
 	}
 	if o.TransactionalID == "" {
 		o.TransactionalID = "driftline-rater"
+	}
+	if o.InstanceID == "" {
+		o.InstanceID = o.TransactionalID
 	}
 	if o.TransactionTimeout <= 0 {
 		o.TransactionTimeout = 10 * time.Second
@@ -201,6 +209,9 @@ func New(ctx context.Context, opts Options) (*Rater, error) {
 		kgo.OnPartitionsRevoked(r.revoked),
 		kgo.OnPartitionsLost(r.revoked),
 	}, opts.ClientOpts...)
+	if opts.InstanceID != "-" {
+		copts = append(copts, kgo.InstanceID(opts.InstanceID))
+	}
 	if opts.DisableTransactions {
 		if r.cl, err = kgo.NewClient(copts...); err != nil {
 			return fail(fmt.Errorf("consumer: %w", err))
