@@ -1,27 +1,11 @@
 package event
 
 import (
-	"bytes"
 	"errors"
 	"time"
-	"unicode/utf8"
 
 	json "github.com/segmentio/encoding/json"
 )
-
-// wireEnvelope mirrors the JSON envelope with pointers so that a missing
-// field can be told apart from a zero value.
-type wireEnvelope struct {
-	EventID       *string         `json:"event_id"`
-	EventType     *string         `json:"event_type"`
-	SchemaVersion *int64          `json:"schema_version"`
-	Producer      *string         `json:"producer"`
-	Seq           *uint64         `json:"seq"`
-	OccurredAt    *string         `json:"occurred_at"`
-	CorrelationID *string         `json:"correlation_id"`
-	Environment   *string         `json:"environment"`
-	Payload       json.RawMessage `json:"payload"`
-}
 
 // Validator applies the envelope and payload rules of CONTRACT sections 2
 // and 3. It is safe for concurrent use.
@@ -46,7 +30,7 @@ func (v Validator) DecodeEvent(line []byte) (Envelope, any, *ValidationError) {
 	if err != nil {
 		return env, nil, err
 	}
-	payload, err := DecodePayload(env.EventType, env.Payload)
+	payload, err := decodePayload(env.EventType, env.Payload)
 	if err != nil {
 		return env, nil, err
 	}
@@ -58,78 +42,191 @@ func (v Validator) decodeEnvelope(line []byte) (Envelope, *ValidationError) {
 	if len(line) > MaxEventLen {
 		return env, invalid(ReasonOversized, "", "event is %d bytes, limit %d", len(line), MaxEventLen)
 	}
-	trimmed := bytes.TrimSpace(line)
-	if len(trimmed) == 0 || trimmed[0] != '{' {
-		return env, invalid(ReasonBadJSON, "", "event is not a JSON object")
-	}
-	if !utf8.Valid(trimmed) {
-		return env, invalid(ReasonBadJSON, "", "event is not valid UTF-8")
-	}
-	var w wireEnvelope
-	if err := json.Unmarshal(trimmed, &w); err != nil {
-		return env, jsonError(err, "")
-	}
-	if err := w.check(v.Environment); err != nil {
+	s := getScanner(line)
+	defer putScanner(s)
+	if err := s.top(); err != nil {
 		return env, err
 	}
-	env = Envelope{
-		EventID:       *w.EventID,
-		EventType:     *w.EventType,
-		SchemaVersion: int(*w.SchemaVersion),
-		Producer:      *w.Producer,
-		Environment:   *w.Environment,
-		Payload:       w.Payload,
+	// The line is well-formed: every field value below is a complete JSON
+	// value, so only its type and rule remain to check. The event id is
+	// read first so a rejection's receipt can still name it.
+	var (
+		f   = &s.fields
+		err *ValidationError
+	)
+	env.EventID, err = s.stringField(fEventID)
+	if err != nil {
+		return env, err
 	}
-	if w.Seq != nil {
-		env.Seq, env.HasSeq = *w.Seq, true
+	if len(env.EventID) > MaxIDLen {
+		id := env.EventID
+		env.EventID = ""
+		return env, invalid(ReasonInvalidField, "event_id", "longer than %d bytes (%d)", MaxIDLen, len(id))
 	}
-	if w.CorrelationID != nil {
-		env.CorrelationID = *w.CorrelationID
+	if env.EventType, err = s.stringField(fEventType); err != nil {
+		return env, err
 	}
-	env.OccurredAt, _ = time.Parse(time.RFC3339Nano, *w.OccurredAt) // checked above
+	env.EventType = internType(env.EventType)
+	var schemaSet bool
+	if f[fSchemaVersion].set && !s.isNull(fSchemaVersion) {
+		n, ok := parseInt(s.raw(fSchemaVersion))
+		if !ok {
+			return env, s.wrongType(fSchemaVersion, "an integer")
+		}
+		env.SchemaVersion, schemaSet = n, true
+	}
+	if env.Producer, err = s.stringField(fProducer); err != nil {
+		return env, err
+	}
+	if f[fSeq].set && !s.isNull(fSeq) {
+		n, ok := parseUint(s.raw(fSeq))
+		if !ok {
+			return env, s.wrongType(fSeq, "an unsigned integer")
+		}
+		env.Seq, env.HasSeq = n, true
+	}
+	occurredAt, err := s.stringField(fOccurredAt)
+	if err != nil {
+		return env, err
+	}
+	if env.CorrelationID, err = s.stringField(fCorrelationID); err != nil {
+		return env, err
+	}
+	if env.Environment, err = s.stringField(fEnvironment); err != nil {
+		return env, err
+	}
+	env.Environment = internEnvironment(env.Environment)
+	if f[fPayload].set && !s.isNull(fPayload) {
+		env.Payload = s.raw(fPayload)
+	}
+
+	for _, r := range []struct {
+		name string
+		v    string
+	}{{"event_id", env.EventID}, {"event_type", env.EventType}, {"producer", env.Producer}, {"occurred_at", occurredAt}, {"environment", env.Environment}} {
+		if r.v == "" {
+			return env, invalid(ReasonMissingField, r.name, "required")
+		}
+	}
+	if !schemaSet {
+		return env, invalid(ReasonMissingField, "schema_version", "required")
+	}
+	if len(env.Payload) == 0 {
+		return env, invalid(ReasonMissingField, "payload", "required")
+	}
+	if env.Payload[0] != '{' {
+		return env, invalid(ReasonWrongType, "payload", "must be a JSON object")
+	}
+	if len(env.Producer) > MaxIDLen {
+		return env, invalid(ReasonInvalidField, "producer", "longer than %d bytes", MaxIDLen)
+	}
+	if TopicOf(env.EventType) == "" {
+		return env, invalid(ReasonUnknownEventType, "event_type", "%q is not a known event type", truncate([]byte(env.EventType), 64))
+	}
+	if env.SchemaVersion != SchemaVersion {
+		return env, invalid(ReasonUnknownSchemaVersion, "schema_version", "version %d is not supported (want %d)", env.SchemaVersion, SchemaVersion)
+	}
+	t, perr := time.Parse(time.RFC3339Nano, occurredAt)
+	if perr != nil {
+		return env, invalid(ReasonInvalidField, "occurred_at", "not an RFC 3339 time")
+	}
+	env.OccurredAt = t
+	if !ValidEnvironment(env.Environment) {
+		return env, invalid(ReasonInvalidField, "environment", "%q is not local_parity, dev or prod", truncate([]byte(env.Environment), 64))
+	}
+	if v.Environment != "" && env.Environment != v.Environment {
+		return env, invalid(ReasonWrongEnvironment, "environment", "event is for %q, this pipeline runs %q", env.Environment, v.Environment)
+	}
 	return env, nil
 }
 
-func (w *wireEnvelope) check(pipelineEnv string) *ValidationError {
-	for _, f := range []struct {
-		name string
-		v    *string
-	}{{"event_id", w.EventID}, {"event_type", w.EventType}, {"producer", w.Producer}, {"occurred_at", w.OccurredAt}, {"environment", w.Environment}} {
-		if f.v == nil || *f.v == "" {
-			return invalid(ReasonMissingField, f.name, "required")
+// raw returns the JSON text of field f.
+func (s *scanner) raw(f int) []byte { return s.b[s.fields[f].start:s.fields[f].end] }
+
+func (s *scanner) isNull(f int) bool { return s.b[s.fields[f].start] == 'n' }
+
+func (s *scanner) wrongType(f int, want string) *ValidationError {
+	kind := map[byte]string{'{': "object", '[': "array", '"': "string", 't': "bool", 'f': "bool"}[s.b[s.fields[f].start]]
+	if kind == "" {
+		kind = "number"
+	}
+	return invalid(ReasonWrongType, fieldNames[f], "must be %s, not a JSON %s", want, kind)
+}
+
+// stringField returns the string value of field f; absent and null read as
+// "" (a required field then fails as missing).
+func (s *scanner) stringField(f int) (string, *ValidationError) {
+	sp := s.fields[f]
+	if !sp.set || s.b[sp.start] == 'n' {
+		return "", nil
+	}
+	if s.b[sp.start] != '"' {
+		return "", s.wrongType(f, "a string")
+	}
+	body := s.b[sp.start+1 : sp.end-1]
+	if !sp.escaped {
+		return string(body), nil
+	}
+	return string(appendUnescaped(make([]byte, 0, len(body)), body)), nil
+}
+
+// internType returns the constant of a known event type, so that envelopes
+// do not each hold a copy of it.
+func internType(t string) string {
+	for _, k := range AllTypes {
+		if t == k {
+			return k
 		}
 	}
-	if w.SchemaVersion == nil {
-		return invalid(ReasonMissingField, "schema_version", "required")
+	return t
+}
+
+func internEnvironment(e string) string {
+	switch e {
+	case EnvLocalParity:
+		return EnvLocalParity
+	case EnvDev:
+		return EnvDev
+	case EnvProd:
+		return EnvProd
 	}
-	if len(w.Payload) == 0 || string(w.Payload) == "null" {
-		return invalid(ReasonMissingField, "payload", "required")
+	return e
+}
+
+// parseInt parses a JSON integer (no fraction or exponent) that fits an
+// int.
+func parseInt(b []byte) (int, bool) {
+	neg := len(b) > 0 && b[0] == '-'
+	if neg {
+		b = b[1:]
 	}
-	if w.Payload[0] != '{' {
-		return invalid(ReasonWrongType, "payload", "must be a JSON object")
+	u, ok := parseUint(b)
+	if !ok || u > 1<<31-1 {
+		return 0, false
 	}
-	if len(*w.EventID) > MaxIDLen {
-		return invalid(ReasonInvalidField, "event_id", "longer than %d bytes", MaxIDLen)
+	if neg {
+		return -int(u), true
 	}
-	if len(*w.Producer) > MaxIDLen {
-		return invalid(ReasonInvalidField, "producer", "longer than %d bytes", MaxIDLen)
+	return int(u), true
+}
+
+// parseUint parses a JSON unsigned integer that fits a uint64.
+func parseUint(b []byte) (uint64, bool) {
+	if len(b) == 0 || len(b) > 20 {
+		return 0, false
 	}
-	if TopicOf(*w.EventType) == "" {
-		return invalid(ReasonUnknownEventType, "event_type", "%q is not a known event type", *w.EventType)
+	var n uint64
+	for _, c := range b {
+		if c < '0' || c > '9' {
+			return 0, false
+		}
+		d := uint64(c - '0')
+		if n > (1<<64-1-d)/10 {
+			return 0, false
+		}
+		n = n*10 + d
 	}
-	if *w.SchemaVersion != SchemaVersion {
-		return invalid(ReasonUnknownSchemaVersion, "schema_version", "version %d is not supported (want %d)", *w.SchemaVersion, SchemaVersion)
-	}
-	if _, err := time.Parse(time.RFC3339Nano, *w.OccurredAt); err != nil {
-		return invalid(ReasonInvalidField, "occurred_at", "not an RFC 3339 time")
-	}
-	if !ValidEnvironment(*w.Environment) {
-		return invalid(ReasonInvalidField, "environment", "%q is not local_parity, dev or prod", *w.Environment)
-	}
-	if pipelineEnv != "" && *w.Environment != pipelineEnv {
-		return invalid(ReasonWrongEnvironment, "environment", "event is for %q, this pipeline runs %q", *w.Environment, pipelineEnv)
-	}
-	return nil
+	return n, true
 }
 
 // jsonError maps a decoding error to a reason; prefix names the enclosing

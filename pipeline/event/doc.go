@@ -7,4 +7,21 @@
 // Reason code that ends up in ingest receipts, in ingest.quarantine and in
 // metrics. Money and quantities stay decimal strings; no float ever touches
 // them here.
+//
+// Before any field is read, a line passes a single structural scan (Scan):
+// at most MaxEventLen bytes (oversized_event, checked before anything else),
+// exactly one JSON object with nothing after it, valid UTF-8 (bad_json),
+// objects and arrays nested at most MaxDepth deep (nesting_too_deep), and no
+// object naming a key twice, compared after unescaping, at any depth
+// (duplicate_key: a duplicate is how two readers of one line come to
+// disagree about it). Keys match struct fields exactly, never
+// case-insensitively. The scan is iterative per level, bounded by
+// MaxDepth, and allocates nothing for ordinary events, so hostile input
+// costs at most linear time and the line's own memory.
+//
+// The decoders are fuzzed (FuzzScan, FuzzDecode); `go test` runs their seed
+// corpora, and a longer run is
+//
+//	go test -run '^$' -fuzz FuzzScan -fuzztime 2m ./pipeline/event/
+//	go test -run '^$' -fuzz FuzzDecode -fuzztime 2m ./pipeline/event/
 package event

@@ -10,7 +10,7 @@ type Reason string
 // Rejection reasons. The gateway adds its own authorisation reasons; every
 // other reason comes from the shared validator.
 const (
-	ReasonBadJSON              Reason = "bad_json"                // not one JSON object, or invalid UTF-8
+	ReasonBadJSON              Reason = "bad_json"                // not one JSON object (syntax, trailing data), or invalid UTF-8
 	ReasonOversized            Reason = "oversized_event"         // longer than MaxEventLen
 	ReasonMissingField         Reason = "missing_field"           // a required field is absent or empty
 	ReasonWrongType            Reason = "wrong_type"              // a field has the wrong JSON type
@@ -20,6 +20,8 @@ const (
 	ReasonWrongEnvironment     Reason = "wrong_environment"       // environment differs from the pipeline's own
 	ReasonUnauthorizedType     Reason = "unauthorized_event_type" // the caller may not send this event type
 	ReasonUnauthorizedProducer Reason = "unauthorized_producer"   // the caller may not send as this producer
+	ReasonDuplicateKey         Reason = "duplicate_key"           // an object names the same key twice (at any depth)
+	ReasonTooDeep              Reason = "nesting_too_deep"        // objects and arrays nest deeper than MaxDepth
 )
 
 // Reasons lists every reason in a stable order (for metrics and docs).
@@ -27,6 +29,7 @@ var Reasons = []Reason{
 	ReasonBadJSON, ReasonOversized, ReasonMissingField, ReasonWrongType,
 	ReasonInvalidField, ReasonUnknownEventType, ReasonUnknownSchemaVersion,
 	ReasonWrongEnvironment, ReasonUnauthorizedType, ReasonUnauthorizedProducer,
+	ReasonDuplicateKey, ReasonTooDeep,
 }
 
 // ValidationError says why one event was rejected.

@@ -24,8 +24,25 @@ func setOf(vs ...string) map[string]bool {
 
 // DecodePayload decodes and validates the payload of an event of type typ,
 // returning a pointer to its typed struct (*PlatformRecord, *Observation,
-// ...).
+// ...). raw gets the structural checks of Scan first.
 func DecodePayload(typ string, raw []byte) (any, *ValidationError) {
+	if len(raw) > MaxEventLen {
+		return nil, invalid(ReasonOversized, "payload", "payload is %d bytes, limit %d", len(raw), MaxEventLen)
+	}
+	if err := Scan(raw); err != nil {
+		err.Field = "payload"
+		return nil, err
+	}
+	return decodePayload(typ, raw)
+}
+
+// parseFlags decode payloads strictly: a key must match its field exactly,
+// so "Provider" cannot stand in for (or shadow) "provider" the way
+// encoding/json's case-insensitive matching would allow.
+const parseFlags = json.DontMatchCaseInsensitiveStructFields
+
+// decodePayload is DecodePayload of a payload that Scan has accepted.
+func decodePayload(typ string, raw []byte) (any, *ValidationError) {
 	var (
 		v     any
 		check func() *ValidationError
@@ -55,7 +72,7 @@ func DecodePayload(typ string, raw []byte) (any, *ValidationError) {
 	default:
 		return nil, invalid(ReasonUnknownEventType, "event_type", "%q is not a known event type", typ)
 	}
-	if err := json.Unmarshal(raw, v); err != nil {
+	if _, err := json.Parse(raw, v, parseFlags); err != nil {
 		return nil, jsonError(err, "payload")
 	}
 	if err := check(); err != nil {

@@ -54,10 +54,7 @@ func (g *Gateway) prepare(p *Principal, body []byte) *batch {
 			l.rejected = true
 			l.receipt.Status = StatusRejected
 			l.receipt.Reason, l.receipt.Field, l.receipt.Detail = verr.Reason, verr.Field, verr.Detail
-			l.receipt.EventID = env.EventID
-			if l.receipt.EventID == "" {
-				l.receipt.EventID = peekEventID(raw)
-			}
+			l.receipt.EventID = env.EventID // the validator reads it first, so most rejections still name it
 			l.topic = g.opts.Topics.Quarantine
 			l.key = []byte(p.ActorID)
 			l.value = g.quarantineDoc(p, raw, verr, l.receipt.EventID, receivedAt)
@@ -92,7 +89,7 @@ type checked struct {
 func (g *Gateway) check(p *Principal, raw []byte) (checked, *event.ValidationError) {
 	env, payload, verr := g.validator.DecodeEvent(raw)
 	if verr != nil {
-		return checked{}, verr
+		return checked{Envelope: env}, verr
 	}
 	c := checked{Envelope: env, key: event.KeyOf(payload)}
 	if !p.MayType(env.EventType) {
@@ -104,18 +101,6 @@ func (g *Gateway) check(p *Principal, raw []byte) (checked, *event.ValidationErr
 			Detail: "the API key of " + p.ActorID + " may not send as producer " + env.Producer}
 	}
 	return c, nil
-}
-
-// peekEventID reads event_id from a line the validator rejected, so the
-// receipt can name it; "" when the line is not readable.
-func peekEventID(raw []byte) string {
-	var v struct {
-		EventID string `json:"event_id"`
-	}
-	if json.Unmarshal(raw, &v) != nil || len(v.EventID) > event.MaxIDLen {
-		return ""
-	}
-	return v.EventID
 }
 
 // quarantineDoc encodes the quarantine record value of a rejected line.
