@@ -112,7 +112,7 @@ func cmdDown(args []string) error {
 	_ = fs.Parse(args)
 	err := stack.Down(context.Background(), c.dir, *timeout)
 	if errors.Is(err, stack.ErrNotRunning) {
-		fmt.Printf("no stack is running in %s\n", c.dir)
+		fmt.Printf("%v: %s\n", err, c.dir)
 		return nil
 	}
 	if err != nil {

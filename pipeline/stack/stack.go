@@ -87,10 +87,11 @@ func newStack(opts Options) (*Stack, error) {
 	}
 	s := &Stack{opts: opts, lock: lock, exited: make(chan *ExitError, 16)}
 	// A previous supervisor that died leaves its state file; its children
-	// may still hold the ports.
+	// may still hold the ports. Its ClickHouse server is kept: Start
+	// attaches to it.
 	if old, _, err := ReadState(opts.Dir); err == nil {
 		s.logf("cleaning up after a supervisor (pid %d) that did not stop", old.Pid)
-		stopStale(old.Children, opts.StopTimeout)
+		stopStale(old.Children, opts.StopTimeout, NameClickHouse)
 	}
 	s.state = State{
 		Pid:        os.Getpid(),

@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
+	"strings"
 	"syscall"
 	"time"
 )
@@ -127,8 +129,11 @@ func Down(ctx context.Context, dir string, timeout time.Duration) error {
 	}
 	if !running {
 		// The supervisor died without stopping; its children got SIGTERM
-		// from the kernel (Linux), but make sure.
-		stopStale(st.Children, timeout)
+		// from the kernel (Linux), but make sure, and stop the ClickHouse
+		// server it left for reattaching.
+		if n := stopStale(st.Children, timeout); n > 0 {
+			return fmt.Errorf("%w (its supervisor died); stopped %d processes it left behind", ErrNotRunning, n)
+		}
 		return ErrNotRunning
 	}
 	if err := syscall.Kill(st.Pid, syscall.SIGTERM); err != nil && !errors.Is(err, syscall.ESRCH) {
@@ -148,16 +153,19 @@ func Down(ctx context.Context, dir string, timeout time.Duration) error {
 
 // stopStale stops the children a dead supervisor left behind: SIGTERM, then
 // SIGKILL for those still alive after timeout. It returns once they are gone,
-// so their ports are free.
-func stopStale(children []ChildStatus, timeout time.Duration) {
+// so their ports are free, and returns how many it stopped.
+func stopStale(children []ChildStatus, timeout time.Duration, skip ...string) int {
 	var left []ChildStatus
 	for _, c := range children {
+		if slices.Contains(skip, c.Name) {
+			continue
+		}
 		if c.Pid > 0 && alive(c.Pid) && sameProcess(c) {
 			left = append(left, c)
 		}
 	}
 	if len(left) == 0 {
-		return
+		return 0
 	}
 	killChildren(left, syscall.SIGTERM)
 	deadline := time.Now().Add(timeout)
@@ -169,12 +177,12 @@ func stopStale(children []ChildStatus, timeout time.Duration) {
 			}
 		}
 		if n == 0 {
-			return
+			return len(left)
 		}
 		if time.Now().After(deadline) {
 			killChildren(left, syscall.SIGKILL)
 			time.Sleep(200 * time.Millisecond)
-			return
+			return len(left)
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
@@ -190,8 +198,9 @@ func killChildren(children []ChildStatus, sig syscall.Signal) {
 	}
 }
 
-// sameProcess checks, where /proc exists, that pid still writes to the log
-// recorded for it: the cheapest proof that it is still our child.
+// sameProcess checks, where /proc exists, that pid is still our child: it
+// writes to the log recorded for it, or (ClickHouse, whose output goes
+// through a pipe) its command line names the state directory.
 func sameProcess(c ChildStatus) bool {
 	if c.Log == "" {
 		return false
@@ -212,5 +221,7 @@ func sameProcess(c ChildStatus) bool {
 			return true
 		}
 	}
-	return false
+	cmdline, err := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", c.Pid))
+	stateDir := filepath.Dir(filepath.Dir(want)) // Dir/log/<name>.log
+	return err == nil && strings.Contains(string(cmdline), stateDir+string(filepath.Separator))
 }
