@@ -100,3 +100,58 @@ func cloneValues(q url.Values) url.Values {
 	}
 	return out
 }
+
+// Nodes calls GET /v1/nodes with the filters, sort, limit and cursor in q.
+func (c *Client) Nodes(ctx context.Context, q url.Values) (*NodePage, error) {
+	var p NodePage
+	return &p, c.get(ctx, "/v1/nodes", q, &p)
+}
+
+// NodesAll follows next_cursor from the first page of q to the last.
+func (c *Client) NodesAll(ctx context.Context, q url.Values) ([]Node, error) {
+	q = cloneValues(q)
+	var all []Node
+	for {
+		p, err := c.Nodes(ctx, q)
+		if err != nil {
+			return all, err
+		}
+		all = append(all, p.Nodes...)
+		if p.NextCursor == "" {
+			return all, nil
+		}
+		q.Set("cursor", p.NextCursor)
+	}
+}
+
+// Node calls GET /v1/nodes/{node_id}. An unknown node returns an error
+// matching ErrNotFound.
+func (c *Client) Node(ctx context.Context, nodeID string) (*NodeDetail, error) {
+	var d NodeDetail
+	return &d, c.get(ctx, "/v1/nodes/"+url.PathEscape(nodeID), nil, &d)
+}
+
+// Connectivity calls GET /v1/connectivity with the filters in q.
+func (c *Client) Connectivity(ctx context.Context, q url.Values) (*Connectivity, error) {
+	var v Connectivity
+	return &v, c.get(ctx, "/v1/connectivity", q, &v)
+}
+
+// Attention calls GET /v1/attention with n, by, kind and filters in q.
+func (c *Client) Attention(ctx context.Context, q url.Values) (*Attention, error) {
+	var a Attention
+	return &a, c.get(ctx, "/v1/attention", q, &a)
+}
+
+// BillingMismatches calls GET /v1/billing/mismatches (JSON) with the
+// filters, sort, limit and cursor in q.
+func (c *Client) BillingMismatches(ctx context.Context, q url.Values) (*BillingPage, error) {
+	var p BillingPage
+	return &p, c.get(ctx, "/v1/billing/mismatches", q, &p)
+}
+
+// Rated calls GET /v1/billing/rated with group_by and the filters in q.
+func (c *Client) Rated(ctx context.Context, q url.Values) (*RatedTotals, error) {
+	var r RatedTotals
+	return &r, c.get(ctx, "/v1/billing/rated", q, &r)
+}

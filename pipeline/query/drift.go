@@ -4,30 +4,86 @@ import (
 	"net/http"
 )
 
+// driftSorts are the orders of /v1/drift. The default keeps the "e1:"
+// cursors of the first API version.
+var driftSorts = []sortSpec{
+	{name: "evidence_id"},
+	{name: "attention_score", column: "attention_score", desc: true, bind: "?"},
+	{name: "first_seen_at", column: "first_seen_at", bind: "toDateTime(?)"}, // oldest first
+	{name: "last_seen_at", column: "last_seen_at", desc: true, bind: "toDateTime(?)"},
+}
+
+func findingKey(order sortSpec, f Finding) keyset {
+	k := keyset{sort: order.name, id: f.EvidenceID}
+	switch order.column {
+	case "attention_score":
+		k.key = f.AttentionScore
+	case "first_seen_at":
+		k.key = float64(f.FirstSeenAt.Unix())
+	case "last_seen_at":
+		k.key = float64(f.LastSeenAt.Unix())
+	}
+	return k
+}
+
 func (s *Server) handleDrift(w http.ResponseWriter, r *http.Request) error {
 	q := r.URL.Query()
-	f, err := parseFilter(q, "limit", "cursor")
+	f, err := parseFilter(q, "limit", "cursor", "sort", "format")
 	if err != nil {
 		return err
+	}
+	sortName, err := parseChoice(q, "sort", "evidence_id", sortNames(driftSorts))
+	if err != nil {
+		return err
+	}
+	order := findSort(driftSorts, sortName)
+	var after *keyset
+	if order.column == "" {
+		id, err := parseCursor(q)
+		if err != nil {
+			return err
+		}
+		if id != "" {
+			after = &keyset{sort: order.name, id: id}
+		}
+	} else if after, err = parseKeyset(q, sortName); err != nil {
+		return err
+	}
+	format, err := negotiate(r, q)
+	if err != nil {
+		return err
+	}
+	if format != formatJSON {
+		// Exports are the whole selection unless a limit is given.
+		limit := 0
+		if len(q["limit"]) > 0 {
+			if limit, err = parseLimit(q); err != nil {
+				return err
+			}
+		}
+		rw := newRowWriter(w, format, "drift", findingExport)
+		err := s.eachFinding(r.Context(), f, order, after, limit, func(f Finding) error { return rw.write(&f) })
+		return s.endExport(r, "drift", rw.close(err != nil), err)
 	}
 	limit, err := parseLimit(q)
 	if err != nil {
 		return err
 	}
-	after, err := parseCursor(q)
-	if err != nil {
-		return err
-	}
 	// One row more than the page says whether another page follows, so the
 	// last page never carries a cursor to an empty page.
-	rows, err := s.findings(r.Context(), f, after, limit+1)
+	rows, err := s.findings(r.Context(), f, order, after, limit+1)
 	if err != nil {
 		return err
 	}
 	page := DriftPage{Findings: rows}
 	if len(rows) > limit {
 		page.Findings = rows[:limit]
-		page.NextCursor = encodeCursor(rows[limit-1].EvidenceID)
+		last := rows[limit-1]
+		if order.column == "" {
+			page.NextCursor = encodeCursor(last.EvidenceID)
+		} else {
+			page.NextCursor = encodeKeyset(findingKey(order, last))
+		}
 	}
 	page.Count = len(page.Findings)
 	writeJSON(w, http.StatusOK, page)

@@ -81,27 +81,41 @@ func nullTime(t time.Time) *time.Time {
 	return &u
 }
 
-// findings reads up to limit current findings matching f with evidence_id
-// after `after`, ordered by evidence_id.
-func (s *Server) findings(ctx context.Context, f Filter, after string, limit int) ([]Finding, error) {
-	conds, args := f.where(s.opts.Now())
-	if after != "" {
-		conds = append(conds, "evidence_id > ?")
-		args = append(args, after)
-	}
-	sql := "SELECT " + findingColumns + " FROM drift_evidence FINAL" + whereClause(conds) +
-		fmt.Sprintf(" ORDER BY evidence_id LIMIT %d", limit)
-	rows, err := s.readQuery(ctx, "drift_list", sql, args...)
-	if err != nil {
-		return nil, err
-	}
+// findings reads up to limit current findings matching f after the
+// cursor position, in order.
+func (s *Server) findings(ctx context.Context, f Filter, order sortSpec, after *keyset, limit int) ([]Finding, error) {
 	out := []Finding{}
-	err = s.scanAll("drift_list", rows, func(r driver.Rows) error {
-		f, err := scanFinding(r)
+	err := s.eachFinding(ctx, f, order, after, limit, func(f Finding) error {
 		out = append(out, f)
-		return err
+		return nil
 	})
 	return out, err
+}
+
+// eachFinding streams the current findings matching f after the cursor
+// position, in order, at most limit (0: all), calling fn as rows arrive.
+func (s *Server) eachFinding(ctx context.Context, f Filter, order sortSpec, after *keyset, limit int, fn func(Finding) error) error {
+	conds, args := f.where(s.opts.Now())
+	if after != nil {
+		c, a := order.after(*after, "evidence_id")
+		conds = append(conds, c)
+		args = append(args, a...)
+	}
+	sql := "SELECT " + findingColumns + " FROM drift_evidence FINAL" + whereClause(conds) + order.orderBy("evidence_id")
+	if limit > 0 {
+		sql += fmt.Sprintf(" LIMIT %d", limit)
+	}
+	rows, err := s.readQuery(ctx, "drift_list", sql, args...)
+	if err != nil {
+		return err
+	}
+	return s.scanAll("drift_list", rows, func(r driver.Rows) error {
+		f, err := scanFinding(r)
+		if err != nil {
+			return err
+		}
+		return fn(f)
+	})
 }
 
 // finding reads the current row of one finding; ok is false if there is

@@ -62,6 +62,17 @@ type Options struct {
 	// Now is the wall clock, for watermark age and the age filter.
 	// Default time.Now.
 	Now func() time.Time
+	// WaitConsumer is the consumer_progress.consumer whose watermark
+	// wait_watermark awaits. Default: DefaultJoinerGroup.
+	WaitConsumer string
+	// WaitPartitions is the least number of partitions that must report
+	// before a wait can end; set it to the joiner's partition count so a
+	// partition that never reported cannot be skipped. Default 1.
+	WaitPartitions int
+	// MaxWait bounds wait_timeout. Default 30s.
+	MaxWait time.Duration
+	// UI serves the web UI under /ui/ when true. Default false.
+	UI bool
 }
 
 func (o *Options) setDefaults() error {
@@ -86,6 +97,15 @@ func (o *Options) setDefaults() error {
 	}
 	if o.Now == nil {
 		o.Now = time.Now
+	}
+	if o.WaitConsumer == "" {
+		o.WaitConsumer = DefaultJoinerGroup
+	}
+	if o.WaitPartitions <= 0 {
+		o.WaitPartitions = 1
+	}
+	if o.MaxWait <= 0 {
+		o.MaxWait = 30 * time.Second
 	}
 	return nil
 }
@@ -117,6 +137,13 @@ func (s *Server) Handler() http.Handler {
 	// the trailing wildcard takes the rest of the path, escaped or not.
 	s.route(mux, "GET /v1/drift/{evidence_id...}", "drift_detail", s.handleDriftDetail)
 	s.route(mux, "GET /v1/heatmap", "heatmap", s.handleHeatmap)
+	s.route(mux, "GET /v1/attention", "attention", s.handleAttention)
+	s.route(mux, "GET /v1/connectivity", "connectivity", s.handleConnectivity)
+	s.route(mux, "GET /v1/nodes", "nodes", s.handleNodes)
+	s.route(mux, "GET /v1/nodes/{node_id}", "node_detail", s.handleNodeDetail)
+	s.route(mux, "GET /v1/billing/mismatches", "billing_mismatches", s.handleBillingMismatches)
+	s.route(mux, "GET /v1/billing/rated", "billing_rated", s.handleRated)
+	s.route(mux, "GET /v1/bundle", "bundle", s.handleBundle)
 	s.route(mux, "GET /healthz", "healthz", s.handleHealthz)
 	s.route(mux, "/", "not_found", func(w http.ResponseWriter, r *http.Request) error {
 		writeJSON(w, http.StatusNotFound, ErrorBody{Error: "no such endpoint: " + r.URL.Path})
@@ -136,9 +163,13 @@ func (s *Server) route(mux *http.ServeMux, pattern, endpoint string, h handlerFu
 	mux.HandleFunc(pattern, func(w http.ResponseWriter, r *http.Request) {
 		start := time.Now()
 		rec := &statusRecorder{ResponseWriter: w, code: http.StatusOK}
-		ctx, cancel := context.WithTimeout(r.Context(), s.opts.QueryTimeout)
-		defer cancel()
-		if err := h(rec, r.WithContext(ctx)); err != nil {
+		err := s.wait(r)
+		if err == nil {
+			ctx, cancel := context.WithTimeout(r.Context(), s.opts.QueryTimeout)
+			defer cancel()
+			err = h(rec, r.WithContext(ctx))
+		}
+		if err != nil {
 			s.writeError(rec, r, endpoint, err)
 		}
 		latency.Observe(time.Since(start).Seconds())
@@ -146,9 +177,23 @@ func (s *Server) route(mux *http.ServeMux, pattern, endpoint string, h handlerFu
 	})
 }
 
+// wait serves wait_watermark before the endpoint runs; the wait has its
+// own bound, outside the endpoint's QueryTimeout.
+func (s *Server) wait(r *http.Request) error {
+	wm, timeout, err := s.takeWait(r)
+	if err != nil || wm.IsZero() {
+		return err
+	}
+	return s.waitWatermark(r.Context(), wm, timeout)
+}
+
 func (s *Server) writeError(w http.ResponseWriter, r *http.Request, endpoint string, err error) {
 	if pe, ok := errors.AsType[*ParamError](err); ok {
 		writeJSON(w, http.StatusBadRequest, pe.body())
+		return
+	}
+	if we, ok := errors.AsType[*WaitTimeoutError](err); ok {
+		writeJSON(w, http.StatusGatewayTimeout, ErrorBody{Error: we.Error(), Parameter: "wait_watermark"})
 		return
 	}
 	s.opts.Logger.Warn("query failed", "endpoint", endpoint, "url", r.URL.String(), "err", err)

@@ -241,3 +241,236 @@ type ErrorBody struct {
 	Value     string   `json:"value,omitempty"`     // its offending value
 	Allowed   []string `json:"allowed,omitempty"`   // allowed values of an enumeration
 }
+
+// Node-agent gates (seed 000), least to most severe.
+const (
+	GatePass            = "pass"
+	GateWarning         = "warning"
+	GateRetry           = "retry"
+	GateInvestigate     = "investigate"
+	GateBlockProduction = "block_production"
+)
+
+// Gates lists the node-agent gates, least to most severe.
+var Gates = []string{GatePass, GateWarning, GateRetry, GateInvestigate, GateBlockProduction}
+
+// ConnectivityModes is the connectivity spectrum of seed 004, in the order
+// a node moves through it.
+var ConnectivityModes = []string{"LIVE", "DELAYED", "EDGE_CACHED", "AUTONOMOUS", "DISCONNECTED", "RETURNING", "REPLAYING"}
+
+// Enumerations of node_agent_status columns (seed 000, CONTRACT 3.3).
+var (
+	NodeAgentStates      = []string{"healthy", "stale", "recovering", "operator_action_required", "security_action_required"}
+	Healths              = []string{"OK", "DEGRADED", "FAILED", "UNKNOWN"}
+	WorkloadImpacts      = []string{"none_observed", "degraded", "unavailable", "unknown"}
+	UpdatePaths          = []string{"none", "self_update", "recovery_enrollment", "operator_rebootstrap", "full_reimage"}
+	TerminalStreamProbes = []string{"passed", "failed", "not_required", "not_executed"}
+)
+
+// Node is the current node-agent evidence and gate of one node
+// (node_agent_status).
+type Node struct {
+	NodeID                  string     `json:"node_id"`
+	DomainID                string     `json:"domain_id"`
+	OwningDomain            string     `json:"owning_domain"`
+	NodeAgentState          string     `json:"node_agent_state"`
+	NodeAgentReason         string     `json:"node_agent_reason"`
+	UpdatePath              string     `json:"update_path"`
+	ExpectedAgentVersion    string     `json:"expected_agent_version"`
+	ObservedAgentVersion    string     `json:"observed_agent_version"`
+	CertIssuerFingerprint   string     `json:"cert_issuer_fingerprint"`
+	IngressTrustFingerprint string     `json:"ingress_trust_fingerprint"`
+	HostFingerprint         string     `json:"host_fingerprint"`
+	TerminalStreamProbe     string     `json:"terminal_stream_probe"`
+	WorkloadImpact          string     `json:"workload_impact"`
+	Health                  string     `json:"health"`
+	Gate                    string     `json:"gate"`
+	ConnectivityMode        string     `json:"connectivity_mode"`
+	RTTMs                   float64    `json:"rtt_ms"`
+	LossPct                 float64    `json:"loss_pct"`
+	BandwidthKbps           float64    `json:"bandwidth_kbps"`
+	BacklogMessages         int64      `json:"backlog_messages"`
+	SecondsBehind           int64      `json:"seconds_behind"`
+	ReplayRequired          bool       `json:"replay_required"`
+	LastSeenAt              *time.Time `json:"last_seen_at"` // null: never seen
+	AttentionScore          float64    `json:"attention_score"`
+	Version                 uint64     `json:"version"`
+	UpdatedAt               *time.Time `json:"updated_at"`
+}
+
+// NodePage is the answer of GET /v1/nodes.
+type NodePage struct {
+	Nodes      []Node `json:"nodes"` // never null
+	Count      int    `json:"count"`
+	Sort       string `json:"sort"`
+	NextCursor string `json:"next_cursor,omitempty"`
+}
+
+// Comparison is one desired-vs-observed field of a node or resource.
+type Comparison struct {
+	Field    string `json:"field"`
+	Desired  string `json:"desired"`
+	Observed string `json:"observed"`
+	// Match is false when both sides are known and differ.
+	Match  bool   `json:"match"`
+	Source string `json:"source"` // the row the pair comes from: node_agent_status or an evidence_id
+}
+
+// GateExplanation says what a node's gate means.
+type GateExplanation struct {
+	Gate    string `json:"gate"`
+	Summary string `json:"summary"`
+	// Blocking is true when the gate stops a production release.
+	Blocking bool `json:"blocking"`
+}
+
+// NodeDetail is the answer of GET /v1/nodes/{node_id}: the node's
+// evidence and gate, desired vs observed, and its drift findings (provider
+// maas, provider_id = node_id) with their history.
+type NodeDetail struct {
+	Node       *Node           `json:"node"` // null when only findings name the node
+	Gate       GateExplanation `json:"gate"`
+	Comparison []Comparison    `json:"comparison"` // never null
+	Findings   []DriftDetail   `json:"findings"`   // all statuses, open first then by evidence_id; never null
+}
+
+// ConnectivityCount is the number of nodes in one connectivity mode.
+type ConnectivityCount struct {
+	Mode  string `json:"mode"`
+	Count uint64 `json:"count"`
+}
+
+// ConnectivityDomain is the spectrum of one owning domain.
+type ConnectivityDomain struct {
+	OwningDomain string              `json:"owning_domain"`
+	Total        uint64              `json:"total"`
+	Modes        []ConnectivityCount `json:"modes"` // every mode of ConnectivityModes, in order, then others
+}
+
+// Connectivity is the answer of GET /v1/connectivity: node counts per
+// connectivity mode, over all nodes and per owning domain.
+type Connectivity struct {
+	Total   uint64               `json:"total"`
+	Modes   []ConnectivityCount  `json:"modes"`
+	Domains []ConnectivityDomain `json:"domains"` // sorted by owning_domain; never null
+}
+
+// Attention item kinds.
+const (
+	KindFinding = "finding"
+	KindNode    = "node"
+)
+
+// AttentionItem is one entry of the attention queue: an open finding or a
+// node, with the score that ranks it.
+type AttentionItem struct {
+	Kind           string   `json:"kind"` // KindFinding or KindNode
+	ID             string   `json:"id"`   // evidence_id or node_id
+	AttentionScore float64  `json:"attention_score"`
+	OwningDomain   string   `json:"owning_domain"`
+	DomainID       string   `json:"domain_id"`
+	Finding        *Finding `json:"finding,omitempty"`
+	Node           *Node    `json:"node,omitempty"`
+}
+
+// AttentionDomain is the attention queue of one owning domain.
+type AttentionDomain struct {
+	OwningDomain string          `json:"owning_domain"`
+	Items        []AttentionItem `json:"items"`
+}
+
+// Attention is the answer of GET /v1/attention.
+type Attention struct {
+	N int `json:"n"` // the requested size of each queue
+	// Global is the top N over everything the filters select, by
+	// attention_score descending, ties by id.
+	Global []AttentionItem `json:"global"`
+	// Domains holds the top N of each owning domain when by=domain was
+	// asked, sorted by owning_domain; else absent.
+	Domains []AttentionDomain `json:"domains,omitempty"`
+}
+
+// Billing mismatch kinds (CONTRACT section 5).
+var BillingKinds = []string{"usage_not_rated", "rated_not_ledgered", "amount_mismatch", "duplicate_usage", "unknown_unit"}
+
+// BillingMismatch is the current row of one billing finding
+// (billing_mismatch). Amounts are decimal strings as written; empty when
+// unknown.
+type BillingMismatch struct {
+	MismatchID     string    `json:"mismatch_id"`
+	Kind           string    `json:"kind"`
+	UsageID        string    `json:"usage_id"`
+	MeteringSource string    `json:"metering_source"`
+	MeteringID     string    `json:"metering_id"`
+	TenantID       string    `json:"tenant_id"`
+	ProductID      string    `json:"product_id"`
+	UnitID         string    `json:"unit_id"`
+	Quantity       string    `json:"quantity"`
+	RatedAmount    string    `json:"rated_amount"`
+	LedgerAmount   string    `json:"ledger_amount"`
+	Currency       string    `json:"currency"`
+	Status         string    `json:"status"`
+	FirstSeenAt    time.Time `json:"first_seen_at"`
+	LastSeenAt     time.Time `json:"last_seen_at"`
+	// AmountAtRisk is |rated - ledger| for amount_mismatch, else the rated
+	// amount, else the ledger amount; empty when the row has neither
+	// (usage never priced: usage_not_rated, unknown_unit).
+	AmountAtRisk string `json:"amount_at_risk"`
+	Version      uint64 `json:"version"`
+}
+
+// MoneyTotal sums billing mismatches of one currency (and kind). Amounts
+// are exact decimal strings.
+type MoneyTotal struct {
+	Currency     string `json:"currency"`
+	Kind         string `json:"kind,omitempty"`
+	Count        uint64 `json:"count"`
+	AmountAtRisk string `json:"amount_at_risk"`
+	RatedAmount  string `json:"rated_amount"`
+	LedgerAmount string `json:"ledger_amount"`
+	// Unpriced counts mismatches with neither a rated nor a ledger amount:
+	// at risk, but of unknown value.
+	Unpriced uint64 `json:"unpriced"`
+	// Invalid counts amounts that are not decimal strings; they are summed
+	// as 0 and are a bug of the writer.
+	Invalid uint64 `json:"invalid"`
+}
+
+// BillingTotals are the totals over every mismatch the filters select, not
+// only the page. Amounts of different currencies are never added.
+type BillingTotals struct {
+	Count      uint64       `json:"count"`
+	ByCurrency []MoneyTotal `json:"by_currency"` // sorted by currency; never null
+	ByKind     []MoneyTotal `json:"by_kind"`     // sorted by currency, kind; never null
+}
+
+// BillingPage is the answer of GET /v1/billing/mismatches.
+type BillingPage struct {
+	Mismatches []BillingMismatch `json:"mismatches"` // never null
+	Count      int               `json:"count"`
+	Sort       string            `json:"sort"`
+	NextCursor string            `json:"next_cursor,omitempty"`
+	Totals     BillingTotals     `json:"totals"`
+}
+
+// RatedTotal is one group of rated lines (rated_usage).
+type RatedTotal struct {
+	TenantID  string `json:"tenant_id,omitempty"`
+	ProductID string `json:"product_id,omitempty"`
+	UnitID    string `json:"unit_id,omitempty"`
+	Day       string `json:"day,omitempty"` // YYYY-MM-DD
+	Currency  string `json:"currency"`
+	Lines     uint64 `json:"lines"`
+	// Quantity is the summed quantity; it only means something when the
+	// group is per unit.
+	Quantity string `json:"quantity"`
+	Amount   string `json:"amount"`
+	Invalid  uint64 `json:"invalid"` // amounts or quantities that are not decimals, summed as 0
+}
+
+// RatedTotals is the answer of GET /v1/billing/rated.
+type RatedTotals struct {
+	GroupBy   []string     `json:"group_by"`
+	Totals    []RatedTotal `json:"totals"` // sorted by the group columns, currency; never null
+	Truncated bool         `json:"truncated"`
+}
