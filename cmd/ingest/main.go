@@ -5,39 +5,55 @@
 // Besides the shared flags (pipeline/config), it reads:
 //
 //	DRIFTLINE_INGEST_ADDR       listen address (-ingest.addr)
-//	DRIFTLINE_INGEST_KEYS_FILE  API key allowlist (-ingest.keysFile)
+//	DRIFTLINE_INGEST_KEYS_FILE  identity file: API keys and client certificates (-ingest.keysFile)
+//	DRIFTLINE_INGEST_TLS_CERT   server certificate (-ingest.tlsCert)
+//	DRIFTLINE_INGEST_TLS_KEY    its key (-ingest.tlsKey)
+//	DRIFTLINE_INGEST_CLIENT_CA  client CA: turns on mTLS (-ingest.clientCA)
+//
+// Authentication follows the environment profile: local_parity takes API
+// keys (and the built-in local key without a keys file); dev takes API keys
+// or, with -ingest.clientCA, client certificates; prod refuses to start
+// without -ingest.clientCA. SIGHUP (or a change of the keys file) reloads
+// the keys under a new policy_rev; SIGTERM drains: new requests are
+// refused, admitted ones finish and are answered, the producer flushes.
 package main
 
 import (
 	"context"
-	"errors"
+	"crypto/tls"
 	"flag"
 	"fmt"
 	"log/slog"
 	"net"
-	"net/http"
 	"os"
 	"os/signal"
 	"syscall"
 	"time"
 
 	"github.com/driftline/driftline/pipeline/config"
+	"github.com/driftline/driftline/pipeline/event"
 	"github.com/driftline/driftline/pipeline/ingest"
 )
 
 func main() {
 	common := config.RegisterFlags(flag.CommandLine)
 	var (
-		addr            = flag.String("ingest.addr", config.Env("DRIFTLINE_INGEST_ADDR", config.DefaultIngestAddr), "HTTP listen address of the gateway (/v1/events, /healthz, /metrics)")
-		keysFile        = flag.String("ingest.keysFile", config.Env("DRIFTLINE_INGEST_KEYS_FILE", ""), "JSON API key allowlist (SHA-256 digests with actor and permissions); required outside local_parity, where empty admits only the built-in local key")
-		maxBody         = flag.Int64("ingest.maxBodyBytes", ingest.DefaultMaxBodyBytes, "largest request body; larger answers 413. Memory use is up to maxInflight times this")
-		maxInflight     = flag.Int("ingest.maxInflight", ingest.DefaultMaxInflight, "requests processed at once; beyond it the gateway answers 503 with Retry-After")
-		produceTimeout  = flag.Duration("ingest.produceTimeout", ingest.DefaultProduceTimeout, "how long a request waits for broker acknowledgements before answering 503")
-		linger          = flag.Duration("ingest.linger", ingest.DefaultLinger, "producer batching delay; higher is kinder to the broker, lower answers faster")
-		dedupeCapacity  = flag.Int("ingest.dedupeCapacity", ingest.DefaultDedupeCapacity, "recently accepted dedupe identities remembered to answer retried lines 'duplicate'; more costs memory")
-		replication     = flag.Int("ingest.replication", -1, "replication factor of topics created at start; -1 takes the broker default")
-		shutdownTimeout = flag.Duration("ingest.shutdownTimeout", 30*time.Second, "on SIGTERM, how long to finish in-flight requests and flush the producer")
-		logLevel        = flag.String("log.level", config.Env("DRIFTLINE_LOG_LEVEL", "info"), "log level: debug, info, warn, error")
+		addr             = flag.String("ingest.addr", config.Env("DRIFTLINE_INGEST_ADDR", config.DefaultIngestAddr), "HTTP listen address of the gateway (/v1/events, /healthz, /metrics)")
+		keysFile         = flag.String("ingest.keysFile", config.Env("DRIFTLINE_INGEST_KEYS_FILE", ""), "JSON identity file: API key digests and client certificate identities, each with its actor and permissions; required outside local_parity, where empty admits only the built-in local key")
+		keysReload       = flag.Duration("ingest.keysReloadInterval", 5*time.Second, "how often the keys file is checked for changes (SIGHUP reloads at once); a change starts a new policy_rev. 0 reloads on SIGHUP only")
+		tlsCert          = flag.String("ingest.tlsCert", config.Env("DRIFTLINE_INGEST_TLS_CERT", ""), "PEM certificate of the gateway; with -ingest.tlsKey serves HTTPS")
+		tlsKey           = flag.String("ingest.tlsKey", config.Env("DRIFTLINE_INGEST_TLS_KEY", ""), "PEM private key of -ingest.tlsCert")
+		clientCA         = flag.String("ingest.clientCA", config.Env("DRIFTLINE_INGEST_CLIENT_CA", ""), "PEM CA bundle for client certificates: turns on mTLS, where the verified certificate (mapped by the keys file's \"clients\") is the caller's identity and API keys are not accepted. Required in prod")
+		maxBody          = flag.Int64("ingest.maxBodyBytes", ingest.DefaultMaxBodyBytes, "largest request body; larger answers 413")
+		maxInflight      = flag.Int("ingest.maxInflight", ingest.DefaultMaxInflight, "requests processed at once; beyond it the gateway answers 503 with Retry-After")
+		maxInflightBytes = flag.Int64("ingest.maxInflightBytes", ingest.DefaultMaxInflightBytes, "request body bytes held at once (the gateway's memory bound); beyond it the gateway answers 503 with Retry-After. Must be at least -ingest.maxBodyBytes")
+		maxLines         = flag.Int("ingest.maxLines", ingest.DefaultMaxLines, "lines per request; more answers 413")
+		produceTimeout   = flag.Duration("ingest.produceTimeout", ingest.DefaultProduceTimeout, "how long a request waits for broker acknowledgements before answering 503")
+		linger           = flag.Duration("ingest.linger", ingest.DefaultLinger, "producer batching delay; higher is kinder to the broker, lower answers faster")
+		dedupeCapacity   = flag.Int("ingest.dedupeCapacity", ingest.DefaultDedupeCapacity, "recently accepted dedupe identities remembered to answer retried lines 'duplicate'; more costs memory")
+		replication      = flag.Int("ingest.replication", -1, "replication factor of topics created at start; -1 takes the broker default")
+		shutdownTimeout  = flag.Duration("ingest.shutdownTimeout", 30*time.Second, "on SIGTERM, how long to finish admitted requests and flush the producer; keep it above -ingest.produceTimeout")
+		logLevel         = flag.String("log.level", config.Env("DRIFTLINE_LOG_LEVEL", "info"), "log level: debug, info, warn, error")
 	)
 	flag.Parse()
 
@@ -50,26 +66,49 @@ func main() {
 	slog.SetDefault(log)
 
 	if err := run(common, ingest.Options{
-		Environment:    common.Environment,
-		Brokers:        common.SeedBrokers(),
-		Topics:         common.Topics,
-		MaxBodyBytes:   *maxBody,
-		MaxInflight:    *maxInflight,
-		ProduceTimeout: *produceTimeout,
-		Linger:         *linger,
-		DedupeCapacity: *dedupeCapacity,
-		Logger:         log,
-	}, *keysFile, *addr, int16(*replication), *shutdownTimeout); err != nil {
+		Environment:      common.Environment,
+		Brokers:          common.SeedBrokers(),
+		Topics:           common.Topics,
+		ClientCertAuth:   *clientCA != "",
+		MaxBodyBytes:     *maxBody,
+		MaxInflight:      *maxInflight,
+		MaxInflightBytes: *maxInflightBytes,
+		MaxLines:         *maxLines,
+		ProduceTimeout:   *produceTimeout,
+		Linger:           *linger,
+		DedupeCapacity:   *dedupeCapacity,
+		Logger:           log,
+	}, runFlags{
+		keysFile: *keysFile, keysReload: *keysReload, addr: *addr,
+		tlsCert: *tlsCert, tlsKey: *tlsKey, clientCA: *clientCA,
+		replication: int16(*replication), shutdownTimeout: *shutdownTimeout,
+	}); err != nil {
 		log.Error("ingest gateway stopped", "err", err)
 		os.Exit(1)
 	}
 }
 
-func run(common *config.Common, opts ingest.Options, keysFile, addr string, replication int16, shutdownTimeout time.Duration) error {
+type runFlags struct {
+	keysFile, addr, tlsCert, tlsKey, clientCA string
+	keysReload, shutdownTimeout               time.Duration
+	replication                               int16
+}
+
+func run(common *config.Common, opts ingest.Options, f runFlags) error {
 	if err := common.Validate(); err != nil {
 		return err
 	}
-	keys, err := ingest.OpenKeyring(common.Environment, keysFile, config.DefaultLocalAPIKey)
+	if common.Environment == event.EnvProd && f.clientCA == "" {
+		return ingest.ErrProdWithoutMTLS
+	}
+	var tlsCfg *tls.Config
+	if f.tlsCert != "" || f.tlsKey != "" || f.clientCA != "" {
+		var err error
+		if tlsCfg, err = ingest.ServerTLSConfig(f.tlsCert, f.tlsKey, f.clientCA); err != nil {
+			return fmt.Errorf("-ingest.tlsCert/-ingest.tlsKey/-ingest.clientCA: %w", err)
+		}
+	}
+	keys, err := ingest.OpenKeyring(common.Environment, f.keysFile, config.DefaultLocalAPIKey)
 	if err != nil {
 		return err
 	}
@@ -83,49 +122,30 @@ func run(common *config.Common, opts ingest.Options, keysFile, addr string, repl
 
 	if common.CreateTopics {
 		ectx, cancel := context.WithTimeout(ctx, time.Minute)
-		err := gw.EnsureTopics(ectx, int32(common.Partitions), replication)
+		err := gw.EnsureTopics(ectx, int32(common.Partitions), f.replication)
 		cancel()
 		if err != nil {
 			_ = gw.Close(context.Background())
 			return err
 		}
 	}
+	if f.keysFile != "" {
+		hup := make(chan os.Signal, 1)
+		signal.Notify(hup, syscall.SIGHUP)
+		defer signal.Stop(hup)
+		go gw.WatchKeys(ctx, f.keysFile, f.keysReload, hup)
+	}
 
-	ln, err := net.Listen("tcp", addr)
+	ln, err := net.Listen("tcp", f.addr)
 	if err != nil {
 		_ = gw.Close(context.Background())
 		return fmt.Errorf("listen on -ingest.addr: %w", err)
 	}
-	srv := &http.Server{
-		Handler:           gw.Handler(),
-		ReadHeaderTimeout: 10 * time.Second,
-		ReadTimeout:       time.Minute,
-		WriteTimeout:      opts.ProduceTimeout + time.Minute,
-		IdleTimeout:       2 * time.Minute,
-	}
-	serveErr := make(chan error, 1)
-	go func() { serveErr <- srv.Serve(ln) }()
-	slog.Info("ingest listening", "addr", ln.Addr().String(), "policy_rev", gw.PolicyRev())
-
-	select {
-	case <-ctx.Done():
-		slog.Info("shutting down: no new requests, finishing in-flight ones")
-	case err := <-serveErr:
-		_ = gw.Close(context.Background())
-		return fmt.Errorf("serve: %w", err)
-	}
-
-	sctx, cancel := context.WithTimeout(context.Background(), shutdownTimeout)
-	defer cancel()
-	var errs []error
-	if err := srv.Shutdown(sctx); err != nil {
-		errs = append(errs, fmt.Errorf("http shutdown: %w", err))
-	}
-	if err := gw.Close(sctx); err != nil {
-		errs = append(errs, err)
-	}
-	if err := <-serveErr; err != nil && !errors.Is(err, http.ErrServerClosed) {
-		errs = append(errs, fmt.Errorf("serve: %w", err))
-	}
-	return errors.Join(errs...)
+	return gw.Serve(ctx, ln, ingest.ServeOptions{
+		TLS:             tlsCfg,
+		ShutdownTimeout: f.shutdownTimeout,
+		OnListening: func(a net.Addr) {
+			slog.Info("ingest listening", "addr", a.String(), "tls", tlsCfg != nil, "mtls", opts.ClientCertAuth, "policy_rev", gw.PolicyRev())
+		},
+	})
 }

@@ -1,7 +1,17 @@
 // Package ingest is the HTTP ingest gateway: the one door through which
 // producers outside Kafka hand events to the pipeline (CONTRACT section 2).
+// It also holds the Quarantiner, which Kafka consumers use to send records
+// that bypassed the gateway and failed the same validator to
+// ingest.quarantine in the gateway's value shape.
 //
-// A request is an NDJSON body of envelopes authenticated by an API key.
+// A request is an NDJSON body of envelopes authenticated by an API key, or
+// in mTLS mode (dev, and always in prod) by the caller's verified client
+// certificate, mapped to an actor by the keys file (see KeyFile). The keys
+// file is reloaded on change or SIGHUP (Gateway.WatchKeys); every change
+// starts a new policy_rev, audited as policy_rev_changed, and each request
+// runs under the one revision it was admitted with. Refused callers
+// (unknown, revoked) are counted and written to the audit log
+// (event=auth_refused, with the revoked actor).
 // Every line is validated with the shared event.Validator and authorised
 // against the key's allowlist; valid events are produced to their topic with
 // the contract's key and the original line as value, rejected lines go to
@@ -13,6 +23,13 @@
 //   - A 200 response means every record it reports (accepted events and
 //     quarantined lines) has been acknowledged by the broker with acks=all
 //     through an idempotent producer.
+//   - Memory is bounded: MaxInflight requests and MaxInflightBytes of body at
+//     once, MaxLines per request; beyond them the answer is 503 busy (or 413)
+//     with Retry-After, never a queue.
+//   - On shutdown (Serve, SIGTERM in cmd/ingest) new requests are refused,
+//     admitted ones are finished, written and answered, and the producer is
+//     flushed before it closes; a request cut off by the shutdown deadline
+//     is never answered 200.
 //   - A 503 response reports nothing accepted; the caller retries the whole
 //     request. Lines that did reach the broker before the failure answer
 //     "duplicate" on retry (see below), and consumers dedupe exactly anyway.

@@ -14,7 +14,27 @@ var (
 	ErrUnknownKey = errors.New("unknown API key")
 	// ErrRevokedKey means the key is in the allowlist but revoked.
 	ErrRevokedKey = errors.New("revoked API key")
+	// ErrMissingCert means an mTLS gateway got a request without a
+	// verified client certificate.
+	ErrMissingCert = errors.New("no verified TLS client certificate")
+	// ErrUnknownCert means no clients entry of the keys file names the
+	// client certificate.
+	ErrUnknownCert = errors.New("client certificate is not mapped to an actor in the keys file")
+	// ErrRevokedCert means the certificate's identity is revoked.
+	ErrRevokedCert = errors.New("revoked client certificate identity")
 )
+
+// ErrProdWithoutMTLS is returned when a prod gateway is configured without
+// TLS client certificate authentication.
+var ErrProdWithoutMTLS = errors.New("prod requires TLS client certificate authentication; Possible solutions: set -ingest.tlsCert, -ingest.tlsKey and -ingest.clientCA and map client identities in the keys file's \"clients\"")
+
+// ErrNoClientIdentities is returned when client certificate authentication
+// is on but the keys file maps no certificate to an actor.
+var ErrNoClientIdentities = errors.New("client certificate authentication is on but the keys file has no \"clients\" entries; Possible solutions: add one per calling service")
+
+// ErrTLSConfig is returned by Serve when the gateway authenticates by
+// client certificate but the server would not require and verify one.
+var ErrTLSConfig = errors.New("client certificate authentication needs a TLS config with ClientAuth = RequireAndVerifyClientCert and ClientCAs; Possible solutions: use ServerTLSConfig")
 
 // ErrNoKeysFile is returned when a non-local environment is started without
 // a keys file: only local_parity may fall back to the built-in local key.

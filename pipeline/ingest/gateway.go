@@ -2,10 +2,12 @@ package ingest
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"net/http"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus/promhttp"
@@ -21,13 +23,20 @@ import (
 type Gateway struct {
 	opts      Options
 	log       *slog.Logger
+	audit     *slog.Logger // audit trail: authentication refusals, policy changes
 	cl        *kgo.Client
 	adm       *kadm.Client
 	validator event.Validator
-	policyRev string
+	pol       atomic.Pointer[policy] // the keyring and policy_rev in force; swapped whole by SetKeys
 	recent    *recentSet
 	sem       chan struct{} // one token per in-flight request
 	m         *metrics
+
+	inflightBytes atomic.Int64   // bytes of request bodies reserved by in-flight requests
+	draining      atomic.Bool    // set by Drain: refuse new requests, fail /healthz
+	handlers      sync.WaitGroup // requests past admission, awaited by Close
+
+	setKeysMu sync.Mutex // setKeysMu serialises SetKeys (check-then-swap of pol)
 
 	partsMu sync.Mutex                // partsMu protects parts
 	parts   map[string]partitionCount // topic -> cached partition count
@@ -59,34 +68,56 @@ func New(opts Options) (*Gateway, error) {
 		kgo.UnknownTopicRetries(3),
 	}
 	kopts = append(kopts, opts.KafkaOpts...)
+	// Idempotence and acks=all are what make a 200 mean "written once":
+	// refuse extra options that turn them off rather than weaken it.
+	kopts = append(kopts, kgo.RequiredAcks(kgo.AllISRAcks()), kgo.RecordPartitioner(Partitioner()))
 	cl, err := kgo.NewClient(kopts...)
 	if err != nil {
 		return nil, fmt.Errorf("create kafka client: %w", err)
 	}
+	if disabled, _ := cl.OptValue(kgo.DisableIdempotentWrite).(bool); disabled {
+		cl.Close()
+		return nil, errors.New("ingest options: KafkaOpts disable idempotent writes, which the gateway's duplicate guarantee needs; remove kgo.DisableIdempotentWrite")
+	}
+	log := opts.Logger.With("component", "ingest")
 	g := &Gateway{
 		opts:      opts,
-		log:       opts.Logger.With("component", "ingest"),
+		log:       log,
+		audit:     log.With("audit", true),
 		cl:        cl,
 		adm:       kadm.NewClient(cl),
 		validator: event.Validator{Environment: opts.Environment},
-		policyRev: policyRev(opts.Environment, opts.Topics, opts.Keys),
 		recent:    newRecentSet(opts.DedupeCapacity),
 		sem:       make(chan struct{}, opts.MaxInflight),
 		parts:     map[string]partitionCount{},
 	}
+	g.pol.Store(g.newPolicy(opts.Keys))
 	topicNames := []string{opts.Topics.PlatformRecords, opts.Topics.Observations, opts.Topics.Telemetry, opts.Topics.Usage, opts.Topics.Rated, opts.Topics.Ledger}
-	g.m = newMetrics(opts.Registry, topicNames, func() float64 { return float64(g.recent.len()) })
+	g.m = newMetrics(opts.Registry, topicNames, func() float64 { return float64(g.recent.len()) },
+		func() float64 { return float64(g.inflightBytes.Load()) })
+	g.m.setPolicy("", g.PolicyRev())
 	if opts.Keys.Builtin() {
 		g.log.Warn("no keys file: accepting only the built-in local_parity API key as "+LocalActorID+" with every event type; never run this way outside local_parity",
 			"environment", opts.Environment)
 	}
-	g.log.Info("ingest gateway ready", "environment", opts.Environment, "policy_rev", g.policyRev, "keys", opts.Keys.Len())
+	if !opts.ClientCertAuth && opts.Environment == event.EnvDev {
+		g.log.Warn("dev gateway authenticates by API key; mTLS (-ingest.clientCA) is the dev/prod default")
+	}
+	g.log.Info("ingest gateway ready", "environment", opts.Environment, "policy_rev", g.PolicyRev(),
+		"auth", g.authMode(), "keys", opts.Keys.Len())
 	return g, nil
 }
 
 // PolicyRev returns the digest of the validation and routing configuration
 // in force; it is in every receipt response and record header.
-func (g *Gateway) PolicyRev() string { return g.policyRev }
+func (g *Gateway) PolicyRev() string { return g.pol.Load().rev }
+
+func (g *Gateway) authMode() string {
+	if g.opts.ClientCertAuth {
+		return "mtls"
+	}
+	return "api_key"
+}
 
 // Handler serves POST /v1/events, GET /healthz and GET /metrics.
 func (g *Gateway) Handler() http.Handler {
@@ -106,18 +137,37 @@ func (g *Gateway) EnsureTopics(ctx context.Context, partitions int32, replicatio
 	return nil
 }
 
-// Close flushes buffered records (bounded by ctx) and closes the producer.
-// Call it after the HTTP server has stopped sending requests.
+// Drain makes the gateway refuse new requests (503 shutting_down, with
+// Retry-After) and fail /healthz, so load balancers move callers to
+// another gateway; requests already admitted finish normally.
+func (g *Gateway) Drain() { g.draining.Store(true) }
+
+// Close drains, waits (bounded by ctx) for admitted requests to finish,
+// flushes buffered records and closes the producer. Call it after the HTTP
+// server has stopped taking requests. A request still running when ctx
+// ends is not acknowledged: its caller sees an error and retries.
 func (g *Gateway) Close(ctx context.Context) error {
-	err := g.cl.Flush(ctx)
-	g.cl.Close()
-	if err != nil {
-		return fmt.Errorf("flush producer: %w", err)
+	g.Drain()
+	done := make(chan struct{})
+	go func() { g.handlers.Wait(); close(done) }()
+	var errs []error
+	select {
+	case <-done:
+	case <-ctx.Done():
+		errs = append(errs, fmt.Errorf("requests still in flight at close: %w", ctx.Err()))
 	}
-	return nil
+	if err := g.cl.Flush(ctx); err != nil {
+		errs = append(errs, fmt.Errorf("flush producer: %w", err))
+	}
+	g.cl.Close()
+	return errors.Join(errs...)
 }
 
 func (g *Gateway) serveHealth(w http.ResponseWriter, r *http.Request) {
+	if g.draining.Load() {
+		http.Error(w, "shutting down", http.StatusServiceUnavailable)
+		return
+	}
 	ctx, cancel := context.WithTimeout(r.Context(), 2*time.Second)
 	defer cancel()
 	if err := g.cl.Ping(ctx); err != nil {

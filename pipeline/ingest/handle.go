@@ -6,12 +6,15 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	json "github.com/segmentio/encoding/json"
 )
 
-// serveEvents handles POST /v1/events: authenticate, read the whole body,
+// serveEvents handles POST /v1/events: admit (not draining, a free
+// in-flight slot and body budget), authenticate, read the whole body,
 // validate and authorise each line, produce every record in line order,
 // wait for all acknowledgements, answer.
 func (g *Gateway) serveEvents(w http.ResponseWriter, r *http.Request) {
@@ -24,17 +27,38 @@ func (g *Gateway) serveEvents(w http.ResponseWriter, r *http.Request) {
 		code = status
 		g.writeError(w, status, errCode, msg)
 	}
+	busy := func(counter prometheus.Counter, errCode, msg string) {
+		counter.Inc()
+		g.setRetryAfter(w)
+		fail(http.StatusServiceUnavailable, errCode, msg)
+	}
 
 	if r.Method != http.MethodPost {
 		w.Header().Set("Allow", http.MethodPost)
 		fail(http.StatusMethodNotAllowed, "method_not_allowed", "use POST")
 		return
 	}
-	principal, err := g.opts.Keys.Authenticate(bearer(r))
+	if g.draining.Load() {
+		busy(g.m.draining, "shutting_down", "this gateway is shutting down; retry (another gateway, or this one after restart)")
+		return
+	}
+	// Admitted requests are awaited by Close, so nothing accepted is cut
+	// off by a shutdown.
+	g.handlers.Add(1)
+	defer g.handlers.Done()
+
+	pol := g.pol.Load() // one policy for the whole request
+	principal, err := g.authenticate(r, pol)
 	if err != nil {
 		g.m.authFailures.WithLabelValues(authKind(err)).Inc()
-		g.log.Warn("ingest request refused", "err", err, "remote", r.RemoteAddr)
-		w.Header().Set("WWW-Authenticate", `Bearer realm="driftline-ingest"`)
+		attrs := []any{"event", "auth_refused", "kind", authKind(err), "err", err.Error(), "remote", r.RemoteAddr, "policy_rev", pol.rev}
+		if principal != nil { // revoked: name who it was
+			attrs = append(attrs, "actor_id", principal.ActorID, "key_id", principal.KeyID)
+		}
+		g.audit.Warn("ingest request refused", attrs...)
+		if !g.opts.ClientCertAuth {
+			w.Header().Set("WWW-Authenticate", `Bearer realm="driftline-ingest"`)
+		}
 		fail(http.StatusUnauthorized, "unauthorized", err.Error())
 		return
 	}
@@ -43,11 +67,19 @@ func (g *Gateway) serveEvents(w http.ResponseWriter, r *http.Request) {
 	case g.sem <- struct{}{}:
 		defer func() { <-g.sem }()
 	default:
-		g.m.busy.Inc()
-		g.setRetryAfter(w)
-		fail(http.StatusServiceUnavailable, "busy", "too many requests in flight; retry later")
+		busy(g.m.busy, "busy", "too many requests in flight; retry later")
 		return
 	}
+	reserve := g.opts.MaxBodyBytes
+	if r.ContentLength >= 0 && r.ContentLength < reserve {
+		reserve = r.ContentLength
+	}
+	if g.inflightBytes.Add(reserve) > g.opts.MaxInflightBytes {
+		g.inflightBytes.Add(-reserve)
+		busy(g.m.busy, "busy", "too many request bytes in flight; retry later")
+		return
+	}
+	defer g.inflightBytes.Add(-reserve)
 	g.m.inflight.Inc()
 	defer g.m.inflight.Dec()
 
@@ -62,13 +94,27 @@ func (g *Gateway) serveEvents(w http.ResponseWriter, r *http.Request) {
 		fail(http.StatusBadRequest, "bad_request", "read body: "+err.Error())
 		return
 	}
+	pooled := true
+	defer func() {
+		if pooled {
+			putBody(body)
+		}
+	}()
+	if n := bytes.Count(body, []byte{'\n'}); n > g.opts.MaxLines {
+		g.m.bodyTooLarge.Inc()
+		fail(http.StatusRequestEntityTooLarge, "body_too_large", "request has "+strconv.Itoa(n)+" lines, limit "+strconv.Itoa(g.opts.MaxLines)+"; split it into smaller requests")
+		return
+	}
 
-	b := g.prepare(principal, body)
+	b := g.prepare(pol, principal, body)
 	if len(b.lines) == 0 {
 		fail(http.StatusBadRequest, "bad_request", "body holds no events: send one JSON envelope per line")
 		return
 	}
 	if err := g.produce(r.Context(), b); err != nil {
+		// Records that timed out may still sit in the producer,
+		// pointing into the body: leave it to the garbage collector.
+		pooled = !errors.Is(err, errAckTimeout)
 		g.m.unavailable.Inc()
 		g.log.Warn("ingest request not written", "err", err, "actor_id", principal.ActorID, "lines", len(b.lines))
 		g.setRetryAfter(w)
@@ -81,14 +127,45 @@ func (g *Gateway) serveEvents(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, resp)
 }
 
+// authenticate returns the caller's principal under pol: from the verified
+// client certificate in mTLS mode, else from the bearer API key. On a
+// revoked identity it returns the principal with the error, for the audit.
+func (g *Gateway) authenticate(r *http.Request, pol *policy) (*Principal, error) {
+	if g.opts.ClientCertAuth {
+		if r.TLS == nil || len(r.TLS.VerifiedChains) == 0 || len(r.TLS.VerifiedChains[0]) == 0 {
+			return nil, ErrMissingCert
+		}
+		return pol.keys.AuthenticateCert(r.TLS.VerifiedChains[0][0])
+	}
+	return pol.keys.Authenticate(bearer(r))
+}
+
+// bodyPool recycles request body buffers: at a thousand events a request
+// they are the largest allocation of the hot path. Buffers above
+// maxPooledBody are left to the garbage collector so one huge request does
+// not pin its memory.
+var bodyPool = sync.Pool{New: func() any { return new(bytes.Buffer) }}
+
+const maxPooledBody = 4 << 20
+
+// readBody reads the whole body (at most limit bytes) into a pooled
+// buffer; give it back with putBody once nothing refers to it.
 func readBody(w http.ResponseWriter, r *http.Request, limit int64) ([]byte, error) {
 	rd := http.MaxBytesReader(w, r.Body, limit)
-	var buf bytes.Buffer
+	buf := bodyPool.Get().(*bytes.Buffer)
+	buf.Reset()
 	if r.ContentLength > 0 && r.ContentLength <= limit {
-		buf.Grow(int(r.ContentLength))
+		buf.Grow(int(r.ContentLength) + bytes.MinRead)
 	}
 	_, err := buf.ReadFrom(rd)
 	return buf.Bytes(), err
+}
+
+func putBody(b []byte) {
+	if cap(b) > maxPooledBody {
+		return
+	}
+	bodyPool.Put(bytes.NewBuffer(b[:0]))
 }
 
 func bearer(r *http.Request) string {
@@ -102,9 +179,9 @@ func bearer(r *http.Request) string {
 
 func authKind(err error) string {
 	switch {
-	case errors.Is(err, ErrMissingKey):
+	case errors.Is(err, ErrMissingKey), errors.Is(err, ErrMissingCert):
 		return "missing"
-	case errors.Is(err, ErrRevokedKey):
+	case errors.Is(err, ErrRevokedKey), errors.Is(err, ErrRevokedCert):
 		return "revoked"
 	}
 	return "unknown"
@@ -118,7 +195,7 @@ func (g *Gateway) setRetryAfter(w http.ResponseWriter) {
 func (g *Gateway) writeError(w http.ResponseWriter, status int, code, msg string) {
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(status)
-	writeJSON(w, ErrorResponse{Error: code, Message: msg, PolicyRev: g.policyRev})
+	writeJSON(w, ErrorResponse{Error: code, Message: msg, PolicyRev: g.PolicyRev()})
 }
 
 func writeJSON(w http.ResponseWriter, v any) {
@@ -130,7 +207,7 @@ func writeJSON(w http.ResponseWriter, v any) {
 // commit turns a written batch into the response, remembers accepted
 // identities and counts.
 func (g *Gateway) commit(b *batch) Response {
-	resp := Response{PolicyRev: g.policyRev, Receipts: make([]Receipt, 0, len(b.lines))}
+	resp := Response{PolicyRev: b.pol.rev, Receipts: make([]Receipt, 0, len(b.lines))}
 	ids := make([]string, 0, len(b.lines))
 	for i := range b.lines {
 		l := &b.lines[i]

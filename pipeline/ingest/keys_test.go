@@ -86,9 +86,9 @@ func TestOpenKeyring(t *testing.T) {
 	if err != nil || kr.Builtin() {
 		t.Fatalf("keys file: %v", err)
 	}
-	// ... but a prod gateway refuses an allowlist admitting the local key.
-	_, err = New(Options{Environment: event.EnvProd, Brokers: []string{"127.0.0.1:1"}, Keys: kr})
+	// ... but a dev gateway refuses an allowlist admitting the local key.
+	_, err = New(Options{Environment: event.EnvDev, Brokers: []string{"127.0.0.1:1"}, Keys: kr})
 	if !errors.Is(err, ErrLocalKeyOutsideLocal) {
-		t.Fatalf("New(prod, local key) = %v, want ErrLocalKeyOutsideLocal", err)
+		t.Fatalf("New(dev, local key) = %v, want ErrLocalKeyOutsideLocal", err)
 	}
 }

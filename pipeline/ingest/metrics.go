@@ -22,9 +22,21 @@ type metrics struct {
 	unavailable    prometheus.Counter // 503 answers because the broker could not take the write
 	bodyTooLarge   prometheus.Counter
 	quarantineSize prometheus.Counter // bytes of rejected lines dropped by truncation
+	inflightBytes  prometheus.GaugeFunc
+	draining       prometheus.Counter     // requests refused because the gateway is shutting down
+	reloads        *prometheus.CounterVec // SetKeys outcomes: applied, unchanged, refused
+	policyInfo     *prometheus.GaugeVec   // 1 for the policy_rev in force
 }
 
-func newMetrics(reg prometheus.Registerer, topics []string, dedupeLen func() float64) *metrics {
+// setPolicy moves the policy info series from old to rev.
+func (m *metrics) setPolicy(old, rev string) {
+	if old != "" {
+		m.policyInfo.DeleteLabelValues(old)
+	}
+	m.policyInfo.WithLabelValues(rev).Set(1)
+}
+
+func newMetrics(reg prometheus.Registerer, topics []string, dedupeLen, inflightBytes func() float64) *metrics {
 	f := promauto.With(reg)
 	m := &metrics{
 		accepted: f.NewCounterVec(prometheus.CounterOpts{
@@ -45,7 +57,7 @@ func newMetrics(reg prometheus.Registerer, topics []string, dedupeLen func() flo
 		}, []string{"topic"}),
 		authFailures: f.NewCounterVec(prometheus.CounterOpts{
 			Name: "driftline_ingest_auth_failures_total",
-			Help: "Requests answered 401, by kind (missing, unknown, revoked).",
+			Help: "Requests answered 401, by kind (missing, unknown, revoked: API key or client certificate identity). Each is also an audit log line.",
 		}, []string{"kind"}),
 		requests: f.NewHistogramVec(prometheus.HistogramOpts{
 			Name:    "driftline_ingest_request_duration_seconds",
@@ -76,6 +88,25 @@ func newMetrics(reg prometheus.Registerer, topics []string, dedupeLen func() flo
 			Name: "driftline_ingest_quarantine_truncated_bytes_total",
 			Help: "Bytes of rejected lines not copied into quarantine records because of the line limit.",
 		}),
+		inflightBytes: f.NewGaugeFunc(prometheus.GaugeOpts{
+			Name: "driftline_ingest_inflight_body_bytes",
+			Help: "Request body bytes reserved by requests in flight; at -ingest.maxInflightBytes new requests answer 503 busy.",
+		}, inflightBytes),
+		draining: f.NewCounter(prometheus.CounterOpts{
+			Name: "driftline_ingest_requests_draining_total",
+			Help: "Requests refused with 503 because the gateway was shutting down.",
+		}),
+		reloads: f.NewCounterVec(prometheus.CounterOpts{
+			Name: "driftline_ingest_policy_reloads_total",
+			Help: "Keys file reloads by result: applied (new policy_rev), unchanged, refused (the previous policy stays in force).",
+		}, []string{"result"}),
+		policyInfo: f.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "driftline_ingest_policy_info",
+			Help: "1 for the policy_rev in force.",
+		}, []string{"policy_rev"}),
+	}
+	for _, r := range []string{"applied", "unchanged", "refused"} {
+		m.reloads.WithLabelValues(r)
 	}
 	// Pre-create series so dashboards see zeros rather than gaps.
 	for _, t := range topics {

@@ -10,7 +10,6 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/twmb/franz-go/pkg/kgo"
 
-	"github.com/driftline/driftline/pipeline/config"
 	"github.com/driftline/driftline/pipeline/event"
 	"github.com/driftline/driftline/pipeline/topics"
 )
@@ -19,6 +18,8 @@ import (
 const (
 	DefaultMaxBodyBytes        = 16 << 20
 	DefaultMaxInflight         = 64
+	DefaultMaxInflightBytes    = 256 << 20
+	DefaultMaxLines            = 50_000
 	DefaultProduceTimeout      = 10 * time.Second
 	DefaultLinger              = 5 * time.Millisecond
 	DefaultMaxBufferedRecords  = 100_000
@@ -40,8 +41,16 @@ type Options struct {
 	// Topics names the topics. Default: topics.Defaults().
 	Topics topics.Names
 
-	// Keys is the API key allowlist. Required; see OpenKeyring.
+	// Keys is the API key and client identity allowlist. Required; see
+	// OpenKeyring. Gateway.SetKeys replaces it at run time.
 	Keys *Keyring
+
+	// ClientCertAuth authenticates callers by their TLS client certificate
+	// (mapped to an actor by the keys file's "clients") instead of API
+	// keys. Serve then requires a TLS config that requires and verifies
+	// client certificates (ServerTLSConfig). Required in prod; the
+	// preferred mode of dev. Default false (API keys).
+	ClientCertAuth bool
 
 	// MaxBodyBytes bounds one request body; a larger body answers 413 and
 	// nothing of it is written. Default DefaultMaxBodyBytes (16 MiB). The
@@ -52,6 +61,18 @@ type Options struct {
 	// answers 503 with Retry-After instead of queueing without bound.
 	// Default DefaultMaxInflight.
 	MaxInflight int
+
+	// MaxInflightBytes bounds the request bodies held at once: a request
+	// reserves its Content-Length (MaxBodyBytes when unknown) at admission
+	// and answers 503 busy when the reservation does not fit. With
+	// MaxLines it bounds the gateway's memory whatever callers send.
+	// Default DefaultMaxInflightBytes.
+	MaxInflightBytes int64
+
+	// MaxLines bounds the lines (newlines) of one request; more answers
+	// 413. It caps the per-line bookkeeping a body of tiny lines could
+	// cost. Default DefaultMaxLines.
+	MaxLines int
 
 	// ProduceTimeout bounds how long a request waits for the broker to
 	// acknowledge its records before answering 503. Default
@@ -108,11 +129,11 @@ func (o *Options) validate() error {
 	if len(o.Brokers) == 0 {
 		return errors.New("no seed brokers")
 	}
-	if o.Keys == nil {
-		return errors.New("no key allowlist; see OpenKeyring")
+	if o.Environment == event.EnvProd && !o.ClientCertAuth {
+		return ErrProdWithoutMTLS
 	}
-	if o.Environment != event.EnvLocalParity && o.Keys.admits(config.DefaultLocalAPIKey) {
-		return ErrLocalKeyOutsideLocal
+	if err := checkKeys(o.Environment, o.ClientCertAuth, o.Keys); err != nil {
+		return err
 	}
 	if o.Topics == (topics.Names{}) {
 		o.Topics = topics.Defaults()
@@ -124,6 +145,11 @@ func (o *Options) validate() error {
 	}
 	setDefault(&o.MaxBodyBytes, DefaultMaxBodyBytes)
 	setDefault(&o.MaxInflight, DefaultMaxInflight)
+	setDefault(&o.MaxInflightBytes, DefaultMaxInflightBytes)
+	setDefault(&o.MaxLines, DefaultMaxLines)
+	if o.MaxInflightBytes < o.MaxBodyBytes {
+		return fmt.Errorf("MaxInflightBytes %d is below MaxBodyBytes %d: a largest request could never be admitted", o.MaxInflightBytes, o.MaxBodyBytes)
+	}
 	setDefault(&o.ProduceTimeout, DefaultProduceTimeout)
 	setDefault(&o.Linger, DefaultLinger)
 	setDefault(&o.MaxBufferedRecords, DefaultMaxBufferedRecords)

@@ -3,9 +3,11 @@ package ingest
 import (
 	"crypto/sha256"
 	"encoding/hex"
+	"fmt"
 
 	json "github.com/segmentio/encoding/json"
 
+	"github.com/driftline/driftline/pipeline/config"
 	"github.com/driftline/driftline/pipeline/event"
 	"github.com/driftline/driftline/pipeline/topics"
 )
@@ -14,25 +16,100 @@ import (
 // tell configurations apart in receipts and headers, short enough to read.
 const policyRevLen = 12
 
+// policy is the identity and validation configuration in force. A request
+// takes one snapshot at admission, so all its receipts and records carry
+// one policy_rev even when the keys file is reloaded meanwhile.
+type policy struct {
+	keys *Keyring
+	rev  string
+}
+
+func (g *Gateway) newPolicy(keys *Keyring) *policy {
+	return &policy{keys: keys, rev: policyRev(g.opts.Environment, g.opts.Topics, keys, g.opts.ClientCertAuth)}
+}
+
+// SetKeys puts a new keyring in force and returns the policy_rev it
+// starts. Requests already admitted finish under the revision they began
+// with; the change is audited (policy_rev_changed). A keyring the
+// gateway's environment refuses (see Options) is not applied and the old
+// one stays in force. An identical keyring changes nothing.
+func (g *Gateway) SetKeys(keys *Keyring) (string, error) {
+	if err := checkKeys(g.opts.Environment, g.opts.ClientCertAuth, keys); err != nil {
+		g.m.reloads.WithLabelValues("refused").Inc()
+		g.audit.Error("keys refused; the previous policy stays in force", "event", "policy_reload_refused", "policy_rev", g.PolicyRev(), "err", err)
+		return g.PolicyRev(), err
+	}
+	g.setKeysMu.Lock()
+	defer g.setKeysMu.Unlock()
+	old := g.pol.Load()
+	next := g.newPolicy(keys)
+	if next.rev == old.rev {
+		g.m.reloads.WithLabelValues("unchanged").Inc()
+		return old.rev, nil
+	}
+	g.pol.Store(next)
+	g.m.reloads.WithLabelValues("applied").Inc()
+	g.m.setPolicy(old.rev, next.rev)
+	g.audit.Warn("policy revision changed", "event", "policy_rev_changed", "old_policy_rev", old.rev, "policy_rev", next.rev,
+		"keys", len(keys.specs), "clients", len(keys.clients), "revoked", keys.revokedCount())
+	return next.rev, nil
+}
+
+// checkKeys applies the environment's rules to a keyring.
+func checkKeys(environment string, certAuth bool, keys *Keyring) error {
+	if keys == nil {
+		return fmt.Errorf("no key allowlist; see OpenKeyring")
+	}
+	if environment != event.EnvLocalParity && keys.admits(config.DefaultLocalAPIKey) {
+		return ErrLocalKeyOutsideLocal
+	}
+	if certAuth && keys.Clients() == 0 {
+		return ErrNoClientIdentities
+	}
+	return nil
+}
+
+func (k *Keyring) revokedCount() int {
+	n := 0
+	for _, r := range k.revoked {
+		if r {
+			n++
+		}
+	}
+	for _, r := range k.identRevoked {
+		if r {
+			n++
+		}
+	}
+	return n
+}
+
 // policyRev digests the validation and routing configuration in force: the
-// schema version and limits, the environment, the topic names and the key
-// allowlist (digests and permissions). Two gateways with the same revision
-// accept, reject and route the same input the same way.
-func policyRev(environment string, names topics.Names, keys *Keyring) string {
+// schema version and limits, the environment, the topic names, the
+// authentication mode and the allowlist (digests, identities and
+// permissions). Two gateways with the same revision accept, reject and
+// route the same input the same way.
+func policyRev(environment string, names topics.Names, keys *Keyring, certAuth bool) string {
 	doc := struct {
 		SchemaVersion int            `json:"schema_version"`
 		MaxEventLen   int            `json:"max_event_len"`
+		MaxDepth      int            `json:"max_depth"`
 		Environment   string         `json:"environment"`
 		Routes        map[string]any `json:"routes"`
 		Quarantine    string         `json:"quarantine"`
+		ClientCerts   bool           `json:"client_cert_auth"`
 		Keys          []KeySpec      `json:"keys"`
+		Clients       []ClientSpec   `json:"clients"`
 	}{
 		SchemaVersion: event.SchemaVersion,
 		MaxEventLen:   event.MaxEventLen,
+		MaxDepth:      event.MaxDepth,
 		Environment:   environment,
 		Routes:        map[string]any{},
 		Quarantine:    names.Quarantine,
+		ClientCerts:   certAuth,
 		Keys:          keys.specs,
+		Clients:       keys.clients,
 	}
 	for _, t := range event.AllTypes {
 		doc.Routes[t] = names.ForType(t)

@@ -14,6 +14,7 @@ import (
 
 // batch is one request's lines and the records they produce, in line order.
 type batch struct {
+	pol       *policy
 	principal *Principal
 	lines     []line
 }
@@ -31,8 +32,8 @@ type line struct {
 
 // prepare validates and authorises every line of body. It does not touch
 // the broker.
-func (g *Gateway) prepare(p *Principal, body []byte) *batch {
-	b := &batch{principal: p}
+func (g *Gateway) prepare(pol *policy, p *Principal, body []byte) *batch {
+	b := &batch{pol: pol, principal: p}
 	inRequest := map[string]bool{}
 	receivedAt := g.opts.now().UTC().Format(time.RFC3339Nano)
 	n := 0
@@ -57,7 +58,7 @@ func (g *Gateway) prepare(p *Principal, body []byte) *batch {
 			l.receipt.EventID = env.EventID // the validator reads it first, so most rejections still name it
 			l.topic = g.opts.Topics.Quarantine
 			l.key = []byte(p.ActorID)
-			l.value = g.quarantineDoc(p, raw, verr, l.receipt.EventID, receivedAt)
+			l.value = g.quarantineDoc(pol, p, raw, verr, l.receipt.EventID, receivedAt)
 			b.lines = append(b.lines, l)
 			continue
 		}
@@ -104,7 +105,7 @@ func (g *Gateway) check(p *Principal, raw []byte) (checked, *event.ValidationErr
 }
 
 // quarantineDoc encodes the quarantine record value of a rejected line.
-func (g *Gateway) quarantineDoc(p *Principal, raw []byte, verr *event.ValidationError, eventID, receivedAt string) []byte {
+func (g *Gateway) quarantineDoc(pol *policy, p *Principal, raw []byte, verr *event.ValidationError, eventID, receivedAt string) []byte {
 	kept := raw
 	if len(kept) > g.opts.QuarantineLineLimit {
 		kept = kept[:g.opts.QuarantineLineLimit]
@@ -120,7 +121,7 @@ func (g *Gateway) quarantineDoc(p *Principal, raw []byte, verr *event.Validation
 		EventID:    eventID,
 		ActorID:    p.ActorID,
 		SourceType: p.SourceType,
-		PolicyRev:  g.policyRev,
+		PolicyRev:  pol.rev,
 		ReceivedAt: receivedAt,
 	}
 	v, err := json.Marshal(doc)
@@ -132,11 +133,11 @@ func (g *Gateway) quarantineDoc(p *Principal, raw []byte, verr *event.Validation
 
 // headers returns the record headers of p's records; reason is set on
 // quarantine records.
-func (g *Gateway) headers(p *Principal, reason event.Reason) []kgo.RecordHeader {
+func (g *Gateway) headers(pol *policy, p *Principal, reason event.Reason) []kgo.RecordHeader {
 	h := []kgo.RecordHeader{
 		{Key: event.HeaderActorID, Value: []byte(p.ActorID)},
 		{Key: event.HeaderSourceType, Value: []byte(p.SourceType)},
-		{Key: event.HeaderPolicyRev, Value: []byte(g.policyRev)},
+		{Key: event.HeaderPolicyRev, Value: []byte(pol.rev)},
 	}
 	if reason != "" {
 		h = append(h, kgo.RecordHeader{Key: event.HeaderReason, Value: []byte(reason)})

@@ -10,7 +10,6 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/driftline/driftline/pipeline/event"
-	"github.com/driftline/driftline/pipeline/topics"
 )
 
 // offlineGateway is a gateway without a producer, enough for prepare.
@@ -20,9 +19,9 @@ func offlineGateway(t testing.TB) *Gateway {
 	if err := opts.validate(); err != nil {
 		t.Fatal(err)
 	}
-	g := &Gateway{opts: opts, validator: event.Validator{Environment: opts.Environment},
-		policyRev: policyRev(opts.Environment, topics.Defaults(), opts.Keys), recent: newRecentSet(16)}
-	g.m = newMetrics(opts.Registry, nil, func() float64 { return 0 })
+	g := &Gateway{opts: opts, validator: event.Validator{Environment: opts.Environment}, recent: newRecentSet(16)}
+	g.pol.Store(g.newPolicy(opts.Keys))
+	g.m = newMetrics(opts.Registry, nil, func() float64 { return 0 }, func() float64 { return 0 })
 	return g
 }
 
@@ -44,7 +43,7 @@ func FuzzPrepare(f *testing.F) {
 	}
 	g.opts.now = func() time.Time { return time.Unix(0, 0) }
 	f.Fuzz(func(t *testing.T, body []byte) {
-		b := g.prepare(p, body)
+		b := g.prepare(g.pol.Load(), p, body)
 		want := 0
 		for _, l := range bytes.Split(body, []byte("\n")) {
 			if len(bytes.TrimSpace(l)) > 0 {

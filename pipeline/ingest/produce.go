@@ -47,7 +47,7 @@ func (g *Gateway) produce(reqCtx context.Context, b *batch) error {
 		if l.rejected {
 			reason = l.receipt.Reason
 		}
-		headers := g.headers(b.principal, reason)
+		headers := g.headers(b.pol, b.principal, reason)
 		if !l.fanout {
 			recs = append(recs, owned{&kgo.Record{Topic: l.topic, Key: l.key, Value: l.value, Headers: headers}, i})
 			continue

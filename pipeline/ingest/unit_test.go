@@ -94,16 +94,17 @@ func TestRecentSetEvictsOldest(t *testing.T) {
 
 func TestPolicyRev(t *testing.T) {
 	kr := LocalKeyring("k")
-	base := policyRev(event.EnvLocalParity, topics.Defaults(), kr)
-	if len(base) != policyRevLen || base != policyRev(event.EnvLocalParity, topics.Defaults(), LocalKeyring("k")) {
+	base := policyRev(event.EnvLocalParity, topics.Defaults(), kr, false)
+	if len(base) != policyRevLen || base != policyRev(event.EnvLocalParity, topics.Defaults(), LocalKeyring("k"), false) {
 		t.Fatalf("policy rev %q is not a stable %d-digit digest", base, policyRevLen)
 	}
 	renamed := topics.Defaults()
 	renamed.Usage = "usage.v2"
 	for name, other := range map[string]string{
-		"environment": policyRev(event.EnvDev, topics.Defaults(), kr),
-		"topics":      policyRev(event.EnvLocalParity, renamed, kr),
-		"keys":        policyRev(event.EnvLocalParity, topics.Defaults(), LocalKeyring("other")),
+		"environment": policyRev(event.EnvDev, topics.Defaults(), kr, false),
+		"topics":      policyRev(event.EnvLocalParity, renamed, kr, false),
+		"keys":        policyRev(event.EnvLocalParity, topics.Defaults(), LocalKeyring("other"), false),
+		"auth mode":   policyRev(event.EnvLocalParity, topics.Defaults(), kr, true),
 	} {
 		if other == base {
 			t.Errorf("changing %s does not change the policy rev", name)
