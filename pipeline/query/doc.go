@@ -12,6 +12,14 @@
 //	GET /v1/drift                 current findings, one page (DriftPage)
 //	GET /v1/drift/{evidence_id}   one finding, its history and recommended action (DriftDetail)
 //	GET /v1/heatmap               owning_domain x classification counts (Heatmap)
+//	GET /v1/attention             attention queue: top N open findings and nodes, global and per domain (Attention)
+//	GET /v1/connectivity          node counts per connectivity mode, overall and per domain (Connectivity)
+//	GET /v1/nodes                 node-agent evidence and gates, one page (NodePage)
+//	GET /v1/nodes/{node_id}       one node: gate, desired vs observed, its findings and their history (NodeDetail)
+//	GET /v1/billing/mismatches    billing mismatches, one page, with exact totals at risk (BillingPage)
+//	GET /v1/billing/rated         rated totals by tenant, product, unit and day (RatedTotals)
+//	GET /v1/bundle                evidence bundle of an incident as an Arrow IPC file or Parquet file
+//	GET /ui/                      the web UI (embedded static files; / redirects here)
 //	GET /metrics                  Prometheus metrics
 //	GET /healthz                  200 when ClickHouse answers a ping, else 503
 //
@@ -47,6 +55,74 @@
 // next_cursor; passing it back returns the findings after that page under
 // the same filters. Findings that change between pages may move in or out
 // of the filter, but no finding is returned twice.
+//
+// /v1/drift also takes sort = evidence_id (default) | attention_score
+// (descending) | first_seen_at (oldest first) | last_seen_at (newest
+// first); a cursor belongs to the sort it was issued under.
+//
+// # Nodes, attention, connectivity
+//
+// /v1/nodes filters on node_id, owning_domain, domain_id, gate,
+// connectivity_mode, node_agent_state, node_agent_reason, health,
+// workload_impact, update_path and terminal_stream_probe (enumerations
+// checked), sorts by node_id (default), attention_score (descending) or
+// last_seen_at (longest silent first), and pages with limit and cursor.
+// /v1/connectivity takes the same filters but connectivity_mode.
+//
+// /v1/attention takes n (1..1000, default 20), by = global | domain, kind =
+// all | finding | node, the drift filters (findings; status must be open)
+// and gate, connectivity_mode, health, node_agent_state (nodes);
+// owning_domain and domain_id apply to both. A finding-only filter leaves
+// nodes out and a node-only filter leaves findings out. Items rank by
+// attention_score descending, findings before nodes on a tie, then id.
+// Nodes whose gate is pass are never queued. The scores are the joiner's
+// (see the drift model); the queue only orders them.
+//
+// # Billing
+//
+// /v1/billing/mismatches filters on kind, tenant (tenant_id), product
+// (product_id), unit (unit_id), currency, metering_source, usage_id,
+// status (open default | resolved | all), age (first_seen_at at or before
+// now - age) and day (YYYY-MM-DD, UTC, of first_seen_at; repeatable),
+// sorts by mismatch_id (default) or first_seen_at, and pages with limit and
+// cursor. Its totals cover the whole selection, per currency and per
+// currency and kind; currencies are never added together. Amount at risk
+// is |rated - ledger| for amount_mismatch, else the rated amount, else the
+// ledger amount; a mismatch with neither is counted as unpriced. Sums are
+// exact: ClickHouse adds Decimal128(38, 18) values and the server adds
+// those with math/big, never with floats; a sum is printed with as many
+// fractional digits as its inputs have.
+//
+// /v1/billing/rated sums rated_usage (one line per usage_id) grouped by
+// group_by (any of tenant, product, unit, day; default all four) and
+// always by currency, filtered by tenant, product, unit, currency, day,
+// from and to (inclusive days); limit bounds the groups (truncated says
+// more exist).
+//
+// # Exports
+//
+// /v1/drift and /v1/billing/mismatches stream Apache Arrow IPC (one record
+// batch per 8192 rows, written as ClickHouse returns them) when the request
+// has Accept: application/vnd.apache.arrow.stream or format=arrow, and CSV
+// with Accept: text/csv or format=csv. Exports return the whole selection
+// (from cursor, up to limit if given). A failure after the first byte
+// leaves the Arrow stream without its end marker and the CSV with a final
+// "#error" line, so a reader cannot take a cut export for a whole one.
+//
+// /v1/bundle selects findings by evidence_id, correlation_id and node_id
+// (findings of provider maas), any of them repeatable, together (OR), all
+// statuses, at most MaxBundleFindings; format = arrow (an Arrow IPC file,
+// default) | parquet. One row per finding with its recommended action and
+// its history as a list of structs.
+//
+// # Read-your-writes
+//
+// Every endpoint takes wait_watermark (RFC 3339) and wait_timeout (Go
+// duration, default 10s, at most Options.MaxWait): the answer waits until
+// every partition of the joiner reports a consumer_progress watermark at
+// or past wait_watermark, and is 504 with an explanation when the timeout
+// passes first. Offsets are not offered: consumer_progress records
+// watermarks, not offsets.
 //
 // A bad or unknown parameter answers 400 with an ErrorBody naming the
 // parameter and, for enumerations, the allowed values. An unknown

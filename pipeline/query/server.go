@@ -71,8 +71,6 @@ type Options struct {
 	WaitPartitions int
 	// MaxWait bounds wait_timeout. Default 30s.
 	MaxWait time.Duration
-	// UI serves the web UI under /ui/ when true. Default false.
-	UI bool
 }
 
 func (o *Options) setDefaults() error {
@@ -145,6 +143,8 @@ func (s *Server) Handler() http.Handler {
 	s.route(mux, "GET /v1/billing/rated", "billing_rated", s.handleRated)
 	s.route(mux, "GET /v1/bundle", "bundle", s.handleBundle)
 	s.route(mux, "GET /healthz", "healthz", s.handleHealthz)
+	mux.Handle("GET /ui/", uiHandler())
+	mux.Handle("GET /{$}", http.RedirectHandler("/ui/", http.StatusFound))
 	s.route(mux, "/", "not_found", func(w http.ResponseWriter, r *http.Request) error {
 		writeJSON(w, http.StatusNotFound, ErrorBody{Error: "no such endpoint: " + r.URL.Path})
 		return nil

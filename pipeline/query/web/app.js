@@ -1,0 +1,299 @@
+// Driftline fleet UI: plain JavaScript over the query API, no build step.
+// Views follow the UI layers of the fleet design: Layer 0 global (#/),
+// Layer 1 domain (#/domain/<owning_domain>), Layer 2 node (#/node/<id>)
+// and resource (#/finding/<evidence_id>), and finance (#/finance).
+// Filters live in the hash query (#/domain/x?gate=warning) so every view is
+// a link. Every view re-renders every REFRESH seconds (?refresh=N on the
+// page URL, default 10).
+"use strict";
+
+const API = new URL("../", document.baseURI).pathname.replace(/\/$/, "") + "/v1";
+const REFRESH = Math.max(2, Number(new URLSearchParams(location.search).get("refresh")) || 10);
+const MODES = ["LIVE", "DELAYED", "EDGE_CACHED", "AUTONOMOUS", "DISCONNECTED", "RETURNING", "REPLAYING"];
+const MODE_COLOURS = {LIVE: "#2e7d32", DELAYED: "#7cb342", EDGE_CACHED: "#00897b", AUTONOMOUS: "#1565c0",
+  DISCONNECTED: "#c62828", RETURNING: "#8e24aa", REPLAYING: "#e69500"};
+const GATES = ["pass", "warning", "retry", "investigate", "block_production"];
+const HEALTHS = ["OK", "DEGRADED", "FAILED", "UNKNOWN"];
+const KINDS = ["usage_not_rated", "rated_not_ledgered", "amount_mismatch", "duplicate_usage", "unknown_unit"];
+
+function esc(v) {
+  return String(v ?? "").replace(/[&<>"']/g, c => ({"&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;", "'": "&#39;"}[c]));
+}
+function when(t) { return t ? esc(t.replace("T", " ").replace("Z", "")) : '<span class="muted">—</span>'; }
+function ago(sec) {
+  if (sec == null) return "unknown";
+  const s = Math.round(sec);
+  if (Math.abs(s) < 120) return s + " s";
+  if (Math.abs(s) < 7200) return Math.round(s / 60) + " min";
+  return Math.round(s / 3600) + " h";
+}
+function sev(s) { return `<span class="sev-${esc(s)}">${esc(s)}</span>`; }
+function gate(g) { return `<span class="gate-${esc(g)}">${esc(g || "—")}</span>`; }
+function nodeLink(id) { return `<a href="#/node/${encodeURIComponent(id)}">${esc(id)}</a>`; }
+function findingLink(id) { return `<a href="#/finding/${encodeURIComponent(id)}">${esc(id)}</a>`; }
+function domainLink(d) { return `<a href="#/domain/${encodeURIComponent(d)}">${esc(d || "(none)")}</a>`; }
+
+async function api(path, params) {
+  const qs = params && [...params].length ? "?" + params : "";
+  const r = await fetch(API + path + qs, {headers: {Accept: "application/json"}});
+  const body = await r.json().catch(() => ({error: r.statusText}));
+  if (!r.ok) throw new Error(body.error || r.statusText);
+  return body;
+}
+
+// route parses the hash: "#/domain/x?gate=warning" -> ["domain","x"], params.
+function route() {
+  const h = location.hash.replace(/^#\/?/, "");
+  const [path, query] = h.split("?", 2);
+  const parts = path.split("/").filter(Boolean).map(decodeURIComponent);
+  return {parts, params: new URLSearchParams(query || "")};
+}
+
+function setFilters(params) {
+  const {parts} = route();
+  const base = "#/" + parts.map(encodeURIComponent).join("/");
+  const q = params.toString();
+  location.hash = q ? base + "?" + q : base;
+}
+
+// filterForm renders selects whose change rewrites the hash query.
+function filterForm(id, params, fields) {
+  const sel = fields.map(f => {
+    if (f.options) {
+      const opts = ['<option value="">any</option>'].concat(f.options.map(o =>
+        `<option value="${esc(o)}"${params.get(f.name) === o ? " selected" : ""}>${esc(o)}</option>`));
+      return `<label>${esc(f.label)}<select name="${esc(f.name)}">${opts.join("")}</select></label>`;
+    }
+    return `<label>${esc(f.label)}<input name="${esc(f.name)}" value="${esc(params.get(f.name) || "")}" size="12"></label>`;
+  }).join("");
+  return `<form class="filters" id="${id}">${sel}<button type="submit">Apply</button></form>`;
+}
+function bindForm(id) {
+  const f = document.getElementById(id);
+  if (!f) return;
+  const apply = ev => {
+    ev && ev.preventDefault();
+    const p = new URLSearchParams();
+    for (const el of f.elements) if (el.name && el.value) p.set(el.name, el.value);
+    setFilters(p);
+  };
+  f.addEventListener("submit", apply);
+  for (const el of f.querySelectorAll("select")) el.addEventListener("change", apply);
+}
+
+function statusCard(st) {
+  const f = st.findings;
+  const lag = st.lag.state === "ok"
+    ? st.lag.groups.map(g => `${esc(g.group)}: ${g.total}`).join(", ")
+    : `<span class="muted">${esc(st.lag.state)}</span>`;
+  return `<section class="card" id="status"><h2>Reconciliation status</h2><div class="kpis">
+    <div class="kpi"><b id="kpi-open">${f.open}</b>open findings</div>
+    <div class="kpi"><b class="sev-critical" id="kpi-critical">${f.critical_open}</b>critical</div>
+    <div class="kpi"><b>${f.blocked_admissions}</b>blocked admissions</div>
+    <div class="kpi"><b>${f.resolved}</b>resolved</div>
+    <div class="kpi"><b>${ago(st.watermark_age_seconds)}</b>watermark age</div>
+    <div class="kpi"><b>${when(st.last_run)}</b>last run</div>
+    <div class="kpi"><b>${lag}</b>consumer lag</div></div></section>`;
+}
+
+function spectrumBar(modes, total) {
+  if (!total) return '<p class="muted">No node-agent status yet.</p>';
+  return `<div class="spectrum">${modes.filter(m => m.count).map(m =>
+    `<div style="flex:${m.count};background:${MODE_COLOURS[m.mode] || "#888"}" title="${esc(m.mode)}: ${m.count}">${m.count}</div>`).join("")}</div>
+    <div class="legend">${modes.map(m => `<span style="--c:${MODE_COLOURS[m.mode] || "#888"}" data-mode="${esc(m.mode)}">${esc(m.mode)} ${m.count}</span>`).join("")}</div>`;
+}
+
+function connectivityCard(c) {
+  const rows = c.domains.map(d => `<tr><td>${domainLink(d.owning_domain)}</td><td class="num">${d.total}</td>
+    <td style="width:60%">${spectrumBar(d.modes, d.total).split('<div class="legend">')[0]}</td></tr>`).join("");
+  return `<section class="card" id="connectivity"><h2>Connectivity spectrum · ${c.total} nodes</h2>${spectrumBar(c.modes, c.total)}
+    ${rows ? `<table><tr><th>domain</th><th class="num">nodes</th><th>spectrum</th></tr>${rows}</table>` : ""}</section>`;
+}
+
+// heatColour: hue by the cell's worst severity, strength by its count
+// relative to the largest cell.
+function heatColour(cell, max) {
+  if (!cell) return "transparent";
+  const a = 0.15 + 0.85 * Math.log1p(cell.count) / Math.log1p(max);
+  return cell.max_severity === "critical" ? `rgba(198,40,40,${a.toFixed(2)})` : `rgba(230,149,0,${a.toFixed(2)})`;
+}
+
+function heatmapCard(h, title) {
+  const cells = {};
+  let max = 1;
+  for (const c of h.cells) { cells[c.owning_domain + "\u0000" + c.classification] = c; max = Math.max(max, c.count); }
+  const head = h.classifications.map(c => `<th title="${esc(c)}">${esc(c.replace(/_/g, " "))}</th>`).join("");
+  const rows = h.domains.map(d => `<tr><td>${domainLink(d)}</td>${h.classifications.map(c => {
+    const cell = cells[d + "\u0000" + c];
+    const q = new URLSearchParams({owning_domain: d, classification: c});
+    return `<td class="cell" data-domain="${esc(d)}" data-class="${esc(c)}" style="background:${heatColour(cell, max)}">${cell
+      ? `<a href="#/domain/${encodeURIComponent(d)}?classification=${encodeURIComponent(c)}" title="${cell.critical} critical">${cell.count}</a>` : ""}</td>`;
+  }).join("")}</tr>`).join("");
+  return `<section class="card heat" id="heatmap"><h2>${esc(title || "Drift heat map")} <span class="muted">(open findings; red: critical, amber: warning)</span></h2>
+    ${h.domains.length ? `<table><tr><th>domain</th>${head}</tr>${rows}</table>` : '<p class="muted">No open findings.</p>'}</section>`;
+}
+
+function attentionRows(items) {
+  if (!items.length) return '<p class="muted">Nothing needs attention.</p>';
+  return `<table><tr><th class="num">score</th><th>item</th><th>domain</th><th>what</th><th>since</th></tr>${items.map(it => {
+    if (it.kind === "node") {
+      const n = it.node;
+      return `<tr data-kind="node" data-id="${esc(n.node_id)}"><td class="num">${it.attention_score.toFixed(1)}</td><td>node ${nodeLink(n.node_id)}</td>
+        <td>${domainLink(n.owning_domain)}</td><td>${gate(n.gate)} · ${esc(n.connectivity_mode)} · ${esc(n.health)}${n.node_agent_reason ? " · " + esc(n.node_agent_reason) : ""}</td><td>${when(n.last_seen_at)}</td></tr>`;
+    }
+    const f = it.finding;
+    return `<tr data-kind="finding" data-id="${esc(f.evidence_id)}"><td class="num">${it.attention_score.toFixed(1)}</td><td>${findingLink(f.evidence_id)}</td>
+      <td>${domainLink(f.owning_domain)}</td><td>${sev(f.severity)} ${esc(f.classification)} · ${esc(f.posture)}</td><td>${when(f.first_seen_at)}</td></tr>`;
+  }).join("")}</table>`;
+}
+
+async function viewGlobal() {
+  const [st, conn, heat, att] = await Promise.all([api("/status"), api("/connectivity"), api("/heatmap"),
+    api("/attention", new URLSearchParams({n: "20"}))]);
+  return `<h1>Global fleet overview</h1>${statusCard(st)}
+    <div class="row">${connectivityCard(conn)}</div>${heatmapCard(heat)}
+    <section class="card" id="attention"><h2>Attention queue · top ${att.n}</h2>${attentionRows(att.global)}</section>`;
+}
+
+async function viewDomain(domain, params) {
+  const nodeQ = new URLSearchParams({owning_domain: domain, limit: "200", sort: "attention_score"});
+  for (const k of ["gate", "connectivity_mode", "health"]) if (params.get(k)) nodeQ.set(k, params.get(k));
+  const driftQ = new URLSearchParams({owning_domain: domain, limit: "200", sort: "attention_score"});
+  for (const k of ["classification", "severity"]) if (params.get(k)) driftQ.set(k, params.get(k));
+  const [heat, att, nodes, drift, conn] = await Promise.all([
+    api("/heatmap", new URLSearchParams({owning_domain: domain})),
+    api("/attention", new URLSearchParams({owning_domain: domain, n: "10"})),
+    api("/nodes", nodeQ), api("/drift", driftQ),
+    api("/connectivity", new URLSearchParams({owning_domain: domain}))]);
+  const nodeRows = nodes.nodes.map(n => `<tr data-node="${esc(n.node_id)}"><td>${nodeLink(n.node_id)}</td><td>${gate(n.gate)}</td>
+    <td>${esc(n.connectivity_mode)}</td><td>${esc(n.health)}</td><td>${esc(n.node_agent_state)}</td>
+    <td class="${n.expected_agent_version && n.observed_agent_version && n.expected_agent_version !== n.observed_agent_version ? "bad" : ""}">${esc(n.observed_agent_version)} / ${esc(n.expected_agent_version)}</td>
+    <td class="num">${n.seconds_behind}</td><td class="num">${n.backlog_messages}</td><td class="num">${n.attention_score.toFixed(1)}</td><td>${when(n.last_seen_at)}</td></tr>`).join("");
+  const findingRows = drift.findings.map(f => `<tr data-finding="${esc(f.evidence_id)}"><td>${findingLink(f.evidence_id)}</td><td>${sev(f.severity)}</td>
+    <td>${esc(f.classification)}</td><td>${esc(f.expected_state)} → ${esc(f.observed_state || "∅")}</td><td>${esc(f.posture)}</td><td>${when(f.first_seen_at)}</td></tr>`).join("");
+  return `<h1>Domain ${esc(domain)}</h1><p><a href="#/">← global</a></p>${heatmapCard(heat, "Heat map row")}
+    <div class="row"><section class="card" id="attention"><h2>Attention queue · top ${att.n}</h2>${attentionRows(att.global)}</section>
+    ${connectivityCard(conn)}</div>
+    <section class="card" id="nodes"><h2>Nodes (${nodes.count}${nodes.next_cursor ? "+" : ""})</h2>
+    ${filterForm("node-filters", params, [{name: "gate", label: "gate", options: GATES},
+      {name: "connectivity_mode", label: "connectivity", options: MODES}, {name: "health", label: "health", options: HEALTHS},
+      {name: "classification", label: "finding class", options: ["orphan_provider_resource", "missing_provider_resource", "stale_lifecycle_state",
+        "identity_mismatch", "quota_or_capacity_mismatch", "route_or_dns_mismatch", "billing_mismatch"]},
+      {name: "severity", label: "severity", options: ["critical", "warning"]}])}
+    ${nodeRows ? `<table><tr><th>node</th><th>gate</th><th>connectivity</th><th>health</th><th>agent state</th><th>agent observed / expected</th>
+      <th class="num">s behind</th><th class="num">backlog</th><th class="num">score</th><th>last seen</th></tr>${nodeRows}</table>` : '<p class="muted">No node matches.</p>'}</section>
+    <section class="card" id="findings"><h2>Open findings (${drift.count}${drift.next_cursor ? "+" : ""})</h2>
+    ${findingRows ? `<table><tr><th>evidence</th><th>severity</th><th>classification</th><th>expected → observed</th><th>posture</th><th>since</th></tr>${findingRows}</table>` : '<p class="muted">No finding matches.</p>'}</section>`;
+}
+
+function sideBySide(rows) {
+  return `<div class="side"><div class="h">field</div><div class="h">desired (platform record)</div><div class="h">actual (observed)</div>${rows.map(r =>
+    `<div>${esc(r.field)}</div><div class="${r.match ? "" : "mismatch"}">${esc(r.desired) || '<span class="muted">—</span>'}</div><div class="${r.match ? "" : "mismatch"}">${esc(r.observed) || '<span class="muted">—</span>'}</div>`).join("")}</div>`;
+}
+
+function timeline(entries) {
+  if (!entries.length) return '<p class="muted">No transitions recorded.</p>';
+  return `<ul class="timeline">${entries.map(e => `<li>${when(e.at)} <b>${esc(e.transition)}</b> ${e.id ? findingLink(e.id) : ""}
+    ${esc(e.status)} · ${esc(e.posture)} · observed ${esc(e.observed_state || "∅")}${e.retry_count ? " · retry " + e.retry_count : ""}</li>`).join("")}</ul>`;
+}
+
+async function viewNode(id) {
+  const d = await api("/nodes/" + encodeURIComponent(id));
+  const n = d.node;
+  const events = [];
+  for (const f of d.findings) for (const h of f.history) events.push({...h, id: f.finding.evidence_id});
+  events.sort((a, b) => a.at.localeCompare(b.at));
+  const evidence = n ? [["node_agent_state", n.node_agent_state], ["node_agent_reason", n.node_agent_reason], ["update_path", n.update_path],
+    ["terminal_stream_probe", n.terminal_stream_probe], ["workload_impact", n.workload_impact], ["health", n.health],
+    ["connectivity_mode", n.connectivity_mode], ["cert_issuer_fingerprint", n.cert_issuer_fingerprint],
+    ["ingress_trust_fingerprint", n.ingress_trust_fingerprint], ["host_fingerprint", n.host_fingerprint],
+    ["rtt_ms / loss_pct / kbps", `${n.rtt_ms} / ${n.loss_pct} / ${n.bandwidth_kbps}`],
+    ["sync debt", `${n.seconds_behind} s behind, ${n.backlog_messages} messages${n.replay_required ? ", replay required" : ""}`],
+    ["last_seen_at", n.last_seen_at]] : [];
+  return `<h1>Node ${esc(id)}</h1><p>${n ? domainLink(n.owning_domain) + " · " + esc(n.domain_id) : ""} · <a href="#/">global</a></p>
+    <div class="row"><section class="card" id="gate"><h2>Gate: ${gate(d.gate.gate)}</h2><p>${esc(d.gate.summary)}</p>
+      ${d.gate.blocking ? '<p class="bad">Blocks production releases.</p>' : ""}</section>
+    <section class="card" id="desired-actual"><h2>Desired vs actual</h2>${sideBySide(d.comparison)}</section></div>
+    <div class="row"><section class="card" id="evidence"><h2>Node-agent evidence</h2><table>${evidence.map(([k, v]) =>
+      `<tr><th>${esc(k)}</th><td>${esc(v)}</td></tr>`).join("")}</table></section>
+    <section class="card" id="timeline"><h2>Finding timeline</h2>${timeline(events)}</section></div>
+    <section class="card" id="node-findings"><h2>Findings (${d.findings.length})</h2>${d.findings.length ? `<table><tr><th>evidence</th><th>status</th><th>severity</th><th>posture</th><th>action</th></tr>${d.findings.map(f =>
+      `<tr><td>${findingLink(f.finding.evidence_id)}</td><td>${esc(f.finding.status)}</td><td>${sev(f.finding.severity)}</td><td>${esc(f.finding.posture)}</td><td>${esc(f.action.summary)}</td></tr>`).join("")}</table>` : '<p class="muted">None.</p>'}</section>`;
+}
+
+async function viewFinding(id) {
+  const d = await api("/drift/" + encodeURIComponent(id));
+  const f = d.finding;
+  const cmp = [["state", f.expected_state, f.observed_state], ["version", f.expected_version, f.observed_version]]
+    .map(([field, desired, observed]) => ({field, desired, observed, match: !desired || !observed || desired === observed}));
+  const node = f.provider === "maas" ? ` · node ${nodeLink(f.provider_id)}` : "";
+  return `<h1>${esc(f.classification)} · ${esc(f.provider)}/${esc(f.provider_id)}</h1>
+    <p>${sev(f.severity)} · ${esc(f.status)} · ${domainLink(f.owning_domain)}${node} · record ${esc(f.record_type)}/${esc(f.record_id)}</p>
+    <div class="row"><section class="card" id="desired-actual"><h2>Desired vs actual</h2>${sideBySide(cmp)}
+      <p class="muted">observed at ${when(f.observed_at)}</p></section>
+    <section class="card" id="action"><h2>Recommended action</h2><p>${esc(d.action.summary)}</p>
+      <p>posture <b>${esc(d.action.posture)}</b>${d.action.runbook ? ` · runbook ${esc(d.action.runbook)}` : ""}${d.action.next_attempt_at ? ` · next attempt ${when(d.action.next_attempt_at)}` : ""}</p>
+      <p><a href="${API}/bundle?evidence_id=${encodeURIComponent(f.evidence_id)}">evidence bundle (Arrow)</a> ·
+         <a href="${API}/bundle?evidence_id=${encodeURIComponent(f.evidence_id)}&format=parquet">Parquet</a></p></section></div>
+    <section class="card" id="timeline"><h2>Timeline</h2>${timeline(d.history)}</section>`;
+}
+
+async function viewFinance(params) {
+  const q = new URLSearchParams({limit: "200", sort: "first_seen_at"});
+  for (const k of ["kind", "tenant", "product", "unit", "status", "day"]) if (params.get(k)) q.set(k, params.get(k));
+  const [p, rated] = await Promise.all([api("/billing/mismatches", q), api("/billing/rated", new URLSearchParams({group_by: "tenant"}))]);
+  const cur = p.totals.by_currency.map(t => `<tr><td>${esc(t.currency || "(unpriced)")}</td><td class="num">${t.count}</td>
+    <td class="num risk">${esc(t.amount_at_risk)}</td><td class="num">${esc(t.rated_amount)}</td><td class="num">${esc(t.ledger_amount)}</td><td class="num">${t.unpriced}</td></tr>`).join("");
+  const kinds = p.totals.by_kind.map(t => `<tr><td>${esc(t.kind)}</td><td>${esc(t.currency)}</td><td class="num">${t.count}</td><td class="num">${esc(t.amount_at_risk)}</td></tr>`).join("");
+  const rows = p.mismatches.map(m => `<tr data-mismatch="${esc(m.mismatch_id)}"><td>${esc(m.mismatch_id)}</td><td>${esc(m.kind)}</td><td>${esc(m.tenant_id)}</td>
+    <td>${esc(m.product_id)}</td><td>${esc(m.unit_id)}</td><td class="num">${esc(m.quantity)}</td><td class="num">${esc(m.rated_amount)}</td>
+    <td class="num">${esc(m.ledger_amount)}</td><td class="num">${esc(m.amount_at_risk)}</td><td>${esc(m.currency)}</td><td>${esc(m.status)}</td><td>${when(m.first_seen_at)}</td></tr>`).join("");
+  const csv = new URLSearchParams(q); csv.delete("limit"); csv.set("format", "csv");
+  const ratedRows = rated.totals.map(t => `<tr><td>${esc(t.tenant_id)}</td><td>${esc(t.currency)}</td><td class="num">${t.lines}</td><td class="num">${esc(t.amount)}</td></tr>`).join("");
+  return `<h1>Finance: billing mismatches</h1>
+    <section class="card" id="totals"><h2>Amount at risk · ${p.totals.count} mismatches</h2>
+      <table><tr><th>currency</th><th class="num">count</th><th class="num">at risk</th><th class="num">rated</th><th class="num">ledger</th><th class="num">unpriced</th></tr>${cur}</table></section>
+    <div class="row"><section class="card" id="by-kind"><h2>By kind</h2><table><tr><th>kind</th><th>currency</th><th class="num">count</th><th class="num">at risk</th></tr>${kinds}</table></section>
+    <section class="card" id="rated"><h2>Rated totals by tenant</h2><table><tr><th>tenant</th><th>currency</th><th class="num">lines</th><th class="num">amount</th></tr>${ratedRows}</table></section></div>
+    <section class="card" id="mismatches"><h2>Mismatches (${p.count}${p.next_cursor ? "+" : ""}) · <a href="${API}/billing/mismatches?${csv}">CSV</a></h2>
+    ${filterForm("billing-filters", params, [{name: "kind", label: "kind", options: KINDS}, {name: "status", label: "status", options: ["open", "resolved", "all"]},
+      {name: "tenant", label: "tenant"}, {name: "product", label: "product"}, {name: "unit", label: "unit"}, {name: "day", label: "day (YYYY-MM-DD)"}])}
+    ${rows ? `<table><tr><th>mismatch</th><th>kind</th><th>tenant</th><th>product</th><th>unit</th><th class="num">qty</th><th class="num">rated</th><th class="num">ledger</th>
+      <th class="num">at risk</th><th>cur</th><th>status</th><th>first seen</th></tr>${rows}</table>` : '<p class="muted">No mismatch matches.</p>'}</section>`;
+}
+
+let rendering = false;
+async function render() {
+  if (rendering) return;
+  rendering = true;
+  const {parts, params} = route();
+  const view = document.getElementById("view");
+  let name = "global";
+  try {
+    let html;
+    if (parts[0] === "domain" && parts[1] !== undefined) { name = "domain"; html = await viewDomain(parts[1], params); }
+    else if (parts[0] === "node" && parts[1]) { name = "node"; html = await viewNode(parts.slice(1).join("/")); }
+    else if (parts[0] === "finding" && parts[1]) { name = "finding"; html = await viewFinding(parts.slice(1).join("/")); }
+    else if (parts[0] === "finance") { name = "finance"; html = await viewFinance(params); }
+    else html = await viewGlobal();
+    // Keep a focused filter control across refreshes.
+    const focused = document.activeElement && document.activeElement.name;
+    view.innerHTML = html;
+    bindForm("node-filters");
+    bindForm("billing-filters");
+    if (focused) { const el = view.querySelector(`[name="${focused}"]`); if (el) el.focus(); }
+    document.body.dataset.view = name;
+    document.body.dataset.ready = "1";
+    document.getElementById("refresh").textContent = "updated " + new Date().toISOString().slice(11, 19) + " UTC · every " + REFRESH + " s";
+  } catch (e) {
+    view.innerHTML = `<p class="error" id="error">Could not load: ${esc(e.message)}</p>`;
+    document.body.dataset.ready = "error";
+  } finally {
+    rendering = false;
+  }
+  for (const a of document.querySelectorAll("header nav a")) a.classList.toggle("active", a.dataset.nav === name);
+}
+
+window.addEventListener("hashchange", render);
+render();
+setInterval(render, REFRESH * 1000);
