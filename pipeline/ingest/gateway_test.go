@@ -289,7 +289,7 @@ func TestEachReasonIsQuarantined(t *testing.T) {
 			if got := header(q, event.HeaderReason); got != string(tc.reason) {
 				t.Fatalf("quarantine reason header %q, want %q", got, tc.reason)
 			}
-			var doc quarantineValue
+			var doc QuarantineValue
 			if err := json.Unmarshal(q.Value, &doc); err != nil {
 				t.Fatalf("quarantine value: %v", err)
 			}

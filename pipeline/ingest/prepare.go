@@ -111,7 +111,7 @@ func (g *Gateway) quarantineDoc(pol *policy, p *Principal, raw []byte, verr *eve
 		kept = kept[:g.opts.QuarantineLineLimit]
 		g.m.quarantineSize.Add(float64(len(raw) - len(kept)))
 	}
-	doc := quarantineValue{
+	doc := QuarantineValue{
 		Reason:     verr.Reason,
 		Field:      verr.Field,
 		Detail:     verr.Detail,
