@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/driftline/driftline/pipeline/event"
 )
@@ -42,6 +43,139 @@ type NodeFinding struct {
 type NodeTruth struct {
 	Counts map[string]int `json:"counts"` // nodes per node kind, healthy included
 	Nodes  []NodeFinding  `json:"nodes"`  // every node that is not healthy, by node_id
+	// Statuses is the expected final node_agent_status of every node that
+	// heartbeats (healthy included), by node_id.
+	Statuses []NodeStatus `json:"statuses"`
+}
+
+// NodeStatus is the expected node_agent_status of one node once the whole
+// stream is applied, by the rules of docs/node-agent-model.md with the
+// tracker's default thresholds (DISCONNECTED and the host window at the
+// config's staleness window). The watermark at the end is the last scan
+// marker's time minus the allowed lateness: markers reach every partition
+// and are the newest events of each.
+type NodeStatus struct {
+	NodeID           string `json:"node_id"`
+	Kind             string `json:"kind"`
+	State            string `json:"node_agent_state"`
+	Reason           string `json:"node_agent_reason"`
+	Gate             string `json:"gate"`
+	Mode             string `json:"connectivity_mode"`
+	HostFingerprints int    `json:"host_fingerprints"` // distinct hosts within the host window
+	// IdentityMismatch: the node's identity_mismatch finding on
+	// maas/<node_id> is open (cloned identity or cert issuer mismatch).
+	IdentityMismatch bool `json:"identity_mismatch"`
+}
+
+// Node-agent silence thresholds: the defaults of the node-agent tracker
+// (docs/node-agent-model.md). Disconnection and the host window are the
+// staleness window of Config.Windows.
+const (
+	nodeDelayedAfter    = 7 * time.Minute
+	nodeAutonomousAfter = 8 * time.Minute
+)
+
+// nodeStatuses computes NodeTruth.Statuses: it walks each node's
+// heartbeat times in emission order (the only input the rules need beyond
+// the node kind) and applies the rules to what the generator injects.
+func (g *Generator) nodeStatuses(e *emitter) []NodeStatus {
+	cfg := g.cfg
+	stale := cfg.Windows.Staleness
+	lastRound := g.roundStart(cfg.Rounds - 1)
+	finalW := lastRound.Add(cfg.ScanDuration + time.Duration(len(families)-1)*markerStep - cfg.Windows.AllowedLateness)
+	var out []NodeStatus
+	var buf []byte
+	for i, nk := range g.nodes {
+		if !g.kinds[famNodes][i].active() {
+			continue
+		}
+		var (
+			lastSeen  time.Time
+			seen      bool
+			returning bool
+			primary   int
+			hostLast  [2]time.Time
+		)
+		rounds, hosts := cfg.Rounds, 1
+		if nk == NodeDisconnected {
+			rounds = 1
+		}
+		if nk == NodeClonedIdentity {
+			hosts = 2
+		}
+		for r := 0; r < rounds; r++ {
+			rs := g.roundStart(r)
+			for h := 0; h < hosts; h++ {
+				rr := r
+				if h == 1 {
+					rr = r + 1<<20 // as emitter.round
+				}
+				at := rs.Add(g.offset(tagHBOffset, famNodes, i, rr, cfg.ObservationSpread))
+				if at.After(hostLast[h]) {
+					hostLast[h] = at
+				}
+				if !seen || at.After(lastSeen) {
+					returning = seen && at.Sub(lastSeen) >= nodeAutonomousAfter
+					lastSeen, seen, primary = at, true, h
+				}
+			}
+		}
+		inWindow := 1
+		for h := 0; h < hosts; h++ {
+			if h != primary && hostLast[h].Add(stale).After(finalW) {
+				inWindow++
+			}
+		}
+		silence := max(finalW.Sub(lastSeen), 0)
+		ns := NodeStatus{Kind: nk.String(), HostFingerprints: inWindow}
+		bySilence := true
+		switch {
+		case silence >= stale:
+			ns.Mode = "DISCONNECTED"
+		case silence >= nodeAutonomousAfter:
+			ns.Mode = "AUTONOMOUS"
+		case silence >= nodeDelayedAfter:
+			ns.Mode = "DELAYED"
+		default:
+			bySilence = false
+			switch {
+			case returning:
+				ns.Mode = "RETURNING"
+			case nk == NodeReplaying:
+				ns.Mode = "REPLAYING"
+			case nk == NodeDegraded:
+				ns.Mode = "DELAYED" // rtt >= 300 ms, loss >= 5 %
+			default:
+				ns.Mode = "LIVE"
+			}
+		}
+		set := func(state, reason, gate string) { ns.State, ns.Reason, ns.Gate = state, reason, gate }
+		switch {
+		case inWindow > 1:
+			set("security_action_required", "cloned_identity_detected", "block_production")
+			ns.IdentityMismatch = true
+		case nk == NodeCertMismatch:
+			set("security_action_required", "cert_issuer_mismatch", "block_production")
+			ns.IdentityMismatch = true
+		case ns.Mode == "DISCONNECTED":
+			set("stale", "agent_down", "warning")
+		case nk == NodeAgentOutdated: // update_path self_update
+			set("recovering", "agent_outdated", "retry")
+		case ns.Mode == "RETURNING" || ns.Mode == "REPLAYING":
+			set("recovering", "replay_in_progress", "retry")
+		case nk == NodeDegraded:
+			set("operator_action_required", "health_degraded", "warning")
+		case bySilence:
+			set("stale", "heartbeat_overdue", "warning")
+		default:
+			set("healthy", "", "pass")
+		}
+		buf = e.appendProviderID(buf[:0], famNodes, i)
+		ns.NodeID = string(buf)
+		out = append(out, ns)
+	}
+	slices.SortFunc(out, func(a, b NodeStatus) int { return cmp.Compare(a.NodeID, b.NodeID) })
+	return out
 }
 
 // UsageTotal is the exact total quantity of one tenant and unit.
@@ -161,6 +295,7 @@ func (g *Generator) Truth() *Truth {
 		t.Nodes.Nodes = append(t.Nodes.Nodes, nf)
 	}
 	slices.SortFunc(t.Nodes.Nodes, func(a, b NodeFinding) int { return cmp.Compare(a.NodeID, b.NodeID) })
+	t.Nodes.Statuses = g.nodeStatuses(e)
 
 	t.Usage = g.usageTruth(e)
 	return t

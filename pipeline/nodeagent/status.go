@@ -1,0 +1,158 @@
+package nodeagent
+
+import "time"
+
+// Mode is a connectivity mode of seed 004.
+type Mode uint8
+
+// Connectivity modes, in spectrum order.
+const (
+	Live Mode = iota
+	Delayed
+	EdgeCached
+	Autonomous
+	Disconnected
+	Returning
+	Replaying
+	numModes
+)
+
+var modeNames = [numModes]string{"LIVE", "DELAYED", "EDGE_CACHED", "AUTONOMOUS", "DISCONNECTED", "RETURNING", "REPLAYING"}
+
+func (m Mode) String() string {
+	if m < numModes {
+		return modeNames[m]
+	}
+	return "UNKNOWN"
+}
+
+// Gate is a release gate of seed 000.
+type Gate uint8
+
+// Gates, from best to worst.
+const (
+	GatePass Gate = iota
+	GateWarning
+	GateRetry
+	GateInvestigate
+	GateBlockProduction
+	numGates
+)
+
+var gateNames = [numGates]string{"pass", "warning", "retry", "investigate", "block_production"}
+
+func (g Gate) String() string {
+	if g < numGates {
+		return gateNames[g]
+	}
+	return "unknown"
+}
+
+// State is a node_agent_state of seed 000.
+type State uint8
+
+// Node-agent states.
+const (
+	StateHealthy State = iota
+	StateStale
+	StateRecovering
+	StateOperatorActionRequired
+	StateSecurityActionRequired
+	numStates
+)
+
+var stateNames = [numStates]string{"healthy", "stale", "recovering", "operator_action_required", "security_action_required"}
+
+func (s State) String() string {
+	if s < numStates {
+		return stateNames[s]
+	}
+	return "unknown"
+}
+
+// Reasons the tracker derives (node_agent_reason). A heartbeat's own
+// node_agent_reason is passed through where the rules say so.
+const (
+	ReasonNone                   = ""
+	ReasonClonedIdentity         = "cloned_identity_detected"
+	ReasonCertIssuerMismatch     = "cert_issuer_mismatch"
+	ReasonCertUntrustedByIngress = "cert_untrusted_by_ingress"
+	ReasonHealthFailed           = "health_failed"
+	ReasonWorkloadUnavailable    = "workload_unavailable"
+	ReasonNoOwningRecord         = "no_owning_record"
+	ReasonAgentDown              = "agent_down"
+	ReasonAgentOutdated          = "agent_outdated"
+	ReasonReplayInProgress       = "replay_in_progress"
+	ReasonUpdateInProgress       = "update_in_progress"
+	ReasonOperatorRecovery       = "operator_recovery_pending"
+	ReasonHealthDegraded         = "health_degraded"
+	ReasonWorkloadDegraded       = "workload_degraded"
+	ReasonTerminalProbeFailed    = "terminal_probe_failed"
+	ReasonHeartbeatOverdue       = "heartbeat_overdue"
+	ReasonLinkDegraded           = "link_degraded"
+	ReasonSyncDebt               = "sync_debt"
+	ReasonEvidenceIncomplete     = "evidence_incomplete"
+)
+
+// Status is the derived node_agent_status row of one node (CONTRACT
+// sections 4 and 6). Strings are shared with the tracker and must not be
+// modified; the Status passed to the emit callback is reused after the
+// callback returns.
+type Status struct {
+	NodeID       string
+	DomainID     string // from the node record
+	OwningDomain string // from the node record
+
+	State      string // node_agent_state
+	Reason     string // node_agent_reason
+	Gate       string
+	UpdatePath string
+
+	ExpectedAgentVersion    string // from the node record
+	ObservedAgentVersion    string // from the newest heartbeat
+	CertIssuerFingerprint   string // reported by the newest heartbeat
+	IngressTrustFingerprint string // reported by the newest heartbeat
+	// Expected fingerprints, from the node record (not columns of
+	// node_agent_status; the identity_mismatch finding names them).
+	ExpectedCertIssuerFingerprint   string
+	ExpectedIngressTrustFingerprint string
+	HostFingerprint                 string // of the newest heartbeat
+	// HostFingerprints is the number of distinct host fingerprints seen
+	// within the host window; two or more is a cloned identity.
+	HostFingerprints int
+
+	TerminalStreamProbe string
+	WorkloadImpact      string
+	Health              string
+
+	ConnectivityMode string
+	RTTMs            float64
+	LossPct          float64
+	BandwidthKbps    float64
+	BacklogMessages  int64
+	SecondsBehind    int64
+	ReplayRequired   bool
+	LastSeenAt       time.Time
+
+	AttentionScore float64
+
+	// IdentityMismatch is set while the node's identity contradicts the
+	// platform registry: a cloned identity, or a certificate-issuer or
+	// ingress-trust fingerprint that differs from the record's. The
+	// joiner keeps identity_mismatch on maas/<node_id> open exactly while
+	// it is set. IdentityReason is the first of cloned_identity_detected,
+	// cert_issuer_mismatch, cert_untrusted_by_ingress that holds.
+	IdentityMismatch bool
+	IdentityReason   string
+
+	// CorrelationID is the correlation_id of the newest heartbeat.
+	CorrelationID string
+	// At is the event time of the change this row reports: the
+	// heartbeat's or record's occurred_at, or the silence or host-window
+	// deadline the watermark passed.
+	At time.Time
+	// Version grows with every row of the node and with event time
+	// (max(previous+1, At in microseconds)), so the highest version is
+	// the current row whatever path led to it.
+	Version uint64
+}
