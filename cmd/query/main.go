@@ -1,7 +1,10 @@
-// Command query serves the read-only query API over the ClickHouse read
-// model (CONTRACT section 7); see package pipeline/query for the endpoints.
+// Command query serves the read-only query API and web UI over the
+// ClickHouse read model (CONTRACT section 7), and reads it from a shell;
+// see package pipeline/query for the endpoints.
 //
-//	query -query.addr 127.0.0.1:18081 -clickhouse.addr 127.0.0.1:19000
+//	query -query.addr 127.0.0.1:18081 -clickhouse.addr 127.0.0.1:19000   serve (also: query serve ...)
+//	query drift severity=critical -o csv                                 client subcommands:
+//	query heatmap | attention | billing | node [node_id]                 drift, heatmap, attention, billing, node
 package main
 
 import (
@@ -26,6 +29,19 @@ import (
 )
 
 func main() {
+	if name, ok := isClient(os.Args[1:]); ok {
+		if err := runClient(name, os.Args[2:], os.Stdout); err != nil {
+			if errors.Is(err, flag.ErrHelp) {
+				os.Exit(2)
+			}
+			fmt.Fprintln(os.Stderr, "query "+name+": "+err.Error())
+			os.Exit(1)
+		}
+		return
+	}
+	if len(os.Args) > 1 && os.Args[1] == "serve" {
+		os.Args = append(os.Args[:1], os.Args[2:]...)
+	}
 	if err := run(); err != nil {
 		slog.Error("query: " + err.Error())
 		os.Exit(1)
@@ -39,6 +55,8 @@ func run() error {
 	joinerGroup := fs.String("query.joinerGroup", query.DefaultJoinerGroup, "consumer group of the joiner, whose lag /v1/status reports; empty reports no lag")
 	queryTimeout := fs.Duration("query.timeout", 10*time.Second, "bound on the ClickHouse work of one request; raise it for very large listings")
 	lagTimeout := fs.Duration("query.lagTimeout", 3*time.Second, "bound on asking the broker for lag; past it /v1/status reports the lag unknown instead of waiting")
+	maxWait := fs.Duration("query.maxWait", 30*time.Second, "upper bound on a request's wait_timeout (read-your-writes); longer waits hold connections open")
+	waitPartitions := fs.Int("query.joinerPartitions", 1, "partitions the joiner reports in consumer_progress; wait_watermark waits for at least this many, so set it to the topics' partition count")
 	shutdownTimeout := fs.Duration("query.shutdownTimeout", 10*time.Second, "how long in-flight requests may finish after SIGTERM before they are cut")
 	flag.Parse()
 	if !event.ValidEnvironment(common.Environment) {
@@ -56,7 +74,10 @@ func run() error {
 	}
 	defer conn.Close()
 
-	opts := query.Options{DB: conn, QueryTimeout: *queryTimeout, LagTimeout: *lagTimeout}
+	opts := query.Options{DB: conn, QueryTimeout: *queryTimeout, LagTimeout: *lagTimeout, MaxWait: *maxWait, WaitPartitions: *waitPartitions}
+	if *joinerGroup != "" {
+		opts.WaitConsumer = *joinerGroup
+	}
 	// The broker is optional for a read-only API: without one, or without a
 	// group to watch, the status reports lag as not configured.
 	if brokers := common.SeedBrokers(); len(brokers) > 0 && *joinerGroup != "" {
@@ -76,7 +97,7 @@ func run() error {
 	hs := &http.Server{Addr: *addr, Handler: srv.Handler(), ReadHeaderTimeout: 10 * time.Second}
 	errc := make(chan error, 1)
 	go func() { errc <- hs.ListenAndServe() }()
-	slog.Info("query api listening", "addr", *addr, "clickhouse", common.ClickHouse.Addr, "database", common.ClickHouse.Database)
+	slog.Info("query api listening", "addr", *addr, "ui", "http://"+*addr+"/ui/", "clickhouse", common.ClickHouse.Addr, "database", common.ClickHouse.Database)
 
 	select {
 	case err := <-errc:

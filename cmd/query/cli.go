@@ -1,0 +1,326 @@
+package main
+
+import (
+	"context"
+	"encoding/csv"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"net/url"
+	"strconv"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/driftline/driftline/pipeline/config"
+	"github.com/driftline/driftline/pipeline/query"
+)
+
+// commands are the client subcommands; anything else runs the server.
+var commands = map[string]func(ctx context.Context, c *query.Client, q url.Values, args []string) (table, any, error){
+	"drift":     cmdDrift,
+	"heatmap":   cmdHeatmap,
+	"attention": cmdAttention,
+	"billing":   cmdBilling,
+	"node":      cmdNode,
+}
+
+const cliUsage = `usage: query [serve] [server flags]          run the query API server
+       query drift|heatmap|attention|billing|node [flags] [name=value ...]
+
+Client subcommands call the query API and print a table (default), JSON or
+CSV. Trailing name=value arguments are passed as API parameters, e.g.
+
+  query drift severity=critical owning_domain=compute
+  query attention n=50 by=domain
+  query billing kind=amount_mismatch tenant=t1
+  query node                     node list (filters: gate=, connectivity_mode=, ...)
+  query node n-0042              one node: gate, desired vs actual, findings
+  query heatmap status=all
+
+Flags:
+`
+
+// table is a printable answer: a header and rows.
+type table struct {
+	head []string
+	rows [][]string
+	// foot is printed under a human table (totals, cursor).
+	foot []string
+}
+
+// runClient runs a client subcommand and returns the exit error.
+func runClient(name string, args []string, stdout io.Writer) error {
+	fs := flag.NewFlagSet("query "+name, flag.ContinueOnError)
+	fs.Usage = func() {
+		fmt.Fprint(fs.Output(), cliUsage)
+		fs.PrintDefaults()
+	}
+	api := fs.String("api", config.Env("DRIFTLINE_QUERY_URL", "http://"+config.DefaultQueryAddr), "base URL of the query API (env DRIFTLINE_QUERY_URL)")
+	out := fs.String("o", "table", "output: table, json or csv")
+	all := fs.Bool("all", false, "drift, billing, node list: follow next_cursor to the last page (large fleets: prefer -o csv with the API's export)")
+	timeout := fs.Duration("timeout", 30*time.Second, "bound on the whole command")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if *out != "table" && *out != "json" && *out != "csv" {
+		return fmt.Errorf("-o %q: want table, json or csv", *out)
+	}
+	q := url.Values{}
+	var pos []string
+	for _, a := range fs.Args() {
+		k, v, ok := strings.Cut(a, "=")
+		if !ok {
+			pos = append(pos, a)
+			continue
+		}
+		q.Add(k, v)
+	}
+	if *all {
+		q.Set("__all", "1")
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), *timeout)
+	defer cancel()
+	c := &query.Client{BaseURL: *api}
+	t, raw, err := commands[name](ctx, c, q, pos)
+	if err != nil {
+		if ae, ok := errors.AsType[*query.APIError](err); ok && ae.Body.Allowed != nil {
+			return fmt.Errorf("%w (allowed: %s)", err, strings.Join(ae.Body.Allowed, ", "))
+		}
+		return err
+	}
+	switch *out {
+	case "json":
+		enc := json.NewEncoder(stdout)
+		enc.SetIndent("", "  ")
+		return enc.Encode(raw)
+	case "csv":
+		w := csv.NewWriter(stdout)
+		_ = w.Write(t.head)
+		_ = w.WriteAll(t.rows)
+		return w.Error()
+	}
+	tw := tabwriter.NewWriter(stdout, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, strings.ToUpper(strings.Join(t.head, "\t")))
+	for _, r := range t.rows {
+		fmt.Fprintln(tw, strings.Join(r, "\t"))
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	for _, f := range t.foot {
+		fmt.Fprintln(stdout, f)
+	}
+	return nil
+}
+
+// takeAll removes the -all marker from q.
+func takeAll(q url.Values) bool {
+	all := q.Get("__all") == "1"
+	q.Del("__all")
+	return all
+}
+
+func ts(t *time.Time) string {
+	if t == nil {
+		return "-"
+	}
+	return t.UTC().Format(time.RFC3339)
+}
+
+func score(f float64) string { return strconv.FormatFloat(f, 'f', 1, 64) }
+
+func cmdDrift(ctx context.Context, c *query.Client, q url.Values, pos []string) (table, any, error) {
+	t := table{head: []string{"evidence_id", "severity", "status", "classification", "owning_domain", "expected", "observed", "posture", "first_seen_at", "score"}}
+	var (
+		fs  []query.Finding
+		raw any
+	)
+	if takeAll(q) {
+		all, err := c.DriftAll(ctx, q)
+		if err != nil {
+			return t, nil, err
+		}
+		fs, raw = all, all
+	} else {
+		p, err := c.Drift(ctx, q)
+		if err != nil {
+			return t, nil, err
+		}
+		fs, raw = p.Findings, p
+		if p.NextCursor != "" {
+			t.foot = append(t.foot, "more: cursor="+p.NextCursor+" (or -all)")
+		}
+	}
+	for _, f := range fs {
+		t.rows = append(t.rows, []string{f.EvidenceID, f.Severity, f.Status, f.Classification, f.OwningDomain,
+			f.ExpectedState, f.ObservedState, f.Posture, ts(&f.FirstSeenAt), score(f.AttentionScore)})
+	}
+	return t, raw, nil
+}
+
+func cmdHeatmap(ctx context.Context, c *query.Client, q url.Values, _ []string) (table, any, error) {
+	takeAll(q)
+	h, err := c.Heatmap(ctx, q)
+	if err != nil {
+		return table{}, nil, err
+	}
+	t := table{head: append([]string{"owning_domain"}, h.Classifications...)}
+	cells := map[[2]string]query.HeatCell{}
+	for _, cell := range h.Cells {
+		cells[[2]string{cell.OwningDomain, cell.Classification}] = cell
+	}
+	for _, d := range h.Domains {
+		row := []string{d}
+		for _, cl := range h.Classifications {
+			cell, ok := cells[[2]string{d, cl}]
+			switch {
+			case !ok:
+				row = append(row, "0")
+			case cell.Critical > 0:
+				row = append(row, fmt.Sprintf("%d (%d crit)", cell.Count, cell.Critical))
+			default:
+				row = append(row, strconv.FormatUint(cell.Count, 10))
+			}
+		}
+		t.rows = append(t.rows, row)
+	}
+	return t, h, nil
+}
+
+func cmdAttention(ctx context.Context, c *query.Client, q url.Values, _ []string) (table, any, error) {
+	takeAll(q)
+	a, err := c.Attention(ctx, q)
+	if err != nil {
+		return table{}, nil, err
+	}
+	t := table{head: []string{"queue", "rank", "score", "kind", "id", "owning_domain", "what"}}
+	add := func(queue string, items []query.AttentionItem) {
+		for i, it := range items {
+			what := ""
+			if it.Finding != nil {
+				what = it.Finding.Severity + " " + it.Finding.Classification + " " + it.Finding.Posture
+			} else if it.Node != nil {
+				what = "gate " + it.Node.Gate + " " + it.Node.ConnectivityMode + " " + it.Node.Health
+			}
+			t.rows = append(t.rows, []string{queue, strconv.Itoa(i + 1), score(it.AttentionScore), it.Kind, it.ID, it.OwningDomain, what})
+		}
+	}
+	add("global", a.Global)
+	for _, d := range a.Domains {
+		add(d.OwningDomain, d.Items)
+	}
+	return t, a, nil
+}
+
+func cmdBilling(ctx context.Context, c *query.Client, q url.Values, _ []string) (table, any, error) {
+	all := takeAll(q)
+	t := table{head: []string{"mismatch_id", "kind", "tenant_id", "product_id", "unit_id", "quantity", "rated_amount", "ledger_amount", "amount_at_risk", "currency", "status", "first_seen_at"}}
+	var pages []*query.BillingPage
+	for {
+		p, err := c.BillingMismatches(ctx, q)
+		if err != nil {
+			return t, nil, err
+		}
+		pages = append(pages, p)
+		if !all || p.NextCursor == "" {
+			break
+		}
+		q.Set("cursor", p.NextCursor)
+	}
+	last := pages[len(pages)-1]
+	for _, p := range pages {
+		for _, m := range p.Mismatches {
+			t.rows = append(t.rows, []string{m.MismatchID, m.Kind, m.TenantID, m.ProductID, m.UnitID, m.Quantity, m.RatedAmount,
+				m.LedgerAmount, m.AmountAtRisk, m.Currency, m.Status, m.FirstSeenAt.UTC().Format(time.RFC3339)})
+		}
+	}
+	for _, c := range last.Totals.ByCurrency {
+		cur := c.Currency
+		if cur == "" {
+			cur = "(no currency)"
+		}
+		t.foot = append(t.foot, fmt.Sprintf("total %s: %d mismatches, at risk %s (rated %s, ledger %s, unpriced %d)",
+			cur, c.Count, c.AmountAtRisk, c.RatedAmount, c.LedgerAmount, c.Unpriced))
+	}
+	if last.NextCursor != "" {
+		t.foot = append(t.foot, "more: cursor="+last.NextCursor+" (or -all)")
+	}
+	if len(pages) == 1 {
+		return t, last, nil
+	}
+	return t, pages, nil
+}
+
+func cmdNode(ctx context.Context, c *query.Client, q url.Values, pos []string) (table, any, error) {
+	all := takeAll(q)
+	if len(pos) > 1 {
+		return table{}, nil, errors.New("node: give at most one node_id")
+	}
+	if len(pos) == 1 {
+		d, err := c.Node(ctx, pos[0])
+		if err != nil {
+			return table{}, nil, err
+		}
+		t := table{head: []string{"section", "field", "desired", "observed", "note"}}
+		t.rows = append(t.rows, []string{"gate", d.Gate.Gate, "", "", d.Gate.Summary})
+		for _, cmp := range d.Comparison {
+			note := "match"
+			if !cmp.Match {
+				note = "DIFFERS"
+			}
+			t.rows = append(t.rows, []string{"desired_vs_observed", cmp.Field, cmp.Desired, cmp.Observed, note + " (" + cmp.Source + ")"})
+		}
+		if n := d.Node; n != nil {
+			t.rows = append(t.rows, []string{"evidence", "node_agent_state", "", n.NodeAgentState, n.NodeAgentReason},
+				[]string{"evidence", "connectivity_mode", "", n.ConnectivityMode, fmt.Sprintf("%ds behind, backlog %d", n.SecondsBehind, n.BacklogMessages)},
+				[]string{"evidence", "health", "", n.Health, "workload " + n.WorkloadImpact},
+				[]string{"evidence", "terminal_stream_probe", "", n.TerminalStreamProbe, "update_path " + n.UpdatePath})
+		}
+		for _, f := range d.Findings {
+			t.rows = append(t.rows, []string{"finding", f.Finding.EvidenceID, f.Finding.ExpectedState, f.Finding.ObservedState,
+				f.Finding.Status + " " + f.Finding.Severity + " " + f.Finding.Posture})
+			for _, h := range f.History {
+				t.rows = append(t.rows, []string{"history", f.Finding.EvidenceID, h.At.UTC().Format(time.RFC3339), h.ObservedState, h.Transition + " " + h.Status})
+			}
+		}
+		return t, d, nil
+	}
+	t := table{head: []string{"node_id", "owning_domain", "gate", "connectivity_mode", "health", "node_agent_state", "agent_observed", "agent_expected", "last_seen_at", "score"}}
+	var (
+		ns  []query.Node
+		raw any
+	)
+	if all {
+		got, err := c.NodesAll(ctx, q)
+		if err != nil {
+			return t, nil, err
+		}
+		ns, raw = got, got
+	} else {
+		p, err := c.Nodes(ctx, q)
+		if err != nil {
+			return t, nil, err
+		}
+		ns, raw = p.Nodes, p
+		if p.NextCursor != "" {
+			t.foot = append(t.foot, "more: cursor="+p.NextCursor+" (or -all)")
+		}
+	}
+	for _, n := range ns {
+		t.rows = append(t.rows, []string{n.NodeID, n.OwningDomain, n.Gate, n.ConnectivityMode, n.Health, n.NodeAgentState,
+			n.ObservedAgentVersion, n.ExpectedAgentVersion, ts(n.LastSeenAt), score(n.AttentionScore)})
+	}
+	return t, raw, nil
+}
+
+// isClient reports whether args name a client subcommand.
+func isClient(args []string) (string, bool) {
+	if len(args) == 0 {
+		return "", false
+	}
+	_, ok := commands[args[0]]
+	return args[0], ok
+}

@@ -1,0 +1,112 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/csv"
+	"encoding/json"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/driftline/driftline/pipeline/chdb"
+	"github.com/driftline/driftline/pipeline/query"
+	"github.com/driftline/driftline/pipeline/testenv"
+)
+
+func TestMain(m *testing.M) { testenv.Main(m) }
+
+// api starts the query API over a database holding two findings, a node
+// and a billing mismatch.
+func api(t *testing.T) string {
+	t.Helper()
+	ctx := context.Background()
+	db, err := chdb.Open(ctx, testenv.ClickHouse(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	now := time.Date(2026, 11, 21, 12, 0, 0, 0, time.UTC)
+	ins := func(sql string, rows ...[]any) {
+		t.Helper()
+		b, err := db.PrepareBatch(ctx, sql)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, r := range rows {
+			if err := b.Append(r...); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := b.Send(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ins(`INSERT INTO drift_evidence (evidence_id, owning_domain, provider, provider_id, expected_state, observed_state,
+		classification, severity, status, posture, first_seen_at, last_seen_at, attention_score, version)`,
+		[]any{"identity_mismatch:maas/n1", "compute", "maas", "n1", "running", "running", "identity_mismatch", "critical", "open", "quarantine", now, now, 900.0, uint64(1)},
+		[]any{"stale_lifecycle_state:maas/n2", "compute", "maas", "n2", "running", "starting", "stale_lifecycle_state", "warning", "open", "retry", now, now, 40.0, uint64(1)})
+	ins(`INSERT INTO node_agent_status (node_id, owning_domain, gate, connectivity_mode, health, node_agent_state,
+		expected_agent_version, observed_agent_version, attention_score, version)`,
+		[]any{"n1", "compute", "block_production", "LIVE", "OK", "security_action_required", "1.2", "1.1", 800.0, uint64(1)})
+	ins(`INSERT INTO billing_mismatch (mismatch_id, kind, tenant_id, rated_amount, currency, status, first_seen_at, last_seen_at, version)`,
+		[]any{"rated_not_ledgered:u1", "rated_not_ledgered", "t1", "0.10", "EUR", "open", now, now, uint64(1)},
+		[]any{"rated_not_ledgered:u2", "rated_not_ledgered", "t1", "0.20", "EUR", "open", now, now, uint64(1)})
+	srv, err := query.New(query.Options{DB: db, Now: func() time.Time { return now }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	hs := httptest.NewServer(srv.Handler())
+	t.Cleanup(hs.Close)
+	return hs.URL
+}
+
+func TestClient(t *testing.T) {
+	u := api(t)
+	run := func(args ...string) string {
+		t.Helper()
+		var out bytes.Buffer
+		if err := runClient(args[0], append([]string{"-api", u}, args[1:]...), &out); err != nil {
+			t.Fatalf("%v: %v", args, err)
+		}
+		return out.String()
+	}
+	out := run("drift", "severity=critical")
+	if !strings.Contains(out, "EVIDENCE_ID") || !strings.Contains(out, "identity_mismatch:maas/n1") || strings.Contains(out, "n2") {
+		t.Errorf("drift table:\n%s", out)
+	}
+	var page query.DriftPage
+	if err := json.Unmarshal([]byte(run("drift", "-o", "json", "-all", "limit=1")), &page); err == nil {
+		t.Errorf("-all json is a list, not a page")
+	}
+	var all []query.Finding
+	if err := json.Unmarshal([]byte(run("drift", "-o", "json", "-all", "limit=1")), &all); err != nil || len(all) != 2 {
+		t.Errorf("drift -all: %v %d", err, len(all))
+	}
+	recs, err := csv.NewReader(strings.NewReader(run("heatmap", "-o", "csv"))).ReadAll()
+	if err != nil || len(recs) != 2 || recs[1][0] != "compute" || recs[1][3] != "1" || recs[1][4] != "1 (1 crit)" {
+		t.Errorf("heatmap csv: %v %v", recs, err)
+	}
+	out = run("attention", "n=2")
+	if !strings.Contains(out, "identity_mismatch:maas/n1") || !strings.Contains(out, "gate block_production") {
+		t.Errorf("attention:\n%s", out)
+	}
+	out = run("billing", "tenant=t1")
+	if !strings.Contains(out, "total EUR: 2 mismatches, at risk 0.30") {
+		t.Errorf("billing:\n%s", out)
+	}
+	out = run("node", "n1")
+	if !strings.Contains(out, "block_production") || !strings.Contains(out, "DIFFERS") || !strings.Contains(out, "identity_mismatch:maas/n1") {
+		t.Errorf("node detail:\n%s", out)
+	}
+	out = run("node", "gate=block_production")
+	if !strings.Contains(out, "n1") {
+		t.Errorf("node list:\n%s", out)
+	}
+	var buf bytes.Buffer
+	err = runClient("drift", []string{"-api", u, "severity=bogus"}, &buf)
+	if err == nil || !strings.Contains(err.Error(), "allowed: critical, warning") {
+		t.Errorf("bad filter: %v", err)
+	}
+}
