@@ -90,7 +90,12 @@ func runFleet(ctx context.Context, out io.Writer, st stack.State, fcfg fleet.Con
 		return err
 	}
 	billing, berr := billingCounts(ctx, st)
-	printSummary(out, st, status, expectedOpen(gen.Truth()), billing, berr, apiKey)
+	truth := gen.Truth()
+	expBilling := map[string]uint64{}
+	for _, a := range truth.Usage.Anomalies {
+		expBilling[a.Kind]++
+	}
+	printSummary(out, st, status, expectedOpen(truth), billing, expBilling, berr, apiKey)
 	return nil
 }
 
@@ -223,7 +228,7 @@ func expectedOpen(t *fleet.Truth) map[string]uint64 {
 	return m
 }
 
-func printSummary(out io.Writer, st stack.State, status *query.Status, expected, billing map[string]uint64, berr error, apiKey string) {
+func printSummary(out io.Writer, st stack.State, status *query.Status, expected, billing, expBilling map[string]uint64, berr error, apiKey string) {
 	f := status.Findings
 	fmt.Fprintln(out, "\n=== summary ===")
 	fmt.Fprintf(out, "open drift findings: %d (critical %d, blocking admission %d), resolved: %d\n",
@@ -241,16 +246,25 @@ func printSummary(out io.Writer, st stack.State, status *query.Status, expected,
 			fmt.Fprintf(out, "  %-28s %6d %10d\n", k, f.OpenByClassification[k], expected[k])
 		}
 	}
-	switch {
-	case berr != nil:
+	if berr != nil {
 		fmt.Fprintf(out, "billing mismatches: unknown (%v)\n", berr)
-	default:
+	} else {
 		var total uint64
 		for _, n := range billing {
 			total += n
 		}
 		fmt.Fprintf(out, "open billing mismatches: %d\n", total)
-		printCounts(out, billing)
+		fmt.Fprintf(out, "  %-28s %6s %10s\n", "kind", "open", "fleet truth")
+		keys := map[string]bool{}
+		for k := range billing {
+			keys[k] = true
+		}
+		for k := range expBilling {
+			keys[k] = true
+		}
+		for _, k := range sortedKeys(keys) {
+			fmt.Fprintf(out, "  %-28s %6d %10d\n", k, billing[k], expBilling[k])
+		}
 	}
 
 	q := st.Query
@@ -277,14 +291,6 @@ func sortedKeys[V any](m map[string]V) []string {
 	}
 	sort.Strings(keys)
 	return keys
-}
-
-func printCounts(out io.Writer, m map[string]uint64) {
-	for _, k := range sortedKeys(m) {
-		if m[k] > 0 {
-			fmt.Fprintf(out, "  %-28s %d\n", k, m[k])
-		}
-	}
 }
 
 func splitHostPort(addr string) (string, string) {
