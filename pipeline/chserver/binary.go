@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"syscall"
 )
 
 // EnvBinary names an environment variable that, when set, is the path of
@@ -91,15 +92,31 @@ func Install(ctx context.Context, log io.Writer) error {
 	if log == nil {
 		log = io.Discard
 	}
-	for _, args := range [][]string{
-		{"update"},
-		{"install", "-y", "clickhouse-server"},
-	} {
+	// Test binaries of several packages may find ClickHouse missing at the
+	// same moment: one installs, the others wait and then find it.
+	lock, err := os.OpenFile(filepath.Join(os.TempDir(), "driftline-clickhouse-install.lock"), os.O_CREATE|os.O_RDWR, 0o600)
+	if err != nil {
+		return fmt.Errorf("install clickhouse-server: %w", err)
+	}
+	defer lock.Close()
+	if err := syscall.Flock(int(lock.Fd()), syscall.LOCK_EX); err != nil {
+		return fmt.Errorf("install clickhouse-server: lock: %w", err)
+	}
+	defer syscall.Flock(int(lock.Fd()), syscall.LOCK_UN)
+	if _, err := Find(); err == nil {
+		return nil // installed while we waited
+	}
+	for _, step := range []string{"update", "install"} {
+		// Wait for another apt (unattended upgrades) rather than fail.
+		args := []string{"-o", "DPkg::Lock::Timeout=600", step}
+		if step == "install" {
+			args = append(args, "-y", "clickhouse-server")
+		}
 		cmd := exec.CommandContext(ctx, "apt-get", args...)
 		cmd.Env = append(os.Environ(), "DEBIAN_FRONTEND=noninteractive")
 		cmd.Stdout, cmd.Stderr = log, log
 		if err := cmd.Run(); err != nil {
-			return fmt.Errorf("apt-get %s: %w; Possible solutions: run `%s` by hand and read its output", args[0], err, InstallHint)
+			return fmt.Errorf("apt-get %s: %w; Possible solutions: run `%s` by hand and read its output", step, err, InstallHint)
 		}
 	}
 	if _, err := Find(); err != nil {
