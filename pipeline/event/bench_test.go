@@ -15,3 +15,15 @@ func BenchmarkDecodeEvent(b *testing.B) {
 		}
 	}
 }
+
+func BenchmarkDecodeEventZeroCopy(b *testing.B) {
+	line := []byte(validObs)
+	v := Validator{Environment: EnvLocalParity, ZeroCopy: true}
+	b.SetBytes(int64(len(line)))
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, _, err := v.DecodeEvent(line); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

@@ -1,6 +1,7 @@
 package event
 
 import (
+	"reflect"
 	"strings"
 	"testing"
 )
@@ -91,6 +92,10 @@ func FuzzDecode(f *testing.F) {
 	f.Add([]byte(`{"event_id":"a","event_id":"b"}`))
 	f.Fuzz(func(t *testing.T, line []byte) {
 		env, payload, err := Validator{Environment: EnvLocalParity}.DecodeEvent(line)
+		zenv, zpayload, zerr := Validator{Environment: EnvLocalParity, ZeroCopy: true}.DecodeEvent(line)
+		if !reflect.DeepEqual(env, zenv) || !reflect.DeepEqual(payload, zpayload) || !reflect.DeepEqual(err, zerr) {
+			t.Fatalf("ZeroCopy disagrees: %+v %v / %+v %v", env, err, zenv, zerr)
+		}
 		if err != nil {
 			if err.Reason == "" {
 				t.Fatalf("rejection without reason: %v", err)

@@ -65,6 +65,28 @@ func KeyOf(payload any) string {
 	panic("BUG: KeyOf of an unknown payload type")
 }
 
+// AppendKey appends KeyOf(payload) to dst without building a string.
+func AppendKey(dst []byte, payload any) []byte {
+	pair := func(a, b string) []byte { return append(append(append(dst, a...), '/'), b...) }
+	switch p := payload.(type) {
+	case *PlatformRecord:
+		return pair(p.Provider, p.ProviderID)
+	case *Observation:
+		return pair(p.Provider, p.ProviderID)
+	case *ScanCompleted:
+		return append(append(append(dst, p.Provider...), "/scan/"...), p.ScanID...)
+	case *Heartbeat:
+		return pair(ProviderMAAS, p.NodeID)
+	case *Usage:
+		return pair(p.MeteringSource, p.MeteringID)
+	case *Rated:
+		return pair(p.MeteringSource, p.MeteringID)
+	case *LedgerEntry:
+		return pair(p.MeteringSource, p.MeteringID)
+	}
+	panic("BUG: AppendKey of an unknown payload type")
+}
+
 // Partition returns the partition the Kafka-standard murmur2 partitioner
 // picks for key among n partitions. Consumers compare it with the partition
 // a record arrived on to detect mis-partitioned producers.

@@ -21,3 +21,15 @@ func TestPartitionMatchesKafka(t *testing.T) {
 		}
 	}
 }
+
+func TestAppendKeyMatchesKeyOf(t *testing.T) {
+	for _, p := range []any{
+		&PlatformRecord{Provider: "maas", ProviderID: "n1"}, &Observation{Provider: "gateway", ProviderID: "x/y"},
+		&ScanCompleted{Provider: "maas", ScanID: "s1"}, &Heartbeat{NodeID: "n2"}, &Usage{MeteringSource: "gw", MeteringID: "m"},
+		&Rated{MeteringSource: "a", MeteringID: "b"}, &LedgerEntry{MeteringSource: "c", MeteringID: "d"},
+	} {
+		if got := string(AppendKey([]byte("pre:"), p)); got != "pre:"+KeyOf(p) {
+			t.Errorf("AppendKey(%T) = %q, KeyOf %q", p, got, KeyOf(p))
+		}
+	}
+}

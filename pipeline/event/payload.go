@@ -33,7 +33,7 @@ func DecodePayload(typ string, raw []byte) (any, *ValidationError) {
 		err.Field = "payload"
 		return nil, err
 	}
-	return decodePayload(typ, raw)
+	return decodePayload(typ, raw, parseFlags)
 }
 
 // parseFlags decode payloads strictly: a key must match its field exactly,
@@ -42,7 +42,7 @@ func DecodePayload(typ string, raw []byte) (any, *ValidationError) {
 const parseFlags = json.DontMatchCaseInsensitiveStructFields
 
 // decodePayload is DecodePayload of a payload that Scan has accepted.
-func decodePayload(typ string, raw []byte) (any, *ValidationError) {
+func decodePayload(typ string, raw []byte, flags json.ParseFlags) (any, *ValidationError) {
 	var (
 		v     any
 		check func() *ValidationError
@@ -72,7 +72,7 @@ func decodePayload(typ string, raw []byte) (any, *ValidationError) {
 	default:
 		return nil, invalid(ReasonUnknownEventType, "event_type", "%q is not a known event type", typ)
 	}
-	if _, err := json.Parse(raw, v, parseFlags); err != nil {
+	if _, err := json.Parse(raw, v, flags); err != nil {
 		return nil, jsonError(err, "payload")
 	}
 	if err := check(); err != nil {

@@ -85,6 +85,8 @@ type scanner struct {
 	scratch []byte   // unescaped keys that had escapes
 	sets    []keySet // per depth: the key set of a large object, or nil
 	err     *ValidationError
+
+	zeroCopy bool // field strings alias b (Validator.ZeroCopy)
 }
 
 type keySet map[string]struct{}
@@ -98,6 +100,7 @@ func getScanner(b []byte) *scanner {
 	s.keys = s.keys[:0]
 	s.scratch = s.scratch[:0]
 	s.err = nil
+	s.zeroCopy = false
 	return s
 }
 

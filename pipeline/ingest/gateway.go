@@ -81,12 +81,14 @@ func New(opts Options) (*Gateway, error) {
 	}
 	log := opts.Logger.With("component", "ingest")
 	g := &Gateway{
-		opts:      opts,
-		log:       log,
-		audit:     log.With("audit", true),
-		cl:        cl,
-		adm:       kadm.NewClient(cl),
-		validator: event.Validator{Environment: opts.Environment},
+		opts:  opts,
+		log:   log,
+		audit: log.With("audit", true),
+		cl:    cl,
+		adm:   kadm.NewClient(cl),
+		// Zero-copy decoding: prepare keeps nothing that aliases a body
+		// past the request (see prepare).
+		validator: event.Validator{Environment: opts.Environment, ZeroCopy: true},
 		recent:    newRecentSet(opts.DedupeCapacity),
 		sem:       make(chan struct{}, opts.MaxInflight),
 		parts:     map[string]partitionCount{},

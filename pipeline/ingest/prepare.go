@@ -31,14 +31,19 @@ type line struct {
 }
 
 // prepare validates and authorises every line of body. It does not touch
-// the broker.
+// the broker. Keys are appended to one per-request arena, and the lines'
+// dedupe identities are checked against the recent set under one lock.
+// Decoding is zero-copy: nothing kept in the batch may alias body except
+// values, receipts' event ids (both used before body is recycled).
 func (g *Gateway) prepare(pol *policy, p *Principal, body []byte) *batch {
-	b := &batch{pol: pol, principal: p}
-	inRequest := map[string]bool{}
+	n := bytes.Count(body, []byte{'\n'}) + 1
+	b := &batch{pol: pol, principal: p, lines: make([]line, 0, n)}
+	inRequest := make(map[string]struct{}, n)
+	keys := make([]byte, 0, 24*n) // the lines' keys, back to back
 	receivedAt := g.opts.now().UTC().Format(time.RFC3339Nano)
-	n := 0
+	lineNo := 0
 	for len(body) > 0 {
-		n++
+		lineNo++
 		raw := body
 		if i := bytes.IndexByte(body, '\n'); i >= 0 {
 			raw, body = body[:i], body[i+1:]
@@ -49,8 +54,8 @@ func (g *Gateway) prepare(pol *policy, p *Principal, body []byte) *batch {
 		if len(bytes.TrimSpace(raw)) == 0 {
 			continue
 		}
-		l := line{receipt: Receipt{Line: n}}
-		env, verr := g.check(p, raw)
+		l := line{receipt: Receipt{Line: lineNo}}
+		env, payload, verr := g.check(p, raw)
 		if verr != nil {
 			l.rejected = true
 			l.receipt.Status = StatusRejected
@@ -63,45 +68,60 @@ func (g *Gateway) prepare(pol *policy, p *Principal, body []byte) *batch {
 			continue
 		}
 		l.receipt.EventID = env.EventID
-		l.dedupeID = dedupeID(&env.Envelope)
-		if inRequest[l.dedupeID] || g.recent.contains(l.dedupeID) {
+		l.dedupeID = dedupeID(&env)
+		if _, dup := inRequest[l.dedupeID]; dup {
 			l.receipt.Status = StatusDuplicate
 			b.lines = append(b.lines, l)
 			continue
 		}
-		inRequest[l.dedupeID] = true
+		inRequest[l.dedupeID] = struct{}{}
 		l.receipt.Status = StatusAccepted
 		l.topic = g.opts.Topics.ForType(env.EventType)
 		l.fanout = env.EventType == event.TypeScanCompleted
-		l.key = []byte(env.key)
+		// Each key is capped at its length, so later appends never write
+		// into it; when the arena grows, earlier keys stay in the old one.
+		start := len(keys)
+		keys = event.AppendKey(keys, payload)
+		l.key = keys[start:len(keys):len(keys)]
 		l.value = raw
 		b.lines = append(b.lines, l)
 	}
+	g.markRecent(b)
 	return b
 }
 
-// checked is a validated, authorised event.
-type checked struct {
-	event.Envelope
-	key string
+// markRecent answers duplicate for accepted lines this gateway accepted
+// in earlier requests.
+func (g *Gateway) markRecent(b *batch) {
+	g.recent.mu.Lock()
+	defer g.recent.mu.Unlock()
+	for i := range b.lines {
+		l := &b.lines[i]
+		if l.receipt.Status != StatusAccepted {
+			continue
+		}
+		if _, seen := g.recent.set[l.dedupeID]; seen {
+			l.receipt.Status = StatusDuplicate
+			l.key, l.value, l.topic, l.fanout = nil, nil, "", false
+		}
+	}
 }
 
 // check validates raw with the shared validator and authorises it for p.
-func (g *Gateway) check(p *Principal, raw []byte) (checked, *event.ValidationError) {
+func (g *Gateway) check(p *Principal, raw []byte) (event.Envelope, any, *event.ValidationError) {
 	env, payload, verr := g.validator.DecodeEvent(raw)
 	if verr != nil {
-		return checked{Envelope: env}, verr
+		return env, nil, verr
 	}
-	c := checked{Envelope: env, key: event.KeyOf(payload)}
 	if !p.MayType(env.EventType) {
-		return c, &event.ValidationError{Reason: event.ReasonUnauthorizedType, Field: "event_type",
+		return env, nil, &event.ValidationError{Reason: event.ReasonUnauthorizedType, Field: "event_type",
 			Detail: "the API key of " + p.ActorID + " may not send " + env.EventType}
 	}
 	if !p.MayProduce(env.Producer) {
-		return c, &event.ValidationError{Reason: event.ReasonUnauthorizedProducer, Field: "producer",
-			Detail: "the API key of " + p.ActorID + " may not send as producer " + env.Producer}
+		return env, nil, &event.ValidationError{Reason: event.ReasonUnauthorizedProducer, Field: "producer",
+			Detail: "the API key of " + p.ActorID + " may not send as producer " + strings.Clone(env.Producer)}
 	}
-	return c, nil
+	return env, payload, nil
 }
 
 // quarantineDoc encodes the quarantine record value of a rejected line.

@@ -19,7 +19,7 @@ func offlineGateway(t testing.TB) *Gateway {
 	if err := opts.validate(); err != nil {
 		t.Fatal(err)
 	}
-	g := &Gateway{opts: opts, validator: event.Validator{Environment: opts.Environment}, recent: newRecentSet(16)}
+	g := &Gateway{opts: opts, validator: event.Validator{Environment: opts.Environment, ZeroCopy: true}, recent: newRecentSet(16)}
 	g.pol.Store(g.newPolicy(opts.Keys))
 	g.m = newMetrics(opts.Registry, nil, func() float64 { return 0 }, func() float64 { return 0 })
 	return g

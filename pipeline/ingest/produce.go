@@ -8,8 +8,6 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kgo"
-
-	"github.com/driftline/driftline/pipeline/event"
 )
 
 // ackGrace is how long past ProduceTimeout a request still waits for
@@ -33,50 +31,36 @@ func (g *Gateway) produce(reqCtx context.Context, b *batch) error {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(reqCtx), g.opts.ProduceTimeout)
 	defer cancel()
 
-	type owned struct {
-		rec  *kgo.Record
-		line int
-	}
-	var recs []owned
-	for i := range b.lines {
-		l := &b.lines[i]
-		if l.receipt.Status == StatusDuplicate {
-			continue
-		}
-		var reason event.Reason
-		if l.rejected {
-			reason = l.receipt.Reason
-		}
-		headers := g.headers(b.pol, b.principal, reason)
-		if !l.fanout {
-			recs = append(recs, owned{&kgo.Record{Topic: l.topic, Key: l.key, Value: l.value, Headers: headers}, i})
-			continue
-		}
-		n, err := g.partitions(ctx, l.topic)
-		if err != nil {
-			// Nothing has been produced yet: fail the request whole.
-			g.m.produceErrors.WithLabelValues(l.topic).Inc()
-			return fmt.Errorf("partition count of %s for scan marker fan-out: %w", l.topic, err)
-		}
-		fctx := withFanout(ctx)
-		for p := range n {
-			recs = append(recs, owned{&kgo.Record{Topic: l.topic, Key: l.key, Value: l.value, Headers: headers, Partition: p, Context: fctx}, i})
-		}
+	recs, lineOf, err := g.records(ctx, b)
+	if err != nil {
+		return err
 	}
 	if len(recs) == 0 {
 		return nil
 	}
 
-	errs := make([]error, len(recs)) // errs[i] is written once, by record i's promise
-	var wg sync.WaitGroup
+	var (
+		wg       sync.WaitGroup
+		mu       sync.Mutex    // mu protects failures
+		failures []*kgo.Record // records the broker did not take
+		firstErr error
+	)
 	wg.Add(len(recs))
-	for i, o := range recs {
+	promise := func(r *kgo.Record, err error) { // one closure for the whole request
+		if err != nil {
+			mu.Lock()
+			failures = append(failures, r)
+			if firstErr == nil {
+				firstErr = fmt.Errorf("produce to %s: %w", r.Topic, err)
+			}
+			mu.Unlock()
+		}
+		wg.Done()
+	}
+	for i := range recs {
 		// Produce blocks while the producer buffer is full (bounded by
 		// ctx): that is the backpressure onto this request.
-		g.cl.Produce(ctx, o.rec, func(_ *kgo.Record, err error) {
-			errs[i] = err
-			wg.Done()
-		})
+		g.cl.Produce(ctx, &recs[i], promise)
 	}
 	done := make(chan struct{})
 	go func() { wg.Wait(); close(done) }()
@@ -87,21 +71,18 @@ func (g *Gateway) produce(reqCtx context.Context, b *batch) error {
 	case <-hard.C:
 		return errAckTimeout
 	}
-
-	failed := make([]bool, len(b.lines))
-	var first error
-	for i, err := range errs {
-		if err == nil {
-			continue
-		}
-		g.m.produceErrors.WithLabelValues(recs[i].rec.Topic).Inc()
-		failed[recs[i].line] = true
-		if first == nil {
-			first = fmt.Errorf("produce to %s: %w", recs[i].rec.Topic, err)
-		}
-	}
-	if first == nil {
+	if len(failures) == 0 {
 		return nil
+	}
+
+	index := make(map[*kgo.Record]int, len(recs)) // the failure path only
+	for i := range recs {
+		index[&recs[i]] = i
+	}
+	failed := make([]bool, len(b.lines))
+	for _, r := range failures {
+		g.m.produceErrors.WithLabelValues(r.Topic).Inc()
+		failed[lineOf[index[r]]] = true
 	}
 	var durable []string
 	for i := range b.lines {
@@ -110,5 +91,46 @@ func (g *Gateway) produce(reqCtx context.Context, b *batch) error {
 		}
 	}
 	g.recent.add(durable...)
-	return first
+	return firstErr
+}
+
+// records builds the Kafka records of b in line order, in one slab, and
+// the line each came from. Records of one request share their headers.
+func (g *Gateway) records(ctx context.Context, b *batch) ([]kgo.Record, []int, error) {
+	n := 0
+	for i := range b.lines {
+		if b.lines[i].receipt.Status != StatusDuplicate {
+			n++
+		}
+	}
+	recs := make([]kgo.Record, 0, n)
+	lineOf := make([]int, 0, n)
+	accepted := g.headers(b.pol, b.principal, "")
+	for i := range b.lines {
+		l := &b.lines[i]
+		if l.receipt.Status == StatusDuplicate {
+			continue
+		}
+		headers := accepted
+		if l.rejected {
+			headers = g.headers(b.pol, b.principal, l.receipt.Reason)
+		}
+		if !l.fanout {
+			recs = append(recs, kgo.Record{Topic: l.topic, Key: l.key, Value: l.value, Headers: headers})
+			lineOf = append(lineOf, i)
+			continue
+		}
+		parts, err := g.partitions(ctx, l.topic)
+		if err != nil {
+			// Nothing has been produced yet: fail the request whole.
+			g.m.produceErrors.WithLabelValues(l.topic).Inc()
+			return nil, nil, fmt.Errorf("partition count of %s for scan marker fan-out: %w", l.topic, err)
+		}
+		fctx := withFanout(ctx)
+		for p := range parts {
+			recs = append(recs, kgo.Record{Topic: l.topic, Key: l.key, Value: l.value, Headers: headers, Partition: p, Context: fctx})
+			lineOf = append(lineOf, i)
+		}
+	}
+	return recs, lineOf, nil
 }
