@@ -30,16 +30,22 @@ import (
 
 func TestMain(m *testing.M) { testenv.Main(m) }
 
+// moduleRoot returns the repository root.
+func moduleRoot(t *testing.T) string {
+	t.Helper()
+	gomod, err := exec.Command("go", "env", "GOMOD").Output()
+	if err != nil {
+		t.Fatalf("go env GOMOD: %v", err)
+	}
+	return filepath.Dir(strings.TrimSpace(string(gomod)))
+}
+
 // buildBinaries builds every command into a temporary directory.
 func buildBinaries(t *testing.T) string {
 	t.Helper()
 	bin := t.TempDir()
-	root, err := exec.Command("go", "env", "GOMOD").Output()
-	if err != nil {
-		t.Fatalf("go env GOMOD: %v", err)
-	}
 	cmd := exec.Command("go", "build", "-o", bin+string(os.PathSeparator), "./cmd/...")
-	cmd.Dir = filepath.Dir(strings.TrimSpace(string(root)))
+	cmd.Dir = moduleRoot(t)
 	if out, err := cmd.CombinedOutput(); err != nil {
 		t.Fatalf("go build ./cmd/...: %v\n%s", err, out)
 	}
@@ -54,6 +60,7 @@ func startStack(t *testing.T, ctx context.Context) *stack.Stack {
 		BinDir:     buildBinaries(t),
 		FreePorts:  true,
 		Partitions: 6,
+		Env:        []string{"DRIFTLINE_RATER_PRICEBOOK=" + filepath.Join(moduleRoot(t), "deploy", "pricebook.json")},
 		Log:        testLog{t},
 	}
 	s, err := stack.Start(ctx, opts)

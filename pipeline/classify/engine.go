@@ -42,6 +42,8 @@ const (
 	causeObservation
 	causeScan
 	causeTimer
+	causeHeartbeat // a node-agent heartbeat of the identity
+	causeNode      // node-agent evidence changed without a heartbeat
 )
 
 // Engine classifies one partition.
@@ -127,6 +129,25 @@ func (e *Engine) ApplyScan(s *event.ScanCompleted, at time.Time, correlationID s
 	e.Advance(at)
 }
 
+// SetNodeIdentity applies the node-agent identity verdict of node nodeID
+// (identity maas/<node_id>) at event time at. heartbeat says the verdict
+// comes with a newly applied heartbeat, which confirms an open
+// identity_mismatch; otherwise only a change of the verdict is evaluated.
+func (e *Engine) SetNodeIdentity(nodeID string, mismatch bool, at time.Time, correlationID string, heartbeat bool) {
+	id := e.store.Get(event.ProviderMAAS, nodeID, mismatch)
+	if id == nil {
+		return
+	}
+	changed := id.NodeMismatch != mismatch
+	id.NodeMismatch = mismatch
+	switch {
+	case heartbeat:
+		e.evaluate(id, at, causeHeartbeat, correlationID)
+	case changed:
+		e.evaluate(id, at, causeNode, correlationID)
+	}
+}
+
 // Advance moves the event clock to at (if newer) and fires the deadlines
 // the watermark has passed.
 func (e *Engine) Advance(at time.Time) {
@@ -197,14 +218,20 @@ func (e *Engine) conditions(id *ownerstate.Identity, w time.Time) (open [drift.N
 		open[drift.Route] = r.RouteTarget != "" && o.RouteTarget != "" && r.RouteTarget != o.RouteTarget
 		open[drift.IdentityMismatch] = o.OwnerRef != "" && o.OwnerRef != r.RecordID
 	}
+	if id.NodeMismatch {
+		open[drift.IdentityMismatch] = true
+	}
 	return open, missingDeadline, orphanDeadline
 }
 
 // confirms reports whether an evaluation caused by c confirms an open
-// finding of class k (bumping last_seen_at and retry_count).
-func confirms(k drift.Class, c cause) bool {
-	if k == drift.Missing {
+// finding of class k on id (bumping last_seen_at and retry_count).
+func confirms(id *ownerstate.Identity, k drift.Class, c cause) bool {
+	switch {
+	case k == drift.Missing:
 		return c == causeScan
+	case k == drift.IdentityMismatch && id.NodeMismatch:
+		return c == causeHeartbeat
 	}
 	return c == causeObservation
 }
@@ -224,7 +251,7 @@ func (e *Engine) evaluate(id *ownerstate.Identity, at time.Time, c cause, correl
 				f.FirstSeen = at
 			}
 			f.Status, f.LastSeen, f.ResolvedAt, f.RetryCount = ownerstate.Open, at, time.Time{}, 0
-		case open[k] && confirms(k, c):
+		case open[k] && confirms(id, k, c):
 			transition = drift.TransitionUpdated
 			f.LastSeen = at
 			f.RetryCount++

@@ -212,3 +212,26 @@ func TestReplayIsDeterministic(t *testing.T) {
 		}
 	}
 }
+
+func TestNodeIdentityMismatch(t *testing.T) {
+	h := newHarness()
+	key := "maas/n1"
+	get := func() drift.Finding { return h.rows[drift.EvidenceID(drift.IdentityMismatch, key)] }
+	h.SetNodeIdentity("n1", false, t0, "hb-0", true) // a consistent heartbeat: nothing
+	if len(h.rows) != 0 {
+		t.Fatalf("rows %v", h.transitions)
+	}
+	h.SetNodeIdentity("n1", true, t0.Add(time.Minute), "hb-1", true) // opens
+	if f := get(); f.Status != drift.StatusOpen || f.RetryCount != 0 || f.Severity != drift.SeverityCritical || f.CorrelationID != "hb-1" {
+		t.Fatalf("after opening: %+v", f)
+	}
+	h.SetNodeIdentity("n1", true, t0.Add(2*time.Minute), "hb-2", true) // confirms
+	h.SetNodeIdentity("n1", true, t0.Add(3*time.Minute), "", false)    // no change, no heartbeat: nothing
+	if f := get(); f.RetryCount != 1 || !f.LastSeenAt.Equal(t0.Add(2*time.Minute)) {
+		t.Fatalf("after confirming: %+v", f)
+	}
+	h.SetNodeIdentity("n1", false, t0.Add(12*time.Minute), "", false) // the clone left the window
+	if f := get(); f.Status != drift.StatusResolved || !f.ResolvedAt.Equal(t0.Add(12*time.Minute)) {
+		t.Fatalf("after resolving: %+v", f)
+	}
+}

@@ -1,6 +1,10 @@
 package fleet
 
-import "github.com/driftline/driftline/pipeline/event"
+import (
+	"slices"
+
+	"github.com/driftline/driftline/pipeline/event"
+)
 
 // Kind is the drift injected into one provider resource. Each resource has
 // exactly one kind; KindHealthy resources produce no finding.
@@ -158,3 +162,10 @@ func (f *family) applies(k Kind) bool {
 var domainNames = []string{"eu-west", "us-east", "ap-south", "eu-north", "us-west", "ap-east", "sa-east", "me-central"}
 
 const maxDomains = 99
+
+// FromNodeAgent reports whether the finding comes from node-agent evidence
+// (a node kind such as cert_mismatch or cloned_identity) rather than from
+// records and observations.
+func (f Finding) FromNodeAgent() bool {
+	return f.Provider == event.ProviderMAAS && slices.Contains(nodeKindNames[:], f.Kind)
+}

@@ -295,6 +295,21 @@ func (g *Generator) Truth() *Truth {
 		t.Nodes.Nodes = append(t.Nodes.Nodes, nf)
 	}
 	slices.SortFunc(t.Nodes.Nodes, func(a, b NodeFinding) int { return cmp.Compare(a.NodeID, b.NodeID) })
+	// A foreign certificate or a cloned identity is an identity_mismatch
+	// drift finding on maas/<node_id>: opened by the first heartbeat that
+	// shows it (for a clone, the second host's first heartbeat) and
+	// confirmed by every later heartbeat.
+	for _, nf := range t.Nodes.Nodes {
+		if nf.Classification != ClassIdentity {
+			continue
+		}
+		fd := Finding{Classification: ClassIdentity, Provider: event.ProviderMAAS, ProviderID: nf.NodeID,
+			Status: StatusOpen, RetryCount: nf.Heartbeats - nf.HostFingerprints, Kind: nf.Kind}
+		fd.Severity, fd.Posture = severityPosture(fd.Classification, "")
+		fd.EvidenceID = fd.Classification + ":" + event.IdentityKey(fd.Provider, fd.ProviderID)
+		t.Findings = append(t.Findings, fd)
+		t.Counts[fd.Classification]++
+	}
 	t.Nodes.Statuses = g.nodeStatuses(e)
 
 	t.Usage = g.usageTruth(e)

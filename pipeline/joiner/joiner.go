@@ -33,6 +33,7 @@ import (
 
 	"github.com/driftline/driftline/pipeline/classify"
 	"github.com/driftline/driftline/pipeline/event"
+	"github.com/driftline/driftline/pipeline/nodeagent"
 	"github.com/driftline/driftline/pipeline/sink"
 	"github.com/driftline/driftline/pipeline/topics"
 )
@@ -57,6 +58,10 @@ type Options struct {
 	// Classify holds the event-time windows. Default
 	// classify.DefaultOptions().
 	Classify classify.Options
+	// NodeAgent holds the node-agent evidence thresholds. Default
+	// nodeagent.DefaultOptions() with the disconnection and host windows
+	// set to Classify.Staleness.
+	NodeAgent nodeagent.Options
 	// FlushInterval bounds how long processed events wait before their
 	// findings are written and their offsets committed. Default 500ms.
 	FlushInterval time.Duration
@@ -86,6 +91,14 @@ func (o *Options) defaults() error {
 	}
 	if o.Classify == (classify.Options{}) {
 		o.Classify = classify.DefaultOptions()
+	}
+	if o.NodeAgent == (nodeagent.Options{}) {
+		o.NodeAgent = nodeagent.DefaultOptions()
+		o.NodeAgent.DisconnectedAfter = o.Classify.Staleness
+		o.NodeAgent.HostWindow = o.Classify.Staleness
+	}
+	if err := o.NodeAgent.Validate(); err != nil {
+		return fmt.Errorf("joiner: %w", err)
 	}
 	if o.FlushInterval <= 0 {
 		o.FlushInterval = 500 * time.Millisecond
@@ -132,7 +145,7 @@ func New(ctx context.Context, opts Options, s Sink) (*Joiner, error) {
 		validator: event.Validator{Environment: opts.Environment},
 		parts:     make(map[int32]*partition),
 	}
-	j.out = output{current: make(map[string]int), m: j.m, emit: true}
+	j.out = output{current: make(map[string]int), nodes: make(map[string]int), m: j.m, emit: true}
 	admCl, err := kgo.NewClient(append([]kgo.Opt{kgo.SeedBrokers(opts.Brokers...)}, opts.ClientOpts...)...)
 	if err != nil {
 		return nil, fmt.Errorf("joiner: admin client: %w", err)

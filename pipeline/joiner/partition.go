@@ -10,6 +10,7 @@ import (
 	"github.com/driftline/driftline/pipeline/dedupe"
 	"github.com/driftline/driftline/pipeline/drift"
 	"github.com/driftline/driftline/pipeline/event"
+	"github.com/driftline/driftline/pipeline/nodeagent"
 	"github.com/driftline/driftline/pipeline/ownerstate"
 	"github.com/driftline/driftline/pipeline/sink"
 )
@@ -21,7 +22,11 @@ type partition struct {
 	p      int32
 	label  string // p as a metric label
 	engine *classify.Engine
+	nodes  *nodeagent.Tracker
 	dedupe *dedupe.Set
+	// inHeartbeat is set while a heartbeat is applied: its identity
+	// verdict is handed to the engine once, as a confirming heartbeat.
+	inHeartbeat bool
 	// out receives the partition's finding transitions: a silent output
 	// while restoring, the joiner's batch afterwards.
 	out *output
@@ -38,6 +43,7 @@ type partition struct {
 type output struct {
 	batch   sink.Batch
 	current map[string]int // evidence id -> index in batch.Current
+	nodes   map[string]int // node id -> index in batch.Nodes
 	m       *metrics
 	emit    bool // false while restoring: transitions are already written
 }
@@ -62,14 +68,35 @@ func (o *output) add(p *partition, f *drift.Finding) {
 	o.batch.Current = append(o.batch.Current, *f)
 }
 
+func (o *output) addNode(s *nodeagent.Status) {
+	if !o.emit {
+		return
+	}
+	if i, ok := o.nodes[s.NodeID]; ok {
+		o.batch.Nodes[i] = *s
+		return
+	}
+	o.nodes[s.NodeID] = len(o.batch.Nodes)
+	o.batch.Nodes = append(o.batch.Nodes, *s)
+}
+
 func (o *output) reset() {
 	o.batch.Reset()
 	clear(o.current)
+	clear(o.nodes)
 }
 
 func (j *Joiner) newPartition(p int32, out *output) *partition {
 	part := &partition{p: p, label: strconv.Itoa(int(p)), dedupe: dedupe.New(), out: out}
 	part.engine = classify.New(j.opts.Classify, ownerstate.New(), func(f *drift.Finding) { part.out.add(part, f) })
+	part.nodes = nodeagent.New(j.opts.NodeAgent, func(s *nodeagent.Status) {
+		part.out.addNode(s)
+		if !part.inHeartbeat {
+			// Records and the watermark change the verdict too (a
+			// clone leaving the host window resolves the finding).
+			part.engine.SetNodeIdentity(s.NodeID, s.IdentityMismatch, s.At, s.CorrelationID, false)
+		}
+	})
 	return part
 }
 
@@ -89,6 +116,10 @@ func (j *Joiner) apply(part *partition, r *kgo.Record) {
 		if r.Topic == j.opts.Topics.PlatformRecords {
 			if provider, id, ok := strings.Cut(string(r.Key), "/"); ok {
 				part.engine.ApplyTombstone(provider, id, r.Timestamp.UTC())
+				if provider == event.ProviderMAAS {
+					part.nodes.ApplyTombstone(provider, id, r.Timestamp.UTC())
+				}
+				part.nodes.Advance(part.engine.Watermark())
 				part.events++
 				j.m.events.WithLabelValues(r.Topic).Inc()
 				return
@@ -113,14 +144,24 @@ func (j *Joiner) apply(part *partition, r *kgo.Record) {
 	switch p := payload.(type) {
 	case *event.PlatformRecord:
 		part.engine.ApplyRecord(p, at, env.CorrelationID)
+		if p.Provider == event.ProviderMAAS {
+			part.nodes.ApplyRecord(p, at)
+		}
 	case *event.Observation:
 		part.engine.ApplyObservation(p, at, env.CorrelationID)
 	case *event.ScanCompleted:
 		part.engine.ApplyScan(p, at, env.CorrelationID)
-	default:
-		// Heartbeats (and anything else co-partitioned) move event time.
+	case *event.Heartbeat:
+		part.inHeartbeat = true
+		part.nodes.ApplyHeartbeat(p, at, env.CorrelationID)
+		part.inHeartbeat = false
+		mismatch, _ := part.nodes.IdentityMismatch(p.NodeID)
+		part.engine.SetNodeIdentity(p.NodeID, mismatch, at, env.CorrelationID, true)
 		part.engine.Advance(at)
+	default:
+		part.engine.Advance(at) // anything else co-partitioned moves event time
 	}
+	part.nodes.Advance(part.engine.Watermark())
 }
 
 // progress returns the partition's progress row.

@@ -15,7 +15,7 @@ import (
 // is emitted: those transitions were written before the offsets were
 // committed. mu is held.
 func (j *Joiner) restore(ctx context.Context, ps []int32) (map[int32]*partition, error) {
-	silent := &output{current: make(map[string]int), m: j.m, emit: false}
+	silent := &output{current: make(map[string]int), nodes: make(map[string]int), m: j.m, emit: false}
 	parts := make(map[int32]*partition, len(ps))
 	for _, p := range ps {
 		parts[p] = j.newPartition(p, silent)

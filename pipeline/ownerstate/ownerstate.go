@@ -64,6 +64,10 @@ type Identity struct {
 	// Disagreements counts consecutive applied observations that
 	// disagree with the record.
 	Disagreements int
+	// NodeMismatch is set while the node-agent evidence of this identity
+	// (maas/<node_id>) contradicts the platform registry: a cloned
+	// identity or a foreign certificate fingerprint (package nodeagent).
+	NodeMismatch bool
 
 	// missingAt and orphanAt are the armed deadlines (zero: none).
 	missingAt, orphanAt time.Time

@@ -16,6 +16,7 @@ import (
 	"github.com/ClickHouse/clickhouse-go/v2/lib/driver"
 
 	"github.com/driftline/driftline/pipeline/drift"
+	"github.com/driftline/driftline/pipeline/nodeagent"
 )
 
 // Progress is one partition's progress row.
@@ -33,18 +34,21 @@ type Batch struct {
 	Current []drift.Finding
 	// History holds every transition of the batch, in order.
 	History []drift.Finding
+	// Nodes holds the latest node-agent status of each node changed in
+	// the batch.
+	Nodes []nodeagent.Status
 	// Progress holds the progress of the partitions the batch covers.
 	Progress []Progress
 }
 
 // Empty reports whether the batch writes nothing.
 func (b *Batch) Empty() bool {
-	return len(b.Current) == 0 && len(b.History) == 0 && len(b.Progress) == 0
+	return len(b.Current) == 0 && len(b.History) == 0 && len(b.Nodes) == 0 && len(b.Progress) == 0
 }
 
 // Reset empties the batch, keeping its capacity.
 func (b *Batch) Reset() {
-	b.Current, b.History, b.Progress = b.Current[:0], b.History[:0], b.Progress[:0]
+	b.Current, b.History, b.Nodes, b.Progress = b.Current[:0], b.History[:0], b.Nodes[:0], b.Progress[:0]
 }
 
 // ClickHouse writes batches to a ClickHouse database.
@@ -67,6 +71,12 @@ const insertEvidence = `INSERT INTO drift_evidence (evidence_id, correlation_id,
 
 const insertHistory = `INSERT INTO drift_history (evidence_id, version, transition, classification, severity,
  status, posture, expected_state, observed_state, observed_version, retry_count, at, correlation_id)`
+
+const insertNodes = `INSERT INTO node_agent_status (node_id, domain_id, owning_domain, node_agent_state,
+ node_agent_reason, update_path, expected_agent_version, observed_agent_version, cert_issuer_fingerprint,
+ ingress_trust_fingerprint, host_fingerprint, terminal_stream_probe, workload_impact, health, gate,
+ connectivity_mode, rtt_ms, loss_pct, bandwidth_kbps, backlog_messages, seconds_behind, replay_required,
+ last_seen_at, attention_score, version, updated_at)`
 
 const insertProgress = `INSERT INTO consumer_progress (consumer, partition, watermark, events, findings_open,
  updated_at, version)`
@@ -110,6 +120,29 @@ func (c *ClickHouse) Write(ctx context.Context, b *Batch) error {
 		}
 		if err := batch.Send(); err != nil {
 			return fmt.Errorf("insert drift_evidence: %w", err)
+		}
+	}
+	if len(b.Nodes) > 0 {
+		batch, err := c.conn.PrepareBatch(ctx, insertNodes)
+		if err != nil {
+			return fmt.Errorf("prepare node_agent_status insert: %w", err)
+		}
+		for i := range b.Nodes {
+			n := &b.Nodes[i]
+			replay := uint8(0)
+			if n.ReplayRequired {
+				replay = 1
+			}
+			if err := batch.Append(n.NodeID, n.DomainID, n.OwningDomain, n.State, n.Reason, n.UpdatePath,
+				n.ExpectedAgentVersion, n.ObservedAgentVersion, n.CertIssuerFingerprint, n.IngressTrustFingerprint,
+				n.HostFingerprint, n.TerminalStreamProbe, n.WorkloadImpact, n.Health, n.Gate, n.ConnectivityMode,
+				n.RTTMs, n.LossPct, n.BandwidthKbps, n.BacklogMessages, n.SecondsBehind, replay,
+				dt(n.LastSeenAt), n.AttentionScore, n.Version, now); err != nil {
+				return fmt.Errorf("append node_agent_status row: %w", err)
+			}
+		}
+		if err := batch.Send(); err != nil {
+			return fmt.Errorf("insert node_agent_status: %w", err)
 		}
 	}
 	if len(b.Progress) > 0 {
