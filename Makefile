@@ -7,6 +7,7 @@
 #   make test    all tests (starts ClickHouse and brokers; installs ClickHouse when absent and root)
 #   make check   go vet, then the pipeline packages' tests under the race detector
 #   make bench   benchmarks of bench/ and pipeline/, with allocations
+#   make fuzz    run each fuzz target of outside input for FUZZTIME (1m)
 #   make clean   remove bin/ (make distclean also removes the stack's data)
 
 GO        ?= go
@@ -18,7 +19,9 @@ TEST_P    ?= 2
 BENCH     ?= .
 BENCHTIME ?= 1s
 
-.PHONY: build up down status run test check bench clean distclean
+FUZZTIME  ?= 1m
+
+.PHONY: build up down status run test check bench fuzz clean distclean
 
 build:
 	$(GO) build -o $(BIN)/ ./cmd/...
@@ -45,8 +48,28 @@ check:
 bench:
 	$(GO) test -run '^$$' -bench '$(BENCH)' -benchmem -benchtime $(BENCHTIME) ./bench/... ./pipeline/...
 
+# The seed corpora of these targets run in every `make test`; this target
+# explores further.
+fuzz:
+	$(GO) test -run '^$$' -fuzz '^FuzzScan$$' -fuzztime $(FUZZTIME) ./pipeline/event/
+	$(GO) test -run '^$$' -fuzz '^FuzzDecode$$' -fuzztime $(FUZZTIME) ./pipeline/event/
+	$(GO) test -run '^$$' -fuzz '^FuzzPrepare$$' -fuzztime $(FUZZTIME) ./pipeline/ingest/
+	$(GO) test -run '^$$' -fuzz '^FuzzParseFilter$$' -fuzztime $(FUZZTIME) ./pipeline/query/
+	$(GO) test -run '^$$' -fuzz '^FuzzParse$$' -fuzztime $(FUZZTIME) ./pipeline/decimal/
+	$(GO) test -run '^$$' -fuzz '^FuzzArith$$' -fuzztime $(FUZZTIME) ./pipeline/decimal/
+
 clean:
 	rm -rf $(BIN) bench/out
 
-distclean: down clean
+dist# The seed corpora of these targets run in every `make test`; this target
+# explores further.
+fuzz:
+	$(GO) test -run '^$$' -fuzz '^FuzzScan$$' -fuzztime $(FUZZTIME) ./pipeline/event/
+	$(GO) test -run '^$$' -fuzz '^FuzzDecode$$' -fuzztime $(FUZZTIME) ./pipeline/event/
+	$(GO) test -run '^$$' -fuzz '^FuzzPrepare$$' -fuzztime $(FUZZTIME) ./pipeline/ingest/
+	$(GO) test -run '^$$' -fuzz '^FuzzParseFilter$$' -fuzztime $(FUZZTIME) ./pipeline/query/
+	$(GO) test -run '^$$' -fuzz '^FuzzParse$$' -fuzztime $(FUZZTIME) ./pipeline/decimal/
+	$(GO) test -run '^$$' -fuzz '^FuzzArith$$' -fuzztime $(FUZZTIME) ./pipeline/decimal/
+
+clean: down clean
 	rm -rf .driftline
