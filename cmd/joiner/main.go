@@ -24,6 +24,7 @@ import (
 	"github.com/driftline/driftline/pipeline/chdb"
 	"github.com/driftline/driftline/pipeline/classify"
 	"github.com/driftline/driftline/pipeline/config"
+	"github.com/driftline/driftline/pipeline/ingest"
 	"github.com/driftline/driftline/pipeline/joiner"
 	"github.com/driftline/driftline/pipeline/sink"
 	"github.com/driftline/driftline/pipeline/topics"
@@ -82,6 +83,16 @@ func run() error {
 		}
 	}
 
+	qcl, err := kgo.NewClient(kgo.SeedBrokers(common.SeedBrokers()...), kgo.RequiredAcks(kgo.AllISRAcks()))
+	if err != nil {
+		return fmt.Errorf("kafka client: %w", err)
+	}
+	defer qcl.Close()
+	quarantine, err := ingest.NewQuarantiner(qcl, ingest.QuarantinerOptions{ActorID: "SYSTEM::joiner", Topic: common.Topics.Quarantine, Registerer: reg})
+	if err != nil {
+		return err
+	}
+
 	j, err := joiner.New(openCtx, joiner.Options{
 		Brokers:       common.SeedBrokers(),
 		Group:         *group,
@@ -92,6 +103,7 @@ func run() error {
 		FlushEvents:   *flushEvents,
 		Logger:        slog.Default(),
 		Registerer:    reg,
+		Quarantine:    quarantine,
 	}, sink.NewClickHouse(conn))
 	if err != nil {
 		return err

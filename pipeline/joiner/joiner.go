@@ -33,6 +33,7 @@ import (
 
 	"github.com/driftline/driftline/pipeline/classify"
 	"github.com/driftline/driftline/pipeline/event"
+	"github.com/driftline/driftline/pipeline/ingest"
 	"github.com/driftline/driftline/pipeline/nodeagent"
 	"github.com/driftline/driftline/pipeline/sink"
 	"github.com/driftline/driftline/pipeline/topics"
@@ -72,6 +73,10 @@ type Options struct {
 	Logger *slog.Logger
 	// Registerer receives the joiner's metrics. Default none.
 	Registerer prometheus.Registerer
+	// Quarantine receives the records that fail validation (a producer
+	// bypassed the gateway), with their reason. Default none: such
+	// records are only counted.
+	Quarantine *ingest.Quarantiner
 	// ClientOpts are extra franz-go options (tests, TLS, SASL).
 	ClientOpts []kgo.Opt
 }
@@ -131,6 +136,14 @@ type Joiner struct {
 	mu    sync.Mutex
 	parts map[int32]*partition
 	out   output
+	// rejected are the invalid records of the pending batch, quarantined
+	// before their offsets are committed.
+	rejected []rejected
+}
+
+type rejected struct {
+	rec  *kgo.Record
+	verr *event.ValidationError
 }
 
 // New connects to the brokers and returns a Joiner writing to s.
@@ -243,6 +256,9 @@ func (j *Joiner) flushAndCommit(ctx context.Context) error {
 			part.dirty = false
 		}
 	}
+	if err := j.quarantine(wctx, giveUp); err != nil {
+		return err
+	}
 	if j.out.batch.Empty() {
 		return nil
 	}
@@ -269,6 +285,33 @@ func (j *Joiner) flushAndCommit(ctx context.Context) error {
 		j.opts.Logger.Warn("offset commit failed; the batch will be replayed idempotently", "err", err)
 	}
 	return nil
+}
+
+// quarantine writes the pending rejected records to the quarantine topic
+// and waits for the broker, retrying until it succeeds or giveUp; their
+// offsets are committed only afterwards, so none is lost (a retry may
+// write one twice, which is harmless).
+func (j *Joiner) quarantine(ctx context.Context, giveUp <-chan struct{}) error {
+	if len(j.rejected) == 0 || j.opts.Quarantine == nil {
+		j.rejected = j.rejected[:0]
+		return nil
+	}
+	for backoff := 100 * time.Millisecond; ; backoff = min(2*backoff, 5*time.Second) {
+		for _, r := range j.rejected {
+			j.opts.Quarantine.Produce(ctx, r.rec, r.verr)
+		}
+		err := j.opts.Quarantine.Flush(ctx)
+		if err == nil {
+			j.rejected = j.rejected[:0]
+			return nil
+		}
+		j.opts.Logger.Warn("quarantine write failed; retrying (offsets stay uncommitted)", "err", err, "backoff", backoff)
+		select {
+		case <-giveUp:
+			return fmt.Errorf("quarantine invalid records: %w", err)
+		case <-time.After(backoff):
+		}
+	}
 }
 
 // assigned restores the state of newly assigned partitions.

@@ -16,6 +16,7 @@ import (
 
 	"github.com/driftline/driftline/pipeline/chdb"
 	"github.com/driftline/driftline/pipeline/event"
+	"github.com/driftline/driftline/pipeline/ingest"
 	"github.com/driftline/driftline/pipeline/sink"
 	"github.com/driftline/driftline/pipeline/testenv"
 	"github.com/driftline/driftline/pipeline/topics"
@@ -266,5 +267,60 @@ func TestRedeliveryAndMispartitionedRecord(t *testing.T) {
 	want := []string{"stale_lifecycle_state:app_runtime/s open 0"}
 	if got := f.findings(); strings.Join(got, "\n") != strings.Join(want, "\n") {
 		t.Fatalf("findings %v, want %v (a redelivery must not count as a confirmation)", got, want)
+	}
+}
+
+func TestInvalidRecordIsQuarantined(t *testing.T) {
+	f := newFixture(t)
+	const group = "joiner-quarantine"
+	// A Kafka-native producer that skipped the gateway writes a record the
+	// validator rejects (a float where money must be a decimal string).
+	bad := []byte(`{"event_id":"b1","event_type":"provider.observation","schema_version":1,"producer":"rogue","seq":1,` +
+		`"occurred_at":"2026-11-21T10:00:00Z","environment":"local_parity","payload":{"provider":"maas","provider_id":"n1",` +
+		`"resource_family":"gpuaas_allocation","observed_state":"running","usage":12.5}}`)
+	if err := f.cl.ProduceSync(context.Background(), &kgo.Record{Topic: f.names.Observations, Key: []byte("maas/n1"), Value: bad}).FirstErr(); err != nil {
+		t.Fatal(err)
+	}
+	q, err := ingest.NewQuarantiner(f.cl, ingest.QuarantinerOptions{ActorID: "SYSTEM::joiner", Topic: f.names.Quarantine})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	j, err := New(ctx, Options{Brokers: f.brokers, Group: group, Topics: f.names, FlushInterval: 100 * time.Millisecond,
+		Logger: slog.New(slog.DiscardHandler), Quarantine: q}, sink.NewClickHouse(f.ch))
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- j.Run(ctx) }()
+	f.caughtUp(group)
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+
+	cl, err := kgo.NewClient(kgo.SeedBrokers(f.brokers...), kgo.ConsumeTopics(f.names.Quarantine),
+		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	pctx, pcancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer pcancel()
+	fetches := cl.PollRecords(pctx, 10)
+	var got []*kgo.Record
+	fetches.EachRecord(func(r *kgo.Record) { got = append(got, r) })
+	if len(got) != 1 {
+		t.Fatalf("quarantine holds %d records, want 1 (fetch errors %v)", len(got), fetches.Errors())
+	}
+	headers := map[string]string{}
+	for _, h := range got[0].Headers {
+		headers[h.Key] = string(h.Value)
+	}
+	if headers[event.HeaderReason] != string(event.ReasonWrongType) || headers[event.HeaderActorID] != "SYSTEM::joiner" || string(got[0].Key) != "maas/n1" {
+		t.Fatalf("quarantine record key %q headers %v", got[0].Key, headers)
+	}
+	if v := counterValue(j.m.invalid.WithLabelValues(string(event.ReasonWrongType))); v != 1 {
+		t.Fatalf("invalid counter %v, want 1", v)
 	}
 }

@@ -130,6 +130,9 @@ func (j *Joiner) apply(part *partition, r *kgo.Record) {
 	}
 	env, payload, verr := j.validator.DecodeEvent(r.Value)
 	if verr != nil {
+		if part.out.emit { // a restore replays records quarantined before
+			j.rejected = append(j.rejected, rejected{r, verr})
+		}
 		j.m.invalid.WithLabelValues(string(verr.Reason)).Inc()
 		j.opts.Logger.Debug("invalid record", "topic", r.Topic, "partition", r.Partition, "offset", r.Offset, "err", verr)
 		return
