@@ -61,15 +61,5 @@ fuzz:
 clean:
 	rm -rf $(BIN) bench/out
 
-dist# The seed corpora of these targets run in every `make test`; this target
-# explores further.
-fuzz:
-	$(GO) test -run '^$$' -fuzz '^FuzzScan$$' -fuzztime $(FUZZTIME) ./pipeline/event/
-	$(GO) test -run '^$$' -fuzz '^FuzzDecode$$' -fuzztime $(FUZZTIME) ./pipeline/event/
-	$(GO) test -run '^$$' -fuzz '^FuzzPrepare$$' -fuzztime $(FUZZTIME) ./pipeline/ingest/
-	$(GO) test -run '^$$' -fuzz '^FuzzParseFilter$$' -fuzztime $(FUZZTIME) ./pipeline/query/
-	$(GO) test -run '^$$' -fuzz '^FuzzParse$$' -fuzztime $(FUZZTIME) ./pipeline/decimal/
-	$(GO) test -run '^$$' -fuzz '^FuzzArith$$' -fuzztime $(FUZZTIME) ./pipeline/decimal/
-
-clean: down clean
+distclean: down clean
 	rm -rf .driftline
