@@ -1,0 +1,103 @@
+// Package rater_test benchmarks the rater's per-event hot path: decode and
+// validate a usage.recorded event, price it against the price book, and
+// encode the billing.rated envelope. See README.md for the command and the
+// figures measured.
+package rater_test
+
+import (
+	"fmt"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/driftline/driftline/pipeline/decimal"
+	"github.com/driftline/driftline/pipeline/event"
+	"github.com/driftline/driftline/pipeline/pricebook"
+	"github.com/driftline/driftline/pipeline/rater"
+)
+
+func usageEvents(n int) [][]byte {
+	units := []string{"gpu_hour", "app_vcpu_hour", "storage_gb_hour", "tokens_1k"}
+	out := make([][]byte, n)
+	for i := range out {
+		out[i] = fmt.Appendf(nil, `{"event_id":"u-%08d","event_type":"usage.recorded","schema_version":1,"producer":"gw-eu1","seq":%d,`+
+			`"occurred_at":"2026-11-21T10:15:30.123Z","correlation_id":"c-%d","environment":"local_parity","payload":{`+
+			`"usage_id":"usage-%08d","metering_source":"gpu-meter-eu1","metering_id":"m-%08d","unit_id":"%s","quantity":"%d.%06d",`+
+			`"product_id":"gpuaas","tenant_id":"tenant-%03d","project_id":"p-1","window_start":"2026-11-21T10:00:00Z","window_end":"2026-11-21T10:15:00Z"}}`,
+			i, i, i%97, i, i, units[i%len(units)], i%50, (i*7919)%1000000, i%300)
+	}
+	return out
+}
+
+func loadBook(b *testing.B) *pricebook.Book {
+	book, err := pricebook.Load(filepath.Join("..", "..", "deploy", "pricebook.json"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	return book
+}
+
+// BenchmarkRateHotPath is the whole per-event work of the rater: decode
+// and validate the envelope and payload, look up the unit, price it, and
+// encode the rated line into a reused buffer.
+func BenchmarkRateHotPath(b *testing.B) {
+	book := loadBook(b)
+	events := usageEvents(4096)
+	v := event.Validator{Environment: event.EnvLocalParity}
+	now := time.Date(2026, 11, 21, 10, 16, 0, 0, time.UTC)
+	buf := make([]byte, 0, 1024)
+	b.ReportAllocs()
+	b.SetBytes(int64(len(events[0])))
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		env, p, verr := v.DecodeEvent(events[i%len(events)])
+		if verr != nil {
+			b.Fatal(verr)
+		}
+		u := p.(*event.Usage)
+		r := rater.Rate(book, nil, u)
+		if r.Reason != "" {
+			b.Fatal(r.Detail)
+		}
+		buf = rater.AppendRated(buf[:0], &env, u, &r, event.EnvLocalParity, now)
+	}
+	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "events/s")
+}
+
+// BenchmarkRateOnly is the pricing step alone (lookup, parse, multiply,
+// round, encode), the part the rater owns beyond the shared validator.
+func BenchmarkRateOnly(b *testing.B) {
+	book := loadBook(b)
+	v := event.Validator{Environment: event.EnvLocalParity}
+	events := usageEvents(4096)
+	envs := make([]event.Envelope, len(events))
+	usages := make([]*event.Usage, len(events))
+	for i, e := range events {
+		env, p, verr := v.DecodeEvent(e)
+		if verr != nil {
+			b.Fatal(verr)
+		}
+		envs[i], usages[i] = env, p.(*event.Usage)
+	}
+	now := time.Date(2026, 11, 21, 10, 16, 0, 0, time.UTC)
+	buf := make([]byte, 0, 1024)
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		k := i % len(events)
+		r := rater.Rate(book, nil, usages[k])
+		buf = rater.AppendRated(buf[:0], &envs[k], usages[k], &r, event.EnvLocalParity, now)
+	}
+	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "events/s")
+}
+
+// BenchmarkMulRound is the money arithmetic alone.
+func BenchmarkMulRound(b *testing.B) {
+	q, p := decimal.MustParse("1.234567"), decimal.MustParse("0.042500")
+	b.ReportAllocs()
+	for i := 0; i < b.N; i++ {
+		if _, err := decimal.MulRound(q, p, 4); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
