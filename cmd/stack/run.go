@@ -28,6 +28,13 @@ func cmdRun(args []string) error {
 	fcfg.RegisterFlags(fs)
 	_ = fs.Parse(args)
 	out := os.Stdout
+	startSet := false
+	fs.Visit(func(f *flag.Flag) { startSet = startSet || f.Name == "fleet.start" })
+	if !startSet {
+		// Let the fleet's event time end about now, so ages and watermark
+		// lag read naturally in the API and UI; -fleet.start pins it.
+		fcfg.Start = time.Now().UTC().Truncate(time.Minute).Add(-time.Duration(fcfg.Rounds) * fcfg.RoundInterval)
+	}
 
 	ctx, stop := signalContext()
 	defer stop()
@@ -270,7 +277,8 @@ func printSummary(out io.Writer, st stack.State, status *query.Status, expected,
 	}
 
 	q := st.Query
-	fmt.Fprintln(out, "\nquery API:", q)
+	fmt.Fprintf(out, "\nweb UI: %s/ui/\n", q)
+	fmt.Fprintln(out, "query API:", q)
 	fmt.Fprintf(out, "  curl -s %s/v1/status\n", q)
 	fmt.Fprintf(out, "  curl -s '%s/v1/drift?severity=critical&limit=20'\n", q)
 	fmt.Fprintf(out, "  curl -s '%s/v1/drift?classification=identity_mismatch'\n", q)
