@@ -131,6 +131,10 @@ func (t *Tracker) ApplyUsage(u *event.Usage, at time.Time) {
 	}
 	s.usageSeen, s.at = true, at
 	s.source, s.meterID, s.tenant, s.product, s.unit, s.quantity = u.MeteringSource, u.MeteringID, u.TenantID, u.ProductID, u.UnitID, u.Quantity
+	unit, err := t.book().Lookup(u.UnitID)
+	if unit != nil {
+		s.currency = unit.Currency // also of a retired unit: the currency at risk
+	}
 	if claimed {
 		// Another usage_id has this key: the rater rated (or will rate)
 		// the first one only.
@@ -139,7 +143,6 @@ func (t *Tracker) ApplyUsage(u *event.Usage, at time.Time) {
 		return
 	}
 	t.keys[key] = u.UsageID
-	unit, err := t.book().Lookup(u.UnitID)
 	switch {
 	case errors.Is(err, pricebook.ErrUnknownUnit), errors.Is(err, pricebook.ErrRetiredUnit):
 		s.explained = true
@@ -148,7 +151,6 @@ func (t *Tracker) ApplyUsage(u *event.Usage, at time.Time) {
 	case err != nil:
 		panic("BUG: unexpected price book lookup error: " + err.Error())
 	}
-	s.currency = unit.Currency
 	if s.rated == nil {
 		heap.Push(&t.ratingDue, deadline{at: at.Add(t.rules.RatingGrace), usageID: u.UsageID})
 	}

@@ -1,0 +1,389 @@
+package billing
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/driftline/driftline/pipeline/event"
+	"github.com/driftline/driftline/pipeline/pricebook"
+	"github.com/driftline/driftline/pipeline/topics"
+)
+
+// Sink is where the reconciler writes mismatches and rated lines.
+type Sink interface {
+	Write(ctx context.Context, b *Batch) error
+}
+
+// Options configure a Reconciler.
+type Options struct {
+	// Brokers are the Kafka seed brokers. Required.
+	Brokers []string
+	// Prices is the price book unknown_unit is judged against: the same
+	// file the rater loads. Required.
+	Prices *pricebook.Store
+	// Group is the consumer group all billing reconcilers share. Default
+	// "driftline-billing".
+	Group string
+	// Topics names the topics. Default topics.Defaults().
+	Topics topics.Names
+	// Environment is the pipeline's environment; events for another are
+	// invalid. Default local_parity.
+	Environment string
+	// Rules holds the event-time windows. Default DefaultRules().
+	Rules Rules
+	// FlushInterval bounds how long processed events wait before their
+	// rows are written and their offsets committed. Default 500ms.
+	FlushInterval time.Duration
+	// FlushEvents flushes once this many events were processed. Default
+	// 50000.
+	FlushEvents int
+	// Logger receives operational logs. Default slog.Default().
+	Logger *slog.Logger
+	// Registerer receives the reconciler's metrics. Default none.
+	Registerer prometheus.Registerer
+	// ClientOpts are extra franz-go options (tests, TLS, SASL).
+	ClientOpts []kgo.Opt
+}
+
+func (o *Options) defaults() error {
+	if len(o.Brokers) == 0 {
+		return errors.New("billing: no brokers")
+	}
+	if o.Prices == nil {
+		return errors.New("billing: no price book")
+	}
+	if o.Group == "" {
+		o.Group = "driftline-billing"
+	}
+	if o.Topics == (topics.Names{}) {
+		o.Topics = topics.Defaults()
+	}
+	if o.Environment == "" {
+		o.Environment = event.EnvLocalParity
+	}
+	o.Rules.defaults()
+	if o.FlushInterval <= 0 {
+		o.FlushInterval = 500 * time.Millisecond
+	}
+	if o.FlushEvents <= 0 {
+		o.FlushEvents = 50000
+	}
+	if o.Logger == nil {
+		o.Logger = slog.Default()
+	}
+	return nil
+}
+
+// Reconciler is one member of the billing reconciler consumer group.
+type Reconciler struct {
+	opts      Options
+	sink      Sink
+	m         *metrics
+	validator event.Validator
+	adm       *kadm.Client
+	cl        *kgo.Client
+
+	// partitions is the partition count of the billing topics, for the
+	// mis-partitioning check.
+	partitions int32
+
+	// mu protects parts and out: the poll loop holds it while it applies
+	// and flushes; the group callbacks hold it while they restore or drop
+	// partitions.
+	mu    sync.Mutex
+	parts map[int32]*partition
+	out   output
+}
+
+// partition is the state of one partition number of the three billing
+// topics, which range assignment always hands out together.
+type partition struct {
+	p       int32
+	label   string
+	tracker *Tracker
+	out     *output // silent while restoring, the live batch afterwards
+	dirty   bool
+}
+
+// output collects what a batch of records produces.
+type output struct {
+	batch   Batch
+	current map[string]int // mismatch_id -> index in batch.Mismatches
+	m       *metrics
+	emit    bool // false while restoring: the rows are already written
+}
+
+func (o *output) add(m *Mismatch) {
+	if !o.emit {
+		return
+	}
+	o.m.transitions.WithLabelValues(m.Kind, m.Status).Inc()
+	if i, ok := o.current[m.MismatchID]; ok {
+		o.batch.Mismatches[i] = *m
+		return
+	}
+	o.current[m.MismatchID] = len(o.batch.Mismatches)
+	o.batch.Mismatches = append(o.batch.Mismatches, *m)
+}
+
+func (o *output) reset() {
+	o.batch.Reset()
+	clear(o.current)
+}
+
+// New connects to the brokers and returns a Reconciler writing to s.
+func New(ctx context.Context, opts Options, s Sink) (*Reconciler, error) {
+	if err := opts.defaults(); err != nil {
+		return nil, err
+	}
+	r := &Reconciler{
+		opts:      opts,
+		sink:      s,
+		m:         newMetrics(opts.Registerer),
+		validator: event.Validator{Environment: opts.Environment},
+		parts:     map[int32]*partition{},
+	}
+	r.out = output{current: map[string]int{}, m: r.m, emit: true}
+	admCl, err := kgo.NewClient(append([]kgo.Opt{kgo.SeedBrokers(opts.Brokers...)}, opts.ClientOpts...)...)
+	if err != nil {
+		return nil, fmt.Errorf("billing: admin client: %w", err)
+	}
+	r.adm = kadm.NewClient(admCl)
+	if err := topics.CheckCopartitioned(ctx, r.adm, opts.Topics); err != nil {
+		r.adm.Close()
+		return nil, fmt.Errorf("billing: %w", err)
+	}
+	if r.partitions, err = topics.PartitionCount(ctx, r.adm, opts.Topics.Usage); err != nil {
+		r.adm.Close()
+		return nil, fmt.Errorf("billing: %w", err)
+	}
+	copts := append([]kgo.Opt{
+		kgo.SeedBrokers(opts.Brokers...),
+		kgo.ConsumerGroup(opts.Group),
+		kgo.ConsumeTopics(opts.Topics.Billing()...),
+		kgo.Balancers(kgo.RangeBalancer()),
+		kgo.DisableAutoCommit(),
+		kgo.BlockRebalanceOnPoll(),
+		kgo.FetchIsolationLevel(kgo.ReadCommitted()),
+		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()),
+		kgo.OnPartitionsAssigned(r.assigned),
+		kgo.OnPartitionsRevoked(r.revoked),
+		kgo.OnPartitionsLost(r.lost),
+	}, opts.ClientOpts...)
+	if r.cl, err = kgo.NewClient(copts...); err != nil {
+		r.adm.Close()
+		return nil, fmt.Errorf("billing: consumer: %w", err)
+	}
+	return r, nil
+}
+
+// Run consumes until ctx is done or the client is closed. Each round polls
+// for up to FlushInterval or FlushEvents, applies the records, writes the
+// rows, commits the offsets, and only then lets a rebalance proceed.
+func (r *Reconciler) Run(ctx context.Context) error {
+	defer r.adm.Close()
+	defer r.cl.Close()
+	for ctx.Err() == nil {
+		deadline := time.Now().Add(r.opts.FlushInterval)
+		processed := 0
+		for processed < r.opts.FlushEvents && time.Now().Before(deadline) {
+			pctx, cancel := context.WithDeadline(ctx, deadline)
+			fetches := r.cl.PollRecords(pctx, r.opts.FlushEvents-processed)
+			cancel()
+			if fetches.IsClientClosed() {
+				return nil
+			}
+			fetches.EachError(func(t string, p int32, err error) {
+				if !errors.Is(err, context.DeadlineExceeded) && !errors.Is(err, context.Canceled) {
+					r.opts.Logger.Warn("fetch error", "topic", t, "partition", p, "err", err)
+				}
+			})
+			r.mu.Lock()
+			fetches.EachRecord(func(rec *kgo.Record) {
+				if r.parts[rec.Partition] != nil {
+					r.apply(r.parts, rec)
+					processed++
+				}
+			})
+			r.mu.Unlock()
+			if ctx.Err() != nil {
+				break
+			}
+		}
+		r.mu.Lock()
+		err := r.flushAndCommit(ctx)
+		r.mu.Unlock()
+		r.cl.AllowRebalance()
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// flushAndCommit writes the pending batch (retrying until it succeeds or
+// ctx ends; on shutdown for a bounded time) and then commits the offsets
+// of everything applied. mu is held.
+func (r *Reconciler) flushAndCommit(ctx context.Context) error {
+	wctx, giveUp := context.WithoutCancel(ctx), ctx.Done()
+	if ctx.Err() != nil {
+		var cancel context.CancelFunc
+		wctx, cancel = context.WithTimeout(wctx, 10*time.Second)
+		defer cancel()
+		giveUp = wctx.Done()
+	}
+	dirty := false
+	for _, part := range r.parts {
+		if part.dirty {
+			r.observe(part)
+			part.dirty, dirty = false, true
+		}
+	}
+	if !dirty && r.out.batch.Empty() {
+		return nil
+	}
+	if !r.out.batch.Empty() {
+		for backoff := 100 * time.Millisecond; ; backoff = min(2*backoff, 5*time.Second) {
+			start := time.Now()
+			err := r.sink.Write(wctx, &r.out.batch)
+			if err == nil {
+				r.m.flushSeconds.Observe(time.Since(start).Seconds())
+				break
+			}
+			r.m.flushErrors.Inc()
+			r.opts.Logger.Warn("write to ClickHouse failed; retrying (offsets stay uncommitted)", "err", err, "backoff", backoff)
+			select {
+			case <-giveUp:
+				return fmt.Errorf("write billing rows: %w", err)
+			case <-time.After(backoff):
+			}
+		}
+		r.out.reset()
+	}
+	if err := r.cl.CommitUncommittedOffsets(wctx); err != nil {
+		// The rows are written; a failed commit means a replay of this
+		// batch, which writes the same rows again.
+		r.opts.Logger.Warn("offset commit failed; the batch will be replayed idempotently", "err", err)
+	}
+	return nil
+}
+
+func (r *Reconciler) newPartition(p int32, out *output) *partition {
+	part := &partition{p: p, label: strconv.Itoa(int(p)), out: out}
+	part.tracker = NewTracker(r.opts.Rules, r.opts.Prices.Book, func(m *Mismatch) { part.out.add(m) })
+	return part
+}
+
+// apply decodes one record and applies it to the partition its key hashes
+// to when parts holds it (a producer that bypassed the standard
+// partitioner is corrected here and counted), else to the partition it
+// arrived on.
+func (r *Reconciler) apply(parts map[int32]*partition, rec *kgo.Record) {
+	part := parts[rec.Partition]
+	if r.partitions > 0 && rec.Key != nil {
+		if want := event.Partition(rec.Key, r.partitions); want != rec.Partition {
+			r.m.mispartitioned.WithLabelValues(rec.Topic).Inc()
+			if p := parts[want]; p != nil {
+				part = p
+			}
+		}
+	}
+	part.dirty = true
+	if rec.Value == nil {
+		r.m.invalid.WithLabelValues("tombstone").Inc()
+		return
+	}
+	env, payload, verr := r.validator.DecodeEvent(rec.Value)
+	if verr != nil {
+		// The gateway and the rater validate what they write; a record
+		// that still fails was written around them. It changes nothing.
+		r.m.invalid.WithLabelValues(string(verr.Reason)).Inc()
+		r.opts.Logger.Debug("invalid record", "topic", rec.Topic, "partition", rec.Partition, "offset", rec.Offset, "err", verr)
+		return
+	}
+	r.m.events.WithLabelValues(rec.Topic).Inc()
+	at := env.OccurredAt.UTC()
+	t := part.tracker
+	switch p := payload.(type) {
+	case *event.Usage:
+		t.ApplyUsage(p, at)
+	case *event.Rated:
+		if t.ApplyRated(p, at) && part.out.emit {
+			part.out.batch.Rated = append(part.out.batch.Rated, *p)
+		}
+	case *event.LedgerEntry:
+		t.ApplyLedger(p, at)
+	default:
+		t.Advance(at)
+	}
+}
+
+func (r *Reconciler) observe(part *partition) {
+	r.m.open.WithLabelValues(part.label).Set(float64(part.tracker.Open()))
+	if w := part.tracker.Watermark(); !w.IsZero() {
+		r.m.watermark.WithLabelValues(part.label).Set(float64(w.Unix()))
+	}
+}
+
+// assigned restores the state of newly assigned partitions.
+func (r *Reconciler) assigned(ctx context.Context, _ *kgo.Client, assigned map[string][]int32) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	var fresh []int32
+	seen := map[int32]bool{}
+	for _, ps := range assigned {
+		for _, p := range ps {
+			if r.parts[p] == nil && !seen[p] {
+				seen[p] = true
+				fresh = append(fresh, p)
+			}
+		}
+	}
+	if len(fresh) == 0 {
+		return
+	}
+	start := time.Now()
+	restored, err := r.restore(ctx, fresh)
+	if err != nil {
+		// Without its state the worker would raise wrong mismatches:
+		// leave the group loudly rather than guess.
+		r.opts.Logger.Error("restore failed; leaving the group", "partitions", fresh, "err", err)
+		go r.cl.Close()
+		return
+	}
+	for p, part := range restored {
+		r.parts[p] = part
+		r.observe(part)
+	}
+	r.m.assigned.Set(float64(len(r.parts)))
+	r.m.restoreSeconds.Observe(time.Since(start).Seconds())
+	r.opts.Logger.Info("billing partitions assigned", "partitions", fresh, "restore", time.Since(start).Round(time.Millisecond))
+}
+
+// revoked drops revoked partitions. Everything applied was flushed and
+// committed before the rebalance was allowed.
+func (r *Reconciler) revoked(_ context.Context, _ *kgo.Client, revoked map[string][]int32) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for _, ps := range revoked {
+		for _, p := range ps {
+			delete(r.parts, p)
+			r.m.open.DeleteLabelValues(strconv.Itoa(int(p)))
+			r.m.watermark.DeleteLabelValues(strconv.Itoa(int(p)))
+		}
+	}
+	r.m.assigned.Set(float64(len(r.parts)))
+}
+
+func (r *Reconciler) lost(ctx context.Context, cl *kgo.Client, lost map[string][]int32) {
+	r.revoked(ctx, cl, lost)
+}
