@@ -1,5 +1,9 @@
 // Command rater rates usage.events against the versioned usage-unit price
-// book and writes billing.rated exactly once (see package pipeline/rater).
+// book and writes billing.rated exactly once (see package pipeline/rater),
+// and runs the billing reconciler beside it (package pipeline/billing): a
+// member of its own consumer group over usage.events, billing.rated and
+// billing.ledger that writes billing_mismatch and rated_usage to
+// ClickHouse, judging unknown units against the same price book.
 // The price book is reloaded when its file changes or on SIGHUP; a file
 // that fails validation is refused and the previous book stays in use.
 //
@@ -28,6 +32,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/driftline/driftline/pipeline/billing"
+	"github.com/driftline/driftline/pipeline/chdb"
 	"github.com/driftline/driftline/pipeline/config"
 	"github.com/driftline/driftline/pipeline/pricebook"
 	"github.com/driftline/driftline/pipeline/rater"
@@ -54,6 +60,13 @@ func run() error {
 	txnTimeout := fs.Duration("rater.transactionTimeout", 10*time.Second, "how long a crashed rater's open transaction may hold back read_committed consumers if no restart fences it")
 	maxBatch := fs.Int("rater.maxBatch", 10000, "records per transaction; larger amortises commits, smaller redoes less after a crash")
 	currencies := fs.String("rater.currencies", "", "comma-separated currencies this rater may bill (empty: any the price book names); other usage is quarantined")
+	defRules := billing.DefaultRules()
+	billingOn := fs.Bool("billing.enabled", true, "run the billing reconciler in this process (needs ClickHouse); false rates only")
+	billingGroup := fs.String("billing.group", "driftline-billing", "consumer group shared by all billing reconcilers; every member owns a range of partitions")
+	ratingGrace := fs.Duration("billing.ratingGrace", defRules.RatingGrace, "event time accepted usage may wait for its rated line before it is usage_not_rated; shorter flags a slow rater sooner but raises findings that resolve when it catches up")
+	ledgerGrace := fs.Duration("billing.ledgerGrace", defRules.LedgerGrace, "event time a rated line may wait for its ledger entry before it is rated_not_ledgered; must exceed the ledger's normal posting delay")
+	billingLateness := fs.Duration("billing.allowedLateness", defRules.AllowedLateness, "how far the billing watermark trails the newest event time; larger tolerates more disorder but delays grace-based findings")
+	billingFlush := fs.Duration("billing.flushInterval", 500*time.Millisecond, "longest time reconciled events wait before their rows are written and offsets committed")
 	flag.Parse()
 	if err := common.Validate(); err != nil {
 		return err
@@ -131,8 +144,39 @@ func run() error {
 		prices.Watch(ctx, *reload, hup)
 	}()
 
-	slog.Info("rater started", "http", *addr, "transactions", *txns, "transactional_id", *txnID)
-	runErr := rt.Run(ctx)
+	slog.Info("rater started", "http", *addr, "transactions", *txns, "transactional_id", *txnID, "billing", *billingOn)
+	// The rater and the reconciler run side by side; when the reconciler
+	// fails, the process stops. Rating never waits for ClickHouse: the
+	// reconciler connects (and retries) on its own.
+	runCtx, cancelRun := context.WithCancel(ctx)
+	defer cancelRun()
+	billingDone := make(chan error, 1)
+	if *billingOn {
+		go func() {
+			err := runBilling(runCtx, common, billing.Options{
+				Brokers:       common.SeedBrokers(),
+				Prices:        prices,
+				Group:         *billingGroup,
+				Topics:        common.Topics,
+				Environment:   common.Environment,
+				Rules:         billing.Rules{RatingGrace: *ratingGrace, LedgerGrace: *ledgerGrace, AllowedLateness: *billingLateness},
+				FlushInterval: *billingFlush,
+				Registerer:    reg,
+			})
+			if err != nil {
+				slog.Error("rater: billing reconciler failed", "err", err)
+				cancelRun()
+			}
+			billingDone <- err
+		}()
+	} else {
+		billingDone <- nil
+	}
+	runErr := rt.Run(runCtx)
+	cancelRun()
+	if err := <-billingDone; runErr == nil && err != nil {
+		runErr = fmt.Errorf("billing: %w", err)
+	}
 
 	// Stop in reverse order: the loop has ended its last round; stop
 	// reloading, then the HTTP server.
@@ -142,4 +186,33 @@ func run() error {
 	defer cancelShutdown()
 	_ = hs.Shutdown(shutdownCtx)
 	return runErr
+}
+
+// runBilling connects to ClickHouse (retrying until ctx ends, so that the
+// rater rates while ClickHouse is away) and runs the billing reconciler.
+func runBilling(ctx context.Context, common *config.Common, opts billing.Options) error {
+	for backoff := time.Second; ; backoff = min(2*backoff, 30*time.Second) {
+		octx, cancel := context.WithTimeout(ctx, 15*time.Second)
+		conn, err := chdb.Open(octx, common.ClickHouse)
+		cancel()
+		if err == nil {
+			defer conn.Close()
+			rec, err := billing.New(ctx, opts, billing.NewClickHouse(conn))
+			if err != nil {
+				return err
+			}
+			slog.Info("billing reconciler started", "group", opts.Group, "clickhouse", common.ClickHouse.Addr)
+			return rec.Run(ctx)
+		}
+		if ctx.Err() != nil {
+			return nil
+		}
+		slog.Warn("billing: ClickHouse not reachable; retrying (rating goes on; set -billing.enabled=false to rate only)",
+			"addr", common.ClickHouse.Addr, "err", err, "backoff", backoff)
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-time.After(backoff):
+		}
+	}
 }

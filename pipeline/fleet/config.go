@@ -93,6 +93,11 @@ type Config struct {
 	// UnknownUnitRate is the fraction of usage events naming a unit that the
 	// price book lacks or has retired (billing unknown_unit). Default 0.005.
 	UnknownUnitRate float64 `json:"unknown_unit_rate"`
+
+	// Ledger simulates the external ledger (ledger.entry events and the
+	// rated_not_ledgered and amount_mismatch it injects). Default
+	// DefaultLedger(), which is disabled.
+	Ledger Ledger `json:"ledger"`
 }
 
 // Windows are the joiner's event-time windows (docs/drift-model.md).
@@ -187,6 +192,7 @@ func DefaultConfig() Config {
 		UsagePerResource:   1,
 		DuplicateUsageRate: 0.01,
 		UnknownUnitRate:    0.005,
+		Ledger:             DefaultLedger(),
 	}
 }
 
@@ -242,7 +248,7 @@ func (c *Config) Validate() error {
 	if c.ScanDuration-w.AllowedLateness >= w.Staleness || c.RoundInterval+c.ObservationSpread-w.AllowedLateness >= w.Staleness {
 		return &ConfigError{Field: "RoundInterval", Detail: "healthy resources would cross the staleness window between rounds; Possible solutions: shorten RoundInterval or ScanDuration"}
 	}
-	return nil
+	return c.validateLedger()
 }
 
 type namedRate struct {
@@ -340,6 +346,12 @@ func (c *Config) RegisterFlags(fs *flag.FlagSet) {
 	fs.Float64Var(&c.ReplayRate, "fleet.replayRate", c.ReplayRate, "fraction of updated records whose version 1 is replayed late")
 	fs.Float64Var(&c.DuplicateUsageRate, "fleet.rate.duplicateUsage", c.DuplicateUsageRate, "fraction of usage events duplicated under another usage_id")
 	fs.Float64Var(&c.UnknownUnitRate, "fleet.rate.unknownUnit", c.UnknownUnitRate, "fraction of usage events naming an unknown or retired unit")
+	l := &c.Ledger
+	fs.BoolVar(&l.Enabled, "fleet.ledger", l.Enabled, "simulate the ledger: post ledger.entry events for rated usage, with injected rated_not_ledgered and amount_mismatch")
+	fs.DurationVar(&l.Delay, "fleet.ledger.delay", l.Delay, "how long after its usage a ledger entry is posted (event time); must stay below the ledger grace")
+	fs.DurationVar(&l.LedgerGrace, "fleet.ledger.grace", l.LedgerGrace, "the billing reconciler's ledger grace the ground truth is computed for")
+	fs.Float64Var(&l.MissingRate, "fleet.rate.ledgerMissing", l.MissingRate, "fraction of rated usage never posted to the ledger (in rounds whose grace passes)")
+	fs.Float64Var(&l.WrongAmountRate, "fleet.rate.ledgerWrongAmount", l.WrongAmountRate, "fraction of rated usage posted with a wrong amount")
 	d := &c.Drift
 	fs.Float64Var(&d.Missing, "fleet.rate.missing", d.Missing, "fraction of resources missing at the provider")
 	fs.Float64Var(&d.OrphanUnowned, "fleet.rate.orphanUnowned", d.OrphanUnowned, "fraction of resources observed with no record")

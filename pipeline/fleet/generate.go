@@ -89,6 +89,9 @@ type emitter struct {
 	scanSeq  [len(families)][]uint64
 	meterSeq [len(families)][]uint64
 	markSeq  [len(families)]uint64
+
+	ledgerQ   []usageRec // the round's rated usage, for ledger postings
+	ledgerSeq uint64
 }
 
 func (e *emitter) run() error {
@@ -170,6 +173,9 @@ func (e *emitter) round(r int) error {
 		}
 	}
 	if err := e.usage.round(r, e.usageEvent); err != nil {
+		return err
+	}
+	if err := e.ledgerRound(); err != nil {
 		return err
 	}
 	for f := range families {
@@ -563,6 +569,7 @@ func (e *emitter) marker(f, r int) error {
 // usageEvent emits one usage.recorded event.
 func (e *emitter) usageEvent(u *usageRec) error {
 	g := e.g
+	e.queueLedger(u)
 	d := u.i / g.per[u.f]
 	e.meterSeq[u.f][d]++
 	src := g.meterProducers[u.f][d]

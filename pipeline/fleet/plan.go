@@ -34,6 +34,7 @@ const (
 	tagLink
 	tagUnit
 	tagRoute
+	tagLedger
 )
 
 // domain is one generated domain.

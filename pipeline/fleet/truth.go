@@ -189,7 +189,7 @@ type UsageTotal struct {
 
 // UsageAnomaly is one injected billing drift.
 type UsageAnomaly struct {
-	Kind           string `json:"kind"` // duplicate_usage | unknown_unit
+	Kind           string `json:"kind"` // duplicate_usage | unknown_unit | rated_not_ledgered | amount_mismatch
 	UsageID        string `json:"usage_id"`
 	OtherUsageID   string `json:"other_usage_id,omitempty"` // duplicate_usage: the first usage_id of the key
 	MeteringSource string `json:"metering_source"`
@@ -197,6 +197,11 @@ type UsageAnomaly struct {
 	UnitID         string `json:"unit_id"`
 	Quantity       string `json:"quantity"`
 	TenantID       string `json:"tenant_id"`
+	// RatedAmount, LedgerAmount and Currency: the ledger's anomalies
+	// (Config.Ledger) only. LedgerAmount is empty for rated_not_ledgered.
+	RatedAmount  string `json:"rated_amount,omitempty"`
+	LedgerAmount string `json:"ledger_amount,omitempty"`
+	Currency     string `json:"currency,omitempty"`
 }
 
 // UsageTruth is the billing ground truth. Totals count each metering key
@@ -206,6 +211,9 @@ type UsageTruth struct {
 	Events    int            `json:"events"` // usage events sent, redeliveries not counted
 	Totals    []UsageTotal   `json:"totals"` // by tenant, then unit
 	Anomalies []UsageAnomaly `json:"anomalies"`
+	// Ledgered is the number of ledger entries posted (Config.Ledger),
+	// redeliveries not counted.
+	Ledgered int `json:"ledgered,omitempty"`
 }
 
 // Truth is the exact ground truth of one generated fleet.
@@ -367,6 +375,19 @@ func (g *Generator) usageTruth(e *emitter) UsageTruth {
 			}
 			if !active[u.unit] {
 				panic("BUG: usage of a unit the price book does not have")
+			}
+			if g.cfg.Ledger.Enabled {
+				ut.Ledgered++
+				a := UsageAnomaly{UnitID: u.unit, Quantity: FormatMicros(u.micros),
+					MeteringSource: g.meterProducers[u.f][u.i/g.per[u.f]], TenantID: string(appendTenant(nil, u.tenant))}
+				if a, ok := g.ledgerAnomaly(u, a); ok {
+					a.MeteringID = string(e.appendMeteringID(buf[:0], u))
+					a.UsageID = string(e.appendUsageID(buf[:0], u))
+					ut.Anomalies = append(ut.Anomalies, a)
+					if a.Kind == "rated_not_ledgered" {
+						ut.Ledgered--
+					}
+				}
 			}
 			key := tu{u.tenant, u.unit}
 			t := totals[key]
