@@ -20,7 +20,9 @@ import (
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/driftline/driftline/pipeline/chdb"
 	"github.com/driftline/driftline/pipeline/config"
+	"github.com/driftline/driftline/pipeline/decimal"
 	"github.com/driftline/driftline/pipeline/fleet"
 	"github.com/driftline/driftline/pipeline/query"
 	"github.com/driftline/driftline/pipeline/stack"
@@ -74,7 +76,7 @@ func startStack(t *testing.T, ctx context.Context) *stack.Stack {
 			t.Errorf("stop stack: %v", err)
 		}
 		if t.Failed() {
-			for _, name := range []string{stack.NameIngest, stack.NameJoiner, stack.NameQuery, stack.NameBroker} {
+			for _, name := range []string{stack.NameIngest, stack.NameJoiner, stack.NameRater, stack.NameQuery, stack.NameBroker} {
 				if b, err := os.ReadFile(s.LogPath(name)); err == nil {
 					t.Logf("--- %s log (tail) ---\n%s", name, tail(string(b), 3000))
 				}
@@ -91,6 +93,7 @@ func TestFleetFindingsMatchGroundTruth(t *testing.T) {
 
 	cfg := fleet.DefaultConfig()
 	cfg.Seed = 42
+	cfg.Ledger.Enabled = true
 	gen, err := fleet.New(cfg)
 	if err != nil {
 		t.Fatal(err)
@@ -156,6 +159,108 @@ func TestFleetFindingsMatchGroundTruth(t *testing.T) {
 	if st.LastRun == nil {
 		t.Errorf("status has no last run: %+v", st)
 	}
+
+	checkBilling(t, s, truth)
+}
+
+// checkBilling waits until the open billing mismatches are exactly the
+// fleet's usage anomalies (kind, usage_id and amounts) and rated_usage
+// sums to the truth's totals per tenant and unit, exactly.
+func checkBilling(t *testing.T, s *stack.Stack, truth *fleet.Truth) {
+	t.Helper()
+	st := s.State()
+	conn, err := chdb.Open(context.Background(), config.ClickHouse{Addr: st.ClickHouse, Database: st.Database,
+		User: config.Env("DRIFTLINE_CLICKHOUSE_USER", "default"), Password: config.Env("DRIFTLINE_CLICKHOUSE_PASSWORD", "")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	want := map[string]string{} // kind:usage_id -> rated/ledger amounts
+	wantKinds := map[string]int{}
+	for _, a := range truth.Usage.Anomalies {
+		want[a.Kind+":"+a.UsageID] = a.RatedAmount + "/" + a.LedgerAmount
+		wantKinds[a.Kind]++
+	}
+	wantTotals := map[string]string{}
+	for _, tt := range truth.Usage.Totals {
+		wantTotals[tt.TenantID+"/"+tt.UnitID] = tt.Quantity
+	}
+	testenv.CheckFor(t, 4*time.Minute, func() error {
+		ctx := context.Background()
+		rows, err := conn.Query(ctx, "SELECT kind, usage_id, rated_amount, ledger_amount FROM billing_mismatch FINAL WHERE status = 'open'")
+		if err != nil {
+			return err
+		}
+		got := map[string]string{}
+		for rows.Next() {
+			var kind, usageID, rated, ledger string
+			if err := rows.Scan(&kind, &usageID, &rated, &ledger); err != nil {
+				rows.Close()
+				return err
+			}
+			got[kind+":"+usageID] = rated + "/" + ledger
+		}
+		rows.Close()
+		var diffs []string
+		for k, v := range want {
+			g, ok := got[k]
+			switch {
+			case !ok:
+				diffs = append(diffs, "missing "+k)
+			case strings.HasPrefix(k, "rated_not_ledgered:") || strings.HasPrefix(k, "amount_mismatch:"):
+				if g != v {
+					diffs = append(diffs, fmt.Sprintf("%s amounts %s, want %s", k, g, v))
+				}
+			}
+		}
+		for k := range got {
+			if _, ok := want[k]; !ok {
+				diffs = append(diffs, "unexpected "+k)
+			}
+		}
+		if len(diffs) > 0 {
+			if len(diffs) > 20 {
+				diffs = append(diffs[:20], fmt.Sprintf("... %d more", len(diffs)-20))
+			}
+			return fmt.Errorf("open billing mismatches (%d, want %d by kind %v) differ from the ground truth:\n%s",
+				len(got), len(want), wantKinds, strings.Join(diffs, "\n"))
+		}
+
+		rows, err = conn.Query(ctx, "SELECT tenant_id, unit_id, quantity FROM rated_usage FINAL")
+		if err != nil {
+			return err
+		}
+		sums := map[string]decimal.Dec{}
+		for rows.Next() {
+			var tenant, unit, qty string
+			if err := rows.Scan(&tenant, &unit, &qty); err != nil {
+				rows.Close()
+				return err
+			}
+			q, err := decimal.Parse(qty)
+			if err != nil {
+				rows.Close()
+				return fmt.Errorf("rated_usage quantity %q: %w", qty, err)
+			}
+			k := tenant + "/" + unit
+			if sums[k], err = decimal.Add(sums[k], q); err != nil {
+				rows.Close()
+				return err
+			}
+		}
+		rows.Close()
+		if len(sums) != len(wantTotals) {
+			return fmt.Errorf("rated_usage has %d tenant/unit totals, ground truth %d", len(sums), len(wantTotals))
+		}
+		for k, w := range wantTotals {
+			g, ok := sums[k]
+			if !ok || !decimal.Equal(g, decimal.MustParse(w)) {
+				return fmt.Errorf("rated_usage total %s is %s, ground truth %s", k, g, w)
+			}
+		}
+		return nil
+	})
+	t.Logf("billing: %d open mismatches by kind %v and %d rated totals match the ground truth exactly", len(want), wantKinds, len(wantTotals))
 }
 
 // waitCaughtUp waits until the group has committed every record of the

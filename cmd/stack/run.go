@@ -25,6 +25,7 @@ func cmdRun(args []string) error {
 	stay := fs.Bool("run.stay", true, "after the summary, keep a stack this command started running until Ctrl-C; false stops it at once")
 	apiKey := fs.String("run.apiKey", config.Env("DRIFTLINE_API_KEY", config.DefaultLocalAPIKey), "API key the fleet is fed with (env DRIFTLINE_API_KEY)")
 	fcfg := fleet.DefaultConfig()
+	fcfg.Ledger.Enabled = true // post ledger entries, so every billing mismatch kind shows up
 	fcfg.RegisterFlags(fs)
 	_ = fs.Parse(args)
 	out := os.Stdout
@@ -96,12 +97,12 @@ func runFleet(ctx context.Context, out io.Writer, st stack.State, fcfg fleet.Con
 	if err != nil {
 		return err
 	}
-	billing, berr := billingCounts(ctx, st)
 	truth := gen.Truth()
 	expBilling := map[string]uint64{}
 	for _, a := range truth.Usage.Anomalies {
 		expBilling[a.Kind]++
 	}
+	billing, berr := waitBilling(ctx, st, expBilling, catchUp)
 	printSummary(out, st, status, expectedOpen(truth), billing, expBilling, berr, apiKey)
 	return nil
 }
@@ -191,6 +192,41 @@ func events(st *query.Status) uint64 {
 	return n
 }
 
+// waitBilling polls the open billing mismatches until they equal the
+// fleet's truth, or have not changed for 10s, or timeout passes: the
+// billing reconciler runs in the rater, beside the joiner the status
+// endpoint reports on.
+func waitBilling(ctx context.Context, st stack.State, want map[string]uint64, timeout time.Duration) (map[string]uint64, error) {
+	const stableFor = 10 * time.Second
+	deadline := time.Now().Add(timeout)
+	var (
+		last        map[string]uint64
+		err         error
+		stableSince = time.Now()
+	)
+	for {
+		var got map[string]uint64
+		got, err = billingCounts(ctx, st)
+		if err == nil {
+			if fmt.Sprint(got) != fmt.Sprint(last) {
+				stableSince = time.Now()
+			}
+			last = got
+			if fmt.Sprint(got) == fmt.Sprint(want) || time.Since(stableSince) >= stableFor {
+				return got, nil
+			}
+		}
+		if time.Now().After(deadline) {
+			return last, err
+		}
+		select {
+		case <-ctx.Done():
+			return last, ctx.Err()
+		case <-time.After(time.Second):
+		}
+	}
+}
+
 // billingCounts counts open billing mismatches by kind straight from the
 // read model (CONTRACT section 6).
 func billingCounts(ctx context.Context, st stack.State) (map[string]uint64, error) {
@@ -272,8 +308,7 @@ func printSummary(out io.Writer, st stack.State, status *query.Status, expected,
 		for _, k := range sortedKeys(keys) {
 			fmt.Fprintf(out, "  %-28s %6d %10d\n", k, billing[k], expBilling[k])
 		}
-		fmt.Fprintln(out, "  (the billing reconciler is not built yet: the rater rates usage into billing.rated,")
-		fmt.Fprintln(out, "   but no billing_mismatch is raised, so these stay 0 for now)")
+		fmt.Fprintln(out, "  (raised by the billing reconciler in the rater; docs/billing-model.md)")
 	}
 
 	q := st.Query
@@ -283,6 +318,7 @@ func printSummary(out io.Writer, st stack.State, status *query.Status, expected,
 	fmt.Fprintf(out, "  curl -s '%s/v1/drift?severity=critical&limit=20'\n", q)
 	fmt.Fprintf(out, "  curl -s '%s/v1/drift?classification=identity_mismatch'\n", q)
 	fmt.Fprintf(out, "  curl -s %s/v1/heatmap\n", q)
+	fmt.Fprintf(out, "  curl -s '%s/v1/billing/mismatches?status=open'\n", q)
 	fmt.Fprintf(out, "  curl -s %s/metrics\n", q)
 	fmt.Fprintln(out, "ingest gateway:", st.Ingest)
 	fmt.Fprintf(out, "  curl -s -H 'Authorization: Bearer %s' --data-binary @events.ndjson %s/v1/events\n", apiKey, st.Ingest)
@@ -290,6 +326,7 @@ func printSummary(out io.Writer, st stack.State, status *query.Status, expected,
 	fmt.Fprintln(out, "ClickHouse:")
 	fmt.Fprintf(out, "  clickhouse-client --host %s --port %s --database %s\n", host, port, st.Database)
 	fmt.Fprintf(out, "  (e.g. SELECT classification, count() FROM drift_evidence FINAL WHERE status = 'open' GROUP BY classification)\n")
+	fmt.Fprintf(out, "  (e.g. SELECT kind, count() FROM billing_mismatch FINAL WHERE status = 'open' GROUP BY kind)\n")
 	fmt.Fprintln(out, "broker (Kafka protocol):", st.Broker)
 	fmt.Fprintln(out, "API key:", apiKey)
 }
