@@ -261,6 +261,13 @@ func checkBilling(t *testing.T, s *stack.Stack, truth *fleet.Truth) {
 		return nil
 	})
 	t.Logf("billing: %d open mismatches by kind %v and %d rated totals match the ground truth exactly", len(want), wantKinds, len(wantTotals))
+	// Resolved rows are transient findings of a rater that lagged in
+	// event time (docs/billing-model.md, known limits): shown, not failed.
+	var resolved uint64
+	if err := conn.QueryRow(context.Background(), "SELECT count() FROM billing_mismatch FINAL WHERE status = 'resolved'").Scan(&resolved); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("billing: %d resolved mismatches", resolved)
 }
 
 // waitCaughtUp waits until the group has committed every record of the
