@@ -52,6 +52,7 @@ func run() error {
 	retry := fs.Duration("joiner.retryInterval", def.RetryInterval, "spacing of next_attempt_at for findings with a retry posture")
 	flushInterval := fs.Duration("joiner.flushInterval", 500*time.Millisecond, "longest time processed events wait before findings are written and offsets committed; larger batches are cheaper for ClickHouse but findings appear later")
 	flushEvents := fs.Int("joiner.flushEvents", 50000, "flush after this many events; bounds memory held between commits")
+	sessionTimeout := fs.Duration("joiner.sessionTimeout", 45*time.Second, "how long the group waits for a crashed joiner before its partitions move to the others; shorter fails over sooner, too short evicts joiners that only pause (the broker bounds it, Kafka's default minimum is 6s)")
 	flag.Parse()
 	if err := common.Validate(); err != nil {
 		return err
@@ -59,6 +60,15 @@ func run() error {
 
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
+	// A stop signal while starting is a clean stop, not a failure: a
+	// supervisor may stop a joiner that has only just been started.
+	startErr := func(err error) error {
+		if ctx.Err() != nil {
+			slog.Info("joiner: stopped while starting", "err", err)
+			return nil
+		}
+		return err
+	}
 
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
@@ -67,7 +77,7 @@ func run() error {
 	defer cancel()
 	conn, err := chdb.Open(openCtx, common.ClickHouse)
 	if err != nil {
-		return fmt.Errorf("open clickhouse %s: %w", common.ClickHouse.Addr, err)
+		return startErr(fmt.Errorf("open clickhouse %s: %w", common.ClickHouse.Addr, err))
 	}
 	defer conn.Close()
 
@@ -79,7 +89,7 @@ func run() error {
 		err = topics.Ensure(openCtx, kadm.NewClient(cl), common.Topics, int32(common.Partitions), 1)
 		cl.Close()
 		if err != nil {
-			return err
+			return startErr(err)
 		}
 	}
 
@@ -94,19 +104,20 @@ func run() error {
 	}
 
 	j, err := joiner.New(openCtx, joiner.Options{
-		Brokers:       common.SeedBrokers(),
-		Group:         *group,
-		Topics:        common.Topics,
-		Environment:   common.Environment,
-		Classify:      classify.Options{Staleness: *staleness, OrphanGrace: *orphanGrace, AllowedLateness: *lateness, RetryInterval: *retry},
-		FlushInterval: *flushInterval,
-		FlushEvents:   *flushEvents,
-		Logger:        slog.Default(),
-		Registerer:    reg,
-		Quarantine:    quarantine,
+		Brokers:        common.SeedBrokers(),
+		Group:          *group,
+		Topics:         common.Topics,
+		Environment:    common.Environment,
+		Classify:       classify.Options{Staleness: *staleness, OrphanGrace: *orphanGrace, AllowedLateness: *lateness, RetryInterval: *retry},
+		FlushInterval:  *flushInterval,
+		FlushEvents:    *flushEvents,
+		SessionTimeout: *sessionTimeout,
+		Logger:         slog.Default(),
+		Registerer:     reg,
+		Quarantine:     quarantine,
 	}, sink.NewClickHouse(conn))
 	if err != nil {
-		return err
+		return startErr(err)
 	}
 
 	mux := http.NewServeMux()

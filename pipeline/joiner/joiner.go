@@ -11,9 +11,14 @@
 // group: partitions are range-assigned across the three topics so that a
 // worker always owns all streams of a partition number.
 //
+// Findings depend on the order in which a partition's events are applied
+// (the event-time watermark moves with every event), so the three streams
+// of a partition are merged into one order that depends only on the logs
+// (see merge): an uninterrupted joiner, one that crashed and restarted,
+// and a replay of the same topics into empty tables write the same rows.
+//
 // On assignment a worker restores the partition's state by replaying the
-// compacted platform.records partition to its end and then the
-// observations and telemetry partitions up to the group's committed
+// three streams through the same merge up to the group's committed
 // offsets, without writing anything (those transitions are already in
 // ClickHouse). Restore time therefore grows with the retained history of
 // observations.
@@ -29,7 +34,9 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/driftline/driftline/pipeline/classify"
 	"github.com/driftline/driftline/pipeline/event"
@@ -69,6 +76,12 @@ type Options struct {
 	// FlushEvents flushes once this many events were processed. Default
 	// 50000.
 	FlushEvents int
+	// SessionTimeout is how long the group waits for a silent member
+	// (a crashed process) before it hands the member's partitions to the
+	// others. Shorter fails over sooner but risks evicting a member that
+	// is only slow (a long restore or ClickHouse write blocks nothing
+	// here: heartbeats run on their own). Default 45s.
+	SessionTimeout time.Duration
 	// Logger receives operational logs. Default slog.Default().
 	Logger *slog.Logger
 	// Registerer receives the joiner's metrics. Default none.
@@ -110,6 +123,9 @@ func (o *Options) defaults() error {
 	}
 	if o.FlushEvents <= 0 {
 		o.FlushEvents = 50000
+	}
+	if o.SessionTimeout <= 0 {
+		o.SessionTimeout = 45 * time.Second
 	}
 	if o.Logger == nil {
 		o.Logger = slog.Default()
@@ -177,6 +193,7 @@ func New(ctx context.Context, opts Options, s Sink) (*Joiner, error) {
 		kgo.ConsumerGroup(opts.Group),
 		kgo.ConsumeTopics(opts.Topics.Joined()...),
 		kgo.Balancers(kgo.RangeBalancer()),
+		kgo.SessionTimeout(opts.SessionTimeout),
 		kgo.DisableAutoCommit(),
 		kgo.BlockRebalanceOnPoll(),
 		kgo.FetchIsolationLevel(kgo.ReadCommitted()),
@@ -215,12 +232,23 @@ func (j *Joiner) Run(ctx context.Context) error {
 				}
 			})
 			j.mu.Lock()
-			fetches.EachRecord(func(r *kgo.Record) {
-				if part := j.parts[r.Partition]; part != nil {
+			fetches.EachPartition(func(fp kgo.FetchTopicPartition) {
+				if part := j.parts[fp.Partition]; part != nil && len(fp.Records) > 0 {
+					end := fp.LastStableOffset
+					if end < 0 {
+						end = fp.HighWatermark
+					}
+					last := fp.Records[len(fp.Records)-1].Offset
+					part.merge.push(j.stream(fp.Topic), fp.Records, last+1 < end)
+				}
+			})
+			now := time.Now()
+			for _, part := range j.parts {
+				for r, _ := part.merge.pop(now); r != nil; r, _ = part.merge.pop(now) {
 					j.apply(part, r)
 					processed++
 				}
-			})
+			}
 			j.mu.Unlock()
 			if ctx.Err() != nil {
 				break
@@ -238,9 +266,10 @@ func (j *Joiner) Run(ctx context.Context) error {
 }
 
 // flushAndCommit writes the pending batch (retrying until it succeeds or
-// ctx ends) and then commits the offsets of everything applied. When ctx
-// is already done (shutdown) it still tries for a bounded time, so a clean
-// stop leaves nothing to replay. mu is held.
+// ctx ends) and then commits the offsets of everything applied, also of
+// records that wrote nothing (duplicates), or the group would never catch
+// up. When ctx is already done (shutdown) it still tries for a bounded
+// time, so a clean stop leaves nothing to replay. mu is held.
 func (j *Joiner) flushAndCommit(ctx context.Context) error {
 	wctx, giveUp := context.WithoutCancel(ctx), ctx.Done()
 	if ctx.Err() != nil {
@@ -260,6 +289,7 @@ func (j *Joiner) flushAndCommit(ctx context.Context) error {
 		return err
 	}
 	if j.out.batch.Empty() {
+		j.commit(wctx)
 		return nil
 	}
 	for backoff := 100 * time.Millisecond; ; backoff = min(2*backoff, 5*time.Second) {
@@ -279,12 +309,74 @@ func (j *Joiner) flushAndCommit(ctx context.Context) error {
 		}
 	}
 	j.out.reset()
-	if err := j.cl.CommitUncommittedOffsets(wctx); err != nil {
-		// The findings are written; a failed commit means a replay of
-		// this batch, which writes the same rows again.
-		j.opts.Logger.Warn("offset commit failed; the batch will be replayed idempotently", "err", err)
-	}
+	j.commit(wctx)
 	return nil
+}
+
+// commit commits the offsets of everything applied: the merge's
+// positions, not the fetch positions, since polled records may wait in the
+// merge. The findings are written by then; a failed commit means a replay
+// of the batch, which writes the same rows again. mu is held.
+func (j *Joiner) commit(ctx context.Context) {
+	offsets := map[string]map[int32]kgo.EpochOffset{}
+	names := j.streamTopics()
+	for p, part := range j.parts {
+		for s, next := range part.merge.next {
+			if next.Offset > part.merge.committed[s] {
+				if offsets[names[s]] == nil {
+					offsets[names[s]] = map[int32]kgo.EpochOffset{}
+				}
+				offsets[names[s]][p] = next
+			}
+		}
+	}
+	if len(offsets) == 0 {
+		return
+	}
+	var failed error
+	j.cl.CommitOffsetsSync(ctx, offsets, func(_ *kgo.Client, _ *kmsg.OffsetCommitRequest, resp *kmsg.OffsetCommitResponse, err error) {
+		if err != nil {
+			failed = err
+			return
+		}
+		for _, t := range resp.Topics {
+			for _, p := range t.Partitions {
+				if err := kerr.ErrorForCode(p.ErrorCode); err != nil {
+					failed = fmt.Errorf("%s/%d: %w", t.Topic, p.Partition, err)
+				}
+			}
+		}
+	})
+	if failed != nil {
+		j.opts.Logger.Warn("offset commit failed; the batch will be replayed idempotently", "err", failed)
+		return
+	}
+	for t, ps := range offsets {
+		s := j.stream(t)
+		for p, next := range ps {
+			if part := j.parts[p]; part != nil {
+				part.merge.committed[s] = next.Offset
+			}
+		}
+	}
+}
+
+// streamTopics returns the topic of each stream.
+func (j *Joiner) streamTopics() [numStreams]string {
+	return [numStreams]string{j.opts.Topics.PlatformRecords, j.opts.Topics.Observations, j.opts.Topics.Telemetry}
+}
+
+// stream returns the stream of topic.
+func (j *Joiner) stream(topic string) int {
+	switch topic {
+	case j.opts.Topics.PlatformRecords:
+		return streamRecords
+	case j.opts.Topics.Observations:
+		return streamObservations
+	case j.opts.Topics.Telemetry:
+		return streamTelemetry
+	}
+	panic("BUG: joiner consumed topic " + topic)
 }
 
 // quarantine writes the pending rejected records to the quarantine topic

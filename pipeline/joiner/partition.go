@@ -30,9 +30,8 @@ type partition struct {
 	// out receives the partition's finding transitions: a silent output
 	// while restoring, the joiner's batch afterwards.
 	out *output
-	// recordsRestored is the platform.records offset the restore read up
-	// to; the group consumer skips records below it.
-	recordsRestored int64
+	// merge orders the polled records of the three streams.
+	merge merge
 
 	events       uint64 // events applied (replayed ones included)
 	findingsOpen uint64
@@ -102,9 +101,6 @@ func (j *Joiner) newPartition(p int32, out *output) *partition {
 
 // apply validates, dedupes and applies one Kafka record.
 func (j *Joiner) apply(part *partition, r *kgo.Record) {
-	if part.out.emit && r.Topic == j.opts.Topics.PlatformRecords && r.Offset < part.recordsRestored {
-		return // applied by the restore already
-	}
 	part.dirty = true
 	if j.partitions > 0 && r.Key != nil && event.Partition(r.Key, j.partitions) != r.Partition {
 		// A producer bypassed the Kafka-standard partitioner. The record

@@ -9,11 +9,17 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 )
 
-// restore rebuilds the state of partitions ps: the compacted records
-// partitions to their end first (desired state), then the observations
-// and telemetry partitions up to the group's committed offsets. Nothing
-// is emitted: those transitions were written before the offsets were
-// committed. mu is held.
+// restore rebuilds the state of partitions ps by replaying the records,
+// observations and telemetry partitions from their start up to the
+// group's committed offsets, through the same merge as the group
+// consumer, so the state is exactly the one the previous owner had when
+// it committed. Nothing is emitted: those transitions were written before
+// the offsets were committed. mu is held.
+//
+// The records are replayed only up to the committed offset, not to their
+// end: a record applied ahead of the observations that preceded it would
+// move the watermark and change their findings, and the live run after
+// the restore would differ from an uninterrupted one.
 func (j *Joiner) restore(ctx context.Context, ps []int32) (map[int32]*partition, error) {
 	silent := &output{current: make(map[string]int), nodes: make(map[string]int), m: j.m, emit: false}
 	parts := make(map[int32]*partition, len(ps))
@@ -24,29 +30,45 @@ func (j *Joiner) restore(ctx context.Context, ps []int32) (map[int32]*partition,
 	if err != nil {
 		return nil, fmt.Errorf("fetch committed offsets: %w", err)
 	}
-	recordsEnd, err := j.adm.ListEndOffsets(ctx, j.opts.Topics.PlatformRecords)
+	names := j.streamTopics()
+	ends, err := j.adm.ListEndOffsets(ctx, names[:]...)
 	if err != nil {
 		return nil, fmt.Errorf("list end offsets: %w", err)
 	}
-	phases := []map[string]map[int32]int64{{j.opts.Topics.PlatformRecords: {}}, {j.opts.Topics.Observations: {}, j.opts.Topics.Telemetry: {}}}
+	targets := map[string]map[int32]int64{}
 	for _, p := range ps {
-		if o, ok := recordsEnd.Lookup(j.opts.Topics.PlatformRecords, p); ok && o.Err == nil {
-			phases[0][j.opts.Topics.PlatformRecords][p] = o.Offset
-			parts[p].recordsRestored = o.Offset
-		}
-		for _, t := range []string{j.opts.Topics.Observations, j.opts.Topics.Telemetry} {
+		for s, t := range names {
+			target := int64(0)
 			if o, ok := committed.Lookup(t, p); ok && o.Err == nil && o.At > 0 {
-				phases[1][t][p] = o.At
+				target = o.At
+			}
+			if targets[t] == nil {
+				targets[t] = map[int32]int64{}
+			}
+			targets[t][p] = target
+			parts[p].merge.committed[s] = target
+			// The live merge waits for the first records of a stream that
+			// has some beyond the committed offset, so the first fetch of
+			// another stream does not run ahead of it.
+			if o, ok := ends.Lookup(t, p); ok && o.Err == nil && o.Offset > target {
+				parts[p].merge.more[s] = true
 			}
 		}
 	}
-	for _, targets := range phases {
-		if err := j.replay(ctx, targets, parts); err != nil {
-			return nil, err
-		}
+	live := make(map[int32][numStreams]bool, len(parts))
+	for p, part := range parts {
+		live[p] = part.merge.more
+		part.merge.more = [numStreams]bool{}
+	}
+	if err := j.replay(ctx, targets, parts); err != nil {
+		return nil, err
 	}
 	// From here on the partitions emit into the live batch.
-	for _, part := range parts {
+	for p, part := range parts {
+		if part.merge.buffered() != 0 {
+			panic("BUG: restore left records in the merge")
+		}
+		part.merge.more = live[p]
 		part.out, part.dirty = &j.out, true
 	}
 	return parts, nil
@@ -57,11 +79,12 @@ func (j *Joiner) restore(ctx context.Context, ps []int32) (map[int32]*partition,
 const idleEnd = 5 * time.Second
 
 // replay reads each topic partition of targets from its start up to (not
-// including) the target offset and applies the records in offset order.
+// including) the target offset and applies the records in merge order.
 func (j *Joiner) replay(ctx context.Context, targets map[string]map[int32]int64, parts map[int32]*partition) error {
 	consume := map[string]map[int32]kgo.Offset{}
 	remaining := 0
 	for t, ps := range targets {
+		s := j.stream(t)
 		for p, end := range ps {
 			if end <= 0 {
 				continue
@@ -70,6 +93,7 @@ func (j *Joiner) replay(ctx context.Context, targets map[string]map[int32]int64,
 				consume[t] = map[int32]kgo.Offset{}
 			}
 			consume[t][p] = kgo.NewOffset().AtStart()
+			parts[p].merge.more[s] = true
 			remaining++
 		}
 	}
@@ -87,7 +111,14 @@ func (j *Joiner) replay(ctx context.Context, targets map[string]map[int32]int64,
 	defer cl.Close()
 	ctx, cancel := context.WithTimeout(ctx, 10*time.Minute)
 	defer cancel()
-	done := map[string]map[int32]bool{}
+	drain := func() {
+		for _, part := range parts {
+			for r, _ := part.merge.pop(time.Time{}); r != nil; r, _ = part.merge.pop(time.Time{}) {
+				j.apply(part, r)
+				j.m.restoreEvents.Inc()
+			}
+		}
+	}
 	for remaining > 0 {
 		pctx, pcancel := context.WithTimeout(ctx, idleEnd)
 		fetches := cl.PollFetches(pctx)
@@ -109,27 +140,30 @@ func (j *Joiner) replay(ctx context.Context, targets map[string]map[int32]int64,
 			// offsets left hold only transaction markers, which carry no
 			// events.
 			j.opts.Logger.Warn("restore ended below target offsets (transaction markers only?)", "partitions_left", remaining)
+			for _, part := range parts {
+				part.merge.more = [numStreams]bool{}
+			}
+			drain()
 			return nil
 		}
 		fetches.EachPartition(func(fp kgo.FetchTopicPartition) {
-			end := targets[fp.Topic][fp.Partition]
-			for _, r := range fp.Records {
-				if r.Offset >= end {
-					break
-				}
-				j.apply(parts[fp.Partition], r)
-				j.m.restoreEvents.Inc()
+			s, end := j.stream(fp.Topic), targets[fp.Topic][fp.Partition]
+			m := &parts[fp.Partition].merge
+			if !m.more[s] || len(fp.Records) == 0 {
+				return
 			}
-			n := len(fp.Records)
-			if n > 0 && fp.Records[n-1].Offset+1 >= end && !done[fp.Topic][fp.Partition] {
-				if done[fp.Topic] == nil {
-					done[fp.Topic] = map[int32]bool{}
-				}
-				done[fp.Topic][fp.Partition] = true
+			recs := fp.Records
+			for len(recs) > 0 && recs[len(recs)-1].Offset >= end {
+				recs = recs[:len(recs)-1]
+			}
+			reached := fp.Records[len(fp.Records)-1].Offset+1 >= end
+			m.push(s, recs, !reached)
+			if reached {
 				remaining--
 				cl.PauseFetchPartitions(map[string][]int32{fp.Topic: {fp.Partition}})
 			}
 		})
+		drain()
 	}
 	return nil
 }
