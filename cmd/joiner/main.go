@@ -53,6 +53,7 @@ func run() error {
 	flushInterval := fs.Duration("joiner.flushInterval", 500*time.Millisecond, "longest time processed events wait before findings are written and offsets committed; larger batches are cheaper for ClickHouse but findings appear later")
 	flushEvents := fs.Int("joiner.flushEvents", 50000, "flush after this many events; bounds memory held between commits")
 	sessionTimeout := fs.Duration("joiner.sessionTimeout", 45*time.Second, "how long the group waits for a crashed joiner before its partitions move to the others; shorter fails over sooner, too short evicts joiners that only pause (the broker bounds it, Kafka's default minimum is 6s)")
+	rebalanceTimeout := fs.Duration("joiner.rebalanceTimeout", 60*time.Second, "how long a rebalance waits for every joiner to finish its round and rejoin; bounds the stall when a joiner crashed, too short drops joiners with slow ClickHouse writes")
 	flag.Parse()
 	if err := common.Validate(); err != nil {
 		return err
@@ -104,17 +105,18 @@ func run() error {
 	}
 
 	j, err := joiner.New(openCtx, joiner.Options{
-		Brokers:        common.SeedBrokers(),
-		Group:          *group,
-		Topics:         common.Topics,
-		Environment:    common.Environment,
-		Classify:       classify.Options{Staleness: *staleness, OrphanGrace: *orphanGrace, AllowedLateness: *lateness, RetryInterval: *retry},
-		FlushInterval:  *flushInterval,
-		FlushEvents:    *flushEvents,
-		SessionTimeout: *sessionTimeout,
-		Logger:         slog.Default(),
-		Registerer:     reg,
-		Quarantine:     quarantine,
+		Brokers:          common.SeedBrokers(),
+		Group:            *group,
+		Topics:           common.Topics,
+		Environment:      common.Environment,
+		Classify:         classify.Options{Staleness: *staleness, OrphanGrace: *orphanGrace, AllowedLateness: *lateness, RetryInterval: *retry},
+		FlushInterval:    *flushInterval,
+		FlushEvents:      *flushEvents,
+		SessionTimeout:   *sessionTimeout,
+		RebalanceTimeout: *rebalanceTimeout,
+		Logger:           slog.Default(),
+		Registerer:       reg,
+		Quarantine:       quarantine,
 	}, sink.NewClickHouse(conn))
 	if err != nil {
 		return startErr(err)

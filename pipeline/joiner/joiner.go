@@ -82,6 +82,12 @@ type Options struct {
 	// is only slow (a long restore or ClickHouse write blocks nothing
 	// here: heartbeats run on their own). Default 45s.
 	SessionTimeout time.Duration
+	// RebalanceTimeout is how long a rebalance waits for every member to
+	// finish its round (write, commit) and rejoin. A member that crashed
+	// after the group last settled is dropped only when it passes, so it
+	// bounds the stall a crash causes; too short drops members whose
+	// ClickHouse write is slow. Default 60s.
+	RebalanceTimeout time.Duration
 	// Logger receives operational logs. Default slog.Default().
 	Logger *slog.Logger
 	// Registerer receives the joiner's metrics. Default none.
@@ -126,6 +132,9 @@ func (o *Options) defaults() error {
 	}
 	if o.SessionTimeout <= 0 {
 		o.SessionTimeout = 45 * time.Second
+	}
+	if o.RebalanceTimeout <= 0 {
+		o.RebalanceTimeout = 60 * time.Second
 	}
 	if o.Logger == nil {
 		o.Logger = slog.Default()
@@ -194,6 +203,7 @@ func New(ctx context.Context, opts Options, s Sink) (*Joiner, error) {
 		kgo.ConsumeTopics(opts.Topics.Joined()...),
 		kgo.Balancers(kgo.RangeBalancer()),
 		kgo.SessionTimeout(opts.SessionTimeout),
+		kgo.RebalanceTimeout(opts.RebalanceTimeout),
 		kgo.DisableAutoCommit(),
 		kgo.BlockRebalanceOnPoll(),
 		kgo.FetchIsolationLevel(kgo.ReadCommitted()),
