@@ -170,6 +170,11 @@ func runCrashSchedule(t *testing.T, ctx context.Context, bin string, seed int64)
 	js := &joinerSet{t: t, bin: filepath.Join(bin, "joiner"), env: append(os.Environ(), s.Env()...),
 		dir: t.TempDir(), group: group, db: s.ClickHouse().Database}
 	t.Cleanup(js.stopAll)
+	t.Cleanup(func() {
+		if t.Failed() {
+			js.dumpLogs()
+		}
+	})
 
 	initial, actions := crashSchedule(seed, 10)
 	var plan strings.Builder
@@ -247,9 +252,6 @@ func runCrashSchedule(t *testing.T, ctx context.Context, bin string, seed int64)
 			t.Errorf("findings in %s differ from the generator's ground truth (%d expected, %d found):\n%s", db, len(truth.Findings), len(findings), diff)
 		}
 	}
-	if t.Failed() {
-		js.dumpLogs()
-	}
 	t.Logf("seed %d done in %v", seed, time.Since(start).Round(time.Millisecond))
 }
 
@@ -294,6 +296,7 @@ func (js *joinerSet) start() *joinerProc {
 		"-joiner.group", js.group,
 		"-clickhouse.db", js.db,
 		"-joiner.sessionTimeout", "6s",
+		"-joiner.rebalanceTimeout", "10s",
 		"-joiner.flushInterval", "100ms",
 		"-joiner.flushEvents", "2000",
 	)
@@ -347,9 +350,16 @@ func (js *joinerSet) stop(p *joinerProc) {
 			js.t.Errorf("joiner #%d exited with %v after SIGTERM; log:\n%s", p.id, p.err, tail(string(b), 2000))
 		}
 	case <-time.After(30 * time.Second):
-		js.t.Errorf("joiner #%d did not stop within 30s of SIGTERM; killing it", p.id)
-		_ = p.cmd.Process.Kill()
-		<-p.done
+		// SIGQUIT makes the Go runtime print every goroutine: where it hangs.
+		_ = p.cmd.Process.Signal(syscall.SIGQUIT)
+		select {
+		case <-p.done:
+		case <-time.After(5 * time.Second):
+			_ = p.cmd.Process.Kill()
+			<-p.done
+		}
+		b, _ := os.ReadFile(p.log)
+		js.t.Errorf("joiner #%d did not stop within 30s of SIGTERM; log with goroutines:\n%s", p.id, tail(string(b), 30000))
 	}
 }
 
@@ -391,7 +401,7 @@ func waitGroupCaughtUp(t *testing.T, broker, group string) {
 	defer cl.Close()
 	adm := kadm.NewClient(cl)
 	names := topics.Defaults()
-	testenv.CheckFor(t, 2*time.Minute, func() error {
+	testenv.CheckFor(t, time.Minute, func() error {
 		lags, err := adm.Lag(context.Background(), group)
 		if err != nil {
 			return err
@@ -401,6 +411,7 @@ func waitGroupCaughtUp(t *testing.T, broker, group string) {
 			return fmt.Errorf("group %s: %v %v", group, l.FetchErr, l.DescribeErr)
 		}
 		var total int64
+		var behind []string
 		for _, topic := range names.Joined() {
 			// A group that has not joined yet has no lag at all; it is
 			// caught up only once it has committed on every partition.
@@ -412,10 +423,22 @@ func waitGroupCaughtUp(t *testing.T, broker, group string) {
 					return fmt.Errorf("%s/%d: nothing committed yet", topic, pl.Partition)
 				}
 				total += pl.Lag
+				if pl.Lag > 0 {
+					behind = append(behind, fmt.Sprintf("%s/%d=%d", topic, pl.Partition, pl.Lag))
+				}
 			}
 		}
 		if total > 0 {
-			return fmt.Errorf("lag %d", total)
+			var members []string
+			for _, m := range l.Members {
+				a, _ := m.Assigned.AsConsumer()
+				var ps []string
+				for _, t := range a.Topics {
+					ps = append(ps, fmt.Sprintf("%s%v", t.Topic, t.Partitions))
+				}
+				members = append(members, fmt.Sprintf("%s@%s %s", m.ClientID, m.ClientHost, strings.Join(ps, " ")))
+			}
+			return fmt.Errorf("lag %d: %s; group %s: %s", total, strings.Join(behind, ", "), l.State, strings.Join(members, "; "))
 		}
 		return nil
 	})
