@@ -1,0 +1,97 @@
+package joiner
+
+import (
+	"math/rand/v2"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+)
+
+// TestMergeOrderIndependentOfChunks checks the merge's promise: however
+// the fetches chunk the three streams, the records come out in the order
+// of a merge that sees each stream whole.
+func TestMergeOrderIndependentOfChunks(t *testing.T) {
+	rng := rand.New(rand.NewPCG(1, 2))
+	base := time.Date(2026, 11, 21, 10, 0, 0, 0, time.UTC)
+	var streams [numStreams][]*kgo.Record
+	for s := range numStreams {
+		at := base
+		for i := range 200 + rng.IntN(200) {
+			// Mostly rising timestamps with ties and some going back, as
+			// several gateways and redeliveries produce.
+			at = at.Add(time.Duration(rng.IntN(5)-1) * time.Millisecond)
+			streams[s] = append(streams[s], &kgo.Record{Offset: int64(i), Timestamp: at, Value: []byte{byte(s)}})
+		}
+	}
+	order := func(chunked bool) []*kgo.Record {
+		// As after a restore: every stream with records beyond the start
+		// is waited for until its first fetch.
+		var m merge
+		for s := range numStreams {
+			m.more[s] = len(streams[s]) > 0
+		}
+		var pos [numStreams]int
+		var out []*kgo.Record
+		for {
+			s := rng.IntN(numStreams)
+			n := len(streams[s]) - pos[s]
+			if chunked && n > 0 {
+				n = 1 + rng.IntN(min(n, 40))
+			}
+			m.push(s, streams[s][pos[s]:pos[s]+n], pos[s]+n < len(streams[s]))
+			pos[s] += n
+			for r, _ := m.pop(time.Time{}); r != nil; r, _ = m.pop(time.Time{}) {
+				out = append(out, r)
+			}
+			if len(out) == len(streams[0])+len(streams[1])+len(streams[2]) {
+				return out
+			}
+		}
+	}
+	whole := order(false)
+	for i := range 20 {
+		if got := order(true); !slices.Equal(got, whole) {
+			t.Fatalf("chunking %d changed the order", i)
+		}
+	}
+	for i := 1; i < len(whole); i++ {
+		if whole[i].Value[0] == whole[i-1].Value[0] && whole[i].Offset < whole[i-1].Offset {
+			t.Fatalf("stream %d out of offset order at %d", whole[i].Value[0], i)
+		}
+	}
+}
+
+// TestMergeWaitsForAStreamWithMore checks that a stream known to have
+// more records holds the others back, and that only a wall clock lets the
+// merge give up on it.
+func TestMergeWaitsForAStreamWithMore(t *testing.T) {
+	base := time.Date(2026, 11, 21, 10, 0, 0, 0, time.UTC)
+	var m merge
+	m.push(streamObservations, []*kgo.Record{{Offset: 0, Timestamp: base.Add(time.Second)}}, false)
+	m.more[streamTelemetry] = true
+	if r, _ := m.pop(time.Time{}); r != nil {
+		t.Fatal("popped while telemetry has more records")
+	}
+	m.push(streamTelemetry, []*kgo.Record{{Offset: 7, Timestamp: base}}, false)
+	if r, s := m.pop(time.Time{}); r == nil || s != streamTelemetry {
+		t.Fatalf("got stream %d, want the earlier telemetry record", s)
+	}
+	if r, s := m.pop(time.Time{}); r == nil || s != streamObservations {
+		t.Fatalf("got stream %d, want the observation", s)
+	}
+	if m.next[streamTelemetry].Offset != 8 || m.next[streamObservations].Offset != 1 {
+		t.Fatalf("next offsets %+v", m.next)
+	}
+
+	m.push(streamRecords, []*kgo.Record{{Offset: 0, Timestamp: base}}, false)
+	m.more[streamTelemetry] = true
+	now := time.Now()
+	if r, _ := m.pop(now); r != nil {
+		t.Fatal("gave up on telemetry at once")
+	}
+	if r, _ := m.pop(now.Add(stuckAfter)); r == nil {
+		t.Fatal("still waiting for telemetry after stuckAfter")
+	}
+}
