@@ -133,6 +133,10 @@ func (f *fixture) caughtUp(group string) {
 		}
 		var total int64
 		for _, t := range f.names.Joined() {
+			// A group that has not joined yet has no lag at all.
+			if n := len(l.Lag[t]); n < 4 {
+				return fmt.Errorf("%s: lag known for %d of 4 partitions", t, n)
+			}
 			for _, pl := range l.Lag[t] {
 				if pl.Commit.At < 0 && pl.End.Offset > 0 {
 					return fmt.Errorf("%s/%d not committed", t, pl.Partition)
