@@ -94,7 +94,8 @@ func run() error {
 		}
 	}
 
-	qcl, err := kgo.NewClient(kgo.SeedBrokers(common.SeedBrokers()...), kgo.RequiredAcks(kgo.AllISRAcks()))
+	qcl, err := kgo.NewClient(kgo.SeedBrokers(common.SeedBrokers()...), kgo.RequiredAcks(kgo.AllISRAcks()),
+		kgo.RecordPartitioner(kgo.StickyKeyPartitioner(nil))) // murmur2, as Reroute requires
 	if err != nil {
 		return fmt.Errorf("kafka client: %w", err)
 	}
@@ -117,6 +118,7 @@ func run() error {
 		Logger:           slog.Default(),
 		Registerer:       reg,
 		Quarantine:       quarantine,
+		Reroute:          qcl,
 	}, sink.NewClickHouse(conn))
 	if err != nil {
 		return startErr(err)

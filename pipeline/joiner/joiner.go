@@ -96,6 +96,15 @@ type Options struct {
 	// bypassed the gateway), with their reason. Default none: such
 	// records are only counted.
 	Quarantine *ingest.Quarantiner
+	// Reroute, when set, moves records whose key does not hash to the
+	// partition they arrived on (a producer bypassed the Kafka-standard
+	// partitioner) to the partition it does hash to, so that they join
+	// the rest of their identity's state there. It must produce with the
+	// default murmur2 partitioner. Default none: such records are applied
+	// where they arrived, which joins them correctly only while nothing
+	// else of their identity lives on the right partition. Either way they
+	// are counted.
+	Reroute *kgo.Client
 	// ClientOpts are extra franz-go options (tests, TLS, SASL).
 	ClientOpts []kgo.Opt
 }
@@ -164,6 +173,9 @@ type Joiner struct {
 	// rejected are the invalid records of the pending batch, quarantined
 	// before their offsets are committed.
 	rejected []rejected
+	// rerouted are the mis-partitioned records of the pending batch,
+	// moved to their partition before their offsets are committed.
+	rerouted []*kgo.Record
 }
 
 type rejected struct {
@@ -298,6 +310,9 @@ func (j *Joiner) flushAndCommit(ctx context.Context) error {
 	if err := j.quarantine(wctx, giveUp); err != nil {
 		return err
 	}
+	if err := j.reroute(wctx, giveUp); err != nil {
+		return err
+	}
 	if j.out.batch.Empty() {
 		j.commit(wctx)
 		return nil
@@ -387,6 +402,40 @@ func (j *Joiner) stream(topic string) int {
 		return streamTelemetry
 	}
 	panic("BUG: joiner consumed topic " + topic)
+}
+
+// HeaderReroutedFrom marks a record the joiner moved to the partition its
+// key hashes to: "<topic>/<partition>/<offset>" of the original.
+const HeaderReroutedFrom = "rerouted_from"
+
+// reroute writes the pending mis-partitioned records to the partition
+// their key hashes to and waits for the broker, retrying until it succeeds
+// or giveUp; their offsets are committed only afterwards. A retry may
+// write a record twice; the copies share their dedupe identity, so the
+// owner of the right partition applies it once.
+func (j *Joiner) reroute(ctx context.Context, giveUp <-chan struct{}) error {
+	if len(j.rerouted) == 0 {
+		return nil
+	}
+	copies := make([]*kgo.Record, len(j.rerouted))
+	for i, r := range j.rerouted {
+		headers := append(r.Headers[:len(r.Headers):len(r.Headers)], kgo.RecordHeader{Key: HeaderReroutedFrom,
+			Value: fmt.Appendf(nil, "%s/%d/%d", r.Topic, r.Partition, r.Offset)})
+		copies[i] = &kgo.Record{Topic: r.Topic, Key: r.Key, Value: r.Value, Headers: headers, Timestamp: r.Timestamp}
+	}
+	for backoff := 100 * time.Millisecond; ; backoff = min(2*backoff, 5*time.Second) {
+		err := j.opts.Reroute.ProduceSync(ctx, copies...).FirstErr()
+		if err == nil {
+			j.rerouted = j.rerouted[:0]
+			return nil
+		}
+		j.opts.Logger.Warn("rerouting mis-partitioned records failed; retrying (offsets stay uncommitted)", "err", err, "backoff", backoff)
+		select {
+		case <-giveUp:
+			return fmt.Errorf("reroute mis-partitioned records: %w", err)
+		case <-time.After(backoff):
+		}
+	}
 }
 
 // quarantine writes the pending rejected records to the quarantine topic

@@ -242,21 +242,41 @@ func TestRedeliveryAndMispartitionedRecord(t *testing.T) {
 	// Redeliver the same observation (same producer and seq).
 	f.seq["scanner"]--
 	f.send(event.TypeProviderObservation, "scanner", t0.Add(time.Second), observation("s", "stopped"), -1)
-	// An observation of another identity written to a partition its key
-	// does not hash to.
+	// A record lives on its partition; a disagreeing observation of the
+	// same identity is written to a partition its key does not hash to.
+	// Only if it is joined with its record does it raise stale state.
+	f.send(event.TypePlatformRecord, "platform", t0, record("x", "running"), -1)
 	key := []byte(event.IdentityKey(event.ProviderAppRuntime, "x"))
-	wrong := (event.Partition(key, 4) + 1) % 4
-	f.send(event.TypeProviderObservation, "rogue", t0.Add(2*time.Second), observation("x", "running"), wrong)
+	right := event.Partition(key, 4)
+	wrong := (right + 1) % 4
+	f.send(event.TypeProviderObservation, "rogue", t0.Add(2*time.Second), observation("x", "stopped"), wrong)
 
+	reroute, err := kgo.NewClient(kgo.SeedBrokers(f.brokers...), kgo.RecordPartitioner(kgo.StickyKeyPartitioner(nil)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer reroute.Close()
 	ctx := context.Background()
 	j, err := New(ctx, Options{Brokers: f.brokers, Group: group, Topics: f.names, FlushInterval: 100 * time.Millisecond,
-		Logger: slog.New(slog.DiscardHandler)}, sink.NewClickHouse(f.ch))
+		Logger: slog.New(slog.DiscardHandler), Reroute: reroute}, sink.NewClickHouse(f.ch))
 	if err != nil {
 		t.Fatal(err)
 	}
 	rctx, cancel := context.WithCancel(ctx)
 	done := make(chan error, 1)
 	go func() { done <- j.Run(rctx) }()
+	f.caughtUp(group)
+	want := []string{
+		"stale_lifecycle_state:app_runtime/s open 0",
+		"stale_lifecycle_state:app_runtime/x open 0",
+	}
+	// The rerouted copy is read on the right partition in a later round.
+	testenv.CheckFor(t, 30*time.Second, func() error {
+		if got := f.findings(); strings.Join(got, "\n") != strings.Join(want, "\n") {
+			return fmt.Errorf("findings %v, want %v (a redelivery must not count as a confirmation; a mis-partitioned record must join its record)", got, want)
+		}
+		return nil
+	})
 	f.caughtUp(group)
 	cancel()
 	if err := <-done; err != nil {
@@ -268,9 +288,32 @@ func TestRedeliveryAndMispartitionedRecord(t *testing.T) {
 	if got := counterValue(j.m.mispartitioned.WithLabelValues(f.names.Observations)); got != 1 {
 		t.Fatalf("mispartitioned = %v, want 1", got)
 	}
-	want := []string{"stale_lifecycle_state:app_runtime/s open 0"}
-	if got := f.findings(); strings.Join(got, "\n") != strings.Join(want, "\n") {
-		t.Fatalf("findings %v, want %v (a redelivery must not count as a confirmation)", got, want)
+
+	// The copy sits on the right partition, saying where it came from.
+	cl, err := kgo.NewClient(kgo.SeedBrokers(f.brokers...), kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{
+		f.names.Observations: {right: kgo.NewOffset().AtStart()}}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	var from string
+	testenv.CheckFor(t, 30*time.Second, func() error {
+		pctx, pcancel := context.WithTimeout(context.Background(), time.Second)
+		defer pcancel()
+		cl.PollFetches(pctx).EachRecord(func(r *kgo.Record) {
+			for _, h := range r.Headers {
+				if h.Key == HeaderReroutedFrom {
+					from = string(h.Value)
+				}
+			}
+		})
+		if from == "" {
+			return fmt.Errorf("no rerouted copy on %s/%d", f.names.Observations, right)
+		}
+		return nil
+	})
+	if !strings.HasPrefix(from, fmt.Sprintf("%s/%d/", f.names.Observations, wrong)) {
+		t.Fatalf("rerouted_from = %q, want %s/%d/<offset>", from, f.names.Observations, wrong)
 	}
 }
 

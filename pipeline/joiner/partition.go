@@ -102,13 +102,10 @@ func (j *Joiner) newPartition(p int32, out *output) *partition {
 // apply validates, dedupes and applies one Kafka record.
 func (j *Joiner) apply(part *partition, r *kgo.Record) {
 	part.dirty = true
-	if j.partitions > 0 && r.Key != nil && event.Partition(r.Key, j.partitions) != r.Partition {
-		// A producer bypassed the Kafka-standard partitioner. The record
-		// is still applied here; see docs/drift-model.md (mis-partitioned
-		// records).
-		j.m.mispartitioned.WithLabelValues(r.Topic).Inc()
-	}
 	if r.Value == nil {
+		if j.misplaced(part, r) {
+			return
+		}
 		if r.Topic == j.opts.Topics.PlatformRecords {
 			if provider, id, ok := strings.Cut(string(r.Key), "/"); ok {
 				part.engine.ApplyTombstone(provider, id, r.Timestamp.UTC())
@@ -125,6 +122,11 @@ func (j *Joiner) apply(part *partition, r *kgo.Record) {
 		return
 	}
 	env, payload, verr := j.validator.DecodeEvent(r.Value)
+	// Scan markers are written to every partition on purpose; every other
+	// event belongs on the partition its key hashes to.
+	if verr == nil && env.EventType != event.TypeScanCompleted && j.misplaced(part, r) {
+		return
+	}
 	if verr != nil {
 		if part.out.emit { // a restore replays records quarantined before
 			j.rejected = append(j.rejected, rejected{r, verr})
@@ -161,6 +163,29 @@ func (j *Joiner) apply(part *partition, r *kgo.Record) {
 		part.engine.Advance(at) // anything else co-partitioned moves event time
 	}
 	part.nodes.Advance(part.engine.Watermark())
+}
+
+// misplaced handles a record whose key does not hash (Kafka-standard
+// murmur2) to the partition it arrived on: a producer bypassed the
+// standard partitioner, and the rest of its identity lives elsewhere. With
+// a rerouting producer the record is moved to its partition (and a restore
+// skips it: it was moved when first read) and misplaced reports true;
+// otherwise it is applied here (see Options.Reroute). Either way it is
+// counted once.
+func (j *Joiner) misplaced(part *partition, r *kgo.Record) bool {
+	if j.partitions <= 0 || r.Key == nil || event.Partition(r.Key, j.partitions) == r.Partition {
+		return false
+	}
+	if part.out.emit {
+		j.m.mispartitioned.WithLabelValues(r.Topic).Inc()
+	}
+	if j.opts.Reroute == nil {
+		return false
+	}
+	if part.out.emit {
+		j.rerouted = append(j.rerouted, r)
+	}
+	return true
 }
 
 // progress returns the partition's progress row.
