@@ -68,27 +68,45 @@ func (s *Server) waitWatermark(ctx context.Context, wm time.Time, timeout time.D
 	start := time.Now()
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
+	deadline, _ := ctx.Deadline()
 	tick := time.NewTicker(waitPoll)
 	defer tick.Stop()
+	var (
+		low   time.Time
+		parts int
+	)
+	timedOut := func() error {
+		s.metrics.waits.WithLabelValues("timeout").Inc()
+		e := &WaitTimeoutError{Consumer: s.opts.WaitConsumer, Want: wm.UTC(), Timeout: timeout, Partitions: parts}
+		if parts > 0 {
+			l := low.UTC()
+			e.Reached = &l
+		}
+		return e
+	}
 	for {
-		low, parts, err := s.lowWatermark(ctx)
-		if err != nil && ctx.Err() == nil {
+		l, n, err := s.lowWatermark(ctx)
+		if err == nil {
+			low, parts = l, n
+			if parts >= s.opts.WaitPartitions && parts > 0 && !low.Before(wm) {
+				s.metrics.waits.WithLabelValues("reached").Inc()
+				s.metrics.waitSeconds.Observe(time.Since(start).Seconds())
+				return nil
+			}
+		}
+		// A read cut by the wait's own deadline is the wait running out,
+		// whatever the driver calls it (it may say "i/o timeout" a moment
+		// before the context reports the deadline).
+		expired := ctx.Err() != nil || !time.Now().Before(deadline)
+		if err != nil && !expired {
 			return err
 		}
-		if err == nil && parts >= s.opts.WaitPartitions && parts > 0 && !low.Before(wm) {
-			s.metrics.waits.WithLabelValues("reached").Inc()
-			s.metrics.waitSeconds.Observe(time.Since(start).Seconds())
-			return nil
+		if expired {
+			return timedOut()
 		}
 		select {
 		case <-ctx.Done():
-			s.metrics.waits.WithLabelValues("timeout").Inc()
-			e := &WaitTimeoutError{Consumer: s.opts.WaitConsumer, Want: wm.UTC(), Timeout: timeout, Partitions: parts}
-			if parts > 0 {
-				l := low.UTC()
-				e.Reached = &l
-			}
-			return e
+			return timedOut()
 		case <-tick.C:
 		}
 	}
