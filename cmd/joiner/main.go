@@ -7,7 +7,6 @@ package main
 
 import (
 	"context"
-	"errors"
 	"flag"
 	"fmt"
 	"log/slog"
@@ -17,20 +16,17 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/prometheus/client_golang/prometheus"
-	"github.com/prometheus/client_golang/prometheus/collectors"
-	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/driftline/driftline/pipeline/chdb"
 	"github.com/driftline/driftline/pipeline/classify"
 	"github.com/driftline/driftline/pipeline/config"
 	"github.com/driftline/driftline/pipeline/ingest"
 	"github.com/driftline/driftline/pipeline/joiner"
+	"github.com/driftline/driftline/pipeline/ops"
 	"github.com/driftline/driftline/pipeline/sink"
 	"github.com/driftline/driftline/pipeline/topics"
-
-	"github.com/twmb/franz-go/pkg/kadm"
-	"github.com/twmb/franz-go/pkg/kgo"
 )
 
 func main() {
@@ -71,8 +67,7 @@ func run() error {
 		return err
 	}
 
-	reg := prometheus.NewRegistry()
-	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	reg := ops.NewRegistry()
 
 	openCtx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
@@ -124,27 +119,15 @@ func run() error {
 		return startErr(err)
 	}
 
-	mux := http.NewServeMux()
-	mux.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
-	mux.HandleFunc("/healthz", func(w http.ResponseWriter, r *http.Request) {
+	srv := ops.Serve(*addr, reg, func(w http.ResponseWriter, r *http.Request) {
 		if err := conn.Ping(r.Context()); err != nil {
 			http.Error(w, "clickhouse: "+err.Error(), http.StatusServiceUnavailable)
 			return
 		}
 		fmt.Fprintln(w, "ok")
-	})
-	hs := &http.Server{Addr: *addr, Handler: mux, ReadHeaderTimeout: 10 * time.Second}
-	go func() {
-		if err := hs.ListenAndServe(); err != nil && !errors.Is(err, http.ErrServerClosed) {
-			slog.Error("joiner: http server failed", "err", err)
-			stop()
-		}
-	}()
+	}, func(error) { stop() })
+	defer srv.Shutdown()
 	slog.Info("joiner running", "group", *group, "brokers", common.Brokers, "clickhouse", common.ClickHouse.Addr, "http", *addr)
 
-	err = j.Run(ctx)
-	shutdownCtx, cancelShutdown := context.WithTimeout(context.Background(), 5*time.Second)
-	defer cancelShutdown()
-	_ = hs.Shutdown(shutdownCtx)
-	return err
+	return j.Run(ctx)
 }

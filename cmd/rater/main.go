@@ -15,7 +15,6 @@ package main
 
 import (
 	"context"
-	"errors"
 	"flag"
 	"fmt"
 	"log/slog"
@@ -26,15 +25,13 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/prometheus/client_golang/prometheus"
-	"github.com/prometheus/client_golang/prometheus/collectors"
-	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/driftline/driftline/pipeline/billing"
 	"github.com/driftline/driftline/pipeline/chdb"
 	"github.com/driftline/driftline/pipeline/config"
+	"github.com/driftline/driftline/pipeline/ops"
 	"github.com/driftline/driftline/pipeline/pricebook"
 	"github.com/driftline/driftline/pipeline/rater"
 	"github.com/driftline/driftline/pipeline/topics"
@@ -84,8 +81,7 @@ func run() error {
 	}
 	slog.Info("price book loaded", "path", *bookPath, "digest", prices.Book().Digest(), "units", prices.Book().Units())
 
-	reg := prometheus.NewRegistry()
-	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	reg := ops.NewRegistry()
 
 	startCtx, cancel := context.WithTimeout(ctx, time.Minute)
 	defer cancel()
@@ -125,18 +121,9 @@ func run() error {
 	}
 	rt.WatchPrices()
 
-	mux := http.NewServeMux()
-	mux.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
-	mux.HandleFunc("/healthz", func(w http.ResponseWriter, _ *http.Request) {
+	srv := ops.Serve(*addr, reg, func(w http.ResponseWriter, _ *http.Request) {
 		fmt.Fprintf(w, "ok price_book=%s\n", prices.Book().Digest())
-	})
-	hs := &http.Server{Addr: *addr, Handler: mux, ReadHeaderTimeout: 10 * time.Second}
-	go func() {
-		if err := hs.ListenAndServe(); err != nil && !errors.Is(err, http.ErrServerClosed) {
-			slog.Error("rater: http server failed", "err", err)
-			stop()
-		}
-	}()
+	}, func(error) { stop() })
 
 	watchDone := make(chan struct{})
 	go func() {
@@ -182,9 +169,7 @@ func run() error {
 	// reloading, then the HTTP server.
 	stop()
 	<-watchDone
-	shutdownCtx, cancelShutdown := context.WithTimeout(context.Background(), 5*time.Second)
-	defer cancelShutdown()
-	_ = hs.Shutdown(shutdownCtx)
+	srv.Shutdown()
 	return runErr
 }
 
