@@ -15,6 +15,7 @@ import (
 
 	"github.com/driftline/driftline/pipeline/event"
 	"github.com/driftline/driftline/pipeline/pricebook"
+	"github.com/driftline/driftline/pipeline/retry"
 	"github.com/driftline/driftline/pipeline/topics"
 )
 
@@ -234,13 +235,8 @@ func (r *Reconciler) Run(ctx context.Context) error {
 // ctx ends; on shutdown for a bounded time) and then commits the offsets
 // of everything applied. mu is held.
 func (r *Reconciler) flushAndCommit(ctx context.Context) error {
-	wctx, giveUp := context.WithoutCancel(ctx), ctx.Done()
-	if ctx.Err() != nil {
-		var cancel context.CancelFunc
-		wctx, cancel = context.WithTimeout(wctx, 10*time.Second)
-		defer cancel()
-		giveUp = wctx.Done()
-	}
+	wctx, giveUp, cancel := retry.FlushContext(ctx)
+	defer cancel()
 	dirty := false
 	for _, part := range r.parts {
 		if part.dirty {
@@ -252,20 +248,17 @@ func (r *Reconciler) flushAndCommit(ctx context.Context) error {
 		return nil
 	}
 	if !r.out.batch.Empty() {
-		for backoff := 100 * time.Millisecond; ; backoff = min(2*backoff, 5*time.Second) {
+		err := retry.Until(giveUp, r.opts.Logger, "write billing rows to ClickHouse", func() error {
 			start := time.Now()
-			err := r.sink.Write(wctx, &r.out.batch)
-			if err == nil {
-				r.m.flushSeconds.Observe(time.Since(start).Seconds())
-				break
+			if err := r.sink.Write(wctx, &r.out.batch); err != nil {
+				r.m.flushErrors.Inc()
+				return err
 			}
-			r.m.flushErrors.Inc()
-			r.opts.Logger.Warn("write to ClickHouse failed; retrying (offsets stay uncommitted)", "err", err, "backoff", backoff)
-			select {
-			case <-giveUp:
-				return fmt.Errorf("write billing rows: %w", err)
-			case <-time.After(backoff):
-			}
+			r.m.flushSeconds.Observe(time.Since(start).Seconds())
+			return nil
+		})
+		if err != nil {
+			return err
 		}
 		r.out.reset()
 	}

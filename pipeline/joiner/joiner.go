@@ -42,6 +42,7 @@ import (
 	"github.com/driftline/driftline/pipeline/event"
 	"github.com/driftline/driftline/pipeline/ingest"
 	"github.com/driftline/driftline/pipeline/nodeagent"
+	"github.com/driftline/driftline/pipeline/retry"
 	"github.com/driftline/driftline/pipeline/sink"
 	"github.com/driftline/driftline/pipeline/topics"
 )
@@ -293,13 +294,8 @@ func (j *Joiner) Run(ctx context.Context) error {
 // up. When ctx is already done (shutdown) it still tries for a bounded
 // time, so a clean stop leaves nothing to replay. mu is held.
 func (j *Joiner) flushAndCommit(ctx context.Context) error {
-	wctx, giveUp := context.WithoutCancel(ctx), ctx.Done()
-	if ctx.Err() != nil {
-		var cancel context.CancelFunc
-		wctx, cancel = context.WithTimeout(wctx, 10*time.Second)
-		defer cancel()
-		giveUp = wctx.Done()
-	}
+	wctx, giveUp, cancel := retry.FlushContext(ctx)
+	defer cancel()
 	for _, part := range j.parts {
 		if part.dirty {
 			j.out.batch.Progress = append(j.out.batch.Progress, j.progress(part))
@@ -317,21 +313,18 @@ func (j *Joiner) flushAndCommit(ctx context.Context) error {
 		j.commit(wctx)
 		return nil
 	}
-	for backoff := 100 * time.Millisecond; ; backoff = min(2*backoff, 5*time.Second) {
+	err := retry.Until(giveUp, j.opts.Logger, "write findings to ClickHouse", func() error {
 		start := time.Now()
-		err := j.sink.Write(wctx, &j.out.batch)
-		if err == nil {
-			j.m.flushSeconds.Observe(time.Since(start).Seconds())
-			j.m.flushRows.Observe(float64(len(j.out.batch.Current)))
-			break
+		if err := j.sink.Write(wctx, &j.out.batch); err != nil {
+			j.m.flushErrors.Inc()
+			return err
 		}
-		j.m.flushErrors.Inc()
-		j.opts.Logger.Warn("write to ClickHouse failed; retrying (offsets stay uncommitted)", "err", err, "backoff", backoff)
-		select {
-		case <-giveUp:
-			return fmt.Errorf("write findings: %w", err)
-		case <-time.After(backoff):
-		}
+		j.m.flushSeconds.Observe(time.Since(start).Seconds())
+		j.m.flushRows.Observe(float64(len(j.out.batch.Current)))
+		return nil
+	})
+	if err != nil {
+		return err
 	}
 	j.out.reset()
 	j.commit(wctx)
@@ -423,19 +416,13 @@ func (j *Joiner) reroute(ctx context.Context, giveUp <-chan struct{}) error {
 			Value: fmt.Appendf(nil, "%s/%d/%d", r.Topic, r.Partition, r.Offset)})
 		copies[i] = &kgo.Record{Topic: r.Topic, Key: r.Key, Value: r.Value, Headers: headers, Timestamp: r.Timestamp}
 	}
-	for backoff := 100 * time.Millisecond; ; backoff = min(2*backoff, 5*time.Second) {
-		err := j.opts.Reroute.ProduceSync(ctx, copies...).FirstErr()
-		if err == nil {
-			j.rerouted = j.rerouted[:0]
-			return nil
-		}
-		j.opts.Logger.Warn("rerouting mis-partitioned records failed; retrying (offsets stay uncommitted)", "err", err, "backoff", backoff)
-		select {
-		case <-giveUp:
-			return fmt.Errorf("reroute mis-partitioned records: %w", err)
-		case <-time.After(backoff):
-		}
+	err := retry.Until(giveUp, j.opts.Logger, "reroute mis-partitioned records", func() error {
+		return j.opts.Reroute.ProduceSync(ctx, copies...).FirstErr()
+	})
+	if err == nil {
+		j.rerouted = j.rerouted[:0]
 	}
+	return err
 }
 
 // quarantine writes the pending rejected records to the quarantine topic
@@ -447,22 +434,16 @@ func (j *Joiner) quarantine(ctx context.Context, giveUp <-chan struct{}) error {
 		j.rejected = j.rejected[:0]
 		return nil
 	}
-	for backoff := 100 * time.Millisecond; ; backoff = min(2*backoff, 5*time.Second) {
+	err := retry.Until(giveUp, j.opts.Logger, "quarantine invalid records", func() error {
 		for _, r := range j.rejected {
 			j.opts.Quarantine.Produce(ctx, r.rec, r.verr)
 		}
-		err := j.opts.Quarantine.Flush(ctx)
-		if err == nil {
-			j.rejected = j.rejected[:0]
-			return nil
-		}
-		j.opts.Logger.Warn("quarantine write failed; retrying (offsets stay uncommitted)", "err", err, "backoff", backoff)
-		select {
-		case <-giveUp:
-			return fmt.Errorf("quarantine invalid records: %w", err)
-		case <-time.After(backoff):
-		}
+		return j.opts.Quarantine.Flush(ctx)
+	})
+	if err == nil {
+		j.rejected = j.rejected[:0]
 	}
+	return err
 }
 
 // assigned restores the state of newly assigned partitions.
