@@ -7,7 +7,3 @@ func childSysProcAttr() *syscall.SysProcAttr {
 	// down, gracefully, instead of leaving them holding the ports.
 	return &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGTERM}
 }
-
-func daemonSysProcAttr() *syscall.SysProcAttr {
-	return &syscall.SysProcAttr{Setsid: true}
-}
