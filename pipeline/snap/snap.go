@@ -1,0 +1,212 @@
+// Package snap is the binary codec of the joiner's state snapshots
+// (checkpoints): a Writer appends varints, strings and times to a byte
+// slice, a Reader reads them back in the same order. Each component of a
+// partition's state (owner state, node-agent tracker, dedupe set) writes its
+// own section with a version byte, so a format change is detected instead of
+// misread.
+//
+// A Reader never panics on bad input: the first error (a short or malformed
+// buffer) sticks, every later read returns a zero value, and Err reports it.
+package snap
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"math"
+	"time"
+)
+
+// ErrShort is returned for a snapshot that ends early or holds a length
+// beyond its end.
+var ErrShort = errors.New("snap: truncated snapshot")
+
+// Writer appends to a byte slice. The zero value is ready to use.
+type Writer struct {
+	B []byte
+}
+
+// Uvarint appends v.
+func (w *Writer) Uvarint(v uint64) { w.B = binary.AppendUvarint(w.B, v) }
+
+// Varint appends v.
+func (w *Writer) Varint(v int64) { w.B = binary.AppendVarint(w.B, v) }
+
+// Byte appends b.
+func (w *Writer) Byte(b byte) { w.B = append(w.B, b) }
+
+// Bool appends v as one byte.
+func (w *Writer) Bool(v bool) {
+	if v {
+		w.B = append(w.B, 1)
+		return
+	}
+	w.B = append(w.B, 0)
+}
+
+// String appends s with its length.
+func (w *Writer) String(s string) {
+	w.Uvarint(uint64(len(s)))
+	w.B = append(w.B, s...)
+}
+
+// Bytes appends b with its length.
+func (w *Writer) Bytes(b []byte) {
+	w.Uvarint(uint64(len(b)))
+	w.B = append(w.B, b...)
+}
+
+// Float64 appends v's IEEE 754 bits.
+func (w *Writer) Float64(v float64) { w.B = binary.LittleEndian.AppendUint64(w.B, math.Float64bits(v)) }
+
+// Time appends t as Unix nanoseconds; the zero time round-trips.
+func (w *Writer) Time(t time.Time) {
+	if t.IsZero() {
+		w.Varint(math.MinInt64)
+		return
+	}
+	w.Varint(t.UnixNano())
+}
+
+// Header appends a section header: its name (checked on read) and format
+// version.
+func (w *Writer) Header(name string, version byte) {
+	w.String(name)
+	w.Byte(version)
+}
+
+// Reader reads what a Writer wrote.
+type Reader struct {
+	b   []byte
+	err error
+}
+
+// NewReader returns a Reader of b.
+func NewReader(b []byte) *Reader { return &Reader{b: b} }
+
+// Err returns the first error met, if any.
+func (r *Reader) Err() error { return r.err }
+
+// Len returns the number of bytes not read yet.
+func (r *Reader) Len() int { return len(r.b) }
+
+// Fail records err unless an error is already recorded.
+func (r *Reader) Fail(err error) {
+	if r.err == nil {
+		r.err = err
+		r.b = nil
+	}
+}
+
+// Uvarint reads an unsigned varint.
+func (r *Reader) Uvarint() uint64 {
+	if r.err != nil {
+		return 0
+	}
+	v, n := binary.Uvarint(r.b)
+	if n <= 0 {
+		r.Fail(ErrShort)
+		return 0
+	}
+	r.b = r.b[n:]
+	return v
+}
+
+// Varint reads a signed varint.
+func (r *Reader) Varint() int64 {
+	if r.err != nil {
+		return 0
+	}
+	v, n := binary.Varint(r.b)
+	if n <= 0 {
+		r.Fail(ErrShort)
+		return 0
+	}
+	r.b = r.b[n:]
+	return v
+}
+
+// Byte reads one byte.
+func (r *Reader) Byte() byte {
+	if r.err != nil {
+		return 0
+	}
+	if len(r.b) == 0 {
+		r.Fail(ErrShort)
+		return 0
+	}
+	b := r.b[0]
+	r.b = r.b[1:]
+	return b
+}
+
+// Bool reads a bool.
+func (r *Reader) Bool() bool { return r.Byte() != 0 }
+
+// Count reads a length or element count and checks that at least
+// count*min bytes remain, so a corrupt count cannot make the caller
+// allocate without bound.
+func (r *Reader) Count(min int) int {
+	n := r.Uvarint()
+	if r.err != nil {
+		return 0
+	}
+	if min < 1 {
+		min = 1
+	}
+	if n > uint64(len(r.b)/min) {
+		r.Fail(ErrShort)
+		return 0
+	}
+	return int(n)
+}
+
+// Bytes reads a length-prefixed byte string. The result aliases the
+// snapshot.
+func (r *Reader) Bytes() []byte {
+	n := r.Count(1)
+	if r.err != nil {
+		return nil
+	}
+	b := r.b[:n:n]
+	r.b = r.b[n:]
+	return b
+}
+
+// String reads a length-prefixed string (a copy).
+func (r *Reader) String() string { return string(r.Bytes()) }
+
+// Float64 reads an IEEE 754 float.
+func (r *Reader) Float64() float64 {
+	if r.err != nil {
+		return 0
+	}
+	if len(r.b) < 8 {
+		r.Fail(ErrShort)
+		return 0
+	}
+	v := math.Float64frombits(binary.LittleEndian.Uint64(r.b))
+	r.b = r.b[8:]
+	return v
+}
+
+// Time reads a time written by Writer.Time, in UTC.
+func (r *Reader) Time() time.Time {
+	ns := r.Varint()
+	if ns == math.MinInt64 || r.err != nil {
+		return time.Time{}
+	}
+	return time.Unix(0, ns).UTC()
+}
+
+// Header reads a section header and checks its name and version.
+func (r *Reader) Header(name string, version byte) {
+	got := string(r.Bytes())
+	v := r.Byte()
+	if r.err != nil {
+		return
+	}
+	if got != name || v != version {
+		r.Fail(fmt.Errorf("snap: section %q version %d, want %q version %d", got, v, name, version))
+	}
+}

@@ -1,0 +1,77 @@
+package snap
+
+import (
+	"errors"
+	"testing"
+	"time"
+)
+
+func TestRoundTrip(t *testing.T) {
+	at := time.Date(2026, 11, 21, 10, 15, 30, 123456789, time.UTC)
+	var w Writer
+	w.Header("part", 1)
+	w.Uvarint(1 << 40)
+	w.Varint(-7)
+	w.Bool(true)
+	w.String("maas/node-1")
+	w.Float64(0.25)
+	w.Time(at)
+	w.Time(time.Time{})
+	w.Bytes(nil)
+
+	r := NewReader(w.B)
+	r.Header("part", 1)
+	if got := r.Uvarint(); got != 1<<40 {
+		t.Fatalf("uvarint %d", got)
+	}
+	if got := r.Varint(); got != -7 {
+		t.Fatalf("varint %d", got)
+	}
+	if !r.Bool() {
+		t.Fatal("bool")
+	}
+	if got := r.String(); got != "maas/node-1" {
+		t.Fatalf("string %q", got)
+	}
+	if got := r.Float64(); got != 0.25 {
+		t.Fatalf("float %v", got)
+	}
+	if got := r.Time(); !got.Equal(at) {
+		t.Fatalf("time %v", got)
+	}
+	if got := r.Time(); !got.IsZero() {
+		t.Fatalf("zero time %v", got)
+	}
+	if got := r.Bytes(); len(got) != 0 {
+		t.Fatalf("bytes %q", got)
+	}
+	if r.Err() != nil || r.Len() != 0 {
+		t.Fatalf("err %v, %d bytes left", r.Err(), r.Len())
+	}
+}
+
+func TestTruncatedAndCorrupt(t *testing.T) {
+	var w Writer
+	w.Header("part", 1)
+	w.String("abcdef")
+	for n := range len(w.B) {
+		r := NewReader(w.B[:n])
+		r.Header("part", 1)
+		_ = r.String()
+		if !errors.Is(r.Err(), ErrShort) {
+			t.Fatalf("prefix %d: err %v", n, r.Err())
+		}
+	}
+	r := NewReader(w.B)
+	r.Header("part", 2)
+	if r.Err() == nil {
+		t.Fatal("version mismatch not detected")
+	}
+	// A huge count does not allocate: it is checked against what is left.
+	var big Writer
+	big.Uvarint(1 << 60)
+	r = NewReader(big.B)
+	if n := r.Count(8); n != 0 || !errors.Is(r.Err(), ErrShort) {
+		t.Fatalf("count %d err %v", n, r.Err())
+	}
+}
