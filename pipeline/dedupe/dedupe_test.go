@@ -1,30 +1,284 @@
 package dedupe
 
-import "testing"
+import (
+	"fmt"
+	"math/rand/v2"
+	"testing"
+	"time"
+)
+
+var t0 = time.Date(2026, 11, 21, 10, 0, 0, 0, time.UTC)
+
+func at(d time.Duration) time.Time { return t0.Add(d) }
 
 func TestObserve(t *testing.T) {
-	s := New()
+	s := New(DefaultOptions())
 	steps := []struct {
 		producer string
 		hasSeq   bool
 		seq      uint64
 		id       string
-		dup      bool
+		want     Result
 	}{
-		{"p1", true, 1, "a", false},
-		{"p1", true, 1, "b", true},  // same (producer, seq): a redelivery, whatever the id
-		{"p2", true, 1, "a", false}, // another producer's seq 1 is another event
-		{"p1", false, 0, "a", false},
-		{"p1", false, 0, "a", true},
-		{"p2", false, 0, "a", false},
-		{"p1", true, 1 << 40, "c", false},
+		{"p1", true, 1, "a", Fresh},
+		{"p1", true, 1, "b", Duplicate}, // same (producer, seq): a redelivery, whatever the id
+		{"p2", true, 1, "a", Fresh},     // another producer's seq 1 is another event
+		{"p1", false, 0, "a", Fresh},
+		{"p1", false, 0, "a", Duplicate},
+		{"p2", false, 0, "a", Fresh},
+		{"p1", true, 1 << 40, "c", Fresh},
+		{"p1", true, 1 << 40, "c", Duplicate},
+		{"p1", true, 1<<32 - 1, "d", Fresh},
+		{"p1\x00", false, 0, "a", Fresh}, // no ambiguity between producer and id bytes
+		{"p1", false, 0, "\x00a", Fresh},
 	}
 	for i, st := range steps {
-		if got := s.Observe(st.producer, st.hasSeq, st.seq, st.id); got != st.dup {
-			t.Fatalf("step %d: Observe = %v, want %v", i, got, st.dup)
+		if got := s.Observe(st.producer, st.hasSeq, st.seq, st.id, t0); got != st.want {
+			t.Fatalf("step %d: Observe = %v, want %v", i, got, st.want)
 		}
 	}
+	if s.Len() != 8 {
+		t.Fatalf("Len = %d, want 8", s.Len())
+	}
+}
+
+func TestHorizon(t *testing.T) {
+	s := New(Options{Horizon: 2 * time.Hour, Bucket: time.Hour})
+	obs := func(seq uint64, id string, d time.Duration, want Result) {
+		t.Helper()
+		if got := s.Observe("p", id == "", seq, id, at(d)); got != want {
+			t.Fatalf("seq %d id %q at %v: %v, want %v", seq, id, d, got, want)
+		}
+	}
+	obs(10, "", 0, Fresh)
+	obs(0, "a", 0, Fresh)
+	obs(11, "", 90*time.Minute, Fresh)
+	obs(0, "b", 90*time.Minute, Fresh)
+	s.Advance(at(2*time.Hour + time.Minute)) // late before 0:01
+	obs(10, "", 0, Late)                     // a redelivery past the horizon is late, not a duplicate
+	obs(0, "a", 0, Late)
+	obs(12, "", 0, Late)
+	obs(13, "", time.Minute, Fresh) // exactly at the horizon: still checked
+	obs(13, "", time.Minute, Duplicate)
+	obs(11, "", 90*time.Minute, Duplicate)
+	obs(0, "b", 90*time.Minute, Duplicate)
 	if s.Len() != 5 {
-		t.Fatalf("Len = %d, want 5", s.Len())
+		t.Fatalf("Len = %d before release, want 5 (bucket 0 is not entirely late yet)", s.Len())
+	}
+	s.Advance(at(3 * time.Hour)) // bucket [0,1h) released
+	// Seq 10 and id a go; seq 13 (sent after seq 11, with an older
+	// occurred_at) stays above the low-water mark, 11, until the second
+	// hour is released too.
+	if s.Len() != 3 {
+		t.Fatalf("Len = %d after releasing the first hour, want 3", s.Len())
+	}
+	obs(13, "", time.Minute, Late)
+	obs(11, "", 90*time.Minute, Duplicate)
+	obs(0, "b", 90*time.Minute, Duplicate)
+	// An out-of-order seq within the horizon below the released ones is
+	// still checked exactly.
+	obs(5, "", 70*time.Minute, Fresh)
+	obs(5, "", 70*time.Minute, Duplicate)
+	s.Advance(at(3 * time.Hour)) // not later: nothing changes
+	s.Advance(at(10 * time.Hour))
+	if s.Len() != 0 || s.Producers() != 0 {
+		t.Fatalf("Len %d, producers %d after the horizon passed everything", s.Len(), s.Producers())
+	}
+	obs(20, "", 9*time.Hour, Fresh)
+	obs(0, "c", 9*time.Hour, Fresh)
+	obs(20, "", 9*time.Hour, Duplicate)
+	obs(0, "c", 9*time.Hour, Duplicate)
+}
+
+// TestCollisions forces every id onto one hash and checks that distinct
+// identities are never merged, across bucket releases too.
+func TestCollisions(t *testing.T) {
+	s := New(Options{Horizon: time.Hour, Bucket: time.Hour})
+	st := &s.ids
+	add := func(b int64, prod uint32, id string, want bool) {
+		t.Helper()
+		h := uint64(42)
+		var got bool
+		if ref, ok := st.index[h]; ok {
+			got = !st.equal(ref, prod, id) && st.addCollide(b, prod, id)
+		} else if _, ok := st.collide[string(st.collideKey(prod, id))]; ok {
+			got = false
+		} else {
+			st.index[h] = st.append(b, h, prod, id)
+			got = true
+		}
+		if got != want {
+			t.Fatalf("add(%d, %d, %q) = %v, want %v", b, prod, id, got, want)
+		}
+	}
+	add(0, 0, "a", true)
+	add(1, 0, "b", true)
+	add(1, 1, "a", true)
+	add(0, 0, "a", false)
+	add(1, 0, "b", false)
+	add(1, 1, "a", false)
+	if st.len() != 3 || len(st.collide) != 2 {
+		t.Fatalf("len %d, collide %d", st.len(), len(st.collide))
+	}
+	st.expire(1) // "a" of producer 0 released; the colliding ones stay
+	add(1, 0, "b", false)
+	add(1, 1, "a", false)
+	add(1, 0, "c", true)
+	add(1, 0, "c", false)
+}
+
+// model is the obviously correct dedupe set the Set is checked against.
+type model struct {
+	horizon    time.Duration
+	seen       map[string]time.Time // identity -> occurred_at of the first copy
+	w          time.Time
+	lateBefore time.Time
+}
+
+// observe returns the verdict the model requires, or ok=false when
+// either Fresh or Duplicate is right: an identity seen before but already
+// behind the horizon, which the set may still remember (it releases
+// memory by bucket, and by seq low-water mark).
+func (m *model) observe(producer string, hasSeq bool, seq uint64, id string, occurred time.Time) (r Result, ok bool) {
+	if !m.lateBefore.IsZero() && occurred.Before(m.lateBefore) {
+		return Late, true
+	}
+	k := fmt.Sprintf("%q/id/%q", producer, id)
+	if hasSeq {
+		k = fmt.Sprintf("%q/seq/%d", producer, seq)
+	}
+	first, seen := m.seen[k]
+	switch {
+	case !seen:
+		return Fresh, true
+	case !first.Before(m.lateBefore):
+		return Duplicate, true
+	}
+	return 0, false
+}
+
+// record notes the set's verdict.
+func (m *model) record(producer string, hasSeq bool, seq uint64, id string, occurred time.Time, r Result) {
+	if r != Fresh {
+		return
+	}
+	k := fmt.Sprintf("%q/id/%q", producer, id)
+	if hasSeq {
+		k = fmt.Sprintf("%q/seq/%d", producer, seq)
+	}
+	m.seen[k] = occurred
+}
+
+func (m *model) advance(w time.Time) {
+	if w.After(m.w) {
+		m.w = w
+		if c := w.Add(-m.horizon); c.After(m.lateBefore) {
+			m.lateBefore = c
+		}
+	}
+}
+
+// op is one random step: an observation (redeliveries included) or a
+// watermark move.
+type op struct {
+	advance  bool
+	producer string
+	hasSeq   bool
+	seq      uint64
+	id       string
+	at       time.Time
+}
+
+// randomOps returns a workload of seq and id producers with redeliveries,
+// out-of-order and late events, and a watermark trailing event time.
+func randomOps(seed uint64, n int) []op {
+	r := rand.New(rand.NewPCG(seed, 1))
+	var ops []op
+	var past []op
+	seqs := map[string]uint64{}
+	now := t0
+	for range n {
+		switch x := r.IntN(100); {
+		case x < 5:
+			ops = append(ops, op{advance: true, at: now.Add(-time.Duration(r.IntN(30)) * time.Minute)})
+		case x < 25 && len(past) > 0: // a redelivery, possibly a stale one
+			ops = append(ops, past[r.IntN(len(past))])
+		default:
+			now = now.Add(time.Duration(r.IntN(120)) * time.Second)
+			o := op{producer: fmt.Sprintf("p%d", r.IntN(6)), at: now.Add(-time.Duration(r.IntN(90)) * time.Minute)}
+			if o.producer < "p3" {
+				o.hasSeq = true
+				seqs[o.producer] += uint64(1 + r.IntN(3))
+				o.seq = seqs[o.producer]
+				if o.producer == "p2" {
+					o.seq += 1 << 33
+				}
+				if r.IntN(10) == 0 { // a seq from the past, never sent before
+					o.seq -= uint64(r.IntN(200))
+				}
+			} else {
+				o.id = fmt.Sprintf("ev-%d", r.IntN(5000))
+			}
+			ops = append(ops, o)
+			past = append(past, o)
+		}
+	}
+	return ops
+}
+
+func TestAgainstModel(t *testing.T) {
+	for seed := range uint64(5) {
+		opts := Options{Horizon: 2 * time.Hour, Bucket: 20 * time.Minute}
+		s, m := New(opts), &model{horizon: opts.Horizon, seen: map[string]time.Time{}}
+		for i, o := range randomOps(seed, 20000) {
+			if o.advance {
+				s.Advance(o.at)
+				m.advance(o.at)
+				continue
+			}
+			got := s.Observe(o.producer, o.hasSeq, o.seq, o.id, o.at)
+			want, ok := m.observe(o.producer, o.hasSeq, o.seq, o.id, o.at)
+			if ok && got != want || !ok && got == Late {
+				t.Fatalf("seed %d op %d %+v: %v, want %v", seed, i, o, got, want)
+			}
+			m.record(o.producer, o.hasSeq, o.seq, o.id, o.at, got)
+		}
+		s.Advance(t0.Add(1000 * time.Hour))
+		if s.Len() != 0 || s.Producers() != 0 || len(s.ids.buckets) != 0 {
+			t.Fatalf("seed %d: %d identities, %d producers, %d buckets left past the horizon", seed, s.Len(), s.Producers(), len(s.ids.buckets))
+		}
+	}
+}
+
+func TestAllocationFree(t *testing.T) {
+	s := New(DefaultOptions())
+	ids := make([]string, 4096)
+	for i := range ids {
+		ids[i] = fmt.Sprintf("01JD3Q9R6V8M2Q2Y5K3W%06d", i)
+	}
+	for i, id := range ids {
+		s.Observe("scanner", true, uint64(i), "", t0)
+		s.Observe("gateway", false, 0, id, t0)
+	}
+	i := 0
+	allocs := testing.AllocsPerRun(1000, func() {
+		s.Observe("scanner", true, uint64(i%4096), "", t0)
+		s.Observe("gateway", false, 0, ids[i%4096], t0)
+		i++
+	})
+	if allocs != 0 {
+		t.Fatalf("%v allocations per redelivered event", allocs)
+	}
+}
+
+func TestOptions(t *testing.T) {
+	for _, o := range []Options{{}, {Horizon: time.Hour}, {Horizon: time.Hour, Bucket: 2 * time.Hour}} {
+		if o.Validate() == nil {
+			t.Fatalf("%+v validated", o)
+		}
+	}
+	o := DefaultOptions()
+	if err := o.Validate(); err != nil {
+		t.Fatal(err)
 	}
 }

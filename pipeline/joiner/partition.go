@@ -86,7 +86,7 @@ func (o *output) reset() {
 }
 
 func (j *Joiner) newPartition(p int32, out *output) *partition {
-	part := &partition{p: p, label: strconv.Itoa(int(p)), dedupe: dedupe.New(), out: out}
+	part := &partition{p: p, label: strconv.Itoa(int(p)), dedupe: dedupe.New(dedupe.DefaultOptions()), out: out}
 	part.engine = classify.New(j.opts.Classify, ownerstate.New(), func(f *drift.Finding) { part.out.add(part, f) })
 	part.nodes = nodeagent.New(j.opts.NodeAgent, func(s *nodeagent.Status) {
 		part.out.addNode(s)
@@ -135,7 +135,7 @@ func (j *Joiner) apply(part *partition, r *kgo.Record) {
 		j.opts.Logger.Debug("invalid record", "topic", r.Topic, "partition", r.Partition, "offset", r.Offset, "err", verr)
 		return
 	}
-	if part.dedupe.Observe(env.Producer, env.HasSeq, env.Seq, env.EventID) {
+	if part.dedupe.Observe(env.Producer, env.HasSeq, env.Seq, env.EventID, env.OccurredAt) != dedupe.Fresh {
 		j.m.duplicates.Inc()
 		return
 	}
