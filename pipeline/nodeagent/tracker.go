@@ -483,8 +483,7 @@ func (t *Tracker) maybeCompact() {
 	}
 	old, fresh := t.syms, newSymtab()
 	for _, n := range t.nodes {
-		for _, p := range [...]*sym{&n.domainID, &n.owningDomain, &n.expected, &n.recCert, &n.recIngress,
-			&n.agent, &n.cert, &n.ingress, &n.reported, &n.path, &n.probe, &n.impact, &n.health, &n.reason} {
+		for _, p := range n.syms() {
 			*p = fresh.intern(old.str(*p))
 		}
 	}

@@ -1,0 +1,34 @@
+package nodeagent
+
+import (
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/driftline/driftline/pipeline/event"
+	"github.com/driftline/driftline/pipeline/snap"
+)
+
+// TestSnapshotCompactsSymbols checks that a restored tracker's symbol
+// table holds only the values its nodes hold.
+func TestSnapshotCompactsSymbols(t *testing.T) {
+	tr := New(DefaultOptions(), func(*Status) {})
+	t0 := time.Date(2026, 11, 21, 10, 0, 0, 0, time.UTC)
+	for i := range 1000 {
+		tr.ApplyHeartbeat(&event.Heartbeat{NodeID: "n1", HostFingerprint: "h1", AgentVersion: fmt.Sprintf("1.0.%d", i),
+			Health: "OK"}, t0.Add(time.Duration(i)*time.Second), "")
+	}
+	var w snap.Writer
+	tr.AppendSnapshot(&w)
+	r := New(DefaultOptions(), func(*Status) {})
+	if err := r.LoadSnapshot(snap.NewReader(w.B)); err != nil {
+		t.Fatal(err)
+	}
+	if tr.syms.len() < 1000 || r.syms.len() > int(numFixedSyms)+2 {
+		t.Fatalf("symbols: %d before, %d restored", tr.syms.len(), r.syms.len())
+	}
+	var s Status
+	if !r.Lookup("n1", &s) || s.ObservedAgentVersion != "1.0.999" {
+		t.Fatalf("restored status %+v", s)
+	}
+}
