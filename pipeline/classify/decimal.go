@@ -26,13 +26,7 @@ func compareDecimal(a, b string) int {
 	case ai != bi:
 		mag = strings.Compare(ai, bi)
 	default:
-		for len(af) < len(bf) {
-			af += "0"
-		}
-		for len(bf) < len(af) {
-			bf += "0"
-		}
-		mag = strings.Compare(af, bf)
+		mag = compareFraction(af, bf)
 	}
 	return sa * mag
 }
@@ -50,4 +44,21 @@ func splitDecimal(s string) (sign int, intPart, frac string) {
 		return -1, intPart, frac
 	}
 	return 1, intPart, frac
+}
+
+// compareFraction compares two fraction digit strings as if the shorter
+// were padded with zeros (trailing zeros are already trimmed), without
+// allocating.
+func compareFraction(a, b string) int {
+	n := min(len(a), len(b))
+	if c := strings.Compare(a[:n], b[:n]); c != 0 {
+		return c
+	}
+	switch {
+	case len(a) > n:
+		return 1 // a has more significant (non-zero-ending) digits
+	case len(b) > n:
+		return -1
+	}
+	return 0
 }

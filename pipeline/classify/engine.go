@@ -52,81 +52,104 @@ type Engine struct {
 	store *ownerstate.Store
 	emit  func(*drift.Finding)
 
-	maxEventTime time.Time
-	watermark    time.Time
+	// Event time, Unix ns (ownerstate.NoTime before the first event).
+	maxEventTime int64
+	watermark    int64
+	staleness    int64
+	orphanGrace  int64
+	lateness     int64
 	scratch      drift.Finding
+	rec          ownerstate.Record
+	obs          ownerstate.Observation
 }
 
 // New returns an Engine over store that calls emit for every transition.
 // The Finding passed to emit is reused after emit returns.
 func New(opts Options, store *ownerstate.Store, emit func(*drift.Finding)) *Engine {
-	return &Engine{opts: opts, store: store, emit: emit}
+	e := &Engine{opts: opts, store: store, emit: emit, maxEventTime: ownerstate.NoTime, watermark: ownerstate.NoTime,
+		staleness: int64(opts.Staleness), orphanGrace: int64(opts.OrphanGrace), lateness: int64(opts.AllowedLateness)}
+	store.SetDeadline(e.deadline)
+	return e
+}
+
+// toTime converts event time in Unix ns to a time.Time (zero for NoTime).
+func toTime(ns int64) time.Time {
+	if ns == ownerstate.NoTime {
+		return time.Time{}
+	}
+	return time.Unix(0, ns).UTC()
 }
 
 // Watermark returns the partition's event-time watermark.
-func (e *Engine) Watermark() time.Time { return e.watermark }
+func (e *Engine) Watermark() time.Time { return toTime(e.watermark) }
 
 // MaxEventTime returns the newest event time applied.
-func (e *Engine) MaxEventTime() time.Time { return e.maxEventTime }
+func (e *Engine) MaxEventTime() time.Time { return toTime(e.maxEventTime) }
 
 // Store returns the engine's owner state.
 func (e *Engine) Store() *ownerstate.Store { return e.store }
 
 // ApplyRecord applies a platform record that occurred at at.
 func (e *Engine) ApplyRecord(r *event.PlatformRecord, at time.Time, correlationID string) {
+	ns := at.UnixNano()
 	id := e.store.Get(r.Provider, r.ProviderID, true)
-	if id.Record != nil && r.RecordVersion <= id.Record.RecordVersion {
-		e.Advance(at) // a late or replayed version changes no state
+	if id.HasRecord() && r.RecordVersion <= id.RecordVersion {
+		e.advance(ns) // a late or replayed version changes no state
 		return
 	}
-	id.Record, id.RecordAt, id.Deleted, id.RecordCorrelation = r, at, r.Deleted, correlationID
-	e.touch(id, at)
-	e.evaluate(id, at, causeRecord, correlationID)
-	e.Advance(at)
+	e.rec = ownerstate.Record{RecordType: r.RecordType, RecordID: r.RecordID, ResourceFamily: r.ResourceFamily,
+		ProductID: r.ProductID, OwningDomain: r.OwningDomain, OwningPackage: r.OwningPackage, DomainID: r.DomainID,
+		ExpectedState: r.ExpectedState, ExpectedVersion: r.ExpectedVersion, Quota: r.Quota, RouteTarget: r.RouteTarget,
+		RecordVersion: r.RecordVersion, Deleted: r.Deleted}
+	e.store.SetRecord(id, &e.rec, ns, correlationID)
+	e.touch(id, ns)
+	e.evaluate(id, ns, causeRecord, correlationID)
+	e.advance(ns)
 }
 
 // ApplyTombstone applies a Kafka tombstone for identity key provider/id:
 // the platform no longer owns the resource.
 func (e *Engine) ApplyTombstone(provider, providerID string, at time.Time) {
+	ns := at.UnixNano()
 	id := e.store.Get(provider, providerID, false)
-	if id == nil || id.Deleted {
-		e.Advance(at)
+	if id == nil || id.Deleted() {
+		e.advance(ns)
 		return
 	}
-	id.Deleted, id.RecordAt = true, at
-	e.touch(id, at)
-	e.evaluate(id, at, causeRecord, id.RecordCorrelation)
-	e.Advance(at)
+	e.store.SetTombstone(id, ns)
+	e.touch(id, ns)
+	e.evaluate(id, ns, causeRecord, e.store.RecordCorrelation(id))
+	e.advance(ns)
 }
 
 // ApplyObservation applies a provider observation that occurred at at.
 func (e *Engine) ApplyObservation(o *event.Observation, at time.Time, correlationID string) {
+	ns := at.UnixNano()
 	id := e.store.Get(o.Provider, o.ProviderID, true)
-	if id.Obs != nil && !at.After(id.ObsAt) {
-		e.Advance(at) // older than what is applied: no state change
+	if id.HasObs() && ns <= id.ObsAt {
+		e.advance(ns) // older than what is applied: no state change
 		return
 	}
-	id.Obs, id.ObsAt, id.ObsCorrelation = o, at, correlationID
-	if id.Owned() && disagrees(id.Record, o) {
-		id.Disagreements++
-	} else {
-		id.Disagreements = 0
-	}
-	e.touch(id, at)
-	e.evaluate(id, at, causeObservation, correlationID)
-	e.Advance(at)
+	e.obs = ownerstate.Observation{ResourceFamily: o.ResourceFamily, ObservedState: o.ObservedState,
+		ObservedVersion: o.ObservedVersion, OwnerRef: o.OwnerRef, Usage: o.Usage, RouteTarget: o.RouteTarget}
+	e.store.SetObs(id, &e.obs, ns, correlationID)
+	id.SetDisagreeing(e.owned(id) && e.disagrees(id))
+	e.touch(id, ns)
+	e.evaluate(id, ns, causeObservation, correlationID)
+	e.advance(ns)
 }
 
 // ApplyScan applies a provider.scan_completed marker that occurred at at:
 // every live-expecting record of the provider not observed since the scan
 // started is missing at once.
 func (e *Engine) ApplyScan(s *event.ScanCompleted, at time.Time, correlationID string) {
-	if e.store.CompleteScan(s.Provider, s.ScanStartedAt) {
+	ns := at.UnixNano()
+	if e.store.CompleteScan(s.Provider, s.ScanStartedAt.UnixNano()) {
 		e.store.Each(s.Provider, func(id *ownerstate.Identity) {
-			e.evaluate(id, at, causeScan, correlationID)
+			e.evaluate(id, ns, causeScan, correlationID)
 		})
 	}
-	e.Advance(at)
+	e.advance(ns)
 }
 
 // SetNodeIdentity applies the node-agent identity verdict of node nodeID
@@ -138,90 +161,117 @@ func (e *Engine) SetNodeIdentity(nodeID string, mismatch bool, at time.Time, cor
 	if id == nil {
 		return
 	}
-	changed := id.NodeMismatch != mismatch
-	id.NodeMismatch = mismatch
+	changed := id.SetNodeMismatch(mismatch)
 	switch {
 	case heartbeat:
-		e.evaluate(id, at, causeHeartbeat, correlationID)
+		e.evaluate(id, at.UnixNano(), causeHeartbeat, correlationID)
 	case changed:
-		e.evaluate(id, at, causeNode, correlationID)
+		e.evaluate(id, at.UnixNano(), causeNode, correlationID)
 	}
+	e.store.Maintain()
 }
 
 // Advance moves the event clock to at (if newer) and fires the deadlines
 // the watermark has passed.
-func (e *Engine) Advance(at time.Time) {
-	if !at.After(e.maxEventTime) {
+func (e *Engine) Advance(at time.Time) { e.advance(at.UnixNano()) }
+
+func (e *Engine) advance(at int64) {
+	defer e.store.Maintain()
+	if at <= e.maxEventTime {
 		return
 	}
 	e.maxEventTime = at
-	w := at.Add(-e.opts.AllowedLateness)
-	if !w.After(e.watermark) {
+	w := at - e.lateness
+	if w <= e.watermark {
 		return
 	}
 	e.watermark = w
-	e.store.Fire(w, func(id *ownerstate.Identity, _ uint8, deadline time.Time) {
-		corr := id.ObsCorrelation
+	e.store.Fire(w, func(id *ownerstate.Identity, _ uint8, deadline int64) {
+		corr := e.store.ObsCorrelation(id)
 		if corr == "" {
-			corr = id.RecordCorrelation
+			corr = e.store.RecordCorrelation(id)
 		}
 		e.evaluate(id, deadline, causeTimer, corr)
 	})
 }
 
+// owned reports whether a live platform record owns the identity: a
+// record exists, is not deleted, and does not expect the resource to be
+// gone.
+func (e *Engine) owned(id *ownerstate.Identity) bool {
+	r := e.store.Record(id)
+	return r != nil && !id.Deleted() && !r.AbsentExpecting()
+}
+
 // touch keeps OrphanSince in step with the identity's state.
-func (e *Engine) touch(id *ownerstate.Identity, at time.Time) {
-	unownedLive := !id.Owned() && id.Obs != nil && ownerstate.LiveExpecting(id.Obs.ObservedState)
+func (e *Engine) touch(id *ownerstate.Identity, at int64) {
+	o := e.store.Obs(id)
+	unownedLive := !e.owned(id) && o != nil && o.Live()
 	switch {
 	case !unownedLive:
-		id.OrphanSince = time.Time{}
-	case id.OrphanSince.IsZero():
+		id.OrphanSince = ownerstate.NoTime
+	case id.OrphanSince == ownerstate.NoTime:
 		id.OrphanSince = at
 	}
 }
 
-// disagrees reports whether an observation contradicts the record's
+// disagrees reports whether the observation contradicts the record's
 // expected state or version.
-func disagrees(r *event.PlatformRecord, o *event.Observation) bool {
-	return o.ObservedState != r.ExpectedState || (r.ExpectedVersion != "" && o.ObservedVersion != r.ExpectedVersion)
+func (e *Engine) disagrees(id *ownerstate.Identity) bool {
+	r, o := e.store.Record(id), e.store.Obs(id)
+	return o.ObservedState != r.ExpectedState || (r.ExpectedVersion != 0 && o.ObservedVersion != r.ExpectedVersion)
 }
 
 // lastSeenAlive returns when the identity was last observed, or, never
 // observed, when its record appeared.
-func lastSeenAlive(id *ownerstate.Identity) time.Time {
-	if id.Obs != nil {
+func lastSeenAlive(id *ownerstate.Identity) int64 {
+	if id.HasObs() {
 		return id.ObsAt
 	}
 	return id.RecordAt
 }
 
-// conditions computes which classifications hold for id at watermark w.
-func (e *Engine) conditions(id *ownerstate.Identity, w time.Time) (open [drift.NumClasses]bool, missingDeadline, orphanDeadline time.Time) {
-	owned := id.Owned()
-	if owned && ownerstate.LiveExpecting(id.Record.ExpectedState) {
-		missingDeadline = lastSeenAlive(id).Add(e.opts.Staleness)
-		if !w.Before(missingDeadline) {
+// deadline is the deadline rule of the owner state's timers: the missing
+// deadline follows the last sign of life, the orphan one the start of the
+// unowned-and-live stretch.
+func (e *Engine) deadline(id *ownerstate.Identity, kind uint8) int64 {
+	if kind == ownerstate.TimerOrphan {
+		return id.OrphanSince + e.orphanGrace
+	}
+	return lastSeenAlive(id) + e.staleness
+}
+
+// conditions computes which classifications hold for id at watermark w,
+// and which deadlines are still ahead.
+func (e *Engine) conditions(id *ownerstate.Identity, w int64) (open [drift.NumClasses]bool, missingAhead, orphanAhead bool) {
+	owned := e.owned(id)
+	r, o := e.store.Record(id), e.store.Obs(id)
+	if owned && r.LiveExpecting() {
+		if w >= e.deadline(id, ownerstate.TimerMissing) {
+			open[drift.Missing] = true
+		} else {
+			missingAhead = true
+		}
+		if s, ok := e.store.LastScan(id.Provider()); ok && id.RecordAt < s && (o == nil || id.ObsAt < s) {
 			open[drift.Missing] = true
 		}
-		if s, ok := e.store.LastScan(id.Provider); ok && id.RecordAt.Before(s) && (id.Obs == nil || id.ObsAt.Before(s)) {
-			open[drift.Missing] = true
+	}
+	if id.OrphanSince != ownerstate.NoTime {
+		open[drift.Orphan] = w >= e.deadline(id, ownerstate.TimerOrphan)
+		orphanAhead = !open[drift.Orphan]
+	}
+	if owned && o != nil {
+		open[drift.Stale] = e.disagrees(id)
+		open[drift.Quota] = r.Quota != 0 && o.Usage != 0 && compareDecimal(e.store.Str(o.Usage), e.store.Str(r.Quota)) > 0
+		open[drift.Route] = r.RouteTarget != 0 && o.RouteTarget != 0 && r.RouteTarget != o.RouteTarget
+		if ref := e.store.OwnerRef(id); ref != "" && ref != id.RecordID() {
+			open[drift.IdentityMismatch] = true
 		}
 	}
-	if !id.OrphanSince.IsZero() {
-		orphanDeadline = id.OrphanSince.Add(e.opts.OrphanGrace)
-		open[drift.Orphan] = !w.Before(orphanDeadline)
-	}
-	if owned && id.Obs != nil {
-		r, o := id.Record, id.Obs
-		open[drift.Stale] = disagrees(r, o)
-		open[drift.Quota] = r.Quota != "" && o.Usage != "" && compareDecimal(o.Usage, r.Quota) > 0
-		open[drift.Route] = r.RouteTarget != "" && o.RouteTarget != "" && r.RouteTarget != o.RouteTarget
-		open[drift.IdentityMismatch] = o.OwnerRef != "" && o.OwnerRef != r.RecordID
-	}
-	if id.NodeMismatch {
+	if id.NodeMismatch() {
 		open[drift.IdentityMismatch] = true
 	}
-	return open, missingDeadline, orphanDeadline
+	return open, missingAhead && !open[drift.Missing], orphanAhead
 }
 
 // confirms reports whether an evaluation caused by c confirms an open
@@ -230,17 +280,24 @@ func confirms(id *ownerstate.Identity, k drift.Class, c cause) bool {
 	switch {
 	case k == drift.Missing:
 		return c == causeScan
-	case k == drift.IdentityMismatch && id.NodeMismatch:
+	case k == drift.IdentityMismatch && id.NodeMismatch():
 		return c == causeHeartbeat
 	}
 	return c == causeObservation
 }
 
 // evaluate re-classifies id at event time at and emits the transitions.
-func (e *Engine) evaluate(id *ownerstate.Identity, at time.Time, c cause, correlationID string) {
-	open, missingDeadline, orphanDeadline := e.conditions(id, e.watermark)
+func (e *Engine) evaluate(id *ownerstate.Identity, at int64, c cause, correlationID string) {
+	open, missingAhead, orphanAhead := e.conditions(id, e.watermark)
+	fs := e.store.PeekFindings(id)
 	for k := drift.Class(0); k < drift.NumClasses; k++ {
-		f := &id.Findings[k]
+		if fs == nil {
+			if !open[k] {
+				continue
+			}
+			fs = e.store.Findings(id)
+		}
+		f := &fs[k]
 		var transition string
 		switch {
 		case open[k] && f.Status != ownerstate.Open:
@@ -250,7 +307,7 @@ func (e *Engine) evaluate(id *ownerstate.Identity, at time.Time, c cause, correl
 			} else {
 				f.FirstSeen = at
 			}
-			f.Status, f.LastSeen, f.ResolvedAt, f.RetryCount = ownerstate.Open, at, time.Time{}, 0
+			f.Status, f.LastSeen, f.ResolvedAt, f.RetryCount = ownerstate.Open, at, ownerstate.NoTime, 0
 		case open[k] && confirms(id, k, c):
 			transition = drift.TransitionUpdated
 			f.LastSeen = at
@@ -266,36 +323,30 @@ func (e *Engine) evaluate(id *ownerstate.Identity, at time.Time, c cause, correl
 		// Versions follow event time (and grow by at least one), so a
 		// transition written after a restore outranks every row written
 		// for an earlier event time, whatever path led to it.
-		f.Version = max(f.Version+1, uint64(at.UnixMicro()))
-		f.CorrelationID = correlationID
-		e.emitFinding(id, k, transition)
+		f.Version = max(f.Version+1, uint64(at/1000))
+		f.Correlation = e.store.Intern(correlationID)
+		e.emitFinding(id, k, f, transition)
 	}
 	// Arm the deadlines still ahead; a condition already open needs none.
-	if open[drift.Missing] || missingDeadline.IsZero() {
-		missingDeadline = time.Time{}
-	}
-	if open[drift.Orphan] || orphanDeadline.IsZero() {
-		orphanDeadline = time.Time{}
-	}
-	e.store.Arm(id, ownerstate.TimerMissing, missingDeadline)
-	e.store.Arm(id, ownerstate.TimerOrphan, orphanDeadline)
+	e.store.Arm(id, ownerstate.TimerMissing, missingAhead)
+	e.store.Arm(id, ownerstate.TimerOrphan, orphanAhead)
 }
 
-func (e *Engine) emitFinding(id *ownerstate.Identity, k drift.Class, transition string) {
-	f := &id.Findings[k]
+func (e *Engine) emitFinding(id *ownerstate.Identity, k drift.Class, f *ownerstate.FindingState, transition string) {
 	p := drift.PolicyOf(k)
+	st := e.store
 	out := &e.scratch
 	*out = drift.Finding{
-		EvidenceID:    drift.EvidenceID(k, id.Key),
-		CorrelationID: f.CorrelationID,
-		Provider:      id.Provider,
-		ProviderID:    id.ProviderID,
+		EvidenceID:    drift.EvidenceID(k, id.Key()),
+		CorrelationID: st.Str(f.Correlation),
+		Provider:      id.Provider(),
+		ProviderID:    id.ProviderID(),
 		Class:         k,
 		Severity:      p.Severity,
 		Status:        drift.StatusOpen,
-		FirstSeenAt:   f.FirstSeen,
-		LastSeenAt:    f.LastSeen,
-		ResolvedAt:    f.ResolvedAt,
+		FirstSeenAt:   toTime(f.FirstSeen),
+		LastSeenAt:    toTime(f.LastSeen),
+		ResolvedAt:    toTime(f.ResolvedAt),
 		RetryCount:    f.RetryCount,
 		Posture:       p.Posture,
 		Runbook:       p.Runbook,
@@ -305,23 +356,23 @@ func (e *Engine) emitFinding(id *ownerstate.Identity, k drift.Class, transition 
 	if f.Status == ownerstate.Resolved {
 		out.Status = drift.StatusResolved
 	}
-	if r := id.Record; r != nil {
-		out.ResourceFamily, out.ProductID = r.ResourceFamily, r.ProductID
-		out.OwningDomain, out.OwningPackage, out.DomainID = r.OwningDomain, r.OwningPackage, r.DomainID
-		out.RecordType, out.RecordID = r.RecordType, r.RecordID
-		out.ExpectedState, out.ExpectedVersion = r.ExpectedState, r.ExpectedVersion
+	if r := st.Record(id); r != nil {
+		out.ResourceFamily, out.ProductID = st.Str(r.ResourceFamily), st.Str(r.ProductID)
+		out.OwningDomain, out.OwningPackage, out.DomainID = st.Str(r.OwningDomain), st.Str(r.OwningPackage), st.Str(r.DomainID)
+		out.RecordType, out.RecordID = st.Str(r.RecordType), id.RecordID()
+		out.ExpectedState, out.ExpectedVersion = st.Str(r.ExpectedState), st.Str(r.ExpectedVersion)
 	}
-	if o := id.Obs; o != nil {
+	if o := st.Obs(id); o != nil {
 		if out.ResourceFamily == "" {
-			out.ResourceFamily = o.ResourceFamily
+			out.ResourceFamily = st.Str(o.ResourceFamily)
 		}
-		out.ObservedState, out.ObservedVersion, out.ObservedAt = o.ObservedState, o.ObservedVersion, id.ObsAt
+		out.ObservedState, out.ObservedVersion, out.ObservedAt = st.Str(o.ObservedState), st.Str(o.ObservedVersion), toTime(id.ObsAt)
 	}
 	if k == drift.Stale && out.Status == drift.StatusOpen {
-		if id.Disagreements >= drift.StaleReviewAfter {
+		if id.Disagreements() >= drift.StaleReviewAfter {
 			out.Posture = drift.PostureOperatorReview
 		} else {
-			out.NextAttemptAt = f.LastSeen.Add(e.opts.RetryInterval)
+			out.NextAttemptAt = toTime(f.LastSeen + int64(e.opts.RetryInterval))
 		}
 	}
 	out.AttentionScore = drift.AttentionScore(k, out.Status, out.RetryCount)

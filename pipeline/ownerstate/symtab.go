@@ -1,0 +1,120 @@
+package ownerstate
+
+import (
+	"strings"
+)
+
+// Sym is an interned string of one Store. Sym 0 is the empty string.
+type Sym uint32
+
+// minCompactAt is the table size below which a store never compacts.
+const minCompactAt = 1 << 14
+
+// symtab interns the strings of a store and the shapes built from them.
+// It only grows; Store.Maintain rebuilds it from the live identities once
+// a table has doubled since the last rebuild.
+type symtab struct {
+	ids  map[string]Sym
+	strs []string
+
+	recIDs map[RecordShape]uint32
+	recs   []RecordShape // recs[0] is unused: shape 0 means none
+	obsIDs map[ObsShape]uint32
+	obss   []ObsShape // obss[0] is unused
+
+	// compactAt is the size of strs, recs or obss that triggers a rebuild.
+	compactAt int
+}
+
+func (t *symtab) init() {
+	t.ids = map[string]Sym{"": 0}
+	t.strs = []string{""}
+	t.recIDs, t.recs = map[RecordShape]uint32{}, []RecordShape{{}}
+	t.obsIDs, t.obss = map[ObsShape]uint32{}, []ObsShape{{}}
+	t.compactAt = minCompactAt
+}
+
+// intern returns the symbol of s, adding a copy of s when it is new (the
+// caller's string may alias a decode buffer).
+func (t *symtab) intern(s string) Sym {
+	if id, ok := t.ids[s]; ok {
+		return id
+	}
+	s = strings.Clone(s)
+	id := Sym(len(t.strs))
+	t.strs = append(t.strs, s)
+	t.ids[s] = id
+	return id
+}
+
+func (t *symtab) recShape(r RecordShape) uint32 {
+	r.liveExpecting, r.absentExpecting = false, false
+	if i, ok := t.recIDs[r]; ok {
+		return i
+	}
+	key := r
+	state := t.strs[r.ExpectedState]
+	r.liveExpecting, r.absentExpecting = LiveExpecting(state), AbsentExpecting(state)
+	i := uint32(len(t.recs))
+	t.recs = append(t.recs, r)
+	t.recIDs[key] = i
+	return i
+}
+
+func (t *symtab) obsShape(o ObsShape) uint32 {
+	o.live = false
+	if i, ok := t.obsIDs[o]; ok {
+		return i
+	}
+	key := o
+	o.live = LiveExpecting(t.strs[o.ObservedState])
+	i := uint32(len(t.obss))
+	t.obss = append(t.obss, o)
+	t.obsIDs[key] = i
+	return i
+}
+
+func (t *symtab) due() bool {
+	return len(t.strs) > t.compactAt || len(t.recs) > t.compactAt || len(t.obss) > t.compactAt
+}
+
+// Maintain rebuilds the interned tables from the live identities when one
+// has doubled since the last rebuild. Call it between events only: it
+// renumbers every Sym and shape.
+func (s *Store) Maintain() {
+	if !s.syms.due() {
+		return
+	}
+	s.compact()
+}
+
+func (s *Store) compact() {
+	old := s.syms
+	var t symtab
+	t.init()
+	str := func(sym Sym) Sym { return t.intern(old.strs[sym]) }
+	s.Each("", func(id *Identity) {
+		if id.rec != 0 {
+			r := old.recs[id.rec]
+			id.rec = t.recShape(RecordShape{
+				RecordType: str(r.RecordType), ResourceFamily: str(r.ResourceFamily), ProductID: str(r.ProductID),
+				OwningDomain: str(r.OwningDomain), OwningPackage: str(r.OwningPackage), DomainID: str(r.DomainID),
+				ExpectedState: str(r.ExpectedState), ExpectedVersion: str(r.ExpectedVersion),
+				Quota: str(r.Quota), RouteTarget: str(r.RouteTarget),
+			})
+		}
+		if id.obs != 0 {
+			o := old.obss[id.obs]
+			id.obs = t.obsShape(ObsShape{ResourceFamily: str(o.ResourceFamily), ObservedState: str(o.ObservedState),
+				ObservedVersion: str(o.ObservedVersion), OwnerRef: str(o.OwnerRef), Usage: str(o.Usage), RouteTarget: str(o.RouteTarget)})
+		}
+		id.recCorr, id.obsCorr = str(id.recCorr), str(id.obsCorr)
+		if f := s.PeekFindings(id); f != nil {
+			for k := range f {
+				f[k].Correlation = str(f[k].Correlation)
+			}
+		}
+	})
+	t.compactAt = max(minCompactAt, 2*max(len(t.strs), len(t.recs), len(t.obss)))
+	s.syms = t
+}
