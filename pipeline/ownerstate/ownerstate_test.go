@@ -74,7 +74,9 @@ func TestTimersFireInOrderAndMoveLater(t *testing.T) {
 		t.Fatalf("%d heap entries, want 4", n)
 	}
 	var got []string
-	fire := func(id *Identity, kind uint8, at int64) { got = append(got, fmt.Sprintf("%s/%d@%d", id.Key(), kind, at)) }
+	fire := func(id *Identity, kind uint8, at int64) {
+		got = append(got, fmt.Sprintf("%s/%d@%d", id.Key(), kind, at))
+	}
 	s.Fire(150, fire)
 	if want := "[p/0/1@50 p/0/0@100]"; fmt.Sprint(got) != want {
 		t.Fatalf("fired %v, want %v", got, want)
