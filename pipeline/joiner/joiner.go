@@ -298,6 +298,7 @@ func (j *Joiner) flushAndCommit(ctx context.Context) error {
 	defer cancel()
 	for _, part := range j.parts {
 		if part.dirty {
+			part.summary.flush(part.p, &j.out.batch)
 			j.out.batch.Progress = append(j.out.batch.Progress, j.progress(part))
 			j.observe(part)
 			part.dirty = false

@@ -32,6 +32,8 @@ type partition struct {
 	out *output
 	// merge orders the polled records of the three streams.
 	merge merge
+	// summary keeps the partition's finding counts and attention top.
+	summary *summary
 
 	events       uint64 // events applied (replayed ones included)
 	findingsOpen uint64
@@ -54,6 +56,7 @@ func (o *output) add(p *partition, f *drift.Finding) {
 	case drift.TransitionResolved:
 		p.findingsOpen--
 	}
+	p.summary.apply(f)
 	if !o.emit {
 		return
 	}
@@ -86,7 +89,7 @@ func (o *output) reset() {
 }
 
 func (j *Joiner) newPartition(p int32, out *output) *partition {
-	part := &partition{p: p, label: strconv.Itoa(int(p)), dedupe: dedupe.New(dedupe.DefaultOptions()), out: out}
+	part := &partition{p: p, label: strconv.Itoa(int(p)), dedupe: dedupe.New(dedupe.DefaultOptions()), out: out, summary: newSummary()}
 	part.engine = classify.New(j.opts.Classify, ownerstate.New(), func(f *drift.Finding) { part.out.add(part, f) })
 	part.nodes = nodeagent.New(j.opts.NodeAgent, func(s *nodeagent.Status) {
 		part.out.addNode(s)

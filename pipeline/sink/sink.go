@@ -37,18 +37,25 @@ type Batch struct {
 	// Nodes holds the latest node-agent status of each node changed in
 	// the batch.
 	Nodes []nodeagent.Status
+	// Counts holds the finding counts of the groups changed in the batch
+	// (finding_counts).
+	Counts []Count
+	// Top holds the attention slots changed in the batch (attention_top).
+	Top []TopSlot
 	// Progress holds the progress of the partitions the batch covers.
 	Progress []Progress
 }
 
 // Empty reports whether the batch writes nothing.
 func (b *Batch) Empty() bool {
-	return len(b.Current) == 0 && len(b.History) == 0 && len(b.Nodes) == 0 && len(b.Progress) == 0
+	return len(b.Current) == 0 && len(b.History) == 0 && len(b.Nodes) == 0 && len(b.Counts) == 0 &&
+		len(b.Top) == 0 && len(b.Progress) == 0
 }
 
 // Reset empties the batch, keeping its capacity.
 func (b *Batch) Reset() {
 	b.Current, b.History, b.Nodes, b.Progress = b.Current[:0], b.History[:0], b.Nodes[:0], b.Progress[:0]
+	b.Counts, b.Top = b.Counts[:0], b.Top[:0]
 }
 
 // ClickHouse writes batches to a ClickHouse database.
@@ -81,8 +88,9 @@ const insertNodes = `INSERT INTO node_agent_status (node_id, domain_id, owning_d
 const insertProgress = `INSERT INTO consumer_progress (consumer, partition, watermark, events, findings_open,
  updated_at, version)`
 
-// Write inserts the batch: history first, then current rows, then
-// progress, so that progress never claims more than the tables hold.
+// Write inserts the batch: history first, then current rows, then the
+// summaries, then progress, so that neither a summary nor the progress
+// ever claims more than drift_evidence holds.
 func (c *ClickHouse) Write(ctx context.Context, b *Batch) error {
 	now := c.now().UTC()
 	if len(b.History) > 0 {
@@ -144,6 +152,9 @@ func (c *ClickHouse) Write(ctx context.Context, b *Batch) error {
 		if err := batch.Send(); err != nil {
 			return fmt.Errorf("insert node_agent_status: %w", err)
 		}
+	}
+	if err := c.writeSummaries(ctx, b); err != nil {
+		return err
 	}
 	if len(b.Progress) > 0 {
 		batch, err := c.conn.PrepareBatch(ctx, insertProgress)

@@ -1,0 +1,291 @@
+package joiner
+
+import (
+	"container/heap"
+	"slices"
+
+	"github.com/driftline/driftline/pipeline/drift"
+	"github.com/driftline/driftline/pipeline/sink"
+)
+
+// summary is a partition's share of the small read models: finding counts
+// per group (finding_counts) and the open findings of highest attention,
+// over all domains and per owning domain (attention_top). It is kept from
+// the finding transitions the partition applies, during a restore too, so
+// a restored partition holds the same summary as its previous owner.
+//
+// Every row it writes is an absolute value stamped with ver, which grows
+// with every transition applied (and never falls below a transition's own
+// version, which follows event time): the state at a log position, and so
+// every row written for it, is the same however often the position is
+// replayed, and a later position always writes a higher version.
+type summary struct {
+	ver      uint64
+	groups   []countGroup
+	index    map[sink.CountKey]int32
+	findings map[string]findingSlot // evidence id -> its group and score
+	tops     map[scope]*top
+	// all makes the next flush write every group and top: a fresh or
+	// restored partition rewrites its whole summary once, which also fills
+	// the tables for findings written before they existed.
+	all bool
+}
+
+// scope is what a top ranks: all open findings, or those of one domain.
+type scope struct {
+	perDomain bool
+	domain    string
+}
+
+var global = scope{}
+
+type countGroup struct {
+	key   sink.CountKey
+	n     uint64
+	dirty bool
+}
+
+type findingSlot struct {
+	group int32
+	score float64
+}
+
+func newSummary() *summary {
+	return &summary{
+		index:    make(map[sink.CountKey]int32),
+		findings: make(map[string]findingSlot),
+		tops:     make(map[scope]*top),
+		all:      true,
+	}
+}
+
+func countKey(f *drift.Finding) sink.CountKey {
+	return sink.CountKey{
+		OwningDomain:   f.OwningDomain,
+		Classification: f.Class.String(),
+		Severity:       f.Severity,
+		Status:         f.Status,
+		Posture:        f.Posture,
+		ProductID:      f.ProductID,
+		ResourceFamily: f.ResourceFamily,
+		Provider:       f.Provider,
+		DomainID:       f.DomainID,
+	}
+}
+
+func (s *summary) group(k sink.CountKey) int32 {
+	if g, ok := s.index[k]; ok {
+		return g
+	}
+	g := int32(len(s.groups))
+	s.groups = append(s.groups, countGroup{key: k})
+	s.index[k] = g
+	return g
+}
+
+func (s *summary) open(g int32) bool { return s.groups[g].key.Status == drift.StatusOpen }
+
+func (s *summary) top(sc scope) *top {
+	t := s.tops[sc]
+	if t == nil {
+		t = &top{}
+		s.tops[sc] = t
+	}
+	return t
+}
+
+// apply moves one finding to the group and score of its transition.
+func (s *summary) apply(f *drift.Finding) {
+	s.ver = max(s.ver+1, f.Version)
+	g := s.group(countKey(f))
+	score := f.AttentionScore
+	old, had := s.findings[f.EvidenceID]
+	if had && old.group == g && old.score == score {
+		return
+	}
+	if had {
+		s.groups[old.group].n--
+		s.groups[old.group].dirty = true
+		if s.open(old.group) {
+			e := topEntry{old.score, f.EvidenceID}
+			s.top(global).remove(e)
+			s.top(scope{true, s.groups[old.group].key.OwningDomain}).remove(e)
+		}
+	}
+	s.findings[f.EvidenceID] = findingSlot{g, score}
+	s.groups[g].n++
+	s.groups[g].dirty = true
+	if s.open(g) {
+		e := topEntry{score, f.EvidenceID}
+		s.top(global).add(e)
+		s.top(scope{true, f.OwningDomain}).add(e)
+	}
+}
+
+// flush appends the rows changed since the last flush to b.
+func (s *summary) flush(p int32, b *sink.Batch) {
+	s.refill()
+	for i := range s.groups {
+		g := &s.groups[i]
+		if g.dirty || s.all {
+			b.Counts = append(b.Counts, sink.Count{Partition: p, Key: g.key, Findings: g.n, Version: s.ver})
+			g.dirty = false
+		}
+	}
+	for sc, t := range s.tops {
+		if !t.dirty && !s.all {
+			continue
+		}
+		n := min(len(t.entries), sink.AttentionSlots)
+		for r := range max(n, t.written) {
+			slot := sink.TopSlot{PerDomain: sc.perDomain, OwningDomain: sc.domain, Partition: p, Rank: uint16(r), Version: s.ver}
+			if r < n {
+				slot.EvidenceID, slot.Score = t.entries[r].id, t.entries[r].score
+			}
+			b.Top = append(b.Top, slot)
+		}
+		t.written, t.dirty = n, false
+	}
+	s.all = false
+}
+
+// refill rebuilds, in one pass over the partition's findings, every top
+// that lost entries below AttentionSlots while its scope holds more.
+func (s *summary) refill() {
+	var stale map[scope]*topHeap
+	for sc, t := range s.tops {
+		if len(t.entries) < sink.AttentionSlots && len(t.entries) < t.open {
+			if stale == nil {
+				stale = make(map[scope]*topHeap)
+			}
+			stale[sc] = &topHeap{}
+		}
+	}
+	if stale == nil {
+		return
+	}
+	all := stale[global]
+	for id, f := range s.findings {
+		if !s.open(f.group) {
+			continue
+		}
+		e := topEntry{f.score, id}
+		if all != nil {
+			all.offer(e)
+		}
+		if h := stale[scope{true, s.groups[f.group].key.OwningDomain}]; h != nil {
+			h.offer(e)
+		}
+	}
+	for sc, h := range stale {
+		t := s.tops[sc]
+		t.entries = h.sorted()
+		t.dirty = true
+	}
+}
+
+// topEntry ranks an open finding: higher score first, then evidence id.
+type topEntry struct {
+	score float64
+	id    string
+}
+
+func (a topEntry) before(b topEntry) bool {
+	if a.score != b.score {
+		return a.score > b.score
+	}
+	return a.id < b.id
+}
+
+// topCap bounds a top: twice the slots written, so that findings leaving
+// the top rarely force a refill.
+const topCap = 2 * sink.AttentionSlots
+
+// top holds the best open findings of one scope in rank order: always the
+// first len(entries) of the scope's open findings (a prefix), at most
+// topCap of them. open counts the scope's open findings.
+type top struct {
+	entries []topEntry
+	open    int
+	written int  // slots written at the last flush
+	dirty   bool // a written slot changed
+}
+
+func (t *top) search(e topEntry) int {
+	i, _ := slices.BinarySearchFunc(t.entries, e, func(a, b topEntry) int {
+		switch {
+		case a.before(b):
+			return -1
+		case b.before(a):
+			return 1
+		}
+		return 0
+	})
+	return i
+}
+
+func (t *top) add(e topEntry) {
+	// The prefix stays a prefix if e ranks before its last entry, or if
+	// the prefix held every open finding of the scope.
+	complete := len(t.entries) == t.open
+	t.open++
+	if !complete && (len(t.entries) == 0 || !e.before(t.entries[len(t.entries)-1])) {
+		return
+	}
+	i := t.search(e)
+	t.entries = slices.Insert(t.entries, i, e)
+	if len(t.entries) > topCap {
+		t.entries = t.entries[:topCap]
+	}
+	if i < sink.AttentionSlots {
+		t.dirty = true
+	}
+}
+
+func (t *top) remove(e topEntry) {
+	t.open--
+	i := t.search(e)
+	if i < len(t.entries) && t.entries[i] == e {
+		t.entries = slices.Delete(t.entries, i, i+1)
+		if i < sink.AttentionSlots {
+			t.dirty = true
+		}
+	}
+}
+
+// topHeap keeps the topCap best entries offered, the worst on top.
+type topHeap []topEntry
+
+func (h topHeap) Len() int           { return len(h) }
+func (h topHeap) Less(i, j int) bool { return h[j].before(h[i]) }
+func (h topHeap) Swap(i, j int)      { h[i], h[j] = h[j], h[i] }
+func (h *topHeap) Push(x any)        { *h = append(*h, x.(topEntry)) }
+func (h *topHeap) Pop() any {
+	old := *h
+	e := old[len(old)-1]
+	*h = old[:len(old)-1]
+	return e
+}
+
+func (h *topHeap) offer(e topEntry) {
+	if len(*h) < topCap {
+		heap.Push(h, e)
+		return
+	}
+	if e.before((*h)[0]) {
+		(*h)[0] = e
+		heap.Fix(h, 0)
+	}
+}
+
+// sorted returns the entries best first.
+func (h *topHeap) sorted() []topEntry {
+	out := slices.Clone(*h)
+	slices.SortFunc(out, func(a, b topEntry) int {
+		if a.before(b) {
+			return -1
+		}
+		return 1
+	})
+	return out
+}
