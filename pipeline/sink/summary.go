@@ -39,11 +39,11 @@ type Count struct {
 type TopSlot struct {
 	PerDomain    bool
 	OwningDomain string
-	Partition  int32
-	Rank       uint16
-	EvidenceID string
-	Score      float64
-	Version    uint64
+	Partition    int32
+	Rank         uint16
+	EvidenceID   string
+	Score        float64
+	Version      uint64
 }
 
 const insertCounts = `INSERT INTO finding_counts (partition, owning_domain, classification, severity, status,
