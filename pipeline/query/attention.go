@@ -81,8 +81,13 @@ func (s *Server) handleAttention(w http.ResponseWriter, r *http.Request) error {
 	ctx := r.Context()
 	var items []AttentionItem
 	if wantFindings {
-		conds, args := f.where(s.opts.Now())
-		fs, err := s.topFindings(ctx, conds, args, n, by == "domain")
+		var fs []Finding
+		if rankedFilter(f, n) {
+			fs, err = s.rankedFindings(ctx, f.OwningDomains, n, by == "domain")
+		} else {
+			conds, args := f.where(s.opts.Now())
+			fs, err = s.topFindings(ctx, conds, args, n, by == "domain")
+		}
 		if err != nil {
 			return err
 		}

@@ -11,7 +11,11 @@ func (s *Server) handleHeatmap(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	groups, err := s.groups(r.Context(), "heatmap", f)
+	read := s.groups
+	if countedFilter(f) {
+		read = s.countGroups
+	}
+	groups, err := read(r.Context(), "heatmap", f)
 	if err != nil {
 		return err
 	}

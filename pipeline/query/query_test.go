@@ -154,6 +154,10 @@ func seed(t *testing.T, db driver.Conn) {
 	progress("joiner", 1, h(30*time.Second), h(10*time.Second), 40, 3, 1)
 	progress("joiner", 2, time.Time{}, h(20*time.Second), 0, 0, 1) // idle partition
 	progress("rater", 0, h(2*time.Minute), h(3*time.Second), 7, 0, 1)
+	// The summaries the joiner would keep for these findings.
+	if err := query.RebuildSummaries(context.Background(), db, 2); err != nil {
+		t.Fatal(err)
+	}
 }
 
 type fixture struct {

@@ -84,6 +84,13 @@ func nullTime(t time.Time) *time.Time {
 // findings reads up to limit current findings matching f after the
 // cursor position, in order.
 func (s *Server) findings(ctx context.Context, f Filter, order sortSpec, after *keyset, limit int) ([]Finding, error) {
+	if order.column == "" && limit > 0 {
+		cursor := ""
+		if after != nil {
+			cursor = after.id
+		}
+		return s.pageByMarks(ctx, f, cursor, limit)
+	}
 	out := []Finding{}
 	err := s.eachFinding(ctx, f, order, after, limit, func(f Finding) error {
 		out = append(out, f)

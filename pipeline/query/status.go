@@ -28,7 +28,7 @@ func (s *Server) handleStatus(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	groups, err := s.groups(ctx, "status_counts", Filter{Status: StatusAll})
+	groups, err := s.countGroups(ctx, "status_counts", Filter{Status: StatusAll})
 	if err != nil {
 		return err
 	}
