@@ -3,8 +3,8 @@ package query_test
 import (
 	"context"
 	"net/url"
-	"strconv"
 	"slices"
+	"strconv"
 	"testing"
 
 	"github.com/driftline/driftline/pipeline/query"
@@ -37,7 +37,6 @@ func bulkFindings(t *testing.T, fx *fixture, n int) {
 }
 
 func itoa(n int) string { return strconv.Itoa(n) }
-
 
 // TestDriftPagesAcrossMarks pages through more findings than the sampled
 // marks span, with and without filters, and checks that the pages equal
