@@ -19,29 +19,34 @@
 //
 // Identities are grouped by occurred_at into buckets (Options.Bucket, 1h by
 // default) and a bucket is released whole once all of it is before the
-// horizon: the set holds Horizon + Bucket of event time at most. An
-// identity is remembered for Horizon past the occurred_at of its first
-// copy; a copy that changes occurred_at (which a redelivery never does)
-// is recognised only while the first is remembered.
+// horizon: the set holds Horizon + Bucket of event time at most.
+//
+// A redelivery repeats the event, occurred_at included, so it is always
+// caught within the horizon. A producer that re-sends an event_id with a
+// different occurred_at is caught only when both fall in the same bucket:
+// event ids are looked up in the bucket of their occurred_at. A seq is
+// looked up among all the producer's live seqs, whatever its occurred_at.
 //
 // # Representation
 //
 // Sequences are dense per producer, so each producer's live seqs are one
-// roaring bitmap (32-bit for seq < 2^32, 64-bit above): about one bit per
-// event while a producer's gaps average under 8 (at most 2 bytes per event
-// when sparser), nothing per event once a run of seqs is contiguous. Each
-// producer also keeps, per live bucket, the least seq applied with an
-// occurred_at in it; when buckets expire, every seq below the least of the
-// live buckets' minima belongs to expired events and is removed from the
-// bitmap.
+// roaring bitmap (32-bit for seq < 2^32, 64-bit above): one bit per seq
+// value in a dense 65536-seq block, so under one byte per event while a
+// producer's gaps average under 8, and 2 bytes per event at most when
+// sparser. Each producer also keeps, per live bucket, the least seq
+// applied with an occurred_at in it; when buckets are released, every seq
+// below the least of the live buckets' minima belongs to released events
+// and is removed from the bitmap.
 //
-// Event ids are kept exactly, copied into per-bucket 64 KiB arenas, and
-// indexed by a map from their 64-bit xxhash (mixed with the producer) to
+// Event ids are kept exactly, copied into 64 KiB arenas, and indexed per
+// bucket by a map from their 64-bit xxhash (mixed with the producer) to
 // their arena position; a hash hit is confirmed by comparing the stored
 // bytes, and an identity whose hash another one already holds goes to a
 // small exact overflow map. The index holds no pointers (the garbage
-// collector does not scan it) and nothing is allocated per event.
-// bench/dedupe measures these choices against the alternatives.
+// collector does not scan it), nothing is allocated per event, and a
+// released bucket's index is dropped whole (deleting from a long-lived Go
+// map leaves tombstones that slow every later lookup). bench/dedupe
+// measures these choices against the alternatives.
 package dedupe
 
 import (

@@ -90,46 +90,41 @@ func TestHorizon(t *testing.T) {
 	obs(0, "c", 9*time.Hour, Duplicate)
 }
 
-// TestCollisions forces every id onto one hash and checks that distinct
-// identities are never merged, across bucket releases too.
+// TestCollisions forces ids onto one hash and checks that distinct
+// identities are never merged.
 func TestCollisions(t *testing.T) {
 	s := New(Options{Horizon: time.Hour, Bucket: time.Hour})
 	st := &s.ids
 	add := func(b int64, prod uint32, id string, want bool) {
 		t.Helper()
-		h := uint64(42)
-		var got bool
-		if ref, ok := st.index[h]; ok {
-			got = !st.equal(ref, prod, id) && st.addCollide(b, prod, id)
-		} else if _, ok := st.collide[string(st.collideKey(prod, id))]; ok {
-			got = false
-		} else {
-			st.index[h] = st.append(b, h, prod, id)
-			got = true
-		}
-		if got != want {
+		if got := st.addHash(st.bucket(b), 42, prod, id); got != want {
 			t.Fatalf("add(%d, %d, %q) = %v, want %v", b, prod, id, got, want)
 		}
 	}
 	add(0, 0, "a", true)
-	add(1, 0, "b", true)
-	add(1, 1, "a", true)
+	add(0, 0, "b", true)
+	add(0, 1, "a", true)
 	add(0, 0, "a", false)
+	add(0, 0, "b", false)
+	add(0, 1, "a", false)
+	add(1, 0, "b", true) // another bucket: another occurred_at
 	add(1, 0, "b", false)
-	add(1, 1, "a", false)
-	if st.len() != 3 || len(st.collide) != 2 {
-		t.Fatalf("len %d, collide %d", st.len(), len(st.collide))
+	if st.len() != 4 || len(st.buckets[0].collide) != 2 {
+		t.Fatalf("len %d, collide %d", st.len(), len(st.buckets[0].collide))
 	}
-	st.expire(1) // "a" of producer 0 released; the colliding ones stay
+	st.expire(1)
 	add(1, 0, "b", false)
-	add(1, 1, "a", false)
 	add(1, 0, "c", true)
 	add(1, 0, "c", false)
+	if st.len() != 2 {
+		t.Fatalf("len %d after release", st.len())
+	}
 }
 
 // model is the obviously correct dedupe set the Set is checked against.
 type model struct {
 	horizon    time.Duration
+	bucket     time.Duration
 	seen       map[string]time.Time // identity -> occurred_at of the first copy
 	w          time.Time
 	lateBefore time.Time
@@ -143,7 +138,7 @@ func (m *model) observe(producer string, hasSeq bool, seq uint64, id string, occ
 	if !m.lateBefore.IsZero() && occurred.Before(m.lateBefore) {
 		return Late, true
 	}
-	k := fmt.Sprintf("%q/id/%q", producer, id)
+	k := fmt.Sprintf("%q/id/%q/%d", producer, id, floorDiv(occurred.UnixNano(), int64(m.bucket)))
 	if hasSeq {
 		k = fmt.Sprintf("%q/seq/%d", producer, seq)
 	}
@@ -162,7 +157,7 @@ func (m *model) record(producer string, hasSeq bool, seq uint64, id string, occu
 	if r != Fresh {
 		return
 	}
-	k := fmt.Sprintf("%q/id/%q", producer, id)
+	k := fmt.Sprintf("%q/id/%q/%d", producer, id, floorDiv(occurred.UnixNano(), int64(m.bucket)))
 	if hasSeq {
 		k = fmt.Sprintf("%q/seq/%d", producer, seq)
 	}
@@ -229,7 +224,7 @@ func randomOps(seed uint64, n int) []op {
 func TestAgainstModel(t *testing.T) {
 	for seed := range uint64(5) {
 		opts := Options{Horizon: 2 * time.Hour, Bucket: 20 * time.Minute}
-		s, m := New(opts), &model{horizon: opts.Horizon, seen: map[string]time.Time{}}
+		s, m := New(opts), &model{horizon: opts.Horizon, bucket: opts.Bucket, seen: map[string]time.Time{}}
 		for i, o := range randomOps(seed, 20000) {
 			if o.advance {
 				s.Advance(o.at)

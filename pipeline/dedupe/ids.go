@@ -10,40 +10,42 @@ import (
 // gets a chunk of its own.
 const chunkSize = 64 << 10
 
-// keepFree is the number of released chunks kept for reuse.
+// keepFree is the least number of released chunks kept for reuse; up to
+// as many as the newest bucket holds are kept, since the next bucket
+// likely needs as many.
 const keepFree = 16
 
-// An arena entry is: xxhash (8 bytes, little endian), producer index (4),
-// id length (uvarint), id bytes.
-const entryHead = 8 + 4
+// An arena entry is: producer index (4 bytes, little endian), id length
+// (uvarint), id bytes.
+const entryHead = 4
 
 // idSet is the exact set of (producer, event_id) identities, grouped by
-// bucket of occurred_at.
+// bucket of occurred_at. Each bucket has its own index, dropped whole on
+// release: deleting entries from one long-lived Go map instead leaves
+// tombstones that slow every later lookup many times over (bench/dedupe).
 type idSet struct {
-	// index maps the hash of an identity to its arena entry:
-	// chunk number << 32 | offset. It holds no pointers.
-	index map[uint64]uint64
-	// collide holds, with their bucket, identities whose hash another
-	// identity held when they were added (producer index, 4 bytes little
-	// endian, then the id). It is empty unless 64-bit hashes collide.
-	collide map[string]int64
-	chunks  [][]byte // by chunk number; nil when free
-	free    []uint32 // free chunk numbers
+	chunks  [][]byte // arena chunks by number
+	free    []uint32 // free chunk numbers, those with memory last
+	spare   int      // free chunks with memory
 	buckets []idBucket
 	key     []byte // scratch for collide keys
 }
 
-// idBucket is the arena chunks of the identities that occurred in one
-// bucket.
+// idBucket is the identities that occurred in one bucket.
 type idBucket struct {
-	key    int64
-	chunks []uint32 // the last one is being filled
-	n      int      // entries
+	key int64
+	// index maps the hash of an identity to its arena entry:
+	// chunk number << 32 | offset. It holds no pointers, so the garbage
+	// collector does not scan it.
+	index map[uint64]uint64
+	// collide holds identities whose hash another identity of the bucket
+	// held when they were added (producer index, 4 bytes little endian,
+	// then the id). It is nil unless 64-bit hashes collide.
+	collide map[string]struct{}
+	chunks  []uint32 // the last one is being filled
 }
 
-func (st *idSet) init() {
-	*st = idSet{index: make(map[uint64]uint64), collide: make(map[string]int64)}
-}
+func (st *idSet) init() { *st = idSet{} }
 
 // hashID is the index key of (producer index, id): the id's xxhash mixed
 // with the producer, so the same id from two producers lands apart.
@@ -53,21 +55,25 @@ func hashID(prod uint32, id string) uint64 {
 
 // add adds the identity to bucket b and reports whether it was absent.
 func (st *idSet) add(b int64, prod uint32, id string) bool {
-	h := hashID(prod, id)
-	if ref, ok := st.index[h]; ok {
+	return st.addHash(st.bucket(b), hashID(prod, id), prod, id)
+}
+
+func (st *idSet) addHash(bk *idBucket, h uint64, prod uint32, id string) bool {
+	if ref, ok := bk.index[h]; ok {
 		if st.equal(ref, prod, id) {
 			return false
 		}
-		return st.addCollide(b, prod, id)
-	}
-	// A colliding identity outlives the one whose hash it met when that
-	// one's bucket is released first.
-	if len(st.collide) > 0 {
-		if _, ok := st.collide[string(st.collideKey(prod, id))]; ok {
+		k := st.collideKey(prod, id)
+		if _, ok := bk.collide[string(k)]; ok {
 			return false
 		}
+		if bk.collide == nil {
+			bk.collide = make(map[string]struct{})
+		}
+		bk.collide[string(k)] = struct{}{}
+		return true
 	}
-	st.index[h] = st.append(b, h, prod, id)
+	bk.index[h] = st.append(bk, prod, id)
 	return true
 }
 
@@ -77,23 +83,10 @@ func (st *idSet) collideKey(prod uint32, id string) []byte {
 	return st.key
 }
 
-func (st *idSet) addCollide(b int64, prod uint32, id string) bool {
-	k := st.collideKey(prod, id)
-	if _, ok := st.collide[string(k)]; ok {
-		return false
-	}
-	st.collide[string(k)] = b
-	st.bucket(b) // so that snapshots and releases see b
-	return true
-}
-
-// entry returns the arena entry at ref.
-func (st *idSet) entry(ref uint64) []byte { return st.chunks[uint32(ref>>32)][uint32(ref):] }
-
 // equal reports whether the entry at ref is (prod, id).
 func (st *idSet) equal(ref uint64, prod uint32, id string) bool {
-	e := st.entry(ref)
-	if binary.LittleEndian.Uint32(e[8:]) != prod {
+	e := st.chunks[uint32(ref>>32)][uint32(ref):]
+	if binary.LittleEndian.Uint32(e) != prod {
 		return false
 	}
 	n, k := binary.Uvarint(e[entryHead:])
@@ -101,9 +94,8 @@ func (st *idSet) equal(ref uint64, prod uint32, id string) bool {
 	return n == uint64(len(id)) && string(e[:n]) == id
 }
 
-// append copies the identity into bucket b's arena and returns its ref.
-func (st *idSet) append(b int64, h uint64, prod uint32, id string) uint64 {
-	bk := st.bucket(b)
+// append copies the identity into bk's arena and returns its ref.
+func (st *idSet) append(bk *idBucket, prod uint32, id string) uint64 {
 	size := entryHead + uvarintLen(uint64(len(id))) + len(id)
 	var c uint32
 	if n := len(bk.chunks); n > 0 && cap(st.chunks[bk.chunks[n-1]])-len(st.chunks[bk.chunks[n-1]]) >= size {
@@ -114,11 +106,9 @@ func (st *idSet) append(b int64, h uint64, prod uint32, id string) uint64 {
 	}
 	buf := st.chunks[c]
 	off := len(buf)
-	buf = binary.LittleEndian.AppendUint64(buf, h)
 	buf = binary.LittleEndian.AppendUint32(buf, prod)
 	buf = binary.AppendUvarint(buf, uint64(len(id)))
 	st.chunks[c] = append(buf, id...)
-	bk.n++
 	return uint64(c)<<32 | uint64(off)
 }
 
@@ -131,9 +121,16 @@ func (st *idSet) bucket(b int64) *idBucket {
 	if i > 0 && st.buckets[i-1].key == b {
 		return &st.buckets[i-1]
 	}
+	// Size a new newest bucket's index like the one before it: growing a
+	// map rehashes it. (An older bucket opened by a late event starts
+	// small.)
+	hint := 0
+	if n := len(st.buckets); n > 0 && i == n {
+		hint = len(st.buckets[n-1].index)
+	}
 	st.buckets = append(st.buckets, idBucket{})
 	copy(st.buckets[i+1:], st.buckets[i:])
-	st.buckets[i] = idBucket{key: b}
+	st.buckets[i] = idBucket{key: b, index: make(map[uint64]uint64, hint)}
 	return &st.buckets[i]
 }
 
@@ -141,6 +138,9 @@ func (st *idSet) newChunk(size int) uint32 {
 	if n := len(st.free); n > 0 {
 		c := st.free[n-1]
 		st.free = st.free[:n-1]
+		if cap(st.chunks[c]) > 0 {
+			st.spare--
+		}
 		if cap(st.chunks[c]) >= size {
 			st.chunks[c] = st.chunks[c][:0]
 		} else {
@@ -155,29 +155,29 @@ func (st *idSet) newChunk(size int) uint32 {
 	return uint32(len(st.chunks) - 1)
 }
 
-// expire releases the buckets below eb.
+// expire releases the buckets below eb, whole.
 func (st *idSet) expire(eb int64) {
+	keep := keepFree
+	if k := len(st.buckets); k > 0 {
+		keep = max(keep, len(st.buckets[k-1].chunks))
+	}
+	var bare []uint32 // released without memory
 	n := 0
 	for n < len(st.buckets) && st.buckets[n].key < eb {
-		bk := &st.buckets[n]
-		for _, c := range bk.chunks {
-			for off := 0; off < len(st.chunks[c]); {
-				e := st.chunks[c][off:]
-				h := binary.LittleEndian.Uint64(e)
-				if st.index[h] == uint64(c)<<32|uint64(off) {
-					delete(st.index, h)
-				}
-				l, k := binary.Uvarint(e[entryHead:])
-				off += entryHead + k + int(l)
-			}
-			if len(st.free) < keepFree {
+		for _, c := range st.buckets[n].chunks {
+			if st.spare < keep {
 				st.chunks[c] = st.chunks[c][:0]
+				st.free = append(st.free, c)
+				st.spare++
 			} else {
 				st.chunks[c] = nil
+				bare = append(bare, c)
 			}
-			st.free = append(st.free, c)
 		}
 		n++
+	}
+	if len(bare) > 0 {
+		st.free = append(bare, st.free...) // popped last
 	}
 	if n == 0 {
 		return
@@ -185,36 +185,32 @@ func (st *idSet) expire(eb int64) {
 	kept := copy(st.buckets, st.buckets[n:])
 	clear(st.buckets[kept:])
 	st.buckets = st.buckets[:kept]
-	for k, b := range st.collide {
-		if b < eb {
-			delete(st.collide, k)
-		}
-	}
-	if len(st.index) == 0 {
-		// Go maps do not shrink: start afresh once empty.
-		st.index = make(map[uint64]uint64)
-	}
 }
 
-// each calls fn with every identity of bucket bk (arena, then overflow).
+// each calls fn with every identity of bucket bk (arena, then overflow in
+// no particular order).
 func (st *idSet) each(bk *idBucket, fn func(prod uint32, id []byte)) {
 	for _, c := range bk.chunks {
 		for off := 0; off < len(st.chunks[c]); {
 			e := st.chunks[c][off:]
-			prod := binary.LittleEndian.Uint32(e[8:])
+			prod := binary.LittleEndian.Uint32(e)
 			l, k := binary.Uvarint(e[entryHead:])
 			fn(prod, e[entryHead+k:entryHead+k+int(l)])
 			off += entryHead + k + int(l)
 		}
 	}
-	for key, b := range st.collide {
-		if b == bk.key {
-			fn(binary.LittleEndian.Uint32([]byte(key)), []byte(key[4:]))
-		}
+	for key := range bk.collide {
+		fn(binary.LittleEndian.Uint32([]byte(key)), []byte(key[4:]))
 	}
 }
 
-func (st *idSet) len() int { return len(st.index) + len(st.collide) }
+func (st *idSet) len() int {
+	n := 0
+	for i := range st.buckets {
+		n += len(st.buckets[i].index) + len(st.buckets[i].collide)
+	}
+	return n
+}
 
 func uvarintLen(v uint64) int {
 	n := 1

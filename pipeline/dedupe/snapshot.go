@@ -54,13 +54,7 @@ func (s *Set) AppendSnapshot(w *snap.Writer) {
 	for i := range s.ids.buckets {
 		bk := &s.ids.buckets[i]
 		w.Varint(bk.key)
-		cnt := bk.n
-		for _, b := range s.ids.collide {
-			if b == bk.key {
-				cnt++
-			}
-		}
-		w.Uvarint(uint64(cnt))
+		w.Uvarint(uint64(len(bk.index) + len(bk.collide)))
 		s.ids.each(bk, func(prod uint32, id []byte) {
 			w.Uvarint(uint64(renum[prod]))
 			w.Bytes(id)

@@ -71,9 +71,11 @@ func TestSnapshotRestoresExactly(t *testing.T) {
 func TestSnapshotCollisions(t *testing.T) {
 	s := New(DefaultOptions())
 	s.Observe("p", false, 0, "a", t0)
-	// Put a second identity in the overflow map, as a hash collision
-	// does, in a bucket of its own.
-	s.ids.addCollide(floorDiv(at(5*time.Hour).UnixNano(), s.width), s.names["p"], "b")
+	// Put a second identity in the overflow map, as a hash collision does.
+	bk := s.ids.bucket(floorDiv(t0.UnixNano(), s.width))
+	if !s.ids.addHash(bk, hashID(s.names["p"], "a"), s.names["p"], "b") || len(bk.collide) != 1 {
+		t.Fatal("no collision")
+	}
 	r := load(t, DefaultOptions(), snapshot(s))
 	for _, id := range []string{"a", "b"} {
 		if got := r.Observe("p", false, 0, id, t0); got != Duplicate {
@@ -84,7 +86,7 @@ func TestSnapshotCollisions(t *testing.T) {
 		t.Fatalf("c: %v", got)
 	}
 	r.Advance(at(100 * time.Hour))
-	if r.Len() != 0 || len(r.ids.collide) != 0 {
+	if r.Len() != 0 || len(r.ids.buckets) != 0 {
 		t.Fatalf("%d identities past the horizon", r.Len())
 	}
 }
