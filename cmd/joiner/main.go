@@ -20,6 +20,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/driftline/driftline/pipeline/chdb"
+	"github.com/driftline/driftline/pipeline/checkpoint"
 	"github.com/driftline/driftline/pipeline/classify"
 	"github.com/driftline/driftline/pipeline/config"
 	"github.com/driftline/driftline/pipeline/ingest"
@@ -50,6 +51,9 @@ func run() error {
 	flushEvents := fs.Int("joiner.flushEvents", 50000, "flush after this many events; bounds memory held between commits")
 	sessionTimeout := fs.Duration("joiner.sessionTimeout", 45*time.Second, "how long the group waits for a crashed joiner before its partitions move to the others; shorter fails over sooner, too short evicts joiners that only pause (the broker bounds it, Kafka's default minimum is 6s)")
 	rebalanceTimeout := fs.Duration("joiner.rebalanceTimeout", 60*time.Second, "how long a rebalance waits for every joiner to finish its round and rejoin; bounds the stall when a joiner crashed, too short drops joiners with slow ClickHouse writes")
+	checkpoints := fs.String("joiner.checkpointTopic", config.Env("DRIFTLINE_CHECKPOINT_TOPIC", checkpoint.DefaultTopic), "topic of partition state checkpoints, so a restore replays only the records after the newest one; empty disables checkpoints (env DRIFTLINE_CHECKPOINT_TOPIC)")
+	checkpointInterval := fs.Duration("joiner.checkpointInterval", 30*time.Second, "how often a partition that applied events is checkpointed; shorter makes restores replay less, longer writes less")
+	checkpointEvents := fs.Uint64("joiner.checkpointEvents", 2_000_000, "checkpoint a partition sooner once it applied this many events since its last checkpoint")
 	flag.Parse()
 	if err := common.Validate(); err != nil {
 		return err
@@ -100,6 +104,27 @@ func run() error {
 		return err
 	}
 
+	var cps *checkpoint.Store
+	if *checkpoints != "" {
+		// Checkpoints of partition p go to partition p: the topic needs
+		// as many partitions as the joined topics have.
+		acl, err := kgo.NewClient(kgo.SeedBrokers(common.SeedBrokers()...))
+		if err != nil {
+			return fmt.Errorf("kafka client: %w", err)
+		}
+		n, err := topics.PartitionCount(openCtx, kadm.NewClient(acl), common.Topics.Observations)
+		acl.Close()
+		if err != nil {
+			return startErr(err)
+		}
+		cps, err = checkpoint.New(openCtx, checkpoint.Options{Brokers: common.SeedBrokers(), Topic: *checkpoints,
+			Partitions: n, Create: common.CreateTopics, Registerer: reg})
+		if err != nil {
+			return startErr(fmt.Errorf("checkpoints: %w", err))
+		}
+		defer cps.Close()
+	}
+
 	j, err := joiner.New(openCtx, joiner.Options{
 		Brokers:          common.SeedBrokers(),
 		Group:            *group,
@@ -114,6 +139,10 @@ func run() error {
 		Registerer:       reg,
 		Quarantine:       quarantine,
 		Reroute:          qcl,
+
+		Checkpoints:        cps,
+		CheckpointInterval: *checkpointInterval,
+		CheckpointEvents:   *checkpointEvents,
 	}, sink.NewClickHouse(conn))
 	if err != nil {
 		return startErr(err)

@@ -38,6 +38,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/driftline/driftline/pipeline/checkpoint"
 	"github.com/driftline/driftline/pipeline/classify"
 	"github.com/driftline/driftline/pipeline/event"
 	"github.com/driftline/driftline/pipeline/ingest"
@@ -106,6 +107,17 @@ type Options struct {
 	// else of their identity lives on the right partition. Either way they
 	// are counted.
 	Reroute *kgo.Client
+	// Checkpoints, when set, stores snapshots of each owned partition's
+	// state after a commit, and a restore starts from the newest one at or
+	// before the committed offsets, replaying only the records after it.
+	// Default none: a restore replays the streams from their start.
+	Checkpoints *checkpoint.Store
+	// CheckpointInterval is how often a partition that applied events is
+	// checkpointed. Default 30s.
+	CheckpointInterval time.Duration
+	// CheckpointEvents checkpoints a partition sooner, once it applied
+	// this many events since its last checkpoint. Default 2,000,000.
+	CheckpointEvents uint64
 	// ClientOpts are extra franz-go options (tests, TLS, SASL).
 	ClientOpts []kgo.Opt
 }
@@ -149,6 +161,12 @@ func (o *Options) defaults() error {
 	if o.Logger == nil {
 		o.Logger = slog.Default()
 	}
+	if o.CheckpointInterval <= 0 {
+		o.CheckpointInterval = 30 * time.Second
+	}
+	if o.CheckpointEvents == 0 {
+		o.CheckpointEvents = 2_000_000
+	}
 	return nil
 }
 
@@ -177,6 +195,11 @@ type Joiner struct {
 	// rerouted are the mis-partitioned records of the pending batch,
 	// moved to their partition before their offsets are committed.
 	rerouted []*kgo.Record
+	// kept holds the state of revoked partitions: if one comes back and
+	// nobody committed past it meanwhile, it is used as it is.
+	kept map[int32]*partition
+	// saves tracks the checkpoint writes in flight.
+	saves sync.WaitGroup
 }
 
 type rejected struct {
@@ -195,6 +218,7 @@ func New(ctx context.Context, opts Options, s Sink) (*Joiner, error) {
 		m:         newMetrics(opts.Registerer),
 		validator: event.Validator{Environment: opts.Environment},
 		parts:     make(map[int32]*partition),
+		kept:      make(map[int32]*partition),
 	}
 	j.out = output{current: make(map[string]int), nodes: make(map[string]int), m: j.m, emit: true}
 	admCl, err := kgo.NewClient(append([]kgo.Opt{kgo.SeedBrokers(opts.Brokers...)}, opts.ClientOpts...)...)
@@ -239,6 +263,7 @@ func New(ctx context.Context, opts Options, s Sink) (*Joiner, error) {
 func (j *Joiner) Run(ctx context.Context) error {
 	defer j.adm.Close()
 	defer j.cl.Close()
+	defer j.saves.Wait() // checkpoint writes end with the client or their timeout
 	for ctx.Err() == nil {
 		deadline := time.Now().Add(j.opts.FlushInterval)
 		processed := 0
@@ -311,7 +336,9 @@ func (j *Joiner) flushAndCommit(ctx context.Context) error {
 		return err
 	}
 	if j.out.batch.Empty() {
-		j.commit(wctx)
+		if j.commit(wctx) {
+			j.checkpoint()
+		}
 		return nil
 	}
 	err := retry.Until(giveUp, j.opts.Logger, "write findings to ClickHouse", func() error {
@@ -328,15 +355,18 @@ func (j *Joiner) flushAndCommit(ctx context.Context) error {
 		return err
 	}
 	j.out.reset()
-	j.commit(wctx)
+	if j.commit(wctx) {
+		j.checkpoint()
+	}
 	return nil
 }
 
 // commit commits the offsets of everything applied: the merge's
 // positions, not the fetch positions, since polled records may wait in the
 // merge. The findings are written by then; a failed commit means a replay
-// of the batch, which writes the same rows again. mu is held.
-func (j *Joiner) commit(ctx context.Context) {
+// of the batch, which writes the same rows again. It reports whether every
+// applied record is committed. mu is held.
+func (j *Joiner) commit(ctx context.Context) bool {
 	offsets := map[string]map[int32]kgo.EpochOffset{}
 	names := j.streamTopics()
 	for p, part := range j.parts {
@@ -350,7 +380,7 @@ func (j *Joiner) commit(ctx context.Context) {
 		}
 	}
 	if len(offsets) == 0 {
-		return
+		return true
 	}
 	var failed error
 	j.cl.CommitOffsetsSync(ctx, offsets, func(_ *kgo.Client, _ *kmsg.OffsetCommitRequest, resp *kmsg.OffsetCommitResponse, err error) {
@@ -368,7 +398,7 @@ func (j *Joiner) commit(ctx context.Context) {
 	})
 	if failed != nil {
 		j.opts.Logger.Warn("offset commit failed; the batch will be replayed idempotently", "err", failed)
-		return
+		return false
 	}
 	for t, ps := range offsets {
 		s := j.stream(t)
@@ -378,6 +408,7 @@ func (j *Joiner) commit(ctx context.Context) {
 			}
 		}
 	}
+	return true
 }
 
 // streamTopics returns the topic of each stream.
@@ -461,6 +492,9 @@ func (j *Joiner) assigned(ctx context.Context, _ *kgo.Client, assigned map[strin
 			}
 		}
 	}
+	// The assignment is complete (eager range rebalancing): state kept
+	// for partitions that did not come back is not needed any more.
+	defer clear(j.kept)
 	if len(fresh) == 0 {
 		return
 	}
@@ -489,12 +523,26 @@ func (j *Joiner) revoked(_ context.Context, _ *kgo.Client, revoked map[string][]
 	defer j.mu.Unlock()
 	for _, ps := range revoked {
 		for _, p := range ps {
-			delete(j.parts, p)
+			if part := j.parts[p]; part != nil {
+				j.kept[p] = part
+				delete(j.parts, p)
+			}
 		}
 	}
 	j.m.assigned.Set(float64(len(j.parts)))
 }
 
-func (j *Joiner) lost(ctx context.Context, cl *kgo.Client, lost map[string][]int32) {
-	j.revoked(ctx, cl, lost)
+// lost drops partitions the group gave away without a clean revoke (the
+// session expired): what was applied after the last commit may be
+// replayed by their new owner, so their state is not kept.
+func (j *Joiner) lost(_ context.Context, _ *kgo.Client, lost map[string][]int32) {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	for _, ps := range lost {
+		for _, p := range ps {
+			delete(j.parts, p)
+			delete(j.kept, p)
+		}
+	}
+	j.m.assigned.Set(float64(len(j.parts)))
 }

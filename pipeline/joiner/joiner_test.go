@@ -10,11 +10,13 @@ import (
 	"time"
 
 	"github.com/ClickHouse/clickhouse-go/v2/lib/driver"
+	"github.com/prometheus/client_golang/prometheus"
 	json "github.com/segmentio/encoding/json"
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/driftline/driftline/pipeline/chdb"
+	"github.com/driftline/driftline/pipeline/checkpoint"
 	"github.com/driftline/driftline/pipeline/event"
 	"github.com/driftline/driftline/pipeline/ingest"
 	"github.com/driftline/driftline/pipeline/sink"
@@ -99,12 +101,17 @@ func observation(id, state string) event.Observation {
 		ObservedState: state, ObservedVersion: "sha256:aa"}
 }
 
-// start runs a joiner until the returned stop is called.
-func (f *fixture) start(group string) (stop func()) {
+// start runs a joiner until the returned stop is called; with changes
+// its options.
+func (f *fixture) start(group string, with ...func(*Options)) (stop func()) {
 	f.t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
-	j, err := New(ctx, Options{Brokers: f.brokers, Group: group, Topics: f.names, FlushInterval: 100 * time.Millisecond,
-		Logger: slog.New(slog.DiscardHandler)}, sink.NewClickHouse(f.ch))
+	opts := Options{Brokers: f.brokers, Group: group, Topics: f.names, FlushInterval: 100 * time.Millisecond,
+		Logger: slog.New(slog.DiscardHandler)}
+	for _, w := range with {
+		w(&opts)
+	}
+	j, err := New(ctx, opts, sink.NewClickHouse(f.ch))
 	if err != nil {
 		f.t.Fatal(err)
 	}
@@ -172,54 +179,68 @@ func (f *fixture) findings() []string {
 	return out
 }
 
-func TestJoinerEndToEndWithRestart(t *testing.T) {
-	f := newFixture(t)
-	const group = "joiner-test"
+// scenario produces the records and rounds of observations (with scan
+// markers fanned out to every partition) of the restart tests.
+type scenario struct{ f *fixture }
+
+func (sc scenario) records() {
+	f := sc.f
 	for _, id := range []string{"ok", "missing", "stale", "fixed"} {
 		f.send(event.TypePlatformRecord, "platform", t0.Add(-2*time.Minute), record(id, "running"), -1)
 	}
-	released := record("released", "released")
-	f.send(event.TypePlatformRecord, "platform", t0.Add(-2*time.Minute), released, -1)
+	f.send(event.TypePlatformRecord, "platform", t0.Add(-2*time.Minute), record("released", "released"), -1)
+}
 
-	round := func(r int) {
-		at := t0.Add(time.Duration(r) * 6 * time.Minute)
-		f.send(event.TypeProviderObservation, "scanner", at.Add(time.Second), observation("ok", "running"), -1)
-		f.send(event.TypeProviderObservation, "scanner", at.Add(2*time.Second), observation("stale", "stopped"), -1)
-		f.send(event.TypeProviderObservation, "scanner", at.Add(3*time.Second), observation("orphan", "running"), -1)
-		f.send(event.TypeProviderObservation, "scanner", at.Add(4*time.Second), observation("released", "running"), -1)
-		state := "running"
-		if r == 0 {
-			state = "stopped"
-		}
-		f.send(event.TypeProviderObservation, "scanner", at.Add(5*time.Second), observation("fixed", state), -1)
-		for p := int32(0); p < 4; p++ { // the gateway's fan-out of the scan marker
-			f.send(event.TypeScanCompleted, fmt.Sprintf("scanner-marker-%d", p), at.Add(20*time.Second),
-				event.ScanCompleted{Provider: event.ProviderAppRuntime, ScanID: fmt.Sprint(r), ScanStartedAt: at}, p)
-		}
+func (sc scenario) round(r int) {
+	f := sc.f
+	at := t0.Add(time.Duration(r) * 6 * time.Minute)
+	f.send(event.TypeProviderObservation, "scanner", at.Add(time.Second), observation("ok", "running"), -1)
+	f.send(event.TypeProviderObservation, "scanner", at.Add(2*time.Second), observation("stale", "stopped"), -1)
+	f.send(event.TypeProviderObservation, "scanner", at.Add(3*time.Second), observation("orphan", "running"), -1)
+	f.send(event.TypeProviderObservation, "scanner", at.Add(4*time.Second), observation("released", "running"), -1)
+	state := "running"
+	if r == 0 {
+		state = "stopped"
 	}
+	f.send(event.TypeProviderObservation, "scanner", at.Add(5*time.Second), observation("fixed", state), -1)
+	for p := int32(0); p < 4; p++ { // the gateway's fan-out of the scan marker
+		f.send(event.TypeScanCompleted, fmt.Sprintf("scanner-marker-%d", p), at.Add(20*time.Second),
+			event.ScanCompleted{Provider: event.ProviderAppRuntime, ScanID: fmt.Sprint(r), ScanStartedAt: at}, p)
+	}
+}
 
+// Watermarks are per partition, so when an orphan's grace ends (and with
+// it its retry_count) depends on what shares its partition.
+var scenarioWant = []string{
+	"missing_provider_resource:app_runtime/missing open 2",
+	"orphan_provider_resource:app_runtime/orphan open 1",
+	"orphan_provider_resource:app_runtime/released open 2",
+	"stale_lifecycle_state:app_runtime/fixed resolved 0",
+	"stale_lifecycle_state:app_runtime/stale open 2",
+}
+
+func (f *fixture) wantFindings(want []string) {
+	f.t.Helper()
+	if got := f.findings(); strings.Join(got, "\n") != strings.Join(want, "\n") {
+		f.t.Fatalf("findings:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+}
+
+func TestJoinerEndToEndWithRestart(t *testing.T) {
+	f := newFixture(t)
+	sc := scenario{f}
+	const group = "joiner-test"
+	sc.records()
 	stop := f.start(group)
-	round(0)
+	sc.round(0)
 	f.caughtUp(group)
 	stop() // a clean restart in the middle of the stream
-	round(1)
+	sc.round(1)
 	stop = f.start(group)
-	round(2)
+	sc.round(2)
 	f.caughtUp(group)
 	stop()
-
-	// Watermarks are per partition, so when an orphan's grace ends (and
-	// with it its retry_count) depends on what shares its partition.
-	want := []string{
-		"missing_provider_resource:app_runtime/missing open 2",
-		"orphan_provider_resource:app_runtime/orphan open 1",
-		"orphan_provider_resource:app_runtime/released open 2",
-		"stale_lifecycle_state:app_runtime/fixed resolved 0",
-		"stale_lifecycle_state:app_runtime/stale open 2",
-	}
-	if got := f.findings(); strings.Join(got, "\n") != strings.Join(want, "\n") {
-		t.Fatalf("findings:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
-	}
+	f.wantFindings(scenarioWant)
 
 	// Replaying the same topics into empty tables with a new group yields
 	// the same findings.
@@ -229,9 +250,64 @@ func TestJoinerEndToEndWithRestart(t *testing.T) {
 	stop = f.start("joiner-replay")
 	f.caughtUp("joiner-replay")
 	stop()
-	if got := f.findings(); strings.Join(got, "\n") != strings.Join(want, "\n") {
-		t.Fatalf("replayed findings:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	f.wantFindings(scenarioWant)
+}
+
+// TestRestoreFromCheckpoint: a joiner that restarts restores every
+// partition from the checkpoints of the previous run, replays none of the
+// records before them, and ends with the same findings.
+func TestRestoreFromCheckpoint(t *testing.T) {
+	f := newFixture(t)
+	sc := scenario{f}
+	const group = "joiner-checkpoints"
+	store, err := checkpoint.New(context.Background(), checkpoint.Options{Brokers: f.brokers, Partitions: 4, Create: true})
+	if err != nil {
+		t.Fatal(err)
 	}
+	defer store.Close()
+	withCheckpoints := func(reg prometheus.Registerer) func(*Options) {
+		return func(o *Options) {
+			o.Checkpoints, o.CheckpointInterval, o.Registerer = store, time.Millisecond, reg
+		}
+	}
+	sc.records()
+	first := prometheus.NewRegistry()
+	stop := f.start(group, withCheckpoints(first))
+	sc.round(0)
+	f.caughtUp(group)
+	stop() // waits for the checkpoint writes
+	if n := counter(t, first, "driftline_joiner_checkpoint_errors_total"); n != 0 {
+		t.Fatalf("%v checkpoint errors", n)
+	}
+	sc.round(1)
+	second := prometheus.NewRegistry()
+	stop = f.start(group, withCheckpoints(second))
+	sc.round(2)
+	f.caughtUp(group)
+	stop()
+	if n := counter(t, second, "driftline_joiner_restore_checkpoints_total"); n != 4 {
+		t.Fatalf("%v partitions restored from a checkpoint, want 4", n)
+	}
+	if n := counter(t, second, "driftline_joiner_restore_events_total"); n != 0 {
+		t.Fatalf("restore replayed %v events; the checkpoints cover everything committed", n)
+	}
+	f.wantFindings(scenarioWant)
+}
+
+// counter returns the value of the counter named name in reg (0 when it
+// was never incremented).
+func counter(t *testing.T, reg *prometheus.Registry, name string) float64 {
+	t.Helper()
+	mfs, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, mf := range mfs {
+		if mf.GetName() == name {
+			return mf.GetMetric()[0].GetCounter().GetValue()
+		}
+	}
+	return 0
 }
 
 func TestRedeliveryAndMispartitionedRecord(t *testing.T) {

@@ -17,6 +17,13 @@ type metrics struct {
 	restoreSeconds prometheus.Histogram   // one assignment's restore
 	restoreEvents  prometheus.Counter     // events replayed by restores
 	assigned       prometheus.Gauge       // partitions owned
+
+	restoreCheckpoints        prometheus.Counter   // restores from a checkpoint
+	restoreKept               prometheus.Counter   // partitions reused after a rebalance
+	checkpointSnapshotSeconds prometheus.Histogram // serialising one partition
+	checkpointBytes           prometheus.Gauge     // size of the latest checkpoint
+	checkpointErrors          prometheus.Counter   // checkpoints not saved or unusable
+	late                      prometheus.Counter   // events before the dedupe horizon
 }
 
 func newMetrics(reg prometheus.Registerer) *metrics {
@@ -34,10 +41,18 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 		restoreSeconds: prometheus.NewHistogram(prometheus.HistogramOpts{Name: "driftline_joiner_restore_seconds", Help: "Time to restore the state of newly assigned partitions.", Buckets: prometheus.ExponentialBuckets(0.01, 2, 14)}),
 		restoreEvents:  prometheus.NewCounter(prometheus.CounterOpts{Name: "driftline_joiner_restore_events_total", Help: "Events replayed while restoring partition state."}),
 		assigned:       prometheus.NewGauge(prometheus.GaugeOpts{Name: "driftline_joiner_partitions_assigned", Help: "Partitions this joiner owns."}),
+
+		restoreCheckpoints:        prometheus.NewCounter(prometheus.CounterOpts{Name: "driftline_joiner_restore_checkpoints_total", Help: "Partition restores that started from a checkpoint."}),
+		restoreKept:               prometheus.NewCounter(prometheus.CounterOpts{Name: "driftline_joiner_restore_kept_total", Help: "Partitions assigned back after a rebalance and used as they were (nothing committed past them meanwhile)."}),
+		checkpointSnapshotSeconds: prometheus.NewHistogram(prometheus.HistogramOpts{Name: "driftline_joiner_checkpoint_snapshot_seconds", Help: "Time to serialise one partition's state (the poll loop waits for it).", Buckets: prometheus.ExponentialBuckets(0.0005, 2, 14)}),
+		checkpointBytes:           prometheus.NewGauge(prometheus.GaugeOpts{Name: "driftline_joiner_checkpoint_bytes", Help: "Size of the latest partition checkpoint."}),
+		checkpointErrors:          prometheus.NewCounter(prometheus.CounterOpts{Name: "driftline_joiner_checkpoint_errors_total", Help: "Checkpoints not saved or not usable (the previous one, or a replay from the start, is used instead)."}),
+		late:                      prometheus.NewCounter(prometheus.CounterOpts{Name: "driftline_joiner_late_events_total", Help: "Events dropped because they occurred before the dedupe horizon (watermark - horizon)."}),
 	}
 	if reg != nil {
 		reg.MustRegister(m.events, m.invalid, m.duplicates, m.mispartitioned, m.transitions, m.findingsOpen,
-			m.watermark, m.flushSeconds, m.flushRows, m.flushErrors, m.restoreSeconds, m.restoreEvents, m.assigned)
+			m.watermark, m.flushSeconds, m.flushRows, m.flushErrors, m.restoreSeconds, m.restoreEvents, m.assigned,
+			m.restoreCheckpoints, m.restoreKept, m.checkpointSnapshotSeconds, m.checkpointBytes, m.checkpointErrors, m.late)
 	}
 	return m
 }

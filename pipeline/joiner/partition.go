@@ -1,8 +1,11 @@
 package joiner
 
 import (
+	"fmt"
 	"strconv"
 	"strings"
+	"sync/atomic"
+	"time"
 
 	"github.com/twmb/franz-go/pkg/kgo"
 
@@ -13,6 +16,7 @@ import (
 	"github.com/driftline/driftline/pipeline/nodeagent"
 	"github.com/driftline/driftline/pipeline/ownerstate"
 	"github.com/driftline/driftline/pipeline/sink"
+	"github.com/driftline/driftline/pipeline/snap"
 )
 
 // partition is the state of one co-partitioned partition number: the
@@ -38,6 +42,12 @@ type partition struct {
 	events       uint64 // events applied (replayed ones included)
 	findingsOpen uint64
 	dirty        bool // changed since the last progress row
+
+	// cpAt and cpEvents are when the last checkpoint was taken and the
+	// events applied by then; saving is set while it is written.
+	cpAt     time.Time
+	cpEvents uint64
+	saving   atomic.Bool
 }
 
 // output collects what a batch of records produces.
@@ -138,8 +148,12 @@ func (j *Joiner) apply(part *partition, r *kgo.Record) {
 		j.opts.Logger.Debug("invalid record", "topic", r.Topic, "partition", r.Partition, "offset", r.Offset, "err", verr)
 		return
 	}
-	if part.dedupe.Observe(env.Producer, env.HasSeq, env.Seq, env.EventID, env.OccurredAt) != dedupe.Fresh {
+	switch part.dedupe.Observe(env.Producer, env.HasSeq, env.Seq, env.EventID, env.OccurredAt) {
+	case dedupe.Duplicate:
 		j.m.duplicates.Inc()
+		return
+	case dedupe.Late:
+		j.m.late.Inc()
 		return
 	}
 	part.events++
@@ -165,7 +179,11 @@ func (j *Joiner) apply(part *partition, r *kgo.Record) {
 	default:
 		part.engine.Advance(at) // anything else co-partitioned moves event time
 	}
-	part.nodes.Advance(part.engine.Watermark())
+	w := part.engine.Watermark()
+	part.nodes.Advance(w)
+	if !w.IsZero() {
+		part.dedupe.Advance(w)
+	}
 }
 
 // misplaced handles a record whose key does not hash (Kafka-standard
@@ -207,4 +225,49 @@ func (j *Joiner) observe(part *partition) {
 	if w := part.engine.Watermark(); !w.IsZero() {
 		j.m.watermark.WithLabelValues(part.label).Set(float64(w.Unix()))
 	}
+}
+
+// snapshotVersion is the format of a partition's checkpoint blob.
+const snapshotVersion = 1
+
+// snapshot serialises the partition's state: everything applied so far,
+// which is exactly the committed cut when called right after a commit.
+func (part *partition) snapshot() []byte {
+	w := snap.Writer{B: make([]byte, 0, 1<<16)}
+	w.Header("joiner.partition", snapshotVersion)
+	w.Varint(int64(part.p))
+	w.Uvarint(part.events)
+	w.Uvarint(part.findingsOpen)
+	part.engine.AppendSnapshot(&w)
+	part.nodes.AppendSnapshot(&w)
+	part.dedupe.AppendSnapshot(&w)
+	return w.B
+}
+
+// loadSnapshot restores the state snapshot wrote into a new partition.
+func (part *partition) loadSnapshot(b []byte) error {
+	r := snap.NewReader(b)
+	r.Header("joiner.partition", snapshotVersion)
+	p := int32(r.Varint())
+	events, open := r.Uvarint(), r.Uvarint()
+	if err := r.Err(); err != nil {
+		return err
+	}
+	if p != part.p {
+		return fmt.Errorf("snapshot of partition %d, not %d", p, part.p)
+	}
+	if err := part.engine.LoadSnapshot(r); err != nil {
+		return err
+	}
+	if err := part.nodes.LoadSnapshot(r); err != nil {
+		return err
+	}
+	if err := part.dedupe.LoadSnapshot(r); err != nil {
+		return err
+	}
+	if r.Len() != 0 {
+		return fmt.Errorf("%d bytes after the snapshot", r.Len())
+	}
+	part.events, part.findingsOpen = events, open
+	return nil
 }

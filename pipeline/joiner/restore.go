@@ -9,23 +9,25 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 )
 
-// restore rebuilds the state of partitions ps by replaying the records,
-// observations and telemetry partitions from their start up to the
-// group's committed offsets, through the same merge as the group
-// consumer, so the state is exactly the one the previous owner had when
-// it committed. Nothing is emitted: those transitions were written before
-// the offsets were committed. mu is held.
+// restore rebuilds the state of partitions ps up to the group's committed
+// offsets, through the same merge as the group consumer, so the state is
+// exactly the one the previous owner had when it committed. Nothing is
+// emitted: those transitions were written before the offsets were
+// committed. For each partition, the cheapest exact source is used:
 //
-// The records are replayed only up to the committed offset, not to their
+//   - the state this joiner kept when the partition was revoked, if
+//     nobody committed past it since (a rebalance that gives it back);
+//   - else the newest checkpoint at or before the committed offsets
+//     (Options.Checkpoints), then a replay of the records after its cut;
+//   - else a replay of the three streams from their start.
+//
+// The streams are replayed only up to the committed offsets, not to their
 // end: a record applied ahead of the observations that preceded it would
 // move the watermark and change their findings, and the live run after
-// the restore would differ from an uninterrupted one.
+// the restore would differ from an uninterrupted one. mu is held.
 func (j *Joiner) restore(ctx context.Context, ps []int32) (map[int32]*partition, error) {
 	silent := &output{current: make(map[string]int), nodes: make(map[string]int), m: j.m, emit: false}
 	parts := make(map[int32]*partition, len(ps))
-	for _, p := range ps {
-		parts[p] = j.newPartition(p, silent)
-	}
 	committed, err := j.adm.FetchOffsets(ctx, j.opts.Group)
 	if err != nil {
 		return nil, fmt.Errorf("fetch committed offsets: %w", err)
@@ -35,40 +37,52 @@ func (j *Joiner) restore(ctx context.Context, ps []int32) (map[int32]*partition,
 	if err != nil {
 		return nil, fmt.Errorf("list end offsets: %w", err)
 	}
-	targets := map[string]map[int32]int64{}
+	targets := map[int32][numStreams]int64{}
+	from := map[int32][numStreams]int64{}
 	for _, p := range ps {
+		var target [numStreams]int64
 		for s, t := range names {
-			target := int64(0)
 			if o, ok := committed.Lookup(t, p); ok && o.Err == nil && o.At > 0 {
-				target = o.At
-			}
-			if targets[t] == nil {
-				targets[t] = map[int32]int64{}
-			}
-			targets[t][p] = target
-			parts[p].merge.committed[s] = target
-			// The live merge waits for the first records of a stream that
-			// has some beyond the committed offset, so the first fetch of
-			// another stream does not run ahead of it.
-			if o, ok := ends.Lookup(t, p); ok && o.Err == nil && o.Offset > target {
-				parts[p].merge.more[s] = true
+				target[s] = o.At
 			}
 		}
+		targets[p] = target
+		if part := j.kept[p]; part != nil {
+			delete(j.kept, p)
+			if part.applied() == target {
+				part.merge = merge{committed: target}
+				parts[p], from[p] = part, target
+				j.m.restoreKept.Inc()
+				continue
+			}
+		}
+		if part, start, ok := j.fromCheckpoint(ctx, p, target, silent); ok {
+			parts[p], from[p] = part, start
+			continue
+		}
+		parts[p] = j.newPartition(p, silent)
 	}
-	live := make(map[int32][numStreams]bool, len(parts))
 	for p, part := range parts {
-		live[p] = part.merge.more
-		part.merge.more = [numStreams]bool{}
+		part.out = silent
+		part.merge.committed = targets[p]
 	}
-	if err := j.replay(ctx, targets, parts); err != nil {
+	if err := j.replay(ctx, from, targets, parts); err != nil {
 		return nil, err
 	}
-	// From here on the partitions emit into the live batch.
+	// From here on the partitions emit into the live batch. The live
+	// merge waits for the first records of a stream that has some beyond
+	// the committed offset, so the first fetch of another stream does not
+	// run ahead of it.
 	for p, part := range parts {
 		if part.merge.buffered() != 0 {
 			panic("BUG: restore left records in the merge")
 		}
-		part.merge.more = live[p]
+		for s, t := range names {
+			part.merge.more[s] = false
+			if o, ok := ends.Lookup(t, p); ok && o.Err == nil && o.Offset > targets[p][s] {
+				part.merge.more[s] = true
+			}
+		}
 		part.out, part.dirty = &j.out, true
 	}
 	return parts, nil
@@ -78,21 +92,24 @@ func (j *Joiner) restore(ctx context.Context, ps []int32) (map[int32]*partition,
 // before it takes the partitions as fully replayed.
 const idleEnd = 5 * time.Second
 
-// replay reads each topic partition of targets from its start up to (not
-// including) the target offset and applies the records in merge order.
-func (j *Joiner) replay(ctx context.Context, targets map[string]map[int32]int64, parts map[int32]*partition) error {
+// replay reads each stream of parts from from up to (not including)
+// targets and applies the records in merge order.
+func (j *Joiner) replay(ctx context.Context, from, targets map[int32][numStreams]int64, parts map[int32]*partition) error {
+	names := j.streamTopics()
 	consume := map[string]map[int32]kgo.Offset{}
+	ends := map[string]map[int32]int64{}
 	remaining := 0
-	for t, ps := range targets {
-		s := j.stream(t)
-		for p, end := range ps {
-			if end <= 0 {
+	for p, target := range targets {
+		for s, t := range names {
+			parts[p].merge.more[s] = false
+			if from[p][s] >= target[s] {
 				continue
 			}
 			if consume[t] == nil {
-				consume[t] = map[int32]kgo.Offset{}
+				consume[t], ends[t] = map[int32]kgo.Offset{}, map[int32]int64{}
 			}
-			consume[t][p] = kgo.NewOffset().AtStart()
+			consume[t][p] = kgo.NewOffset().At(from[p][s])
+			ends[t][p] = target[s]
 			parts[p].merge.more[s] = true
 			remaining++
 		}
@@ -147,7 +164,7 @@ func (j *Joiner) replay(ctx context.Context, targets map[string]map[int32]int64,
 			return nil
 		}
 		fetches.EachPartition(func(fp kgo.FetchTopicPartition) {
-			s, end := j.stream(fp.Topic), targets[fp.Topic][fp.Partition]
+			s, end := j.stream(fp.Topic), ends[fp.Topic][fp.Partition]
 			m := &parts[fp.Partition].merge
 			if !m.more[s] || len(fp.Records) == 0 {
 				return

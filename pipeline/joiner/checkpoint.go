@@ -1,0 +1,104 @@
+package joiner
+
+import (
+	"context"
+	"time"
+
+	"github.com/driftline/driftline/pipeline/checkpoint"
+)
+
+// saveTimeout bounds one checkpoint write; a write that fails is retried
+// at the next interval (the previous checkpoint stays valid meanwhile).
+const saveTimeout = 30 * time.Second
+
+// applied returns, per stream, the offset after the last record applied
+// to part: its state includes exactly the records below.
+func (part *partition) applied() [numStreams]int64 {
+	var at [numStreams]int64
+	for s := range numStreams {
+		at[s] = max(part.merge.next[s].Offset, part.merge.committed[s])
+	}
+	return at
+}
+
+// cut returns offsets as a checkpoint cut over the joined topics.
+func (j *Joiner) cut(offsets [numStreams]int64) checkpoint.Cut {
+	names := j.streamTopics()
+	c := make(checkpoint.Cut, numStreams)
+	for s, t := range names {
+		c[t] = offsets[s]
+	}
+	return c
+}
+
+// checkpoint snapshots, right after a successful commit, each partition
+// that is due (CheckpointInterval or CheckpointEvents since its last
+// checkpoint) and whose state is exactly its committed cut, and writes
+// the snapshots in the background. mu is held.
+func (j *Joiner) checkpoint() {
+	if j.opts.Checkpoints == nil {
+		return
+	}
+	now := time.Now()
+	for _, part := range j.parts {
+		if part.saving.Load() || part.events == part.cpEvents {
+			continue
+		}
+		if part.events-part.cpEvents < j.opts.CheckpointEvents && now.Sub(part.cpAt) < j.opts.CheckpointInterval {
+			continue
+		}
+		if part.applied() != part.merge.committed {
+			continue // a commit failed: the state is ahead of the cut
+		}
+		start := time.Now()
+		blob := part.snapshot()
+		j.m.checkpointSnapshotSeconds.Observe(time.Since(start).Seconds())
+		j.m.checkpointBytes.Set(float64(len(blob)))
+		cut := j.cut(part.merge.committed)
+		part.cpAt, part.cpEvents = now, part.events
+		part.saving.Store(true)
+		j.saves.Add(1)
+		go func(part *partition) {
+			defer j.saves.Done()
+			defer part.saving.Store(false)
+			ctx, cancel := context.WithTimeout(context.Background(), saveTimeout)
+			defer cancel()
+			if err := j.opts.Checkpoints.Save(ctx, j.opts.Group, part.p, cut, blob); err != nil {
+				j.m.checkpointErrors.Inc()
+				j.opts.Logger.Warn("checkpoint not saved; the previous one stays in use", "partition", part.p, "err", err)
+				return
+			}
+			j.opts.Logger.Debug("checkpoint saved", "partition", part.p, "cut", cut.String(), "bytes", len(blob))
+		}(part)
+	}
+}
+
+// fromCheckpoint loads the newest checkpoint of partition p at or before
+// targets into a new partition. ok is false when there is none (or it
+// cannot be used, which is logged): the caller replays from the start.
+func (j *Joiner) fromCheckpoint(ctx context.Context, p int32, targets [numStreams]int64, out *output) (part *partition, from [numStreams]int64, ok bool) {
+	if j.opts.Checkpoints == nil {
+		return nil, from, false
+	}
+	cp, found, err := j.opts.Checkpoints.Load(ctx, j.opts.Group, p, j.cut(targets))
+	if err != nil {
+		j.opts.Logger.Warn("checkpoint not loaded; replaying the partition from its start", "partition", p, "err", err)
+		return nil, from, false
+	}
+	if !found {
+		return nil, from, false
+	}
+	part = j.newPartition(p, out)
+	if err := part.loadSnapshot(cp.Blob); err != nil {
+		j.m.checkpointErrors.Inc()
+		j.opts.Logger.Warn("checkpoint unusable; replaying the partition from its start", "partition", p, "checkpoint", cp.ID, "err", err)
+		return nil, from, false
+	}
+	for s, t := range j.streamTopics() {
+		from[s] = cp.Cut[t]
+	}
+	part.cpAt, part.cpEvents = time.Now(), part.events
+	j.m.restoreCheckpoints.Inc()
+	j.opts.Logger.Info("partition state loaded from checkpoint", "partition", p, "checkpoint", cp.ID, "cut", cp.Cut.String(), "bytes", len(cp.Blob), "written", cp.Written)
+	return part, from, true
+}
