@@ -54,6 +54,7 @@ func run() error {
 	checkpoints := fs.String("joiner.checkpointTopic", config.Env("DRIFTLINE_CHECKPOINT_TOPIC", checkpoint.DefaultTopic), "topic of partition state checkpoints, so a restore replays only the records after the newest one; empty disables checkpoints (env DRIFTLINE_CHECKPOINT_TOPIC)")
 	checkpointInterval := fs.Duration("joiner.checkpointInterval", 30*time.Second, "how often a partition that applied events is checkpointed; shorter makes restores replay less, longer writes less")
 	checkpointEvents := fs.Uint64("joiner.checkpointEvents", 2_000_000, "checkpoint a partition sooner once it applied this many events since its last checkpoint")
+	idleAfter := fs.Duration("joiner.idleAfter", 5*time.Minute, "wall time a partition may apply nothing before its watermark follows this joiner's latest partition (a marker record in its observations stream); negative disables")
 	flag.Parse()
 	if err := common.Validate(); err != nil {
 		return err
@@ -143,6 +144,7 @@ func run() error {
 		Checkpoints:        cps,
 		CheckpointInterval: *checkpointInterval,
 		CheckpointEvents:   *checkpointEvents,
+		IdleAfter:          *idleAfter,
 	}, sink.NewClickHouse(conn))
 	if err != nil {
 		return startErr(err)

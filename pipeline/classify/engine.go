@@ -175,6 +175,10 @@ func (e *Engine) SetNodeIdentity(nodeID string, mismatch bool, at time.Time, cor
 // the watermark has passed.
 func (e *Engine) Advance(at time.Time) { e.advance(at.UnixNano()) }
 
+// AdvanceWatermark moves the watermark to w (if newer), as an event at
+// w + AllowedLateness would: an idle partition follows the others.
+func (e *Engine) AdvanceWatermark(w time.Time) { e.advance(w.UnixNano() + e.lateness) }
+
 func (e *Engine) advance(at int64) {
 	defer e.store.Maintain()
 	if at <= e.maxEventTime {

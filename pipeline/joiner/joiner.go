@@ -118,6 +118,11 @@ type Options struct {
 	// CheckpointEvents checkpoints a partition sooner, once it applied
 	// this many events since its last checkpoint. Default 2,000,000.
 	CheckpointEvents uint64
+	// IdleAfter is how long a partition may apply nothing before the
+	// joiner advances its watermark to the latest of its other partitions
+	// with a marker record in the partition's observations stream (see
+	// idle.go). Default 5m; negative disables it.
+	IdleAfter time.Duration
 	// ClientOpts are extra franz-go options (tests, TLS, SASL).
 	ClientOpts []kgo.Opt
 }
@@ -161,6 +166,9 @@ func (o *Options) defaults() error {
 	if o.Logger == nil {
 		o.Logger = slog.Default()
 	}
+	if o.IdleAfter == 0 {
+		o.IdleAfter = 5 * time.Minute
+	}
 	if o.CheckpointInterval <= 0 {
 		o.CheckpointInterval = 30 * time.Second
 	}
@@ -178,6 +186,7 @@ type Joiner struct {
 	validator event.Validator
 	adm       *kadm.Client
 	cl        *kgo.Client
+	markers   *kgo.Client // writes watermark markers to idle partitions
 
 	// partitions is the partition count of the joined topics, for the
 	// mis-partitioning check.
@@ -253,6 +262,12 @@ func New(ctx context.Context, opts Options, s Sink) (*Joiner, error) {
 		j.adm.Close()
 		return nil, fmt.Errorf("joiner: consumer: %w", err)
 	}
+	if j.markers, err = kgo.NewClient(append([]kgo.Opt{kgo.SeedBrokers(opts.Brokers...),
+		kgo.RecordPartitioner(kgo.ManualPartitioner())}, opts.ClientOpts...)...); err != nil {
+		j.adm.Close()
+		j.cl.Close()
+		return nil, fmt.Errorf("joiner: marker producer: %w", err)
+	}
 	return j, nil
 }
 
@@ -262,6 +277,7 @@ func New(ctx context.Context, opts Options, s Sink) (*Joiner, error) {
 // rebalance proceed.
 func (j *Joiner) Run(ctx context.Context) error {
 	defer j.adm.Close()
+	defer j.markers.Close()
 	defer j.cl.Close()
 	defer j.saves.Wait() // checkpoint writes end with the client or their timeout
 	for ctx.Err() == nil {
@@ -294,6 +310,7 @@ func (j *Joiner) Run(ctx context.Context) error {
 			for _, part := range j.parts {
 				for r, _ := part.merge.pop(now); r != nil; r, _ = part.merge.pop(now) {
 					j.apply(part, r)
+					part.active = now
 					processed++
 				}
 			}
@@ -304,6 +321,9 @@ func (j *Joiner) Run(ctx context.Context) error {
 		}
 		j.mu.Lock()
 		err := j.flushAndCommit(ctx)
+		if err == nil && ctx.Err() == nil {
+			j.advanceIdle(ctx)
+		}
 		j.mu.Unlock()
 		j.cl.AllowRebalance()
 		if err != nil {

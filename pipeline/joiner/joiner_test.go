@@ -447,3 +447,45 @@ func TestInvalidRecordIsQuarantined(t *testing.T) {
 		t.Fatalf("invalid counter %v, want 1", v)
 	}
 }
+
+// TestIdlePartitionFollows: a partition that receives nothing still sees
+// its staleness deadline pass once the joiner's other partitions move on,
+// through a watermark marker in its own log, and a replay of the topics
+// yields the same finding.
+func TestIdlePartitionFollows(t *testing.T) {
+	f := newFixture(t)
+	// Two identities on different partitions.
+	quiet, busy := "", ""
+	for i := 0; quiet == "" || busy == ""; i++ {
+		id := fmt.Sprint("app-", i)
+		switch p := event.Partition([]byte("app_runtime/"+id), 4); {
+		case p == 0 && quiet == "":
+			quiet = id
+		case p == 1 && busy == "":
+			busy = id
+		}
+	}
+	f.send(event.TypePlatformRecord, "platform", t0, record(quiet, "running"), -1)
+	f.send(event.TypePlatformRecord, "platform", t0, record(busy, "running"), -1)
+	f.send(event.TypeProviderObservation, "scanner", t0.Add(time.Second), observation(quiet, "running"), -1)
+	for m := range 30 { // only the busy identity is observed for 30 minutes
+		f.send(event.TypeProviderObservation, "scanner", t0.Add(time.Duration(m)*time.Minute), observation(busy, "running"), -1)
+	}
+	idle := func(o *Options) { o.IdleAfter = 300 * time.Millisecond }
+	stop := f.start("joiner-idle", idle)
+	want := []string{"missing_provider_resource:app_runtime/" + quiet + " open 0"}
+	testenv.CheckFor(t, 30*time.Second, func() error {
+		if got := f.findings(); strings.Join(got, "\n") != strings.Join(want, "\n") {
+			return fmt.Errorf("findings %v", got)
+		}
+		return nil
+	})
+	stop()
+	if err := f.ch.Exec(context.Background(), "TRUNCATE TABLE drift_evidence"); err != nil {
+		t.Fatal(err)
+	}
+	stop = f.start("joiner-idle-replay", func(o *Options) { o.IdleAfter = -1 })
+	f.caughtUp("joiner-idle-replay")
+	stop()
+	f.wantFindings(want)
+}

@@ -24,6 +24,7 @@ type metrics struct {
 	checkpointBytes           prometheus.Gauge     // size of the latest checkpoint
 	checkpointErrors          prometheus.Counter   // checkpoints not saved or unusable
 	late                      prometheus.Counter   // events before the dedupe horizon
+	idleAdvances              prometheus.Counter   // watermark markers applied
 }
 
 func newMetrics(reg prometheus.Registerer) *metrics {
@@ -48,11 +49,12 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 		checkpointBytes:           prometheus.NewGauge(prometheus.GaugeOpts{Name: "driftline_joiner_checkpoint_bytes", Help: "Size of the latest partition checkpoint."}),
 		checkpointErrors:          prometheus.NewCounter(prometheus.CounterOpts{Name: "driftline_joiner_checkpoint_errors_total", Help: "Checkpoints not saved or not usable (the previous one, or a replay from the start, is used instead)."}),
 		late:                      prometheus.NewCounter(prometheus.CounterOpts{Name: "driftline_joiner_late_events_total", Help: "Events dropped because they occurred before the dedupe horizon (watermark - horizon)."}),
+		idleAdvances:              prometheus.NewCounter(prometheus.CounterOpts{Name: "driftline_joiner_idle_watermark_advances_total", Help: "Watermark markers applied to idle partitions."}),
 	}
 	if reg != nil {
 		reg.MustRegister(m.events, m.invalid, m.duplicates, m.mispartitioned, m.transitions, m.findingsOpen,
 			m.watermark, m.flushSeconds, m.flushRows, m.flushErrors, m.restoreSeconds, m.restoreEvents, m.assigned,
-			m.restoreCheckpoints, m.restoreKept, m.checkpointSnapshotSeconds, m.checkpointBytes, m.checkpointErrors, m.late)
+			m.restoreCheckpoints, m.restoreKept, m.checkpointSnapshotSeconds, m.checkpointBytes, m.checkpointErrors, m.late, m.idleAdvances)
 	}
 	return m
 }

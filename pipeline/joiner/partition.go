@@ -48,6 +48,9 @@ type partition struct {
 	cpAt     time.Time
 	cpEvents uint64
 	saving   atomic.Bool
+	// active is when the partition last applied a live record (or was
+	// sent a watermark marker): see idle.go.
+	active time.Time
 }
 
 // output collects what a batch of records produces.
@@ -115,6 +118,9 @@ func (j *Joiner) newPartition(p int32, out *output) *partition {
 // apply validates, dedupes and applies one Kafka record.
 func (j *Joiner) apply(part *partition, r *kgo.Record) {
 	part.dirty = true
+	if len(r.Headers) != 0 && j.control(part, r) {
+		return
+	}
 	if r.Value == nil {
 		if j.misplaced(part, r) {
 			return
