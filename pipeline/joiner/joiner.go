@@ -187,6 +187,8 @@ type Joiner struct {
 	adm       *kadm.Client
 	cl        *kgo.Client
 	markers   *kgo.Client // writes watermark markers to idle partitions
+	// eventCounters are m.events of each stream (see eventsBy).
+	eventCounters [numStreams]prometheus.Counter
 
 	// partitions is the partition count of the joined topics, for the
 	// mis-partitioning check.

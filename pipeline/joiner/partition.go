@@ -7,6 +7,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/driftline/driftline/pipeline/classify"
@@ -133,7 +134,7 @@ func (j *Joiner) apply(part *partition, r *kgo.Record) {
 				}
 				part.nodes.Advance(part.engine.Watermark())
 				part.events++
-				j.m.events.WithLabelValues(r.Topic).Inc()
+				j.eventsBy(r.Topic).Inc()
 				return
 			}
 		}
@@ -163,7 +164,7 @@ func (j *Joiner) apply(part *partition, r *kgo.Record) {
 		return
 	}
 	part.events++
-	j.m.events.WithLabelValues(r.Topic).Inc()
+	j.eventsBy(r.Topic).Inc()
 	at := env.OccurredAt.UTC()
 	switch p := payload.(type) {
 	case *event.PlatformRecord:
@@ -276,4 +277,15 @@ func (part *partition) loadSnapshot(b []byte) error {
 	}
 	part.events, part.findingsOpen = events, open
 	return nil
+}
+
+// eventsBy returns the applied-events counter of topic without a label
+// lookup per event.
+func (j *Joiner) eventsBy(topic string) prometheus.Counter {
+	if j.eventCounters[0] == nil {
+		for s, t := range j.streamTopics() {
+			j.eventCounters[s] = j.m.events.WithLabelValues(t)
+		}
+	}
+	return j.eventCounters[j.stream(topic)]
 }
