@@ -248,6 +248,7 @@ func (part *partition) snapshot() []byte {
 	part.engine.AppendSnapshot(&w)
 	part.nodes.AppendSnapshot(&w)
 	part.dedupe.AppendSnapshot(&w)
+	part.summary.appendSnapshot(&w)
 	return w.B
 }
 
@@ -270,6 +271,9 @@ func (part *partition) loadSnapshot(b []byte) error {
 		return err
 	}
 	if err := part.dedupe.LoadSnapshot(r); err != nil {
+		return err
+	}
+	if err := part.summary.loadSnapshot(r); err != nil {
 		return err
 	}
 	if r.Len() != 0 {

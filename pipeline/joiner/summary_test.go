@@ -8,6 +8,7 @@ import (
 
 	"github.com/driftline/driftline/pipeline/drift"
 	"github.com/driftline/driftline/pipeline/sink"
+	"github.com/driftline/driftline/pipeline/snap"
 )
 
 // summaryTables is what ClickHouse holds after the flushes: the row of
@@ -207,4 +208,43 @@ func TestSummaryReplayWritesSameRows(t *testing.T) {
 		}
 	}
 	checkSummary(t, len(ts), tab, tr, domains)
+}
+
+// TestSummarySnapshot: a summary restored from a snapshot (a checkpoint)
+// writes the same tables as the one that kept running.
+func TestSummarySnapshot(t *testing.T) {
+	domains := []string{"domain-0", "domain-1", "domain-2", "domain-3", "domain-4"}
+	ts := randomTransitions(11, 400, 8000)
+	tab, tr := newSummaryTables(), truth{}
+	var b sink.Batch
+	first := newSummary()
+	for i := range ts[:5000] {
+		first.apply(&ts[i])
+		tr[ts[i].EvidenceID] = ts[i]
+		if i%97 == 0 {
+			b.Reset()
+			first.flush(0, &b)
+			tab.write(&b)
+		}
+	}
+	var w snap.Writer
+	first.appendSnapshot(&w)
+	next := newSummary()
+	if err := next.loadSnapshot(snap.NewReader(w.B)); err != nil {
+		t.Fatal(err)
+	}
+	for i := range ts[5000:] {
+		f := &ts[5000+i]
+		next.apply(f)
+		tr[f.EvidenceID] = *f
+		if i%61 == 0 || 5000+i == len(ts)-1 {
+			b.Reset()
+			next.flush(0, &b)
+			tab.write(&b)
+		}
+	}
+	checkSummary(t, len(ts), tab, tr, domains)
+	if err := newSummary().loadSnapshot(snap.NewReader(w.B[:len(w.B)/2])); err == nil {
+		t.Fatal("truncated snapshot loaded")
+	}
 }
