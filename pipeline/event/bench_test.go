@@ -27,3 +27,40 @@ func BenchmarkDecodeEventZeroCopy(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkDecode compares, per event type, the reference decoder with the
+// single-pass decoder in each of its modes, on events as the Go producers
+// write them (see bench/decode/README.md).
+func BenchmarkDecode(b *testing.B) {
+	modes := []struct {
+		name   string
+		decode func(v Validator) func([]byte) (Envelope, any, *ValidationError)
+		zero   bool
+	}{
+		{"reference", func(v Validator) func([]byte) (Envelope, any, *ValidationError) { return v.decodeEventRef }, false},
+		{"reference-zerocopy", func(v Validator) func([]byte) (Envelope, any, *ValidationError) { return v.decodeEventRef }, true},
+		{"validator", func(v Validator) func([]byte) (Envelope, any, *ValidationError) { return v.DecodeEvent }, false},
+		{"validator-zerocopy", func(v Validator) func([]byte) (Envelope, any, *ValidationError) { return v.DecodeEvent }, true},
+		{"decoder", func(v Validator) func([]byte) (Envelope, any, *ValidationError) { return NewDecoder(v).DecodeEvent }, false},
+		{"decoder-zerocopy", func(v Validator) func([]byte) (Envelope, any, *ValidationError) { return NewDecoder(v).DecodeEvent }, true},
+	}
+	for _, typ := range AllTypes {
+		line := sampleEvent(typ, 0)
+		for _, m := range modes {
+			b.Run(typ+"/"+m.name, func(b *testing.B) {
+				decode := m.decode(Validator{Environment: EnvLocalParity, ZeroCopy: m.zero})
+				b.SetBytes(int64(len(line)))
+				b.ReportAllocs()
+				cpu := cpuTime()
+				for b.Loop() {
+					if _, _, err := decode(line); err != nil {
+						b.Fatal(err)
+					}
+				}
+				if cpu > 0 {
+					b.ReportMetric(float64(cpuTime()-cpu)/float64(b.N), "cpu-ns/op")
+				}
+			})
+		}
+	}
+}

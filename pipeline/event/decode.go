@@ -32,8 +32,61 @@ func (v Validator) Decode(line []byte) (Envelope, *ValidationError) {
 }
 
 // DecodeEvent is Decode that also returns the decoded payload (as
-// DecodePayload does).
+// DecodePayload does): a new struct per call, which the caller may keep.
+// A Decoder reuses the struct instead.
 func (v Validator) DecodeEvent(line []byte) (Envelope, any, *ValidationError) {
+	if env, p, ok := v.fastDecode(line, nil); ok {
+		return env, p, nil
+	}
+	return v.decodeEventRef(line)
+}
+
+// Decoder is a Validator that reuses its payload structs: the payload
+// DecodeEvent returns (and the Tags of a *PlatformRecord) is overwritten
+// by the Decoder's next call and must not be kept past it. Its strings
+// follow Validator.ZeroCopy as with the Validator: owned copies by
+// default, kept or not; with ZeroCopy they alias the line, and a Decoder
+// with ZeroCopy decodes the common events without allocating. A caller
+// that keeps a payload (or ZeroCopy strings) past the next call or the
+// line's life copies what it keeps, or uses Validator.DecodeEvent.
+//
+// A Decoder is not safe for concurrent use; its zero value is not usable
+// (see NewDecoder).
+type Decoder struct {
+	v Validator
+
+	scan          fastScan
+	record        PlatformRecord
+	observation   Observation
+	scanCompleted ScanCompleted
+	heartbeat     Heartbeat
+	usage         Usage
+	rated         Rated
+	ledger        LedgerEntry
+	tags          []string // backing array of record.Tags
+}
+
+// NewDecoder returns a Decoder applying v's rules.
+func NewDecoder(v Validator) *Decoder { return &Decoder{v: v} }
+
+// DecodeEvent is Validator.DecodeEvent with the payload decoded into the
+// Decoder's own struct, valid until the next call. Events the single-pass
+// decoder leaves to the reference decoder (rejections, rare encodings)
+// get a new struct, as from the Validator.
+func (d *Decoder) DecodeEvent(line []byte) (Envelope, any, *ValidationError) {
+	env, p, ok := d.v.fastDecode(line, d)
+	d.scan.b = nil // do not pin the line
+	if ok {
+		return env, p, nil
+	}
+	return d.v.decodeEventRef(line)
+}
+
+// decodeEventRef is the reference decoder: Scan, the envelope rules, the
+// payload decoded by encoding into its struct, the payload rules. The
+// single-pass decoder (fast.go) returns what it returns whenever it
+// accepts a line.
+func (v Validator) decodeEventRef(line []byte) (Envelope, any, *ValidationError) {
 	env, err := v.decodeEnvelope(line)
 	if err != nil {
 		return env, nil, err

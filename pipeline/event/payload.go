@@ -4,22 +4,54 @@ import (
 	json "github.com/segmentio/encoding/json"
 )
 
-// Enumerations a payload field must belong to.
-var (
-	familySet     = setOf(Families...)
-	providerSet   = setOf(Providers...)
-	updatePathSet = setOf("none", "self_update", "recovery_enrollment", "operator_rebootstrap", "full_reimage")
-	probeSet      = setOf("passed", "failed", "not_required", "not_executed")
-	impactSet     = setOf("none_observed", "degraded", "unavailable", "unknown")
-	healthSet     = setOf("OK", "DEGRADED", "FAILED", "UNKNOWN")
-)
-
-func setOf(vs ...string) map[string]bool {
-	m := make(map[string]bool, len(vs))
-	for _, v := range vs {
-		m[v] = true
+// Enumerations a payload field must belong to (switches: a map lookup
+// costs more than the rest of a field's check).
+func isFamily(v string) bool {
+	switch v {
+	case FamilyGPUaaS, FamilyAppRuntime, FamilyStorage, FamilyModelServing, FamilyBillingUsage:
+		return true
 	}
-	return m
+	return false
+}
+
+func isProvider(v string) bool {
+	switch v {
+	case ProviderMAAS, ProviderNodeAgent, ProviderAppRuntime, ProviderStorage, ProviderGateway, ProviderBillingIngestion:
+		return true
+	}
+	return false
+}
+
+func isUpdatePath(v string) bool {
+	switch v {
+	case "none", "self_update", "recovery_enrollment", "operator_rebootstrap", "full_reimage":
+		return true
+	}
+	return false
+}
+
+func isProbe(v string) bool {
+	switch v {
+	case "passed", "failed", "not_required", "not_executed":
+		return true
+	}
+	return false
+}
+
+func isImpact(v string) bool {
+	switch v {
+	case "none_observed", "degraded", "unavailable", "unknown":
+		return true
+	}
+	return false
+}
+
+func isHealth(v string) bool {
+	switch v {
+	case "OK", "DEGRADED", "FAILED", "UNKNOWN":
+		return true
+	}
+	return false
 }
 
 // DecodePayload decodes and validates the payload of an event of type typ,
@@ -90,8 +122,8 @@ func (c *fieldCheck) required(name, v string) {
 	}
 }
 
-func (c *fieldCheck) oneOf(name, v string, set map[string]bool) {
-	if c.err == nil && v != "" && !set[v] {
+func (c *fieldCheck) oneOf(name, v string, allowed func(string) bool) {
+	if c.err == nil && v != "" && !allowed(v) {
 		c.err = invalid(ReasonInvalidField, "payload."+name, "%q is not an allowed value", v)
 	}
 }
@@ -114,9 +146,9 @@ func (p *PlatformRecord) validate() *ValidationError {
 	c.required("record_id", p.RecordID)
 	c.check(p.RecordVersion >= 1, "record_version", "must be an integer >= 1")
 	c.required("resource_family", p.ResourceFamily)
-	c.oneOf("resource_family", p.ResourceFamily, familySet)
+	c.oneOf("resource_family", p.ResourceFamily, isFamily)
 	c.required("provider", p.Provider)
-	c.oneOf("provider", p.Provider, providerSet)
+	c.oneOf("provider", p.Provider, isProvider)
 	c.required("provider_id", p.ProviderID)
 	c.required("expected_state", p.ExpectedState)
 	c.decimal("quota", p.Quota)
@@ -126,10 +158,10 @@ func (p *PlatformRecord) validate() *ValidationError {
 func (p *Observation) validate() *ValidationError {
 	var c fieldCheck
 	c.required("provider", p.Provider)
-	c.oneOf("provider", p.Provider, providerSet)
+	c.oneOf("provider", p.Provider, isProvider)
 	c.required("provider_id", p.ProviderID)
 	c.required("resource_family", p.ResourceFamily)
-	c.oneOf("resource_family", p.ResourceFamily, familySet)
+	c.oneOf("resource_family", p.ResourceFamily, isFamily)
 	c.required("observed_state", p.ObservedState)
 	c.decimal("usage", p.Usage)
 	return c.err
@@ -138,7 +170,7 @@ func (p *Observation) validate() *ValidationError {
 func (p *ScanCompleted) validate() *ValidationError {
 	var c fieldCheck
 	c.required("provider", p.Provider)
-	c.oneOf("provider", p.Provider, providerSet)
+	c.oneOf("provider", p.Provider, isProvider)
 	c.required("scan_id", p.ScanID)
 	c.check(!p.ScanStartedAt.IsZero(), "scan_started_at", "required RFC 3339 time")
 	return c.err
@@ -150,10 +182,10 @@ func (p *Heartbeat) validate() *ValidationError {
 	c.required("agent_version", p.AgentVersion)
 	c.required("host_fingerprint", p.HostFingerprint)
 	c.required("health", p.Health)
-	c.oneOf("health", p.Health, healthSet)
-	c.oneOf("update_path", p.UpdatePath, updatePathSet)
-	c.oneOf("terminal_stream_probe", p.TerminalStreamProbe, probeSet)
-	c.oneOf("workload_impact", p.WorkloadImpact, impactSet)
+	c.oneOf("health", p.Health, isHealth)
+	c.oneOf("update_path", p.UpdatePath, isUpdatePath)
+	c.oneOf("terminal_stream_probe", p.TerminalStreamProbe, isProbe)
+	c.oneOf("workload_impact", p.WorkloadImpact, isImpact)
 	c.check(p.RTTMs >= 0 && p.LossPct >= 0 && p.LossPct <= 100 && p.BandwidthKbps >= 0, "rtt_ms", "link quality out of range")
 	c.check(p.BacklogMessages >= 0 && p.SecondsBehind >= 0, "backlog_messages", "sync debt must not be negative")
 	return c.err

@@ -1,0 +1,5 @@
+//go:build !unix
+
+package event
+
+func cpuTime() int64 { return 0 }

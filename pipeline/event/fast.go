@@ -1,0 +1,1163 @@
+package event
+
+import (
+	"encoding/binary"
+	"math/bits"
+	"strconv"
+	"time"
+	"unicode/utf8"
+	"unsafe"
+
+	"github.com/segmentio/encoding/iso8601"
+)
+
+// The fast path.
+//
+// DecodeEvent first tries a single-pass decoder specialised for the
+// envelope and each payload type: it reads the line once, byte by byte,
+// matching field names by switch, parsing numbers in place and decoding
+// straight into the payload struct, with the structural rules of Scan
+// checked on the way. It accepts a line only when it has checked
+// everything the reference decoder (Scan, then the envelope rules, then
+// encoding into the payload struct, then the payload rules) would, and it
+// then returns exactly what the reference returns. Anything it does not
+// handle itself sends the line to the reference decoder, which decides:
+//
+//   - every rejection (the reference produces the reason, field and
+//     detail, so they cannot drift apart);
+//   - object keys with escapes (duplicates are compared after unescaping);
+//   - unknown fields whose value is an object or array, and more than
+//     maxUnknown unknown fields in one object;
+//   - null where a value of a payload field is expected (null keeps a
+//     field's zero value; the tags array excepted), in required envelope
+//     fields, and numbers that are not plain integers in integer fields;
+//   - escaped times, and \u escapes of UTF-16 surrogates in payload
+//     strings.
+//
+// The differential fuzz target FuzzDecodeFast holds the two to the same
+// result on every input.
+
+// maxUnknown is the number of unknown keys per object the fast path checks
+// for duplicates; an object with more goes to the reference decoder.
+const maxUnknown = 8
+
+// fastScan is the state of one fast decode.
+type fastScan struct {
+	b        []byte
+	zeroCopy bool     // strings alias b (Validator.ZeroCopy)
+	dec      *Decoder // payload structs to reuse; nil allocates them
+}
+
+// fastPayload is a payload struct the fast path decodes into.
+type fastPayload interface {
+	// fastKeys names the payload's fields, in the order the Go
+	// producers write them (the struct's); a field's number is its
+	// index (below 32).
+	fastKeys() []string
+	// fastValue decodes the value at b[i] of field f and returns the
+	// index after it. ok is false when the fast path leaves the line to
+	// the reference decoder.
+	fastValue(d *fastScan, f, i int) (end int, ok bool)
+	validate() *ValidationError
+}
+
+// unknownKeys are the unknown keys of one object, compared for duplicates.
+type unknownKeys struct {
+	n    int
+	keys [maxUnknown][2]int32 // offset and length in the line
+}
+
+// add records the key b[off:off+n] (without escapes); false on a
+// duplicate or when the object has too many unknown keys.
+func (u *unknownKeys) add(b []byte, off, n int) bool {
+	if u.n == maxUnknown {
+		return false
+	}
+	key := b[off : off+n]
+	for _, k := range u.keys[:u.n] {
+		if string(b[k[0]:k[0]+k[1]]) == string(key) {
+			return false
+		}
+	}
+	u.keys[u.n] = [2]int32{int32(off), int32(n)}
+	u.n++
+	return true
+}
+
+// Required envelope fields, as bits of the seen mask.
+const envRequired = 1<<fEventID | 1<<fEventType | 1<<fSchemaVersion | 1<<fProducer | 1<<fOccurredAt | 1<<fEnvironment | 1<<fPayload
+
+// fastDecode is DecodeEvent's fast path; ok is false when line is left to
+// the reference decoder.
+func (v Validator) fastDecode(line []byte, dec *Decoder) (env Envelope, payload fastPayload, ok bool) {
+	if len(line) > MaxEventLen {
+		return env, nil, false
+	}
+	// The payload structs' methods take the scan state through an
+	// interface, so it lives on the heap: the Decoder's own, or a new one.
+	var d *fastScan
+	if dec != nil {
+		dec.scan = fastScan{b: line, zeroCopy: v.ZeroCopy, dec: dec}
+		d = &dec.scan
+	} else {
+		d = &fastScan{b: line, zeroCopy: v.ZeroCopy}
+	}
+	b := line
+	i := skipSpace(b, 0)
+	if i >= len(b) || b[i] != '{' {
+		return env, nil, false
+	}
+	var (
+		seen       uint32
+		unk        unknownKeys
+		occurredAt []byte
+		pStart     = -1 // a payload seen before event_type: decoded after the loop
+		pEnd       int
+		next       int // the field expected next
+	)
+	i = skipSpace(b, i+1)
+	for {
+		if i >= len(b) || b[i] != '"' {
+			return env, nil, false
+		}
+		f, kend, ok := d.key(i, fieldNames[:], next)
+		if !ok {
+			return env, nil, false
+		}
+		koff, klen := i+1, kend-i-2
+		i = skipSpace(b, kend)
+		if i >= len(b) || b[i] != ':' {
+			return env, nil, false
+		}
+		i = skipSpace(b, i+1)
+		if i >= len(b) {
+			return env, nil, false
+		}
+		if f >= 0 {
+			if seen&(1<<f) != 0 {
+				return env, nil, false
+			}
+			seen |= 1 << f
+			next = f + 1
+		}
+		var end int
+		switch f {
+		case fEventID:
+			env.EventID, end, ok = d.stringValue(i, true)
+			ok = ok && env.EventID != "" && len(env.EventID) <= MaxIDLen
+		case fEventType:
+			var body []byte
+			if body, end, ok = d.plainString(i); ok {
+				env.EventType = knownType(body)
+				ok = env.EventType != ""
+			}
+		case fSchemaVersion:
+			end, ok = d.number(i)
+			ok = ok && end == i+1 && b[i] == '1'
+			env.SchemaVersion = SchemaVersion
+		case fProducer:
+			env.Producer, end, ok = d.stringValue(i, true)
+			ok = ok && env.Producer != "" && len(env.Producer) <= MaxIDLen
+		case fSeq:
+			if b[i] == 'n' {
+				end, ok = d.literal(i, "null")
+				break
+			}
+			if end, ok = d.number(i); ok {
+				env.Seq, ok = parseUint(b[i:end])
+				env.HasSeq = true
+			}
+		case fOccurredAt:
+			occurredAt, end, ok = d.plainString(i)
+		case fCorrelationID:
+			if b[i] == 'n' {
+				end, ok = d.literal(i, "null")
+				break
+			}
+			env.CorrelationID, end, ok = d.stringValue(i, true)
+		case fEnvironment:
+			var body []byte
+			if body, end, ok = d.plainString(i); ok {
+				env.Environment = knownEnvironment(body)
+				ok = env.Environment != "" && (v.Environment == "" || env.Environment == v.Environment)
+			}
+		case fPayload:
+			if b[i] != '{' {
+				return env, nil, false
+			}
+			if seen&(1<<fEventType) != 0 {
+				payload = d.target(env.EventType)
+				end, ok = d.object(i, payload)
+			} else {
+				pStart = i
+				end, ok = skipObject(b, i)
+				pEnd = end
+			}
+			if ok {
+				env.Payload = b[i:end]
+			}
+		default:
+			if !unk.add(b, koff, klen) {
+				return env, nil, false
+			}
+			end, ok = d.scalar(i)
+		}
+		if !ok {
+			return env, nil, false
+		}
+		i = skipSpace(b, end)
+		if i >= len(b) {
+			return env, nil, false
+		}
+		if b[i] == ',' {
+			i = skipSpace(b, i+1)
+			continue
+		}
+		if b[i] != '}' || skipSpace(b, i+1) != len(b) {
+			return env, nil, false
+		}
+		break
+	}
+	if seen&envRequired != envRequired || len(occurredAt) == 0 {
+		return env, nil, false
+	}
+	if pStart >= 0 {
+		payload = d.target(env.EventType)
+		if end, ok := d.object(pStart, payload); !ok || end != pEnd {
+			return env, nil, false
+		}
+	}
+	t, ok := utcTime(occurredAt)
+	if !ok {
+		var err error
+		if t, err = time.Parse(time.RFC3339Nano, unsafe.String(&occurredAt[0], len(occurredAt))); err != nil {
+			return env, nil, false
+		}
+	}
+	env.OccurredAt = t
+	if payload.validate() != nil {
+		return env, nil, false
+	}
+	return env, payload, true
+}
+
+// utcTime parses the common form of an RFC 3339 time,
+// 2006-01-02T15:04:05[.999999999]Z, with the result and the rules of
+// time.Parse(time.RFC3339Nano, ...); ok is false for any other text, which
+// is then time.Parse's to decide.
+func utcTime(b []byte) (time.Time, bool) {
+	if len(b) < 20 || len(b) > 30 || b[len(b)-1] != 'Z' ||
+		b[4] != '-' || b[7] != '-' || b[10] != 'T' || b[13] != ':' || b[16] != ':' {
+		return time.Time{}, false
+	}
+	y1, ok1 := digits2(b[0], b[1])
+	y2, ok2 := digits2(b[2], b[3])
+	month, ok3 := digits2(b[5], b[6])
+	day, ok4 := digits2(b[8], b[9])
+	hour, ok5 := digits2(b[11], b[12])
+	minute, ok6 := digits2(b[14], b[15])
+	sec, ok7 := digits2(b[17], b[18])
+	year := y1*100 + y2
+	if !(ok1 && ok2 && ok3 && ok4 && ok5 && ok6 && ok7) || month < 1 || month > 12 ||
+		day < 1 || day > daysIn(month, year) || hour > 23 || minute > 59 || sec > 59 {
+		return time.Time{}, false
+	}
+	nsec := 0
+	if frac := b[19 : len(b)-1]; len(frac) > 0 {
+		if len(frac) < 2 || frac[0] != '.' {
+			return time.Time{}, false
+		}
+		for _, c := range frac[1:] {
+			if c < '0' || c > '9' {
+				return time.Time{}, false
+			}
+			nsec = nsec*10 + int(c-'0')
+		}
+		for range 10 - len(frac) {
+			nsec *= 10
+		}
+	}
+	unix := daysSinceEpoch(year, month, day)*86400 + int64(hour*3600+minute*60+sec)
+	return time.Unix(unix, int64(nsec)).UTC(), true // what time.Date(..., time.UTC) returns
+}
+
+func digits2(a, b byte) (int, bool) {
+	return int(a-'0')*10 + int(b-'0'), a-'0' < 10 && b-'0' < 10
+}
+
+// daysSinceEpoch is the number of days from 1970-01-01 to the given date
+// of the proleptic Gregorian calendar (year >= 0).
+func daysSinceEpoch(year, month, day int) int64 {
+	y := int64(year)
+	if month <= 2 {
+		y--
+	}
+	era := (y+400)/400 - 1 // floor(y/400) for y >= -1
+	yoe := y - era*400
+	mp := int64(month+9) % 12
+	doy := (153*mp+2)/5 + int64(day) - 1
+	doe := yoe*365 + yoe/4 - yoe/100 + doy
+	return era*146097 + doe - 719468
+}
+
+// daysIn is the number of days of month in year (proleptic Gregorian).
+func daysIn(month, year int) int {
+	switch month {
+	case 2:
+		if year%4 == 0 && (year%100 != 0 || year%400 == 0) {
+			return 29
+		}
+		return 28
+	case 4, 6, 9, 11:
+		return 30
+	}
+	return 31
+}
+
+// knownType returns the constant of the event type named b, or "".
+func knownType(b []byte) string {
+	switch string(b) {
+	case TypePlatformRecord:
+		return TypePlatformRecord
+	case TypeProviderObservation:
+		return TypeProviderObservation
+	case TypeScanCompleted:
+		return TypeScanCompleted
+	case TypeHeartbeat:
+		return TypeHeartbeat
+	case TypeUsageRecorded:
+		return TypeUsageRecorded
+	case TypeBillingRated:
+		return TypeBillingRated
+	case TypeLedgerEntry:
+		return TypeLedgerEntry
+	}
+	return ""
+}
+
+// knownEnvironment returns the constant of the environment named b, or "".
+func knownEnvironment(b []byte) string {
+	switch string(b) {
+	case EnvLocalParity:
+		return EnvLocalParity
+	case EnvDev:
+		return EnvDev
+	case EnvProd:
+		return EnvProd
+	}
+	return ""
+}
+
+// target returns the zeroed payload struct of event type typ: the
+// Decoder's own, or a new one.
+func (d *fastScan) target(typ string) fastPayload {
+	if r := d.dec; r != nil {
+		switch typ {
+		case TypePlatformRecord:
+			r.record = PlatformRecord{}
+			return &r.record
+		case TypeProviderObservation:
+			r.observation = Observation{}
+			return &r.observation
+		case TypeScanCompleted:
+			r.scanCompleted = ScanCompleted{}
+			return &r.scanCompleted
+		case TypeHeartbeat:
+			r.heartbeat = Heartbeat{}
+			return &r.heartbeat
+		case TypeUsageRecorded:
+			r.usage = Usage{}
+			return &r.usage
+		case TypeBillingRated:
+			r.rated = Rated{}
+			return &r.rated
+		case TypeLedgerEntry:
+			r.ledger = LedgerEntry{}
+			return &r.ledger
+		}
+	}
+	switch typ {
+	case TypePlatformRecord:
+		return new(PlatformRecord)
+	case TypeProviderObservation:
+		return new(Observation)
+	case TypeScanCompleted:
+		return new(ScanCompleted)
+	case TypeHeartbeat:
+		return new(Heartbeat)
+	case TypeUsageRecorded:
+		return new(Usage)
+	case TypeBillingRated:
+		return new(Rated)
+	case TypeLedgerEntry:
+		return new(LedgerEntry)
+	}
+	panic("BUG: fast path target of an unknown event type " + typ)
+}
+
+// object decodes the payload object at b[i] ('{') into p and returns the
+// index after it.
+func (d *fastScan) object(i int, p fastPayload) (int, bool) {
+	b := d.b
+	var (
+		seen uint32
+		unk  unknownKeys
+		keys = p.fastKeys()
+		next int // the field expected next
+	)
+	i = skipSpace(b, i+1)
+	if i < len(b) && b[i] == '}' {
+		return i + 1, true
+	}
+	for {
+		if i >= len(b) || b[i] != '"' {
+			return 0, false
+		}
+		f, kend, ok := d.key(i, keys, next)
+		if !ok {
+			return 0, false
+		}
+		koff, klen := i+1, kend-i-2
+		i = skipSpace(b, kend)
+		if i >= len(b) || b[i] != ':' {
+			return 0, false
+		}
+		i = skipSpace(b, i+1)
+		if i >= len(b) {
+			return 0, false
+		}
+		var end int
+		if f >= 0 {
+			if seen&(1<<f) != 0 {
+				return 0, false
+			}
+			seen |= 1 << f
+			next = f + 1
+			end, ok = p.fastValue(d, f, i)
+		} else {
+			if !unk.add(b, koff, klen) {
+				return 0, false
+			}
+			end, ok = d.scalar(i)
+		}
+		if !ok {
+			return 0, false
+		}
+		i = skipSpace(b, end)
+		if i >= len(b) {
+			return 0, false
+		}
+		switch b[i] {
+		case ',':
+			i = skipSpace(b, i+1)
+		case '}':
+			return i + 1, true
+		default:
+			return 0, false
+		}
+	}
+}
+
+// key reads the object key at b[i] (a quote) and returns the index in
+// keys of the key it names, or -1, and the index after its closing quote.
+// The key expected next is compared first, in place.
+func (d *fastScan) key(i int, keys []string, next int) (f, kend int, ok bool) {
+	b := d.b
+	if next < len(keys) {
+		k := keys[next]
+		if e := i + 1 + len(k); e < len(b) && b[e] == '"' && string(b[i+1:e]) == k {
+			return next, e + 1, true
+		}
+	}
+	kend, esc, ok := d.str(i)
+	if !ok || esc {
+		return 0, 0, false
+	}
+	key := b[i+1 : kend-1]
+	for f, k := range keys {
+		if string(key) == k {
+			return f, kend, true
+		}
+	}
+	return -1, kend, true
+}
+
+// skipObject returns the index after the object at b[i], found by
+// matching brackets outside strings only: what lies between is checked
+// when the object is decoded.
+func skipObject(b []byte, i int) (int, bool) {
+	depth := 0
+	for i < len(b) {
+		switch b[i] {
+		case '"':
+			for i++; i < len(b) && b[i] != '"'; i++ {
+				if b[i] == '\\' {
+					i++
+				}
+			}
+		case '{', '[':
+			depth++
+		case '}', ']':
+			if depth--; depth == 0 {
+				return i + 1, true
+			}
+		}
+		i++
+	}
+	return 0, false
+}
+
+// str checks the string whose opening quote is b[i] as Scan does (escapes,
+// control characters, UTF-8) and returns the index after its closing quote
+// and whether it holds escapes.
+func (d *fastScan) str(i int) (end int, escaped, ok bool) {
+	b := d.b
+	for i++; ; {
+		// Eight bytes at a time: the lowest byte flagged by special is
+		// the first that is not plain (a flag above it may be a borrow).
+		for i+8 <= len(b) {
+			if m := special(binary.LittleEndian.Uint64(b[i:])); m != 0 {
+				i += bits.TrailingZeros64(m) >> 3
+				break
+			}
+			i += 8
+		}
+		for i < len(b) && plainByte[b[i]] {
+			i++
+		}
+		if i >= len(b) {
+			return 0, false, false
+		}
+		switch c := b[i]; {
+		case c == '"':
+			return i + 1, escaped, true
+		case c == '\\':
+			if i+1 >= len(b) {
+				return 0, false, false
+			}
+			switch b[i+1] {
+			case '"', '\\', '/', 'b', 'f', 'n', 'r', 't':
+				i += 2
+			case 'u':
+				if i+6 > len(b) || !isHex4(b[i+2:i+6]) {
+					return 0, false, false
+				}
+				i += 6
+			default:
+				return 0, false, false
+			}
+			escaped = true
+		case c < 0x20:
+			return 0, false, false
+		case c < utf8.RuneSelf:
+			i++
+		default:
+			r, n := utf8.DecodeRune(b[i:])
+			if r == utf8.RuneError && n <= 1 {
+				return 0, false, false
+			}
+			i += n
+		}
+	}
+}
+
+// special sets the high bit of the lowest byte of x (little endian) that
+// is a quote, a backslash, below 0x20 or above 0x7f, and possibly of
+// bytes above it.
+func special(x uint64) uint64 {
+	q := x ^ ('"' * lsb)
+	bs := x ^ ('\\' * lsb)
+	return (x | (x-0x20*lsb) & ^x | (q-lsb) & ^q | (bs-lsb) & ^bs) & msb
+}
+
+// plainByte is true for the bytes a string holds as they are: ASCII, not
+// a control character, a quote or a backslash.
+var plainByte = func() (t [256]bool) {
+	for c := 0x20; c < utf8.RuneSelf; c++ {
+		t[c] = c != '"' && c != '\\'
+	}
+	return t
+}()
+
+// plainString returns the body of the string at b[i], which must hold no
+// escapes.
+func (d *fastScan) plainString(i int) ([]byte, int, bool) {
+	if d.b[i] != '"' {
+		return nil, 0, false
+	}
+	end, esc, ok := d.str(i)
+	if !ok || esc {
+		return nil, 0, false
+	}
+	return d.b[i+1 : end-1], end, true
+}
+
+// stringValue decodes the string at b[i]. Escapes in payload strings are
+// unescaped here too, except \u escapes of surrogates, which go to the
+// reference decoder (whose payload decoding treats lone surrogates its own
+// way).
+func (d *fastScan) stringValue(i int, envelope bool) (string, int, bool) {
+	if d.b[i] != '"' {
+		return "", 0, false
+	}
+	end, esc, ok := d.str(i)
+	if !ok {
+		return "", 0, false
+	}
+	body := d.b[i+1 : end-1]
+	switch {
+	case len(body) == 0:
+		return "", end, true
+	case esc:
+		if !envelope && hasSurrogateEscape(body) {
+			return "", 0, false
+		}
+		return string(appendUnescaped(make([]byte, 0, len(body)), body)), end, true
+	case d.zeroCopy:
+		return unsafe.String(&body[0], len(body)), end, true
+	}
+	return string(body), end, true
+}
+
+// hasSurrogateEscape reports whether the string body b (already checked)
+// holds a \u escape of a UTF-16 surrogate.
+func hasSurrogateEscape(b []byte) bool {
+	for i := 0; i < len(b); i++ {
+		if b[i] != '\\' {
+			continue
+		}
+		if b[i+1] == 'u' && hex4(b[i+2:i+6])&0xf800 == 0xd800 {
+			return true
+		}
+		i++ // the escaped character
+	}
+	return false
+}
+
+// number checks the JSON number at b[i] and returns the index after it.
+func (d *fastScan) number(i int) (int, bool) {
+	b := d.b
+	if b[i] == '-' {
+		i++
+	}
+	switch {
+	case i < len(b) && b[i] == '0':
+		i++
+	case i < len(b) && b[i] >= '1' && b[i] <= '9':
+		for i++; i < len(b) && b[i] >= '0' && b[i] <= '9'; i++ {
+		}
+	default:
+		return 0, false
+	}
+	if i < len(b) && b[i] == '.' {
+		i++
+		d := i
+		for i < len(b) && b[i] >= '0' && b[i] <= '9' {
+			i++
+		}
+		if i == d {
+			return 0, false
+		}
+	}
+	if i < len(b) && (b[i] == 'e' || b[i] == 'E') {
+		i++
+		if i < len(b) && (b[i] == '+' || b[i] == '-') {
+			i++
+		}
+		d := i
+		for i < len(b) && b[i] >= '0' && b[i] <= '9' {
+			i++
+		}
+		if i == d {
+			return 0, false
+		}
+	}
+	return i, true
+}
+
+func (d *fastScan) literal(i int, lit string) (int, bool) {
+	if len(d.b)-i < len(lit) || string(d.b[i:i+len(lit)]) != lit {
+		return 0, false
+	}
+	return i + len(lit), true
+}
+
+// scalar checks the value of an unknown field: a string, number, true,
+// false or null. Objects and arrays go to the reference decoder.
+func (d *fastScan) scalar(i int) (int, bool) {
+	switch c := d.b[i]; {
+	case c == '"':
+		end, _, ok := d.str(i)
+		return end, ok
+	case c == '-' || c >= '0' && c <= '9':
+		return d.number(i)
+	case c == 't':
+		return d.literal(i, "true")
+	case c == 'f':
+		return d.literal(i, "false")
+	case c == 'n':
+		return d.literal(i, "null")
+	}
+	return 0, false
+}
+
+// int64Value decodes a plain non-negative integer of at most 18 digits
+// (no overflow, no sign, fraction or exponent).
+func (d *fastScan) int64Value(i int) (int64, int, bool) {
+	b := d.b
+	var n int64
+	j := i
+	for ; j < len(b) && b[j] >= '0' && b[j] <= '9'; j++ {
+		n = n*10 + int64(b[j]-'0')
+	}
+	if j == i || j-i > 18 || (b[i] == '0' && j-i > 1) {
+		return 0, 0, false
+	}
+	if j < len(b) && (b[j] == '.' || b[j] == 'e' || b[j] == 'E') {
+		return 0, 0, false
+	}
+	return n, j, true
+}
+
+// float64Value decodes a number as strconv.ParseFloat does (as the
+// reference decoder does), with plain integers of at most 15 digits, which
+// a float64 holds exactly, converted directly.
+func (d *fastScan) float64Value(i int) (float64, int, bool) {
+	end, ok := d.number(i)
+	if !ok {
+		return 0, 0, false
+	}
+	num := d.b[i:end]
+	if len(num) <= 15 && num[0] != '-' {
+		var n int64
+		plain := true
+		for _, c := range num {
+			if c < '0' || c > '9' {
+				plain = false
+				break
+			}
+			n = n*10 + int64(c-'0')
+		}
+		if plain {
+			return float64(n), end, true
+		}
+	}
+	f, err := strconv.ParseFloat(unsafe.String(&num[0], len(num)), 64)
+	if err != nil {
+		return 0, 0, false
+	}
+	return f, end, true
+}
+
+func (d *fastScan) boolValue(i int) (bool, int, bool) {
+	switch d.b[i] {
+	case 't':
+		end, ok := d.literal(i, "true")
+		return true, end, ok
+	case 'f':
+		end, ok := d.literal(i, "false")
+		return false, end, ok
+	}
+	return false, 0, false
+}
+
+// timeValue decodes a payload time as the reference decoder does
+// (iso8601.Parse of the string's bytes).
+func (d *fastScan) timeValue(i int) (time.Time, int, bool) {
+	body, end, ok := d.plainString(i)
+	if !ok || len(body) == 0 {
+		return time.Time{}, 0, false
+	}
+	t, err := iso8601.Parse(unsafe.String(&body[0], len(body)))
+	if err != nil {
+		return time.Time{}, 0, false
+	}
+	return t, end, true
+}
+
+// tagsValue decodes an array of strings (null is a nil slice, [] an empty
+// one), into the Decoder's reused array when there is one.
+func (d *fastScan) tagsValue(i int) ([]string, int, bool) {
+	b := d.b
+	if b[i] == 'n' {
+		end, ok := d.literal(i, "null")
+		return nil, end, ok
+	}
+	if b[i] != '[' {
+		return nil, 0, false
+	}
+	var tags []string
+	if d.dec != nil {
+		tags = d.dec.tags[:0]
+	}
+	i = skipSpace(b, i+1)
+	if i < len(b) && b[i] == ']' {
+		if tags == nil {
+			tags = []string{}
+		}
+		return tags, i + 1, true
+	}
+	for {
+		if i >= len(b) {
+			return nil, 0, false
+		}
+		s, end, ok := d.stringValue(i, false)
+		if !ok {
+			return nil, 0, false
+		}
+		tags = append(tags, s)
+		i = skipSpace(b, end)
+		if i >= len(b) {
+			return nil, 0, false
+		}
+		switch b[i] {
+		case ',':
+			i = skipSpace(b, i+1)
+		case ']':
+			if d.dec != nil {
+				d.dec.tags = tags
+			}
+			return tags, i + 1, true
+		default:
+			return nil, 0, false
+		}
+	}
+}
+
+// str is a string field of a payload.
+func (d *fastScan) strField(dst *string, i int) (int, bool) {
+	s, end, ok := d.stringValue(i, false)
+	*dst = s
+	return end, ok
+}
+
+func (d *fastScan) int64Field(dst *int64, i int) (int, bool) {
+	n, end, ok := d.int64Value(i)
+	*dst = n
+	return end, ok
+}
+
+func (d *fastScan) float64Field(dst *float64, i int) (int, bool) {
+	x, end, ok := d.float64Value(i)
+	*dst = x
+	return end, ok
+}
+
+func (d *fastScan) boolField(dst *bool, i int) (int, bool) {
+	x, end, ok := d.boolValue(i)
+	*dst = x
+	return end, ok
+}
+
+func (d *fastScan) timeField(dst *time.Time, i int) (int, bool) {
+	t, end, ok := d.timeValue(i)
+	*dst = t
+	return end, ok
+}
+
+var platformRecordKeys = []string{
+	"record_type",
+	"record_id",
+	"record_version",
+	"resource_family",
+	"product_id",
+	"owning_domain",
+	"owning_package",
+	"domain_id",
+	"tags",
+	"provider",
+	"provider_id",
+	"expected_state",
+	"expected_version",
+	"deleted",
+	"quota",
+	"route_target",
+	"expected_agent_version",
+	"cert_issuer_fingerprint",
+	"ingress_trust_fingerprint",
+}
+
+func (p *PlatformRecord) fastKeys() []string { return platformRecordKeys }
+
+func (p *PlatformRecord) fastValue(d *fastScan, f, i int) (int, bool) {
+	switch f {
+	case 0: // record_type
+		return d.strField(&p.RecordType, i)
+	case 1: // record_id
+		return d.strField(&p.RecordID, i)
+	case 2: // record_version
+		return d.int64Field(&p.RecordVersion, i)
+	case 3: // resource_family
+		return d.strField(&p.ResourceFamily, i)
+	case 4: // product_id
+		return d.strField(&p.ProductID, i)
+	case 5: // owning_domain
+		return d.strField(&p.OwningDomain, i)
+	case 6: // owning_package
+		return d.strField(&p.OwningPackage, i)
+	case 7: // domain_id
+		return d.strField(&p.DomainID, i)
+	case 8: // tags
+		tags, end, ok := d.tagsValue(i)
+		p.Tags = tags
+		return end, ok
+	case 9: // provider
+		return d.strField(&p.Provider, i)
+	case 10: // provider_id
+		return d.strField(&p.ProviderID, i)
+	case 11: // expected_state
+		return d.strField(&p.ExpectedState, i)
+	case 12: // expected_version
+		return d.strField(&p.ExpectedVersion, i)
+	case 13: // deleted
+		return d.boolField(&p.Deleted, i)
+	case 14: // quota
+		return d.strField(&p.Quota, i)
+	case 15: // route_target
+		return d.strField(&p.RouteTarget, i)
+	case 16: // expected_agent_version
+		return d.strField(&p.ExpectedAgentVersion, i)
+	case 17: // cert_issuer_fingerprint
+		return d.strField(&p.CertIssuerFingerprint, i)
+	case 18: // ingress_trust_fingerprint
+		return d.strField(&p.IngressTrustFingerprint, i)
+	}
+	panic("BUG: no field PlatformRecord.fastKeys()[f]")
+}
+
+var observationKeys = []string{
+	"provider",
+	"provider_id",
+	"resource_family",
+	"observed_state",
+	"observed_version",
+	"owner_ref",
+	"usage",
+	"route_target",
+}
+
+func (p *Observation) fastKeys() []string { return observationKeys }
+
+func (p *Observation) fastValue(d *fastScan, f, i int) (int, bool) {
+	switch f {
+	case 0: // provider
+		return d.strField(&p.Provider, i)
+	case 1: // provider_id
+		return d.strField(&p.ProviderID, i)
+	case 2: // resource_family
+		return d.strField(&p.ResourceFamily, i)
+	case 3: // observed_state
+		return d.strField(&p.ObservedState, i)
+	case 4: // observed_version
+		return d.strField(&p.ObservedVersion, i)
+	case 5: // owner_ref
+		return d.strField(&p.OwnerRef, i)
+	case 6: // usage
+		return d.strField(&p.Usage, i)
+	case 7: // route_target
+		return d.strField(&p.RouteTarget, i)
+	}
+	panic("BUG: no field Observation.fastKeys()[f]")
+}
+
+var scanCompletedKeys = []string{
+	"provider",
+	"scan_id",
+	"scan_started_at",
+}
+
+func (p *ScanCompleted) fastKeys() []string { return scanCompletedKeys }
+
+func (p *ScanCompleted) fastValue(d *fastScan, f, i int) (int, bool) {
+	switch f {
+	case 0: // provider
+		return d.strField(&p.Provider, i)
+	case 1: // scan_id
+		return d.strField(&p.ScanID, i)
+	case 2: // scan_started_at
+		return d.timeField(&p.ScanStartedAt, i)
+	}
+	panic("BUG: no field ScanCompleted.fastKeys()[f]")
+}
+
+var heartbeatKeys = []string{
+	"node_id",
+	"agent_version",
+	"cert_issuer_fingerprint",
+	"ingress_trust_fingerprint",
+	"host_fingerprint",
+	"node_agent_reason",
+	"update_path",
+	"terminal_stream_probe",
+	"workload_impact",
+	"health",
+	"rtt_ms",
+	"loss_pct",
+	"bandwidth_kbps",
+	"backlog_messages",
+	"seconds_behind",
+	"replay_required",
+}
+
+func (p *Heartbeat) fastKeys() []string { return heartbeatKeys }
+
+func (p *Heartbeat) fastValue(d *fastScan, f, i int) (int, bool) {
+	switch f {
+	case 0: // node_id
+		return d.strField(&p.NodeID, i)
+	case 1: // agent_version
+		return d.strField(&p.AgentVersion, i)
+	case 2: // cert_issuer_fingerprint
+		return d.strField(&p.CertIssuerFingerprint, i)
+	case 3: // ingress_trust_fingerprint
+		return d.strField(&p.IngressTrustFingerprint, i)
+	case 4: // host_fingerprint
+		return d.strField(&p.HostFingerprint, i)
+	case 5: // node_agent_reason
+		return d.strField(&p.NodeAgentReason, i)
+	case 6: // update_path
+		return d.strField(&p.UpdatePath, i)
+	case 7: // terminal_stream_probe
+		return d.strField(&p.TerminalStreamProbe, i)
+	case 8: // workload_impact
+		return d.strField(&p.WorkloadImpact, i)
+	case 9: // health
+		return d.strField(&p.Health, i)
+	case 10: // rtt_ms
+		return d.float64Field(&p.RTTMs, i)
+	case 11: // loss_pct
+		return d.float64Field(&p.LossPct, i)
+	case 12: // bandwidth_kbps
+		return d.float64Field(&p.BandwidthKbps, i)
+	case 13: // backlog_messages
+		return d.int64Field(&p.BacklogMessages, i)
+	case 14: // seconds_behind
+		return d.int64Field(&p.SecondsBehind, i)
+	case 15: // replay_required
+		return d.boolField(&p.ReplayRequired, i)
+	}
+	panic("BUG: no field Heartbeat.fastKeys()[f]")
+}
+
+var usageKeys = []string{
+	"usage_id",
+	"metering_source",
+	"metering_id",
+	"unit_id",
+	"quantity",
+	"product_id",
+	"tenant_id",
+	"project_id",
+	"record_id",
+	"window_start",
+	"window_end",
+}
+
+func (p *Usage) fastKeys() []string { return usageKeys }
+
+func (p *Usage) fastValue(d *fastScan, f, i int) (int, bool) {
+	switch f {
+	case 0: // usage_id
+		return d.strField(&p.UsageID, i)
+	case 1: // metering_source
+		return d.strField(&p.MeteringSource, i)
+	case 2: // metering_id
+		return d.strField(&p.MeteringID, i)
+	case 3: // unit_id
+		return d.strField(&p.UnitID, i)
+	case 4: // quantity
+		return d.strField(&p.Quantity, i)
+	case 5: // product_id
+		return d.strField(&p.ProductID, i)
+	case 6: // tenant_id
+		return d.strField(&p.TenantID, i)
+	case 7: // project_id
+		return d.strField(&p.ProjectID, i)
+	case 8: // record_id
+		return d.strField(&p.RecordID, i)
+	case 9: // window_start
+		return d.timeField(&p.WindowStart, i)
+	case 10: // window_end
+		return d.timeField(&p.WindowEnd, i)
+	}
+	panic("BUG: no field Usage.fastKeys()[f]")
+}
+
+var ratedKeys = []string{
+	"usage_id",
+	"metering_source",
+	"metering_id",
+	"unit_id",
+	"unit_version",
+	"quantity",
+	"unit_price",
+	"amount",
+	"currency",
+	"tenant_id",
+	"product_id",
+	"rated_at",
+}
+
+func (p *Rated) fastKeys() []string { return ratedKeys }
+
+func (p *Rated) fastValue(d *fastScan, f, i int) (int, bool) {
+	switch f {
+	case 0: // usage_id
+		return d.strField(&p.UsageID, i)
+	case 1: // metering_source
+		return d.strField(&p.MeteringSource, i)
+	case 2: // metering_id
+		return d.strField(&p.MeteringID, i)
+	case 3: // unit_id
+		return d.strField(&p.UnitID, i)
+	case 4: // unit_version
+		return d.int64Field(&p.UnitVersion, i)
+	case 5: // quantity
+		return d.strField(&p.Quantity, i)
+	case 6: // unit_price
+		return d.strField(&p.UnitPrice, i)
+	case 7: // amount
+		return d.strField(&p.Amount, i)
+	case 8: // currency
+		return d.strField(&p.Currency, i)
+	case 9: // tenant_id
+		return d.strField(&p.TenantID, i)
+	case 10: // product_id
+		return d.strField(&p.ProductID, i)
+	case 11: // rated_at
+		return d.timeField(&p.RatedAt, i)
+	}
+	panic("BUG: no field Rated.fastKeys()[f]")
+}
+
+var ledgerEntryKeys = []string{
+	"ledger_entry_id",
+	"usage_id",
+	"metering_source",
+	"metering_id",
+	"amount",
+	"currency",
+	"posted_at",
+}
+
+func (p *LedgerEntry) fastKeys() []string { return ledgerEntryKeys }
+
+func (p *LedgerEntry) fastValue(d *fastScan, f, i int) (int, bool) {
+	switch f {
+	case 0: // ledger_entry_id
+		return d.strField(&p.LedgerEntryID, i)
+	case 1: // usage_id
+		return d.strField(&p.UsageID, i)
+	case 2: // metering_source
+		return d.strField(&p.MeteringSource, i)
+	case 3: // metering_id
+		return d.strField(&p.MeteringID, i)
+	case 4: // amount
+		return d.strField(&p.Amount, i)
+	case 5: // currency
+		return d.strField(&p.Currency, i)
+	case 6: // posted_at
+		return d.timeField(&p.PostedAt, i)
+	}
+	panic("BUG: no field LedgerEntry.fastKeys()[f]")
+}

@@ -1,0 +1,325 @@
+package event
+
+import (
+	stdjson "encoding/json"
+	"fmt"
+	"reflect"
+	"strings"
+	"testing"
+	"time"
+)
+
+// wireEnvelope encodes an envelope the way the Go producers do (fields in
+// CONTRACT order, payload last).
+type wireEnvelope struct {
+	EventID       string  `json:"event_id"`
+	EventType     string  `json:"event_type"`
+	SchemaVersion int     `json:"schema_version"`
+	Producer      string  `json:"producer"`
+	Seq           *uint64 `json:"seq,omitempty"`
+	OccurredAt    string  `json:"occurred_at"`
+	CorrelationID string  `json:"correlation_id,omitempty"`
+	Environment   string  `json:"environment"`
+	Payload       any     `json:"payload"`
+}
+
+// wirePayloadFirst names the payload before the event type.
+type wirePayloadFirst struct {
+	Payload       any     `json:"payload"`
+	EventID       string  `json:"event_id"`
+	EventType     string  `json:"event_type"`
+	SchemaVersion int     `json:"schema_version"`
+	Producer      string  `json:"producer"`
+	Seq           *uint64 `json:"seq"`
+	OccurredAt    string  `json:"occurred_at"`
+	CorrelationID *string `json:"correlation_id"`
+	Environment   string  `json:"environment"`
+}
+
+// samplePayload returns a valid payload of event type typ, varied by i.
+func samplePayload(typ string, i int) any {
+	at := time.Date(2026, 11, 21, 10, 15, 30, i*1000, time.UTC)
+	if i%3 == 1 {
+		at = at.In(time.FixedZone("", 2*3600))
+	}
+	fam, prov := Families[i%len(Families)], Providers[i%len(Providers)]
+	switch typ {
+	case TypePlatformRecord:
+		var tags []string
+		switch i % 3 {
+		case 1:
+			tags = []string{}
+		case 2:
+			tags = []string{"team:a", fmt.Sprintf("t-%d", i), "ü<&>"}
+		}
+		return &PlatformRecord{RecordType: "node", RecordID: fmt.Sprintf("rec-%d", i), RecordVersion: int64(i + 1),
+			ResourceFamily: fam, ProductID: "gpuaas", OwningDomain: "d", OwningPackage: "pkg", DomainID: "dom-1",
+			Tags: tags, Provider: prov, ProviderID: fmt.Sprintf("n%d", i), ExpectedState: "running",
+			ExpectedVersion: "v2", Deleted: i%2 == 0, Quota: []string{"", "12.5", "-3"}[i%3],
+			RouteTarget: []string{"", "10.0.0.1:443"}[i%2], ExpectedAgentVersion: "1.2.3",
+			CertIssuerFingerprint: "sha256:ab", IngressTrustFingerprint: "sha256:cd"}
+	case TypeProviderObservation:
+		return &Observation{Provider: prov, ProviderID: fmt.Sprintf("n%d", i), ResourceFamily: fam,
+			ObservedState: "running", ObservedVersion: "v1", OwnerRef: []string{"", "owner/1"}[i%2],
+			Usage: []string{"", "12.5", "0"}[i%3], RouteTarget: []string{"", "10.0.0.1:443", "", "host\tname"}[i%4]}
+	case TypeScanCompleted:
+		return &ScanCompleted{Provider: prov, ScanID: fmt.Sprintf("scan-%d", i), ScanStartedAt: at}
+	case TypeHeartbeat:
+		return &Heartbeat{NodeID: fmt.Sprintf("node-%d", i), AgentVersion: "1.2.3", CertIssuerFingerprint: "c",
+			IngressTrustFingerprint: "t", HostFingerprint: "h", NodeAgentReason: []string{"", "restart"}[i%2],
+			UpdatePath: "self_update", TerminalStreamProbe: "passed", WorkloadImpact: "none_observed",
+			Health: []string{"OK", "DEGRADED", "FAILED", "UNKNOWN"}[i%4],
+			RTTMs:  []float64{12, 12.5, 0.001, 1e21}[i%4], LossPct: []float64{0, 0.25, 100}[i%3],
+			BandwidthKbps: float64(1000 * i), BacklogMessages: int64(i * 7), SecondsBehind: int64(i % 2), ReplayRequired: i%2 == 1}
+	case TypeUsageRecorded:
+		return &Usage{UsageID: fmt.Sprintf("usage-%d", i), MeteringSource: "gpu-meter", MeteringID: fmt.Sprintf("m-%d", i),
+			UnitID: "gpu_hour", Quantity: fmt.Sprintf("%d.%06d", i, i*7919%1000000), ProductID: "gpuaas",
+			TenantID: "tenant-1", ProjectID: "p-1", RecordID: []string{"", "rec-1"}[i%2],
+			WindowStart: at, WindowEnd: at.Add(15 * time.Minute)}
+	case TypeBillingRated:
+		return &Rated{UsageID: fmt.Sprintf("usage-%d", i), MeteringSource: "gpu-meter", MeteringID: fmt.Sprintf("m-%d", i),
+			UnitID: "gpu_hour", UnitVersion: int64(1 + i), Quantity: "1.5", UnitPrice: "2.000000", Amount: "3.0000",
+			Currency: "EUR", TenantID: "tenant-1", ProductID: "gpuaas", RatedAt: at}
+	case TypeLedgerEntry:
+		return &LedgerEntry{LedgerEntryID: fmt.Sprintf("le-%d", i), UsageID: fmt.Sprintf("usage-%d", i),
+			MeteringSource: "gpu-meter", MeteringID: fmt.Sprintf("m-%d", i), Amount: "3.0000", Currency: "EUR", PostedAt: at}
+	}
+	panic("unknown type " + typ)
+}
+
+// sampleEvent encodes a valid event of type typ, varied by i.
+func sampleEvent(typ string, i int) []byte {
+	seq := uint64(i)
+	env := wireEnvelope{
+		EventID: fmt.Sprintf("e-%08d", i), EventType: typ, SchemaVersion: 1, Producer: "producer-1",
+		OccurredAt:  time.Date(2026, 11, 21, 10, 15, 30, 123000000, time.UTC).Format(time.RFC3339Nano),
+		Environment: EnvLocalParity, Payload: samplePayload(typ, i),
+	}
+	if i%2 == 0 {
+		env.Seq, env.CorrelationID = &seq, fmt.Sprintf("corr-%d", i)
+	}
+	b, err := stdjson.Marshal(env)
+	if err != nil {
+		panic(err)
+	}
+	return b
+}
+
+// sampleEvents returns valid events of every type in the encodings the
+// fast path decodes itself: as the Go producers write them, indented,
+// with the payload first, with unknown fields and escapes.
+func sampleEvents() [][]byte {
+	var out [][]byte
+	for _, typ := range AllTypes {
+		for i := range 6 {
+			line := sampleEvent(typ, i)
+			out = append(out, line)
+			switch i {
+			case 1:
+				var ind strings.Builder
+				ind.WriteString(" \r\n")
+				b, _ := stdjson.MarshalIndent(stdjson.RawMessage(line), "", "\t")
+				ind.Write(b)
+				ind.WriteString("\n")
+				out = append(out, []byte(ind.String()))
+			case 2:
+				corr := "c\"1"
+				pf := wirePayloadFirst{Payload: samplePayload(typ, i), EventID: "e-\u00e9\\2", EventType: typ, SchemaVersion: 1,
+					Producer: "p<1>", OccurredAt: "2026-11-21T10:15:30+01:00", CorrelationID: &corr, Environment: EnvLocalParity}
+				b, _ := stdjson.Marshal(pf)
+				out = append(out, b)
+				pf.CorrelationID = nil
+				b, _ = stdjson.Marshal(pf)
+				out = append(out, b)
+			case 3:
+				s := strings.Replace(string(line), `{`, `{"x_env":"v\u00e9","x_num":-1.5e3,"x_t":true,"x_f":false,"x_null":null,`, 1)
+				s = strings.Replace(s, `"payload":{`, `"payload":{"zz":"ignored","zz2":0,`, 1)
+				out = append(out, []byte(s))
+			}
+		}
+	}
+	return out
+}
+
+// sameAsReference decodes line with the reference decoder and with every
+// fast mode (Validator, Decoder; owned and ZeroCopy strings; with and
+// without an environment) and fails on any difference in envelope,
+// payload or error. It reports whether the fast path accepted the line
+// itself.
+func sameAsReference(t *testing.T, line []byte) (fast bool) {
+	t.Helper()
+	for _, v := range []Validator{{Environment: EnvLocalParity}, {ZeroCopy: true}, {Environment: EnvDev, ZeroCopy: true}} {
+		renv, rp, rerr := v.decodeEventRef(line)
+		fenv, fp, ok := v.fastDecode(line, nil)
+		if ok {
+			fast = true
+			if rerr != nil {
+				t.Fatalf("fast path accepted what the reference rejects (%v): %q", rerr, line)
+			}
+			if !reflect.DeepEqual(renv, fenv) || !reflect.DeepEqual(rp, fp) {
+				t.Fatalf("fast path differs on %q:\n ref  %+v %+v\n fast %+v %+v", line, renv, rp, fenv, fp)
+			}
+		}
+		env, p, err := v.DecodeEvent(line)
+		if !reflect.DeepEqual(renv, env) || !reflect.DeepEqual(rp, p) || !reflect.DeepEqual(rerr, err) {
+			t.Fatalf("DecodeEvent differs on %q:\n ref %+v %+v %v\n got %+v %+v %v", line, renv, rp, rerr, env, p, err)
+		}
+		dec := NewDecoder(v)
+		for range 2 { // the second call reuses the first one's structs
+			env, p, err = dec.DecodeEvent(line)
+			if !reflect.DeepEqual(renv, env) || !reflect.DeepEqual(rp, p) || !reflect.DeepEqual(rerr, err) {
+				t.Fatalf("Decoder differs on %q:\n ref %+v %+v %v\n got %+v %+v %v", line, renv, rp, rerr, env, p, err)
+			}
+		}
+	}
+	return fast
+}
+
+// The fast path decodes every valid sample itself, with the reference's
+// result, and a Decoder's payload for one type survives events of other
+// types but not the next of its own.
+func TestFastPathSamples(t *testing.T) {
+	for _, line := range sampleEvents() {
+		if !sameAsReference(t, line) {
+			t.Errorf("fast path left a valid sample to the reference decoder: %s", line)
+		}
+	}
+}
+
+// Lines the fast path leaves to the reference decoder still decode (or
+// are rejected) exactly as before.
+func TestFastPathFallback(t *testing.T) {
+	obs := func(old, new string) string {
+		if !strings.Contains(validObs, old) {
+			t.Fatalf("fixture lacks %s", old)
+		}
+		return strings.Replace(validObs, old, new, 1)
+	}
+	for _, line := range []string{
+		obs(`"provider_id"`, `"provider\u005fid"`),                                     // escaped key
+		obs(`"seq":7`, `"seq":7,"x":{"y":[1,{"z":null}]}`),                             // unknown object
+		obs(`"usage":"12.5"`, `"usage":null`),                                          // null payload field
+		obs(`"occurred_at":"2026`, `"occurred_at":"\u0032026`),                         // escaped time
+		obs(`"observed_version":"v1"`, `"observed_version":"\ud83d\ude00"`),            // surrogate pair
+		obs(`"observed_version":"v1"`, `"observed_version":"\ud800x"`),                 // lone surrogate
+		obs(`"usage":"12.5"`, `"a":1,"b":2,"c":3,"d":4,"e":5,"f":6,"g":7,"h":8,"i":9`), // many unknown keys
+		obs(`"seq":7`, `"seq":7,"z":1,"z":2`),                                          // duplicate unknown key
+		obs(`"producer":"scanner"`, `"producer":"scanner","producer":"x"`),             // duplicate known key
+	} {
+		if sameAsReference(t, []byte(line)) {
+			t.Errorf("fast path decided %s", line)
+		}
+	}
+	line := sampleEvent(TypeHeartbeat, 1)
+	for _, hb := range []string{`"rtt_ms":1.0e2`, `"backlog_messages":1.0`, `"backlog_messages":-1`, `"rtt_ms":-0`, `"rtt_ms":1e400`, `"replay_required":null`} {
+		field, _, _ := strings.Cut(hb, ":")
+		s := string(line)
+		i := strings.Index(s, field)
+		j := i + strings.IndexAny(s[i:], ",}")
+		sameAsReference(t, []byte(s[:i]+hb+s[j:]))
+	}
+}
+
+func TestDecoderReuse(t *testing.T) {
+	dec := NewDecoder(Validator{ZeroCopy: true})
+	_, p1, err := dec.DecodeEvent(sampleEvent(TypeProviderObservation, 1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, p2, err := dec.DecodeEvent(sampleEvent(TypeProviderObservation, 2))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p1 != p2 || p2.(*Observation).ProviderID != "n2" {
+		t.Fatalf("Decoder did not reuse its observation: %p %p", p1, p2)
+	}
+	_, p3, _ := NewDecoder(Validator{}).DecodeEvent(sampleEvent(TypeProviderObservation, 1))
+	_, p4, _ := Validator{}.DecodeEvent(sampleEvent(TypeProviderObservation, 1))
+	if p3 == p4 {
+		t.Fatal("Validator returned a Decoder's struct")
+	}
+}
+
+// The common events decode without allocating through a Decoder with
+// ZeroCopy (a string with escapes is the exception: it is unescaped into
+// a new string).
+func TestDecoderAllocs(t *testing.T) {
+	dec := NewDecoder(Validator{Environment: EnvLocalParity, ZeroCopy: true})
+	for _, typ := range AllTypes {
+		for _, i := range []int{0, 1, 4} { // without escapes; UTC and +02:00 times
+			line := sampleEvent(typ, i)
+			if n := testing.AllocsPerRun(100, func() {
+				if _, _, err := dec.DecodeEvent(line); err != nil {
+					t.Fatal(err)
+				}
+			}); n != 0 {
+				t.Errorf("%s: %v allocations per event: %s", typ, n, line)
+			}
+		}
+	}
+}
+
+// FuzzDecodeFast holds the single-pass decoder to the reference decoder:
+// on every input, the same envelope, payload and error (reason, field and
+// detail) in every mode, and acceptance by the fast path only of what the
+// reference accepts.
+func FuzzDecodeFast(f *testing.F) {
+	for _, line := range sampleEvents() {
+		f.Add(line)
+	}
+	for _, s := range []string{validObs, noPayload + `}`, `{"payload":{"a":{"b":{"c":[[[[]]]]}}}}`, `{"event_id":"a","event_id":"b"}`,
+		`{"a":1,"a":2}`, `{"\u0061":1,"a":2}`, "{\"a\":\"\xff\"}", `{"a":"\ud800"}`, `{} `, `[1]`} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, line []byte) {
+		sameAsReference(t, line)
+	})
+}
+
+func TestEnumerations(t *testing.T) {
+	for _, f := range Families {
+		if !isFamily(f) {
+			t.Errorf("family %s rejected", f)
+		}
+	}
+	for _, p := range Providers {
+		if !isProvider(p) {
+			t.Errorf("provider %s rejected", p)
+		}
+	}
+	if isFamily("gpu") || isProvider("MAAS") {
+		t.Error("unknown value accepted")
+	}
+}
+
+// utcTime agrees with time.Parse on every day of years 0-9999 it is
+// given, at many times of day and fractions, and leaves to it what it does
+// not parse.
+func TestUTCTime(t *testing.T) {
+	check := func(s string) {
+		t.Helper()
+		want, werr := time.Parse(time.RFC3339Nano, s)
+		got, ok := utcTime([]byte(s))
+		if ok && (werr != nil || !reflect.DeepEqual(got, want)) {
+			t.Fatalf("%s: utcTime %v, time.Parse %v %v", s, got, want, werr)
+		}
+	}
+	for _, y := range []int{0, 1, 4, 99, 100, 400, 1582, 1899, 1900, 1969, 1970, 2000, 2024, 2026, 2100, 2400, 9999} {
+		for m := 1; m <= 12; m++ {
+			for d := 27; d <= 32; d++ {
+				for _, tod := range []string{"00:00:00", "23:59:59", "12:34:56", "24:00:00", "23:60:00", "23:59:60"} {
+					for _, frac := range []string{"", ".1", ".123", ".000000001", ".123456789", ".1234567891", "."} {
+						check(fmt.Sprintf("%04d-%02d-%02dT%s%sZ", y, m, d, tod, frac))
+					}
+				}
+			}
+		}
+	}
+	for _, s := range []string{"2026-11-21T10:15:30Z", "2026-11-21t10:15:30Z", "2026-11-21T10:15:30z", "2026-11-21T10:15:30+00:00",
+		"2026-1a-21T10:15:30Z", "2026-11-21T10:15:3Z", "+026-11-21T10:15:30Z", "2026-11-21T10:15:30.Z"} {
+		check(s)
+	}
+	if _, ok := utcTime([]byte("2026-11-21T10:15:30.123Z")); !ok {
+		t.Fatal("common form not parsed")
+	}
+}
