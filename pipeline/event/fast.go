@@ -3,7 +3,9 @@ package event
 import (
 	"encoding/binary"
 	"math/bits"
+	"reflect"
 	"strconv"
+	"strings"
 	"time"
 	"unicode/utf8"
 	"unsafe"
@@ -50,14 +52,6 @@ type fastScan struct {
 
 // fastPayload is a payload struct the fast path decodes into.
 type fastPayload interface {
-	// fastKeys names the payload's fields, in the order the Go
-	// producers write them (the struct's); a field's number is its
-	// index (below 32).
-	fastKeys() []string
-	// fastValue decodes the value at b[i] of field f and returns the
-	// index after it. ok is false when the fast path leaves the line to
-	// the reference decoder.
-	fastValue(d *fastScan, f, i int) (end int, ok bool)
 	validate() *ValidationError
 }
 
@@ -117,20 +111,23 @@ func (v Validator) fastDecode(line []byte, dec *Decoder) (env Envelope, payload 
 	)
 	i = skipSpace(b, i+1)
 	for {
-		if i >= len(b) || b[i] != '"' {
-			return env, nil, false
+		f := -1
+		if next < nFields {
+			if q := envQuoted[next]; len(b)-i >= len(q) && string(b[i:i+len(q)]) == q {
+				f, i = next, i+len(q)
+			}
 		}
-		f, kend, ok := d.key(i, fieldNames[:], next)
-		if !ok {
-			return env, nil, false
+		var koff, kend int
+		if f < 0 {
+			if koff, kend, ok = d.key(i); !ok {
+				return env, nil, false
+			}
+			f = fieldIndex(b[koff : kend-1])
+			if i, ok = d.colon(kend); !ok {
+				return env, nil, false
+			}
 		}
-		koff, klen := i+1, kend-i-2
-		i = skipSpace(b, kend)
-		if i >= len(b) || b[i] != ':' {
-			return env, nil, false
-		}
-		i = skipSpace(b, i+1)
-		if i >= len(b) {
+		if i = skipSpace(b, i); i >= len(b) {
 			return env, nil, false
 		}
 		if f >= 0 {
@@ -186,8 +183,10 @@ func (v Validator) fastDecode(line []byte, dec *Decoder) (env Envelope, payload 
 				return env, nil, false
 			}
 			if seen&(1<<fEventType) != 0 {
-				payload = d.target(env.EventType)
-				end, ok = d.object(i, payload)
+				var base unsafe.Pointer
+				var fields []payloadField
+				payload, base, fields = d.target(env.EventType)
+				end, ok = d.object(i, base, fields)
 			} else {
 				pStart = i
 				end, ok = skipObject(b, i)
@@ -197,7 +196,7 @@ func (v Validator) fastDecode(line []byte, dec *Decoder) (env Envelope, payload 
 				env.Payload = b[i:end]
 			}
 		default:
-			if !unk.add(b, koff, klen) {
+			if !unk.add(b, koff, kend-1-koff) {
 				return env, nil, false
 			}
 			end, ok = d.scalar(i)
@@ -222,8 +221,10 @@ func (v Validator) fastDecode(line []byte, dec *Decoder) (env Envelope, payload 
 		return env, nil, false
 	}
 	if pStart >= 0 {
-		payload = d.target(env.EventType)
-		if end, ok := d.object(pStart, payload); !ok || end != pEnd {
+		var base unsafe.Pointer
+		var fields []payloadField
+		payload, base, fields = d.target(env.EventType)
+		if end, ok := d.object(pStart, base, fields); !ok || end != pEnd {
 			return env, nil, false
 		}
 	}
@@ -348,61 +349,84 @@ func knownEnvironment(b []byte) string {
 	return ""
 }
 
-// target returns the zeroed payload struct of event type typ: the
-// Decoder's own, or a new one.
-func (d *fastScan) target(typ string) fastPayload {
-	if r := d.dec; r != nil {
-		switch typ {
-		case TypePlatformRecord:
-			r.record = PlatformRecord{}
-			return &r.record
-		case TypeProviderObservation:
-			r.observation = Observation{}
-			return &r.observation
-		case TypeScanCompleted:
-			r.scanCompleted = ScanCompleted{}
-			return &r.scanCompleted
-		case TypeHeartbeat:
-			r.heartbeat = Heartbeat{}
-			return &r.heartbeat
-		case TypeUsageRecorded:
-			r.usage = Usage{}
-			return &r.usage
-		case TypeBillingRated:
-			r.rated = Rated{}
-			return &r.rated
-		case TypeLedgerEntry:
-			r.ledger = LedgerEntry{}
-			return &r.ledger
-		}
-	}
-	switch typ {
+// target returns the zeroed payload struct of event type typ (the
+// Decoder's own, or a new one) with its address and fields.
+func (d *fastScan) target(typ string) (fastPayload, unsafe.Pointer, []payloadField) {
+	switch r := d.dec; typ {
 	case TypePlatformRecord:
-		return new(PlatformRecord)
+		var p *PlatformRecord
+		if r != nil {
+			p = zeroed(&r.record)
+		} else {
+			p = new(PlatformRecord)
+		}
+		return p, unsafe.Pointer(p), platformRecordFields
 	case TypeProviderObservation:
-		return new(Observation)
+		var p *Observation
+		if r != nil {
+			p = zeroed(&r.observation)
+		} else {
+			p = new(Observation)
+		}
+		return p, unsafe.Pointer(p), observationFields
 	case TypeScanCompleted:
-		return new(ScanCompleted)
+		var p *ScanCompleted
+		if r != nil {
+			p = zeroed(&r.scanCompleted)
+		} else {
+			p = new(ScanCompleted)
+		}
+		return p, unsafe.Pointer(p), scanCompletedFields
 	case TypeHeartbeat:
-		return new(Heartbeat)
+		var p *Heartbeat
+		if r != nil {
+			p = zeroed(&r.heartbeat)
+		} else {
+			p = new(Heartbeat)
+		}
+		return p, unsafe.Pointer(p), heartbeatFields
 	case TypeUsageRecorded:
-		return new(Usage)
+		var p *Usage
+		if r != nil {
+			p = zeroed(&r.usage)
+		} else {
+			p = new(Usage)
+		}
+		return p, unsafe.Pointer(p), usageFields
 	case TypeBillingRated:
-		return new(Rated)
+		var p *Rated
+		if r != nil {
+			p = zeroed(&r.rated)
+		} else {
+			p = new(Rated)
+		}
+		return p, unsafe.Pointer(p), ratedFields
 	case TypeLedgerEntry:
-		return new(LedgerEntry)
+		var p *LedgerEntry
+		if r != nil {
+			p = zeroed(&r.ledger)
+		} else {
+			p = new(LedgerEntry)
+		}
+		return p, unsafe.Pointer(p), ledgerEntryFields
 	}
 	panic("BUG: fast path target of an unknown event type " + typ)
 }
 
-// object decodes the payload object at b[i] ('{') into p and returns the
-// index after it.
-func (d *fastScan) object(i int, p fastPayload) (int, bool) {
+// zeroed zeroes and returns *reused.
+func zeroed[T any](reused *T) *T {
+	var zero T
+	*reused = zero
+	return reused
+}
+
+// object decodes the payload object at b[i] ('{') into the struct at base
+// with the given fields and returns the index after it.
+func (d *fastScan) object(i int, base unsafe.Pointer, fields []payloadField) (int, bool) {
 	b := d.b
 	var (
 		seen uint32
 		unk  unknownKeys
-		keys = p.fastKeys()
 		next int // the field expected next
 	)
 	i = skipSpace(b, i+1)
@@ -410,40 +434,66 @@ func (d *fastScan) object(i int, p fastPayload) (int, bool) {
 		return i + 1, true
 	}
 	for {
-		if i >= len(b) || b[i] != '"' {
-			return 0, false
+		f := -1
+		if next < len(fields) {
+			if q := fields[next].quoted; len(b)-i >= len(q) && string(b[i:i+len(q)]) == q {
+				f, i = next, i+len(q)
+			}
 		}
-		f, kend, ok := d.key(i, keys, next)
-		if !ok {
-			return 0, false
-		}
-		koff, klen := i+1, kend-i-2
-		i = skipSpace(b, kend)
-		if i >= len(b) || b[i] != ':' {
-			return 0, false
-		}
-		i = skipSpace(b, i+1)
-		if i >= len(b) {
-			return 0, false
-		}
-		var end int
-		if f >= 0 {
-			if seen&(1<<f) != 0 {
+		if f < 0 {
+			koff, kend, ok := d.key(i)
+			if !ok {
 				return 0, false
 			}
-			seen |= 1 << f
-			next = f + 1
-			end, ok = p.fastValue(d, f, i)
+			for j := range fields {
+				if string(b[koff:kend-1]) == fields[j].name {
+					f = j
+					break
+				}
+			}
+			if i, ok = d.colon(kend); !ok {
+				return 0, false
+			}
+			if f < 0 {
+				if !unk.add(b, koff, kend-1-koff) {
+					return 0, false
+				}
+				if i, ok = d.scalar(skipSpace(b, i)); !ok {
+					return 0, false
+				}
+				goto next
+			}
+		}
+		if seen&(1<<f) != 0 {
+			return 0, false
+		}
+		seen |= 1 << f
+		next = f + 1
+		if i = skipSpace(b, i); i >= len(b) {
+			return 0, false
 		} else {
-			if !unk.add(b, koff, klen) {
+			var ok bool
+			p := unsafe.Add(base, fields[f].off)
+			switch fields[f].kind {
+			case kindString:
+				*(*string)(p), i, ok = d.stringValue(i, false)
+			case kindInt64:
+				*(*int64)(p), i, ok = d.int64Value(i)
+			case kindFloat64:
+				*(*float64)(p), i, ok = d.float64Value(i)
+			case kindBool:
+				*(*bool)(p), i, ok = d.boolValue(i)
+			case kindTime:
+				*(*time.Time)(p), i, ok = d.timeValue(i)
+			case kindStrings:
+				*(*[]string)(p), i, ok = d.tagsValue(i)
+			}
+			if !ok {
 				return 0, false
 			}
-			end, ok = d.scalar(i)
 		}
-		if !ok {
-			return 0, false
-		}
-		i = skipSpace(b, end)
+	next:
+		i = skipSpace(b, i)
 		if i >= len(b) {
 			return 0, false
 		}
@@ -458,28 +508,25 @@ func (d *fastScan) object(i int, p fastPayload) (int, bool) {
 	}
 }
 
-// key reads the object key at b[i] (a quote) and returns the index in
-// keys of the key it names, or -1, and the index after its closing quote.
-// The key expected next is compared first, in place.
-func (d *fastScan) key(i int, keys []string, next int) (f, kend int, ok bool) {
-	b := d.b
-	if next < len(keys) {
-		k := keys[next]
-		if e := i + 1 + len(k); e < len(b) && b[e] == '"' && string(b[i+1:e]) == k {
-			return next, e + 1, true
-		}
-	}
-	kend, esc, ok := d.str(i)
-	if !ok || esc {
+// key checks the object key at b[i], which must be a string without
+// escapes, and returns where its body starts and the index after its
+// closing quote.
+func (d *fastScan) key(i int) (koff, kend int, ok bool) {
+	if i >= len(d.b) || d.b[i] != '"' {
 		return 0, 0, false
 	}
-	key := b[i+1 : kend-1]
-	for f, k := range keys {
-		if string(key) == k {
-			return f, kend, true
-		}
+	kend, esc, ok := d.str(i)
+	return i + 1, kend, ok && !esc
+}
+
+// colon checks the colon after a key ending at b[i] (whitespace around it
+// allowed) and returns the index after it.
+func (d *fastScan) colon(i int) (int, bool) {
+	i = skipSpace(d.b, i)
+	if i >= len(d.b) || d.b[i] != ':' {
+		return 0, false
 	}
-	return -1, kend, true
+	return i + 1, true
 }
 
 // skipObject returns the index after the object at b[i], found by
@@ -515,18 +562,20 @@ func (d *fastScan) str(i int) (end int, escaped, ok bool) {
 	for i++; ; {
 		// Eight bytes at a time: the lowest byte flagged by special is
 		// the first that is not plain (a flag above it may be a borrow).
-		for i+8 <= len(b) {
-			if m := special(binary.LittleEndian.Uint64(b[i:])); m != 0 {
-				i += bits.TrailingZeros64(m) >> 3
-				break
+		if i+8 <= len(b) {
+			m := special(binary.LittleEndian.Uint64(b[i:]))
+			if m == 0 {
+				i += 8
+				continue
 			}
-			i += 8
-		}
-		for i < len(b) && plainByte[b[i]] {
-			i++
-		}
-		if i >= len(b) {
-			return 0, false, false
+			i += bits.TrailingZeros64(m) >> 3
+		} else {
+			for i < len(b) && plainByte[b[i]] {
+				i++
+			}
+			if i >= len(b) {
+				return 0, false, false
+			}
 		}
 		switch c := b[i]; {
 		case c == '"':
@@ -824,340 +873,77 @@ func (d *fastScan) tagsValue(i int) ([]string, int, bool) {
 	}
 }
 
-// str is a string field of a payload.
-func (d *fastScan) strField(dst *string, i int) (int, bool) {
-	s, end, ok := d.stringValue(i, false)
-	*dst = s
-	return end, ok
+// A fieldKind is how the fast path decodes a payload field.
+type fieldKind uint8
+
+const (
+	kindString fieldKind = iota
+	kindInt64
+	kindFloat64
+	kindBool
+	kindTime
+	kindStrings
+)
+
+// payloadField describes a field of a payload struct, from its json tag
+// (the name the reference decoder matches exactly).
+type payloadField struct {
+	name   string
+	quoted string // "name": as compact JSON writes the key
+	kind   fieldKind
+	off    uintptr // offset in the struct
 }
 
-func (d *fastScan) int64Field(dst *int64, i int) (int, bool) {
-	n, end, ok := d.int64Value(i)
-	*dst = n
-	return end, ok
-}
+// The fields of each payload struct, in struct order: the order the Go
+// producers write them, which the fast path tries first.
+var (
+	platformRecordFields = fieldsOf[PlatformRecord]()
+	observationFields    = fieldsOf[Observation]()
+	scanCompletedFields  = fieldsOf[ScanCompleted]()
+	heartbeatFields      = fieldsOf[Heartbeat]()
+	usageFields          = fieldsOf[Usage]()
+	ratedFields          = fieldsOf[Rated]()
+	ledgerEntryFields    = fieldsOf[LedgerEntry]()
+)
 
-func (d *fastScan) float64Field(dst *float64, i int) (int, bool) {
-	x, end, ok := d.float64Value(i)
-	*dst = x
-	return end, ok
-}
-
-func (d *fastScan) boolField(dst *bool, i int) (int, bool) {
-	x, end, ok := d.boolValue(i)
-	*dst = x
-	return end, ok
-}
-
-func (d *fastScan) timeField(dst *time.Time, i int) (int, bool) {
-	t, end, ok := d.timeValue(i)
-	*dst = t
-	return end, ok
-}
-
-var platformRecordKeys = []string{
-	"record_type",
-	"record_id",
-	"record_version",
-	"resource_family",
-	"product_id",
-	"owning_domain",
-	"owning_package",
-	"domain_id",
-	"tags",
-	"provider",
-	"provider_id",
-	"expected_state",
-	"expected_version",
-	"deleted",
-	"quota",
-	"route_target",
-	"expected_agent_version",
-	"cert_issuer_fingerprint",
-	"ingress_trust_fingerprint",
-}
-
-func (p *PlatformRecord) fastKeys() []string { return platformRecordKeys }
-
-func (p *PlatformRecord) fastValue(d *fastScan, f, i int) (int, bool) {
-	switch f {
-	case 0: // record_type
-		return d.strField(&p.RecordType, i)
-	case 1: // record_id
-		return d.strField(&p.RecordID, i)
-	case 2: // record_version
-		return d.int64Field(&p.RecordVersion, i)
-	case 3: // resource_family
-		return d.strField(&p.ResourceFamily, i)
-	case 4: // product_id
-		return d.strField(&p.ProductID, i)
-	case 5: // owning_domain
-		return d.strField(&p.OwningDomain, i)
-	case 6: // owning_package
-		return d.strField(&p.OwningPackage, i)
-	case 7: // domain_id
-		return d.strField(&p.DomainID, i)
-	case 8: // tags
-		tags, end, ok := d.tagsValue(i)
-		p.Tags = tags
-		return end, ok
-	case 9: // provider
-		return d.strField(&p.Provider, i)
-	case 10: // provider_id
-		return d.strField(&p.ProviderID, i)
-	case 11: // expected_state
-		return d.strField(&p.ExpectedState, i)
-	case 12: // expected_version
-		return d.strField(&p.ExpectedVersion, i)
-	case 13: // deleted
-		return d.boolField(&p.Deleted, i)
-	case 14: // quota
-		return d.strField(&p.Quota, i)
-	case 15: // route_target
-		return d.strField(&p.RouteTarget, i)
-	case 16: // expected_agent_version
-		return d.strField(&p.ExpectedAgentVersion, i)
-	case 17: // cert_issuer_fingerprint
-		return d.strField(&p.CertIssuerFingerprint, i)
-	case 18: // ingress_trust_fingerprint
-		return d.strField(&p.IngressTrustFingerprint, i)
+func fieldsOf[T any]() []payloadField {
+	t := reflect.TypeFor[T]()
+	if t.NumField() > 32 {
+		panic("BUG: " + t.Name() + " has more fields than the fast path's seen mask")
 	}
-	panic("BUG: no field PlatformRecord.fastKeys()[f]")
-}
-
-var observationKeys = []string{
-	"provider",
-	"provider_id",
-	"resource_family",
-	"observed_state",
-	"observed_version",
-	"owner_ref",
-	"usage",
-	"route_target",
-}
-
-func (p *Observation) fastKeys() []string { return observationKeys }
-
-func (p *Observation) fastValue(d *fastScan, f, i int) (int, bool) {
-	switch f {
-	case 0: // provider
-		return d.strField(&p.Provider, i)
-	case 1: // provider_id
-		return d.strField(&p.ProviderID, i)
-	case 2: // resource_family
-		return d.strField(&p.ResourceFamily, i)
-	case 3: // observed_state
-		return d.strField(&p.ObservedState, i)
-	case 4: // observed_version
-		return d.strField(&p.ObservedVersion, i)
-	case 5: // owner_ref
-		return d.strField(&p.OwnerRef, i)
-	case 6: // usage
-		return d.strField(&p.Usage, i)
-	case 7: // route_target
-		return d.strField(&p.RouteTarget, i)
+	fields := make([]payloadField, t.NumField())
+	for i := range fields {
+		sf := t.Field(i)
+		name, _, _ := strings.Cut(sf.Tag.Get("json"), ",")
+		f := payloadField{name: name, quoted: strconv.Quote(name) + ":", off: sf.Offset}
+		switch {
+		case sf.Type == reflect.TypeFor[time.Time]():
+			f.kind = kindTime
+		case sf.Type == reflect.TypeFor[[]string]():
+			f.kind = kindStrings
+		case sf.Type.Kind() == reflect.String:
+			f.kind = kindString
+		case sf.Type.Kind() == reflect.Int64:
+			f.kind = kindInt64
+		case sf.Type.Kind() == reflect.Float64:
+			f.kind = kindFloat64
+		case sf.Type.Kind() == reflect.Bool:
+			f.kind = kindBool
+		default:
+			panic("BUG: the fast path cannot decode " + t.Name() + "." + sf.Name)
+		}
+		if name == "" || name == "-" || strconv.Quote(name) != `"`+name+`"` {
+			panic("BUG: the fast path cannot match the key of " + t.Name() + "." + sf.Name)
+		}
+		fields[i] = f
 	}
-	panic("BUG: no field Observation.fastKeys()[f]")
+	return fields
 }
 
-var scanCompletedKeys = []string{
-	"provider",
-	"scan_id",
-	"scan_started_at",
-}
-
-func (p *ScanCompleted) fastKeys() []string { return scanCompletedKeys }
-
-func (p *ScanCompleted) fastValue(d *fastScan, f, i int) (int, bool) {
-	switch f {
-	case 0: // provider
-		return d.strField(&p.Provider, i)
-	case 1: // scan_id
-		return d.strField(&p.ScanID, i)
-	case 2: // scan_started_at
-		return d.timeField(&p.ScanStartedAt, i)
+// envQuoted holds the envelope keys as compact JSON writes them.
+var envQuoted = func() (q [nFields]string) {
+	for f, name := range fieldNames {
+		q[f] = strconv.Quote(name) + ":"
 	}
-	panic("BUG: no field ScanCompleted.fastKeys()[f]")
-}
-
-var heartbeatKeys = []string{
-	"node_id",
-	"agent_version",
-	"cert_issuer_fingerprint",
-	"ingress_trust_fingerprint",
-	"host_fingerprint",
-	"node_agent_reason",
-	"update_path",
-	"terminal_stream_probe",
-	"workload_impact",
-	"health",
-	"rtt_ms",
-	"loss_pct",
-	"bandwidth_kbps",
-	"backlog_messages",
-	"seconds_behind",
-	"replay_required",
-}
-
-func (p *Heartbeat) fastKeys() []string { return heartbeatKeys }
-
-func (p *Heartbeat) fastValue(d *fastScan, f, i int) (int, bool) {
-	switch f {
-	case 0: // node_id
-		return d.strField(&p.NodeID, i)
-	case 1: // agent_version
-		return d.strField(&p.AgentVersion, i)
-	case 2: // cert_issuer_fingerprint
-		return d.strField(&p.CertIssuerFingerprint, i)
-	case 3: // ingress_trust_fingerprint
-		return d.strField(&p.IngressTrustFingerprint, i)
-	case 4: // host_fingerprint
-		return d.strField(&p.HostFingerprint, i)
-	case 5: // node_agent_reason
-		return d.strField(&p.NodeAgentReason, i)
-	case 6: // update_path
-		return d.strField(&p.UpdatePath, i)
-	case 7: // terminal_stream_probe
-		return d.strField(&p.TerminalStreamProbe, i)
-	case 8: // workload_impact
-		return d.strField(&p.WorkloadImpact, i)
-	case 9: // health
-		return d.strField(&p.Health, i)
-	case 10: // rtt_ms
-		return d.float64Field(&p.RTTMs, i)
-	case 11: // loss_pct
-		return d.float64Field(&p.LossPct, i)
-	case 12: // bandwidth_kbps
-		return d.float64Field(&p.BandwidthKbps, i)
-	case 13: // backlog_messages
-		return d.int64Field(&p.BacklogMessages, i)
-	case 14: // seconds_behind
-		return d.int64Field(&p.SecondsBehind, i)
-	case 15: // replay_required
-		return d.boolField(&p.ReplayRequired, i)
-	}
-	panic("BUG: no field Heartbeat.fastKeys()[f]")
-}
-
-var usageKeys = []string{
-	"usage_id",
-	"metering_source",
-	"metering_id",
-	"unit_id",
-	"quantity",
-	"product_id",
-	"tenant_id",
-	"project_id",
-	"record_id",
-	"window_start",
-	"window_end",
-}
-
-func (p *Usage) fastKeys() []string { return usageKeys }
-
-func (p *Usage) fastValue(d *fastScan, f, i int) (int, bool) {
-	switch f {
-	case 0: // usage_id
-		return d.strField(&p.UsageID, i)
-	case 1: // metering_source
-		return d.strField(&p.MeteringSource, i)
-	case 2: // metering_id
-		return d.strField(&p.MeteringID, i)
-	case 3: // unit_id
-		return d.strField(&p.UnitID, i)
-	case 4: // quantity
-		return d.strField(&p.Quantity, i)
-	case 5: // product_id
-		return d.strField(&p.ProductID, i)
-	case 6: // tenant_id
-		return d.strField(&p.TenantID, i)
-	case 7: // project_id
-		return d.strField(&p.ProjectID, i)
-	case 8: // record_id
-		return d.strField(&p.RecordID, i)
-	case 9: // window_start
-		return d.timeField(&p.WindowStart, i)
-	case 10: // window_end
-		return d.timeField(&p.WindowEnd, i)
-	}
-	panic("BUG: no field Usage.fastKeys()[f]")
-}
-
-var ratedKeys = []string{
-	"usage_id",
-	"metering_source",
-	"metering_id",
-	"unit_id",
-	"unit_version",
-	"quantity",
-	"unit_price",
-	"amount",
-	"currency",
-	"tenant_id",
-	"product_id",
-	"rated_at",
-}
-
-func (p *Rated) fastKeys() []string { return ratedKeys }
-
-func (p *Rated) fastValue(d *fastScan, f, i int) (int, bool) {
-	switch f {
-	case 0: // usage_id
-		return d.strField(&p.UsageID, i)
-	case 1: // metering_source
-		return d.strField(&p.MeteringSource, i)
-	case 2: // metering_id
-		return d.strField(&p.MeteringID, i)
-	case 3: // unit_id
-		return d.strField(&p.UnitID, i)
-	case 4: // unit_version
-		return d.int64Field(&p.UnitVersion, i)
-	case 5: // quantity
-		return d.strField(&p.Quantity, i)
-	case 6: // unit_price
-		return d.strField(&p.UnitPrice, i)
-	case 7: // amount
-		return d.strField(&p.Amount, i)
-	case 8: // currency
-		return d.strField(&p.Currency, i)
-	case 9: // tenant_id
-		return d.strField(&p.TenantID, i)
-	case 10: // product_id
-		return d.strField(&p.ProductID, i)
-	case 11: // rated_at
-		return d.timeField(&p.RatedAt, i)
-	}
-	panic("BUG: no field Rated.fastKeys()[f]")
-}
-
-var ledgerEntryKeys = []string{
-	"ledger_entry_id",
-	"usage_id",
-	"metering_source",
-	"metering_id",
-	"amount",
-	"currency",
-	"posted_at",
-}
-
-func (p *LedgerEntry) fastKeys() []string { return ledgerEntryKeys }
-
-func (p *LedgerEntry) fastValue(d *fastScan, f, i int) (int, bool) {
-	switch f {
-	case 0: // ledger_entry_id
-		return d.strField(&p.LedgerEntryID, i)
-	case 1: // usage_id
-		return d.strField(&p.UsageID, i)
-	case 2: // metering_source
-		return d.strField(&p.MeteringSource, i)
-	case 3: // metering_id
-		return d.strField(&p.MeteringID, i)
-	case 4: // amount
-		return d.strField(&p.Amount, i)
-	case 5: // currency
-		return d.strField(&p.Currency, i)
-	case 6: // posted_at
-		return d.timeField(&p.PostedAt, i)
-	}
-	panic("BUG: no field LedgerEntry.fastKeys()[f]")
-}
+	return q
+}()

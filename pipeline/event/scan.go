@@ -153,7 +153,7 @@ func (s *scanner) syntax(i int, what string) int {
 }
 
 func skipSpace(b []byte, i int) int {
-	for i < len(b) {
+	for i < len(b) && b[i] <= ' ' {
 		switch b[i] {
 		case ' ', '\t', '\n', '\r':
 			i++
