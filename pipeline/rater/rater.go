@@ -145,9 +145,12 @@ type consumer interface {
 
 // Rater is one member of the rater consumer group.
 type Rater struct {
-	opts       Options
-	m          *metrics
-	validator  event.Validator
+	opts      Options
+	m         *metrics
+	validator event.Validator // the restore's: payloads it keeps are its own
+	// decoder is the loop's (mu held): its payloads and their strings
+	// (ZeroCopy) live only while one record is processed.
+	decoder    *event.Decoder
 	currencies map[string]bool
 	adm        *kadm.Client
 	sess       *kgo.GroupTransactSession // nil without transactions
@@ -173,6 +176,7 @@ func New(ctx context.Context, opts Options) (*Rater, error) {
 		opts:      opts,
 		m:         newMetrics(opts.Registerer),
 		validator: event.Validator{Environment: opts.Environment},
+		decoder:   event.NewDecoder(event.Validator{Environment: opts.Environment, ZeroCopy: true}),
 		state:     newKeyState(),
 	}
 	if len(opts.Currencies) > 0 {
@@ -374,7 +378,9 @@ func (r *Rater) abort() {
 // process turns one usage record into its rated line or quarantine record
 // (nil for a redelivery). Values are carved from arena. mu is held.
 func (r *Rater) process(rec *kgo.Record, book *pricebook.Book, now time.Time, arena []byte, out *outcome) (*kgo.Record, []byte) {
-	env, payload, verr := r.validator.DecodeEvent(rec.Value)
+	// The envelope and payload alias rec.Value and the decoder: what
+	// outlives this call is copied (the staged usage_id, the rated line).
+	env, payload, verr := r.decoder.DecodeEvent(rec.Value)
 	if verr != nil {
 		return r.quarantine(rec, "", verr.Reason, verr.Field, verr.Detail, out), arena
 	}

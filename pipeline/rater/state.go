@@ -1,6 +1,10 @@
 package rater
 
-import "github.com/driftline/driftline/pipeline/event"
+import (
+	"strings"
+
+	"github.com/driftline/driftline/pipeline/event"
+)
 
 // keyState remembers, per usage key (metering_source/metering_id), the
 // usage_id that first claimed it. It is what makes rating exactly-once per
@@ -55,7 +59,7 @@ func (s *keyState) check(part int32, u *event.Usage, key string) (verdict, strin
 	}
 	switch {
 	case !seen:
-		s.staged[key] = staged{part: part, usageID: u.UsageID}
+		s.staged[key] = staged{part: part, usageID: strings.Clone(u.UsageID)} // u may alias a record and a reused decoder
 		return verdictNew, ""
 	case first == u.UsageID:
 		return verdictRedelivery, ""
