@@ -38,19 +38,30 @@ func loadBook(b *testing.B) *pricebook.Book {
 }
 
 // BenchmarkRateHotPath is the whole per-event work of the rater: decode
-// and validate the envelope and payload, look up the unit, price it, and
-// encode the rated line into a reused buffer.
+// and validate the envelope and payload (with the rater's reused
+// event.Decoder, strings aliasing the record), look up the unit, price it,
+// and encode the rated line into a reused buffer.
 func BenchmarkRateHotPath(b *testing.B) {
+	benchHotPath(b, event.NewDecoder(event.Validator{Environment: event.EnvLocalParity, ZeroCopy: true}).DecodeEvent)
+}
+
+// BenchmarkRateHotPathValidator is the hot path with the shared
+// validator's allocating DecodeEvent (a new payload, copied strings).
+func BenchmarkRateHotPathValidator(b *testing.B) {
+	benchHotPath(b, event.Validator{Environment: event.EnvLocalParity}.DecodeEvent)
+}
+
+func benchHotPath(b *testing.B, decode func([]byte) (event.Envelope, any, *event.ValidationError)) {
 	book := loadBook(b)
 	events := usageEvents(4096)
-	v := event.Validator{Environment: event.EnvLocalParity}
 	now := time.Date(2026, 11, 21, 10, 16, 0, 0, time.UTC)
 	buf := make([]byte, 0, 1024)
 	b.ReportAllocs()
 	b.SetBytes(int64(len(events[0])))
 	b.ResetTimer()
+	cpu := cpuTime()
 	for i := 0; i < b.N; i++ {
-		env, p, verr := v.DecodeEvent(events[i%len(events)])
+		env, p, verr := decode(events[i%len(events)])
 		if verr != nil {
 			b.Fatal(verr)
 		}
@@ -61,7 +72,18 @@ func BenchmarkRateHotPath(b *testing.B) {
 		}
 		buf = rater.AppendRated(buf[:0], &env, u, &r, event.EnvLocalParity, now)
 	}
+	reportCPU(b, cpu)
 	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "events/s")
+}
+
+// reportCPU reports the CPU time per event since cpu, and the events per
+// second of CPU time.
+func reportCPU(b *testing.B, cpu int64) {
+	if cpu > 0 {
+		ns := float64(cpuTime()-cpu) / float64(b.N)
+		b.ReportMetric(ns, "cpu-ns/op")
+		b.ReportMetric(1e9/ns, "events/cpu-s")
+	}
 }
 
 // BenchmarkRateOnly is the pricing step alone (lookup, parse, multiply,
@@ -83,11 +105,13 @@ func BenchmarkRateOnly(b *testing.B) {
 	buf := make([]byte, 0, 1024)
 	b.ReportAllocs()
 	b.ResetTimer()
+	cpu := cpuTime()
 	for i := 0; i < b.N; i++ {
 		k := i % len(events)
 		r := rater.Rate(book, nil, usages[k])
 		buf = rater.AppendRated(buf[:0], &envs[k], usages[k], &r, event.EnvLocalParity, now)
 	}
+	reportCPU(b, cpu)
 	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "events/s")
 }
 
