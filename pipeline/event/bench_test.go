@@ -1,6 +1,11 @@
 package event
 
-import "testing"
+import (
+	"testing"
+	"time"
+
+	json "github.com/segmentio/encoding/json"
+)
 
 // BenchmarkDecodeEvent measures the shared validator on a typical
 // observation line, the hot path of the gateway and of every consumer.
@@ -46,6 +51,20 @@ func BenchmarkDecode(b *testing.B) {
 	}
 	for _, typ := range AllTypes {
 		line := sampleEvent(typ, 0)
+		b.Run(typ+"/segmentio-unvalidated", func(b *testing.B) {
+			parse := unvalidated(typ)
+			b.SetBytes(int64(len(line)))
+			b.ReportAllocs()
+			cpu := cpuTime()
+			for b.Loop() {
+				if err := parse(line); err != nil {
+					b.Fatal(err)
+				}
+			}
+			if cpu > 0 {
+				b.ReportMetric(float64(cpuTime()-cpu)/float64(b.N), "cpu-ns/op")
+			}
+		})
 		for _, m := range modes {
 			b.Run(typ+"/"+m.name, func(b *testing.B) {
 				decode := m.decode(Validator{Environment: EnvLocalParity, ZeroCopy: m.zero})
@@ -63,4 +82,47 @@ func BenchmarkDecode(b *testing.B) {
 			})
 		}
 	}
+}
+
+// plainEnvelope is the envelope with a typed payload, for a yardstick:
+// segmentio/encoding decoding a line into it, zero-copy, with none of the
+// validator's checks (no Scan, no rules).
+type plainEnvelope[T any] struct {
+	EventID       string    `json:"event_id"`
+	EventType     string    `json:"event_type"`
+	SchemaVersion int       `json:"schema_version"`
+	Producer      string    `json:"producer"`
+	Seq           uint64    `json:"seq"`
+	OccurredAt    time.Time `json:"occurred_at"`
+	CorrelationID string    `json:"correlation_id"`
+	Environment   string    `json:"environment"`
+	Payload       T         `json:"payload"`
+}
+
+func unvalidatedOf[T any]() func([]byte) error {
+	var e plainEnvelope[T]
+	return func(line []byte) error {
+		_, err := json.Parse(line, &e, json.ZeroCopy)
+		return err
+	}
+}
+
+func unvalidated(typ string) func([]byte) error {
+	switch typ {
+	case TypePlatformRecord:
+		return unvalidatedOf[PlatformRecord]()
+	case TypeProviderObservation:
+		return unvalidatedOf[Observation]()
+	case TypeScanCompleted:
+		return unvalidatedOf[ScanCompleted]()
+	case TypeHeartbeat:
+		return unvalidatedOf[Heartbeat]()
+	case TypeUsageRecorded:
+		return unvalidatedOf[Usage]()
+	case TypeBillingRated:
+		return unvalidatedOf[Rated]()
+	case TypeLedgerEntry:
+		return unvalidatedOf[LedgerEntry]()
+	}
+	panic(typ)
 }

@@ -55,7 +55,6 @@ func (v Validator) DecodeEvent(line []byte) (Envelope, any, *ValidationError) {
 type Decoder struct {
 	v Validator
 
-	scan          fastScan
 	record        PlatformRecord
 	observation   Observation
 	scanCompleted ScanCompleted
@@ -74,9 +73,7 @@ func NewDecoder(v Validator) *Decoder { return &Decoder{v: v} }
 // decoder leaves to the reference decoder (rejections, rare encodings)
 // get a new struct, as from the Validator.
 func (d *Decoder) DecodeEvent(line []byte) (Envelope, any, *ValidationError) {
-	env, p, ok := d.v.fastDecode(line, d)
-	d.scan.b = nil // do not pin the line
-	if ok {
+	if env, p, ok := d.v.fastDecode(line, d); ok {
 		return env, p, nil
 	}
 	return d.v.decodeEventRef(line)

@@ -19,9 +19,20 @@
 // MaxDepth, and allocates nothing for ordinary events, so hostile input
 // costs at most linear time and the line's own memory.
 //
-// The decoders are fuzzed (FuzzScan, FuzzDecode); `go test` runs their seed
-// corpora, and a longer run is
+// DecodeEvent reads a line in a single pass specialised for the envelope
+// and each payload type (fast.go) and leaves what that pass does not
+// handle itself (every rejection, and rare encodings) to the reference
+// decoder: Scan, then the payload decoded into its struct by
+// segmentio/encoding. Both return the same envelope, payload and error
+// for every line. Validator.DecodeEvent returns a new payload per call; a
+// Decoder reuses one struct per event type, valid until its next call,
+// and with ZeroCopy decodes the common events without allocating.
+//
+// The decoders are fuzzed (FuzzScan, FuzzDecode, and FuzzDecodeFast, which
+// holds the single-pass decoder to the reference); `go test` runs their
+// seed corpora, and a longer run is
 //
 //	go test -run '^$' -fuzz FuzzScan -fuzztime 2m ./pipeline/event/
 //	go test -run '^$' -fuzz FuzzDecode -fuzztime 2m ./pipeline/event/
+//	go test -run '^$' -fuzz FuzzDecodeFast -fuzztime 2m ./pipeline/event/
 package event

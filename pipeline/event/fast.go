@@ -16,10 +16,13 @@ import (
 // The fast path.
 //
 // DecodeEvent first tries a single-pass decoder specialised for the
-// envelope and each payload type: it reads the line once, byte by byte,
-// matching field names by switch, parsing numbers in place and decoding
-// straight into the payload struct, with the structural rules of Scan
-// checked on the way. It accepts a line only when it has checked
+// envelope and each payload type: it reads the line once, comparing each
+// key in place with the one the Go producers write next (in struct order)
+// before looking it up, checking strings eight bytes at a time, parsing
+// numbers and times in place and decoding straight into the payload
+// struct through a table of its fields (built from the struct tags the
+// reference decoder matches), with the structural rules of Scan checked
+// on the way. It accepts a line only when it has checked
 // everything the reference decoder (Scan, then the envelope rules, then
 // encoding into the payload struct, then the payload rules) would, and it
 // then returns exactly what the reference returns. Anything it does not
@@ -87,15 +90,7 @@ func (v Validator) fastDecode(line []byte, dec *Decoder) (env Envelope, payload 
 	if len(line) > MaxEventLen {
 		return env, nil, false
 	}
-	// The payload structs' methods take the scan state through an
-	// interface, so it lives on the heap: the Decoder's own, or a new one.
-	var d *fastScan
-	if dec != nil {
-		dec.scan = fastScan{b: line, zeroCopy: v.ZeroCopy, dec: dec}
-		d = &dec.scan
-	} else {
-		d = &fastScan{b: line, zeroCopy: v.ZeroCopy}
-	}
+	d := &fastScan{b: line, zeroCopy: v.ZeroCopy, dec: dec}
 	b := line
 	i := skipSpace(b, 0)
 	if i >= len(b) || b[i] != '{' {
