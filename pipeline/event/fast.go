@@ -657,6 +657,9 @@ func (d *fastScan) literal(i int, lit string) (int, bool) {
 // scalar checks the value of an unknown field: a string, number, true,
 // false or null. Objects and arrays go to the reference decoder.
 func (d *fastScan) scalar(i int) (int, bool) {
+	if i >= len(d.b) {
+		return 0, false
+	}
 	switch c := d.b[i]; {
 	case c == '"':
 		end, _, ok := d.str(i)
