@@ -2,8 +2,8 @@
 // book and writes billing.rated exactly once (see package pipeline/rater),
 // and runs the billing reconciler beside it (package pipeline/billing): a
 // member of its own consumer group over usage.events, billing.rated and
-// billing.ledger that writes billing_mismatch and rated_usage to
-// ClickHouse, judging unknown units against the same price book.
+// billing.ledger that writes billing_mismatch, rated_usage and the
+// per-window conservation rows (billing_window) to ClickHouse, judging unknown units against the same price book.
 // The price book is reloaded when its file changes or on SIGHUP; a file
 // that fails validation is refused and the previous book stays in use.
 //
@@ -63,6 +63,7 @@ func run() error {
 	ratingGrace := fs.Duration("billing.ratingGrace", defRules.RatingGrace, "event time accepted usage may wait for its rated line before it is usage_not_rated; shorter flags a slow rater sooner but raises findings that resolve when it catches up")
 	ledgerGrace := fs.Duration("billing.ledgerGrace", defRules.LedgerGrace, "event time a rated line may wait for its ledger entry before it is rated_not_ledgered; must exceed the ledger's normal posting delay")
 	billingLateness := fs.Duration("billing.allowedLateness", defRules.AllowedLateness, "how far the billing watermark trails the newest event time; larger tolerates more disorder but delays grace-based findings")
+	billingHorizon := fs.Duration("billing.horizon", defRules.Horizon, "event time after a conservation window's end at which its settled usage is dropped from memory (bounds memory; a later change for it is not counted in the window)")
 	billingFlush := fs.Duration("billing.flushInterval", 500*time.Millisecond, "longest time reconciled events wait before their rows are written and offsets committed")
 	flag.Parse()
 	if err := common.Validate(); err != nil {
@@ -146,7 +147,7 @@ func run() error {
 				Group:         *billingGroup,
 				Topics:        common.Topics,
 				Environment:   common.Environment,
-				Rules:         billing.Rules{RatingGrace: *ratingGrace, LedgerGrace: *ledgerGrace, AllowedLateness: *billingLateness},
+				Rules:         billing.Rules{RatingGrace: *ratingGrace, LedgerGrace: *ledgerGrace, AllowedLateness: *billingLateness, Horizon: *billingHorizon},
 				FlushInterval: *billingFlush,
 				Registerer:    reg,
 			})

@@ -19,12 +19,21 @@
 //   - duplicate_usage: a second usage_id for a usage key already claimed
 //     (first one wins, in partition order, exactly as the rater decides).
 //   - unknown_unit: the usage's unit is not in the price book, or retired.
+//   - window_unbalanced (an extension of the contract's kinds): a
+//     conservation window holds a rated line without usage or a ledger
+//     entry without rated line after its grace.
+//
+// Every usage_id is also counted in one conservation window (window.go):
+// per tenant, product, currency and UTC hour of the usage, accepted usage
+// is rated, pending or rejected, and rated lines are ledgered, pending or
+// mismatched, in exact decimals; the rows go to billing_window.
 //
 // Offsets are committed only after ClickHouse has the batch, and every row
 // is idempotent (ReplacingMergeTree by version), so a crash replays at most
 // the uncommitted tail and changes nothing. On assignment a worker restores
 // a partition's state by replaying the three topic partitions up to the
 // group's committed offsets without writing anything, exactly like the
-// drift joiner. State is kept for every usage_id seen; restore time and
-// memory therefore grow with the retained history of the billing topics.
+// drift joiner. Settled usage is dropped from memory once its window is
+// past the horizon (prune.go); restore time grows with the retained
+// history of the billing topics.
 package billing

@@ -14,6 +14,10 @@ type metrics struct {
 	flushErrors    prometheus.Counter
 	restoreSeconds prometheus.Histogram
 	restoreEvents  prometheus.Counter
+	trackedUsage   *prometheus.GaugeVec
+	trackedWindows *prometheus.GaugeVec
+	pruned         prometheus.Counter
+	late           prometheus.Counter
 }
 
 func newMetrics(reg prometheus.Registerer) *metrics {
@@ -40,10 +44,19 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 			Help: "Time to restore newly assigned partitions.", Buckets: prometheus.ExponentialBuckets(0.01, 2, 14)}),
 		restoreEvents: prometheus.NewCounter(prometheus.CounterOpts{Name: "driftline_billing_restore_events_total",
 			Help: "Events replayed to restore partition state."}),
+		trackedUsage: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "driftline_billing_tracked_usage",
+			Help: "usage_ids held in memory per owned partition (settled ones are dropped past the horizon)."}, []string{"partition"}),
+		trackedWindows: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "driftline_billing_tracked_windows",
+			Help: "Conservation windows held in memory per owned partition."}, []string{"partition"}),
+		pruned: prometheus.NewCounter(prometheus.CounterOpts{Name: "driftline_billing_pruned_usage_total",
+			Help: "Settled usage_ids dropped from memory past the horizon (restores excluded)."}),
+		late: prometheus.NewCounter(prometheus.CounterOpts{Name: "driftline_billing_window_late_total",
+			Help: "Changes to usage whose conservation window was already closed and dropped (not counted in any window row)."}),
 	}
 	if reg != nil {
 		reg.MustRegister(m.events, m.invalid, m.mispartitioned, m.transitions, m.open, m.watermark, m.assigned,
-			m.flushSeconds, m.flushErrors, m.restoreSeconds, m.restoreEvents)
+			m.flushSeconds, m.flushErrors, m.restoreSeconds, m.restoreEvents,
+			m.trackedUsage, m.trackedWindows, m.pruned, m.late)
 	}
 	return m
 }

@@ -9,10 +9,16 @@ const (
 	KindAmountMismatch   = "amount_mismatch"
 	KindDuplicateUsage   = "duplicate_usage"
 	KindUnknownUnit      = "unknown_unit"
+	// KindWindowUnbalanced extends the contract's five kinds: a
+	// conservation window that does not balance after its graces. It holds
+	// a rated line with no accepted usage behind it, or a ledger entry with
+	// no rated line behind it (window.go, docs/billing-model.md). Its
+	// mismatch_id is WindowMismatchID.
+	KindWindowUnbalanced = "window_unbalanced"
 )
 
 // Kinds lists every kind in a stable order.
-var Kinds = []string{KindUsageNotRated, KindRatedNotLedgered, KindAmountMismatch, KindDuplicateUsage, KindUnknownUnit}
+var Kinds = []string{KindUsageNotRated, KindRatedNotLedgered, KindAmountMismatch, KindDuplicateUsage, KindUnknownUnit, KindWindowUnbalanced}
 
 // Statuses of a mismatch.
 const (
@@ -22,8 +28,9 @@ const (
 
 // Mismatch is the current row of one billing_mismatch.
 type Mismatch struct {
-	// MismatchID is stable per (kind, usage key) for duplicate_usage and
-	// per (kind, usage_id) for every other kind: "<kind>:<key or id>".
+	// MismatchID is stable per (kind, usage key) for duplicate_usage, per
+	// window for window_unbalanced (WindowMismatchID) and per (kind,
+	// usage_id) for every other kind: "<kind>:<key or id>".
 	MismatchID     string
 	Kind           string
 	UsageID        string

@@ -113,6 +113,9 @@ type partition struct {
 	tracker *Tracker
 	out     *output // silent while restoring, the live batch afterwards
 	dirty   bool
+	// pruned and late are the tracker's counts already added to the
+	// metrics.
+	pruned, late int64
 }
 
 // output collects what a batch of records produces.
@@ -243,6 +246,7 @@ func (r *Reconciler) flushAndCommit(ctx context.Context) error {
 			r.observe(part)
 			part.dirty, dirty = false, true
 		}
+		part.tracker.TakeWindows(func(w *Window) { r.out.batch.Windows = append(r.out.batch.Windows, *w) })
 	}
 	if !dirty && r.out.batch.Empty() {
 		return nil
@@ -273,6 +277,7 @@ func (r *Reconciler) flushAndCommit(ctx context.Context) error {
 func (r *Reconciler) newPartition(p int32, out *output) *partition {
 	part := &partition{p: p, label: strconv.Itoa(int(p)), out: out}
 	part.tracker = NewTracker(r.opts.Rules, r.opts.Prices.Book, func(m *Mismatch) { part.out.add(m) })
+	part.tracker.SetPartition(p)
 	return part
 }
 
@@ -322,6 +327,13 @@ func (r *Reconciler) apply(parts map[int32]*partition, rec *kgo.Record) {
 
 func (r *Reconciler) observe(part *partition) {
 	r.m.open.WithLabelValues(part.label).Set(float64(part.tracker.Open()))
+	usage, windows := part.tracker.Tracked()
+	r.m.trackedUsage.WithLabelValues(part.label).Set(float64(usage))
+	r.m.trackedWindows.WithLabelValues(part.label).Set(float64(windows))
+	pruned, late := part.tracker.Pruned()
+	r.m.pruned.Add(float64(pruned - part.pruned))
+	r.m.late.Add(float64(late - part.late))
+	part.pruned, part.late = pruned, late
 	if w := part.tracker.Watermark(); !w.IsZero() {
 		r.m.watermark.WithLabelValues(part.label).Set(float64(w.Unix()))
 	}
@@ -370,8 +382,9 @@ func (r *Reconciler) revoked(_ context.Context, _ *kgo.Client, revoked map[strin
 	for _, ps := range revoked {
 		for _, p := range ps {
 			delete(r.parts, p)
-			r.m.open.DeleteLabelValues(strconv.Itoa(int(p)))
-			r.m.watermark.DeleteLabelValues(strconv.Itoa(int(p)))
+			for _, g := range []*prometheus.GaugeVec{r.m.open, r.m.watermark, r.m.trackedUsage, r.m.trackedWindows} {
+				g.DeleteLabelValues(strconv.Itoa(int(p)))
+			}
 		}
 	}
 	r.m.assigned.Set(float64(len(r.parts)))

@@ -221,6 +221,26 @@ func TestReconcilerWritesExactMismatchRows(t *testing.T) {
 		}
 		return nil
 	})
+
+	// The conservation windows account for every usage_id exactly once.
+	testenv.CheckFor(t, 30*time.Second, func() error {
+		var accepted, rejected, notRated, rated, ledgered, mismatch, notLedgered, entries, unexplained uint64
+		var ratedAmount string
+		err := f.ch.QueryRow(context.Background(), `SELECT sum(accepted), sum(rejected), sum(not_rated), sum(rated),
+ sum(ledgered), sum(amount_mismatch), sum(not_ledgered), sum(ledger_entries), sum(unexplained),
+ toString(sum(toDecimal64(rated_amount, 6))) FROM billing_window FINAL`).Scan(
+			&accepted, &rejected, &notRated, &rated, &ledgered, &mismatch, &notLedgered, &entries, &unexplained, &ratedAmount)
+		if err != nil {
+			return err
+		}
+		extra := uint64(f.extra)
+		got := fmt.Sprint(accepted, rejected, notRated, rated, ledgered, mismatch, notLedgered, entries, unexplained, ratedAmount)
+		want := fmt.Sprint(8+6+extra, 3, 0, 4+6+extra+1, 2+6+extra, 1, 2, 3+6+extra, 0, fmt.Sprintf("%d.%d00000", 49*(11+extra)/10, 49*(11+extra)%10))
+		if got != want {
+			return fmt.Errorf("billing_window totals %s, want %s", got, want)
+		}
+		return nil
+	})
 }
 
 // tickPartition writes one rated-and-ledgered usage whose key lands on

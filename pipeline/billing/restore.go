@@ -44,7 +44,11 @@ func (r *Reconciler) restore(ctx context.Context, ps []int32) (map[int32]*partit
 		}
 	}
 	for _, part := range parts {
+		// The windows as of the committed offsets were written before
+		// the commit.
+		part.tracker.TakeWindows(nil)
 		part.out, part.dirty = &r.out, true
+		part.pruned, part.late = part.tracker.Pruned()
 	}
 	return parts, nil
 }

@@ -3,6 +3,7 @@ package billing
 import (
 	"container/heap"
 	"errors"
+	"math/big"
 	"time"
 
 	"github.com/driftline/driftline/pipeline/decimal"
@@ -21,11 +22,16 @@ type Rules struct {
 	// AllowedLateness: the watermark trails the newest event time of the
 	// partition by this much. Default 30s.
 	AllowedLateness time.Duration
+	// Horizon bounds memory: once the watermark passes a conservation
+	// window's end + Horizon, the settled usage of the window is dropped
+	// from memory (prune.go). Default 48h; never shorter than the longer
+	// grace.
+	Horizon time.Duration
 }
 
 // DefaultRules returns the contract's default windows.
 func DefaultRules() Rules {
-	return Rules{RatingGrace: 5 * time.Minute, LedgerGrace: 15 * time.Minute, AllowedLateness: 30 * time.Second}
+	return Rules{RatingGrace: 5 * time.Minute, LedgerGrace: 15 * time.Minute, AllowedLateness: 30 * time.Second, Horizon: 48 * time.Hour}
 }
 
 func (r *Rules) defaults() {
@@ -39,23 +45,41 @@ func (r *Rules) defaults() {
 	if r.AllowedLateness < 0 {
 		r.AllowedLateness = 0
 	}
+	if r.Horizon <= 0 {
+		r.Horizon = d.Horizon
+	}
+	r.Horizon = max(r.Horizon, r.RatingGrace, r.LedgerGrace)
 }
 
 // usageState is what one partition knows about one usage_id.
 type usageState struct {
+	id        string
 	usageSeen bool
 	explained bool // unknown/retired unit or duplicate: never rated, never usage_not_rated
-	at        time.Time
-	source    string
-	meterID   string
-	tenant    string
-	product   string
-	unit      string
-	quantity  string
-	currency  string // of the price book unit, when known
+	// Grace deadlines passed: usage without rated line, rated line without
+	// ledger entry, and a rated line without usage or a ledger entry
+	// without rated line (unexplained).
+	ratingOverdue, ledgerOverdue, ratedOrphanOverdue, ledgerOrphanOverdue bool
+	registered, lingering                                                 bool         // see prune.go
+	regStart                                                              int64        // the window start s is registered to be swept with
+	win                                                                   *windowState // the window s is counted in; nil when none
+	at                                                                    time.Time
+	source                                                                string
+	meterID                                                               string
+	tenant                                                                string
+	product                                                               string
+	unit                                                                  string
+	quantity                                                              string
+	currency                                                              string // of the price book unit, when known
 
 	rated  *ratedLine
 	ledger *ledgerLine
+}
+
+// ledgerAgrees reports whether the ledger entry posted the rated amount in
+// the rated currency; both are present.
+func (s *usageState) ledgerAgrees() bool {
+	return amountsEqual(s.rated.amount, s.ledger.amount) && s.rated.currency == s.ledger.currency
 }
 
 type ratedLine struct {
@@ -83,10 +107,25 @@ type Tracker struct {
 	mismatches map[string]*Mismatch   // mismatch_id -> current row
 	open       int
 
-	newest    time.Time // newest event time applied
-	watermark time.Time
-	ratingDue deadlines
-	ledgerDue deadlines
+	newest          time.Time // newest event time applied
+	watermark       time.Time
+	ratingDue       deadlines
+	ledgerDue       deadlines
+	ratedOrphanDue  deadlines // rated lines without usage
+	ledgerOrphanDue deadlines // ledger entries without rated line
+
+	// Conservation windows (window.go) and the horizon (prune.go).
+	windows        map[WindowKey]*windowState
+	windowsByStart map[int64][]WindowKey
+	dirtyWindows   []*windowState
+	touched        []*windowState
+	byStart        map[int64][]string // window start -> usage_ids to sweep with it
+	starts         starts
+	lingering      []string
+	pruned, late   int64
+	sweptHour      int64 // the watermark's hour at the last check of lingering
+	tmp            big.Int
+	partition      int32 // names the window rows and window_unbalanced mismatches
 }
 
 // NewTracker returns a tracker that looks units up in book() and passes
@@ -99,8 +138,16 @@ func NewTracker(rules Rules, book func() *pricebook.Book, emit func(*Mismatch)) 
 		usage:      map[string]*usageState{},
 		keys:       map[string]string{},
 		mismatches: map[string]*Mismatch{},
+
+		windows:        map[WindowKey]*windowState{},
+		windowsByStart: map[int64][]WindowKey{},
+		byStart:        map[int64][]string{},
 	}
 }
+
+// SetPartition names the partition the tracker reconciles (default 0): it
+// is part of its conservation rows and window_unbalanced mismatch_ids.
+func (t *Tracker) SetPartition(p int32) { t.partition = p }
 
 // Watermark returns the partition's event-time watermark.
 func (t *Tracker) Watermark() time.Time { return t.watermark }
@@ -111,7 +158,7 @@ func (t *Tracker) Open() int { return t.open }
 func (t *Tracker) state(usageID string) *usageState {
 	s := t.usage[usageID]
 	if s == nil {
-		s = &usageState{}
+		s = &usageState{id: usageID}
 		t.usage[usageID] = s
 	}
 	return s
@@ -129,6 +176,8 @@ func (t *Tracker) ApplyUsage(u *event.Usage, at time.Time) {
 	if s.usageSeen {
 		return // the same usage_id under another key: the first one counts
 	}
+	t.detach(s, at)
+	defer t.attach(s, at)
 	s.usageSeen, s.at = true, at
 	s.source, s.meterID, s.tenant, s.product, s.unit, s.quantity = u.MeteringSource, u.MeteringID, u.TenantID, u.ProductID, u.UnitID, u.Quantity
 	unit, err := t.book().Lookup(u.UnitID)
@@ -165,7 +214,12 @@ func (t *Tracker) ApplyRated(r *event.Rated, at time.Time) bool {
 	if s.rated != nil {
 		return false
 	}
+	t.detach(s, at)
+	defer t.attach(s, at)
 	s.rated = &ratedLine{at: at, amount: r.Amount, currency: r.Currency}
+	if !s.usageSeen {
+		t.orphan(&t.ratedOrphanDue, &s.ratedOrphanOverdue, s.id, at.Add(t.rules.RatingGrace))
+	}
 	if !s.usageSeen {
 		// The usage is not here (yet): describe the mismatch rows from
 		// the rated line.
@@ -179,6 +233,7 @@ func (t *Tracker) ApplyRated(r *event.Rated, at time.Time) bool {
 	due := at.Add(t.rules.LedgerGrace)
 	if !t.watermark.Before(due) {
 		// Rated after its ledger grace had already passed in event time.
+		s.ledgerOverdue = true
 		t.set(MismatchID(KindRatedNotLedgered, r.UsageID), KindRatedNotLedgered, r.UsageID, s, true, due)
 		return true
 	}
@@ -194,11 +249,14 @@ func (t *Tracker) ApplyLedger(l *event.LedgerEntry, at time.Time) {
 	if s.ledger != nil {
 		return
 	}
+	t.detach(s, at)
+	defer t.attach(s, at)
 	s.ledger = &ledgerLine{id: l.LedgerEntryID, at: at, amount: l.Amount, currency: l.Currency}
 	if !s.usageSeen && s.rated == nil {
 		s.source, s.meterID = l.MeteringSource, l.MeteringID
 	}
 	if s.rated == nil {
+		t.orphan(&t.ledgerOrphanDue, &s.ledgerOrphanOverdue, s.id, at.Add(t.rules.LedgerGrace))
 		return
 	}
 	t.resolve(MismatchID(KindRatedNotLedgered, l.UsageID), s, at)
@@ -243,16 +301,53 @@ func (t *Tracker) Advance(at time.Time) {
 	}
 	for t.ratingDue.Len() > 0 && !t.watermark.Before(t.ratingDue[0].at) {
 		d := heap.Pop(&t.ratingDue).(deadline)
-		if s := t.usage[d.usageID]; s != nil && s.usageSeen && !s.explained && s.rated == nil {
+		if s := t.usage[d.usageID]; s != nil && s.usageSeen && !s.explained && s.rated == nil && !s.ratingOverdue {
+			t.detach(s, d.at)
+			s.ratingOverdue = true
 			t.set(MismatchID(KindUsageNotRated, d.usageID), KindUsageNotRated, d.usageID, s, true, d.at)
+			t.attach(s, d.at)
 		}
 	}
 	for t.ledgerDue.Len() > 0 && !t.watermark.Before(t.ledgerDue[0].at) {
 		d := heap.Pop(&t.ledgerDue).(deadline)
-		if s := t.usage[d.usageID]; s != nil && s.rated != nil && s.ledger == nil {
+		if s := t.usage[d.usageID]; s != nil && s.rated != nil && s.ledger == nil && !s.ledgerOverdue {
+			t.detach(s, d.at)
+			s.ledgerOverdue = true
 			t.set(MismatchID(KindRatedNotLedgered, d.usageID), KindRatedNotLedgered, d.usageID, s, true, d.at)
+			t.attach(s, d.at)
 		}
 	}
+	for t.ratedOrphanDue.Len() > 0 && !t.watermark.Before(t.ratedOrphanDue[0].at) {
+		d := heap.Pop(&t.ratedOrphanDue).(deadline)
+		if s := t.usage[d.usageID]; s != nil && s.rated != nil && !s.usageSeen && !s.ratedOrphanOverdue {
+			t.detach(s, d.at)
+			s.ratedOrphanOverdue = true
+			t.attach(s, d.at)
+		}
+	}
+	for t.ledgerOrphanDue.Len() > 0 && !t.watermark.Before(t.ledgerOrphanDue[0].at) {
+		d := heap.Pop(&t.ledgerOrphanDue).(deadline)
+		if s := t.usage[d.usageID]; s != nil && s.ledger != nil && s.rated == nil && !s.ledgerOrphanOverdue {
+			t.detach(s, d.at)
+			s.ledgerOrphanOverdue = true
+			t.attach(s, d.at)
+		}
+	}
+	t.sweep()
+}
+
+// orphan schedules the grace of a line without what should be behind it
+// (due at due) on h, or marks it overdue at once when the watermark is
+// already past due. The state is detached.
+func (t *Tracker) orphan(h *deadlines, overdue *bool, usageID string, due time.Time) {
+	if *overdue {
+		return
+	}
+	if !t.watermark.Before(due) {
+		*overdue = true
+		return
+	}
+	heap.Push(h, deadline{at: due, usageID: usageID})
 }
 
 // set opens (or confirms) a mismatch at event time at.
