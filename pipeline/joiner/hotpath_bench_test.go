@@ -1,6 +1,7 @@
 package joiner
 
 import (
+	"encoding/json"
 	"fmt"
 	"strconv"
 	"testing"
@@ -74,6 +75,102 @@ func BenchmarkHotPath(b *testing.B) {
 	b.StopTimer()
 	if part.events != uint64(identities+b.N) {
 		b.Fatalf("applied %d events, want %d", part.events, identities+b.N)
+	}
+	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "events/s")
+}
+
+// naiveState is the baseline the hot path is compared with: what a
+// straightforward implementation does per event (encoding/json into
+// generic structs, a map of "producer/seq" strings for dedupe, a map of
+// records keyed by identity, a comparison of states).
+type naiveState struct {
+	seen    map[string]struct{}
+	records map[string]naiveRecord
+	obs     map[string]naiveObs
+	drift   int
+}
+
+type naiveEnvelope struct {
+	EventID       string          `json:"event_id"`
+	EventType     string          `json:"event_type"`
+	SchemaVersion int             `json:"schema_version"`
+	Producer      string          `json:"producer"`
+	Seq           *uint64         `json:"seq"`
+	OccurredAt    time.Time       `json:"occurred_at"`
+	CorrelationID string          `json:"correlation_id"`
+	Environment   string          `json:"environment"`
+	Payload       json.RawMessage `json:"payload"`
+}
+
+type naiveRecord struct {
+	RecordID        string `json:"record_id"`
+	Provider        string `json:"provider"`
+	ProviderID      string `json:"provider_id"`
+	ExpectedState   string `json:"expected_state"`
+	ExpectedVersion string `json:"expected_version"`
+}
+
+type naiveObs struct {
+	Provider        string `json:"provider"`
+	ProviderID      string `json:"provider_id"`
+	ObservedState   string `json:"observed_state"`
+	ObservedVersion string `json:"observed_version"`
+	OwnerRef        string `json:"owner_ref"`
+	at              time.Time
+}
+
+func (n *naiveState) apply(b *testing.B, value []byte) {
+	var env naiveEnvelope
+	if err := json.Unmarshal(value, &env); err != nil {
+		b.Fatal(err)
+	}
+	key := env.EventID
+	if env.Seq != nil {
+		key = fmt.Sprintf("%s/%d", env.Producer, *env.Seq)
+	}
+	if _, dup := n.seen[key]; dup {
+		return
+	}
+	n.seen[key] = struct{}{}
+	switch env.EventType {
+	case event.TypePlatformRecord:
+		var r naiveRecord
+		if err := json.Unmarshal(env.Payload, &r); err != nil {
+			b.Fatal(err)
+		}
+		n.records[r.Provider+"/"+r.ProviderID] = r
+	case event.TypeProviderObservation:
+		var o naiveObs
+		if err := json.Unmarshal(env.Payload, &o); err != nil {
+			b.Fatal(err)
+		}
+		o.at = env.OccurredAt
+		id := o.Provider + "/" + o.ProviderID
+		n.obs[id] = o
+		if r, ok := n.records[id]; !ok || r.ExpectedState != o.ObservedState || r.ExpectedVersion != o.ObservedVersion || r.RecordID != o.OwnerRef {
+			n.drift++
+		}
+	}
+}
+
+// BenchmarkHotPathNaive runs the naive baseline over the same events as
+// BenchmarkHotPath, for the ratio in bench/joiner/README.md.
+func BenchmarkHotPathNaive(b *testing.B) {
+	const identities = 100000
+	start := time.Date(2026, 11, 21, 10, 0, 0, 0, time.UTC)
+	n := &naiveState{seen: map[string]struct{}{}, records: map[string]naiveRecord{}, obs: map[string]naiveObs{}}
+	for _, r := range benchEvents(identities, identities, topics.Defaults().PlatformRecords, start) {
+		n.apply(b, r.Value)
+	}
+	obs := benchEvents(b.N, identities, topics.Defaults().Observations, start.Add(time.Second))
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := range b.N {
+		n.apply(b, obs[i].Value)
+	}
+	b.StopTimer()
+	if n.drift != 0 {
+		b.Fatalf("%d disagreements in agreeing events", n.drift)
 	}
 	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "events/s")
 }
