@@ -29,7 +29,9 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"runtime"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -118,6 +120,9 @@ type Options struct {
 	// CheckpointEvents checkpoints a partition sooner, once it applied
 	// this many events since its last checkpoint. Default 2,000,000.
 	CheckpointEvents uint64
+	// Parallelism is how many partitions are applied at once. Default
+	// GOMAXPROCS.
+	Parallelism int
 	// IdleAfter is how long a partition may apply nothing before the
 	// joiner advances its watermark to the latest of its other partitions
 	// with a marker record in the partition's observations stream (see
@@ -166,6 +171,9 @@ func (o *Options) defaults() error {
 	if o.Logger == nil {
 		o.Logger = slog.Default()
 	}
+	if o.Parallelism <= 0 {
+		o.Parallelism = runtime.GOMAXPROCS(0)
+	}
 	if o.IdleAfter == 0 {
 		o.IdleAfter = 5 * time.Minute
 	}
@@ -206,6 +214,8 @@ type Joiner struct {
 	// rerouted are the mis-partitioned records of the pending batch,
 	// moved to their partition before their offsets are committed.
 	rerouted []*kgo.Record
+	// busy is applyAll's scratch list of partitions with records.
+	busy []*partition
 	// kept holds the state of revoked partitions: if one comes back and
 	// nobody committed past it meanwhile, it is used as it is.
 	kept map[int32]*partition
@@ -232,6 +242,7 @@ func New(ctx context.Context, opts Options, s Sink) (*Joiner, error) {
 		kept:      make(map[int32]*partition),
 	}
 	j.out = output{current: make(map[string]int), nodes: make(map[string]int), m: j.m, emit: true}
+	j.initCounters()
 	admCl, err := kgo.NewClient(append([]kgo.Opt{kgo.SeedBrokers(opts.Brokers...)}, opts.ClientOpts...)...)
 	if err != nil {
 		return nil, fmt.Errorf("joiner: admin client: %w", err)
@@ -308,14 +319,7 @@ func (j *Joiner) Run(ctx context.Context) error {
 					part.merge.push(j.stream(fp.Topic), fp.Records, last+1 < end)
 				}
 			})
-			now := time.Now()
-			for _, part := range j.parts {
-				for r, _ := part.merge.pop(now); r != nil; r, _ = part.merge.pop(now) {
-					j.apply(part, r)
-					part.active = now
-					processed++
-				}
-			}
+			processed += j.applyAll(time.Now())
 			j.mu.Unlock()
 			if ctx.Err() != nil {
 				break
@@ -335,6 +339,51 @@ func (j *Joiner) Run(ctx context.Context) error {
 	return nil
 }
 
+// applyAll applies what the merges of the owned partitions can release,
+// the partitions in parallel (their states are independent), and returns
+// the number of records applied. mu is held.
+func (j *Joiner) applyAll(now time.Time) int {
+	drain := func(part *partition) int {
+		n := 0
+		for r, _ := part.merge.pop(now); r != nil; r, _ = part.merge.pop(now) {
+			j.apply(part, r)
+			n++
+		}
+		if n > 0 {
+			part.active = now
+		}
+		return n
+	}
+	busy := j.busy[:0]
+	for _, part := range j.parts {
+		if part.merge.buffered() != 0 {
+			busy = append(busy, part)
+		}
+	}
+	j.busy = busy
+	if len(busy) <= 1 || j.opts.Parallelism <= 1 {
+		n := 0
+		for _, part := range busy {
+			n += drain(part)
+		}
+		return n
+	}
+	var (
+		total atomic.Int64
+		wg    sync.WaitGroup
+		next  atomic.Int64
+	)
+	for range min(j.opts.Parallelism, len(busy)) {
+		wg.Go(func() {
+			for i := next.Add(1) - 1; i < int64(len(busy)); i = next.Add(1) - 1 {
+				total.Add(int64(drain(busy[i])))
+			}
+		})
+	}
+	wg.Wait()
+	return int(total.Load())
+}
+
 // flushAndCommit writes the pending batch (retrying until it succeeds or
 // ctx ends) and then commits the offsets of everything applied, also of
 // records that wrote nothing (duplicates), or the group would never catch
@@ -344,6 +393,7 @@ func (j *Joiner) flushAndCommit(ctx context.Context) error {
 	wctx, giveUp, cancel := retry.FlushContext(ctx)
 	defer cancel()
 	for _, part := range j.parts {
+		j.gather(part)
 		if part.dirty {
 			part.summary.flush(part.p, &j.out.batch)
 			j.out.batch.Progress = append(j.out.batch.Progress, j.progress(part))
@@ -431,6 +481,13 @@ func (j *Joiner) commit(ctx context.Context) bool {
 		}
 	}
 	return true
+}
+
+// initCounters looks up the per-stream series once.
+func (j *Joiner) initCounters() {
+	for s, t := range j.streamTopics() {
+		j.eventCounters[s] = j.m.events.WithLabelValues(t)
+	}
 }
 
 // streamTopics returns the topic of each stream.

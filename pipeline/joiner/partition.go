@@ -33,8 +33,15 @@ type partition struct {
 	// verdict is handed to the engine once, as a confirming heartbeat.
 	inHeartbeat bool
 	// out receives the partition's finding transitions: a silent output
-	// while restoring, the joiner's batch afterwards.
+	// while restoring, live afterwards.
 	out *output
+	// live collects what the partition produces between flushes; a flush
+	// gathers the live outputs of all partitions into one write.
+	live output
+	// rejected and rerouted are the partition's invalid and
+	// mis-partitioned records since the last flush.
+	rejected []rejected
+	rerouted []*kgo.Record
 	// merge orders the polled records of the three streams.
 	merge merge
 	// summary keeps the partition's finding counts and attention top.
@@ -103,7 +110,8 @@ func (o *output) reset() {
 }
 
 func (j *Joiner) newPartition(p int32, out *output) *partition {
-	part := &partition{p: p, label: strconv.Itoa(int(p)), dedupe: dedupe.New(dedupe.DefaultOptions()), out: out, summary: newSummary()}
+	part := &partition{p: p, label: strconv.Itoa(int(p)), dedupe: dedupe.New(dedupe.DefaultOptions()), out: out, summary: newSummary(),
+		live: output{current: make(map[string]int), nodes: make(map[string]int), m: j.m, emit: true}}
 	part.engine = classify.New(j.opts.Classify, ownerstate.New(), func(f *drift.Finding) { part.out.add(part, f) })
 	part.nodes = nodeagent.New(j.opts.NodeAgent, func(s *nodeagent.Status) {
 		part.out.addNode(s)
@@ -149,7 +157,7 @@ func (j *Joiner) apply(part *partition, r *kgo.Record) {
 	}
 	if verr != nil {
 		if part.out.emit { // a restore replays records quarantined before
-			j.rejected = append(j.rejected, rejected{r, verr})
+			part.rejected = append(part.rejected, rejected{r, verr})
 		}
 		j.m.invalid.WithLabelValues(string(verr.Reason)).Inc()
 		j.opts.Logger.Debug("invalid record", "topic", r.Topic, "partition", r.Partition, "offset", r.Offset, "err", verr)
@@ -211,7 +219,7 @@ func (j *Joiner) misplaced(part *partition, r *kgo.Record) bool {
 		return false
 	}
 	if part.out.emit {
-		j.rerouted = append(j.rerouted, r)
+		part.rerouted = append(part.rerouted, r)
 	}
 	return true
 }
@@ -285,11 +293,19 @@ func (part *partition) loadSnapshot(b []byte) error {
 
 // eventsBy returns the applied-events counter of topic without a label
 // lookup per event.
-func (j *Joiner) eventsBy(topic string) prometheus.Counter {
-	if j.eventCounters[0] == nil {
-		for s, t := range j.streamTopics() {
-			j.eventCounters[s] = j.m.events.WithLabelValues(t)
-		}
-	}
-	return j.eventCounters[j.stream(topic)]
+func (j *Joiner) eventsBy(topic string) prometheus.Counter { return j.eventCounters[j.stream(topic)] }
+
+// gather moves what the partition produced since the last flush into the
+// joiner's pending write. mu is held.
+func (j *Joiner) gather(part *partition) {
+	b := &part.live.batch
+	j.out.batch.Current = append(j.out.batch.Current, b.Current...)
+	j.out.batch.History = append(j.out.batch.History, b.History...)
+	j.out.batch.Nodes = append(j.out.batch.Nodes, b.Nodes...)
+	part.live.reset()
+	j.rejected = append(j.rejected, part.rejected...)
+	j.rerouted = append(j.rerouted, part.rerouted...)
+	clear(part.rejected)
+	clear(part.rerouted)
+	part.rejected, part.rerouted = part.rejected[:0], part.rerouted[:0]
 }

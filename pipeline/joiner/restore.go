@@ -83,7 +83,7 @@ func (j *Joiner) restore(ctx context.Context, ps []int32) (map[int32]*partition,
 				part.merge.more[s] = true
 			}
 		}
-		part.out, part.dirty = &j.out, true
+		part.out, part.dirty = &part.live, true
 	}
 	return parts, nil
 }
