@@ -19,7 +19,7 @@ func benchJoiner(b *testing.B) (*Joiner, *partition) {
 	if err := j.opts.defaults(); err != nil {
 		b.Fatal(err)
 	}
-	j.validator = event.Validator{Environment: j.opts.Environment}
+	j.validator = event.Validator{Environment: j.opts.Environment, ZeroCopy: true}
 	j.partitions = 1
 	j.out = output{current: make(map[string]int), nodes: make(map[string]int), m: j.m, emit: true}
 	j.initCounters()

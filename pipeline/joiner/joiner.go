@@ -191,6 +191,9 @@ type Joiner struct {
 	opts      Options
 	sink      Sink
 	m         *metrics
+	// validator is the decoders' configuration (each partition decodes
+	// with its own Decoder, zero-copy: nothing the partition keeps aliases
+	// a record).
 	validator event.Validator
 	adm       *kadm.Client
 	cl        *kgo.Client
@@ -237,7 +240,7 @@ func New(ctx context.Context, opts Options, s Sink) (*Joiner, error) {
 		opts:      opts,
 		sink:      s,
 		m:         newMetrics(opts.Registerer),
-		validator: event.Validator{Environment: opts.Environment},
+		validator: event.Validator{Environment: opts.Environment, ZeroCopy: true},
 		parts:     make(map[int32]*partition),
 		kept:      make(map[int32]*partition),
 	}

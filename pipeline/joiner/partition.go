@@ -29,6 +29,9 @@ type partition struct {
 	engine *classify.Engine
 	nodes  *nodeagent.Tracker
 	dedupe *dedupe.Set
+	// dec decodes the partition's records; the payloads it returns are
+	// reused by the next call.
+	dec *event.Decoder
 	// inHeartbeat is set while a heartbeat is applied: its identity
 	// verdict is handed to the engine once, as a confirming heartbeat.
 	inHeartbeat bool
@@ -111,7 +114,8 @@ func (o *output) reset() {
 
 func (j *Joiner) newPartition(p int32, out *output) *partition {
 	part := &partition{p: p, label: strconv.Itoa(int(p)), dedupe: dedupe.New(dedupe.DefaultOptions()), out: out, summary: newSummary(),
-		live: output{current: make(map[string]int), nodes: make(map[string]int), m: j.m, emit: true}}
+		live: output{current: make(map[string]int), nodes: make(map[string]int), m: j.m, emit: true},
+		dec:  event.NewDecoder(j.validator)}
 	part.engine = classify.New(j.opts.Classify, ownerstate.New(), func(f *drift.Finding) { part.out.add(part, f) })
 	part.nodes = nodeagent.New(j.opts.NodeAgent, func(s *nodeagent.Status) {
 		part.out.addNode(s)
@@ -149,7 +153,7 @@ func (j *Joiner) apply(part *partition, r *kgo.Record) {
 		j.m.invalid.WithLabelValues("tombstone_without_identity").Inc()
 		return
 	}
-	env, payload, verr := j.validator.DecodeEvent(r.Value)
+	env, payload, verr := part.dec.DecodeEvent(r.Value)
 	// Scan markers are written to every partition on purpose; every other
 	// event belongs on the partition its key hashes to.
 	if verr == nil && env.EventType != event.TypeScanCompleted && j.misplaced(part, r) {
