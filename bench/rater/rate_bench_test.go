@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/driftline/driftline/internal/cputime"
 	"github.com/driftline/driftline/pipeline/decimal"
 	"github.com/driftline/driftline/pipeline/event"
 	"github.com/driftline/driftline/pipeline/pricebook"
@@ -59,7 +60,7 @@ func benchHotPath(b *testing.B, decode func([]byte) (event.Envelope, any, *event
 	b.ReportAllocs()
 	b.SetBytes(int64(len(events[0])))
 	b.ResetTimer()
-	cpu := cpuTime()
+	cpu := cputime.Now()
 	for i := 0; i < b.N; i++ {
 		env, p, verr := decode(events[i%len(events)])
 		if verr != nil {
@@ -80,7 +81,7 @@ func benchHotPath(b *testing.B, decode func([]byte) (event.Envelope, any, *event
 // second of CPU time.
 func reportCPU(b *testing.B, cpu int64) {
 	if cpu > 0 {
-		ns := float64(cpuTime()-cpu) / float64(b.N)
+		ns := float64(cputime.Now()-cpu) / float64(b.N)
 		b.ReportMetric(ns, "cpu-ns/op")
 		b.ReportMetric(1e9/ns, "events/cpu-s")
 	}
@@ -105,7 +106,7 @@ func BenchmarkRateOnly(b *testing.B) {
 	buf := make([]byte, 0, 1024)
 	b.ReportAllocs()
 	b.ResetTimer()
-	cpu := cpuTime()
+	cpu := cputime.Now()
 	for i := 0; i < b.N; i++ {
 		k := i % len(events)
 		r := rater.Rate(book, nil, usages[k])

@@ -4,6 +4,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/driftline/driftline/internal/cputime"
 	json "github.com/segmentio/encoding/json"
 )
 
@@ -55,14 +56,14 @@ func BenchmarkDecode(b *testing.B) {
 			parse := unvalidated(typ)
 			b.SetBytes(int64(len(line)))
 			b.ReportAllocs()
-			cpu := cpuTime()
+			cpu := cputime.Now()
 			for b.Loop() {
 				if err := parse(line); err != nil {
 					b.Fatal(err)
 				}
 			}
 			if cpu > 0 {
-				b.ReportMetric(float64(cpuTime()-cpu)/float64(b.N), "cpu-ns/op")
+				b.ReportMetric(float64(cputime.Now()-cpu)/float64(b.N), "cpu-ns/op")
 			}
 		})
 		for _, m := range modes {
@@ -70,14 +71,14 @@ func BenchmarkDecode(b *testing.B) {
 				decode := m.decode(Validator{Environment: EnvLocalParity, ZeroCopy: m.zero})
 				b.SetBytes(int64(len(line)))
 				b.ReportAllocs()
-				cpu := cpuTime()
+				cpu := cputime.Now()
 				for b.Loop() {
 					if _, _, err := decode(line); err != nil {
 						b.Fatal(err)
 					}
 				}
 				if cpu > 0 {
-					b.ReportMetric(float64(cpuTime()-cpu)/float64(b.N), "cpu-ns/op")
+					b.ReportMetric(float64(cputime.Now()-cpu)/float64(b.N), "cpu-ns/op")
 				}
 			})
 		}

@@ -9,6 +9,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/driftline/driftline/internal/cputime"
 	"github.com/driftline/driftline/pipeline/event"
 	"github.com/driftline/driftline/pipeline/topics"
 )
@@ -69,6 +70,7 @@ func BenchmarkHotPath(b *testing.B) {
 	b.SetBytes(bytes / int64(len(obs)))
 	b.ReportAllocs()
 	b.ResetTimer()
+	cpu := cputime.Now()
 	for i := range b.N {
 		j.apply(part, obs[i])
 		if i%50000 == 0 {
@@ -76,6 +78,7 @@ func BenchmarkHotPath(b *testing.B) {
 		}
 	}
 	b.StopTimer()
+	b.ReportMetric(float64(cputime.Now()-cpu)/float64(b.N), "cpu-ns/op")
 	if part.events != uint64(identities+b.N) {
 		b.Fatalf("applied %d events, want %d", part.events, identities+b.N)
 	}
@@ -168,10 +171,12 @@ func BenchmarkHotPathNaive(b *testing.B) {
 	obs := benchEvents(b.N, identities, topics.Defaults().Observations, start.Add(time.Second))
 	b.ReportAllocs()
 	b.ResetTimer()
+	cpu := cputime.Now()
 	for i := range b.N {
 		n.apply(b, obs[i].Value)
 	}
 	b.StopTimer()
+	b.ReportMetric(float64(cputime.Now()-cpu)/float64(b.N), "cpu-ns/op")
 	if n.drift != 0 {
 		b.Fatalf("%d disagreements in agreeing events", n.drift)
 	}
