@@ -41,17 +41,18 @@ func (v Validator) DecodeEvent(line []byte) (Envelope, any, *ValidationError) {
 	return v.decodeEventRef(line)
 }
 
-// Decoder is a Validator that reuses its payload structs: the payload
-// DecodeEvent returns (and the Tags of a *PlatformRecord) is overwritten
-// by the Decoder's next call and must not be kept past it. Its strings
-// follow Validator.ZeroCopy as with the Validator: owned copies by
-// default, kept or not; with ZeroCopy they alias the line, and a Decoder
-// with ZeroCopy decodes the common events without allocating. A caller
-// that keeps a payload (or ZeroCopy strings) past the next call or the
-// line's life copies what it keeps, or uses Validator.DecodeEvent.
+// Decoder decodes events as its Validator does but reuses one payload
+// struct per event type: the payload DecodeEvent returns (with the Tags of
+// a *PlatformRecord) is valid only until the Decoder's next call, which
+// overwrites it. Strings follow Validator.ZeroCopy: without it they are
+// copies the caller may keep; with it they alias the line and are valid
+// only as long as its bytes are, and the common events then decode
+// without allocating. A caller that keeps a payload past the next call
+// uses Validator.DecodeEvent, or copies what it keeps (the struct by
+// value, and with ZeroCopy each kept string with strings.Clone).
 //
-// A Decoder is not safe for concurrent use; its zero value is not usable
-// (see NewDecoder).
+// A Decoder is not safe for concurrent use. Its zero value applies the
+// zero Validator's rules.
 type Decoder struct {
 	v Validator
 
