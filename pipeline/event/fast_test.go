@@ -269,9 +269,26 @@ func FuzzDecodeFast(f *testing.F) {
 	for _, line := range sampleEvents() {
 		f.Add(line)
 	}
+	// The seeds of FuzzScan and FuzzDecode, and the rejections of the
+	// decoder's tests, as edits of a valid observation.
 	for _, s := range []string{validObs, noPayload + `}`, `{"payload":{"a":{"b":{"c":[[[[]]]]}}}}`, `{"event_id":"a","event_id":"b"}`,
-		`{"a":1,"a":2}`, `{"\u0061":1,"a":2}`, "{\"a\":\"\xff\"}", `{"a":"\ud800"}`, `{} `, `[1]`} {
+		`{"a":1,"a":2}`, `{"a":{"b":[[[]]]}}`, `{"\u0061":1,"a":2}`, "{\"a\":\"\xff\"}", `{"a":"\ud800"}`, `{} `, `[1]`,
+		noPayload + `,"payload":[1]}`, `{"event_id":`} {
 		f.Add([]byte(s))
+	}
+	for _, edit := range [][2]string{
+		{`"scanner"`, "\"sc\xffanner\""}, {`"event_id":"e1",`, ``}, {`"producer":"scanner"`, `"producer":""`},
+		{`"seq":7`, `"seq":"7"`}, {`"seq":7`, `"seq":-7`}, {`"seq":7`, `"seq":null`}, {`"seq":7`, `"seq":18446744073709551616`},
+		{`"seq":7`, `"seq":18446744073709551615`}, {`"seq":7`, `"seq":7e0`}, {`"schema_version":1`, `"schema_version":1.5`},
+		{`"schema_version":1`, `"schema_version":2`}, {`"schema_version":1`, `"schema_version":"1"`},
+		{`"usage":"12.5"`, `"usage":12.5`}, {`"usage":"12.5"`, `"usage":"1e3"`}, {`"provider.observation"`, `"provider.guess"`},
+		{`2026-11-21T10:15:30.123Z`, `yesterday`}, {`2026-11-21T10:15:30.123Z`, `2026-11-21T12:15:30.123+02:00`},
+		{`"environment":"local_parity"`, `"environment":"prod"`}, {`"provider_id":"n1",`, ``},
+		{`"resource_family":"gpuaas_allocation"`, `"resource_family":"gpu"`}, {`"event_id":"e1"`, `"event_id":"e\u0031"`},
+		{`"event_id":"e1"`, `"EVENT_ID":"e1"`}, {`"payload":{`, `"payload":null,"x":{`}, {`"provider_id":"n1"`, `"Provider_ID":"evil","provider_id":"n1"`},
+		{`"observed_state":"running"`, `"observed_state":"running","observed_state":"gone"`},
+	} {
+		f.Add([]byte(strings.Replace(validObs, edit[0], edit[1], 1)))
 	}
 	f.Fuzz(func(t *testing.T, line []byte) {
 		sameAsReference(t, line)
