@@ -139,3 +139,29 @@ func TestSnapshotCorrupt(t *testing.T) {
 		t.Fatalf("version mismatch: %v", err)
 	}
 }
+
+// FuzzLoadSnapshot checks that no input makes LoadSnapshot panic, and that
+// whatever loads snapshots back to what it loaded from.
+func FuzzLoadSnapshot(f *testing.F) {
+	s := New(DefaultOptions())
+	for i := range 50 {
+		s.Observe("scanner", true, uint64(i*7), "", at(time.Duration(i)*time.Minute))
+		s.Observe("gw", false, 0, string(rune('a'+i%26)), at(time.Duration(i)*time.Minute))
+		s.Observe("big", true, 1<<40+uint64(i), "", at(time.Duration(i)*time.Minute))
+	}
+	s.Advance(at(25 * time.Hour))
+	f.Add(snapshot(s))
+	f.Add(snapshot(New(DefaultOptions())))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		r := New(DefaultOptions())
+		if r.LoadSnapshot(snap.NewReader(b)) != nil {
+			return
+		}
+		again := load(t, DefaultOptions(), snapshot(r))
+		if again.Len() != r.Len() || again.Producers() != r.Producers() {
+			t.Fatalf("reloaded %d/%d, loaded %d/%d", again.Len(), again.Producers(), r.Len(), r.Producers())
+		}
+		r.Observe("scanner", true, 3, "", at(24*time.Hour))
+		r.Observe("gw", false, 0, "a", at(24*time.Hour))
+	})
+}

@@ -159,6 +159,10 @@ func (t *Tracker) load(r *snap.Reader) error {
 			return fmt.Errorf("%w: node %q: timer %d of %d", ErrSnapshot, n.id, hi, nt)
 		case (hi >= 0) != (n.deadline != noDeadline):
 			return fmt.Errorf("%w: node %q: deadline %d with timer %d", ErrSnapshot, n.id, n.deadline, hi)
+		case hi >= 0 && (n.deadline <= wm || n.flags&flagHeartbeat == 0):
+			// Advance settles every node whose deadline it passes, and
+			// settle re-arms only nodes with a heartbeat.
+			return fmt.Errorf("%w: node %q: deadline %d not ahead of watermark %d, or armed without a heartbeat", ErrSnapshot, n.id, n.deadline, wm)
 		}
 		n.score, n.heapIdx = uint16(score), int32(hi)
 		if hi >= 0 {

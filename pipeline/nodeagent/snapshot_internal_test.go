@@ -32,3 +32,32 @@ func TestSnapshotCompactsSymbols(t *testing.T) {
 		t.Fatalf("restored status %+v", s)
 	}
 }
+
+// FuzzLoadSnapshot checks that no input makes LoadSnapshot, or the
+// tracker it restores, panic.
+func FuzzLoadSnapshot(f *testing.F) {
+	t0 := time.Date(2026, 11, 21, 10, 0, 0, 0, time.UTC)
+	tr := New(DefaultOptions(), func(*Status) {})
+	for i := range 20 {
+		id := fmt.Sprintf("n%d", i%5)
+		tr.ApplyRecord(&event.PlatformRecord{Provider: event.ProviderMAAS, ProviderID: id, RecordVersion: int64(i),
+			ExpectedAgentVersion: "1.0.1", CertIssuerFingerprint: "c1"}, t0)
+		tr.ApplyHeartbeat(&event.Heartbeat{NodeID: id, HostFingerprint: fmt.Sprintf("h%d", i%3), AgentVersion: "1.0.1",
+			CertIssuerFingerprint: "c1", Health: "OK"}, t0.Add(time.Duration(i)*time.Minute), "corr")
+		tr.Advance(t0.Add(time.Duration(i) * time.Minute))
+	}
+	var w snap.Writer
+	tr.AppendSnapshot(&w)
+	f.Add(w.B)
+	f.Fuzz(func(t *testing.T, b []byte) {
+		r := New(DefaultOptions(), func(*Status) {})
+		if r.LoadSnapshot(snap.NewReader(b)) != nil {
+			return
+		}
+		r.ApplyHeartbeat(&event.Heartbeat{NodeID: "n1", HostFingerprint: "h9", Health: "OK"}, t0.Add(time.Hour), "")
+		r.ApplyRecord(&event.PlatformRecord{Provider: event.ProviderMAAS, ProviderID: "n2", RecordVersion: 99}, t0.Add(time.Hour))
+		r.Advance(t0.Add(2 * time.Hour))
+		var w snap.Writer
+		r.AppendSnapshot(&w)
+	})
+}
