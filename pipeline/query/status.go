@@ -22,6 +22,8 @@ func (s *Server) handleStatus(w http.ResponseWriter, r *http.Request) error {
 		lag LagStatus
 	)
 	wg.Go(func() { lag = s.lag(ctx) })
+	var bill BillingConservation
+	wg.Go(func() { bill = s.billingConservation(ctx) })
 	defer wg.Wait()
 
 	progress, err := s.progress(ctx)
@@ -47,7 +49,7 @@ func (s *Server) handleStatus(w http.ResponseWriter, r *http.Request) error {
 	}
 	st.WatermarkAgeSeconds = ageSeconds(now, st.Watermark)
 	wg.Wait()
-	st.Lag = lag
+	st.Lag, st.Billing = lag, bill
 	writeJSON(w, http.StatusOK, st)
 	return nil
 }

@@ -133,6 +133,9 @@ type Status struct {
 	Consumers           []ConsumerStatus `json:"consumers"` // sorted by name; never null
 	Findings            FindingCounts    `json:"findings"`
 	Lag                 LagStatus        `json:"lag"`
+
+	// Billing is the conservation of the billing windows (billing_status.go).
+	Billing BillingConservation `json:"billing"`
 }
 
 // ConsumerStatus is the progress of one pipeline consumer, summed over the
@@ -391,7 +394,7 @@ type Attention struct {
 }
 
 // Billing mismatch kinds (CONTRACT section 5).
-var BillingKinds = []string{"usage_not_rated", "rated_not_ledgered", "amount_mismatch", "duplicate_usage", "unknown_unit"}
+var BillingKinds = []string{"usage_not_rated", "rated_not_ledgered", "amount_mismatch", "duplicate_usage", "unknown_unit", "window_unbalanced"}
 
 // BillingMismatch is the current row of one billing finding
 // (billing_mismatch). Amounts are decimal strings as written; empty when
