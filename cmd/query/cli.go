@@ -20,15 +20,16 @@ import (
 
 // commands are the client subcommands; anything else runs the server.
 var commands = map[string]func(ctx context.Context, c *query.Client, q url.Values, args []string) (table, any, error){
-	"drift":     cmdDrift,
-	"heatmap":   cmdHeatmap,
-	"attention": cmdAttention,
-	"billing":   cmdBilling,
-	"node":      cmdNode,
+	"drift":      cmdDrift,
+	"heatmap":    cmdHeatmap,
+	"attention":  cmdAttention,
+	"billing":    cmdBilling,
+	"automation": cmdAutomation,
+	"node":       cmdNode,
 }
 
 const cliUsage = `usage: query [serve] [server flags]          run the query API server
-       query drift|heatmap|attention|billing|node [flags] [name=value ...]
+       query drift|heatmap|attention|billing|automation|node [flags] [name=value ...]
 
 Client subcommands call the query API and print a table (default), JSON or
 CSV. Trailing name=value arguments are passed as API parameters, e.g.
@@ -36,6 +37,7 @@ CSV. Trailing name=value arguments are passed as API parameters, e.g.
   query drift severity=critical owning_domain=compute
   query attention n=50 by=domain
   query billing kind=amount_mismatch tenant=t1
+  query automation tenant_id=t1  is financial automation stopped for t1 (product_id= for one product)
   query node                     node list (filters: gate=, connectivity_mode=, ...)
   query node n-0042              one node: gate, desired vs actual, findings
   query heatmap status=all
@@ -252,6 +254,37 @@ func cmdBilling(ctx context.Context, c *query.Client, q url.Values, _ []string) 
 		return t, last, nil
 	}
 	return t, pages, nil
+}
+
+func cmdAutomation(ctx context.Context, c *query.Client, q url.Values, _ []string) (table, any, error) {
+	t := table{head: []string{"scope", "kind", "stops", "open", "amount_at_risk"}}
+	a, err := c.Automation(ctx, q)
+	if err != nil {
+		return t, nil, err
+	}
+	risks := func(rs []query.MoneyRisk) string {
+		var out []string
+		for _, r := range rs {
+			out = append(out, r.Amount+" "+r.Currency)
+		}
+		if len(out) == 0 {
+			return "-"
+		}
+		return strings.Join(out, ", ")
+	}
+	for _, r := range a.Reasons {
+		t.rows = append(t.rows, []string{r.Scope, r.Kind, strconv.FormatBool(r.Stops), strconv.FormatUint(r.Open, 10), risks(r.AmountAtRisk)})
+	}
+	for _, p := range a.Products {
+		t.foot = append(t.foot, fmt.Sprintf("product %s: stopped=%t, %d open, at risk %s", p.ProductID, p.Stopped, p.OpenMismatches, risks(p.AmountAtRisk)))
+	}
+	who := "tenant " + a.TenantID
+	if a.ProductID != "" {
+		who += " product " + a.ProductID
+	}
+	t.foot = append(t.foot, fmt.Sprintf("%s: stopped=%t (%d open mismatches that stop it, at risk %s; as of %s)",
+		who, a.Stopped, a.OpenMismatches, risks(a.AmountAtRisk), ts(a.AsOf)))
+	return t, a, nil
 }
 
 func cmdNode(ctx context.Context, c *query.Client, q url.Values, pos []string) (table, any, error) {

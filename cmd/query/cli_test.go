@@ -96,6 +96,15 @@ func TestClient(t *testing.T) {
 	if !strings.Contains(out, "total EUR: 2 mismatches, at risk 0.30") {
 		t.Errorf("billing:\n%s", out)
 	}
+	out = run("automation", "tenant_id=t1")
+	if !strings.Contains(out, "tenant t1: stopped=true (2 open mismatches that stop it, at risk 0.30 EUR") ||
+		!strings.Contains(out, "rated_not_ledgered") {
+		t.Errorf("automation:\n%s", out)
+	}
+	out = run("automation", "tenant_id=t2")
+	if !strings.Contains(out, "tenant t2: stopped=false (0 open mismatches that stop it, at risk -;") {
+		t.Errorf("automation t2:\n%s", out)
+	}
 	out = run("node", "n1")
 	if !strings.Contains(out, "block_production") || !strings.Contains(out, "DIFFERS") || !strings.Contains(out, "identity_mismatch:maas/n1") {
 		t.Errorf("node detail:\n%s", out)

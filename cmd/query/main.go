@@ -4,7 +4,7 @@
 //
 //	query -query.addr 127.0.0.1:18081 -clickhouse.addr 127.0.0.1:19000   serve (also: query serve ...)
 //	query drift severity=critical -o csv                                 client subcommands:
-//	query heatmap | attention | billing | node [node_id]                 drift, heatmap, attention, billing, node
+//	query heatmap | attention | billing | automation | node [node_id]    drift, heatmap, attention, billing, automation, node
 package main
 
 import (
