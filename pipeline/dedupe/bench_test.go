@@ -5,13 +5,14 @@ import (
 	"runtime"
 	"strconv"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
 	"github.com/RoaringBitmap/roaring/v2"
 	"github.com/RoaringBitmap/roaring/v2/roaring64"
 	"github.com/cespare/xxhash/v2"
+
+	"github.com/driftline/driftline/internal/cputime"
 )
 
 // The benchmarks compare the Set with the alternatives on the same
@@ -167,18 +168,6 @@ func impls(kind string) []struct {
 		}{"string-map", func() observer { return stringMap{} }})
 }
 
-// threadCPU returns the CPU time of the calling thread: on a shared,
-// loaded machine it measures the work done, where wall time mostly
-// measures the wait for a core. Callers lock their goroutine to the thread.
-func threadCPU() time.Duration {
-	const rusageThread = 1 // RUSAGE_THREAD (Linux)
-	var ru syscall.Rusage
-	if err := syscall.Getrusage(rusageThread, &ru); err != nil {
-		return 0
-	}
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
-}
-
 func heap() (alloc, mallocs uint64) {
 	runtime.GC()
 	var m runtime.MemStats
@@ -202,9 +191,8 @@ func BenchmarkRetained(b *testing.B) {
 						b.StopTimer()
 						before, mallocs := heap()
 						o := im.new()
-						runtime.LockOSThread()
 						b.StartTimer()
-						start, cpu := time.Now(), threadCPU()
+						start, cpu := time.Now(), cputime.Now()
 						for i := range n {
 							at := t0.Add(time.Duration(i) * time.Millisecond)
 							var fresh bool
@@ -218,13 +206,12 @@ func BenchmarkRetained(b *testing.B) {
 								b.Fatalf("event %d not fresh", i)
 							}
 						}
-						elapsed, cpu := time.Since(start), threadCPU()-cpu
+						elapsed, cpu := time.Since(start), cputime.Now()-cpu
 						b.StopTimer()
-						runtime.UnlockOSThread()
 						after, mallocs2 := heap()
 						runtime.KeepAlive(o)
 						b.ReportMetric(float64(elapsed.Nanoseconds())/float64(n), "ns/event")
-						b.ReportMetric(float64(cpu.Nanoseconds())/float64(n), "cpu-ns/event")
+						b.ReportMetric(float64(cpu)/float64(n), "cpu-ns/event")
 						b.ReportMetric(float64(int64(after)-int64(before))/float64(n), "B/event")
 						b.ReportMetric(float64(mallocs2-mallocs)/float64(n), "allocs/event")
 						b.StartTimer()
@@ -262,10 +249,8 @@ func BenchmarkObserve(b *testing.B) {
 				obs(i)
 			}
 			b.ReportAllocs()
-			runtime.LockOSThread()
-			defer runtime.UnlockOSThread()
 			b.ResetTimer()
-			cpu := threadCPU()
+			cpu := cputime.Now()
 			i := live + 1000
 			for n := range b.N {
 				if n%20 == 19 {
@@ -275,9 +260,9 @@ func BenchmarkObserve(b *testing.B) {
 				obs(i)
 				i++
 			}
-			cpu = threadCPU() - cpu
+			cpu = cputime.Now() - cpu
 			b.StopTimer()
-			b.ReportMetric(float64(cpu.Nanoseconds())/float64(b.N), "cpu-ns/op")
+			b.ReportMetric(float64(cpu)/float64(b.N), "cpu-ns/op")
 			after, _ := heap()
 			b.ReportMetric(float64(int64(after)-int64(base))/float64(s.Len()), "heapB/live")
 		})
