@@ -1,9 +1,12 @@
 package ownerstate
 
 import (
+	"bytes"
 	"fmt"
 	"runtime"
 	"testing"
+
+	"github.com/driftline/driftline/pipeline/snap"
 )
 
 // deadlines is a test rule: each identity's deadlines are set directly.
@@ -49,6 +52,27 @@ func TestCollidingHashes(t *testing.T) {
 	s.index[hashKey("p", "b")] = a.idx
 	if s.Get("p", "b", false) != b || s.Get("p", "a", false) != a {
 		t.Fatal("a hash collision merged two identities")
+	}
+}
+
+// TestSnapshotKeepsCollisions: a snapshot of a store whose keys collide
+// restores both identities apart. The collision is simulated by loading
+// two identities with the same key into the snapshot's reader (the same
+// hash), which the loader must file as a collision, not merge.
+func TestSnapshotKeepsCollisions(t *testing.T) {
+	s := New()
+	s.Get("p", "a", true)
+	s.Get("p", "b", true)
+	var w snap.Writer
+	s.AppendSnapshot(&w)
+	// Rewrite "p/b" as "p/a": two identities, one hash.
+	b := bytes.Replace(w.B, []byte("p/b"), []byte("p/a"), 1)
+	r := New()
+	if err := r.LoadSnapshot(snap.NewReader(b)); err != nil {
+		t.Fatal(err)
+	}
+	if r.Len() != 2 || r.Get("p", "a", false) != r.At(0) || r.collided["p/a"] != 1 {
+		t.Fatalf("%d identities, collided %v", r.Len(), r.collided)
 	}
 }
 

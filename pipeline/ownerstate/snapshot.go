@@ -2,6 +2,7 @@ package ownerstate
 
 import (
 	"fmt"
+	"strings"
 
 	"github.com/driftline/driftline/pipeline/snap"
 )
@@ -114,6 +115,7 @@ func (s *Store) LoadSnapshot(r *snap.Reader) error {
 	t.compactAt = int(r.Uvarint())
 
 	n := r.Count(16)
+	fresh.index = make(map[uint64]uint32, n)
 	for range n {
 		if r.Err() != nil {
 			break
@@ -134,15 +136,15 @@ func (s *Store) LoadSnapshot(r *snap.Reader) error {
 			break
 		}
 		k := id.Key()
-		prov, pid := k, ""
-		if i := indexSlash(k); i >= 0 {
-			prov, pid = k[:i], k[i+1:]
-		}
-		h := hashKey(prov, pid)
-		if _, taken := fresh.index[h]; taken {
+		prov, pid := splitKey(k)
+		// One map access per identity: an assignment that does not grow
+		// the map hit another key's hash, which goes back, and this key
+		// goes to collided (as Get filed it).
+		h, before := hashKey(prov, pid), len(fresh.index)
+		fresh.index[h] = id.idx
+		if len(fresh.index) == before {
+			fresh.index[h] = fresh.firstWithHash(h)
 			fresh.collided[k] = id.idx
-		} else {
-			fresh.index[h] = id.idx
 		}
 	}
 	nf := r.Count(7 * len(Findings{}))
@@ -183,11 +185,21 @@ func (s *Store) LoadSnapshot(r *snap.Reader) error {
 	return nil
 }
 
-func indexSlash(k string) int {
-	for i := range len(k) {
-		if k[i] == '/' {
+// splitKey splits an identity key into provider and provider_id.
+func splitKey(k string) (provider, providerID string) {
+	if i := strings.IndexByte(k, '/'); i >= 0 {
+		return k[:i], k[i+1:]
+	}
+	return k, ""
+}
+
+// firstWithHash returns the first identity whose key hashes to h (a
+// collision, which a 64-bit hash makes all but impossible: a linear scan).
+func (s *Store) firstWithHash(h uint64) uint32 {
+	for i := range uint32(s.n) {
+		if hashKey(splitKey(s.At(i).Key())) == h {
 			return i
 		}
 	}
-	return -1
+	panic("BUG: ownerstate: no identity with the hash")
 }
