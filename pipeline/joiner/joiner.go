@@ -188,9 +188,9 @@ func (o *Options) defaults() error {
 
 // Joiner is one member of the joiner consumer group.
 type Joiner struct {
-	opts      Options
-	sink      Sink
-	m         *metrics
+	opts Options
+	sink Sink
+	m    *metrics
 	// validator is the decoders' configuration (each partition decodes
 	// with its own Decoder, zero-copy: nothing the partition keeps aliases
 	// a record).
