@@ -237,12 +237,17 @@ func (s *Store) Len() int { return s.n }
 func (s *Store) At(i uint32) *Identity { return &s.chunks[i>>chunkBits][i&(chunkSize-1)] }
 
 func hashKey(provider, providerID string) uint64 {
-	var d xxhash.Digest
-	d.Reset()
-	_, _ = d.WriteString(provider)
-	_, _ = d.WriteString("/")
-	_, _ = d.WriteString(providerID)
-	return d.Sum64()
+	var buf [256]byte
+	if len(provider)+1+len(providerID) > len(buf) {
+		var d xxhash.Digest
+		d.Reset()
+		_, _ = d.WriteString(provider)
+		_, _ = d.WriteString("/")
+		_, _ = d.WriteString(providerID)
+		return d.Sum64()
+	}
+	k := append(append(append(buf[:0], provider...), '/'), providerID...)
+	return xxhash.Sum64(k)
 }
 
 func keyEquals(key, provider, providerID string) bool {
@@ -423,6 +428,11 @@ type Observation struct {
 // correlation correlationID.
 func (s *Store) SetObs(id *Identity, o *Observation, at int64, correlationID string) {
 	t := &s.syms
+	if id.obs != 0 && s.sameObs(id, o) {
+		// The common case, a resource observed as it was: no interning.
+		id.ObsAt, id.obsCorr = at, t.intern(correlationID)
+		return
+	}
 	sh := ObsShape{ResourceFamily: t.intern(o.ResourceFamily), ObservedState: t.intern(o.ObservedState),
 		ObservedVersion: t.intern(o.ObservedVersion), Usage: t.intern(o.Usage), RouteTarget: t.intern(o.RouteTarget)}
 	isRecord := o.OwnerRef != "" && id.rec != 0 && o.OwnerRef == id.RecordID()
@@ -432,6 +442,20 @@ func (s *Store) SetObs(id *Identity, o *Observation, at int64, correlationID str
 	id.setFlag(flagOwnerIsRecord, isRecord)
 	id.obs = t.obsShape(sh)
 	id.ObsAt, id.obsCorr = at, t.intern(correlationID)
+}
+
+// sameObs reports whether o holds exactly the fields of id's observation.
+func (s *Store) sameObs(id *Identity, o *Observation) bool {
+	cur, strs := &s.syms.obss[id.obs], s.syms.strs
+	if o.OwnerRef != "" && id.rec != 0 && o.OwnerRef == id.RecordID() {
+		if id.flags&flagOwnerIsRecord == 0 {
+			return false
+		}
+	} else if id.flags&flagOwnerIsRecord != 0 || strs[cur.OwnerRef] != o.OwnerRef {
+		return false
+	}
+	return strs[cur.ObservedState] == o.ObservedState && strs[cur.ObservedVersion] == o.ObservedVersion &&
+		strs[cur.ResourceFamily] == o.ResourceFamily && strs[cur.Usage] == o.Usage && strs[cur.RouteTarget] == o.RouteTarget
 }
 
 // CompleteScan records a completed scan of provider that started at
