@@ -104,6 +104,32 @@ func TestStartRestartKeepsData(t *testing.T) {
 	}
 }
 
+// TestKillKeepsData kills the server as a crash would and starts it again
+// on the same directory: what it had acknowledged is still there.
+func TestKillKeepsData(t *testing.T) {
+	o := options(t, t.TempDir())
+	s := start(t, o)
+	query(t, s, "CREATE DATABASE keep")
+	query(t, s, "CREATE TABLE keep.t (x UInt32) ENGINE = MergeTree ORDER BY x")
+	query(t, s, "INSERT INTO keep.t (x) VALUES (7)")
+	s.Kill()
+	select {
+	case <-s.Done():
+	default:
+		t.Fatal("Done not closed after Kill")
+	}
+	if err := s.Stop(); err != nil {
+		t.Fatalf("Stop after Kill: %v", err)
+	}
+	s2 := start(t, o)
+	if s2.Attached() {
+		t.Fatal("a killed server was attached to instead of started")
+	}
+	if got := query(t, s2, "SELECT sum(x) FROM keep.t"); got != "7" {
+		t.Fatalf("after kill and restart sum = %q, want 7", got)
+	}
+}
+
 func TestAttach(t *testing.T) {
 	o := options(t, t.TempDir())
 	s := start(t, o)

@@ -399,12 +399,29 @@ func (s *Server) Stop() error {
 			s.stopErr = fmt.Errorf("clickhouse server (pid %d) did not stop within %s of SIGTERM and was killed; its log is in %s",
 				s.pid, s.stopTimeout, filepath.Join(s.dir, logDir))
 		}
-		// Remove the pid file only if it is still ours.
-		if pid, err := readPID(s.dir); err == nil && pid == s.pid {
-			_ = os.Remove(filepath.Join(s.dir, pidFile))
-		}
+		s.removePID()
 	})
 	return s.stopErr
+}
+
+// Kill ends the server at once with SIGKILL, as a crash would, and waits
+// for it to exit. Its data stays in Dir: a later Start on the same
+// directory starts it again with what it had written. After Kill, Stop
+// does nothing.
+func (s *Server) Kill() {
+	s.stopOnce.Do(func() {
+		done := s.Done()
+		s.signal(syscall.SIGKILL)
+		<-done
+		s.removePID()
+	})
+}
+
+// removePID removes the pid file if it still names this server.
+func (s *Server) removePID() {
+	if pid, err := readPID(s.dir); err == nil && pid == s.pid {
+		_ = os.Remove(filepath.Join(s.dir, pidFile))
+	}
 }
 
 // signal signals the server's process group (Start makes the server a

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"sync/atomic"
 	"time"
 
 	"github.com/driftline/driftline/pipeline/chdb"
@@ -68,12 +69,14 @@ func (s *Stack) startClickHouse(ctx context.Context) error {
 	if srv.Attached() {
 		s.logf("attached to the ClickHouse server left running in %s (pid %d)", s.clickHouseDir(), srv.PID())
 	}
+	stopping := new(atomic.Bool)
+	s.chStopping = stopping
 	s.mu.Lock()
-	s.state.Children = append(s.state.Children, ChildStatus{Name: NameClickHouse, Pid: srv.PID(), Log: s.logPath(NameClickHouse)})
+	s.setChild(ChildStatus{Name: NameClickHouse, Pid: srv.PID(), Log: s.logPath(NameClickHouse)})
 	s.mu.Unlock()
 	go func() {
 		<-srv.Done()
-		if s.chStopping.Load() {
+		if stopping.Load() {
 			return
 		}
 		s.onExitErr(&ExitError{Name: NameClickHouse, Pid: srv.PID(), Log: filepath.Join(s.clickHouseDir(), "log"), Err: srv.Wait()})
@@ -107,12 +110,19 @@ func (s *Stack) migrate(ctx context.Context) error {
 	}
 }
 
-func (s *Stack) stopClickHouse() error {
+// stopClickHouse stops the stack's ClickHouse server: with SIGTERM and
+// the server's grace, or at once with SIGKILL when kill is set.
+func (s *Stack) stopClickHouse(kill bool) error {
 	if s.ch == nil {
 		return nil
 	}
 	s.chStopping.Store(true)
-	err := s.ch.Stop()
+	var err error
+	if kill {
+		s.ch.Kill()
+	} else {
+		err = s.ch.Stop()
+	}
 	s.ch = nil
 	if s.chLog != nil {
 		s.chLog.Close()

@@ -24,8 +24,11 @@ type Stack struct {
 	ch    *chserver.Server // nil with ExternalClickHouse
 	chLog *os.File         // ClickHouse's console log
 
-	chStopping atomic.Bool // set before ClickHouse is stopped on purpose
+	chStopping *atomic.Bool // set before the running ClickHouse is stopped on purpose
 
+	// compMu serialises Stop and the one-component operations (Kill,
+	// StopComponent, StartComponent), which replace ch and procs entries.
+	compMu sync.Mutex
 	// mu protects procs, state and stopped.
 	mu      sync.Mutex
 	procs   []*process // started children, in start order
@@ -153,6 +156,8 @@ func (s *Stack) start(ctx context.Context) error {
 // ClickHouse: each child gets SIGTERM and StopTimeout to flush and exit
 // before it is killed. Stop is safe to call more than once.
 func (s *Stack) Stop(ctx context.Context) error {
+	s.compMu.Lock()
+	defer s.compMu.Unlock()
 	s.mu.Lock()
 	if s.stopped {
 		s.mu.Unlock()
@@ -174,7 +179,7 @@ func (s *Stack) Stop(ctx context.Context) error {
 	}
 	if s.ch != nil {
 		s.logf("stopping ClickHouse")
-		if err := s.stopClickHouse(); err != nil {
+		if err := s.stopClickHouse(false); err != nil {
 			errs = append(errs, fmt.Errorf("stop ClickHouse: %w", err))
 		}
 	}
@@ -272,9 +277,33 @@ func (s *Stack) spawn(spec procSpec) (*process, error) {
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.procs = append(s.procs, p)
-	s.state.Children = append(s.state.Children, ChildStatus{Name: spec.name, Pid: p.pid(), Log: spec.log})
+	// A component started again takes its predecessor's place, so Stop
+	// keeps the reverse start order.
+	replaced := false
+	for i, old := range s.procs {
+		if old.spec.name == spec.name && old.exited() {
+			s.procs[i] = p
+			replaced = true
+			break
+		}
+	}
+	if !replaced {
+		s.procs = append(s.procs, p)
+	}
+	s.setChild(ChildStatus{Name: spec.name, Pid: p.pid(), Log: spec.log})
 	return p, writeState(s.opts.Dir, s.state)
+}
+
+// setChild records c in the state, replacing the entry of the same name.
+// The caller holds mu.
+func (s *Stack) setChild(c ChildStatus) {
+	for i := range s.state.Children {
+		if s.state.Children[i].Name == c.Name {
+			s.state.Children[i] = c
+			return
+		}
+	}
+	s.state.Children = append(s.state.Children, c)
 }
 
 func (s *Stack) onExit(p *process) { s.onExitErr(p.exitError()) }

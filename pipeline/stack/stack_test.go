@@ -465,3 +465,145 @@ func TestDown(t *testing.T) {
 		t.Fatalf("second Down = %v, want ErrNotRunning", err)
 	}
 }
+
+// TestComponentRestart kills and restarts single components of a running
+// stack (fake services, the real broker and ClickHouse): each comes back
+// on its address with its data, no kill is reported as an unexpected
+// exit, and Stop keeps the reverse start order.
+func TestComponentRestart(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts ClickHouse")
+	}
+	if _, err := chserver.Find(); err != nil {
+		t.Skipf("no ClickHouse server: %v", err)
+	}
+	binDir := fakeBinDir(t)
+	if err := os.Symlink(filepath.Join(buildBroker(t), NameBroker), filepath.Join(binDir, NameBroker)); err != nil {
+		t.Fatal(err)
+	}
+	opts := testOptions(t, binDir)
+	record := filepath.Join(opts.Dir, "stops")
+	opts.Env = []string{"FAKE_RECORD=" + record}
+	opts.Services = []string{NameIngest, NameQuery}
+	opts.NoInstall = true
+	opts.StartTimeout = 90 * time.Second
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	s, err := Start(ctx, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Stop(ctx)
+
+	healthy := func() error {
+		resp, err := http.Get(s.IngestURL() + "/healthz")
+		if err != nil {
+			return err
+		}
+		resp.Body.Close()
+		return nil
+	}
+	pidOf := func(name string) int {
+		for _, c := range s.State().Children {
+			if c.Name == name {
+				return c.Pid
+			}
+		}
+		return 0
+	}
+
+	before := pidOf(NameIngest)
+	if err := s.Kill(NameIngest); err != nil {
+		t.Fatal(err)
+	}
+	if healthy() == nil {
+		t.Fatal("ingest answers after Kill")
+	}
+	if err := s.Kill(NameIngest); !errors.Is(err, ErrComponentState) {
+		t.Fatalf("Kill of a stopped service = %v, want ErrComponentState", err)
+	}
+	if err := s.StartComponent(ctx, NameIngest); err != nil {
+		t.Fatal(err)
+	}
+	if err := healthy(); err != nil {
+		t.Fatalf("ingest after StartComponent: %v", err)
+	}
+	if after := pidOf(NameIngest); after == before || !alive(after) {
+		t.Fatalf("ingest pid %d after restart (was %d), want a new live process", after, before)
+	}
+	if err := s.StartComponent(ctx, NameIngest); !errors.Is(err, ErrComponentState) {
+		t.Fatalf("StartComponent of a running service = %v, want ErrComponentState", err)
+	}
+	if err := s.Kill(NameRater); !errors.Is(err, ErrComponentState) {
+		t.Fatalf("Kill of a service the stack does not run = %v, want ErrComponentState", err)
+	}
+
+	// The broker keeps what it acknowledged across a SIGKILL.
+	cl, err := kgo.NewClient(kgo.SeedBrokers(s.BrokerAddr()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	rec := &kgo.Record{Topic: event.TopicPlatformRecords, Key: []byte("maas/node-1"), Value: []byte(`{"event_id":"e1"}`)}
+	if err := cl.ProduceSync(ctx, rec).FirstErr(); err != nil {
+		t.Fatalf("produce: %v", err)
+	}
+	cl.Close()
+	if err := s.Kill(NameBroker); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.StartComponent(ctx, NameBroker); err != nil {
+		t.Fatal(err)
+	}
+	adm := kadm.NewClient(mustClient(t, s.BrokerAddr()))
+	ends, err := adm.ListEndOffsets(ctx, rec.Topic)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if o, ok := ends.Lookup(rec.Topic, rec.Partition); !ok || o.Offset != rec.Offset+1 {
+		t.Fatalf("end offset after broker kill and restart = %+v, want %d", o, rec.Offset+1)
+	}
+
+	// ClickHouse keeps the migrated schema across a kill and a stop.
+	for _, kill := range []bool{true, false} {
+		if kill {
+			err = s.Kill(NameClickHouse)
+		} else {
+			err = s.StopComponent(ctx, NameClickHouse)
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := s.StartComponent(ctx, NameClickHouse); err != nil {
+			t.Fatal(err)
+		}
+		if err := s.migrate(ctx); err != nil {
+			t.Fatalf("ClickHouse after restart (kill %v): %v", kill, err)
+		}
+	}
+
+	select {
+	case e := <-s.Exited():
+		t.Fatalf("a deliberate kill was reported as an unexpected exit: %v", e)
+	default:
+	}
+	if err := s.Stop(ctx); err != nil {
+		t.Fatalf("stop: %v", err)
+	}
+	b, err := os.ReadFile(record)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := strings.Join(strings.Fields(string(b)), ","); got != "query,ingest" {
+		t.Fatalf("services stopped in order %s, want query,ingest", got)
+	}
+}
+
+func mustClient(t *testing.T, broker string) *kgo.Client {
+	t.Helper()
+	cl, err := kgo.NewClient(kgo.SeedBrokers(broker))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(cl.Close)
+	return cl
+}
