@@ -224,6 +224,9 @@ type Joiner struct {
 	kept map[int32]*partition
 	// saves tracks the checkpoint writes in flight.
 	saves sync.WaitGroup
+	// left is why the member left the group on its own (a restore that
+	// kept failing); Run returns it.
+	left error
 }
 
 type rejected struct {
@@ -304,7 +307,9 @@ func (j *Joiner) Run(ctx context.Context) error {
 			fetches := j.cl.PollRecords(pctx, j.opts.FlushEvents-processed)
 			cancel()
 			if fetches.IsClientClosed() {
-				return nil
+				j.mu.Lock()
+				defer j.mu.Unlock()
+				return j.left
 			}
 			fetches.EachError(func(t string, p int32, err error) {
 				if !errors.Is(err, context.DeadlineExceeded) && !errors.Is(err, context.Canceled) {
@@ -581,11 +586,21 @@ func (j *Joiner) assigned(ctx context.Context, _ *kgo.Client, assigned map[strin
 		return
 	}
 	start := time.Now()
-	restored, err := j.restore(ctx, fresh)
+	// A restore reads the broker from scratch each time, so a failure (a
+	// broker restarting under it) is retried, for as long as a rebalance
+	// may take.
+	giveUp, cancel := context.WithTimeout(ctx, j.opts.RebalanceTimeout)
+	defer cancel()
+	var restored map[int32]*partition
+	err := retry.Until(giveUp.Done(), j.opts.Logger, "restore partitions", func() (err error) {
+		restored, err = j.restore(ctx, fresh)
+		return err
+	})
 	if err != nil {
 		// Without its state the worker would emit wrong findings: leave
 		// the group loudly rather than guess.
 		j.opts.Logger.Error("restore failed; leaving the group", "partitions", fresh, "err", err)
+		j.left = fmt.Errorf("joiner: left the group: partitions %v not restored: %w", fresh, err)
 		go j.cl.Close()
 		return
 	}
