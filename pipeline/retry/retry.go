@@ -8,6 +8,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"sync"
 	"time"
 )
 
@@ -19,18 +20,38 @@ const (
 	ShutdownGrace = 10 * time.Second
 )
 
+// shutdownGrace is ShutdownGrace; tests shorten it.
+var shutdownGrace = ShutdownGrace
+
 // FlushContext returns the context flush writes run under and the channel
 // that ends their retrying. While ctx is live the writes are not cut by
-// it (a half-written batch would only be replayed) and retrying ends when
-// ctx ends; once ctx is done they get ShutdownGrace. Call cancel when the
-// flush is over.
+// it (a half-written batch would only be replayed) and retrying goes on;
+// once ctx is done, whether before the flush or during it, they get
+// shutdownGrace more. Call cancel when the flush is over.
 func FlushContext(ctx context.Context) (wctx context.Context, giveUp <-chan struct{}, cancel context.CancelFunc) {
-	wctx, giveUp, cancel = context.WithoutCancel(ctx), ctx.Done(), func() {}
-	if ctx.Err() != nil {
-		wctx, cancel = context.WithTimeout(wctx, ShutdownGrace)
-		giveUp = wctx.Done()
+	wctx, cancelW := context.WithCancel(context.WithoutCancel(ctx))
+	var (
+		mu    sync.Mutex // mu protects timer and over
+		timer *time.Timer
+		over  bool
+	)
+	stop := context.AfterFunc(ctx, func() {
+		mu.Lock()
+		defer mu.Unlock()
+		if !over {
+			timer = time.AfterFunc(shutdownGrace, cancelW)
+		}
+	})
+	return wctx, wctx.Done(), func() {
+		stop()
+		mu.Lock()
+		over = true
+		if timer != nil {
+			timer.Stop()
+		}
+		mu.Unlock()
+		cancelW()
 	}
-	return wctx, giveUp, cancel
 }
 
 // Until calls fn until it returns nil, waiting FirstBackoff, doubling up to

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"log/slog"
 	"testing"
+	"time"
 )
 
 func TestUntilRetriesThenSucceeds(t *testing.T) {
@@ -30,22 +31,46 @@ func TestUntilGivesUp(t *testing.T) {
 	}
 }
 
+// TestFlushContext: a flush gets the shutdown grace whether the shutdown
+// came before it or during it (a joiner stopped while it retried a write
+// to a ClickHouse that was restarting gave up at once, although the next
+// attempt would have succeeded), and the grace is bounded.
 func TestFlushContext(t *testing.T) {
+	defer func(g time.Duration) { shutdownGrace = g }(shutdownGrace)
+	shutdownGrace = 200 * time.Millisecond
+
 	ctx, cancel := context.WithCancel(context.Background())
 	wctx, giveUp, done := FlushContext(ctx)
 	cancel()
-	if wctx.Err() != nil {
-		t.Fatal("a live flush was cut by its parent ending")
+	began := time.Now()
+	select {
+	case <-giveUp:
+		t.Fatal("a flush under way gave up the moment its parent ended")
+	case <-time.After(shutdownGrace / 2):
 	}
-	<-giveUp // retrying ends with the parent
+	if wctx.Err() != nil {
+		t.Fatal("a flush under way was cut by its parent ending")
+	}
+	<-giveUp // bounded by the grace
+	if d := time.Since(began); d < shutdownGrace/2 || d > 10*shutdownGrace {
+		t.Fatalf("gave up %v after the parent ended, want about %v", d, shutdownGrace)
+	}
 	done()
 
-	wctx, giveUp, done = FlushContext(ctx) // shutdown: bounded, not cut at once
-	defer done()
+	wctx, giveUp, done = FlushContext(ctx) // shutdown before the flush
 	if wctx.Err() != nil {
 		t.Fatal("a shutdown flush got no grace")
 	}
-	if _, ok := wctx.Deadline(); !ok || giveUp != wctx.Done() {
-		t.Fatal("a shutdown flush is not bounded by ShutdownGrace")
+	<-giveUp
+	done()
+
+	ctx, cancel = context.WithCancel(context.Background())
+	defer cancel()
+	wctx, _, done = FlushContext(ctx) // a flush that ends in time
+	done()
+	cancel()
+	time.Sleep(2 * shutdownGrace)
+	if !errors.Is(wctx.Err(), context.Canceled) {
+		t.Fatalf("after cancel wctx.Err() = %v", wctx.Err())
 	}
 }
