@@ -103,6 +103,9 @@ type Reconciler struct {
 	mu    sync.Mutex
 	parts map[int32]*partition
 	out   output
+	// left is why the member left the group on its own (a restore that
+	// kept failing); Run returns it.
+	left error
 }
 
 // partition is the state of one partition number of the three billing
@@ -204,7 +207,9 @@ func (r *Reconciler) Run(ctx context.Context) error {
 			fetches := r.cl.PollRecords(pctx, r.opts.FlushEvents-processed)
 			cancel()
 			if fetches.IsClientClosed() {
-				return nil
+				r.mu.Lock()
+				defer r.mu.Unlock()
+				return r.left
 			}
 			fetches.EachError(func(t string, p int32, err error) {
 				if !errors.Is(err, context.DeadlineExceeded) && !errors.Is(err, context.Canceled) {
@@ -357,11 +362,16 @@ func (r *Reconciler) assigned(ctx context.Context, _ *kgo.Client, assigned map[s
 		return
 	}
 	start := time.Now()
-	restored, err := r.restore(ctx, fresh)
+	var restored map[int32]*partition
+	err := retry.Restore(ctx, retry.RestoreTimeout, r.opts.Logger, "restore billing partitions", func() (err error) {
+		restored, err = r.restore(ctx, fresh)
+		return err
+	})
 	if err != nil {
 		// Without its state the worker would raise wrong mismatches:
 		// leave the group loudly rather than guess.
 		r.opts.Logger.Error("restore failed; leaving the group", "partitions", fresh, "err", err)
+		r.left = fmt.Errorf("billing: left the group: partitions %v not restored: %w", fresh, err)
 		go r.cl.Close()
 		return
 	}

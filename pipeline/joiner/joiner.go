@@ -586,13 +586,8 @@ func (j *Joiner) assigned(ctx context.Context, _ *kgo.Client, assigned map[strin
 		return
 	}
 	start := time.Now()
-	// A restore reads the broker from scratch each time, so a failure (a
-	// broker restarting under it) is retried, for as long as a rebalance
-	// may take.
-	giveUp, cancel := context.WithTimeout(ctx, j.opts.RebalanceTimeout)
-	defer cancel()
 	var restored map[int32]*partition
-	err := retry.Until(giveUp.Done(), j.opts.Logger, "restore partitions", func() (err error) {
+	err := retry.Restore(ctx, j.opts.RebalanceTimeout, j.opts.Logger, "restore partitions", func() (err error) {
 		restored, err = j.restore(ctx, fresh)
 		return err
 	})

@@ -163,6 +163,9 @@ type Rater struct {
 	// partitions.
 	mu    sync.Mutex
 	state *keyState
+	// left is why the member left the group on its own (a restore that
+	// kept failing); Run returns it. mu protects it.
+	left error
 }
 
 // New connects to the brokers and returns a Rater. With transactions on,
@@ -261,7 +264,9 @@ func (r *Rater) Run(ctx context.Context) error {
 	for ctx.Err() == nil {
 		fetches := r.consumer.PollRecords(ctx, r.opts.MaxBatch)
 		if fetches.IsClientClosed() {
-			return nil
+			r.mu.Lock()
+			defer r.mu.Unlock()
+			return r.left
 		}
 		fetches.EachError(func(t string, p int32, err error) {
 			if !errors.Is(err, context.Canceled) && !errors.Is(err, context.DeadlineExceeded) {

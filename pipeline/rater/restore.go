@@ -11,6 +11,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/driftline/driftline/pipeline/event"
+	"github.com/driftline/driftline/pipeline/retry"
 )
 
 // assigned rebuilds the usage-key state of newly assigned partitions.
@@ -27,13 +28,17 @@ func (r *Rater) assigned(ctx context.Context, _ *kgo.Client, assigned map[string
 		return
 	}
 	start := time.Now()
-	if err := r.restore(ctx, fresh); err != nil {
+	err := retry.Restore(ctx, retry.RestoreTimeout, r.opts.Logger, "restore partitions", func() error {
+		return r.restore(ctx, fresh)
+	})
+	if err != nil {
 		// Without its state the rater could rate a redelivered usage
 		// twice: leave the group loudly rather than guess.
 		for _, p := range fresh {
 			delete(r.state.parts, p)
 		}
 		r.opts.Logger.Error("restore failed; leaving the group", "partitions", fresh, "err", err)
+		r.left = fmt.Errorf("rater: left the group: partitions %v not restored: %w", fresh, err)
 		go r.consumer.Close()
 		return
 	}

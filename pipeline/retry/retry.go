@@ -72,3 +72,19 @@ func Until(giveUp <-chan struct{}, log *slog.Logger, what string, fn func() erro
 		}
 	}
 }
+
+// RestoreTimeout is how long a group member retries restoring newly
+// assigned partitions before it leaves the group: the client's default
+// rebalance timeout, past which the group would drop it anyway.
+const RestoreTimeout = time.Minute
+
+// Restore calls restore, which must rebuild its state from scratch each
+// time (a restore reads the broker anew), until it succeeds, ctx ends or
+// timeout passes, logging each failure as "<what> failed". A broker
+// restarting under a rebalance fails a restore once or twice; without its
+// state the member could not go on, so it would otherwise leave the group.
+func Restore(ctx context.Context, timeout time.Duration, log *slog.Logger, what string, restore func() error) error {
+	giveUp, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	return Until(giveUp.Done(), log, what, restore)
+}

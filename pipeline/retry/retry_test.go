@@ -74,3 +74,22 @@ func TestFlushContext(t *testing.T) {
 		t.Fatalf("after cancel wctx.Err() = %v", wctx.Err())
 	}
 }
+
+func TestRestoreRetriesUntilTimeout(t *testing.T) {
+	calls := 0
+	err := Restore(context.Background(), time.Minute, slog.New(slog.DiscardHandler), "restore", func() error {
+		if calls++; calls < 3 {
+			return errors.New("EOF")
+		}
+		return nil
+	})
+	if err != nil || calls != 3 {
+		t.Fatalf("Restore = %v after %d calls, want nil after 3", err, calls)
+	}
+	down := errors.New("broker down")
+	began := time.Now()
+	err = Restore(context.Background(), 300*time.Millisecond, slog.New(slog.DiscardHandler), "restore", func() error { return down })
+	if !errors.Is(err, down) || time.Since(began) > 5*time.Second {
+		t.Fatalf("Restore = %v after %v, want the last error once the timeout passed", err, time.Since(began))
+	}
+}
