@@ -5,6 +5,7 @@
 #   make down    stop it
 #   make run     start the stack, feed a synthetic fleet, print a summary; Ctrl-C stops
 #   make test    all tests (starts ClickHouse and brokers; installs ClickHouse when absent and root)
+#   make soak    long fault schedules for SOAK (20m): every component killed and restarted under load
 #   make check   go vet, then the pipeline packages' tests under the race detector
 #   make bench   benchmarks of bench/ and pipeline/, with allocations
 #   make fuzz    run each fuzz target of outside input for FUZZTIME (1m)
@@ -20,8 +21,12 @@ BENCH     ?= .
 BENCHTIME ?= 1s
 
 FUZZTIME  ?= 1m
+# make soak runs fault schedules back to back until SOAK has passed (the
+# run under way finishes); DRIFTLINE_FAULT_SEED=n replays one.
+SOAK      ?= 20m
+SOAK_TIMEOUT ?= 90m
 
-.PHONY: build up down status run test check bench fuzz clean distclean
+.PHONY: build up down status run test soak check bench fuzz clean distclean
 
 build:
 	$(GO) build -o $(BIN)/ ./cmd/...
@@ -40,6 +45,9 @@ run: build
 
 test: build
 	$(GO) test -timeout $(TEST_TIMEOUT) -p $(TEST_P) ./...
+
+soak: build
+	DRIFTLINE_SOAK=$(SOAK) $(GO) test -count=1 -timeout $(SOAK_TIMEOUT) -run '^TestFaultSoak$$' -v ./e2e/
 
 check:
 	$(GO) vet ./...
