@@ -176,8 +176,12 @@ func (s *Set) producer(name string) *producer {
 
 // Advance moves the watermark to w (if later): events that occurred
 // before w - Horizon become Late, and buckets entirely before that are
-// released. The joiner calls it with the partition's watermark.
+// released. The joiner calls it with the partition's watermark; the zero
+// time (no watermark yet) changes nothing.
 func (s *Set) Advance(w time.Time) {
+	if w.IsZero() {
+		return
+	}
 	wn := w.UnixNano()
 	if wn <= s.w {
 		return

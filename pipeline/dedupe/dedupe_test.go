@@ -50,6 +50,7 @@ func TestHorizon(t *testing.T) {
 			t.Fatalf("seq %d id %q at %v: %v, want %v", seq, id, d, got, want)
 		}
 	}
+	s.Advance(time.Time{}) // no watermark yet
 	obs(10, "", 0, Fresh)
 	obs(0, "a", 0, Fresh)
 	obs(11, "", 90*time.Minute, Fresh)
