@@ -1,11 +1,11 @@
 package nodeagent
 
-import "strings"
+import "github.com/driftline/driftline/pipeline/intern"
 
 // sym is an interned string: versions, fingerprints, domains and the
 // enumerations of a heartbeat repeat across nodes, so a node keeps 4-byte
 // symbols instead of 16-byte string headers with their own copies.
-type sym uint32
+type sym = intern.Sym
 
 // Symbols interned at construction, with fixed values.
 const (
@@ -99,36 +99,5 @@ var fixedSyms = [numFixedSyms]string{
 // minCompactAt is the table size below which a tracker never compacts.
 const minCompactAt = 4096
 
-// symtab interns strings. It only grows; the tracker bounds it by
-// rebuilding it from the live nodes (compact) once it has doubled, so a
-// producer sending a new fingerprint with every heartbeat costs at most
-// twice the distinct values nodes currently hold.
-type symtab struct {
-	ids  map[string]sym
-	strs []string
-}
-
-func newSymtab() *symtab {
-	t := &symtab{ids: make(map[string]sym, 2*numFixedSyms), strs: make([]string, 0, 2*numFixedSyms)}
-	for _, s := range fixedSyms {
-		t.intern(s)
-	}
-	return t
-}
-
-// intern returns the symbol of s, adding a copy of s when it is new (the
-// caller's string may alias a decode buffer).
-func (t *symtab) intern(s string) sym {
-	if id, ok := t.ids[s]; ok {
-		return id
-	}
-	s = strings.Clone(s)
-	id := sym(len(t.strs))
-	t.strs = append(t.strs, s)
-	t.ids[s] = id
-	return id
-}
-
-func (t *symtab) str(id sym) string { return t.strs[id] }
-
-func (t *symtab) len() int { return len(t.strs) }
+// newSymtab returns a table holding the fixed symbols.
+func newSymtab() *intern.Table { return intern.New(fixedSyms[:]...) }

@@ -31,7 +31,7 @@ func TestCompaction(t *testing.T) {
 		b.CertIssuerFingerprint = fmt.Sprintf("sha256:%064x", i)
 		tr.ApplyHeartbeat(b, base.Add(time.Duration(i)*time.Second), "")
 	}
-	if n := tr.syms.len(); n > 2*minCompactAt {
+	if n := tr.syms.Len(); n > 2*minCompactAt {
 		t.Fatalf("symbol table holds %d values", n)
 	}
 	if last.CertIssuerFingerprint != fmt.Sprintf("sha256:%064x", 19999) || last.DomainID != "dom-1" ||

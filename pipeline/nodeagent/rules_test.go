@@ -60,12 +60,12 @@ func TestGateRules(t *testing.T) {
 	} {
 		t.Run(tc.rule, func(t *testing.T) {
 			tab := newSymtab()
-			certExpired = tab.intern("cert_expired")
+			certExpired = tab.Intern("cert_expired")
 			e := healthy()
 			tc.edit(&e)
 			v := judge(&e)
-			if v.state != tc.state || tab.str(v.reason) != tc.reason || v.gate != tc.gate {
-				t.Fatalf("got %s/%s/%s, want %s/%s/%s", v.state, tab.str(v.reason), v.gate, tc.state, tc.reason, tc.gate)
+			if v.state != tc.state || tab.Str(v.reason) != tc.reason || v.gate != tc.gate {
+				t.Fatalf("got %s/%s/%s, want %s/%s/%s", v.state, tab.Str(v.reason), v.gate, tc.state, tc.reason, tc.gate)
 			}
 			if identity := tc.rule[:2] == "1 " || tc.rule[:2] == "2 " || tc.rule[:2] == "3 "; v.identity != identity {
 				t.Fatalf("identity = %v, want %v", v.identity, identity)

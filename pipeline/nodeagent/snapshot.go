@@ -53,7 +53,7 @@ func (t *Tracker) AppendSnapshot(w *snap.Writer) {
 	}
 	w.Uvarint(uint64(len(strs)))
 	for _, s := range strs {
-		w.String(t.syms.str(s))
+		w.String(t.syms.Str(s))
 	}
 
 	w.Uvarint(uint64(len(t.timers)))
@@ -111,7 +111,7 @@ func (t *Tracker) load(r *snap.Reader) error {
 	syms := newSymtab()
 	table := make([]sym, r.Count(1))
 	for i := range table {
-		table[i] = syms.intern(r.String())
+		table[i] = syms.Intern(r.String())
 	}
 	nt := r.Count(1)
 	nn := r.Count(8)
@@ -179,6 +179,6 @@ func (t *Tracker) load(r *snap.Reader) error {
 		}
 	}
 	t.nodes, t.timers, t.syms, t.w = nodes, timers, syms, wm
-	t.compactAt = max(minCompactAt, 2*syms.len())
+	t.compactAt = max(minCompactAt, 2*syms.Len())
 	return nil
 }

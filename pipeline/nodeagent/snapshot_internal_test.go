@@ -24,8 +24,8 @@ func TestSnapshotCompactsSymbols(t *testing.T) {
 	if err := r.LoadSnapshot(snap.NewReader(w.B)); err != nil {
 		t.Fatal(err)
 	}
-	if tr.syms.len() < 1000 || r.syms.len() > int(numFixedSyms)+2 {
-		t.Fatalf("symbols: %d before, %d restored", tr.syms.len(), r.syms.len())
+	if tr.syms.Len() < 1000 || r.syms.Len() > int(numFixedSyms)+2 {
+		t.Fatalf("symbols: %d before, %d restored", tr.syms.Len(), r.syms.Len())
 	}
 	var s Status
 	if !r.Lookup("n1", &s) || s.ObservedAgentVersion != "1.0.999" {

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/driftline/driftline/pipeline/event"
+	"github.com/driftline/driftline/pipeline/intern"
 	"github.com/driftline/driftline/pipeline/ownerstate"
 )
 
@@ -89,7 +90,7 @@ type Tracker struct {
 	opts  Options
 	emit  func(*Status)
 	nodes map[string]*node
-	syms  *symtab
+	syms  *intern.Table
 	// compactAt is the symbol-table size that triggers a rebuild.
 	compactAt int
 	timers    []*node // min-heap on node.deadline
@@ -160,11 +161,11 @@ func (t *Tracker) ApplyRecord(r *event.PlatformRecord, at time.Time) {
 	}
 	n.set(flagRecord, true)
 	n.set(flagOwned, owned)
-	n.setSym(&n.domainID, t.syms.intern(r.DomainID))
-	n.setSym(&n.owningDomain, t.syms.intern(r.OwningDomain))
-	n.setSym(&n.expected, t.syms.intern(r.ExpectedAgentVersion))
-	n.setSym(&n.recCert, t.syms.intern(r.CertIssuerFingerprint))
-	n.setSym(&n.recIngress, t.syms.intern(r.IngressTrustFingerprint))
+	n.setSym(&n.domainID, t.syms.Intern(r.DomainID))
+	n.setSym(&n.owningDomain, t.syms.Intern(r.OwningDomain))
+	n.setSym(&n.expected, t.syms.Intern(r.ExpectedAgentVersion))
+	n.setSym(&n.recCert, t.syms.Intern(r.CertIssuerFingerprint))
+	n.setSym(&n.recIngress, t.syms.Intern(r.IngressTrustFingerprint))
 	t.settle(n, at.UnixNano(), false)
 }
 
@@ -213,18 +214,18 @@ func (t *Tracker) ApplyHeartbeat(h *event.Heartbeat, at time.Time, correlationID
 		n.set(flagReplay, h.ReplayRequired)
 		n.flags |= flagDirty
 	}
-	n.setSym(&n.agent, t.syms.intern(h.AgentVersion))
-	n.setSym(&n.cert, t.syms.intern(h.CertIssuerFingerprint))
-	n.setSym(&n.ingress, t.syms.intern(h.IngressTrustFingerprint))
-	n.setSym(&n.reported, t.syms.intern(h.NodeAgentReason))
-	path := t.syms.intern(h.UpdatePath)
+	n.setSym(&n.agent, t.syms.Intern(h.AgentVersion))
+	n.setSym(&n.cert, t.syms.Intern(h.CertIssuerFingerprint))
+	n.setSym(&n.ingress, t.syms.Intern(h.IngressTrustFingerprint))
+	n.setSym(&n.reported, t.syms.Intern(h.NodeAgentReason))
+	path := t.syms.Intern(h.UpdatePath)
 	if path == symEmpty {
 		path = symPathNone // update_path is optional; absent means none
 	}
 	n.setSym(&n.path, path)
-	n.setSym(&n.probe, t.syms.intern(h.TerminalStreamProbe))
-	n.setSym(&n.impact, t.syms.intern(h.WorkloadImpact))
-	n.setSym(&n.health, t.syms.intern(h.Health))
+	n.setSym(&n.probe, t.syms.Intern(h.TerminalStreamProbe))
+	n.setSym(&n.impact, t.syms.Intern(h.WorkloadImpact))
+	n.setSym(&n.health, t.syms.Intern(h.Health))
 	n.rtt, n.loss, n.bandwidth = h.RTTMs, h.LossPct, h.BandwidthKbps
 	n.backlog, n.behind = h.BacklogMessages, h.SecondsBehind
 	n.lastSeen = atn
@@ -367,7 +368,7 @@ func (t *Tracker) settle(n *node, at int64, heartbeat bool) {
 
 // fill writes n's last derived status into s (At is left to the caller).
 func (t *Tracker) fill(n *node, s *Status) {
-	str := t.syms.str
+	str := t.syms.Str
 	*s = Status{
 		NodeID:                          n.id,
 		DomainID:                        str(n.domainID),
@@ -427,7 +428,7 @@ func (t *Tracker) IdentityMismatch(nodeID string) (bool, string) {
 	if n == nil || !n.has(flagIdentity) {
 		return false, ""
 	}
-	return true, t.syms.str(n.reason)
+	return true, t.syms.Str(n.reason)
 }
 
 // Each calls fn with the current status (as Lookup) of every node that
@@ -478,15 +479,15 @@ func (t *Tracker) arm(n *node) {
 // doubled since the last rebuild, so values no node holds any more are
 // dropped.
 func (t *Tracker) maybeCompact() {
-	if t.syms.len() < t.compactAt {
+	if t.syms.Len() < t.compactAt {
 		return
 	}
 	old, fresh := t.syms, newSymtab()
 	for _, n := range t.nodes {
 		for _, p := range n.syms() {
-			*p = fresh.intern(old.str(*p))
+			*p = fresh.Intern(old.Str(*p))
 		}
 	}
 	t.syms = fresh
-	t.compactAt = max(minCompactAt, 2*fresh.len())
+	t.compactAt = max(minCompactAt, 2*fresh.Len())
 }

@@ -358,7 +358,7 @@ func (s *Store) OwnerRef(id *Identity) string {
 }
 
 // Str returns the string of sym.
-func (s *Store) Str(sym Sym) string { return s.syms.strs[sym] }
+func (s *Store) Str(sym Sym) string { return s.syms.Str(sym) }
 
 // RecordCorrelation returns the correlation_id of id's record event.
 func (s *Store) RecordCorrelation(id *Identity) string { return s.Str(id.recCorr) }
@@ -367,7 +367,7 @@ func (s *Store) RecordCorrelation(id *Identity) string { return s.Str(id.recCorr
 func (s *Store) ObsCorrelation(id *Identity) string { return s.Str(id.obsCorr) }
 
 // Intern returns the symbol of str (which may alias a decode buffer).
-func (s *Store) Intern(str string) Sym { return s.syms.intern(str) }
+func (s *Store) Intern(str string) Sym { return s.syms.Intern(str) }
 
 // Record is a platform record as the store applies it.
 type Record struct {
@@ -385,7 +385,7 @@ func (s *Store) SetRecord(id *Identity, r *Record, at int64, correlationID strin
 		if id.flags&flagOwnerIsRecord != 0 {
 			// The observation's owner_ref was the old record id: keep it.
 			o := s.syms.obss[id.obs]
-			o.OwnerRef = s.syms.intern(id.RecordID())
+			o.OwnerRef = s.syms.Intern(id.RecordID())
 			id.obs = s.syms.obsShape(o)
 			id.flags &^= flagOwnerIsRecord
 		}
@@ -393,12 +393,12 @@ func (s *Store) SetRecord(id *Identity, r *Record, at int64, correlationID strin
 	}
 	t := &s.syms
 	id.rec = t.recShape(RecordShape{
-		RecordType: t.intern(r.RecordType), ResourceFamily: t.intern(r.ResourceFamily), ProductID: t.intern(r.ProductID),
-		OwningDomain: t.intern(r.OwningDomain), OwningPackage: t.intern(r.OwningPackage), DomainID: t.intern(r.DomainID),
-		ExpectedState: t.intern(r.ExpectedState), ExpectedVersion: t.intern(r.ExpectedVersion),
-		Quota: t.intern(r.Quota), RouteTarget: t.intern(r.RouteTarget),
+		RecordType: t.Intern(r.RecordType), ResourceFamily: t.Intern(r.ResourceFamily), ProductID: t.Intern(r.ProductID),
+		OwningDomain: t.Intern(r.OwningDomain), OwningPackage: t.Intern(r.OwningPackage), DomainID: t.Intern(r.DomainID),
+		ExpectedState: t.Intern(r.ExpectedState), ExpectedVersion: t.Intern(r.ExpectedVersion),
+		Quota: t.Intern(r.Quota), RouteTarget: t.Intern(r.RouteTarget),
 	})
-	id.RecordVersion, id.RecordAt, id.recCorr = r.RecordVersion, at, t.intern(correlationID)
+	id.RecordVersion, id.RecordAt, id.recCorr = r.RecordVersion, at, t.Intern(correlationID)
 	id.setFlag(flagDeleted, r.Deleted)
 }
 
@@ -430,32 +430,32 @@ func (s *Store) SetObs(id *Identity, o *Observation, at int64, correlationID str
 	t := &s.syms
 	if id.obs != 0 && s.sameObs(id, o) {
 		// The common case, a resource observed as it was: no interning.
-		id.ObsAt, id.obsCorr = at, t.intern(correlationID)
+		id.ObsAt, id.obsCorr = at, t.Intern(correlationID)
 		return
 	}
-	sh := ObsShape{ResourceFamily: t.intern(o.ResourceFamily), ObservedState: t.intern(o.ObservedState),
-		ObservedVersion: t.intern(o.ObservedVersion), Usage: t.intern(o.Usage), RouteTarget: t.intern(o.RouteTarget)}
+	sh := ObsShape{ResourceFamily: t.Intern(o.ResourceFamily), ObservedState: t.Intern(o.ObservedState),
+		ObservedVersion: t.Intern(o.ObservedVersion), Usage: t.Intern(o.Usage), RouteTarget: t.Intern(o.RouteTarget)}
 	isRecord := o.OwnerRef != "" && id.rec != 0 && o.OwnerRef == id.RecordID()
 	if !isRecord {
-		sh.OwnerRef = t.intern(o.OwnerRef)
+		sh.OwnerRef = t.Intern(o.OwnerRef)
 	}
 	id.setFlag(flagOwnerIsRecord, isRecord)
 	id.obs = t.obsShape(sh)
-	id.ObsAt, id.obsCorr = at, t.intern(correlationID)
+	id.ObsAt, id.obsCorr = at, t.Intern(correlationID)
 }
 
 // sameObs reports whether o holds exactly the fields of id's observation.
 func (s *Store) sameObs(id *Identity, o *Observation) bool {
-	cur, strs := &s.syms.obss[id.obs], s.syms.strs
+	cur, strs := &s.syms.obss[id.obs], s.syms.Table
 	if o.OwnerRef != "" && id.rec != 0 && o.OwnerRef == id.RecordID() {
 		if id.flags&flagOwnerIsRecord == 0 {
 			return false
 		}
-	} else if id.flags&flagOwnerIsRecord != 0 || strs[cur.OwnerRef] != o.OwnerRef {
+	} else if id.flags&flagOwnerIsRecord != 0 || strs.Str(cur.OwnerRef) != o.OwnerRef {
 		return false
 	}
-	return strs[cur.ObservedState] == o.ObservedState && strs[cur.ObservedVersion] == o.ObservedVersion &&
-		strs[cur.ResourceFamily] == o.ResourceFamily && strs[cur.Usage] == o.Usage && strs[cur.RouteTarget] == o.RouteTarget
+	return strs.Str(cur.ObservedState) == o.ObservedState && strs.Str(cur.ObservedVersion) == o.ObservedVersion &&
+		strs.Str(cur.ResourceFamily) == o.ResourceFamily && strs.Str(cur.Usage) == o.Usage && strs.Str(cur.RouteTarget) == o.RouteTarget
 }
 
 // CompleteScan records a completed scan of provider that started at

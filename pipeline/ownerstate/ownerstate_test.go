@@ -167,7 +167,7 @@ func TestCompaction(t *testing.T) {
 		s.SetObs(id, &Observation{ObservedState: "running", Usage: fmt.Sprint(i), OwnerRef: "r"}, int64(i+2), fmt.Sprint("corr-", i))
 		s.Maintain()
 	}
-	if n := len(s.syms.strs); n > 2*minCompactAt {
+	if n := s.syms.Len(); n > 2*minCompactAt {
 		t.Fatalf("%d interned strings", n)
 	}
 	last := 4*minCompactAt - 1

@@ -15,9 +15,9 @@ const snapshotVersion = 1
 func (s *Store) AppendSnapshot(w *snap.Writer) {
 	w.Header("ownerstate", snapshotVersion)
 	t := &s.syms
-	w.Uvarint(uint64(len(t.strs)))
-	for _, str := range t.strs {
-		w.String(str)
+	w.Uvarint(uint64(t.Len()))
+	for i := range t.Len() {
+		w.String(t.Str(Sym(i)))
 	}
 	w.Uvarint(uint64(len(t.recs)))
 	for _, r := range t.recs[1:] {
@@ -85,14 +85,14 @@ func (s *Store) LoadSnapshot(r *snap.Reader) error {
 		if i == 0 {
 			continue // "" is interned already
 		}
-		if t.intern(str) != Sym(i) {
+		if t.Intern(str) != Sym(i) {
 			r.Fail(fmt.Errorf("ownerstate snapshot: string %d repeats", i))
 		}
 	}
 	sym := func() Sym {
 		v := r.Uvarint()
-		if v >= uint64(len(t.strs)) {
-			r.Fail(fmt.Errorf("ownerstate snapshot: symbol %d of %d", v, len(t.strs)))
+		if v >= uint64(t.Len()) {
+			r.Fail(fmt.Errorf("ownerstate snapshot: symbol %d of %d", v, t.Len()))
 			return 0
 		}
 		return Sym(v)

@@ -1,11 +1,9 @@
 package ownerstate
 
-import (
-	"strings"
-)
+import "github.com/driftline/driftline/pipeline/intern"
 
 // Sym is an interned string of one Store. Sym 0 is the empty string.
-type Sym uint32
+type Sym = intern.Sym
 
 // minCompactAt is the table size below which a store never compacts.
 const minCompactAt = 1 << 14
@@ -14,8 +12,7 @@ const minCompactAt = 1 << 14
 // It only grows; Store.Maintain rebuilds it from the live identities once
 // a table has doubled since the last rebuild.
 type symtab struct {
-	ids  map[string]Sym
-	strs []string
+	*intern.Table
 
 	recIDs map[RecordShape]uint32
 	recs   []RecordShape // recs[0] is unused: shape 0 means none
@@ -27,24 +24,10 @@ type symtab struct {
 }
 
 func (t *symtab) init() {
-	t.ids = map[string]Sym{"": 0}
-	t.strs = []string{""}
+	t.Table = intern.New("")
 	t.recIDs, t.recs = map[RecordShape]uint32{}, []RecordShape{{}}
 	t.obsIDs, t.obss = map[ObsShape]uint32{}, []ObsShape{{}}
 	t.compactAt = minCompactAt
-}
-
-// intern returns the symbol of s, adding a copy of s when it is new (the
-// caller's string may alias a decode buffer).
-func (t *symtab) intern(s string) Sym {
-	if id, ok := t.ids[s]; ok {
-		return id
-	}
-	s = strings.Clone(s)
-	id := Sym(len(t.strs))
-	t.strs = append(t.strs, s)
-	t.ids[s] = id
-	return id
 }
 
 func (t *symtab) recShape(r RecordShape) uint32 {
@@ -53,7 +36,7 @@ func (t *symtab) recShape(r RecordShape) uint32 {
 		return i
 	}
 	key := r
-	state := t.strs[r.ExpectedState]
+	state := t.Str(r.ExpectedState)
 	r.liveExpecting, r.absentExpecting = LiveExpecting(state), AbsentExpecting(state)
 	i := uint32(len(t.recs))
 	t.recs = append(t.recs, r)
@@ -67,7 +50,7 @@ func (t *symtab) obsShape(o ObsShape) uint32 {
 		return i
 	}
 	key := o
-	o.live = LiveExpecting(t.strs[o.ObservedState])
+	o.live = LiveExpecting(t.Str(o.ObservedState))
 	i := uint32(len(t.obss))
 	t.obss = append(t.obss, o)
 	t.obsIDs[key] = i
@@ -75,7 +58,7 @@ func (t *symtab) obsShape(o ObsShape) uint32 {
 }
 
 func (t *symtab) due() bool {
-	return len(t.strs) > t.compactAt || len(t.recs) > t.compactAt || len(t.obss) > t.compactAt
+	return t.Len() > t.compactAt || len(t.recs) > t.compactAt || len(t.obss) > t.compactAt
 }
 
 // Maintain rebuilds the interned tables from the live identities when one
@@ -92,7 +75,7 @@ func (s *Store) compact() {
 	old := s.syms
 	var t symtab
 	t.init()
-	str := func(sym Sym) Sym { return t.intern(old.strs[sym]) }
+	str := func(sym Sym) Sym { return t.Intern(old.Str(sym)) }
 	s.Each("", func(id *Identity) {
 		if id.rec != 0 {
 			r := old.recs[id.rec]
@@ -115,6 +98,6 @@ func (s *Store) compact() {
 			}
 		}
 	})
-	t.compactAt = max(minCompactAt, 2*max(len(t.strs), len(t.recs), len(t.obss)))
+	t.compactAt = max(minCompactAt, 2*max(t.Len(), len(t.recs), len(t.obss)))
 	s.syms = t
 }
