@@ -22,20 +22,22 @@ import (
 // numbers and times in place and decoding straight into the payload
 // struct through a table of its fields (built from the struct tags the
 // reference decoder matches), with the structural rules of Scan checked
-// on the way. It accepts a line only when it has checked
-// everything the reference decoder (Scan, then the envelope rules, then
-// encoding into the payload struct, then the payload rules) would, and it
-// then returns exactly what the reference returns. Anything it does not
-// handle itself sends the line to the reference decoder, which decides:
+// on the way (a payload that comes before the event type is delimited
+// first and decoded after the envelope). It accepts a line only when it
+// has checked everything the reference decoder (Scan, then the envelope
+// rules, then encoding into the payload struct, then the payload rules)
+// would, and it then returns exactly what the reference returns. Anything
+// it does not handle itself sends the line to the reference decoder,
+// which decides:
 //
 //   - every rejection (the reference produces the reason, field and
 //     detail, so they cannot drift apart);
 //   - object keys with escapes (duplicates are compared after unescaping);
 //   - unknown fields whose value is an object or array, and more than
 //     maxUnknown unknown fields in one object;
-//   - null where a value of a payload field is expected (null keeps a
-//     field's zero value; the tags array excepted), in required envelope
-//     fields, and numbers that are not plain integers in integer fields;
+//   - null as the value of a payload field (the tags array excepted) or
+//     of a required envelope field, and integer fields holding anything
+//     but a plain non-negative integer of at most 18 digits;
 //   - escaped times, and \u escapes of UTF-16 surrogates in payload
 //     strings.
 //
