@@ -23,6 +23,7 @@ import (
 	"github.com/driftline/driftline/pipeline/checkpoint"
 	"github.com/driftline/driftline/pipeline/classify"
 	"github.com/driftline/driftline/pipeline/config"
+	"github.com/driftline/driftline/pipeline/dedupe"
 	"github.com/driftline/driftline/pipeline/ingest"
 	"github.com/driftline/driftline/pipeline/joiner"
 	"github.com/driftline/driftline/pipeline/ops"
@@ -54,6 +55,8 @@ func run() error {
 	checkpoints := fs.String("joiner.checkpointTopic", config.Env("DRIFTLINE_CHECKPOINT_TOPIC", checkpoint.DefaultTopic), "topic of partition state checkpoints, so a restore replays only the records after the newest one; empty disables checkpoints (env DRIFTLINE_CHECKPOINT_TOPIC)")
 	checkpointInterval := fs.Duration("joiner.checkpointInterval", 30*time.Second, "how often a partition that applied events is checkpointed; shorter makes restores replay less, longer writes less")
 	checkpointEvents := fs.Uint64("joiner.checkpointEvents", 2_000_000, "checkpoint a partition sooner once it applied this many events since its last checkpoint")
+	dd := dedupe.DefaultOptions()
+	dedupeHorizon := fs.Duration("joiner.dedupeHorizon", dd.Horizon, "event time for which event identities are remembered exactly; events older than watermark - horizon are dropped as late (counted)")
 	idleAfter := fs.Duration("joiner.idleAfter", 5*time.Minute, "wall time a partition may apply nothing before its watermark follows this joiner's latest partition (a marker record in its observations stream); negative disables")
 	flag.Parse()
 	if err := common.Validate(); err != nil {
@@ -145,6 +148,7 @@ func run() error {
 		CheckpointInterval: *checkpointInterval,
 		CheckpointEvents:   *checkpointEvents,
 		IdleAfter:          *idleAfter,
+		Dedupe:             dedupe.Options{Horizon: *dedupeHorizon, Bucket: min(dd.Bucket, *dedupeHorizon)},
 	}, sink.NewClickHouse(conn))
 	if err != nil {
 		return startErr(err)

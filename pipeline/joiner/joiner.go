@@ -42,6 +42,7 @@ import (
 
 	"github.com/driftline/driftline/pipeline/checkpoint"
 	"github.com/driftline/driftline/pipeline/classify"
+	"github.com/driftline/driftline/pipeline/dedupe"
 	"github.com/driftline/driftline/pipeline/event"
 	"github.com/driftline/driftline/pipeline/ingest"
 	"github.com/driftline/driftline/pipeline/nodeagent"
@@ -74,6 +75,9 @@ type Options struct {
 	// nodeagent.DefaultOptions() with the disconnection and host windows
 	// set to Classify.Staleness.
 	NodeAgent nodeagent.Options
+	// Dedupe sets the dedupe horizon (docs/drift-model.md, dedupe).
+	// Default dedupe.DefaultOptions().
+	Dedupe dedupe.Options
 	// FlushInterval bounds how long processed events wait before their
 	// findings are written and their offsets committed. Default 500ms.
 	FlushInterval time.Duration
@@ -154,6 +158,12 @@ func (o *Options) defaults() error {
 		o.NodeAgent.HostWindow = o.Classify.Staleness
 	}
 	if err := o.NodeAgent.Validate(); err != nil {
+		return fmt.Errorf("joiner: %w", err)
+	}
+	if o.Dedupe == (dedupe.Options{}) {
+		o.Dedupe = dedupe.DefaultOptions()
+	}
+	if err := o.Dedupe.Validate(); err != nil {
 		return fmt.Errorf("joiner: %w", err)
 	}
 	if o.FlushInterval <= 0 {

@@ -113,7 +113,7 @@ func (o *output) reset() {
 }
 
 func (j *Joiner) newPartition(p int32, out *output) *partition {
-	part := &partition{p: p, label: strconv.Itoa(int(p)), dedupe: dedupe.New(dedupe.DefaultOptions()), out: out, summary: newSummary(),
+	part := &partition{p: p, label: strconv.Itoa(int(p)), dedupe: dedupe.New(j.opts.Dedupe), out: out, summary: newSummary(),
 		live: output{current: make(map[string]int), nodes: make(map[string]int), m: j.m, emit: true},
 		dec:  event.NewDecoder(j.validator)}
 	part.engine = classify.New(j.opts.Classify, ownerstate.New(), func(f *drift.Finding) { part.out.add(part, f) })
