@@ -1,0 +1,211 @@
+// Command harness measures the whole Driftline pipeline end to end on one
+// machine and writes the figures as Markdown (bench/RESULTS.md), JSON and a
+// scaling plot (PNG). `make bench` runs it; see bench/README.md for what
+// each figure means.
+//
+// For each data set size it starts a fresh local stack (ClickHouse and
+// cmd/broker, through pipeline/stack), generates a synthetic fleet with
+// pipeline/fleet (known ground truth: findings and usage totals) and
+// produces it straight to the broker, then runs the real processes against
+// it, one consumer group and one ClickHouse database each, one after the
+// other on the same topics:
+//
+//   - bin/joiner with 1, 2 and 4 processes in one group: records/s from the
+//     topics to committed findings (the group's committed offsets reach the
+//     end offsets), CPU seconds per million records (the joiners plus the
+//     broker's and ClickHouse's share), peak RSS, findings against the
+//     ground truth, ClickHouse bytes per finding, and restore time (all
+//     members restarted: start until every partition is assigned again);
+//   - bin/naive (bench/naive): the same job written the obvious way, as
+//     the baseline every ratio is taken against;
+//   - bin/rater over usage.events.
+//
+// A latency phase runs once per invocation: one joiner on its own topics,
+// fed at a fixed rate with events stamped with the wall clock; a sample of
+// them opens a finding each, and the harness polls ClickHouse until each
+// is queryable (occurred_at to queryable, p50/p99).
+//
+//	go run ./bench/harness -sizes 1m            # after make build
+//	go run ./bench/harness -sizes 1m,10m -results bench/RESULTS.md -plot bench/scaling.png
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"log"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+)
+
+type options struct {
+	sizes           []int
+	joiners         []int
+	partitions      int
+	naive           bool
+	naiveTimeout    time.Duration
+	phaseTimeout    time.Duration
+	rater           bool
+	latencyRate     int
+	latencyDuration time.Duration
+	out             string
+	results         string
+	plot            string
+	binDir          string
+	command         string
+}
+
+func main() {
+	var o options
+	sizes := flag.String("sizes", "1m", "data set sizes in generated events, comma separated (k and m suffixes); about 7.5 events per identity")
+	joiners := flag.String("joiners", "1,2,4", "joiner process counts to run, one consumer group each")
+	flag.IntVar(&o.partitions, "partitions", 8, "partitions per topic")
+	flag.BoolVar(&o.naive, "naive", true, "run the naive baseline (bench/naive) on the same topics")
+	flag.DurationVar(&o.naiveTimeout, "naive.timeout", 3*time.Minute, "stop the naive baseline after this long and report its rate so far")
+	flag.DurationVar(&o.phaseTimeout, "timeout", 8*time.Minute, "longest wait for one joiner or rater phase to catch up")
+	flag.BoolVar(&o.rater, "rater", true, "run bin/rater over usage.events")
+	flag.IntVar(&o.latencyRate, "latency.rate", 20000, "events per second fed during the latency phase (0 skips it)")
+	flag.DurationVar(&o.latencyDuration, "latency.duration", 30*time.Second, "length of the latency phase")
+	flag.StringVar(&o.out, "out", "bench/out", "directory for stacks, logs and results.json of this run (each run in a new subdirectory)")
+	flag.StringVar(&o.results, "results", "", "write the Markdown report to this file (e.g. bench/RESULTS.md); always written to the run directory")
+	flag.StringVar(&o.plot, "plot", "", "write the scaling plot to this PNG file (e.g. bench/scaling.png); always written to the run directory")
+	flag.StringVar(&o.binDir, "bin", "bin", "directory of the pipeline binaries (make build) and bin/naive")
+	flag.Parse()
+	o.command = "go run ./bench/harness " + strings.Join(os.Args[1:], " ")
+	var err error
+	if o.sizes, err = parseSizes(*sizes); err != nil {
+		log.Fatal(err)
+	}
+	if o.joiners, err = parseInts(*joiners); err != nil {
+		log.Fatal(err)
+	}
+	log.SetFlags(log.Ltime)
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	if err := run(ctx, o); err != nil {
+		log.Fatalf("harness: %v", err)
+	}
+}
+
+func run(ctx context.Context, o options) error {
+	for _, b := range []string{"broker", "joiner", "rater", "naive"} {
+		if _, err := os.Stat(filepath.Join(o.binDir, b)); err != nil {
+			return fmt.Errorf("%s/%s missing; Possible solutions: run `make bench` (it builds them), or `make build && go build -o bin/naive ./bench/naive`", o.binDir, b)
+		}
+	}
+	bin, err := filepath.Abs(o.binDir)
+	if err != nil {
+		return err
+	}
+	o.binDir = bin
+	runDir := filepath.Join(o.out, time.Now().UTC().Format("20060102T150405Z"))
+	if err := os.MkdirAll(runDir, 0o755); err != nil {
+		return err
+	}
+	if runDir, err = filepath.Abs(runDir); err != nil {
+		return err
+	}
+	log.Printf("run directory %s", runDir)
+
+	rep := &report{Started: time.Now().UTC(), Command: o.command, Machine: describeMachine(), Partitions: o.partitions}
+	for i, size := range o.sizes {
+		r, err := runSize(ctx, o, runDir, size, i == 0 && o.latencyRate > 0, rep)
+		if r != nil {
+			rep.Sizes = append(rep.Sizes, *r)
+		}
+		if err != nil {
+			rep.Errors = append(rep.Errors, fmt.Sprintf("size %s: %v", sizeName(size), err))
+			log.Printf("size %s: %v", sizeName(size), err)
+			if ctx.Err() != nil {
+				break
+			}
+		}
+	}
+	rep.Finished = time.Now().UTC()
+	rep.Machine.LoadAfter = loadavg()
+
+	raw, _ := json.MarshalIndent(rep, "", "  ")
+	if err := os.WriteFile(filepath.Join(runDir, "results.json"), append(raw, '\n'), 0o644); err != nil {
+		return err
+	}
+	png := filepath.Join(runDir, "scaling.png")
+	if err := writePlot(png, rep); err != nil {
+		log.Printf("plot: %v", err)
+	} else if o.plot != "" {
+		if err := copyFile(png, o.plot); err != nil {
+			return err
+		}
+		rep.PlotPath = o.plot
+	}
+	md := renderMarkdown(rep)
+	if err := os.WriteFile(filepath.Join(runDir, "RESULTS.md"), []byte(md), 0o644); err != nil {
+		return err
+	}
+	if o.results != "" {
+		if err := os.WriteFile(o.results, []byte(md), 0o644); err != nil {
+			return err
+		}
+		log.Printf("wrote %s", o.results)
+	}
+	fmt.Print(md)
+	if len(rep.Errors) > 0 {
+		return fmt.Errorf("%d phase(s) failed: %s", len(rep.Errors), strings.Join(rep.Errors, "; "))
+	}
+	return nil
+}
+
+func parseSizes(s string) ([]int, error) {
+	var out []int
+	for _, f := range strings.Split(s, ",") {
+		f = strings.ToLower(strings.TrimSpace(f))
+		mult := 1
+		switch {
+		case strings.HasSuffix(f, "m"):
+			mult, f = 1_000_000, strings.TrimSuffix(f, "m")
+		case strings.HasSuffix(f, "k"):
+			mult, f = 1_000, strings.TrimSuffix(f, "k")
+		}
+		n, err := strconv.ParseFloat(f, 64)
+		if err != nil || n <= 0 {
+			return nil, fmt.Errorf("-sizes: %q is not a size like 1m or 500k", f)
+		}
+		out = append(out, int(n*float64(mult)))
+	}
+	return out, nil
+}
+
+func parseInts(s string) ([]int, error) {
+	var out []int
+	for _, f := range strings.Split(s, ",") {
+		n, err := strconv.Atoi(strings.TrimSpace(f))
+		if err != nil || n < 1 {
+			return nil, fmt.Errorf("%q: want positive integers, comma separated", s)
+		}
+		out = append(out, n)
+	}
+	return out, nil
+}
+
+func sizeName(n int) string {
+	switch {
+	case n >= 1_000_000 && n%100_000 == 0:
+		return strconv.FormatFloat(float64(n)/1e6, 'f', -1, 64) + "M"
+	case n >= 1_000 && n%100 == 0:
+		return strconv.FormatFloat(float64(n)/1e3, 'f', -1, 64) + "k"
+	}
+	return strconv.Itoa(n)
+}
+
+func copyFile(from, to string) error {
+	raw, err := os.ReadFile(from)
+	if err != nil {
+		return err
+	}
+	return os.WriteFile(to, raw, 0o644)
+}

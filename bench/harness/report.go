@@ -1,0 +1,278 @@
+package main
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+	"time"
+)
+
+type report struct {
+	Started    time.Time      `json:"started"`
+	Finished   time.Time      `json:"finished"`
+	Command    string         `json:"command"`
+	Machine    machine        `json:"machine"`
+	Partitions int            `json:"partitions"`
+	Sizes      []sizeResult   `json:"sizes"`
+	Latency    *latencyResult `json:"latency,omitempty"`
+	PlotPath   string         `json:"plot,omitempty"`
+	Errors     []string       `json:"errors,omitempty"`
+}
+
+type sizeResult struct {
+	Name          string           `json:"name"`
+	Identities    int              `json:"identities"`
+	FleetFlags    string           `json:"fleet_flags"`
+	TruthFindings int              `json:"truth_findings"`
+	TruthCounts   map[string]int   `json:"truth_counts"`
+	Produce       produced         `json:"produce"`
+	ProduceUsage  []usage          `json:"produce_usage"`
+	JoinedRecords int64            `json:"joined_records"`
+	Joiners       []consumerResult `json:"joiners"`
+	Restores      []restoreResult  `json:"restores"`
+	Storage       *storageResult   `json:"storage,omitempty"`
+	Naive         *consumerResult  `json:"naive,omitempty"`
+	NaiveStorage  *storageResult   `json:"naive_storage,omitempty"`
+	Rater         *consumerResult  `json:"rater,omitempty"`
+}
+
+type consumerResult struct {
+	Label         string         `json:"label"`
+	Processes     int            `json:"processes"`
+	Group         string         `json:"group"`
+	Database      string         `json:"database"`
+	Records       int64          `json:"records"` // committed
+	End           int64          `json:"end"`
+	CaughtUp      bool           `json:"caught_up"`
+	Seconds       float64        `json:"seconds"` // first process start to caught up (or stop)
+	FirstCommit   float64        `json:"first_commit_seconds"`
+	RecordsPerSec float64        `json:"records_per_second"`
+	Usage         []usage        `json:"usage"`
+	CPUSeconds    float64        `json:"cpu_seconds"`
+	CPUPerMillion float64        `json:"cpu_seconds_per_million"`
+	Findings      int            `json:"findings,omitempty"`
+	Truth         string         `json:"truth,omitempty"`
+	NaiveCounts   map[string]int `json:"naive_counts,omitempty"`
+	Samples       []sample       `json:"samples,omitempty"`
+	Load          string         `json:"load"` // /proc/loadavg at the start
+}
+
+type restoreResult struct {
+	Processes      int     `json:"processes"`
+	Partitions     int     `json:"partitions"`
+	Seconds        float64 `json:"seconds"`         // first start to every partition assigned and restored
+	RestoreSeconds float64 `json:"restore_seconds"` // driftline_joiner_restore_seconds_sum, largest member
+	RestoredEvents int64   `json:"restored_events"`
+	Restores       int     `json:"restores"`
+	PeakRSS        int64   `json:"peak_rss_bytes"`
+}
+
+type tableSize struct {
+	Table string `json:"table"`
+	Bytes uint64 `json:"bytes"`
+	Rows  uint64 `json:"rows"`
+	Parts uint64 `json:"parts"`
+}
+
+type storageResult struct {
+	Database        string      `json:"database"`
+	Tables          []tableSize `json:"tables"`
+	Bytes           uint64      `json:"bytes"`
+	Findings        int64       `json:"findings"`
+	BytesPerFinding float64     `json:"bytes_per_finding"`
+}
+
+func mib(b int64) string { return fmt.Sprintf("%.0f MiB", float64(b)/(1<<20)) }
+
+func thousands(v float64) string {
+	s := fmt.Sprintf("%.0f", v)
+	neg := strings.HasPrefix(s, "-")
+	s = strings.TrimPrefix(s, "-")
+	var b strings.Builder
+	for i, c := range s {
+		if i > 0 && (len(s)-i)%3 == 0 {
+			b.WriteByte(',')
+		}
+		b.WriteRune(c)
+	}
+	if neg {
+		return "-" + b.String()
+	}
+	return b.String()
+}
+
+func usageOf(r *consumerResult, name string) (usage, bool) {
+	for _, u := range r.Usage {
+		if u.Name == name {
+			return u, true
+		}
+	}
+	return usage{}, false
+}
+
+// renderMarkdown writes the report as bench/RESULTS.md.
+func renderMarkdown(rep *report) string {
+	var b strings.Builder
+	w := func(format string, args ...any) { fmt.Fprintf(&b, format, args...) }
+	m := rep.Machine
+	w("# Driftline end-to-end benchmark results\n\n")
+	w("Written by `bench/harness` (what each figure means: [README.md](README.md)). ")
+	w("Every figure below comes from one run of:\n\n```sh\nmake build && go build -o bin/naive ./bench/naive\n%s\n```\n\n", rep.Command)
+	w("(`make bench` runs the same with its defaults.)\n\n")
+	w("## Machine\n\n")
+	w("| | |\n|---|---|\n")
+	w("| CPUs (nproc) | %d |\n| CPU model | %s |\n| memory | %.1f GiB |\n| kernel | %s |\n| Go | %s |\n| ClickHouse | %s |\n",
+		m.CPUs, m.CPUModel, float64(m.MemTotal)/(1<<30), m.Kernel, m.GoVersion, m.ClickHouse)
+	w("| broker | cmd/broker (franz-go kfake, data on local disk, no fsync) |\n")
+	w("| load average before / after | %s / %s |\n", m.LoadBefore, m.LoadAfter)
+	w("| run | %s to %s (%s) |\n", rep.Started.Format(time.RFC3339), rep.Finished.Format("15:04:05Z"), rep.Finished.Sub(rep.Started).Round(time.Second))
+	w("| partitions per topic | %d |\n\n", rep.Partitions)
+	w("Broker, ClickHouse, the processes measured and the harness share the same %d CPUs; "+
+		"the phases run one after the other on the same topics, so the ratios between them hold even when the machine is noisy.\n\n", m.CPUs)
+
+	for _, s := range rep.Sizes {
+		w("## %s events (%s identities)\n\n", s.Name, thousands(float64(s.Identities)))
+		w("Fleet: `fleetgen %s` (seed 1, 3 rounds); %s events generated (redeliveries included), %s Kafka records "+
+			"(scan markers on every partition), %s of them on the joiner's three topics; ground truth %s findings.\n\n",
+			s.FleetFlags, thousands(float64(s.Produce.Lines)), thousands(float64(s.Produce.Records)), thousands(float64(s.JoinedRecords)), thousands(float64(s.TruthFindings)))
+
+		w("### Throughput per stage\n\n")
+		w("| stage | processes | records | time | records/s | CPU s per million records | ratio to naive | load average at start |\n|---|---|---|---|---|---|---|---|\n")
+		p := s.Produce
+		genRate := float64(p.Lines) / p.GenSecond
+		w("| generate (pipeline/fleet, in the harness) | 1 | %s | %.1f s | %s | | | |\n", thousands(float64(p.Lines)), p.GenSecond, thousands(genRate))
+		var prodCPU float64
+		for _, u := range s.ProduceUsage {
+			prodCPU += u.CPUSeconds
+		}
+		w("| produce to the broker (generate + produce, acks=all) | 1 | %s | %.1f s | %s | %.1f (harness not counted) | | |\n",
+			thousands(float64(p.Records)), p.Seconds, thousands(float64(p.Records)/p.Seconds), prodCPU/(float64(p.Records)/1e6))
+		naiveRate := 0.0
+		if s.Naive != nil {
+			naiveRate = s.Naive.RecordsPerSec
+		}
+		row := func(name string, r *consumerResult) {
+			ratio := ""
+			if naiveRate > 0 && r != s.Naive {
+				ratio = fmt.Sprintf("%.1f×", r.RecordsPerSec/naiveRate)
+			} else if r == s.Naive {
+				ratio = "1.0×"
+			}
+			note := ""
+			if !r.CaughtUp {
+				note = fmt.Sprintf(" (stopped at %.0f%%)", 100*float64(r.Records)/float64(max(r.End, 1)))
+			}
+			w("| %s | %d | %s%s | %.1f s | **%s** | %.1f | %s | %s |\n", name, r.Processes, thousands(float64(r.Records)), note, r.Seconds, thousands(r.RecordsPerSec), r.CPUPerMillion, ratio, r.Load)
+		}
+		for i := range s.Joiners {
+			row(fmt.Sprintf("joiner: topics to committed findings (bin/joiner x%d)", s.Joiners[i].Processes), &s.Joiners[i])
+		}
+		if s.Naive != nil {
+			row("naive baseline: topics to committed findings (bin/naive)", s.Naive)
+		}
+		if s.Rater != nil {
+			row("rater: usage.events to billing.rated (bin/rater, transactions)", s.Rater)
+		}
+		w("\nTime runs from the first process's start (group join and, for the rater, its startup included) until the group's committed offsets reach the end of every partition. ")
+		w("CPU seconds count the processes of the stage plus what the broker and ClickHouse used during it (/proc/<pid>/stat utime+stime).\n\n")
+
+		w("### CPU and memory per process\n\n")
+		w("| stage | process | CPU s | CPU s per million records | peak RSS (VmHWM) |\n|---|---|---|---|---|\n")
+		all := append([]consumerResult(nil), s.Joiners...)
+		if s.Naive != nil {
+			all = append(all, *s.Naive)
+		}
+		if s.Rater != nil {
+			all = append(all, *s.Rater)
+		}
+		for _, r := range all {
+			us := append([]usage(nil), r.Usage...)
+			sort.SliceStable(us, func(i, j int) bool { return us[i].Name < us[j].Name })
+			for _, u := range us {
+				per := 0.0
+				if r.Records > 0 {
+					per = u.CPUSeconds / (float64(r.Records) / 1e6)
+				}
+				hwm := mib(u.PeakRSS)
+				if u.Name == "broker" || u.Name == "clickhouse" {
+					hwm += " (since stack start)"
+				}
+				w("| %s | %s | %.1f | %.1f | %s |\n", r.Label, u.Name, u.CPUSeconds, per, hwm)
+			}
+		}
+		w("\n")
+
+		w("### Findings\n\n")
+		for _, r := range s.Joiners {
+			w("- joiner x%d: %s findings in `%s.drift_evidence`; against the ground truth: **%s**.\n", r.Processes, thousands(float64(r.Findings)), r.Database, r.Truth)
+		}
+		if s.Naive != nil && len(s.Naive.NaiveCounts) > 0 {
+			w("- naive baseline (findings written before it stopped, by classification and status):")
+			keys := make([]string, 0, len(s.Naive.NaiveCounts))
+			for k := range s.Naive.NaiveCounts {
+				keys = append(keys, k)
+			}
+			sort.Strings(keys)
+			for _, k := range keys {
+				w(" %s %s;", k, thousands(float64(s.Naive.NaiveCounts[k])))
+			}
+			w(" ground truth:")
+			keys = keys[:0]
+			for k := range s.TruthCounts {
+				keys = append(keys, k)
+			}
+			sort.Strings(keys)
+			for _, k := range keys {
+				w(" %s %s;", k, thousands(float64(s.TruthCounts[k])))
+			}
+			w("\n")
+		}
+		w("\n")
+
+		if s.Storage != nil {
+			w("### ClickHouse bytes per finding\n\n")
+			w("`SELECT table, sum(bytes_on_disk), sum(rows), count() FROM system.parts WHERE database = '%s' AND active GROUP BY table` after the x1 run:\n\n", s.Storage.Database)
+			w("| table | bytes on disk | rows | parts |\n|---|---|---|---|\n")
+			for _, t := range s.Storage.Tables {
+				w("| %s | %s | %s | %d |\n", t.Table, thousands(float64(t.Bytes)), thousands(float64(t.Rows)), t.Parts)
+			}
+			w("\n%s bytes for %s current findings = **%.0f bytes per finding** (all tables of the read model, history included).",
+				thousands(float64(s.Storage.Bytes)), thousands(float64(s.Storage.Findings)), s.Storage.BytesPerFinding)
+			if s.NaiveStorage != nil {
+				w(" The naive baseline's one table: %.0f bytes per finding.", s.NaiveStorage.BytesPerFinding)
+			}
+			w("\n\n")
+		}
+
+		if len(s.Restores) > 0 {
+			w("### Restore after a restart\n\n")
+			w("All members of the group stopped (SIGTERM) and started again at once; time from the first start until every partition is assigned and restored again (sum of `driftline_joiner_partitions_assigned` = %d).\n\n", rep.Partitions)
+			w("| joiners | start to serving | restore (largest `driftline_joiner_restore_seconds_sum`) | events replayed | restores | peak RSS of a member |\n|---|---|---|---|---|---|\n")
+			for _, r := range s.Restores {
+				w("| %d | %.2f s | %.2f s | %s | %d | %s |\n", r.Processes, r.Seconds, r.RestoreSeconds, thousands(float64(r.RestoredEvents)), r.Restores, mib(r.PeakRSS))
+			}
+			w("\n")
+		}
+	}
+	if rep.PlotPath != "" {
+		w("## Scaling\n\n![records/s and restore time by joiner count](scaling.png)\n\n")
+		w("Left: joiner records/s (topics to committed findings) for 1, 2 and 4 processes, per data set size, with the naive baseline. Right: restore time (start to serving) by joiner count.\n\n")
+	}
+	if l := rep.Latency; l != nil {
+		w("## Latency: occurred_at to queryable\n\n")
+		w("One joiner on its own topics fed at %s events/s for %.0f s (%s identities, %d partitions), every event's occurred_at the wall clock when produced. "+
+			"%d of the observations disagree with their record and open a stale_lifecycle_state finding each; the harness polls `drift_evidence` every %d ms until each is there.\n\n",
+			thousands(float64(l.Rate)), l.Duration, thousands(float64(l.Identities)), rep.Partitions, l.Probes, l.PollMillis)
+		w("| sent | achieved events/s | findings seen | p50 | p99 | max |\n|---|---|---|---|---|---|\n")
+		w("| %s | %s | %d of %d | %.0f ms | %.0f ms | %.0f ms |\n\n", thousands(float64(l.Sent)), thousands(l.Achieved), l.Seen, l.Probes, l.P50, l.P99, l.Max)
+		w("The joiner flushes every `-joiner.flushInterval` (500 ms by default); latency is that interval, the ClickHouse write and the poll interval.\n\n")
+	}
+	if len(rep.Errors) > 0 {
+		w("## Failed phases\n\n")
+		for _, e := range rep.Errors {
+			w("- %s\n", strings.ReplaceAll(e, "\n", " "))
+		}
+		w("\n")
+	}
+	return b.String()
+}

@@ -1,0 +1,483 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log"
+	"net"
+	"os"
+	"path/filepath"
+	"strconv"
+	"time"
+
+	"github.com/ClickHouse/clickhouse-go/v2/lib/driver"
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/driftline/driftline/pipeline/chdb"
+	"github.com/driftline/driftline/pipeline/config"
+	"github.com/driftline/driftline/pipeline/fleet"
+	"github.com/driftline/driftline/pipeline/stack"
+	"github.com/driftline/driftline/pipeline/topics"
+)
+
+// env is what the phases of one data set share.
+type env struct {
+	o     options
+	dir   string
+	st    *stack.Stack
+	conn  driver.Conn
+	adm   *kadm.Client
+	names topics.Names
+	// infra are the broker's and ClickHouse's pids, charged per phase.
+	infra map[string]int
+	truth *fleet.Truth
+}
+
+// fleetConfig returns a fleet of about events generated events: identities
+// split over domains of at most 25,000 (GPU nodes, apps, volumes and
+// endpoints 2:4:3:1), everything else at the generator's defaults.
+func fleetConfig(events int) fleet.Config {
+	cfg := fleet.DefaultConfig()
+	ids := max(events*2/15, 100) // about 7.5 events per identity
+	cfg.Domains = min(max((ids+24_999)/25_000, 1), 99)
+	per := max(ids/cfg.Domains, 10)
+	cfg.NodesPerDomain = per * 2 / 10
+	cfg.AppsPerDomain = per * 4 / 10
+	cfg.VolumesPerDomain = per * 3 / 10
+	cfg.EndpointsPerDomain = per - cfg.NodesPerDomain - cfg.AppsPerDomain - cfg.VolumesPerDomain
+	return cfg
+}
+
+func runSize(ctx context.Context, o options, runDir string, size int, latency bool, rep *report) (*sizeResult, error) {
+	name := sizeName(size)
+	dir := filepath.Join(runDir, name)
+	logf := func(format string, args ...any) { log.Printf(name+": "+format, args...) }
+	res := &sizeResult{Name: name}
+
+	cfg := fleetConfig(size)
+	g, err := fleet.New(cfg)
+	if err != nil {
+		return nil, err
+	}
+	res.Identities = cfg.Domains * (cfg.NodesPerDomain + cfg.AppsPerDomain + cfg.VolumesPerDomain + cfg.EndpointsPerDomain)
+	res.FleetFlags = fmt.Sprintf("-fleet.domains %d -fleet.nodes %d -fleet.apps %d -fleet.volumes %d -fleet.endpoints %d",
+		cfg.Domains, cfg.NodesPerDomain, cfg.AppsPerDomain, cfg.VolumesPerDomain, cfg.EndpointsPerDomain)
+
+	logf("starting the stack (ClickHouse, broker; %d partitions) in %s", o.partitions, dir)
+	st, err := stack.Start(ctx, stack.Options{
+		Dir:        dir,
+		BinDir:     o.binDir,
+		FreePorts:  true,
+		Partitions: o.partitions,
+		Services:   []string{},
+	})
+	if err != nil {
+		return nil, err
+	}
+	defer func() {
+		sctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+		defer cancel()
+		if err := st.Stop(sctx); err != nil {
+			logf("stop stack: %v", err)
+		}
+	}()
+	e := &env{o: o, dir: dir, st: st, names: topics.Defaults(), infra: map[string]int{}}
+	for _, c := range st.State().Children {
+		if c.Name == stack.NameBroker || c.Name == stack.NameClickHouse {
+			e.infra[c.Name] = c.Pid
+		}
+	}
+	if e.conn, err = chdb.Open(ctx, st.ClickHouse()); err != nil {
+		return res, err
+	}
+	defer e.conn.Close()
+	if rep.Machine.ClickHouse == "" {
+		rep.Machine.ClickHouse = clickHouseVersion(ctx, e.conn)
+	}
+	acl, err := kgo.NewClient(kgo.SeedBrokers(st.BrokerAddr()))
+	if err != nil {
+		return res, err
+	}
+	defer acl.Close()
+	e.adm = kadm.NewClient(acl)
+
+	logf("computing the ground truth of %d identities", res.Identities)
+	e.truth = g.Truth()
+	res.TruthFindings = len(e.truth.Findings)
+	res.TruthCounts = e.truth.Counts
+
+	logf("generating and producing to %s", st.BrokerAddr())
+	mark := markCPU(e.infra)
+	res.Produce, err = produceFleet(ctx, st.BrokerAddr(), e.names, int32(o.partitions), g)
+	res.ProduceUsage = mark.since()
+	if err != nil {
+		return res, err
+	}
+	for _, t := range e.names.Joined() {
+		res.JoinedRecords += res.Produce.ByTopic[t]
+	}
+	logf("produced %d events (%d records, %d to the joined topics) in %.1fs: %.0f records/s (generating alone %.1fs)",
+		res.Produce.Lines, res.Produce.Records, res.JoinedRecords, res.Produce.Seconds, float64(res.Produce.Records)/res.Produce.Seconds, res.Produce.GenSecond)
+
+	var errs []error
+	for _, n := range o.joiners {
+		if ctx.Err() != nil {
+			break
+		}
+		r, rs, err := e.joinerPhase(ctx, n, logf)
+		if r != nil {
+			res.Joiners = append(res.Joiners, *r)
+		}
+		if rs != nil {
+			res.Restores = append(res.Restores, *rs)
+		}
+		if err != nil {
+			errs = append(errs, fmt.Errorf("%d joiner(s): %w", n, err))
+			logf("%d joiner(s): %v", n, err)
+		}
+	}
+	if len(res.Joiners) > 0 {
+		st, err := e.storage(ctx, res.Joiners[0].Database, "drift_evidence")
+		if err != nil {
+			errs = append(errs, err)
+		}
+		res.Storage = st
+	}
+	if o.naive && ctx.Err() == nil {
+		r, err := e.naivePhase(ctx, logf)
+		if r != nil {
+			res.Naive = r
+			if ns, err := e.storage(ctx, r.Database, "naive_findings"); err == nil {
+				res.NaiveStorage = ns
+			}
+		}
+		if err != nil {
+			errs = append(errs, fmt.Errorf("naive: %w", err))
+			logf("naive: %v", err)
+		}
+	}
+	if o.rater && ctx.Err() == nil {
+		r, err := e.raterPhase(ctx, logf)
+		if r != nil {
+			res.Rater = r
+		}
+		if err != nil {
+			errs = append(errs, fmt.Errorf("rater: %w", err))
+			logf("rater: %v", err)
+		}
+	}
+	if latency && ctx.Err() == nil {
+		lr, err := e.latencyPhase(ctx, logf)
+		if lr != nil {
+			rep.Latency = lr
+		}
+		if err != nil {
+			errs = append(errs, fmt.Errorf("latency: %w", err))
+			logf("latency: %v", err)
+		}
+	}
+	return res, errors.Join(errs...)
+}
+
+// migrate creates database db with the read model's migrations.
+func (e *env) migrate(ctx context.Context, db string) error {
+	cfg := e.st.ClickHouse()
+	cfg.Database = db
+	conn, err := chdb.Open(ctx, cfg)
+	if err != nil {
+		return err
+	}
+	defer conn.Close()
+	if err := chdb.Migrate(ctx, conn, db); err != nil {
+		return fmt.Errorf("migrate %s: %w", db, err)
+	}
+	return nil
+}
+
+// freeAddr returns a free loopback host:port.
+func freeAddr() string {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return "127.0.0.1:0"
+	}
+	defer ln.Close()
+	return ln.Addr().String()
+}
+
+// childEnv is the environment of every pipeline process: the stack's
+// settings over the harness's own.
+func (e *env) childEnv() []string { return append(os.Environ(), e.st.Env()...) }
+
+// consumerPhase runs procs until group has committed everything in
+// topicNames (or timeout), and measures it.
+func (e *env) consumerPhase(ctx context.Context, label, group, db string, topicNames []string, procs []*child, timeout time.Duration, logf func(string, ...any)) (*consumerResult, error) {
+	start := procs[0].started
+	mark := markCPU(e.infra)
+	load := loadavg()
+	alive := func() error {
+		for _, c := range procs {
+			if c.exited() {
+				return fmt.Errorf("%s exited: %v; log tail:\n%s", c.name, c.err, c.tail(2000))
+			}
+		}
+		return nil
+	}
+	p, done, samples, err := watch(ctx, e.adm, group, topicNames, start, timeout, alive, logf)
+	end := done
+	r := &consumerResult{Label: label, Processes: len(procs), Group: group, Database: db, Records: p.Committed, End: p.End, CaughtUp: !done.IsZero(), Samples: samples, Load: load}
+	if end.IsZero() {
+		end = time.Now()
+	}
+	r.Seconds = end.Sub(start).Seconds()
+	r.RecordsPerSec = float64(p.Committed) / r.Seconds
+	for _, s := range samples {
+		if s.Committed > 0 {
+			r.FirstCommit = s.T
+			break
+		}
+	}
+	for _, c := range procs {
+		if !c.exited() {
+			r.Usage = append(r.Usage, c.usage())
+		}
+	}
+	r.Usage = append(r.Usage, mark.since()...)
+	for _, u := range r.Usage {
+		r.CPUSeconds += u.CPUSeconds
+	}
+	if p.Committed > 0 {
+		r.CPUPerMillion = r.CPUSeconds / (float64(p.Committed) / 1e6)
+	}
+	if r.CaughtUp {
+		logf("%s: %d records in %.1fs = %.0f records/s, %.1f CPU s per million", label, p.Committed, r.Seconds, r.RecordsPerSec, r.CPUPerMillion)
+	} else {
+		logf("%s: not caught up after %.1fs: %s = %.0f records/s so far", label, r.Seconds, describeLag(p), r.RecordsPerSec)
+	}
+	return r, err
+}
+
+func (e *env) startJoiner(i int, group, db string, extra ...string) (*child, error) {
+	addr := freeAddr()
+	args := append([]string{"-joiner.addr", addr, "-joiner.group", group, "-clickhouse.db", db}, extra...)
+	return startChild(fmt.Sprintf("%s-%d", group, i), filepath.Join(e.o.binDir, "joiner"), args, e.childEnv(), filepath.Join(e.dir, "log"), addr)
+}
+
+func stopAll(procs []*child) {
+	for _, c := range procs {
+		_ = c.cmd.Process.Signal(os.Interrupt)
+	}
+	for _, c := range procs {
+		c.stop(30 * time.Second)
+	}
+}
+
+// joinerPhase runs n joiners in a fresh group and database until they have
+// committed every joined record, checks the findings against the ground
+// truth, then restarts all n and measures the restore.
+func (e *env) joinerPhase(ctx context.Context, n int, logf func(string, ...any)) (*consumerResult, *restoreResult, error) {
+	group := "bench-joiner-x" + strconv.Itoa(n)
+	db := "bench_joiner_x" + strconv.Itoa(n)
+	if err := e.migrate(ctx, db); err != nil {
+		return nil, nil, err
+	}
+	logf("%d joiner(s), group %s, database %s", n, group, db)
+	var procs []*child
+	for i := range n {
+		c, err := e.startJoiner(i+1, group, db)
+		if err != nil {
+			stopAll(procs)
+			return nil, nil, err
+		}
+		procs = append(procs, c)
+	}
+	r, err := e.consumerPhase(ctx, fmt.Sprintf("joiner x%d", n), group, db, e.names.Joined(), procs, e.o.phaseTimeout, logf)
+	stopAll(procs)
+	if err != nil || !r.CaughtUp {
+		return r, nil, err
+	}
+	r.Findings, r.Truth = e.checkFindings(ctx, db)
+	logf("joiner x%d: %d findings; ground truth: %s", n, r.Findings, r.Truth)
+
+	// Restore: every member restarts at once, as after a deploy.
+	rs := &restoreResult{Processes: n, Partitions: e.o.partitions}
+	procs = procs[:0]
+	for i := range n {
+		c, err := e.startJoiner(i+1, group, db)
+		if err != nil {
+			stopAll(procs)
+			return r, nil, err
+		}
+		procs = append(procs, c)
+	}
+	defer stopAll(procs)
+	start := procs[0].started
+	deadline := start.Add(e.o.phaseTimeout)
+	for {
+		var assigned, restoreSum, restoreEvents, restores float64
+		ok := true
+		members := 0
+		for _, c := range procs {
+			if c.exited() {
+				return r, nil, fmt.Errorf("%s exited during restore: %v; log tail:\n%s", c.name, c.err, c.tail(2000))
+			}
+			m, err := c.scrape(ctx, "driftline_joiner_partitions_assigned", "driftline_joiner_restore_seconds_sum",
+				"driftline_joiner_restore_seconds_count", "driftline_joiner_restore_events_total")
+			if err != nil {
+				ok = false
+				break
+			}
+			assigned += m["driftline_joiner_partitions_assigned"]
+			if m["driftline_joiner_partitions_assigned"] > 0 {
+				members++
+			}
+			restoreSum = max(restoreSum, m["driftline_joiner_restore_seconds_sum"])
+			restoreEvents += m["driftline_joiner_restore_events_total"]
+			restores += m["driftline_joiner_restore_seconds_count"]
+		}
+		// Serving again: every partition restored and owned, and spread
+		// over every member (a member that joins late takes partitions
+		// from one that already restored them).
+		if ok && int(assigned) == e.o.partitions && members == min(n, e.o.partitions) {
+			rs.Seconds = time.Since(start).Seconds()
+			rs.RestoreSeconds = restoreSum
+			rs.RestoredEvents = int64(restoreEvents)
+			rs.Restores = int(restores)
+			for _, c := range procs {
+				u := c.usage()
+				rs.PeakRSS = max(rs.PeakRSS, u.PeakRSS)
+			}
+			logf("joiner x%d restart: serving all %d partitions %.2fs after start (restore %.2fs, %d events replayed, %d restore(s))",
+				n, e.o.partitions, rs.Seconds, rs.RestoreSeconds, rs.RestoredEvents, rs.Restores)
+			return r, rs, nil
+		}
+		if time.Now().After(deadline) {
+			return r, nil, fmt.Errorf("restore of %d joiner(s) not done after %v (%v of %d partitions assigned)", n, e.o.phaseTimeout, assigned, e.o.partitions)
+		}
+		select {
+		case <-ctx.Done():
+			return r, nil, ctx.Err()
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+}
+
+// checkFindings compares the current findings in db with the ground truth.
+func (e *env) checkFindings(ctx context.Context, db string) (int, string) {
+	rows, err := e.conn.Query(ctx, `SELECT evidence_id, classification, severity, provider, provider_id, status,
+		retry_count, posture FROM `+db+`.drift_evidence FINAL`)
+	if err != nil {
+		return 0, "not checked: " + err.Error()
+	}
+	defer rows.Close()
+	var got []fleet.Finding
+	for rows.Next() {
+		var f fleet.Finding
+		var retry uint32
+		if err := rows.Scan(&f.EvidenceID, &f.Classification, &f.Severity, &f.Provider, &f.ProviderID, &f.Status, &retry, &f.Posture); err != nil {
+			return len(got), "not checked: " + err.Error()
+		}
+		f.RetryCount = int(retry)
+		got = append(got, f)
+	}
+	if err := rows.Err(); err != nil {
+		return len(got), "not checked: " + err.Error()
+	}
+	d := e.truth.Compare(got, fleet.CompareOptions{})
+	if d.Empty() {
+		return len(got), "equal"
+	}
+	byClass := map[string]int{}
+	for _, f := range d.Unexpected {
+		byClass[f.Classification+" "+f.Status]++
+	}
+	path := filepath.Join(e.dir, "diff-"+db+".txt")
+	_ = os.WriteFile(path, []byte(d.String()), 0o644)
+	return len(got), fmt.Sprintf("differs: %d missing, %d unexpected (%v), %d mismatched; the diff is in %s", len(d.Missing), len(d.Unexpected), byClass, len(d.Mismatched), filepath.Base(path))
+}
+
+// storage reads the database's size on disk from system.parts.
+func (e *env) storage(ctx context.Context, db, findingsTable string) (*storageResult, error) {
+	s := &storageResult{Database: db}
+	// Merge first, so the figure is what the data settles to, not the
+	// unmerged parts of the last inserts.
+	rows, err := e.conn.Query(ctx, `SELECT table, sum(bytes_on_disk), sum(rows), count() FROM system.parts
+		WHERE database = ? AND active GROUP BY table ORDER BY table`, db)
+	if err != nil {
+		return nil, fmt.Errorf("system.parts: %w", err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var t tableSize
+		if err := rows.Scan(&t.Table, &t.Bytes, &t.Rows, &t.Parts); err != nil {
+			return nil, err
+		}
+		s.Tables = append(s.Tables, t)
+		s.Bytes += t.Bytes
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	var findings uint64
+	if err := e.conn.QueryRow(ctx, `SELECT count() FROM `+db+`.`+findingsTable+` FINAL`).Scan(&findings); err != nil {
+		return nil, err
+	}
+	s.Findings = int64(findings)
+	if findings > 0 {
+		s.BytesPerFinding = float64(s.Bytes) / float64(findings)
+	}
+	return s, nil
+}
+
+// naivePhase runs bench/naive on the joined topics, bounded by -naive.timeout.
+func (e *env) naivePhase(ctx context.Context, logf func(string, ...any)) (*consumerResult, error) {
+	group, db := "bench-naive", "bench_naive"
+	logf("naive baseline, group %s, database %s (at most %v)", group, db, e.o.naiveTimeout)
+	c, err := startChild("naive", filepath.Join(e.o.binDir, "naive"),
+		[]string{"-brokers", e.st.BrokerAddr(), "-group", group, "-clickhouse.addr", e.st.ClickHouseAddr(), "-db", db},
+		e.childEnv(), filepath.Join(e.dir, "log"), "")
+	if err != nil {
+		return nil, err
+	}
+	r, err := e.consumerPhase(ctx, "naive", group, db, e.names.Joined(), []*child{c}, e.o.naiveTimeout, logf)
+	c.stop(30 * time.Second)
+	if r != nil {
+		r.NaiveCounts = e.naiveCounts(ctx, db)
+	}
+	return r, err
+}
+
+func (e *env) naiveCounts(ctx context.Context, db string) map[string]int {
+	out := map[string]int{}
+	rows, err := e.conn.Query(ctx, `SELECT classification, status, count() FROM `+db+`.naive_findings FINAL GROUP BY classification, status`)
+	if err != nil {
+		return out
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var c, s string
+		var n uint64
+		if rows.Scan(&c, &s, &n) == nil {
+			out[c+" "+s] = int(n)
+		}
+	}
+	return out
+}
+
+// raterPhase runs bin/rater until its group has committed all of
+// usage.events.
+func (e *env) raterPhase(ctx context.Context, logf func(string, ...any)) (*consumerResult, error) {
+	addr := freeAddr()
+	book, _ := filepath.Abs(filepath.Join("deploy", "pricebook.json"))
+	env := append(e.childEnv(), "DRIFTLINE_RATER_ADDR="+addr, "DRIFTLINE_RATER_PRICEBOOK="+book)
+	group := "driftline-rater"
+	logf("rater, group %s", group)
+	c, err := startChild("rater", filepath.Join(e.o.binDir, "rater"), []string{"-rater.group", group}, env, filepath.Join(e.dir, "log"), addr)
+	if err != nil {
+		return nil, err
+	}
+	r, err := e.consumerPhase(ctx, "rater", group, config.DefaultDatabase, []string{e.names.Usage}, []*child{c}, e.o.phaseTimeout, logf)
+	c.stop(30 * time.Second)
+	return r, err
+}
