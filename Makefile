@@ -7,7 +7,9 @@
 #   make test    all tests (starts ClickHouse and brokers; installs ClickHouse when absent and root)
 #   make soak    long fault schedules for SOAK (20m): every component killed and restarted under load
 #   make check   go vet, then the pipeline packages' tests under the race detector
-#   make bench   benchmarks of bench/ and pipeline/, with allocations
+#   make bench   the end-to-end harness (bench/harness): real processes, naive baseline,
+#                figures in bench/RESULTS.md and bench/scaling.png (BENCH_SIZES=1m,10m)
+#   make bench-micro  Go benchmarks of bench/ and pipeline/, with allocations
 #   make fuzz    run each fuzz target of outside input for FUZZTIME (1m)
 #   make clean   remove bin/ (make distclean also removes the stack's data)
 
@@ -19,6 +21,10 @@ TEST_TIMEOUT ?= 25m
 TEST_P    ?= 2
 BENCH     ?= .
 BENCHTIME ?= 1s
+# Data set sizes of `make bench` (generated events; k/m suffixes) and extra
+# harness flags (go run ./bench/harness -h).
+BENCH_SIZES ?= 1m
+BENCH_FLAGS ?=
 
 FUZZTIME  ?= 1m
 # make soak runs fault schedules back to back until SOAK has passed (the
@@ -26,7 +32,7 @@ FUZZTIME  ?= 1m
 SOAK      ?= 20m
 SOAK_TIMEOUT ?= 90m
 
-.PHONY: build up down status run test soak check bench fuzz clean distclean
+.PHONY: build up down status run test soak check bench bench-micro fuzz clean distclean
 
 build:
 	$(GO) build -o $(BIN)/ ./cmd/...
@@ -53,7 +59,11 @@ check:
 	$(GO) vet ./...
 	$(GO) test -race -timeout $(TEST_TIMEOUT) -p $(TEST_P) ./pipeline/...
 
-bench:
+bench: build
+	$(GO) build -o $(BIN)/naive ./bench/naive
+	$(GO) run ./bench/harness -bin $(BIN) -sizes $(BENCH_SIZES) -results bench/RESULTS.md -plot bench/scaling.png $(BENCH_FLAGS)
+
+bench-micro:
 	$(GO) test -run '^$$' -bench '$(BENCH)' -benchmem -benchtime $(BENCHTIME) ./bench/... ./pipeline/...
 
 # The seed corpora of these targets run in every `make test`; this target

@@ -15,11 +15,11 @@ import (
 
 // produced counts what the harness wrote to the broker.
 type produced struct {
-	Lines     int              `json:"lines"`      // generated events (redeliveries included)
-	Records   int64            `json:"records"`    // Kafka records (scan markers fanned out to every partition)
-	ByTopic   map[string]int64 `json:"by_topic"`   // records per topic
-	Bytes     int64            `json:"bytes"`      // record values
-	Seconds   float64          `json:"seconds"`    // generate + produce, until every record is acknowledged
+	Lines     int              `json:"lines"`       // generated events (redeliveries included)
+	Records   int64            `json:"records"`     // Kafka records (scan markers fanned out to every partition)
+	ByTopic   map[string]int64 `json:"by_topic"`    // records per topic
+	Bytes     int64            `json:"bytes"`       // record values
+	Seconds   float64          `json:"seconds"`     // generate + produce, until every record is acknowledged
 	GenSecond float64          `json:"gen_seconds"` // generating alone (a separate pass without producing)
 }
 

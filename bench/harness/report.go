@@ -25,6 +25,7 @@ type sizeResult struct {
 	FleetFlags    string           `json:"fleet_flags"`
 	TruthFindings int              `json:"truth_findings"`
 	TruthCounts   map[string]int   `json:"truth_counts"`
+	JoinerCounts  map[string]int   `json:"joiner_counts,omitempty"` // first joiner phase, by classification
 	Produce       produced         `json:"produce"`
 	ProduceUsage  []usage          `json:"produce_usage"`
 	JoinedRecords int64            `json:"joined_records"`
@@ -80,6 +81,13 @@ type storageResult struct {
 	Bytes           uint64      `json:"bytes"`
 	Findings        int64       `json:"findings"`
 	BytesPerFinding float64     `json:"bytes_per_finding"`
+}
+
+func firstProcs(s sizeResult) int {
+	if len(s.Joiners) > 0 {
+		return s.Joiners[0].Processes
+	}
+	return 0
 }
 
 func mib(b int64) string { return fmt.Sprintf("%.0f MiB", float64(b)/(1<<20)) }
@@ -206,29 +214,35 @@ func renderMarkdown(rep *report) string {
 		for _, r := range s.Joiners {
 			w("- joiner x%d: %s findings in `%s.drift_evidence`; against the ground truth: **%s**.\n", r.Processes, thousands(float64(r.Findings)), r.Database, r.Truth)
 		}
-		if s.Naive != nil && len(s.Naive.NaiveCounts) > 0 {
-			w("- naive baseline (findings written before it stopped, by classification and status):")
-			keys := make([]string, 0, len(s.Naive.NaiveCounts))
-			for k := range s.Naive.NaiveCounts {
-				keys = append(keys, k)
+		w("\n| classification | ground truth | joiner x%d | naive baseline |\n|---|---|---|---|\n", firstProcs(s))
+		classes := map[string]bool{}
+		naive := map[string]int{}
+		if s.Naive != nil {
+			for k, v := range s.Naive.NaiveCounts {
+				c, _, _ := strings.Cut(k, " ")
+				naive[c] += v
+				classes[c] = true
 			}
-			sort.Strings(keys)
-			for _, k := range keys {
-				w(" %s %s;", k, thousands(float64(s.Naive.NaiveCounts[k])))
-			}
-			w(" ground truth:")
-			keys = keys[:0]
-			for k := range s.TruthCounts {
-				keys = append(keys, k)
-			}
-			sort.Strings(keys)
-			for _, k := range keys {
-				w(" %s %s;", k, thousands(float64(s.TruthCounts[k])))
-			}
-			w("\n")
 		}
-		w("\n")
-
+		for c := range s.TruthCounts {
+			classes[c] = true
+		}
+		for c := range s.JoinerCounts {
+			classes[c] = true
+		}
+		keys := make([]string, 0, len(classes))
+		for c := range classes {
+			keys = append(keys, c)
+		}
+		sort.Strings(keys)
+		for _, c := range keys {
+			nv := "-"
+			if s.Naive != nil {
+				nv = thousands(float64(naive[c]))
+			}
+			w("| %s | %s | %s | %s |\n", c, thousands(float64(s.TruthCounts[c])), thousands(float64(s.JoinerCounts[c])), nv)
+		}
+		w("\nCounts of current findings (open and resolved) per classification. The naive baseline ignores node-agent evidence (the ground truth's identity_mismatch includes cloned nodes seen in heartbeats) and quota; when it stopped before the end, its counts are partial.\n\n")
 		if s.Storage != nil {
 			w("### ClickHouse bytes per finding\n\n")
 			w("`SELECT table, sum(bytes_on_disk), sum(rows), count() FROM system.parts WHERE database = '%s' AND active GROUP BY table` after the x1 run:\n\n", s.Storage.Database)

@@ -33,6 +33,9 @@ type env struct {
 	// infra are the broker's and ClickHouse's pids, charged per phase.
 	infra map[string]int
 	truth *fleet.Truth
+	// joinerCounts are the findings per classification of the first
+	// joiner phase.
+	joinerCounts map[string]int
 }
 
 // fleetConfig returns a fleet of about events generated events: identities
@@ -81,6 +84,11 @@ func runSize(ctx context.Context, o options, runDir string, size int, latency bo
 		defer cancel()
 		if err := st.Stop(sctx); err != nil {
 			logf("stop stack: %v", err)
+		}
+		if !o.keep {
+			for _, d := range []string{stack.NameBroker, stack.NameClickHouse} {
+				_ = os.RemoveAll(filepath.Join(dir, d))
+			}
 		}
 	}()
 	e := &env{o: o, dir: dir, st: st, names: topics.Defaults(), infra: map[string]int{}}
@@ -178,6 +186,7 @@ func runSize(ctx context.Context, o options, runDir string, size int, latency bo
 			logf("latency: %v", err)
 		}
 	}
+	res.JoinerCounts = e.joinerCounts
 	return res, errors.Join(errs...)
 }
 
@@ -383,6 +392,12 @@ func (e *env) checkFindings(ctx context.Context, db string) (int, string) {
 	}
 	if err := rows.Err(); err != nil {
 		return len(got), "not checked: " + err.Error()
+	}
+	if e.joinerCounts == nil {
+		e.joinerCounts = map[string]int{}
+		for _, f := range got {
+			e.joinerCounts[f.Classification]++
+		}
 	}
 	d := e.truth.Compare(got, fleet.CompareOptions{})
 	if d.Empty() {

@@ -70,6 +70,13 @@ type observation struct {
 	RouteTarget     string `json:"route_target"`
 }
 
+// seen is the last observation of an identity.
+type seen struct {
+	observation
+	at        time.Time
+	partition int32
+}
+
 type scan struct {
 	Provider      string    `json:"provider"`
 	ScanStartedAt time.Time `json:"scan_started_at"`
@@ -79,6 +86,7 @@ type naive struct {
 	conn     driver.Conn
 	seen     map[string]struct{}
 	records  map[string]*record
+	observed map[string]*seen
 	findings map[string]string // evidence id -> status
 	version  uint64
 }
@@ -117,7 +125,7 @@ func run(ctx context.Context, brokers, group string, chc config.ClickHouse, name
 		return err
 	}
 	defer cl.Close()
-	n := &naive{conn: conn, seen: map[string]struct{}{}, records: map[string]*record{}, findings: map[string]string{}}
+	n := &naive{conn: conn, seen: map[string]struct{}{}, records: map[string]*record{}, observed: map[string]*seen{}, findings: map[string]string{}}
 	log.Printf("consuming %v as group %s", names.Joined(), group)
 	for ctx.Err() == nil {
 		fetches := cl.PollRecords(ctx, 5000)
@@ -171,12 +179,21 @@ func (n *naive) apply(ctx context.Context, r *kgo.Record) error {
 			rec.lastSeen = old.lastSeen
 		}
 		n.records[key] = &rec
+		// An observation that came before its record is judged now.
+		if o := n.observed[key]; o != nil {
+			return n.judge(ctx, &rec, &o.observation, o.at)
+		}
 	case "provider.observation":
 		var o observation
 		if err := json.Unmarshal(env.Payload, &o); err != nil {
 			return nil
 		}
-		return n.observe(ctx, &o, env.OccurredAt)
+		key := o.Provider + "/" + o.ProviderID
+		n.observed[key] = &seen{observation: o, at: env.OccurredAt, partition: r.Partition}
+		if rec := n.records[key]; rec != nil {
+			rec.lastSeen = env.OccurredAt
+			return n.judge(ctx, rec, &o, env.OccurredAt)
+		}
 	case "provider.scan_completed":
 		var s scan
 		if err := json.Unmarshal(env.Payload, &s); err != nil {
@@ -185,6 +202,17 @@ func (n *naive) apply(ctx context.Context, r *kgo.Record) error {
 		for _, rec := range n.records {
 			if rec.partition == r.Partition && rec.Provider == s.Provider && !rec.Deleted && live(rec.ExpectedState) && rec.lastSeen.Before(s.ScanStartedAt) {
 				if err := n.open(ctx, "missing_provider_resource", rec.Provider, rec.ProviderID, "", rec.ExpectedState, env.OccurredAt); err != nil {
+					return err
+				}
+			}
+		}
+		// Orphans: seen live in this scan with no live record.
+		for key, o := range n.observed {
+			if o.partition != r.Partition || o.Provider != s.Provider || o.at.Before(s.ScanStartedAt) || !live(o.ObservedState) {
+				continue
+			}
+			if rec := n.records[key]; rec == nil || rec.Deleted || !live(rec.ExpectedState) {
+				if err := n.open(ctx, "orphan_provider_resource", o.Provider, o.ProviderID, o.ObservedState, "", env.OccurredAt); err != nil {
 					return err
 				}
 			}
@@ -204,17 +232,11 @@ func live(state string) bool {
 	return true
 }
 
-func (n *naive) observe(ctx context.Context, o *observation, at time.Time) error {
-	key := o.Provider + "/" + o.ProviderID
-	rec := n.records[key]
-	if rec != nil {
-		rec.lastSeen = at
-	}
+// judge compares an observation with the record that owns it.
+func (n *naive) judge(ctx context.Context, rec *record, o *observation, at time.Time) error {
 	switch {
-	case rec == nil || rec.Deleted || !live(rec.ExpectedState):
-		if live(o.ObservedState) {
-			return n.open(ctx, "orphan_provider_resource", o.Provider, o.ProviderID, o.ObservedState, "", at)
-		}
+	case rec.Deleted || !live(rec.ExpectedState):
+		return nil // an orphan if still seen live at the scan marker
 	case o.ObservedState != rec.ExpectedState || (rec.ExpectedVersion != "" && o.ObservedVersion != "" && o.ObservedVersion != rec.ExpectedVersion):
 		return n.open(ctx, "stale_lifecycle_state", o.Provider, o.ProviderID, o.ObservedState, rec.ExpectedState, at)
 	case rec.RouteTarget != "" && o.RouteTarget != "" && o.RouteTarget != rec.RouteTarget:
@@ -224,7 +246,6 @@ func (n *naive) observe(ctx context.Context, o *observation, at time.Time) error
 	default:
 		return n.resolve(ctx, "stale_lifecycle_state", o.Provider, o.ProviderID, o.ObservedState, rec.ExpectedState, at)
 	}
-	return nil
 }
 
 func (n *naive) open(ctx context.Context, class, provider, id, observed, expected string, at time.Time) error {
