@@ -65,6 +65,7 @@ type restoreResult struct {
 	RestoreSeconds float64 `json:"restore_seconds"` // driftline_joiner_restore_seconds_sum, largest member
 	RestoredEvents int64   `json:"restored_events"`
 	Restores       int     `json:"restores"`
+	FromCheckpoint int     `json:"from_checkpoint"` // driftline_joiner_restore_checkpoints_total, summed
 	PeakRSS        int64   `json:"peak_rss_bytes"`
 }
 
@@ -261,9 +262,9 @@ func renderMarkdown(rep *report) string {
 		if len(s.Restores) > 0 {
 			w("### Restore after a restart\n\n")
 			w("All members of the group stopped (SIGTERM) and started again at once; time from the first start until every partition is assigned and restored again (sum of `driftline_joiner_partitions_assigned` = %d).\n\n", rep.Partitions)
-			w("| joiners | start to serving | restore (largest `driftline_joiner_restore_seconds_sum`) | events replayed | restores | peak RSS of a member |\n|---|---|---|---|---|---|\n")
+			w("| joiners | start to serving | restore (largest `driftline_joiner_restore_seconds_sum`) | events replayed | restores | partitions from a checkpoint | peak RSS of a member |\n|---|---|---|---|---|---|---|\n")
 			for _, r := range s.Restores {
-				w("| %d | %.2f s | %.2f s | %s | %d | %s |\n", r.Processes, r.Seconds, r.RestoreSeconds, thousands(float64(r.RestoredEvents)), r.Restores, mib(r.PeakRSS))
+				w("| %d | %.2f s | %.2f s | %s | %d | %d | %s |\n", r.Processes, r.Seconds, r.RestoreSeconds, thousands(float64(r.RestoredEvents)), r.Restores, r.FromCheckpoint, mib(r.PeakRSS))
 			}
 			w("\n")
 		}

@@ -324,7 +324,7 @@ func (e *env) joinerPhase(ctx context.Context, n int, logf func(string, ...any))
 	start := procs[0].started
 	deadline := start.Add(e.o.phaseTimeout)
 	for {
-		var assigned, restoreSum, restoreEvents, restores float64
+		var assigned, restoreSum, restoreEvents, restores, fromCheckpoint float64
 		ok := true
 		members := 0
 		for _, c := range procs {
@@ -332,7 +332,7 @@ func (e *env) joinerPhase(ctx context.Context, n int, logf func(string, ...any))
 				return r, nil, fmt.Errorf("%s exited during restore: %v; log tail:\n%s", c.name, c.err, c.tail(2000))
 			}
 			m, err := c.scrape(ctx, "driftline_joiner_partitions_assigned", "driftline_joiner_restore_seconds_sum",
-				"driftline_joiner_restore_seconds_count", "driftline_joiner_restore_events_total")
+				"driftline_joiner_restore_seconds_count", "driftline_joiner_restore_events_total", "driftline_joiner_restore_checkpoints_total")
 			if err != nil {
 				ok = false
 				break
@@ -344,6 +344,7 @@ func (e *env) joinerPhase(ctx context.Context, n int, logf func(string, ...any))
 			restoreSum = max(restoreSum, m["driftline_joiner_restore_seconds_sum"])
 			restoreEvents += m["driftline_joiner_restore_events_total"]
 			restores += m["driftline_joiner_restore_seconds_count"]
+			fromCheckpoint += m["driftline_joiner_restore_checkpoints_total"]
 		}
 		// Serving again: every partition restored and owned, and spread
 		// over every member (a member that joins late takes partitions
@@ -353,12 +354,13 @@ func (e *env) joinerPhase(ctx context.Context, n int, logf func(string, ...any))
 			rs.RestoreSeconds = restoreSum
 			rs.RestoredEvents = int64(restoreEvents)
 			rs.Restores = int(restores)
+			rs.FromCheckpoint = int(fromCheckpoint)
 			for _, c := range procs {
 				u := c.usage()
 				rs.PeakRSS = max(rs.PeakRSS, u.PeakRSS)
 			}
-			logf("joiner x%d restart: serving all %d partitions %.2fs after start (restore %.2fs, %d events replayed, %d restore(s))",
-				n, e.o.partitions, rs.Seconds, rs.RestoreSeconds, rs.RestoredEvents, rs.Restores)
+			logf("joiner x%d restart: serving all %d partitions %.2fs after start (restore %.2fs, %d events replayed, %d restore(s), %d partition(s) from a checkpoint)",
+				n, e.o.partitions, rs.Seconds, rs.RestoreSeconds, rs.RestoredEvents, rs.Restores, rs.FromCheckpoint)
 			return r, rs, nil
 		}
 		if time.Now().After(deadline) {
