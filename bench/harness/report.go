@@ -246,7 +246,7 @@ func renderMarkdown(rep *report) string {
 		w("\nCounts of current findings (open and resolved) per classification. The naive baseline ignores node-agent evidence (the ground truth's identity_mismatch includes cloned nodes seen in heartbeats) and quota; when it stopped before the end, its counts are partial.\n\n")
 		if s.Storage != nil {
 			w("### ClickHouse bytes per finding\n\n")
-			w("`SELECT table, sum(bytes_on_disk), sum(rows), count() FROM system.parts WHERE database = '%s' AND active GROUP BY table` after the x1 run:\n\n", s.Storage.Database)
+			w("`SELECT table, sum(bytes_on_disk), sum(rows), count() FROM system.parts WHERE database = '%s' AND active GROUP BY table` after the joiner phase writing to it (the first whose findings equal the ground truth):\n\n", s.Storage.Database)
 			w("| table | bytes on disk | rows | parts |\n|---|---|---|---|\n")
 			for _, t := range s.Storage.Tables {
 				w("| %s | %s | %s | %d |\n", t.Table, thousands(float64(t.Bytes)), thousands(float64(t.Rows)), t.Parts)

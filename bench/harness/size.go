@@ -147,7 +147,15 @@ func runSize(ctx context.Context, o options, runDir string, size int, latency bo
 		}
 	}
 	if len(res.Joiners) > 0 {
-		st, err := e.storage(ctx, res.Joiners[0].Database, "drift_evidence")
+		// Bytes per finding of the first phase whose findings are right.
+		db := res.Joiners[0].Database
+		for _, j := range res.Joiners {
+			if j.Truth == "equal" {
+				db = j.Database
+				break
+			}
+		}
+		st, err := e.storage(ctx, db, "drift_evidence")
 		if err != nil {
 			errs = append(errs, err)
 		}
