@@ -83,7 +83,10 @@ type scan struct {
 }
 
 type naive struct {
-	conn     driver.Conn
+	conn driver.Conn
+	// write stores one finding row; insert (one INSERT per row) unless a
+	// test replaces it.
+	write    func(ctx context.Context, eid, class, provider, id, status, observed, expected string, at time.Time) error
 	seen     map[string]struct{}
 	records  map[string]*record
 	observed map[string]*seen
@@ -125,8 +128,19 @@ func run(ctx context.Context, brokers, group string, chc config.ClickHouse, name
 		return err
 	}
 	defer cl.Close()
-	n := &naive{conn: conn, seen: map[string]struct{}{}, records: map[string]*record{}, observed: map[string]*seen{}, findings: map[string]string{}}
+	n := newNaive()
+	n.conn = conn
+	n.write = n.insert
 	log.Printf("consuming %v as group %s", names.Joined(), group)
+	return n.consume(ctx, cl)
+}
+
+func newNaive() *naive {
+	return &naive{seen: map[string]struct{}{}, records: map[string]*record{}, observed: map[string]*seen{}, findings: map[string]string{}}
+}
+
+// consume polls, applies and commits until ctx ends.
+func (n *naive) consume(ctx context.Context, cl *kgo.Client) error {
 	for ctx.Err() == nil {
 		fetches := cl.PollRecords(ctx, 5000)
 		if fetches.IsClientClosed() || ctx.Err() != nil {
@@ -254,7 +268,7 @@ func (n *naive) open(ctx context.Context, class, provider, id, observed, expecte
 		return nil
 	}
 	n.findings[eid] = "open"
-	return n.insert(ctx, eid, class, provider, id, "open", observed, expected, at)
+	return n.write(ctx, eid, class, provider, id, "open", observed, expected, at)
 }
 
 func (n *naive) resolve(ctx context.Context, class, provider, id, observed, expected string, at time.Time) error {
@@ -263,7 +277,7 @@ func (n *naive) resolve(ctx context.Context, class, provider, id, observed, expe
 		return nil
 	}
 	n.findings[eid] = "resolved"
-	return n.insert(ctx, eid, class, provider, id, "resolved", observed, expected, at)
+	return n.write(ctx, eid, class, provider, id, "resolved", observed, expected, at)
 }
 
 // insert writes one row with one INSERT, as a first version would.

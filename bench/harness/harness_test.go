@@ -1,0 +1,142 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"image/png"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/driftline/driftline/pipeline/fleet"
+)
+
+func TestProcReadings(t *testing.T) {
+	// Burn a little CPU so the counter moves off zero.
+	deadline := time.Now().Add(50 * time.Millisecond)
+	for x := 0; time.Now().Before(deadline); x++ {
+		_ = x * x
+	}
+	cpu, err := cpuSeconds(os.Getpid())
+	if err != nil || cpu <= 0 {
+		t.Fatalf("cpuSeconds = %v, %v", cpu, err)
+	}
+	hwm, err := peakRSS(os.Getpid())
+	if err != nil || hwm < 1<<20 {
+		t.Fatalf("peakRSS = %d, %v", hwm, err)
+	}
+	if _, err := cpuSeconds(-1); err == nil {
+		t.Fatal("cpuSeconds of no process: no error")
+	}
+}
+
+func TestFleetConfigSizes(t *testing.T) {
+	for _, events := range []int{100_000, 1_000_000, 10_000_000} {
+		cfg := fleetConfig(events)
+		if err := cfg.Validate(); err != nil {
+			t.Fatalf("%d: %v", events, err)
+		}
+		ids := cfg.Domains * (cfg.NodesPerDomain + cfg.AppsPerDomain + cfg.VolumesPerDomain + cfg.EndpointsPerDomain)
+		if want := events * 2 / 15; ids < want*95/100 || ids > want*105/100 {
+			t.Errorf("%d events: %d identities, want about %d", events, ids, want)
+		}
+	}
+	// The 7.5 events per identity the sizes assume, on a small fleet.
+	g, err := fleet.New(fleetConfig(30_000))
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	_ = g.Emit(func(*fleet.Event) error { n++; return nil })
+	if n < 27_000 || n > 33_000 {
+		t.Errorf("fleetConfig(30000) generates %d events", n)
+	}
+}
+
+func TestParseSizes(t *testing.T) {
+	got, err := parseSizes("1m, 500k,2.5M,1000")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if fmt.Sprint(got) != "[1000000 500000 2500000 1000]" {
+		t.Fatalf("got %v", got)
+	}
+	for _, bad := range []string{"", "x", "-1m", "0"} {
+		if _, err := parseSizes(bad); err == nil {
+			t.Errorf("parseSizes(%q): no error", bad)
+		}
+	}
+	if sizeName(1_000_000) != "1M" || sizeName(10_000_000) != "10M" || sizeName(100_000) != "100k" {
+		t.Errorf("sizeName: %s %s %s", sizeName(1_000_000), sizeName(10_000_000), sizeName(100_000))
+	}
+}
+
+func TestScrapeSumsLabels(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		fmt.Fprint(w, `# HELP driftline_joiner_partitions_assigned x
+driftline_joiner_partitions_assigned 3
+driftline_joiner_restore_seconds_sum 1.5
+driftline_joiner_restore_seconds_count 2
+driftline_joiner_restore_events_total{topic="a"} 10
+driftline_joiner_restore_events_total{topic="b"} 5
+driftline_joiner_restore_events_totally_other 99
+`)
+	}))
+	defer srv.Close()
+	c := &child{name: "t", metrics: srv.URL}
+	m, err := c.scrape(context.Background(), "driftline_joiner_partitions_assigned", "driftline_joiner_restore_seconds_sum",
+		"driftline_joiner_restore_events_total", "driftline_joiner_missing")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m["driftline_joiner_partitions_assigned"] != 3 || m["driftline_joiner_restore_seconds_sum"] != 1.5 ||
+		m["driftline_joiner_restore_events_total"] != 15 || m["driftline_joiner_missing"] != 0 {
+		t.Fatalf("scrape = %v", m)
+	}
+}
+
+func TestReportAndPlot(t *testing.T) {
+	naive := consumerResult{Label: "naive", Processes: 1, Records: 1000, End: 5000, Seconds: 10, RecordsPerSec: 100,
+		NaiveCounts: map[string]int{"stale_lifecycle_state open": 3}}
+	rep := &report{Command: "go run ./bench/harness -sizes 1m", Partitions: 8, Machine: machine{CPUs: 2},
+		Sizes: []sizeResult{{
+			Name: "1M", Identities: 133332, TruthFindings: 4, TruthCounts: map[string]int{"stale_lifecycle_state": 4},
+			JoinerCounts: map[string]int{"stale_lifecycle_state": 4},
+			Produce:      produced{Lines: 10, Records: 12, Seconds: 1, GenSecond: 0.5},
+			Joiners: []consumerResult{
+				{Label: "joiner x1", Processes: 1, Records: 5000, End: 5000, CaughtUp: true, Seconds: 1, RecordsPerSec: 5000, Truth: "equal"},
+				{Label: "joiner x2", Processes: 2, Records: 5000, End: 5000, CaughtUp: true, Seconds: 0.5, RecordsPerSec: 10000, Truth: "equal"},
+			},
+			Restores: []restoreResult{{Processes: 1, Seconds: 2}, {Processes: 2, Seconds: 1.5}},
+			Naive:    &naive,
+		}},
+		Latency: &latencyResult{Rate: 100, Probes: 3, Seen: 3, P50: 400, P99: 900},
+	}
+	path := filepath.Join(t.TempDir(), "plot.png")
+	if err := writePlot(path, rep); err != nil {
+		t.Fatal(err)
+	}
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	img, err := png.Decode(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if img.Bounds().Dx() < 500 {
+		t.Fatalf("plot %v", img.Bounds())
+	}
+	rep.PlotPath = path
+	md := renderMarkdown(rep)
+	for _, want := range []string{"**5,000**", "50.0×", "100.0×", "(stopped at 20%)", "| 2 | 1.50 s |", "| stale_lifecycle_state | 4 | 4 | 3 |", "p99", "go run ./bench/harness -sizes 1m"} {
+		if !strings.Contains(md, want) {
+			t.Errorf("report lacks %q:\n%s", want, md)
+		}
+	}
+}
