@@ -42,6 +42,8 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/driftline/driftline/pipeline/stack"
 )
 
 type options struct {
@@ -156,6 +158,14 @@ func run(ctx context.Context, o options) error {
 		log.Printf("wrote %s", o.results)
 	}
 	fmt.Print(md)
+	if !o.keep {
+		// Last, since deleting ClickHouse's many small parts takes a while.
+		for _, size := range o.sizes {
+			for _, d := range []string{stack.NameBroker, stack.NameClickHouse} {
+				_ = os.RemoveAll(filepath.Join(runDir, sizeName(size), d))
+			}
+		}
+	}
 	if len(rep.Errors) > 0 {
 		return fmt.Errorf("%d phase(s) failed: %s", len(rep.Errors), strings.Join(rep.Errors, "; "))
 	}

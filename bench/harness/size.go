@@ -85,11 +85,6 @@ func runSize(ctx context.Context, o options, runDir string, size int, latency bo
 		if err := st.Stop(sctx); err != nil {
 			logf("stop stack: %v", err)
 		}
-		if !o.keep {
-			for _, d := range []string{stack.NameBroker, stack.NameClickHouse} {
-				_ = os.RemoveAll(filepath.Join(dir, d))
-			}
-		}
 	}()
 	e := &env{o: o, dir: dir, st: st, names: topics.Defaults(), infra: map[string]int{}}
 	for _, c := range st.State().Children {
