@@ -1,0 +1,94 @@
+// Package logmerge merges the co-partitioned streams of one partition
+// number (one topic partition each) into one order that depends only on the
+// logs' contents: the next record is always the head, among the streams,
+// with the earliest Kafka timestamp (ties go to the lower stream index),
+// and the merge waits while a stream that has more records below its end
+// has none buffered. A group consumer (in whatever chunks the fetches
+// bring), a restore and a fresh replay therefore apply the same records in
+// the same order. The one exception is the live tail: a stream that is
+// caught up cannot say that a record with an earlier timestamp is still in
+// flight to the broker; such a record is applied when it arrives.
+//
+// The drift joiner and the billing reconciler both order their partitions
+// with it; each keeps the state in arrays of its own stream count and
+// hands them over as a Streams view.
+package logmerge
+
+import (
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+)
+
+// StuckAfter is how long the merge waits for a stream that the broker said
+// has more records before it takes the stream as caught up. It only
+// matters when the last offsets below the high watermark carry no records
+// (transaction markers).
+const StuckAfter = 5 * time.Second
+
+// Streams is a view of the merge state of n streams, held by the caller
+// (slices of its arrays): the three slices have one element per stream.
+type Streams struct {
+	// Queue holds the polled, not yet applied records of each stream, in
+	// offset order.
+	Queue [][]*kgo.Record
+	// More says the stream has records beyond those queued (below the
+	// fetch's last stable offset, or below a restore's target).
+	More []bool
+	// WaitingSince is when the merge started to wait for the stream.
+	WaitingSince []time.Time
+}
+
+// Push queues records of stream s; more says the stream has records
+// beyond them.
+func (m Streams) Push(s int, recs []*kgo.Record, more bool) {
+	m.Queue[s] = append(m.Queue[s], recs...)
+	m.More[s] = more
+	if len(recs) > 0 {
+		m.WaitingSince[s] = time.Time{}
+	}
+}
+
+// Pop returns the next record in merge order and its stream, or nil and -1
+// when the queues are empty or the merge must wait for a stream. now is
+// only used to give up on a stream that stays silent (see StuckAfter); a
+// zero now never gives up.
+func (m Streams) Pop(now time.Time) (*kgo.Record, int) {
+	best := -1
+	for s := range m.Queue {
+		if len(m.Queue[s]) == 0 {
+			if m.More[s] {
+				if now.IsZero() {
+					return nil, -1
+				}
+				if m.WaitingSince[s].IsZero() {
+					m.WaitingSince[s] = now
+				}
+				if now.Sub(m.WaitingSince[s]) < StuckAfter {
+					return nil, -1
+				}
+				m.More[s] = false
+			}
+			continue
+		}
+		if best < 0 || m.Queue[s][0].Timestamp.Before(m.Queue[best][0].Timestamp) {
+			best = s // equal timestamps: the lower stream, found first, wins
+		}
+	}
+	if best < 0 {
+		return nil, -1
+	}
+	r := m.Queue[best][0]
+	m.Queue[best][0] = nil
+	m.Queue[best] = m.Queue[best][1:]
+	return r, best
+}
+
+// Buffered reports how many records are queued.
+func (m Streams) Buffered() int {
+	n := 0
+	for _, q := range m.Queue {
+		n += len(q)
+	}
+	return n
+}
