@@ -28,7 +28,10 @@
 // is rated, pending or rejected, and rated lines are ledgered, pending or
 // mismatched, in exact decimals; the rows go to billing_window.
 //
-// Offsets are committed only after ClickHouse has the batch, and every row
+// The three streams of a partition are applied in one log-determined order
+// (package logmerge, as the drift joiner does), so that a restore and the
+// live consumer apply the same records in the same order. Offsets are
+// committed only after ClickHouse has the batch, and every row
 // is idempotent (ReplacingMergeTree by version), so a crash replays at most
 // the uncommitted tail and changes nothing. On assignment a worker restores
 // a partition's state by replaying the three topic partitions up to the

@@ -11,7 +11,9 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/driftline/driftline/pipeline/event"
 	"github.com/driftline/driftline/pipeline/pricebook"
@@ -116,6 +118,8 @@ type partition struct {
 	tracker *Tracker
 	out     *output // silent while restoring, the live batch afterwards
 	dirty   bool
+	// merge orders the polled records of the three streams.
+	merge merge
 	// pruned and late are the tracker's counts already added to the
 	// metrics.
 	pruned, late int64
@@ -217,12 +221,17 @@ func (r *Reconciler) Run(ctx context.Context) error {
 				}
 			})
 			r.mu.Lock()
-			fetches.EachRecord(func(rec *kgo.Record) {
-				if r.parts[rec.Partition] != nil {
-					r.apply(r.parts, rec)
-					processed++
+			fetches.EachPartition(func(fp kgo.FetchTopicPartition) {
+				if part := r.parts[fp.Partition]; part != nil && len(fp.Records) > 0 {
+					end := fp.LastStableOffset
+					if end < 0 {
+						end = fp.HighWatermark
+					}
+					last := fp.Records[len(fp.Records)-1].Offset
+					part.merge.push(r.stream(fp.Topic), fp.Records, last+1 < end)
 				}
 			})
+			processed += r.applyAll(r.parts, time.Now())
 			r.mu.Unlock()
 			if ctx.Err() != nil {
 				break
@@ -271,12 +280,70 @@ func (r *Reconciler) flushAndCommit(ctx context.Context) error {
 		}
 		r.out.reset()
 	}
-	if err := r.cl.CommitUncommittedOffsets(wctx); err != nil {
-		// The rows are written; a failed commit means a replay of this
-		// batch, which writes the same rows again.
-		r.opts.Logger.Warn("offset commit failed; the batch will be replayed idempotently", "err", err)
-	}
+	r.commit(wctx)
 	return nil
+}
+
+// applyAll applies, per partition, what its merge can release, and
+// returns the number of records applied. mu is held (or parts is a
+// restore's own).
+func (r *Reconciler) applyAll(parts map[int32]*partition, now time.Time) int {
+	n := 0
+	for _, part := range parts {
+		for rec := part.merge.pop(now); rec != nil; rec = part.merge.pop(now) {
+			r.apply(parts, rec)
+			n++
+		}
+	}
+	return n
+}
+
+// commit commits the offsets of everything applied: the merges'
+// positions, not the fetch positions, since polled records may wait in a
+// merge. The rows are written by then; a failed commit means a replay of
+// the batch, which writes the same rows again. mu is held.
+func (r *Reconciler) commit(ctx context.Context) {
+	offsets := map[string]map[int32]kgo.EpochOffset{}
+	names := r.streamTopics()
+	for p, part := range r.parts {
+		for s, next := range part.merge.next {
+			if next.Offset > part.merge.committed[s] {
+				if offsets[names[s]] == nil {
+					offsets[names[s]] = map[int32]kgo.EpochOffset{}
+				}
+				offsets[names[s]][p] = next
+			}
+		}
+	}
+	if len(offsets) == 0 {
+		return
+	}
+	var failed error
+	r.cl.CommitOffsetsSync(ctx, offsets, func(_ *kgo.Client, _ *kmsg.OffsetCommitRequest, resp *kmsg.OffsetCommitResponse, err error) {
+		if err != nil {
+			failed = err
+			return
+		}
+		for _, t := range resp.Topics {
+			for _, p := range t.Partitions {
+				if err := kerr.ErrorForCode(p.ErrorCode); err != nil {
+					failed = fmt.Errorf("%s/%d: %w", t.Topic, p.Partition, err)
+				}
+			}
+		}
+	})
+	if failed != nil {
+		r.opts.Logger.Warn("offset commit failed; the batch will be replayed idempotently", "err", failed)
+		return
+	}
+	for t, ps := range offsets {
+		s := r.stream(t)
+		for p, next := range ps {
+			if part := r.parts[p]; part != nil {
+				part.merge.committed[s] = next.Offset
+			}
+		}
+	}
 }
 
 func (r *Reconciler) newPartition(p int32, out *output) *partition {
