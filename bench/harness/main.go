@@ -49,6 +49,7 @@ import (
 type options struct {
 	sizes           []int
 	joiners         []int
+	scalingUpTo     int
 	partitions      int
 	naive           bool
 	naiveTimeout    time.Duration
@@ -68,6 +69,7 @@ func main() {
 	var o options
 	sizes := flag.String("sizes", "1m", "data set sizes in generated events, comma separated (k and m suffixes); about 7.5 events per identity")
 	joiners := flag.String("joiners", "1,2,4", "joiner process counts to run, one consumer group each")
+	scaling := flag.String("scaling.upTo", "2m", "sizes above this run only the first -joiners count (and its restore), to bound the run's length")
 	flag.IntVar(&o.partitions, "partitions", 8, "partitions per topic")
 	flag.BoolVar(&o.naive, "naive", true, "run the naive baseline (bench/naive) on the same topics")
 	flag.DurationVar(&o.naiveTimeout, "naive.timeout", 3*time.Minute, "stop the naive baseline after this long and report its rate so far")
@@ -89,6 +91,11 @@ func main() {
 	if o.joiners, err = parseInts(*joiners); err != nil {
 		log.Fatal(err)
 	}
+	up, err := parseSizes(*scaling)
+	if err != nil || len(up) != 1 {
+		log.Fatalf("-scaling.upTo %q: want one size", *scaling)
+	}
+	o.scalingUpTo = up[0]
 	log.SetFlags(log.Ltime)
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()

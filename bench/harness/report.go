@@ -84,6 +84,36 @@ type storageResult struct {
 	BytesPerFinding float64     `json:"bytes_per_finding"`
 }
 
+// ownCPUPerMillion is the CPU time of the stage's own processes (not the
+// broker's or ClickHouse's) per million records.
+func ownCPUPerMillion(r *consumerResult) float64 {
+	var cpu float64
+	for _, u := range r.Usage {
+		if u.Name != "broker" && u.Name != "clickhouse" {
+			cpu += u.CPUSeconds
+		}
+	}
+	if r.Records == 0 {
+		return 0
+	}
+	return cpu / (float64(r.Records) / 1e6)
+}
+
+// ownRate is records per CPU second of the stage's own processes.
+func ownRate(r *consumerResult) float64 {
+	if c := ownCPUPerMillion(r); c > 0 {
+		return 1e6 / c
+	}
+	return 0
+}
+
+func firstField(s string) string {
+	if f := strings.Fields(s); len(f) > 0 {
+		return f[0]
+	}
+	return s
+}
+
 func firstProcs(s sizeResult) int {
 	if len(s.Joiners) > 0 {
 		return s.Joiners[0].Processes
@@ -146,15 +176,15 @@ func renderMarkdown(rep *report) string {
 			s.FleetFlags, thousands(float64(s.Produce.Lines)), thousands(float64(s.Produce.Records)), thousands(float64(s.JoinedRecords)), thousands(float64(s.TruthFindings)))
 
 		w("### Throughput per stage\n\n")
-		w("| stage | processes | records | time | records/s | CPU s per million records | ratio to naive | load average at start |\n|---|---|---|---|---|---|---|---|\n")
+		w("| stage | processes | records | time | records/s | CPU s per million records | records per CPU s of the stage's own processes | ratio to naive | load average at start |\n|---|---|---|---|---|---|---|---|---|\n")
 		p := s.Produce
 		genRate := float64(p.Lines) / p.GenSecond
-		w("| generate (pipeline/fleet, in the harness) | 1 | %s | %.1f s | %s | | | |\n", thousands(float64(p.Lines)), p.GenSecond, thousands(genRate))
+		w("| generate (pipeline/fleet, in the harness) | 1 | %s | %.1f s | %s | | | | |\n", thousands(float64(p.Lines)), p.GenSecond, thousands(genRate))
 		var prodCPU float64
 		for _, u := range s.ProduceUsage {
 			prodCPU += u.CPUSeconds
 		}
-		w("| produce to the broker (generate + produce, acks=all) | 1 | %s | %.1f s | %s | %.1f (harness not counted) | | |\n",
+		w("| produce to the broker (generate + produce, acks=all) | 1 | %s | %.1f s | %s | %.1f (harness not counted) | | | |\n",
 			thousands(float64(p.Records)), p.Seconds, thousands(float64(p.Records)/p.Seconds), prodCPU/(float64(p.Records)/1e6))
 		naiveRate := 0.0
 		if s.Naive != nil {
@@ -171,7 +201,7 @@ func renderMarkdown(rep *report) string {
 			if !r.CaughtUp {
 				note = fmt.Sprintf(" (stopped at %.0f%%)", 100*float64(r.Records)/float64(max(r.End, 1)))
 			}
-			w("| %s | %d | %s%s | %.1f s | **%s** | %.1f | %s | %s |\n", name, r.Processes, thousands(float64(r.Records)), note, r.Seconds, thousands(r.RecordsPerSec), r.CPUPerMillion, ratio, r.Load)
+			w("| %s | %d | %s%s | %.1f s | **%s** | %.1f | %s | %s | %s |\n", name, r.Processes, thousands(float64(r.Records)), note, r.Seconds, thousands(r.RecordsPerSec), r.CPUPerMillion, thousands(ownRate(r)), ratio, r.Load)
 		}
 		for i := range s.Joiners {
 			row(fmt.Sprintf("joiner: topics to committed findings (bin/joiner x%d)", s.Joiners[i].Processes), &s.Joiners[i])
@@ -183,7 +213,14 @@ func renderMarkdown(rep *report) string {
 			row("rater: usage.events to billing.rated (bin/rater, transactions)", s.Rater)
 		}
 		w("\nTime runs from the first process's start (group join and, for the rater, its startup included) until the group's committed offsets reach the end of every partition. ")
-		w("CPU seconds count the processes of the stage plus what the broker and ClickHouse used during it (/proc/<pid>/stat utime+stime).\n\n")
+		w("CPU seconds count the processes of the stage plus what the broker and ClickHouse used during it (/proc/<pid>/stat utime+stime). " +
+			"Records per CPU second counts only the stage's own processes (not broker, ClickHouse): what one core would do, independent of how much of the machine the stage got.\n\n")
+		if len(s.Joiners) > 0 {
+			j := s.Joiners[0]
+			w("Against the joiner's goal of 500,000 events/s on this machine with broker and ClickHouse beside it: joiner x%d measured **%s records/s** (%.1f%% of it) with the load average at %s; "+
+				"its own CPU time, %.1f s per million records, would allow at most %s records/s if the joiner had one core to itself.\n\n",
+				j.Processes, thousands(j.RecordsPerSec), 100*j.RecordsPerSec/500_000, firstField(j.Load), ownCPUPerMillion(&j), thousands(ownRate(&j)))
+		}
 
 		w("### CPU and memory per process\n\n")
 		w("| stage | process | CPU s | CPU s per million records | peak RSS (VmHWM) |\n|---|---|---|---|---|\n")

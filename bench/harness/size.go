@@ -125,9 +125,13 @@ func runSize(ctx context.Context, o options, runDir string, size int, latency bo
 		res.Produce.Lines, res.Produce.Records, res.JoinedRecords, res.Produce.Seconds, float64(res.Produce.Records)/res.Produce.Seconds, res.Produce.GenSecond)
 
 	var errs []error
-	for _, n := range o.joiners {
+	for i, n := range o.joiners {
 		if ctx.Err() != nil {
 			break
+		}
+		if i > 0 && size > o.scalingUpTo {
+			logf("skipping %d joiner(s): size above -scaling.upTo", n)
+			continue
 		}
 		r, rs, err := e.joinerPhase(ctx, n, logf)
 		if r != nil {
