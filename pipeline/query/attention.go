@@ -1,12 +1,14 @@
 package query
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"net/http"
 	"net/url"
 	"slices"
 	"sort"
+	"sync"
 
 	"github.com/ClickHouse/clickhouse-go/v2/lib/driver"
 )
@@ -78,33 +80,45 @@ func (s *Server) handleAttention(w http.ResponseWriter, r *http.Request) error {
 		}
 	}
 
+	// The findings and the nodes are read at the same time.
 	ctx := r.Context()
-	var items []AttentionItem
+	var (
+		wg         sync.WaitGroup
+		fs         []Finding
+		ns         []Node
+		ferr, nerr error
+	)
 	if wantFindings {
-		var fs []Finding
-		if rankedFilter(f, n) {
-			fs, err = s.rankedFindings(ctx, f.OwningDomains, n, by == "domain")
-		} else {
+		wg.Go(func() {
+			if rankedFilter(f, n) {
+				fs, ferr = s.rankedFindings(ctx, f.OwningDomains, n, by == "domain")
+				return
+			}
 			conds, args := f.where(s.opts.Now())
-			fs, err = s.topFindings(ctx, conds, args, n, by == "domain")
-		}
-		if err != nil {
-			return err
-		}
-		for i := range fs {
-			items = append(items, AttentionItem{Kind: KindFinding, ID: fs[i].EvidenceID, AttentionScore: fs[i].AttentionScore,
-				OwningDomain: fs[i].OwningDomain, DomainID: fs[i].DomainID, Finding: &fs[i]})
-		}
+			fs, ferr = s.topFindings(ctx, conds, args, n, by == "domain")
+		})
 	}
 	if wantNodes {
-		ns, err := s.topNodes(ctx, nconds, nargs, n, by == "domain")
-		if err != nil {
-			return err
-		}
-		for i := range ns {
-			items = append(items, AttentionItem{Kind: KindNode, ID: ns[i].NodeID, AttentionScore: ns[i].AttentionScore,
-				OwningDomain: ns[i].OwningDomain, DomainID: ns[i].DomainID, Node: &ns[i]})
-		}
+		wg.Go(func() {
+			if by == "domain" {
+				ns, nerr = s.topNodes(ctx, nconds, nargs, n, true)
+				return
+			}
+			ns, nerr = s.rankedNodes(ctx, nconds, nargs, n)
+		})
+	}
+	wg.Wait()
+	if err := cmp.Or(ferr, nerr); err != nil {
+		return err
+	}
+	items := make([]AttentionItem, 0, len(fs)+len(ns))
+	for i := range fs {
+		items = append(items, AttentionItem{Kind: KindFinding, ID: fs[i].EvidenceID, AttentionScore: fs[i].AttentionScore,
+			OwningDomain: fs[i].OwningDomain, DomainID: fs[i].DomainID, Finding: &fs[i]})
+	}
+	for i := range ns {
+		items = append(items, AttentionItem{Kind: KindNode, ID: ns[i].NodeID, AttentionScore: ns[i].AttentionScore,
+			OwningDomain: ns[i].OwningDomain, DomainID: ns[i].DomainID, Node: &ns[i]})
 	}
 	writeJSON(w, http.StatusOK, foldAttention(items, n, by == "domain"))
 	return nil
@@ -176,6 +190,9 @@ func (s *Server) topFindings(ctx context.Context, conds []string, args []any, n 
 	return out, err
 }
 
+// topNodes reads the n current nodes of highest attention_score under
+// conds whose gate does not pass, over all (perDomain false) or per owning
+// domain, collapsing node_agent_status with FINAL.
 func (s *Server) topNodes(ctx context.Context, conds []string, args []any, n int, perDomain bool) ([]Node, error) {
 	order, limit := " ORDER BY attention_score DESC, node_id", fmt.Sprintf(" LIMIT %d", n)
 	if perDomain {

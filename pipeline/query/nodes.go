@@ -57,17 +57,19 @@ const nodeColumns = `node_id, domain_id, owning_domain, node_agent_state, node_a
 	rtt_ms, loss_pct, bandwidth_kbps, backlog_messages, seconds_behind, replay_required,
 	last_seen_at, attention_score, version, updated_at`
 
-func scanNode(rows driver.Rows) (Node, error) {
+// scanNode scans the nodeColumns of a row, then the extra columns that
+// follow them into extra.
+func scanNode(rows driver.Rows, extra ...any) (Node, error) {
 	var (
 		n                 Node
 		replay            uint8
 		lastSeen, updated time.Time
 	)
-	err := rows.Scan(&n.NodeID, &n.DomainID, &n.OwningDomain, &n.NodeAgentState, &n.NodeAgentReason, &n.UpdatePath,
+	err := rows.Scan(append([]any{&n.NodeID, &n.DomainID, &n.OwningDomain, &n.NodeAgentState, &n.NodeAgentReason, &n.UpdatePath,
 		&n.ExpectedAgentVersion, &n.ObservedAgentVersion, &n.CertIssuerFingerprint, &n.IngressTrustFingerprint,
 		&n.HostFingerprint, &n.TerminalStreamProbe, &n.WorkloadImpact, &n.Health, &n.Gate, &n.ConnectivityMode,
 		&n.RTTMs, &n.LossPct, &n.BandwidthKbps, &n.BacklogMessages, &n.SecondsBehind, &replay,
-		&lastSeen, &n.AttentionScore, &n.Version, &updated)
+		&lastSeen, &n.AttentionScore, &n.Version, &updated}, extra...)...)
 	n.ReplayRequired = replay != 0
 	n.LastSeenAt = nullTime(lastSeen)
 	n.UpdatedAt = nullTime(updated)

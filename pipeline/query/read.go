@@ -46,16 +46,18 @@ const findingColumns = `evidence_id, correlation_id, resource_family, product_id
 	classification, severity, status, first_seen_at, last_seen_at, resolved_at,
 	retry_count, posture, next_attempt_at, runbook, attention_score, version, updated_at`
 
-func scanFinding(rows driver.Rows) (Finding, error) {
+// scanFinding scans the findingColumns of a row, then the extra columns
+// that follow them into extra.
+func scanFinding(rows driver.Rows, extra ...any) (Finding, error) {
 	var (
 		f                                                          Finding
 		observedAt, firstSeen, lastSeen, resolved, next, updatedAt time.Time
 	)
-	err := rows.Scan(&f.EvidenceID, &f.CorrelationID, &f.ResourceFamily, &f.ProductID, &f.OwningDomain,
+	err := rows.Scan(append([]any{&f.EvidenceID, &f.CorrelationID, &f.ResourceFamily, &f.ProductID, &f.OwningDomain,
 		&f.OwningPackage, &f.DomainID, &f.RecordType, &f.RecordID, &f.ExpectedState, &f.ExpectedVersion,
 		&f.Provider, &f.ProviderID, &f.ObservedState, &f.ObservedVersion, &observedAt,
 		&f.Classification, &f.Severity, &f.Status, &firstSeen, &lastSeen, &resolved,
-		&f.RetryCount, &f.Posture, &next, &f.Runbook, &f.AttentionScore, &f.Version, &updatedAt)
+		&f.RetryCount, &f.Posture, &next, &f.Runbook, &f.AttentionScore, &f.Version, &updatedAt}, extra...)...)
 	if err != nil {
 		return f, err
 	}
@@ -128,17 +130,11 @@ func (s *Server) eachFinding(ctx context.Context, f Filter, order sortSpec, afte
 // finding reads the current row of one finding; ok is false if there is
 // none.
 func (s *Server) finding(ctx context.Context, id string) (f Finding, ok bool, err error) {
-	rows, err := s.readQuery(ctx, "drift_detail", "SELECT "+findingColumns+" FROM drift_evidence FINAL WHERE evidence_id = ?", id)
-	if err != nil {
+	fs, err := s.currentFindings(ctx, "drift_detail", nil, nil, []string{id})
+	if err != nil || len(fs) == 0 {
 		return f, false, err
 	}
-	err = s.scanAll("drift_detail", rows, func(r driver.Rows) error {
-		var err error
-		f, err = scanFinding(r)
-		ok = true
-		return err
-	})
-	return f, ok, err
+	return fs[0], true, nil
 }
 
 // history reads the transitions of one finding, ordered by version.

@@ -2,7 +2,6 @@ package query
 
 import (
 	"context"
-	"fmt"
 	"slices"
 	"strings"
 
@@ -117,77 +116,5 @@ func (s *Server) rankedFindings(ctx context.Context, domains []string, n int, pe
 	if len(ids) == 0 {
 		return nil, nil
 	}
-	fargs := make([]any, len(ids))
-	for i, id := range ids {
-		fargs[i] = id
-	}
-	rows, err = s.readQuery(ctx, "attention_findings", "SELECT "+findingColumns+" FROM drift_evidence FINAL WHERE "+
-		inList("evidence_id", len(ids))+" AND status = 'open'", fargs...)
-	if err != nil {
-		return nil, err
-	}
-	var out []Finding
-	err = s.scanAll("attention_findings", rows, func(r driver.Rows) error {
-		f, err := scanFinding(r)
-		out = append(out, f)
-		return err
-	})
-	return out, err
-}
-
-// Drift pages in evidence_id order read drift_evidence FINAL between the
-// cursor and the markSpan-th sampled evidence id after it (about
-// 1024 x markSpan findings, a few granules), then over ranges markGrowth
-// times wider while the filter leaves the page short.
-const (
-	markSpan   = 4
-	markGrowth = 8
-)
-
-// pageByMarks reads up to limit current findings matching f after the
-// evidence id after ("" for the first), in evidence_id order.
-func (s *Server) pageByMarks(ctx context.Context, f Filter, after string, limit int) ([]Finding, error) {
-	conds, args := f.where(s.opts.Now())
-	out := []Finding{}
-	lo, span := after, markSpan
-	for {
-		hi, err := s.markAfter(ctx, lo, span)
-		if err != nil {
-			return nil, err
-		}
-		c := append([]string{"evidence_id > ?"}, conds...)
-		a := append([]any{lo}, args...)
-		if hi != "" {
-			c = append(c, "evidence_id <= ?")
-			a = append(a, hi)
-		}
-		sql := "SELECT " + findingColumns + " FROM drift_evidence FINAL" + whereClause(c) +
-			fmt.Sprintf(" ORDER BY evidence_id LIMIT %d", limit-len(out))
-		rows, err := s.readQuery(ctx, "drift_list", sql, a...)
-		if err != nil {
-			return nil, err
-		}
-		err = s.scanAll("drift_list", rows, func(r driver.Rows) error {
-			f, err := scanFinding(r)
-			out = append(out, f)
-			return err
-		})
-		if err != nil || len(out) >= limit || hi == "" {
-			return out, err
-		}
-		lo, span = hi, span*markGrowth
-	}
-}
-
-// markAfter returns the n-th sampled evidence id after lo, "" if there
-// are fewer.
-func (s *Server) markAfter(ctx context.Context, lo string, n int) (string, error) {
-	rows, err := s.readQuery(ctx, "drift_marks", fmt.Sprintf(`SELECT evidence_id FROM drift_evidence_marks
-	WHERE evidence_id > ? GROUP BY evidence_id ORDER BY evidence_id LIMIT %d, 1`, n-1), lo)
-	if err != nil {
-		return "", err
-	}
-	var hi string
-	err = s.scanAll("drift_marks", rows, func(r driver.Rows) error { return r.Scan(&hi) })
-	return hi, err
+	return s.currentFindings(ctx, "attention_findings", []string{"status = ?"}, []any{StatusOpen}, ids)
 }
