@@ -73,7 +73,7 @@ func load(ctx context.Context, db driver.Conn, findings, nodes int) error {
 		'OK', '1.4.2', '1.4.2', toDateTime(1795000000 + number %% 3600), toFloat64((number * 104729) %% 1000000) / 1000, 1
 	FROM numbers(%d)`, nodes),
 		`INSERT INTO consumer_progress (consumer, partition, watermark, events, findings_open, updated_at, version)
-	SELECT 'driftline-joiner', toUInt32(number), toDateTime(1795086400), 1000, 10, now(), 1 FROM numbers(`+strconv.Itoa(benchPartitions)+`)`,
+	SELECT 'driftline-joiner', toUInt32(number), toDateTime(1795086400), 1000, 10, now(), 1 FROM numbers(` + strconv.Itoa(benchPartitions) + `)`,
 	}
 	for _, s := range stmts {
 		if err := db.Exec(ctx, s); err != nil {
@@ -81,8 +81,9 @@ func load(ctx context.Context, db driver.Conn, findings, nodes int) error {
 		}
 	}
 	// Merged parts are what a long-running read model looks like; FINAL
-	// over one part per partition is also its cheapest case.
-	for _, tbl := range []string{"drift_evidence", "node_agent_status"} {
+	// over one part per partition is also its cheapest case. The fine
+	// copies fill through their materialized views during the load.
+	for _, tbl := range []string{"drift_evidence", "node_agent_status", "drift_evidence_fine", "node_agent_status_fine"} {
 		if err := db.Exec(ctx, "OPTIMIZE TABLE "+tbl+" FINAL"); err != nil {
 			return err
 		}
@@ -109,7 +110,7 @@ func server(b *testing.B) string {
 			return
 		}
 		loaded := time.Now()
-		// The marks are kept by drift_evidence's materialized view during
+		// The marks and fine copies are kept by materialized views during
 		// the load; the counts and attention tops are what the joiner
 		// would hold for these findings.
 		if fixture.err = query.RebuildSummaries(ctx, db, benchPartitions); fixture.err != nil {
