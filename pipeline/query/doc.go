@@ -2,9 +2,13 @@
 // pipeline (CONTRACT section 7): JSON over HTTP, read from the ClickHouse
 // read model, plus a small Go client for it.
 //
-// Every read of a ReplacingMergeTree table uses FINAL, so each answer sees
-// exactly the current row per key, whether or not ClickHouse has merged the
-// superseded versions yet. The server never writes.
+// Every answer sees exactly the current row per key of the
+// ReplacingMergeTree tables, whether or not ClickHouse has merged the
+// superseded versions yet: scans read with FINAL; the attention queue,
+// drift pages in evidence_id order and drift detail read every row of the
+// keys they need from the fine-grained copies (migration 005) and keep
+// each key's current one, as a merge would (current.go). The server never
+// writes.
 //
 // # Endpoints
 //
