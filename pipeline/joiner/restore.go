@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kgo"
@@ -39,6 +40,7 @@ func (j *Joiner) restore(ctx context.Context, ps []int32) (map[int32]*partition,
 	}
 	targets := map[int32][numStreams]int64{}
 	from := map[int32][numStreams]int64{}
+	var load []int32 // partitions to look up in the checkpoints
 	for _, p := range ps {
 		var target [numStreams]int64
 		for s, t := range names {
@@ -56,11 +58,34 @@ func (j *Joiner) restore(ctx context.Context, ps []int32) (map[int32]*partition,
 				continue
 			}
 		}
-		if part, start, ok := j.fromCheckpoint(ctx, p, target, silent); ok {
-			parts[p], from[p] = part, start
+		if target == ([numStreams]int64{}) {
+			parts[p] = j.newPartition(p, silent) // nothing committed: nothing to restore
 			continue
 		}
-		parts[p] = j.newPartition(p, silent)
+		load = append(load, p)
+	}
+	// Checkpoints load in parallel: each is a few round trips and a
+	// decode of its own partition's state.
+	type loaded struct {
+		part  *partition
+		start [numStreams]int64
+		ok    bool
+	}
+	results := make([]loaded, len(load))
+	var wg sync.WaitGroup
+	for i, p := range load {
+		wg.Go(func() {
+			part, start, ok := j.fromCheckpoint(ctx, p, targets[p], silent)
+			results[i] = loaded{part, start, ok}
+		})
+	}
+	wg.Wait()
+	for i, p := range load {
+		if r := results[i]; r.ok {
+			parts[p], from[p] = r.part, r.start
+		} else {
+			parts[p] = j.newPartition(p, silent)
+		}
 	}
 	for p, part := range parts {
 		part.out = silent
