@@ -28,6 +28,7 @@ type merge struct {
 	queue        [numStreams][]*kgo.Record
 	more         [numStreams]bool
 	waitingSince [numStreams]time.Time
+	emptyPolls   [numStreams]int
 	// next is the offset after the last applied record of each stream,
 	// with its leader epoch: what a commit records. Offset 0: nothing
 	// applied since the partition was assigned.
@@ -37,7 +38,7 @@ type merge struct {
 }
 
 func (m *merge) streams() logmerge.Streams {
-	return logmerge.Streams{Queue: m.queue[:], More: m.more[:], WaitingSince: m.waitingSince[:]}
+	return logmerge.Streams{Queue: m.queue[:], More: m.more[:], WaitingSince: m.waitingSince[:], EmptyPolls: m.emptyPolls[:]}
 }
 
 // push queues records of stream s; more says the stream has records
@@ -55,6 +56,10 @@ func (m *merge) pop(now time.Time) *kgo.Record {
 }
 
 func (m *merge) buffered() int { return m.streams().Buffered() }
+
+// polled counts one poll for the streams the merge is waiting for
+// (logmerge.Streams.Polled).
+func (m *merge) polled() { m.streams().Polled() }
 
 // stream returns the stream index of topic t.
 func (r *Reconciler) stream(t string) int {

@@ -290,6 +290,7 @@ func (r *Reconciler) flushAndCommit(ctx context.Context) error {
 func (r *Reconciler) applyAll(parts map[int32]*partition, now time.Time) int {
 	n := 0
 	for _, part := range parts {
+		part.merge.polled()
 		for rec := part.merge.pop(now); rec != nil; rec = part.merge.pop(now) {
 			r.apply(parts, rec)
 			n++

@@ -33,9 +33,10 @@ func (j *Joiner) cut(offsets [numStreams]int64) checkpoint.Cut {
 
 // checkpoint snapshots, right after a successful commit, each partition
 // that is due (CheckpointInterval or CheckpointEvents since its last
-// checkpoint) and whose state is exactly its committed cut, and writes
-// the snapshots in the background. mu is held.
-func (j *Joiner) checkpoint() {
+// checkpoint, or any that changed when final: the joiner is stopping, so
+// that its successor replays nothing) and whose state is exactly its
+// committed cut, and writes the snapshots in the background. mu is held.
+func (j *Joiner) checkpoint(final bool) {
 	if j.opts.Checkpoints == nil {
 		return
 	}
@@ -44,7 +45,7 @@ func (j *Joiner) checkpoint() {
 		if part.saving.Load() || part.events == part.cpEvents {
 			continue
 		}
-		if part.events-part.cpEvents < j.opts.CheckpointEvents && now.Sub(part.cpAt) < j.opts.CheckpointInterval {
+		if !final && part.events-part.cpEvents < j.opts.CheckpointEvents && now.Sub(part.cpAt) < j.opts.CheckpointInterval {
 			continue
 		}
 		if part.applied() != part.merge.committed {

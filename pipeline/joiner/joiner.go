@@ -374,6 +374,7 @@ func (j *Joiner) applyAll(now time.Time) int {
 	}
 	busy := j.busy[:0]
 	for _, part := range j.parts {
+		part.merge.polled()
 		if part.merge.buffered() != 0 {
 			busy = append(busy, part)
 		}
@@ -427,7 +428,7 @@ func (j *Joiner) flushAndCommit(ctx context.Context) error {
 	}
 	if j.out.batch.Empty() {
 		if j.commit(wctx) {
-			j.checkpoint()
+			j.checkpoint(ctx.Err() != nil)
 		}
 		return nil
 	}
@@ -446,7 +447,7 @@ func (j *Joiner) flushAndCommit(ctx context.Context) error {
 	}
 	j.out.reset()
 	if j.commit(wctx) {
-		j.checkpoint()
+		j.checkpoint(ctx.Err() != nil)
 	}
 	return nil
 }

@@ -18,9 +18,13 @@ const (
 	numStreams
 )
 
-// stuckAfter is how long the merge waits for a silent stream that has more
-// records (logmerge.StuckAfter).
-const stuckAfter = logmerge.StuckAfter
+// stuckAfter and stuckPolls are how long and through how many empty polls
+// the merge waits for a silent stream that has more records
+// (logmerge.StuckAfter).
+const (
+	stuckAfter = logmerge.StuckAfter
+	stuckPolls = logmerge.StuckPolls
+)
 
 // merge turns the three co-partitioned streams of one partition number
 // into one order that depends only on the logs' contents (package
@@ -28,11 +32,12 @@ const stuckAfter = logmerge.StuckAfter
 // same records in the same order, and the classifier, whose event-time
 // watermark and windows depend on that order, writes the same findings.
 type merge struct {
-	// queue, more and waitingSince are the logmerge state of the three
-	// streams.
+	// queue, more, waitingSince and emptyPolls are the logmerge state of
+	// the three streams.
 	queue        [numStreams][]*kgo.Record
 	more         [numStreams]bool
 	waitingSince [numStreams]time.Time
+	emptyPolls   [numStreams]int
 	// next is the offset after the last applied record of each stream,
 	// with its leader epoch: what a commit records. Offset 0: nothing
 	// applied since the partition was assigned.
@@ -42,7 +47,7 @@ type merge struct {
 }
 
 func (m *merge) streams() logmerge.Streams {
-	return logmerge.Streams{Queue: m.queue[:], More: m.more[:], WaitingSince: m.waitingSince[:]}
+	return logmerge.Streams{Queue: m.queue[:], More: m.more[:], WaitingSince: m.waitingSince[:], EmptyPolls: m.emptyPolls[:]}
 }
 
 // push queues records of stream s; more says the stream has records
@@ -59,6 +64,10 @@ func (m *merge) pop(now time.Time) (*kgo.Record, int) {
 	}
 	return r, s
 }
+
+// polled counts one poll for the streams the merge is waiting for
+// (logmerge.Streams.Polled).
+func (m *merge) polled() { m.streams().Polled() }
 
 // buffered reports how many records are queued.
 func (m *merge) buffered() int { return len(m.queue[0]) + len(m.queue[1]) + len(m.queue[2]) }

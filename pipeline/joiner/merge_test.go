@@ -91,7 +91,15 @@ func TestMergeWaitsForAStreamWithMore(t *testing.T) {
 	if r, _ := m.pop(now); r != nil {
 		t.Fatal("gave up on telemetry at once")
 	}
+	// Time alone is not enough: the joiner may not have polled at all
+	// (a slow write).
+	if r, _ := m.pop(now.Add(stuckAfter)); r != nil {
+		t.Fatal("gave up on telemetry after stuckAfter without polling")
+	}
+	for range stuckPolls {
+		m.polled()
+	}
 	if r, _ := m.pop(now.Add(stuckAfter)); r == nil {
-		t.Fatal("still waiting for telemetry after stuckAfter")
+		t.Fatal("still waiting for telemetry after stuckAfter and stuckPolls empty polls")
 	}
 }

@@ -20,11 +20,17 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 )
 
-// StuckAfter is how long the merge waits for a stream that the broker said
-// has more records before it takes the stream as caught up. It only
+// StuckAfter and StuckPolls are how long, and through how many polls that
+// brought nothing for it, the merge waits for a stream that the broker
+// said has more records before it takes the stream as caught up. It only
 // matters when the last offsets below the high watermark carry no records
-// (transaction markers).
-const StuckAfter = 5 * time.Second
+// (transaction markers). Both must pass: time alone would give up on a
+// stream while the consumer itself was busy and not fetching at all (a
+// slow write on a loaded machine) and let the other streams run ahead.
+const (
+	StuckAfter = 5 * time.Second
+	StuckPolls = 10
+)
 
 // Streams is a view of the merge state of n streams, held by the caller
 // (slices of its arrays): the three slices have one element per stream.
@@ -35,8 +41,10 @@ type Streams struct {
 	// More says the stream has records beyond those queued (below the
 	// fetch's last stable offset, or below a restore's target).
 	More []bool
-	// WaitingSince is when the merge started to wait for the stream.
+	// WaitingSince is when the merge started to wait for the stream, and
+	// EmptyPolls how many polls since then brought nothing for it.
 	WaitingSince []time.Time
+	EmptyPolls   []int
 }
 
 // Push queues records of stream s; more says the stream has records
@@ -45,14 +53,24 @@ func (m Streams) Push(s int, recs []*kgo.Record, more bool) {
 	m.Queue[s] = append(m.Queue[s], recs...)
 	m.More[s] = more
 	if len(recs) > 0 {
-		m.WaitingSince[s] = time.Time{}
+		m.WaitingSince[s], m.EmptyPolls[s] = time.Time{}, 0
+	}
+}
+
+// Polled counts one poll of the consumer (after its records were pushed)
+// for the streams the merge is waiting for. Call it once per poll.
+func (m Streams) Polled() {
+	for s := range m.Queue {
+		if !m.WaitingSince[s].IsZero() && len(m.Queue[s]) == 0 {
+			m.EmptyPolls[s]++
+		}
 	}
 }
 
 // Pop returns the next record in merge order and its stream, or nil and -1
 // when the queues are empty or the merge must wait for a stream. now is
-// only used to give up on a stream that stays silent (see StuckAfter); a
-// zero now never gives up.
+// only used to give up on a stream that stays silent (see StuckAfter and
+// Polled); a zero now never gives up.
 func (m Streams) Pop(now time.Time) (*kgo.Record, int) {
 	best := -1
 	for s := range m.Queue {
@@ -64,7 +82,7 @@ func (m Streams) Pop(now time.Time) (*kgo.Record, int) {
 				if m.WaitingSince[s].IsZero() {
 					m.WaitingSince[s] = now
 				}
-				if now.Sub(m.WaitingSince[s]) < StuckAfter {
+				if now.Sub(m.WaitingSince[s]) < StuckAfter || m.EmptyPolls[s] < StuckPolls {
 					return nil, -1
 				}
 				m.More[s] = false

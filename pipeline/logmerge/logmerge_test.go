@@ -16,9 +16,10 @@ func TestPopOrderTiesAndWaits(t *testing.T) {
 		q   [3][]*kgo.Record
 		mo  [3]bool
 		ws  [3]time.Time
+		ep  [3]int
 		now = time.Unix(100, 0)
 	)
-	m := Streams{Queue: q[:], More: mo[:], WaitingSince: ws[:]}
+	m := Streams{Queue: q[:], More: mo[:], WaitingSince: ws[:], EmptyPolls: ep[:]}
 	m.Push(0, []*kgo.Record{rec(10, 0), rec(30, 1)}, false)
 	m.Push(2, []*kgo.Record{rec(10, 0)}, false)
 	m.Push(1, nil, true) // stream 1 has records not fetched yet: wait
@@ -38,7 +39,8 @@ func TestPopOrderTiesAndWaits(t *testing.T) {
 		t.Fatalf("buffered %d", m.Buffered())
 	}
 	// A stream that says it has more but stays silent is given up after
-	// StuckAfter; a zero now waits for ever.
+	// StuckAfter and StuckPolls polls that brought nothing; a zero now
+	// waits for ever.
 	m.Push(0, []*kgo.Record{rec(40, 2)}, false)
 	m.Push(1, nil, true)
 	if r, _ := m.Pop(time.Time{}); r != nil {
@@ -47,7 +49,13 @@ func TestPopOrderTiesAndWaits(t *testing.T) {
 	if r, _ := m.Pop(now); r != nil {
 		t.Fatal("gave up at once")
 	}
+	if r, _ := m.Pop(now.Add(StuckAfter)); r != nil {
+		t.Fatal("gave up after StuckAfter without a poll (the consumer was busy, not fetching)")
+	}
+	for range StuckPolls {
+		m.Polled()
+	}
 	if r, s := m.Pop(now.Add(StuckAfter)); r == nil || s != 0 {
-		t.Fatal("still waiting after StuckAfter")
+		t.Fatal("still waiting after StuckAfter and StuckPolls empty polls")
 	}
 }

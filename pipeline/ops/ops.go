@@ -1,6 +1,7 @@
 // Package ops serves the operational endpoints every Driftline process
 // that has no HTTP API of its own exposes: Prometheus /metrics and a
-// /healthz answered by the process's own health check.
+// /healthz answered by the process's own health check, and the Go
+// profiler under /debug/pprof/ (the address is loopback by default).
 package ops
 
 import (
@@ -8,6 +9,7 @@ import (
 	"errors"
 	"log/slog"
 	"net/http"
+	"net/http/pprof"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -35,6 +37,9 @@ func Serve(addr string, reg *prometheus.Registry, health http.HandlerFunc, faile
 	mux := http.NewServeMux()
 	mux.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
 	mux.HandleFunc("/healthz", health)
+	mux.HandleFunc("/debug/pprof/", pprof.Index)
+	mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
+	mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
 	s := &Server{hs: &http.Server{Addr: addr, Handler: mux, ReadHeaderTimeout: 10 * time.Second}}
 	go func() {
 		if err := s.hs.ListenAndServe(); err != nil && !errors.Is(err, http.ErrServerClosed) {
