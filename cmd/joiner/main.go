@@ -49,7 +49,7 @@ func run() error {
 	lateness := fs.Duration("joiner.allowedLateness", def.AllowedLateness, "how far the watermark trails the newest event time; larger tolerates more disorder but delays time-based findings")
 	retry := fs.Duration("joiner.retryInterval", def.RetryInterval, "spacing of next_attempt_at for findings with a retry posture")
 	flushInterval := fs.Duration("joiner.flushInterval", 500*time.Millisecond, "longest time processed events wait before findings are written and offsets committed; larger batches are cheaper for ClickHouse but findings appear later")
-	flushEvents := fs.Int("joiner.flushEvents", 50000, "flush after this many events; bounds memory held between commits")
+	flushEvents := fs.Int("joiner.flushEvents", 200000, "flush after this many events; bounds memory held between commits")
 	sessionTimeout := fs.Duration("joiner.sessionTimeout", 45*time.Second, "how long the group waits for a crashed joiner before its partitions move to the others; shorter fails over sooner, too short evicts joiners that only pause (the broker bounds it, Kafka's default minimum is 6s)")
 	rebalanceTimeout := fs.Duration("joiner.rebalanceTimeout", 60*time.Second, "how long a rebalance waits for every joiner to finish its round and rejoin; bounds the stall when a joiner crashed, too short drops joiners with slow ClickHouse writes")
 	checkpoints := fs.String("joiner.checkpointTopic", config.Env("DRIFTLINE_CHECKPOINT_TOPIC", checkpoint.DefaultTopic), "topic of partition state checkpoints, so a restore replays only the records after the newest one; empty disables checkpoints (env DRIFTLINE_CHECKPOINT_TOPIC)")

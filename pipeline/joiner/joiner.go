@@ -82,7 +82,7 @@ type Options struct {
 	// findings are written and their offsets committed. Default 500ms.
 	FlushInterval time.Duration
 	// FlushEvents flushes once this many events were processed. Default
-	// 50000.
+	// 200000 (fewer, larger writes: ClickHouse prefers them).
 	FlushEvents int
 	// SessionTimeout is how long the group waits for a silent member
 	// (a crashed process) before it hands the member's partitions to the
@@ -170,7 +170,7 @@ func (o *Options) defaults() error {
 		o.FlushInterval = 500 * time.Millisecond
 	}
 	if o.FlushEvents <= 0 {
-		o.FlushEvents = 50000
+		o.FlushEvents = 200000
 	}
 	if o.SessionTimeout <= 0 {
 		o.SessionTimeout = 45 * time.Second
