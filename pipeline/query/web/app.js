@@ -14,7 +14,7 @@ const MODE_COLOURS = {LIVE: "#2e7d32", DELAYED: "#7cb342", EDGE_CACHED: "#00897b
   DISCONNECTED: "#c62828", RETURNING: "#8e24aa", REPLAYING: "#e69500"};
 const GATES = ["pass", "warning", "retry", "investigate", "block_production"];
 const HEALTHS = ["OK", "DEGRADED", "FAILED", "UNKNOWN"];
-const KINDS = ["usage_not_rated", "rated_not_ledgered", "amount_mismatch", "duplicate_usage", "unknown_unit"];
+const KINDS = ["usage_not_rated", "rated_not_ledgered", "amount_mismatch", "duplicate_usage", "unknown_unit", "window_unbalanced"];
 
 function esc(v) {
   return String(v ?? "").replace(/[&<>"']/g, c => ({"&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;", "'": "&#39;"}[c]));
