@@ -11,11 +11,10 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/twmb/franz-go/pkg/kadm"
-	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
-	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/driftline/driftline/pipeline/event"
+	"github.com/driftline/driftline/pipeline/logmerge"
 	"github.com/driftline/driftline/pipeline/pricebook"
 	"github.com/driftline/driftline/pipeline/retry"
 	"github.com/driftline/driftline/pipeline/topics"
@@ -319,21 +318,7 @@ func (r *Reconciler) commit(ctx context.Context) {
 	if len(offsets) == 0 {
 		return
 	}
-	var failed error
-	r.cl.CommitOffsetsSync(ctx, offsets, func(_ *kgo.Client, _ *kmsg.OffsetCommitRequest, resp *kmsg.OffsetCommitResponse, err error) {
-		if err != nil {
-			failed = err
-			return
-		}
-		for _, t := range resp.Topics {
-			for _, p := range t.Partitions {
-				if err := kerr.ErrorForCode(p.ErrorCode); err != nil {
-					failed = fmt.Errorf("%s/%d: %w", t.Topic, p.Partition, err)
-				}
-			}
-		}
-	})
-	if failed != nil {
+	if failed := logmerge.Commit(ctx, r.cl, offsets); failed != nil {
 		r.opts.Logger.Warn("offset commit failed; the batch will be replayed idempotently", "err", failed)
 		return
 	}

@@ -36,15 +36,14 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/twmb/franz-go/pkg/kadm"
-	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
-	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/driftline/driftline/pipeline/checkpoint"
 	"github.com/driftline/driftline/pipeline/classify"
 	"github.com/driftline/driftline/pipeline/dedupe"
 	"github.com/driftline/driftline/pipeline/event"
 	"github.com/driftline/driftline/pipeline/ingest"
+	"github.com/driftline/driftline/pipeline/logmerge"
 	"github.com/driftline/driftline/pipeline/nodeagent"
 	"github.com/driftline/driftline/pipeline/retry"
 	"github.com/driftline/driftline/pipeline/sink"
@@ -473,21 +472,7 @@ func (j *Joiner) commit(ctx context.Context) bool {
 	if len(offsets) == 0 {
 		return true
 	}
-	var failed error
-	j.cl.CommitOffsetsSync(ctx, offsets, func(_ *kgo.Client, _ *kmsg.OffsetCommitRequest, resp *kmsg.OffsetCommitResponse, err error) {
-		if err != nil {
-			failed = err
-			return
-		}
-		for _, t := range resp.Topics {
-			for _, p := range t.Partitions {
-				if err := kerr.ErrorForCode(p.ErrorCode); err != nil {
-					failed = fmt.Errorf("%s/%d: %w", t.Topic, p.Partition, err)
-				}
-			}
-		}
-	})
-	if failed != nil {
+	if failed := logmerge.Commit(ctx, j.cl, offsets); failed != nil {
 		j.opts.Logger.Warn("offset commit failed; the batch will be replayed idempotently", "err", failed)
 		return false
 	}

@@ -15,9 +15,13 @@
 package logmerge
 
 import (
+	"context"
+	"fmt"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
 // StuckAfter and StuckPolls are how long, and through how many polls that
@@ -109,4 +113,28 @@ func (m Streams) Buffered() int {
 		n += len(q)
 	}
 	return n
+}
+
+// Commit commits offsets (the merge positions of a consumer's partitions:
+// the offset after the last record applied, not the fetch position)
+// through cl's group session, synchronously, and returns the first error
+// of the request or of any partition. A failed commit means the records
+// after the previous commit are replayed, which an idempotent consumer
+// absorbs.
+func Commit(ctx context.Context, cl *kgo.Client, offsets map[string]map[int32]kgo.EpochOffset) error {
+	var failed error
+	cl.CommitOffsetsSync(ctx, offsets, func(_ *kgo.Client, _ *kmsg.OffsetCommitRequest, resp *kmsg.OffsetCommitResponse, err error) {
+		if err != nil {
+			failed = err
+			return
+		}
+		for _, t := range resp.Topics {
+			for _, p := range t.Partitions {
+				if err := kerr.ErrorForCode(p.ErrorCode); err != nil && failed == nil {
+					failed = fmt.Errorf("%s/%d: %w", t.Topic, p.Partition, err)
+				}
+			}
+		}
+	})
+	return failed
 }
