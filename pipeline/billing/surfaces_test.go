@@ -108,6 +108,29 @@ func TestStatusAndAutomationThroughTheAPI(t *testing.T) {
 	if b.Balanced || len(b.Unbalanced) != 2 {
 		t.Fatalf("section %+v", b)
 	}
+	conservation := func(q string) query.ConservationPage {
+		var p query.ConservationPage
+		if err := json.Unmarshal(get(t, hs.URL+"/v1/billing/conservation?"+q, 200), &p); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	if p := conservation("tenant_id=t-1&from=2026-11-21T10:00:00Z&to=2026-11-21T11:00:00Z"); p.Count != 1 ||
+		p.Windows[0].Balanced || !p.Windows[0].Conserved || p.Windows[0].Accepted != 2+extra || !p.Windows[0].WindowStart.Equal(t0) {
+		t.Fatalf("t-1 windows %+v", p)
+	}
+	if p := conservation("tenant_id=t-1&from=2026-11-21T11:00:00Z"); p.Count != 0 {
+		t.Fatalf("t-1 windows from 11:00 %+v", p)
+	}
+	if p := conservation("unbalanced=true&limit=1"); p.Count != 1 || !p.Truncated || p.Windows[0].Balanced {
+		t.Fatalf("unbalanced windows %+v", p)
+	}
+	if p := conservation(""); p.Count != 3 {
+		t.Fatalf("windows %+v", p)
+	}
+	for _, q := range []string{"from=yesterday", "unbalanced=maybe", "limit=0", "tenant_id=", "bogus=1"} {
+		get(t, hs.URL+"/v1/billing/conservation?"+q, 400)
+	}
 
 	// t-1 is stopped by its amount mismatch, ghost's window and the stray
 	// posting; t-2 only by the stray posting, which could be anyone's.

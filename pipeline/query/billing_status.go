@@ -35,7 +35,7 @@ type BillingConservation struct {
 	Tenants  []TenantConservation `json:"tenants"` // by tenant_id, currency; never null
 	// Unbalanced lists the most recent unbalanced windows (at most
 	// MaxUnbalancedShown), newest first; never null.
-	Unbalanced []UnbalancedWindow `json:"unbalanced"`
+	Unbalanced []ConservationWindow `json:"unbalanced"`
 	// Error is set when the section could not be read; the rest of the
 	// status is still served.
 	Error string `json:"error,omitempty"`
@@ -85,14 +85,31 @@ type TenantConservation struct {
 	Conserved bool `json:"conserved"`
 }
 
-// UnbalancedWindow is one window that does not balance after its graces.
-type UnbalancedWindow struct {
+// ConservationWindow is one window (its partitions summed).
+type ConservationWindow struct {
 	TenantID    string    `json:"tenant_id"`
 	ProductID   string    `json:"product_id"`
 	Currency    string    `json:"currency"`
 	WindowStart time.Time `json:"window_start"`
 	ConservationTotals
+	// Balanced: no line without what should be behind it past its grace
+	// (unexplained = 0). Conserved: the identities hold.
+	Balanced  bool `json:"balanced"`
+	Conserved bool `json:"conserved"`
 }
+
+// ConservationPage is the answer of GET /v1/billing/conservation.
+type ConservationPage struct {
+	Windows   []ConservationWindow `json:"windows"` // newest first, then tenant, product, currency; never null
+	Count     int                  `json:"count"`
+	Truncated bool                 `json:"truncated"` // more windows match than limit
+}
+
+// Limits of /v1/billing/conservation.
+const (
+	DefaultConservationLimit = 100
+	MaxConservationLimit     = 10000
+)
 
 // conservation columns of billing_window, in ConservationTotals order.
 var (
@@ -185,7 +202,7 @@ func (c *ConservationTotals) conserved() bool {
 
 // billingConservation reads the billing section of the status.
 func (s *Server) billingConservation(ctx context.Context) BillingConservation {
-	out := BillingConservation{WindowSeconds: 3600, Tenants: []TenantConservation{}, Unbalanced: []UnbalancedWindow{}}
+	out := BillingConservation{WindowSeconds: 3600, Tenants: []TenantConservation{}, Unbalanced: []ConservationWindow{}}
 	if err := s.readConservation(ctx, &out); err != nil {
 		out.Error = err.Error()
 	}
@@ -219,22 +236,94 @@ func (s *Server) readConservation(ctx context.Context, out *BillingConservation)
 	if err != nil || out.WindowsUnbalanced == 0 {
 		return err
 	}
-	sql = fmt.Sprintf(`SELECT w_tenant, w_product, w_currency, w_start, %s FROM (%s) WHERE w_unexplained > 0
-	GROUP BY w_tenant, w_product, w_currency, w_start ORDER BY w_start DESC, w_tenant, w_product, w_currency LIMIT %d`,
-		totalsSQL(), windowSQL(nil), MaxUnbalancedShown)
-	if rows, err = s.readQuery(ctx, "billing_unbalanced", sql); err != nil {
-		return err
+	out.Unbalanced, _, err = s.conservationWindows(ctx, nil, nil, true, MaxUnbalancedShown)
+	return err
+}
+
+// conservationWindows reads the windows of billing_window rows under
+// conds (only the unbalanced ones when unbalanced), newest first, at most
+// limit, and whether more matched.
+func (s *Server) conservationWindows(ctx context.Context, conds []string, args []any, unbalanced bool, limit int) ([]ConservationWindow, bool, error) {
+	where := ""
+	if unbalanced {
+		where = " WHERE w_unexplained > 0"
 	}
-	return s.scanAll("billing_unbalanced", rows, func(r driver.Rows) error {
-		var uw UnbalancedWindow
-		dests, finish := scanTotals(&uw.ConservationTotals)
-		if err := r.Scan(append([]any{&uw.TenantID, &uw.ProductID, &uw.Currency, &uw.WindowStart}, dests...)...); err != nil {
+	sql := fmt.Sprintf(`SELECT w_tenant, w_product, w_currency, w_start, %s FROM (%s)%s
+	GROUP BY w_tenant, w_product, w_currency, w_start ORDER BY w_start DESC, w_tenant, w_product, w_currency LIMIT %d`,
+		totalsSQL(), windowSQL(conds), where, limit+1)
+	rows, err := s.readQuery(ctx, "billing_windows", sql, args...)
+	if err != nil {
+		return nil, false, err
+	}
+	out := []ConservationWindow{}
+	err = s.scanAll("billing_windows", rows, func(r driver.Rows) error {
+		var w ConservationWindow
+		dests, finish := scanTotals(&w.ConservationTotals)
+		if err := r.Scan(append([]any{&w.TenantID, &w.ProductID, &w.Currency, &w.WindowStart}, dests...)...); err != nil {
 			return err
 		}
-		uw.WindowStart = uw.WindowStart.UTC()
-		out.Unbalanced = append(out.Unbalanced, uw)
-		return finish()
+		if err := finish(); err != nil {
+			return err
+		}
+		w.WindowStart = w.WindowStart.UTC()
+		w.Balanced, w.Conserved = w.Unexplained == 0, w.conserved()
+		out = append(out, w)
+		return nil
 	})
+	if err != nil {
+		return nil, false, err
+	}
+	if len(out) > limit {
+		return out[:limit], true, nil
+	}
+	return out, false, nil
+}
+
+// conservationParams are the filters of /v1/billing/conservation.
+var conservationParams = []listParam{
+	{"tenant", "tenant_id", nil},
+	{"product", "product_id", nil},
+	{"currency", "currency", nil},
+}
+
+func (s *Server) handleConservation(w http.ResponseWriter, r *http.Request) error {
+	q := canonical(r.URL.Query(), billingAliases)
+	if err := checkKnown(q, paramNames(conservationParams, "from", "to", "unbalanced", "limit")...); err != nil {
+		return err
+	}
+	conds, args, err := listConds(q, conservationParams)
+	if err != nil {
+		return err
+	}
+	for _, b := range []struct{ name, op string }{{"from", ">="}, {"to", "<"}} {
+		v, ok := single(q, b.name)
+		if !ok {
+			if len(q[b.name]) > 0 {
+				return &ParamError{Param: b.name, Reason: "give one time"}
+			}
+			continue
+		}
+		at, err := time.Parse(time.RFC3339, v)
+		if err != nil {
+			return &ParamError{Param: b.name, Value: v, Reason: "not an RFC 3339 time"}
+		}
+		conds = append(conds, "window_start "+b.op+" toDateTime(?)")
+		args = append(args, at.Unix())
+	}
+	unbalanced, err := parseChoice(q, "unbalanced", "false", []string{"false", "true"})
+	if err != nil {
+		return err
+	}
+	limit, err := parseInt(q, "limit", DefaultConservationLimit, 1, MaxConservationLimit)
+	if err != nil {
+		return err
+	}
+	ws, truncated, err := s.conservationWindows(r.Context(), conds, args, unbalanced == "true", limit)
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, ConservationPage{Windows: ws, Count: len(ws), Truncated: truncated})
+	return nil
 }
 
 // AutomationStoppingKinds are the billing_mismatch kinds whose open rows

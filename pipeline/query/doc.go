@@ -23,6 +23,7 @@
 //	GET /v1/billing/mismatches    billing mismatches, one page, with exact totals at risk (BillingPage)
 //	GET /v1/billing/rated         rated totals by tenant, product, unit and day (RatedTotals)
 //	GET /v1/billing/automation    is financial automation stopped for tenant_id (and product_id) (Automation)
+//	GET /v1/billing/conservation  billing conservation windows, newest first (ConservationPage)
 //	GET /v1/bundle                evidence bundle of an incident as an Arrow IPC file or Parquet file
 //	GET /ui/                      the web UI (embedded static files; / redirects here)
 //	GET /metrics                  Prometheus metrics

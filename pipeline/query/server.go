@@ -142,6 +142,7 @@ func (s *Server) Handler() http.Handler {
 	s.route(mux, "GET /v1/billing/mismatches", "billing_mismatches", s.handleBillingMismatches)
 	s.route(mux, "GET /v1/billing/rated", "billing_rated", s.handleRated)
 	s.route(mux, "GET /v1/billing/automation", "billing_automation", s.handleAutomation)
+	s.route(mux, "GET /v1/billing/conservation", "billing_conservation", s.handleConservation)
 	s.route(mux, "GET /v1/bundle", "bundle", s.handleBundle)
 	s.route(mux, "GET /healthz", "healthz", s.handleHealthz)
 	mux.Handle("GET /ui/", uiHandler())
