@@ -151,6 +151,7 @@ func BenchmarkEndpoints(b *testing.B) {
 		{"status", "/v1/status"},
 		{"attention_top100", "/v1/attention?n=100"},
 		{"attention_top100_findings", "/v1/attention?n=100&kind=finding"},
+		{"attention_top100_nodes", "/v1/attention?n=100&kind=node"},
 		{"attention_top100_per_domain", "/v1/attention?n=100&by=domain&kind=finding"},
 		{"drift_page", "/v1/drift?limit=100"},
 		{"drift_page_critical_domain", "/v1/drift?limit=100&severity=critical&owning_domain=domain-7"},
