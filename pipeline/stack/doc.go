@@ -11,7 +11,10 @@
 // Stop takes them down in reverse order, each with SIGTERM and a grace
 // period before SIGKILL, so services flush and commit before the broker
 // and ClickHouse go away. There is no restart policy: a child that exits on
-// its own is reported on Exited and in the supervisor's log.
+// its own is reported on Exited and in the supervisor's log. Kill,
+// StopComponent and StartComponent take one component down (as a crash or
+// a stop would) and bring it back on its addresses and data: the fault
+// tests of e2e drive them.
 //
 // All state lives under one directory (default .driftline, git-ignored):
 //
