@@ -169,7 +169,7 @@ func run(ctx context.Context, o options) error {
 		// Last, since deleting ClickHouse's many small parts takes a while.
 		for _, size := range o.sizes {
 			for _, d := range []string{stack.NameBroker, stack.NameClickHouse} {
-				_ = os.RemoveAll(filepath.Join(runDir, sizeName(size), d))
+				_ = os.RemoveAll(filepath.Join(runDir, "_"+sizeName(size), d))
 			}
 		}
 	}

@@ -217,9 +217,11 @@ func renderMarkdown(rep *report) string {
 			"Records per CPU second counts only the stage's own processes (not broker, ClickHouse): what one core would do, independent of how much of the machine the stage got.\n\n")
 		if len(s.Joiners) > 0 {
 			j := s.Joiners[0]
-			w("Against the joiner's goal of 500,000 events/s on this machine with broker and ClickHouse beside it: joiner x%d measured **%s records/s** (%.1f%% of it) with the load average at %s; "+
-				"its own CPU time, %.1f s per million records, would allow at most %s records/s if the joiner had one core to itself.\n\n",
-				j.Processes, thousands(j.RecordsPerSec), 100*j.RecordsPerSec/500_000, firstField(j.Load), ownCPUPerMillion(&j), thousands(ownRate(&j)))
+			c := ownCPUPerMillion(&j)
+			w("Against the joiner's goal of 500,000 events/s on this machine with broker and ClickHouse beside it: joiner x%d measured **%s records/s** (%.0f%% of it) with the load average at %s. "+
+				"Its own CPU time was %.1f s per million records (%.2f cores on average over the phase), so 500,000 records/s at that cost would take %.1f of the machine's %d cores for the joiner alone.\n\n",
+				j.Processes, thousands(j.RecordsPerSec), 100*j.RecordsPerSec/500_000, firstField(j.Load),
+				c, c*float64(j.Records)/1e6/j.Seconds, c*0.5, rep.Machine.CPUs)
 		}
 
 		w("### CPU and memory per process\n\n")

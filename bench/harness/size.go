@@ -55,7 +55,9 @@ func fleetConfig(events int) fleet.Config {
 
 func runSize(ctx context.Context, o options, runDir string, size int, latency bool, rep *report) (*sizeResult, error) {
 	name := sizeName(size)
-	dir := filepath.Join(runDir, name)
+	// A leading underscore keeps `go build ./...` and `go vet ./...` from
+	// walking the stack's data while a run writes or deletes it.
+	dir := filepath.Join(runDir, "_"+name)
 	logf := func(format string, args ...any) { log.Printf(name+": "+format, args...) }
 	res := &sizeResult{Name: name}
 
