@@ -276,10 +276,11 @@ func (e *env) consumerPhase(ctx context.Context, label, group, db string, topicN
 	return r, err
 }
 
-func (e *env) startJoiner(i int, group, db string, extra ...string) (*child, error) {
+// startJoiner starts member i of group; its log is log/<group>-<i><suffix>.log.
+func (e *env) startJoiner(i int, group, db, suffix string) (*child, error) {
 	addr := freeAddr()
-	args := append([]string{"-joiner.addr", addr, "-joiner.group", group, "-clickhouse.db", db}, extra...)
-	return startChild(fmt.Sprintf("%s-%d", group, i), filepath.Join(e.o.binDir, "joiner"), args, e.childEnv(), filepath.Join(e.dir, "log"), addr)
+	args := []string{"-joiner.addr", addr, "-joiner.group", group, "-clickhouse.db", db}
+	return startChild(fmt.Sprintf("%s-%d%s", group, i, suffix), filepath.Join(e.o.binDir, "joiner"), args, e.childEnv(), filepath.Join(e.dir, "log"), addr)
 }
 
 func stopAll(procs []*child) {
@@ -303,7 +304,7 @@ func (e *env) joinerPhase(ctx context.Context, n int, logf func(string, ...any))
 	logf("%d joiner(s), group %s, database %s", n, group, db)
 	var procs []*child
 	for i := range n {
-		c, err := e.startJoiner(i+1, group, db)
+		c, err := e.startJoiner(i+1, group, db, "")
 		if err != nil {
 			stopAll(procs)
 			return nil, nil, err
@@ -322,7 +323,7 @@ func (e *env) joinerPhase(ctx context.Context, n int, logf func(string, ...any))
 	rs := &restoreResult{Processes: n, Partitions: e.o.partitions}
 	procs = procs[:0]
 	for i := range n {
-		c, err := e.startJoiner(i+1, group, db)
+		c, err := e.startJoiner(i+1, group, db, "-restart")
 		if err != nil {
 			stopAll(procs)
 			return r, nil, err
