@@ -2,11 +2,12 @@ package billing
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/driftline/driftline/pipeline/logmerge"
 )
 
 // restore rebuilds the state of partitions ps by replaying the usage,
@@ -49,7 +50,7 @@ func (r *Reconciler) restore(ctx context.Context, ps []int32) (map[int32]*partit
 		}
 	}
 	if remaining > 0 {
-		if err := r.replay(ctx, consume, targets, remaining, parts); err != nil {
+		if err := r.replay(ctx, consume, targets, parts); err != nil {
 			return nil, err
 		}
 	}
@@ -75,80 +76,29 @@ func (r *Reconciler) restore(ctx context.Context, ps []int32) (map[int32]*partit
 	return parts, nil
 }
 
-// idleEnd is how long a restore waits for more records below its targets
-// before it takes the partitions as fully replayed (the offsets left hold
-// only transaction markers).
-const idleEnd = 5 * time.Second
-
 // replay pushes every record below its target offset into its partition's
-// merge and applies them in merge order.
-func (r *Reconciler) replay(ctx context.Context, consume map[string]map[int32]kgo.Offset, targets map[string]map[int32]int64, remaining int, parts map[int32]*partition) error {
-	cl, err := kgo.NewClient(append([]kgo.Opt{
+// merge and applies them in merge order. It waits for the broker as long
+// as ctx allows (logmerge.ReadTo never takes a silent partition as done),
+// so the state is never left incomplete.
+func (r *Reconciler) replay(ctx context.Context, consume map[string]map[int32]kgo.Offset, targets map[string]map[int32]int64, parts map[int32]*partition) error {
+	cl, err := kgo.NewClient(append(append([]kgo.Opt{
 		kgo.SeedBrokers(r.opts.Brokers...),
 		kgo.ConsumePartitions(consume),
-		kgo.FetchIsolationLevel(kgo.ReadCommitted()),
-	}, r.opts.ClientOpts...)...)
+	}, logmerge.ReplayOpts()...), r.opts.ClientOpts...)...)
 	if err != nil {
 		return fmt.Errorf("restore client: %w", err)
 	}
 	defer cl.Close()
 	ctx, cancel := context.WithTimeout(ctx, 10*time.Minute)
 	defer cancel()
-	done := map[string]map[int32]bool{}
-	drain := func() {
-		n := r.applyAll(parts, time.Time{})
-		r.m.restoreEvents.Add(float64(n))
-	}
-	for remaining > 0 {
-		pctx, pcancel := context.WithTimeout(ctx, idleEnd)
-		fetches := cl.PollFetches(pctx)
-		pcancel()
-		if err := ctx.Err(); err != nil {
-			return fmt.Errorf("restore: %d partitions not replayed in time: %w", remaining, err)
-		}
-		var ferr error
-		fetches.EachError(func(t string, p int32, err error) {
-			if !errors.Is(err, context.DeadlineExceeded) {
-				ferr = fmt.Errorf("restore fetch %s/%d: %w", t, p, err)
+	return logmerge.ReadTo(ctx, cl, targets,
+		func(topic string, p int32, recs []*kgo.Record, more bool) {
+			if part := parts[p]; part != nil {
+				part.merge.push(r.stream(topic), recs, more)
 			}
+		},
+		func() {
+			n := r.applyAll(parts, time.Time{})
+			r.m.restoreEvents.Add(float64(n))
 		})
-		if ferr != nil {
-			return ferr
-		}
-		if fetches.Empty() {
-			r.opts.Logger.Warn("restore ended below target offsets (transaction markers only?)", "partitions_left", remaining)
-			break
-		}
-		fetches.EachPartition(func(fp kgo.FetchTopicPartition) {
-			part := parts[fp.Partition]
-			end := targets[fp.Topic][fp.Partition]
-			if part == nil || done[fp.Topic][fp.Partition] {
-				return
-			}
-			recs := fp.Records
-			for i, rec := range recs {
-				if rec.Offset >= end {
-					recs = recs[:i]
-					break
-				}
-			}
-			finished := len(fp.Records) > 0 && fp.Records[len(fp.Records)-1].Offset+1 >= end
-			part.merge.push(r.stream(fp.Topic), recs, !finished)
-			if finished {
-				if done[fp.Topic] == nil {
-					done[fp.Topic] = map[int32]bool{}
-				}
-				done[fp.Topic][fp.Partition] = true
-				remaining--
-				cl.PauseFetchPartitions(map[string][]int32{fp.Topic: {fp.Partition}})
-			}
-		})
-		drain()
-	}
-	// Every stream is replayed (or silent): release what waits for none.
-	for _, part := range parts {
-		part.merge.more = [numStreams]bool{}
-	}
-	drain()
-	return nil
 }

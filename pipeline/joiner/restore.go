@@ -2,12 +2,13 @@ package joiner
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"sync"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/driftline/driftline/pipeline/logmerge"
 )
 
 // restore rebuilds the state of partitions ps up to the group's committed
@@ -113,17 +114,14 @@ func (j *Joiner) restore(ctx context.Context, ps []int32) (map[int32]*partition,
 	return parts, nil
 }
 
-// idleEnd is how long a restore waits for more records below its targets
-// before it takes the partitions as fully replayed.
-const idleEnd = 5 * time.Second
-
 // replay reads each stream of parts from from up to (not including)
-// targets and applies the records in merge order.
+// targets and applies the records in merge order. It waits for the broker
+// as long as ctx allows (logmerge.ReadTo never takes a silent partition as
+// done), so the state is never left incomplete.
 func (j *Joiner) replay(ctx context.Context, from, targets map[int32][numStreams]int64, parts map[int32]*partition) error {
 	names := j.streamTopics()
 	consume := map[string]map[int32]kgo.Offset{}
 	ends := map[string]map[int32]int64{}
-	remaining := 0
 	for p, target := range targets {
 		for s, t := range names {
 			parts[p].merge.more[s] = false
@@ -136,76 +134,31 @@ func (j *Joiner) replay(ctx context.Context, from, targets map[int32][numStreams
 			consume[t][p] = kgo.NewOffset().At(from[p][s])
 			ends[t][p] = target[s]
 			parts[p].merge.more[s] = true
-			remaining++
 		}
 	}
-	if remaining == 0 {
+	if len(ends) == 0 {
 		return nil
 	}
-	cl, err := kgo.NewClient(append([]kgo.Opt{
+	cl, err := kgo.NewClient(append(append([]kgo.Opt{
 		kgo.SeedBrokers(j.opts.Brokers...),
 		kgo.ConsumePartitions(consume),
-		kgo.FetchIsolationLevel(kgo.ReadCommitted()),
-	}, j.opts.ClientOpts...)...)
+	}, logmerge.ReplayOpts()...), j.opts.ClientOpts...)...)
 	if err != nil {
 		return fmt.Errorf("restore client: %w", err)
 	}
 	defer cl.Close()
 	ctx, cancel := context.WithTimeout(ctx, 10*time.Minute)
 	defer cancel()
-	drain := func() {
-		for _, part := range parts {
-			for r, _ := part.merge.pop(time.Time{}); r != nil; r, _ = part.merge.pop(time.Time{}) {
-				j.apply(part, r)
-				j.m.restoreEvents.Inc()
-			}
-		}
-	}
-	for remaining > 0 {
-		pctx, pcancel := context.WithTimeout(ctx, idleEnd)
-		fetches := cl.PollFetches(pctx)
-		pcancel()
-		if err := ctx.Err(); err != nil {
-			return fmt.Errorf("restore: %d partitions not replayed in time: %w", remaining, err)
-		}
-		var ferr error
-		fetches.EachError(func(t string, p int32, err error) {
-			if !errors.Is(err, context.DeadlineExceeded) {
-				ferr = fmt.Errorf("restore fetch %s/%d: %w", t, p, err)
-			}
-		})
-		if ferr != nil {
-			return ferr
-		}
-		if fetches.Empty() {
-			// Nothing more arrived below the targets for idleEnd: the
-			// offsets left hold only transaction markers, which carry no
-			// events.
-			j.opts.Logger.Warn("restore ended below target offsets (transaction markers only?)", "partitions_left", remaining)
+	return logmerge.ReadTo(ctx, cl, ends,
+		func(topic string, p int32, recs []*kgo.Record, more bool) {
+			parts[p].merge.push(j.stream(topic), recs, more)
+		},
+		func() {
 			for _, part := range parts {
-				part.merge.more = [numStreams]bool{}
-			}
-			drain()
-			return nil
-		}
-		fetches.EachPartition(func(fp kgo.FetchTopicPartition) {
-			s, end := j.stream(fp.Topic), ends[fp.Topic][fp.Partition]
-			m := &parts[fp.Partition].merge
-			if !m.more[s] || len(fp.Records) == 0 {
-				return
-			}
-			recs := fp.Records
-			for len(recs) > 0 && recs[len(recs)-1].Offset >= end {
-				recs = recs[:len(recs)-1]
-			}
-			reached := fp.Records[len(fp.Records)-1].Offset+1 >= end
-			m.push(s, recs, !reached)
-			if reached {
-				remaining--
-				cl.PauseFetchPartitions(map[string][]int32{fp.Topic: {fp.Partition}})
+				for r, _ := part.merge.pop(time.Time{}); r != nil; r, _ = part.merge.pop(time.Time{}) {
+					j.apply(part, r)
+					j.m.restoreEvents.Inc()
+				}
 			}
 		})
-		drain()
-	}
-	return nil
 }

@@ -11,6 +11,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/driftline/driftline/pipeline/event"
+	"github.com/driftline/driftline/pipeline/logmerge"
 	"github.com/driftline/driftline/pipeline/retry"
 )
 
@@ -88,57 +89,26 @@ func (r *Rater) restore(ctx context.Context, ps []int32) error {
 	if len(ends) == 0 {
 		return nil
 	}
-	cl, err := kgo.NewClient(append([]kgo.Opt{
+	cl, err := kgo.NewClient(append(append([]kgo.Opt{
 		kgo.SeedBrokers(r.opts.Brokers...),
 		kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{r.opts.Topics.Usage: consume}),
-		kgo.FetchIsolationLevel(kgo.ReadCommitted()),
-	}, r.opts.ClientOpts...)...)
+	}, logmerge.ReplayOpts()...), r.opts.ClientOpts...)...)
 	if err != nil {
 		return fmt.Errorf("restore client: %w", err)
 	}
 	defer cl.Close()
 	ctx, cancel := context.WithTimeout(ctx, 10*time.Minute)
 	defer cancel()
-	remaining := len(ends)
-	for remaining > 0 {
-		pctx, pcancel := context.WithTimeout(ctx, 5*time.Second)
-		fetches := cl.PollFetches(pctx)
-		pcancel()
-		if err := ctx.Err(); err != nil {
-			return fmt.Errorf("restore: %d partitions not replayed in time: %w", remaining, err)
-		}
-		var ferr error
-		fetches.EachError(func(t string, p int32, err error) {
-			if !errors.Is(err, context.DeadlineExceeded) {
-				ferr = fmt.Errorf("restore fetch %s/%d: %w", t, p, err)
-			}
-		})
-		if ferr != nil {
-			return ferr
-		}
-		if fetches.Empty() {
-			// Only transaction markers are left below the targets.
-			return nil
-		}
-		fetches.EachPartition(func(fp kgo.FetchTopicPartition) {
-			end, ok := ends[fp.Partition]
-			if !ok {
-				return
-			}
-			for _, rec := range fp.Records {
-				if rec.Offset >= end {
-					break
-				}
+	// Read to the committed offsets exactly: a restore that stopped short
+	// (a broker down for a while) would forget claimed keys and rate a
+	// usage twice.
+	return logmerge.ReadTo(ctx, cl, map[string]map[int32]int64{r.opts.Topics.Usage: ends},
+		func(_ string, _ int32, recs []*kgo.Record, _ bool) {
+			for _, rec := range recs {
 				r.replay(rec)
 			}
-			if n := len(fp.Records); n > 0 && fp.Records[n-1].Offset+1 >= end {
-				delete(ends, fp.Partition)
-				remaining--
-				cl.PauseFetchPartitions(map[string][]int32{fp.Topic: {fp.Partition}})
-			}
-		})
-	}
-	return nil
+		},
+		func() {})
 }
 
 // replay claims the key of one already processed usage record.
