@@ -40,6 +40,11 @@ func (j *Joiner) checkpoint(final bool) {
 	if j.opts.Checkpoints == nil {
 		return
 	}
+	if final {
+		// A checkpoint still being written would make this one skip its
+		// partition, and the successor replay from the older one.
+		j.saves.Wait()
+	}
 	now := time.Now()
 	for _, part := range j.parts {
 		if part.saving.Load() || part.events == part.cpEvents {
