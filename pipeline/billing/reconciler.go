@@ -184,6 +184,7 @@ func New(ctx context.Context, opts Options, s Sink) (*Reconciler, error) {
 		kgo.DisableAutoCommit(),
 		kgo.BlockRebalanceOnPoll(),
 		kgo.FetchIsolationLevel(kgo.ReadCommitted()),
+		kgo.KeepControlRecords(),
 		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()),
 		kgo.OnPartitionsAssigned(r.assigned),
 		kgo.OnPartitionsRevoked(r.revoked),
@@ -226,11 +227,14 @@ func (r *Reconciler) Run(ctx context.Context) error {
 					if end < 0 {
 						end = fp.HighWatermark
 					}
+					// The last offset counts transaction markers too
+					// (KeepControlRecords), so "more" is exact and the merge
+					// never has to guess that a silent stream is done.
 					last := fp.Records[len(fp.Records)-1].Offset
-					part.merge.push(r.stream(fp.Topic), fp.Records, last+1 < end)
+					part.merge.push(r.stream(fp.Topic), logmerge.Data(fp.Records), last+1 < end)
 				}
 			})
-			processed += r.applyAll(r.parts, time.Now())
+			processed += r.applyAll(r.parts, time.Time{})
 			r.mu.Unlock()
 			if ctx.Err() != nil {
 				break

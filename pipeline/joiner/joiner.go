@@ -281,6 +281,11 @@ func New(ctx context.Context, opts Options, s Sink) (*Joiner, error) {
 		kgo.DisableAutoCommit(),
 		kgo.BlockRebalanceOnPoll(),
 		kgo.FetchIsolationLevel(kgo.ReadCommitted()),
+		kgo.KeepControlRecords(),
+		// A fetch is decompressed whole; batches of repetitive JSON
+		// compress 10x and more, so the 50 MiB default kept gigabytes
+		// buffered at 10M events.
+		kgo.FetchMaxBytes(fetchMaxBytes),
 		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()),
 		kgo.OnPartitionsAssigned(j.assigned),
 		kgo.OnPartitionsRevoked(j.revoked),
@@ -332,8 +337,11 @@ func (j *Joiner) Run(ctx context.Context) error {
 					if end < 0 {
 						end = fp.HighWatermark
 					}
+					// The last offset counts transaction markers too
+					// (KeepControlRecords), so "more" is exact and the merge
+					// never has to guess that a silent stream is done.
 					last := fp.Records[len(fp.Records)-1].Offset
-					part.merge.push(j.stream(fp.Topic), fp.Records, last+1 < end)
+					part.merge.push(j.stream(fp.Topic), logmerge.Data(fp.Records), last+1 < end)
 				}
 			})
 			processed += j.applyAll(time.Now())
@@ -362,7 +370,9 @@ func (j *Joiner) Run(ctx context.Context) error {
 func (j *Joiner) applyAll(now time.Time) int {
 	drain := func(part *partition) int {
 		n := 0
-		for r, _ := part.merge.pop(now); r != nil; r, _ = part.merge.pop(now) {
+		// Positions are exact (see Run): the merge waits for a stream
+		// with more records as long as it takes, never guessing.
+		for r, _ := part.merge.pop(time.Time{}); r != nil; r, _ = part.merge.pop(time.Time{}) {
 			j.apply(part, r)
 			n++
 		}
@@ -486,6 +496,10 @@ func (j *Joiner) commit(ctx context.Context) bool {
 	}
 	return true
 }
+
+// fetchMaxBytes bounds one fetch (compressed) of the group consumer and of
+// a restore's replay.
+const fetchMaxBytes = 8 << 20
 
 // initCounters looks up the per-stream series once.
 func (j *Joiner) initCounters() {

@@ -142,6 +142,7 @@ func (j *Joiner) replay(ctx context.Context, from, targets map[int32][numStreams
 	cl, err := kgo.NewClient(append(append([]kgo.Opt{
 		kgo.SeedBrokers(j.opts.Brokers...),
 		kgo.ConsumePartitions(consume),
+		kgo.FetchMaxBytes(fetchMaxBytes),
 	}, logmerge.ReplayOpts()...), j.opts.ClientOpts...)...)
 	if err != nil {
 		return fmt.Errorf("restore client: %w", err)

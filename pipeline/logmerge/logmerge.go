@@ -115,6 +115,25 @@ func (m Streams) Buffered() int {
 	return n
 }
 
+// Data returns recs without their transaction markers (a consumer with
+// kgo.KeepControlRecords receives them: their offsets tell that a
+// partition was read to its end). It allocates only when there are some.
+func Data(recs []*kgo.Record) []*kgo.Record {
+	for i, r := range recs {
+		if r.Attrs.IsControl() {
+			out := make([]*kgo.Record, i, len(recs)-1)
+			copy(out, recs[:i])
+			for _, r := range recs[i+1:] {
+				if !r.Attrs.IsControl() {
+					out = append(out, r)
+				}
+			}
+			return out
+		}
+	}
+	return recs
+}
+
 // Commit commits offsets (the merge positions of a consumer's partitions:
 // the offset after the last record applied, not the fetch position)
 // through cl's group session, synchronously, and returns the first error

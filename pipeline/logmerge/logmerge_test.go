@@ -59,3 +59,13 @@ func TestPopOrderTiesAndWaits(t *testing.T) {
 		t.Fatal("still waiting after StuckAfter and StuckPolls empty polls")
 	}
 }
+
+// TestData: a slice without transaction markers is returned as it is (no
+// copy). Markers themselves are dropped in TestReadToTransactionalTail,
+// with a real transactional producer (kgo builds their attributes).
+func TestData(t *testing.T) {
+	plain := []*kgo.Record{rec(1, 0), rec(2, 1)}
+	if got := Data(plain); &got[0] != &plain[0] || len(got) != 2 {
+		t.Fatal("a slice without markers is not returned as it is")
+	}
+}

@@ -56,15 +56,14 @@ func ReadTo(ctx context.Context, cl *kgo.Client, ends map[string]map[int32]int64
 			if !ok || done[fp.Topic][fp.Partition] || len(fp.Records) == 0 {
 				return
 			}
-			recs := fp.Records[:0:0]
-			for _, r := range fp.Records {
+			below := fp.Records
+			for i, r := range below {
 				if r.Offset >= end {
+					below = below[:i]
 					break
 				}
-				if !r.Attrs.IsControl() {
-					recs = append(recs, r)
-				}
 			}
+			recs := Data(below)
 			reached := fp.Records[len(fp.Records)-1].Offset+1 >= end
 			deliver(fp.Topic, fp.Partition, recs, !reached)
 			if reached {
