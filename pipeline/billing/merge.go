@@ -1,8 +1,6 @@
 package billing
 
 import (
-	"time"
-
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/driftline/driftline/pipeline/logmerge"
@@ -25,10 +23,8 @@ const (
 // written do not depend on how fetches chunk the logs, nor on crashes and
 // restarts.
 type merge struct {
-	queue        [numStreams][]*kgo.Record
-	more         [numStreams]bool
-	waitingSince [numStreams]time.Time
-	emptyPolls   [numStreams]int
+	queue [numStreams][]*kgo.Record
+	more  [numStreams]bool
 	// next is the offset after the last applied record of each stream,
 	// with its leader epoch: what a commit records. Offset 0: nothing
 	// applied since the partition was assigned.
@@ -38,7 +34,7 @@ type merge struct {
 }
 
 func (m *merge) streams() logmerge.Streams {
-	return logmerge.Streams{Queue: m.queue[:], More: m.more[:], WaitingSince: m.waitingSince[:], EmptyPolls: m.emptyPolls[:]}
+	return logmerge.Streams{Queue: m.queue[:], More: m.more[:]}
 }
 
 // push queues records of stream s; more says the stream has records
@@ -46,9 +42,9 @@ func (m *merge) streams() logmerge.Streams {
 func (m *merge) push(s int, recs []*kgo.Record, more bool) { m.streams().Push(s, recs, more) }
 
 // pop returns the next record in merge order, or nil when the queues are
-// empty or the merge must wait for a stream (a zero now never gives up).
-func (m *merge) pop(now time.Time) *kgo.Record {
-	r, s := m.streams().Pop(now)
+// empty or the merge must wait for a stream (see logmerge.Streams.Pop).
+func (m *merge) pop() *kgo.Record {
+	r, s := m.streams().Pop()
 	if r != nil {
 		m.next[s] = kgo.EpochOffset{Epoch: r.LeaderEpoch, Offset: r.Offset + 1}
 	}
@@ -56,10 +52,6 @@ func (m *merge) pop(now time.Time) *kgo.Record {
 }
 
 func (m *merge) buffered() int { return m.streams().Buffered() }
-
-// polled counts one poll for the streams the merge is waiting for
-// (logmerge.Streams.Polled).
-func (m *merge) polled() { m.streams().Polled() }
 
 // stream returns the stream index of topic t.
 func (r *Reconciler) stream(t string) int {

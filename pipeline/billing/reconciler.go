@@ -234,7 +234,7 @@ func (r *Reconciler) Run(ctx context.Context) error {
 					part.merge.push(r.stream(fp.Topic), logmerge.Data(fp.Records), last+1 < end)
 				}
 			})
-			processed += r.applyAll(r.parts, time.Time{})
+			processed += r.applyAll(r.parts)
 			r.mu.Unlock()
 			if ctx.Err() != nil {
 				break
@@ -290,11 +290,10 @@ func (r *Reconciler) flushAndCommit(ctx context.Context) error {
 // applyAll applies, per partition, what its merge can release, and
 // returns the number of records applied. mu is held (or parts is a
 // restore's own).
-func (r *Reconciler) applyAll(parts map[int32]*partition, now time.Time) int {
+func (r *Reconciler) applyAll(parts map[int32]*partition) int {
 	n := 0
 	for _, part := range parts {
-		part.merge.polled()
-		for rec := part.merge.pop(now); rec != nil; rec = part.merge.pop(now) {
+		for rec := part.merge.pop(); rec != nil; rec = part.merge.pop() {
 			r.apply(parts, rec)
 			n++
 		}

@@ -98,7 +98,7 @@ func (r *Reconciler) replay(ctx context.Context, consume map[string]map[int32]kg
 			}
 		},
 		func() {
-			n := r.applyAll(parts, time.Time{})
+			n := r.applyAll(parts)
 			r.m.restoreEvents.Add(float64(n))
 		})
 }

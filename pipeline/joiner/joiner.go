@@ -372,7 +372,7 @@ func (j *Joiner) applyAll(now time.Time) int {
 		n := 0
 		// Positions are exact (see Run): the merge waits for a stream
 		// with more records as long as it takes, never guessing.
-		for r, _ := part.merge.pop(time.Time{}); r != nil; r, _ = part.merge.pop(time.Time{}) {
+		for r, _ := part.merge.pop(); r != nil; r, _ = part.merge.pop() {
 			j.apply(part, r)
 			n++
 		}
@@ -383,7 +383,6 @@ func (j *Joiner) applyAll(now time.Time) int {
 	}
 	busy := j.busy[:0]
 	for _, part := range j.parts {
-		part.merge.polled()
 		if part.merge.buffered() != 0 {
 			busy = append(busy, part)
 		}

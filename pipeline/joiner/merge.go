@@ -1,8 +1,6 @@
 package joiner
 
 import (
-	"time"
-
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/driftline/driftline/pipeline/logmerge"
@@ -18,26 +16,15 @@ const (
 	numStreams
 )
 
-// stuckAfter and stuckPolls are how long and through how many empty polls
-// the merge waits for a silent stream that has more records
-// (logmerge.StuckAfter).
-const (
-	stuckAfter = logmerge.StuckAfter
-	stuckPolls = logmerge.StuckPolls
-)
-
 // merge turns the three co-partitioned streams of one partition number
 // into one order that depends only on the logs' contents (package
 // logmerge): the group consumer, a restore and a fresh replay apply the
 // same records in the same order, and the classifier, whose event-time
 // watermark and windows depend on that order, writes the same findings.
 type merge struct {
-	// queue, more, waitingSince and emptyPolls are the logmerge state of
-	// the three streams.
-	queue        [numStreams][]*kgo.Record
-	more         [numStreams]bool
-	waitingSince [numStreams]time.Time
-	emptyPolls   [numStreams]int
+	// queue and more are the logmerge state of the three streams.
+	queue [numStreams][]*kgo.Record
+	more  [numStreams]bool
 	// next is the offset after the last applied record of each stream,
 	// with its leader epoch: what a commit records. Offset 0: nothing
 	// applied since the partition was assigned.
@@ -47,7 +34,7 @@ type merge struct {
 }
 
 func (m *merge) streams() logmerge.Streams {
-	return logmerge.Streams{Queue: m.queue[:], More: m.more[:], WaitingSince: m.waitingSince[:], EmptyPolls: m.emptyPolls[:]}
+	return logmerge.Streams{Queue: m.queue[:], More: m.more[:]}
 }
 
 // push queues records of stream s; more says the stream has records
@@ -56,18 +43,14 @@ func (m *merge) push(s int, recs []*kgo.Record, more bool) { m.streams().Push(s,
 
 // pop returns the next record in merge order and its stream, or nil when
 // the queues are empty or the merge must wait for a stream (see
-// logmerge.Streams.Pop; a zero now never gives up on a stream).
-func (m *merge) pop(now time.Time) (*kgo.Record, int) {
-	r, s := m.streams().Pop(now)
+// logmerge.Streams.Pop).
+func (m *merge) pop() (*kgo.Record, int) {
+	r, s := m.streams().Pop()
 	if r != nil {
 		m.next[s] = kgo.EpochOffset{Epoch: r.LeaderEpoch, Offset: r.Offset + 1}
 	}
 	return r, s
 }
-
-// polled counts one poll for the streams the merge is waiting for
-// (logmerge.Streams.Polled).
-func (m *merge) polled() { m.streams().Polled() }
 
 // buffered reports how many records are queued.
 func (m *merge) buffered() int { return len(m.queue[0]) + len(m.queue[1]) + len(m.queue[2]) }

@@ -156,7 +156,7 @@ func (j *Joiner) replay(ctx context.Context, from, targets map[int32][numStreams
 		},
 		func() {
 			for _, part := range parts {
-				for r, _ := part.merge.pop(time.Time{}); r != nil; r, _ = part.merge.pop(time.Time{}) {
+				for r, _ := part.merge.pop(); r != nil; r, _ = part.merge.pop() {
 					j.apply(part, r)
 					j.m.restoreEvents.Inc()
 				}

@@ -17,23 +17,10 @@ package logmerge
 import (
 	"context"
 	"fmt"
-	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
-)
-
-// StuckAfter and StuckPolls are how long, and through how many polls that
-// brought nothing for it, the merge waits for a stream that the broker
-// said has more records before it takes the stream as caught up. It only
-// matters when the last offsets below the high watermark carry no records
-// (transaction markers). Both must pass: time alone would give up on a
-// stream while the consumer itself was busy and not fetching at all (a
-// slow write on a loaded machine) and let the other streams run ahead.
-const (
-	StuckAfter = 5 * time.Second
-	StuckPolls = 10
 )
 
 // Streams is a view of the merge state of n streams, held by the caller
@@ -45,10 +32,6 @@ type Streams struct {
 	// More says the stream has records beyond those queued (below the
 	// fetch's last stable offset, or below a restore's target).
 	More []bool
-	// WaitingSince is when the merge started to wait for the stream, and
-	// EmptyPolls how many polls since then brought nothing for it.
-	WaitingSince []time.Time
-	EmptyPolls   []int
 }
 
 // Push queues records of stream s; more says the stream has records
@@ -56,40 +39,19 @@ type Streams struct {
 func (m Streams) Push(s int, recs []*kgo.Record, more bool) {
 	m.Queue[s] = append(m.Queue[s], recs...)
 	m.More[s] = more
-	if len(recs) > 0 {
-		m.WaitingSince[s], m.EmptyPolls[s] = time.Time{}, 0
-	}
-}
-
-// Polled counts one poll of the consumer (after its records were pushed)
-// for the streams the merge is waiting for. Call it once per poll.
-func (m Streams) Polled() {
-	for s := range m.Queue {
-		if !m.WaitingSince[s].IsZero() && len(m.Queue[s]) == 0 {
-			m.EmptyPolls[s]++
-		}
-	}
 }
 
 // Pop returns the next record in merge order and its stream, or nil and -1
-// when the queues are empty or the merge must wait for a stream. now is
-// only used to give up on a stream that stays silent (see StuckAfter and
-// Polled); a zero now never gives up.
-func (m Streams) Pop(now time.Time) (*kgo.Record, int) {
+// when the queues are empty or the merge must wait for a stream that has
+// more records. The consumer's positions must be exact for that wait to
+// end: read with kgo.KeepControlRecords (see Data), so that a stream whose
+// last records are transaction markers is known to be read to its end.
+func (m Streams) Pop() (*kgo.Record, int) {
 	best := -1
 	for s := range m.Queue {
 		if len(m.Queue[s]) == 0 {
 			if m.More[s] {
-				if now.IsZero() {
-					return nil, -1
-				}
-				if m.WaitingSince[s].IsZero() {
-					m.WaitingSince[s] = now
-				}
-				if now.Sub(m.WaitingSince[s]) < StuckAfter || m.EmptyPolls[s] < StuckPolls {
-					return nil, -1
-				}
-				m.More[s] = false
+				return nil, -1
 			}
 			continue
 		}

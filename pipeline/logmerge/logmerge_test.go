@@ -13,22 +13,19 @@ func rec(ms int64, off int64) *kgo.Record {
 
 func TestPopOrderTiesAndWaits(t *testing.T) {
 	var (
-		q   [3][]*kgo.Record
-		mo  [3]bool
-		ws  [3]time.Time
-		ep  [3]int
-		now = time.Unix(100, 0)
+		q  [3][]*kgo.Record
+		mo [3]bool
 	)
-	m := Streams{Queue: q[:], More: mo[:], WaitingSince: ws[:], EmptyPolls: ep[:]}
+	m := Streams{Queue: q[:], More: mo[:]}
 	m.Push(0, []*kgo.Record{rec(10, 0), rec(30, 1)}, false)
 	m.Push(2, []*kgo.Record{rec(10, 0)}, false)
 	m.Push(1, nil, true) // stream 1 has records not fetched yet: wait
-	if r, s := m.Pop(now); r != nil {
+	if r, s := m.Pop(); r != nil {
 		t.Fatalf("popped %v from %d while stream 1 may hold an earlier record", r, s)
 	}
 	m.Push(1, []*kgo.Record{rec(10, 0), rec(20, 1)}, false)
 	var got []int
-	for r, s := m.Pop(now); r != nil; r, s = m.Pop(now) {
+	for r, s := m.Pop(); r != nil; r, s = m.Pop() {
 		got = append(got, s)
 	}
 	// 10ms: streams 0, 1, 2 (ties by stream); 20ms: 1; 30ms: 0.
@@ -38,25 +35,16 @@ func TestPopOrderTiesAndWaits(t *testing.T) {
 	if m.Buffered() != 0 {
 		t.Fatalf("buffered %d", m.Buffered())
 	}
-	// A stream that says it has more but stays silent is given up after
-	// StuckAfter and StuckPolls polls that brought nothing; a zero now
-	// waits for ever.
+	// A stream that says it has more is waited for until a fetch says
+	// otherwise (its last records may be markers, which Data drops).
 	m.Push(0, []*kgo.Record{rec(40, 2)}, false)
 	m.Push(1, nil, true)
-	if r, _ := m.Pop(time.Time{}); r != nil {
-		t.Fatal("zero now gave up on a stream")
+	if r, _ := m.Pop(); r != nil {
+		t.Fatal("gave up on a stream with more records")
 	}
-	if r, _ := m.Pop(now); r != nil {
-		t.Fatal("gave up at once")
-	}
-	if r, _ := m.Pop(now.Add(StuckAfter)); r != nil {
-		t.Fatal("gave up after StuckAfter without a poll (the consumer was busy, not fetching)")
-	}
-	for range StuckPolls {
-		m.Polled()
-	}
-	if r, s := m.Pop(now.Add(StuckAfter)); r == nil || s != 0 {
-		t.Fatal("still waiting after StuckAfter and StuckPolls empty polls")
+	m.Push(1, Data(nil), false)
+	if r, s := m.Pop(); r == nil || s != 0 {
+		t.Fatal("still waiting after the stream was read to its end")
 	}
 }
 
