@@ -215,25 +215,16 @@ func (r *Reconciler) Run(ctx context.Context) error {
 				defer r.mu.Unlock()
 				return r.left
 			}
-			fetches.EachError(func(t string, p int32, err error) {
-				if !errors.Is(err, context.DeadlineExceeded) && !errors.Is(err, context.Canceled) {
-					r.opts.Logger.Warn("fetch error", "topic", t, "partition", p, "err", err)
-				}
-			})
 			r.mu.Lock()
-			fetches.EachPartition(func(fp kgo.FetchTopicPartition) {
-				if part := r.parts[fp.Partition]; part != nil && len(fp.Records) > 0 {
-					end := fp.LastStableOffset
-					if end < 0 {
-						end = fp.HighWatermark
+			logmerge.Fetched(fetches,
+				func(t string, p int32, recs []*kgo.Record, more bool) {
+					if part := r.parts[p]; part != nil {
+						part.merge.push(r.stream(t), recs, more)
 					}
-					// The last offset counts transaction markers too
-					// (KeepControlRecords), so "more" is exact and the merge
-					// never has to guess that a silent stream is done.
-					last := fp.Records[len(fp.Records)-1].Offset
-					part.merge.push(r.stream(fp.Topic), logmerge.Data(fp.Records), last+1 < end)
-				}
-			})
+				},
+				func(t string, p int32, err error) {
+					r.opts.Logger.Warn("fetch error", "topic", t, "partition", p, "err", err)
+				})
 			processed += r.applyAll(r.parts)
 			r.mu.Unlock()
 			if ctx.Err() != nil {

@@ -325,25 +325,16 @@ func (j *Joiner) Run(ctx context.Context) error {
 				defer j.mu.Unlock()
 				return j.left
 			}
-			fetches.EachError(func(t string, p int32, err error) {
-				if !errors.Is(err, context.DeadlineExceeded) && !errors.Is(err, context.Canceled) {
-					j.opts.Logger.Warn("fetch error", "topic", t, "partition", p, "err", err)
-				}
-			})
 			j.mu.Lock()
-			fetches.EachPartition(func(fp kgo.FetchTopicPartition) {
-				if part := j.parts[fp.Partition]; part != nil && len(fp.Records) > 0 {
-					end := fp.LastStableOffset
-					if end < 0 {
-						end = fp.HighWatermark
+			logmerge.Fetched(fetches,
+				func(t string, p int32, recs []*kgo.Record, more bool) {
+					if part := j.parts[p]; part != nil {
+						part.merge.push(j.stream(t), recs, more)
 					}
-					// The last offset counts transaction markers too
-					// (KeepControlRecords), so "more" is exact and the merge
-					// never has to guess that a silent stream is done.
-					last := fp.Records[len(fp.Records)-1].Offset
-					part.merge.push(j.stream(fp.Topic), logmerge.Data(fp.Records), last+1 < end)
-				}
-			})
+				},
+				func(t string, p int32, err error) {
+					j.opts.Logger.Warn("fetch error", "topic", t, "partition", p, "err", err)
+				})
 			processed += j.applyAll(time.Now())
 			j.mu.Unlock()
 			if ctx.Err() != nil {

@@ -16,6 +16,7 @@ package logmerge
 
 import (
 	"context"
+	"errors"
 	"fmt"
 
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -118,4 +119,30 @@ func Commit(ctx context.Context, cl *kgo.Client, offsets map[string]map[int32]kg
 		}
 	})
 	return failed
+}
+
+// Fetched hands each fetched partition with records to push: its data
+// records (transaction markers dropped) and whether it has more records
+// below the fetch's last stable offset (its high watermark when the
+// broker gives none). The last offset counts markers too (the consumer
+// keeps them: kgo.KeepControlRecords), so "more" is exact and the merge
+// never has to guess that a silent stream is done. Fetch errors are
+// passed to warn, except those of a poll's own deadline or cancellation.
+func Fetched(fetches kgo.Fetches, push func(topic string, partition int32, recs []*kgo.Record, more bool), warn func(topic string, partition int32, err error)) {
+	fetches.EachError(func(t string, p int32, err error) {
+		if !errors.Is(err, context.DeadlineExceeded) && !errors.Is(err, context.Canceled) {
+			warn(t, p, err)
+		}
+	})
+	fetches.EachPartition(func(fp kgo.FetchTopicPartition) {
+		if len(fp.Records) == 0 {
+			return
+		}
+		end := fp.LastStableOffset
+		if end < 0 {
+			end = fp.HighWatermark
+		}
+		last := fp.Records[len(fp.Records)-1].Offset
+		push(fp.Topic, fp.Partition, Data(fp.Records), last+1 < end)
+	})
 }
