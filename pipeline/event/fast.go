@@ -279,70 +279,40 @@ func knownEnvironment(b []byte) string {
 func (d *fastScan) target(typ string) (fastPayload, unsafe.Pointer, []payloadField) {
 	switch r := d.dec; typ {
 	case TypePlatformRecord:
-		var p *PlatformRecord
-		if r != nil {
-			p = zeroed(&r.record)
-		} else {
-			p = new(PlatformRecord)
-		}
+		p := reusedOrNew(r, func(d *Decoder) *PlatformRecord { return &d.record })
 		return p, unsafe.Pointer(p), platformRecordFields
 	case TypeProviderObservation:
-		var p *Observation
-		if r != nil {
-			p = zeroed(&r.observation)
-		} else {
-			p = new(Observation)
-		}
+		p := reusedOrNew(r, func(d *Decoder) *Observation { return &d.observation })
 		return p, unsafe.Pointer(p), observationFields
 	case TypeScanCompleted:
-		var p *ScanCompleted
-		if r != nil {
-			p = zeroed(&r.scanCompleted)
-		} else {
-			p = new(ScanCompleted)
-		}
+		p := reusedOrNew(r, func(d *Decoder) *ScanCompleted { return &d.scanCompleted })
 		return p, unsafe.Pointer(p), scanCompletedFields
 	case TypeHeartbeat:
-		var p *Heartbeat
-		if r != nil {
-			p = zeroed(&r.heartbeat)
-		} else {
-			p = new(Heartbeat)
-		}
+		p := reusedOrNew(r, func(d *Decoder) *Heartbeat { return &d.heartbeat })
 		return p, unsafe.Pointer(p), heartbeatFields
 	case TypeUsageRecorded:
-		var p *Usage
-		if r != nil {
-			p = zeroed(&r.usage)
-		} else {
-			p = new(Usage)
-		}
+		p := reusedOrNew(r, func(d *Decoder) *Usage { return &d.usage })
 		return p, unsafe.Pointer(p), usageFields
 	case TypeBillingRated:
-		var p *Rated
-		if r != nil {
-			p = zeroed(&r.rated)
-		} else {
-			p = new(Rated)
-		}
+		p := reusedOrNew(r, func(d *Decoder) *Rated { return &d.rated })
 		return p, unsafe.Pointer(p), ratedFields
 	case TypeLedgerEntry:
-		var p *LedgerEntry
-		if r != nil {
-			p = zeroed(&r.ledger)
-		} else {
-			p = new(LedgerEntry)
-		}
+		p := reusedOrNew(r, func(d *Decoder) *LedgerEntry { return &d.ledger })
 		return p, unsafe.Pointer(p), ledgerEntryFields
 	}
 	panic("BUG: fast path target of an unknown event type " + typ)
 }
 
-// zeroed zeroes and returns *reused.
-func zeroed[T any](reused *T) *T {
+// reusedOrNew returns the Decoder's own payload struct (slot), zeroed, or
+// a new one when there is no Decoder (the Validator hands payloads out).
+func reusedOrNew[T any](dec *Decoder, slot func(*Decoder) *T) *T {
+	if dec == nil {
+		return new(T)
+	}
+	p := slot(dec)
 	var zero T
-	*reused = zero
-	return reused
+	*p = zero
+	return p
 }
 
 // object decodes the payload object at b[i] ('{') into the struct at base
