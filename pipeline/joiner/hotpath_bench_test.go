@@ -22,7 +22,6 @@ func benchJoiner(b *testing.B) (*Joiner, *partition) {
 	}
 	j.validator = event.Validator{Environment: j.opts.Environment, ZeroCopy: true}
 	j.partitions = 1
-	j.out = output{current: make(map[string]int), nodes: make(map[string]int), m: j.m, emit: true}
 	j.initCounters()
 	part := j.newPartition(0, nil)
 	part.out = &part.live

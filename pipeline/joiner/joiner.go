@@ -219,7 +219,9 @@ type Joiner struct {
 	// partitions.
 	mu    sync.Mutex
 	parts map[int32]*partition
-	out   output
+	// out is the pending write: the partitions' outputs gathered at a
+	// flush.
+	out sink.Batch
 	// rejected are the invalid records of the pending batch, quarantined
 	// before their offsets are committed.
 	rejected []rejected
@@ -256,7 +258,6 @@ func New(ctx context.Context, opts Options, s Sink) (*Joiner, error) {
 		parts:     make(map[int32]*partition),
 		kept:      make(map[int32]*partition),
 	}
-	j.out = output{current: make(map[string]int), nodes: make(map[string]int), m: j.m, emit: true}
 	j.initCounters()
 	admCl, err := kgo.NewClient(append([]kgo.Opt{kgo.SeedBrokers(opts.Brokers...)}, opts.ClientOpts...)...)
 	if err != nil {
@@ -413,8 +414,8 @@ func (j *Joiner) flushAndCommit(ctx context.Context) error {
 	for _, part := range j.parts {
 		j.gather(part)
 		if part.dirty {
-			part.summary.flush(part.p, &j.out.batch)
-			j.out.batch.Progress = append(j.out.batch.Progress, j.progress(part))
+			part.summary.flush(part.p, &j.out)
+			j.out.Progress = append(j.out.Progress, j.progress(part))
 			j.observe(part)
 			part.dirty = false
 		}
@@ -425,7 +426,7 @@ func (j *Joiner) flushAndCommit(ctx context.Context) error {
 	if err := j.reroute(wctx, giveUp); err != nil {
 		return err
 	}
-	if j.out.batch.Empty() {
+	if j.out.Empty() {
 		if j.commit(wctx) {
 			j.checkpoint(ctx.Err() != nil)
 		}
@@ -433,18 +434,18 @@ func (j *Joiner) flushAndCommit(ctx context.Context) error {
 	}
 	err := retry.Until(giveUp, j.opts.Logger, "write findings to ClickHouse", func() error {
 		start := time.Now()
-		if err := j.sink.Write(wctx, &j.out.batch); err != nil {
+		if err := j.sink.Write(wctx, &j.out); err != nil {
 			j.m.flushErrors.Inc()
 			return err
 		}
 		j.m.flushSeconds.Observe(time.Since(start).Seconds())
-		j.m.flushRows.Observe(float64(len(j.out.batch.Current)))
+		j.m.flushRows.Observe(float64(len(j.out.Current)))
 		return nil
 	})
 	if err != nil {
 		return err
 	}
-	j.out.reset()
+	j.out.Reset()
 	if j.commit(wctx) {
 		j.checkpoint(ctx.Err() != nil)
 	}

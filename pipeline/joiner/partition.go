@@ -303,9 +303,9 @@ func (j *Joiner) eventsBy(topic string) prometheus.Counter { return j.eventCount
 // joiner's pending write. mu is held.
 func (j *Joiner) gather(part *partition) {
 	b := &part.live.batch
-	j.out.batch.Current = append(j.out.batch.Current, b.Current...)
-	j.out.batch.History = append(j.out.batch.History, b.History...)
-	j.out.batch.Nodes = append(j.out.batch.Nodes, b.Nodes...)
+	j.out.Current = append(j.out.Current, b.Current...)
+	j.out.History = append(j.out.History, b.History...)
+	j.out.Nodes = append(j.out.Nodes, b.Nodes...)
 	part.live.reset()
 	j.rejected = append(j.rejected, part.rejected...)
 	j.rerouted = append(j.rerouted, part.rerouted...)
