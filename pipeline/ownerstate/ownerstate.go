@@ -7,37 +7,41 @@
 // # Memory
 //
 // A partition may track millions of identities, so an identity is a flat
-// 88-byte struct with no pointers of its own but its key: the string
-// fields of records and observations repeat across identities (states,
-// versions, domains, products, correlation ids of a scan), so they are
-// interned once per partition (Sym), and the field combinations are
-// interned again as shapes (RecordShape, ObsShape) that identities share.
-// The identity key and the record id, which are unique, share one string.
-// Findings are kept only for the identities that ever had one. Interned
-// values no identity holds any more are dropped by a compaction that runs
-// when a table has doubled since the last one (Maintain), so the tables
-// stay within twice what the identities hold. docs/drift-model.md
+// 72-byte struct with no pointers: the string fields of records and
+// observations repeat across identities (states, versions, domains,
+// products, correlation ids of a scan), so they are interned once per
+// partition (Sym), and the field combinations are interned again as
+// shapes (RecordShape, ObsShape) that identities share. The identity key
+// and the record id, which are unique, are one entry in a pointer-free
+// byte arena (arena.go); the index from keys to identities is an
+// open-addressing table of 8-byte slots (index.go). Findings are kept
+// only for the identities that ever had one. Interned values no identity
+// holds any more are dropped by a compaction that runs when a table has
+// doubled since the last one, and the arena is rewritten when more of it
+// is replaced record ids than live entries (Maintain), so the tables stay
+// within about twice what the identities hold. docs/drift-model.md
 // (memory) gives the measured bytes per identity.
 //
 // # Timers
 //
 // An identity arms at most one deadline per kind (missing, orphan). A
 // deadline is a function of the identity's state that the classifier
-// defines (SetDeadline); the heap holds one entry per identity, at or
-// before its earliest armed deadline, and moves it when it comes due. A
-// deadline that moves later, as the missing deadline does with every
-// observation, therefore costs no heap operation.
+// defines (SetDeadline); the heap holds at most one 12-byte entry per
+// identity, at or before its earliest armed deadline, and moves it when it
+// comes due. A deadline that moves later, as the missing deadline does
+// with every observation, therefore costs no heap operation; one that
+// moves earlier moves the entry in place (the identity knows its
+// position in the heap).
 //
 // A Store is owned by one partition worker and is not safe for concurrent
 // use. Times are Unix nanoseconds of event time; NoTime marks none.
 package ownerstate
 
 import (
-	"container/heap"
+	"fmt"
 	"math"
 	"strings"
-
-	"github.com/cespare/xxhash/v2"
+	"unsafe"
 
 	"github.com/driftline/driftline/pipeline/drift"
 )
@@ -78,9 +82,12 @@ const (
 
 // Identity is everything known about one provider resource. Its record
 // and observation fields are read through the Store (Record, Obs, Str).
+// An Identity lives in its store and is used through the pointer the
+// store returns: it is never copied (its key is found from its address).
 type Identity struct {
-	ks            string // the identity key, then the record id
-	klen          uint16 // length of the key in ks
+	ref           uint32 // the key then the record id, in the store's arena
+	klen          uint16 // length of the key
+	rlen          uint16 // length of the record id
 	flags         uint8
 	disagreements uint8  // consecutive disagreeing observations, saturating
 	idx           uint32 // index in the store
@@ -88,7 +95,7 @@ type Identity struct {
 	rec, obs      uint32 // shape indexes; 0: none
 	recCorr       Sym    // correlation_id of the record event
 	obsCorr       Sym    // correlation_id of the observation event
-	queued        int64  // the time of the identity's live heap entry; NoTime: none
+	hpos          uint32 // 1 + position of the identity's timer in the heap; 0: none
 
 	// RecordVersion is the record_version of the applied record.
 	RecordVersion int64
@@ -101,8 +108,22 @@ type Identity struct {
 	OrphanSince int64
 }
 
+// idChunk is a chunk of identities and the arena of their keys, which an
+// identity finds from its own address (Identity.keys).
+type idChunk struct {
+	keys *arena
+	ids  [chunkSize]Identity
+}
+
+// keys returns the arena of id's store.
+func (id *Identity) keys() *arena {
+	c := (*idChunk)(unsafe.Add(unsafe.Pointer(id),
+		-int(unsafe.Offsetof(idChunk{}.ids))-int(id.idx&(chunkSize-1))*int(unsafe.Sizeof(Identity{}))))
+	return c.keys
+}
+
 // Key returns the identity key provider/provider_id.
-func (id *Identity) Key() string { return id.ks[:id.klen] }
+func (id *Identity) Key() string { return id.keys().str(id.ref, int(id.klen)) }
 
 // Provider returns the provider of the identity.
 func (id *Identity) Provider() string {
@@ -120,7 +141,12 @@ func (id *Identity) ProviderID() string {
 }
 
 // RecordID returns the record_id of the applied record ("" if none).
-func (id *Identity) RecordID() string { return id.ks[id.klen:] }
+func (id *Identity) RecordID() string {
+	if id.rlen == 0 {
+		return ""
+	}
+	return id.keys().str(id.ref, int(id.klen)+int(id.rlen))[id.klen:]
+}
 
 // HasRecord reports whether a platform record (or tombstone) was applied.
 func (id *Identity) HasRecord() bool { return id.rec != 0 }
@@ -206,12 +232,12 @@ const (
 
 // Store is one partition's identities, completed scans and timers.
 type Store struct {
-	chunks [][]Identity
+	chunks []*idChunk
 	n      int
-	// index maps the xxhash of a key to its identity; keys whose hash
-	// collides with another key's live in collided.
-	index    map[uint64]uint32
-	collided map[string]uint32
+	// keys holds the keys and record ids of the identities (one arena
+	// for the store's life: the chunks of identities point at it).
+	keys  *arena
+	index index
 	// findings holds the findings of identities that ever had one.
 	findings []Findings
 
@@ -225,7 +251,8 @@ type Store struct {
 
 // New returns an empty Store.
 func New() *Store {
-	s := &Store{index: make(map[uint64]uint32), collided: make(map[string]uint32), scans: make(map[string]int64)}
+	s := &Store{keys: &arena{}, scans: make(map[string]int64)}
+	s.index.init(0)
 	s.syms.init()
 	return s
 }
@@ -234,20 +261,58 @@ func New() *Store {
 func (s *Store) Len() int { return s.n }
 
 // At returns the identity of index i.
-func (s *Store) At(i uint32) *Identity { return &s.chunks[i>>chunkBits][i&(chunkSize-1)] }
+func (s *Store) At(i uint32) *Identity { return &s.chunks[i>>chunkBits].ids[i&(chunkSize-1)] }
 
-func hashKey(provider, providerID string) uint64 {
-	var buf [256]byte
-	if len(provider)+1+len(providerID) > len(buf) {
-		var d xxhash.Digest
-		d.Reset()
-		_, _ = d.WriteString(provider)
-		_, _ = d.WriteString("/")
-		_, _ = d.WriteString(providerID)
-		return d.Sum64()
+// Get returns the identity of provider/providerID, creating it when create
+// is set (nil otherwise). Looking up an existing identity does not
+// allocate; the strings may alias a decode buffer.
+func (s *Store) Get(provider, providerID string, create bool) *Identity {
+	h := s.index.hashKey(provider, providerID)
+	slots, tag := s.index.slots, h>>32
+	for p := s.index.home(h); ; {
+		v := slots[p]
+		if v == 0 {
+			break
+		}
+		if v>>32 == tag {
+			if id := s.At(uint32(v) - 1); keyEquals(id.Key(), provider, providerID) {
+				return id
+			}
+		}
+		if p++; p == len(slots) {
+			p = 0
+		}
 	}
-	k := append(append(append(buf[:0], provider...), '/'), providerID...)
-	return xxhash.Sum64(k)
+	if !create {
+		return nil
+	}
+	if len(provider)+1+len(providerID) > MaxKeyLen {
+		panic(fmt.Sprintf("ownerstate: identity key of %d bytes, more than %d", len(provider)+1+len(providerID), MaxKeyLen))
+	}
+	ref, b := s.keys.alloc(len(provider) + 1 + len(providerID))
+	b[copy(b, provider)] = '/'
+	copy(b[len(provider)+1:], providerID)
+	id := s.add(ref, len(b))
+	s.index.insert(h, id.idx)
+	return id
+}
+
+// fileNew files identity id in the index, unless an identity with its
+// key is filed already (then it reports false).
+func (s *Store) fileNew(id *Identity) bool {
+	key := id.Key()
+	h := s.index.hash(key)
+	slots := s.index.slots
+	for p := s.index.home(h); slots[p] != 0; {
+		if v := slots[p]; v>>32 == h>>32 && s.At(uint32(v)-1).Key() == key {
+			return false
+		}
+		if p++; p == len(slots) {
+			p = 0
+		}
+	}
+	s.index.insert(h, id.idx)
+	return true
 }
 
 func keyEquals(key, provider, providerID string) bool {
@@ -255,40 +320,16 @@ func keyEquals(key, provider, providerID string) bool {
 		key[:len(provider)] == provider && key[len(provider)+1:] == providerID
 }
 
-// Get returns the identity of provider/providerID, creating it when create
-// is set (nil otherwise). Looking up an existing identity does not
-// allocate; the strings may alias a decode buffer.
-func (s *Store) Get(provider, providerID string, create bool) *Identity {
-	h := hashKey(provider, providerID)
-	if i, ok := s.index[h]; ok {
-		if id := s.At(i); keyEquals(id.Key(), provider, providerID) {
-			return id
-		}
-		if i, ok := s.collided[provider+"/"+providerID]; ok {
-			return s.At(i)
-		}
-	}
-	if !create {
-		return nil
-	}
-	id := s.add(provider + "/" + providerID)
-	if _, taken := s.index[h]; taken {
-		s.collided[id.Key()] = id.idx
-	} else {
-		s.index[h] = id.idx
-	}
-	return id
-}
-
-// add appends a new identity with key (owned by the store).
-func (s *Store) add(key string) *Identity {
+// add appends a new identity whose key is the klen bytes at ref in the
+// arena (not filed in the index).
+func (s *Store) add(ref uint32, klen int) *Identity {
 	i := uint32(s.n)
 	if s.n&(chunkSize-1) == 0 {
-		s.chunks = append(s.chunks, make([]Identity, chunkSize))
+		s.chunks = append(s.chunks, &idChunk{keys: s.keys})
 	}
 	s.n++
 	id := s.At(i)
-	*id = Identity{ks: key, klen: uint16(len(key)), idx: i, queued: NoTime, RecordAt: NoTime, ObsAt: NoTime, OrphanSince: NoTime}
+	*id = Identity{ref: ref, klen: uint16(klen), idx: i, RecordAt: NoTime, ObsAt: NoTime, OrphanSince: NoTime}
 	return id
 }
 
@@ -296,11 +337,11 @@ func (s *Store) add(key string) *Identity {
 // in the order they were created.
 func (s *Store) Each(provider string, fn func(*Identity)) {
 	for c, chunk := range s.chunks {
-		for i := range chunk {
+		for i := range chunk.ids {
 			if c<<chunkBits+i >= s.n {
 				return
 			}
-			id := &chunk[i]
+			id := &chunk.ids[i]
 			if provider == "" || id.Provider() == provider {
 				fn(id)
 			}
@@ -402,14 +443,24 @@ func (s *Store) SetRecord(id *Identity, r *Record, at int64, correlationID strin
 	id.setFlag(flagDeleted, r.Deleted)
 }
 
-// setRecordID stores rid after the key, in one new string; the index keeps
-// pointing at the identity (its hash is of the key only).
+// setRecordID stores rid after a copy of the key in the arena; the old
+// entry is garbage until the arena is rewritten (Maintain).
 func (s *Store) setRecordID(id *Identity, rid string) {
-	var b strings.Builder
-	b.Grow(int(id.klen) + len(rid))
-	b.WriteString(id.Key())
-	b.WriteString(rid)
-	id.ks = b.String()
+	if len(rid) > MaxRecordIDLen {
+		panic(fmt.Sprintf("ownerstate: record id of %d bytes, more than %d", len(rid), MaxRecordIDLen))
+	}
+	if id.rlen == 0 {
+		// The common case, a new identity's first record: its key is
+		// often the arena's last entry, and grows in place.
+		if b := s.keys.extend(id.ref, int(id.klen), len(rid)); b != nil {
+			copy(b, rid)
+			id.rlen = uint16(len(rid))
+			return
+		}
+	}
+	ref := s.keys.put(id.Key(), rid)
+	s.keys.free(int(id.klen) + int(id.rlen))
+	id.ref, id.rlen = ref, uint16(len(rid))
 }
 
 // SetTombstone marks id's record deleted at at (a Kafka tombstone).
@@ -473,149 +524,6 @@ func (s *Store) LastScan(provider string) (int64, bool) {
 	t, ok := s.scans[provider]
 	return t, ok
 }
-
-// Timer kinds.
-const (
-	TimerMissing uint8 = iota
-	TimerOrphan
-	numTimers
-)
-
-func armedFlag(kind uint8) uint8 {
-	if kind == TimerOrphan {
-		return flagArmedOrphan
-	}
-	return flagArmedMissing
-}
-
-// timer is a heap entry: identity idx has its earliest armed deadline at
-// at, unless a later Arm moved it (Identity.queued tells).
-type timer struct {
-	at  int64
-	idx uint32
-}
-
-type timerHeap []timer
-
-func (h timerHeap) Len() int { return len(h) }
-func (h timerHeap) Less(i, j int) bool {
-	return h[i].at < h[j].at || h[i].at == h[j].at && h[i].idx < h[j].idx
-}
-func (h timerHeap) Swap(i, j int) { h[i], h[j] = h[j], h[i] }
-func (h *timerHeap) Push(x any)   { *h = append(*h, x.(timer)) }
-func (h *timerHeap) Pop() any {
-	old := *h
-	t := old[len(old)-1]
-	*h = old[:len(old)-1]
-	return t
-}
-
-// Deadline returns the identity's current deadline of kind. The Store
-// asks it of its owner (the classifier), whose rules define the
-// deadlines; Arm must be called whenever a state change moves one.
-type Deadline func(id *Identity, kind uint8) int64
-
-// SetDeadline installs the deadline rule. It must be set before the first
-// Arm.
-func (s *Store) SetDeadline(d Deadline) { s.deadline = d }
-
-// Armed reports whether id has a deadline of kind armed.
-func (id *Identity) Armed(kind uint8) bool { return id.flags&armedFlag(kind) != 0 }
-
-// Arm arms (or, with on false, disarms) id's deadline of kind, whose time
-// the Deadline rule gives. An identity has one heap entry at a time, at
-// or before its earliest armed deadline: a deadline that moves later (a
-// new observation) costs nothing here, the entry is moved when it comes
-// due; only one that moves earlier pushes a new entry.
-func (s *Store) Arm(id *Identity, kind uint8, on bool) {
-	f := armedFlag(kind)
-	switch was := id.flags&f != 0; {
-	case on && !was:
-		id.flags |= f
-		s.armed++
-	case !on && was:
-		id.flags &^= f
-		s.armed--
-	}
-	if !on {
-		return
-	}
-	if at := s.deadline(id, kind); id.queued == NoTime || at < id.queued {
-		s.enqueue(id, at)
-	}
-}
-
-// minTimerSweep is the heap size below which superseded entries are never
-// swept.
-const minTimerSweep = 4096
-
-func (s *Store) enqueue(id *Identity, at int64) {
-	id.queued = at
-	heap.Push(&s.timers, timer{at: at, idx: id.idx})
-	if len(s.timers) > minTimerSweep && len(s.timers) > 2*s.armed {
-		s.sweepTimers()
-	}
-}
-
-// next returns id's earliest armed deadline and its kind.
-func (s *Store) next(id *Identity) (at int64, kind uint8, ok bool) {
-	at = math.MaxInt64
-	for k := range numTimers {
-		if id.Armed(k) {
-			if d := s.deadline(id, k); d < at {
-				at, kind, ok = d, k, true
-			}
-		}
-	}
-	return at, kind, ok
-}
-
-// Fire calls fn for every armed deadline due at or before w, in deadline
-// order per identity and in heap order across identities; the deadline is
-// disarmed before fn runs (fn re-arms what the new state needs).
-func (s *Store) Fire(w int64, fn func(id *Identity, kind uint8, at int64)) {
-	for len(s.timers) > 0 && s.timers[0].at <= w {
-		t := heap.Pop(&s.timers).(timer)
-		id := s.At(t.idx)
-		if id.queued != t.at {
-			continue // superseded by an earlier entry
-		}
-		id.queued = NoTime
-		for {
-			at, kind, ok := s.next(id)
-			switch {
-			case !ok:
-			case at > w:
-				if id.queued == NoTime || at < id.queued {
-					s.enqueue(id, at)
-				}
-			default:
-				id.flags &^= armedFlag(kind)
-				s.armed--
-				fn(id, kind, at)
-				continue
-			}
-			break
-		}
-	}
-}
-
-// sweepTimers drops the heap entries that no identity tracks any more.
-func (s *Store) sweepTimers() {
-	kept := s.timers[:0]
-	for _, t := range s.timers {
-		if s.At(t.idx).queued == t.at {
-			kept = append(kept, t)
-		}
-	}
-	clear(s.timers[len(kept):])
-	s.timers = kept
-	heap.Init(&s.timers)
-}
-
-// PendingTimers returns the number of timers in the heap, superseded ones
-// included.
-func (s *Store) PendingTimers() int { return len(s.timers) }
 
 // Lifecycle state groups (CONTRACT section 4).
 var (

@@ -2,12 +2,13 @@ package ownerstate
 
 import (
 	"fmt"
-	"strings"
 
 	"github.com/driftline/driftline/pipeline/snap"
 )
 
-const snapshotVersion = 1
+// snapshotVersion 2: identity keys and record ids as one entry, timers
+// without superseded entries and no per-identity queue time.
+const snapshotVersion = 2
 
 // AppendSnapshot appends the store's state to w. Call it between events;
 // LoadSnapshot restores exactly this state, timers and interned tables
@@ -36,14 +37,14 @@ func (s *Store) AppendSnapshot(w *snap.Writer) {
 
 	w.Uvarint(uint64(s.n))
 	s.Each("", func(id *Identity) {
-		w.String(id.ks)
+		w.String(s.keys.str(id.ref, int(id.klen)+int(id.rlen)))
 		w.Uvarint(uint64(id.klen))
 		w.Byte(id.flags)
 		w.Byte(id.disagreements)
 		for _, v := range [...]uint32{id.findings, id.rec, id.obs, uint32(id.recCorr), uint32(id.obsCorr)} {
 			w.Uvarint(uint64(v))
 		}
-		for _, v := range [...]int64{id.queued, id.RecordVersion, id.RecordAt, id.ObsAt, id.OrphanSince} {
+		for _, v := range [...]int64{id.RecordVersion, id.RecordAt, id.ObsAt, id.OrphanSince} {
 			w.Varint(v)
 		}
 	})
@@ -66,7 +67,7 @@ func (s *Store) AppendSnapshot(w *snap.Writer) {
 	}
 	w.Uvarint(uint64(len(s.timers)))
 	for _, t := range s.timers {
-		w.Varint(t.at)
+		w.Varint(t.at())
 		w.Uvarint(uint64(t.idx))
 	}
 	w.Uvarint(uint64(s.armed))
@@ -114,37 +115,33 @@ func (s *Store) LoadSnapshot(r *snap.Reader) error {
 	}
 	t.compactAt = int(r.Uvarint())
 
-	n := r.Count(16)
-	fresh.index = make(map[uint64]uint32, n)
+	n := r.Count(14)
+	fresh.index.init(n)
 	for range n {
 		if r.Err() != nil {
 			break
 		}
-		ks := r.String()
+		entry := r.Bytes()
 		klen := r.Uvarint()
-		if klen > uint64(len(ks)) {
-			r.Fail(fmt.Errorf("ownerstate snapshot: key length %d of %q", klen, ks))
+		if klen == 0 || klen > uint64(len(entry)) || klen > MaxKeyLen || uint64(len(entry))-klen > MaxRecordIDLen {
+			r.Fail(fmt.Errorf("ownerstate snapshot: key length %d of %q", klen, entry))
 			break
 		}
-		id := fresh.add(ks[:klen])
-		id.ks, id.flags, id.disagreements = ks, r.Byte(), r.Byte()
+		ref, b := fresh.keys.alloc(len(entry))
+		copy(b, entry)
+		id := fresh.add(ref, int(klen))
+		id.rlen = uint16(len(entry) - int(klen))
+		id.flags, id.disagreements = r.Byte(), r.Byte()
 		id.findings, id.rec, id.obs = uint32(r.Uvarint()), uint32(r.Uvarint()), uint32(r.Uvarint())
 		id.recCorr, id.obsCorr = sym(), sym()
-		id.queued, id.RecordVersion, id.RecordAt, id.ObsAt, id.OrphanSince = r.Varint(), r.Varint(), r.Varint(), r.Varint(), r.Varint()
+		id.RecordVersion, id.RecordAt, id.ObsAt, id.OrphanSince = r.Varint(), r.Varint(), r.Varint(), r.Varint()
 		if id.rec >= uint32(len(t.recs)) || id.obs >= uint32(len(t.obss)) {
 			r.Fail(fmt.Errorf("ownerstate snapshot: identity %q has shape %d/%d", id.Key(), id.rec, id.obs))
 			break
 		}
-		k := id.Key()
-		prov, pid := splitKey(k)
-		// One map access per identity: an assignment that does not grow
-		// the map hit another key's hash, which goes back, and this key
-		// goes to collided (as Get filed it).
-		h, before := hashKey(prov, pid), len(fresh.index)
-		fresh.index[h] = id.idx
-		if len(fresh.index) == before {
-			fresh.index[h] = fresh.firstWithHash(h)
-			fresh.collided[k] = id.idx
+		if !fresh.fileNew(id) {
+			r.Fail(fmt.Errorf("ownerstate snapshot: identity %q repeats", id.Key()))
+			break
 		}
 	}
 	nf := r.Count(7 * len(Findings{}))
@@ -171,11 +168,18 @@ func (s *Store) LoadSnapshot(r *snap.Reader) error {
 	fresh.timers = make(timerHeap, 0, nt)
 	for range nt {
 		at, idx := r.Varint(), r.Uvarint()
-		if idx >= uint64(fresh.n) {
-			r.Fail(fmt.Errorf("ownerstate snapshot: timer of identity %d of %d", idx, fresh.n))
+		if r.Err() != nil {
 			break
 		}
-		fresh.timers = append(fresh.timers, timer{at: at, idx: uint32(idx)})
+		if idx >= uint64(fresh.n) || fresh.At(uint32(idx)).hpos != 0 {
+			r.Fail(fmt.Errorf("ownerstate snapshot: timer of identity %d of %d (repeated or out of range)", idx, fresh.n))
+			break
+		}
+		fresh.timers = append(fresh.timers, newTimer(at, uint32(idx)))
+		fresh.At(uint32(idx)).hpos = uint32(len(fresh.timers))
+	}
+	if r.Err() == nil {
+		fresh.initTimers()
 	}
 	fresh.armed = int(r.Uvarint())
 	if err := r.Err(); err != nil {
@@ -183,23 +187,4 @@ func (s *Store) LoadSnapshot(r *snap.Reader) error {
 	}
 	*s = *fresh
 	return nil
-}
-
-// splitKey splits an identity key into provider and provider_id.
-func splitKey(k string) (provider, providerID string) {
-	if i := strings.IndexByte(k, '/'); i >= 0 {
-		return k[:i], k[i+1:]
-	}
-	return k, ""
-}
-
-// firstWithHash returns the first identity whose key hashes to h (a
-// collision, which a 64-bit hash makes all but impossible: a linear scan).
-func (s *Store) firstWithHash(h uint64) uint32 {
-	for i := range uint32(s.n) {
-		if hashKey(splitKey(s.At(i).Key())) == h {
-			return i
-		}
-	}
-	panic("BUG: ownerstate: no identity with the hash")
 }

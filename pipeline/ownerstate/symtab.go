@@ -62,13 +62,28 @@ func (t *symtab) due() bool {
 }
 
 // Maintain rebuilds the interned tables from the live identities when one
-// has doubled since the last rebuild. Call it between events only: it
-// renumbers every Sym and shape.
+// has doubled since the last rebuild, and rewrites the key arena when
+// more of it is garbage (record ids replaced) than live. Call it between
+// events only: it renumbers every Sym and shape.
 func (s *Store) Maintain() {
-	if !s.syms.due() {
-		return
+	if s.syms.due() {
+		s.compact()
 	}
-	s.compact()
+	if s.keys.due() {
+		s.compactKeys()
+	}
+}
+
+// compactKeys rewrites the key arena with the live entries only. Strings
+// read from the old chunks stay valid: the chunks are dropped, not
+// reused.
+func (s *Store) compactKeys() {
+	old := *s.keys
+	*s.keys = arena{}
+	s.Each("", func(id *Identity) {
+		n := int(id.klen) + int(id.rlen)
+		id.ref = s.keys.put(old.str(id.ref, n), "")
+	})
 }
 
 func (s *Store) compact() {
