@@ -6,8 +6,9 @@ import (
 	"github.com/driftline/driftline/pipeline/snap"
 )
 
-// snapshotVersion 2: identity keys and record ids as one entry, timers
-// without superseded entries and no per-identity queue time.
+// snapshotVersion 2: no per-identity queue time, and a timer heap without
+// superseded entries. LoadSnapshot also reads version 1 (which has both),
+// so checkpoints written before stay usable.
 const snapshotVersion = 2
 
 // AppendSnapshot appends the store's state to w. Call it between events;
@@ -76,7 +77,10 @@ func (s *Store) AppendSnapshot(w *snap.Writer) {
 // LoadSnapshot replaces the store's state with the one r holds. The
 // deadline rule (SetDeadline) is kept.
 func (s *Store) LoadSnapshot(r *snap.Reader) error {
-	r.Header("ownerstate", snapshotVersion)
+	name, version := string(r.Bytes()), r.Byte()
+	if r.Err() == nil && (name != "ownerstate" || version < 1 || version > snapshotVersion) {
+		r.Fail(fmt.Errorf("snap: section %q version %d, want %q version 1 to %d", name, version, "ownerstate", snapshotVersion))
+	}
 	fresh := New()
 	fresh.deadline = s.deadline
 	t := &fresh.syms
@@ -117,6 +121,10 @@ func (s *Store) LoadSnapshot(r *snap.Reader) error {
 
 	n := r.Count(14)
 	fresh.index.init(n)
+	var queued []int64 // version 1: the time of each identity's live heap entry
+	if version == 1 {
+		queued = make([]int64, n)
+	}
 	for range n {
 		if r.Err() != nil {
 			break
@@ -134,6 +142,9 @@ func (s *Store) LoadSnapshot(r *snap.Reader) error {
 		id.flags, id.disagreements = r.Byte(), r.Byte()
 		id.findings, id.rec, id.obs = uint32(r.Uvarint()), uint32(r.Uvarint()), uint32(r.Uvarint())
 		id.recCorr, id.obsCorr = sym(), sym()
+		if version == 1 {
+			queued[id.idx] = r.Varint()
+		}
 		id.RecordVersion, id.RecordAt, id.ObsAt, id.OrphanSince = r.Varint(), r.Varint(), r.Varint(), r.Varint()
 		if id.rec >= uint32(len(t.recs)) || id.obs >= uint32(len(t.obss)) {
 			r.Fail(fmt.Errorf("ownerstate snapshot: identity %q has shape %d/%d", id.Key(), id.rec, id.obs))
@@ -171,12 +182,23 @@ func (s *Store) LoadSnapshot(r *snap.Reader) error {
 		if r.Err() != nil {
 			break
 		}
+		if version == 1 && idx < uint64(fresh.n) && (queued[idx] != at || fresh.At(uint32(idx)).hpos != 0) {
+			continue // superseded (or its twin: one entry per identity now)
+		}
 		if idx >= uint64(fresh.n) || fresh.At(uint32(idx)).hpos != 0 {
 			r.Fail(fmt.Errorf("ownerstate snapshot: timer of identity %d of %d (repeated or out of range)", idx, fresh.n))
 			break
 		}
 		fresh.timers = append(fresh.timers, newTimer(at, uint32(idx)))
 		fresh.At(uint32(idx)).hpos = uint32(len(fresh.timers))
+	}
+	if version == 1 {
+		for i, q := range queued {
+			if q != NoTime && fresh.At(uint32(i)).hpos == 0 {
+				r.Fail(fmt.Errorf("ownerstate snapshot: identity %d queued at %d has no timer", i, q))
+				break
+			}
+		}
 	}
 	if r.Err() == nil {
 		fresh.initTimers()
