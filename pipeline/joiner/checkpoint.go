@@ -2,6 +2,8 @@ package joiner
 
 import (
 	"context"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/driftline/driftline/pipeline/checkpoint"
@@ -31,12 +33,20 @@ func (j *Joiner) cut(offsets [numStreams]int64) checkpoint.Cut {
 	return c
 }
 
-// checkpoint snapshots, right after a successful commit, each partition
-// that is due (CheckpointInterval or CheckpointEvents since its last
-// checkpoint, or any that changed when final: the joiner is stopping, so
-// that its successor replays nothing) and whose state is exactly its
-// committed cut, and writes the snapshots in the background. mu is held.
-func (j *Joiner) checkpoint(final bool) {
+// save is a checkpoint taken at a seal, saved once its batch is committed.
+type save struct {
+	part *partition
+	cut  checkpoint.Cut
+	blob []byte
+}
+
+// snapshots adds to b a snapshot of each partition that is due
+// (CheckpointInterval or CheckpointEvents since its last checkpoint, or
+// any that changed when final: the joiner is stopping, so that its
+// successor replays nothing). b holds everything the partitions applied,
+// so each snapshot is exactly the cut b commits; the partitions are
+// serialised in parallel. mu is held.
+func (j *Joiner) snapshots(b *batch, final bool) {
 	if j.opts.Checkpoints == nil {
 		return
 	}
@@ -46,6 +56,7 @@ func (j *Joiner) checkpoint(final bool) {
 		j.saves.Wait()
 	}
 	now := time.Now()
+	start := len(b.saves)
 	for _, part := range j.parts {
 		if part.saving.Load() || part.events == part.cpEvents {
 			continue
@@ -53,29 +64,49 @@ func (j *Joiner) checkpoint(final bool) {
 		if !final && part.events-part.cpEvents < j.opts.CheckpointEvents && now.Sub(part.cpAt) < j.opts.CheckpointInterval {
 			continue
 		}
-		if part.applied() != part.merge.committed {
-			continue // a commit failed: the state is ahead of the cut
-		}
-		start := time.Now()
-		blob := part.snapshot()
-		j.m.checkpointSnapshotSeconds.Observe(time.Since(start).Seconds())
-		j.m.checkpointBytes.Set(float64(len(blob)))
-		cut := j.cut(part.merge.committed)
 		part.cpAt, part.cpEvents = now, part.events
 		part.saving.Store(true)
+		b.saves = append(b.saves, save{part: part, cut: j.cut(part.applied())})
+	}
+	due := b.saves[start:]
+	var (
+		wg   sync.WaitGroup
+		next atomic.Int64
+	)
+	for range min(max(j.opts.Parallelism, 1), len(due)) {
+		wg.Go(func() {
+			for i := next.Add(1) - 1; i < int64(len(due)); i = next.Add(1) - 1 {
+				t := time.Now()
+				due[i].blob = due[i].part.snapshot()
+				j.m.checkpointSnapshotSeconds.Observe(time.Since(t).Seconds())
+				j.m.checkpointBytes.Set(float64(len(due[i].blob)))
+			}
+		})
+	}
+	wg.Wait()
+}
+
+// save writes the snapshots of a committed batch in the background (a
+// batch not committed drops them: its state is ahead of the cut).
+func (j *Joiner) save(saves []save, committed bool) {
+	for _, sv := range saves {
+		if !committed {
+			sv.part.saving.Store(false)
+			continue
+		}
 		j.saves.Add(1)
-		go func(part *partition) {
+		go func(sv save) {
 			defer j.saves.Done()
-			defer part.saving.Store(false)
+			defer sv.part.saving.Store(false)
 			ctx, cancel := context.WithTimeout(context.Background(), saveTimeout)
 			defer cancel()
-			if err := j.opts.Checkpoints.Save(ctx, j.opts.Group, part.p, cut, blob); err != nil {
+			if err := j.opts.Checkpoints.Save(ctx, j.opts.Group, sv.part.p, sv.cut, sv.blob); err != nil {
 				j.m.checkpointErrors.Inc()
-				j.opts.Logger.Warn("checkpoint not saved; the previous one stays in use", "partition", part.p, "err", err)
+				j.opts.Logger.Warn("checkpoint not saved; the previous one stays in use", "partition", sv.part.p, "err", err)
 				return
 			}
-			j.opts.Logger.Debug("checkpoint saved", "partition", part.p, "cut", cut.String(), "bytes", len(blob))
-		}(part)
+			j.opts.Logger.Debug("checkpoint saved", "partition", sv.part.p, "cut", sv.cut.String(), "bytes", len(sv.blob))
+		}(sv)
 	}
 }
 

@@ -214,20 +214,18 @@ type Joiner struct {
 	// mis-partitioning check.
 	partitions int32
 
-	// mu protects parts and out: the poll loop holds it while it applies
-	// and flushes; the group callbacks hold it while they restore or drop
-	// partitions.
+	// mu protects parts, inflight and spare: the poll loop holds it while
+	// it applies and seals batches; the group callbacks hold it while they
+	// restore or drop partitions.
 	mu    sync.Mutex
 	parts map[int32]*partition
-	// out is the pending write: the partitions' outputs gathered at a
-	// flush.
-	out sink.Batch
-	// rejected are the invalid records of the pending batch, quarantined
-	// before their offsets are committed.
-	rejected []rejected
-	// rerouted are the mis-partitioned records of the pending batch,
-	// moved to their partition before their offsets are committed.
-	rerouted []*kgo.Record
+	// inflight is the sealed batch being written and committed in the
+	// background (see flush.go), nil if none; spare is a settled one kept
+	// for its buffers.
+	inflight, spare *batch
+	// failed is the error of a batch settled by a group callback, returned
+	// by the next flush.
+	failed error
 	// busy is applyAll's scratch list of partitions with records.
 	busy []*partition
 	// kept holds the state of revoked partitions: if one comes back and
@@ -306,9 +304,11 @@ func New(ctx context.Context, opts Options, s Sink) (*Joiner, error) {
 }
 
 // Run consumes until ctx is done or the client is closed. Each round
-// polls for up to FlushInterval or FlushEvents, applies the records,
-// writes the findings, commits the offsets, and only then lets a
-// rebalance proceed.
+// polls for up to FlushInterval or FlushEvents and applies the records;
+// then the round is sealed into a batch whose findings are written and
+// offsets committed in the background while the next round is applied
+// (one batch at a time, in order: see flush.go), and a rebalance may
+// proceed. When ctx ends, the last batch is written before Run returns.
 func (j *Joiner) Run(ctx context.Context) error {
 	defer j.adm.Close()
 	defer j.markers.Close()
@@ -324,6 +324,7 @@ func (j *Joiner) Run(ctx context.Context) error {
 			if fetches.IsClientClosed() {
 				j.mu.Lock()
 				defer j.mu.Unlock()
+				_ = j.settle() // its commit fails with the client; a successor replays it
 				return j.left
 			}
 			j.mu.Lock()
@@ -343,7 +344,7 @@ func (j *Joiner) Run(ctx context.Context) error {
 			}
 		}
 		j.mu.Lock()
-		err := j.flushAndCommit(ctx)
+		err := j.flush(ctx, ctx.Err() != nil)
 		if err == nil && ctx.Err() == nil {
 			j.advanceIdle(ctx)
 		}
@@ -403,91 +404,6 @@ func (j *Joiner) applyAll(now time.Time) int {
 	return int(total.Load())
 }
 
-// flushAndCommit writes the pending batch (retrying until it succeeds or
-// ctx ends) and then commits the offsets of everything applied, also of
-// records that wrote nothing (duplicates), or the group would never catch
-// up. When ctx is already done (shutdown) it still tries for a bounded
-// time, so a clean stop leaves nothing to replay. mu is held.
-func (j *Joiner) flushAndCommit(ctx context.Context) error {
-	wctx, giveUp, cancel := retry.FlushContext(ctx)
-	defer cancel()
-	for _, part := range j.parts {
-		j.gather(part)
-		if part.dirty {
-			part.summary.flush(part.p, &j.out)
-			j.out.Progress = append(j.out.Progress, j.progress(part))
-			j.observe(part)
-			part.dirty = false
-		}
-	}
-	if err := j.quarantine(wctx, giveUp); err != nil {
-		return err
-	}
-	if err := j.reroute(wctx, giveUp); err != nil {
-		return err
-	}
-	if j.out.Empty() {
-		if j.commit(wctx) {
-			j.checkpoint(ctx.Err() != nil)
-		}
-		return nil
-	}
-	err := retry.Until(giveUp, j.opts.Logger, "write findings to ClickHouse", func() error {
-		start := time.Now()
-		if err := j.sink.Write(wctx, &j.out); err != nil {
-			j.m.flushErrors.Inc()
-			return err
-		}
-		j.m.flushSeconds.Observe(time.Since(start).Seconds())
-		j.m.flushRows.Observe(float64(len(j.out.Current)))
-		return nil
-	})
-	if err != nil {
-		return err
-	}
-	j.out.Reset()
-	if j.commit(wctx) {
-		j.checkpoint(ctx.Err() != nil)
-	}
-	return nil
-}
-
-// commit commits the offsets of everything applied: the merge's
-// positions, not the fetch positions, since polled records may wait in the
-// merge. The findings are written by then; a failed commit means a replay
-// of the batch, which writes the same rows again. It reports whether every
-// applied record is committed. mu is held.
-func (j *Joiner) commit(ctx context.Context) bool {
-	offsets := map[string]map[int32]kgo.EpochOffset{}
-	names := j.streamTopics()
-	for p, part := range j.parts {
-		for s, next := range part.merge.next {
-			if next.Offset > part.merge.committed[s] {
-				if offsets[names[s]] == nil {
-					offsets[names[s]] = map[int32]kgo.EpochOffset{}
-				}
-				offsets[names[s]][p] = next
-			}
-		}
-	}
-	if len(offsets) == 0 {
-		return true
-	}
-	if failed := logmerge.Commit(ctx, j.cl, offsets); failed != nil {
-		j.opts.Logger.Warn("offset commit failed; the batch will be replayed idempotently", "err", failed)
-		return false
-	}
-	for t, ps := range offsets {
-		s := j.stream(t)
-		for p, next := range ps {
-			if part := j.parts[p]; part != nil {
-				part.merge.committed[s] = next.Offset
-			}
-		}
-	}
-	return true
-}
-
 // fetchMaxBytes bounds one fetch (compressed) of the group consumer and of
 // a restore's replay.
 const fetchMaxBytes = 8 << 20
@@ -517,59 +433,11 @@ func (j *Joiner) stream(topic string) int {
 	panic("BUG: joiner consumed topic " + topic)
 }
 
-// HeaderReroutedFrom marks a record the joiner moved to the partition its
-// key hashes to: "<topic>/<partition>/<offset>" of the original.
-const HeaderReroutedFrom = "rerouted_from"
-
-// reroute writes the pending mis-partitioned records to the partition
-// their key hashes to and waits for the broker, retrying until it succeeds
-// or giveUp; their offsets are committed only afterwards. A retry may
-// write a record twice; the copies share their dedupe identity, so the
-// owner of the right partition applies it once.
-func (j *Joiner) reroute(ctx context.Context, giveUp <-chan struct{}) error {
-	if len(j.rerouted) == 0 {
-		return nil
-	}
-	copies := make([]*kgo.Record, len(j.rerouted))
-	for i, r := range j.rerouted {
-		headers := append(r.Headers[:len(r.Headers):len(r.Headers)], kgo.RecordHeader{Key: HeaderReroutedFrom,
-			Value: fmt.Appendf(nil, "%s/%d/%d", r.Topic, r.Partition, r.Offset)})
-		copies[i] = &kgo.Record{Topic: r.Topic, Key: r.Key, Value: r.Value, Headers: headers, Timestamp: r.Timestamp}
-	}
-	err := retry.Until(giveUp, j.opts.Logger, "reroute mis-partitioned records", func() error {
-		return j.opts.Reroute.ProduceSync(ctx, copies...).FirstErr()
-	})
-	if err == nil {
-		j.rerouted = j.rerouted[:0]
-	}
-	return err
-}
-
-// quarantine writes the pending rejected records to the quarantine topic
-// and waits for the broker, retrying until it succeeds or giveUp; their
-// offsets are committed only afterwards, so none is lost (a retry may
-// write one twice, which is harmless).
-func (j *Joiner) quarantine(ctx context.Context, giveUp <-chan struct{}) error {
-	if len(j.rejected) == 0 || j.opts.Quarantine == nil {
-		j.rejected = j.rejected[:0]
-		return nil
-	}
-	err := retry.Until(giveUp, j.opts.Logger, "quarantine invalid records", func() error {
-		for _, r := range j.rejected {
-			j.opts.Quarantine.Produce(ctx, r.rec, r.verr)
-		}
-		return j.opts.Quarantine.Flush(ctx)
-	})
-	if err == nil {
-		j.rejected = j.rejected[:0]
-	}
-	return err
-}
-
 // assigned restores the state of newly assigned partitions.
 func (j *Joiner) assigned(ctx context.Context, _ *kgo.Client, assigned map[string][]int32) {
 	j.mu.Lock()
 	defer j.mu.Unlock()
+	j.settleInCallback() // none with eager rebalancing (revoked settled it); kept for safety
 	var fresh []int32
 	seen := map[int32]bool{}
 	for _, ps := range assigned {
@@ -609,11 +477,14 @@ func (j *Joiner) assigned(ctx context.Context, _ *kgo.Client, assigned map[strin
 	j.m.restoreSeconds.Observe(time.Since(start).Seconds())
 }
 
-// revoked drops revoked partitions. Everything applied was flushed and
-// committed before the rebalance was allowed.
+// revoked drops revoked partitions. Everything applied was sealed into
+// the batch in flight before the rebalance was allowed: it is written and
+// committed first, so the state kept is exactly the committed one (if the
+// commit failed, restore sees the state ahead of the cut and drops it).
 func (j *Joiner) revoked(_ context.Context, _ *kgo.Client, revoked map[string][]int32) {
 	j.mu.Lock()
 	defer j.mu.Unlock()
+	j.settleInCallback()
 	for _, ps := range revoked {
 		for _, p := range ps {
 			if part := j.parts[p]; part != nil {
@@ -631,6 +502,7 @@ func (j *Joiner) revoked(_ context.Context, _ *kgo.Client, revoked map[string][]
 func (j *Joiner) lost(_ context.Context, _ *kgo.Client, lost map[string][]int32) {
 	j.mu.Lock()
 	defer j.mu.Unlock()
+	j.settleInCallback()
 	for _, ps := range lost {
 		for _, p := range ps {
 			delete(j.parts, p)

@@ -299,16 +299,16 @@ func (part *partition) loadSnapshot(b []byte) error {
 // lookup per event.
 func (j *Joiner) eventsBy(topic string) prometheus.Counter { return j.eventCounters[j.stream(topic)] }
 
-// gather moves what the partition produced since the last flush into the
-// joiner's pending write. mu is held.
-func (j *Joiner) gather(part *partition) {
-	b := &part.live.batch
-	j.out.Current = append(j.out.Current, b.Current...)
-	j.out.History = append(j.out.History, b.History...)
-	j.out.Nodes = append(j.out.Nodes, b.Nodes...)
+// gather moves what the partition produced since the last seal into b.
+// mu is held.
+func (j *Joiner) gather(part *partition, b *batch) {
+	lb := &part.live.batch
+	b.out.Current = append(b.out.Current, lb.Current...)
+	b.out.History = append(b.out.History, lb.History...)
+	b.out.Nodes = append(b.out.Nodes, lb.Nodes...)
 	part.live.reset()
-	j.rejected = append(j.rejected, part.rejected...)
-	j.rerouted = append(j.rerouted, part.rerouted...)
+	b.rejected = append(b.rejected, part.rejected...)
+	b.rerouted = append(b.rerouted, part.rerouted...)
 	clear(part.rejected)
 	clear(part.rerouted)
 	part.rejected, part.rerouted = part.rejected[:0], part.rerouted[:0]

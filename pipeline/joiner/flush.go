@@ -1,0 +1,221 @@
+package joiner
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/driftline/driftline/pipeline/logmerge"
+	"github.com/driftline/driftline/pipeline/retry"
+	"github.com/driftline/driftline/pipeline/sink"
+)
+
+// A batch is one sealed round: everything the owned partitions applied
+// since the previous seal. It is written and committed in the background
+// while the poll loop applies the next round, so ClickHouse's insert and
+// the commit's round trip overlap the CPU work of decoding and
+// classifying. One batch is in flight at a time and each is settled
+// before the next is sealed, so batches are written and committed in
+// order, and a crash loses at most the uncommitted tail, replayed
+// idempotently as before.
+type batch struct {
+	out sink.Batch
+	// rejected are the invalid records, quarantined before the commit.
+	rejected []rejected
+	// rerouted are the mis-partitioned records, moved to their partition
+	// before the commit.
+	rerouted []*kgo.Record
+	// offsets are the positions to commit: per topic and partition, the
+	// offset after the last record applied.
+	offsets map[string]map[int32]kgo.EpochOffset
+	// saves are the checkpoints taken at the seal, saved once the batch is
+	// committed (their state is exactly its cut).
+	saves []save
+
+	done      chan struct{} // closed when the write is over
+	committed bool          // the offsets are committed (or there were none)
+	err       error         // the write gave up (the joiner is stopping)
+}
+
+func (b *batch) reset() {
+	b.out.Reset()
+	clear(b.rejected)
+	clear(b.rerouted)
+	clear(b.saves)
+	b.rejected, b.rerouted, b.saves = b.rejected[:0], b.rerouted[:0], b.saves[:0]
+	b.offsets, b.done, b.committed, b.err = nil, nil, false, nil
+}
+
+// flush settles the batch in flight, seals what was applied since into
+// the next one and starts writing it. When final (the joiner is stopping)
+// it waits for that write as well. mu is held.
+func (j *Joiner) flush(ctx context.Context, final bool) error {
+	if err := j.settle(); err != nil {
+		return err
+	}
+	if err := j.failed; err != nil {
+		j.failed = nil
+		return err
+	}
+	b := j.seal(final)
+	j.inflight = b
+	go j.write(ctx, b)
+	if final {
+		return j.settle()
+	}
+	return nil
+}
+
+// seal moves the partitions' outputs, progress and due checkpoints into a
+// new batch with the offsets that cover them. mu is held.
+func (j *Joiner) seal(final bool) *batch {
+	b := j.spare
+	if b == nil {
+		b = &batch{}
+	}
+	j.spare = nil
+	b.done = make(chan struct{})
+	names := j.streamTopics()
+	for p, part := range j.parts {
+		j.gather(part, b)
+		if part.dirty {
+			part.summary.flush(part.p, &b.out)
+			b.out.Progress = append(b.out.Progress, j.progress(part))
+			j.observe(part)
+			part.dirty = false
+		}
+		for s, next := range part.merge.next {
+			if next.Offset <= part.merge.committed[s] {
+				continue
+			}
+			if b.offsets == nil {
+				b.offsets = map[string]map[int32]kgo.EpochOffset{}
+			}
+			if b.offsets[names[s]] == nil {
+				b.offsets[names[s]] = map[int32]kgo.EpochOffset{}
+			}
+			b.offsets[names[s]][p] = next
+		}
+	}
+	j.snapshots(b, final)
+	return b
+}
+
+// write quarantines, reroutes and writes b (retrying until it succeeds
+// or, once ctx is done, for a bounded time), then commits its offsets,
+// also of records that wrote nothing (duplicates), or the group would
+// never catch up; the findings are in ClickHouse by then, and a failed
+// commit only means a replay of the batch, which writes the same rows
+// again. Checkpoints taken at the seal are saved after the commit. It
+// runs in its own goroutine, without mu.
+func (j *Joiner) write(ctx context.Context, b *batch) {
+	defer close(b.done)
+	wctx, giveUp, cancel := retry.FlushContext(ctx)
+	defer cancel()
+	defer func() { j.save(b.saves, b.committed) }()
+	if b.err = j.quarantine(wctx, giveUp, b.rejected); b.err != nil {
+		return
+	}
+	if b.err = j.reroute(wctx, giveUp, b.rerouted); b.err != nil {
+		return
+	}
+	if !b.out.Empty() {
+		b.err = retry.Until(giveUp, j.opts.Logger, "write findings to ClickHouse", func() error {
+			start := time.Now()
+			if err := j.sink.Write(wctx, &b.out); err != nil {
+				j.m.flushErrors.Inc()
+				return err
+			}
+			j.m.flushSeconds.Observe(time.Now().Sub(start).Seconds())
+			j.m.flushRows.Observe(float64(len(b.out.Current)))
+			return nil
+		})
+		if b.err != nil {
+			return
+		}
+	}
+	if len(b.offsets) > 0 {
+		if failed := logmerge.Commit(wctx, j.cl, b.offsets); failed != nil {
+			j.opts.Logger.Warn("offset commit failed; the batch will be replayed idempotently", "err", failed)
+			return
+		}
+	}
+	b.committed = true
+}
+
+// settle waits for the batch in flight, records its commit in the
+// partitions still owned, and returns the error of a write that gave up.
+// mu is held.
+func (j *Joiner) settle() error {
+	b := j.inflight
+	if b == nil {
+		return nil
+	}
+	<-b.done
+	j.inflight = nil
+	if b.committed {
+		for t, ps := range b.offsets {
+			s := j.stream(t)
+			for p, next := range ps {
+				if part := j.parts[p]; part != nil {
+					part.merge.committed[s] = next.Offset
+				}
+			}
+		}
+	}
+	err := b.err
+	b.reset()
+	j.spare = b
+	return err
+}
+
+// settleInCallback settles the batch in flight before a group callback
+// changes the partitions; an error is returned by the next flush. mu is
+// held.
+func (j *Joiner) settleInCallback() {
+	if err := j.settle(); err != nil && j.failed == nil {
+		j.failed = err
+	}
+}
+
+// HeaderReroutedFrom marks a record the joiner moved to the partition its
+// key hashes to: "<topic>/<partition>/<offset>" of the original.
+const HeaderReroutedFrom = "rerouted_from"
+
+// reroute writes the mis-partitioned records to the partition their key
+// hashes to and waits for the broker, retrying until it succeeds or
+// giveUp; their offsets are committed only afterwards. A retry may write
+// a record twice; the copies share their dedupe identity, so the owner of
+// the right partition applies it once.
+func (j *Joiner) reroute(ctx context.Context, giveUp <-chan struct{}, recs []*kgo.Record) error {
+	if len(recs) == 0 {
+		return nil
+	}
+	copies := make([]*kgo.Record, len(recs))
+	for i, r := range recs {
+		headers := append(r.Headers[:len(r.Headers):len(r.Headers)], kgo.RecordHeader{Key: HeaderReroutedFrom,
+			Value: fmt.Appendf(nil, "%s/%d/%d", r.Topic, r.Partition, r.Offset)})
+		copies[i] = &kgo.Record{Topic: r.Topic, Key: r.Key, Value: r.Value, Headers: headers, Timestamp: r.Timestamp}
+	}
+	return retry.Until(giveUp, j.opts.Logger, "reroute mis-partitioned records", func() error {
+		return j.opts.Reroute.ProduceSync(ctx, copies...).FirstErr()
+	})
+}
+
+// quarantine writes the rejected records to the quarantine topic and
+// waits for the broker, retrying until it succeeds or giveUp; their
+// offsets are committed only afterwards, so none is lost (a retry may
+// write one twice, which is harmless).
+func (j *Joiner) quarantine(ctx context.Context, giveUp <-chan struct{}, recs []rejected) error {
+	if len(recs) == 0 || j.opts.Quarantine == nil {
+		return nil
+	}
+	return retry.Until(giveUp, j.opts.Logger, "quarantine invalid records", func() error {
+		for _, r := range recs {
+			j.opts.Quarantine.Produce(ctx, r.rec, r.verr)
+		}
+		return j.opts.Quarantine.Flush(ctx)
+	})
+}
