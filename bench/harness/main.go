@@ -62,6 +62,7 @@ type options struct {
 	plot            string
 	binDir          string
 	keep            bool
+	profile         bool
 	command         string
 }
 
@@ -81,6 +82,7 @@ func main() {
 	flag.StringVar(&o.results, "results", "", "write the Markdown report to this file (e.g. bench/RESULTS.md); always written to the run directory")
 	flag.StringVar(&o.plot, "plot", "", "write the scaling plot to this PNG file (e.g. bench/scaling.png); always written to the run directory")
 	flag.StringVar(&o.binDir, "bin", "bin", "directory of the pipeline binaries (make build) and bin/naive")
+	flag.BoolVar(&o.profile, "profile", false, "write a CPU profile of every joiner process next to its log (log/<group>-<i>.cpu.pprof)")
 	flag.BoolVar(&o.keep, "keep", false, "keep each stack's broker and ClickHouse data in the run directory (logs are always kept)")
 	flag.Parse()
 	o.command = "go run ./bench/harness " + strings.Join(os.Args[1:], " ")

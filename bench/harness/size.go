@@ -280,6 +280,9 @@ func (e *env) consumerPhase(ctx context.Context, label, group, db string, topicN
 func (e *env) startJoiner(i int, group, db, suffix string) (*child, error) {
 	addr := freeAddr()
 	args := []string{"-joiner.addr", addr, "-joiner.group", group, "-clickhouse.db", db}
+	if e.o.profile {
+		args = append(args, "-cpuprofile", filepath.Join(e.dir, "log", fmt.Sprintf("%s-%d%s.cpu.pprof", group, i, suffix)))
+	}
 	return startChild(fmt.Sprintf("%s-%d%s", group, i, suffix), filepath.Join(e.o.binDir, "joiner"), args, e.childEnv(), filepath.Join(e.dir, "log"), addr)
 }
 

@@ -13,6 +13,7 @@ import (
 	"net/http"
 	"os"
 	"os/signal"
+	"runtime/pprof"
 	"syscall"
 	"time"
 
@@ -57,10 +58,28 @@ func run() error {
 	checkpointEvents := fs.Uint64("joiner.checkpointEvents", 2_000_000, "checkpoint a partition sooner once it applied this many events since its last checkpoint")
 	dd := dedupe.DefaultOptions()
 	dedupeHorizon := fs.Duration("joiner.dedupeHorizon", dd.Horizon, "event time for which event identities are remembered exactly; events older than watermark - horizon are dropped as late (counted)")
+	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of the whole run to this file (go tool pprof reads it)")
 	idleAfter := fs.Duration("joiner.idleAfter", 5*time.Minute, "wall time a partition may apply nothing before its watermark follows this joiner's latest partition (a marker record in its observations stream); negative disables")
 	flag.Parse()
 	if err := common.Validate(); err != nil {
 		return err
+	}
+
+	if *cpuProfile != "" {
+		f, err := os.Create(*cpuProfile)
+		if err != nil {
+			return fmt.Errorf("cpuprofile: %w", err)
+		}
+		if err := pprof.StartCPUProfile(f); err != nil {
+			f.Close()
+			return fmt.Errorf("cpuprofile: %w", err)
+		}
+		defer func() {
+			pprof.StopCPUProfile()
+			if err := f.Close(); err != nil {
+				slog.Error("joiner: cpuprofile: " + err.Error())
+			}
+		}()
 	}
 
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
