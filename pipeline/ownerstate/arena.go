@@ -1,6 +1,7 @@
 package ownerstate
 
 import (
+	"encoding/binary"
 	"fmt"
 	"unsafe"
 )
@@ -9,7 +10,7 @@ import (
 // no pointers, written once and never changed, so a string read from one
 // (unsafe.String) stays valid as long as it is referenced, and keeps its
 // chunk alive, whatever the store does later. An identity holds a 32-bit
-// reference (chunk<<arenaChunkBits | offset) and the two lengths instead
+// reference (chunk<<arenaChunkBits | offset) and the key's length instead
 // of a string header and an allocation of its own.
 const (
 	arenaChunkBits = 16
@@ -25,9 +26,10 @@ const (
 	MaxRecordIDLen = 1<<16 - 1
 )
 
-// arena is a store's key arena. An entry is the identity key followed by
-// the record id; a record id that changes appends a new entry, and the
-// old one is garbage until Store.Maintain rewrites the arena.
+// arena is a store's key arena. An entry is the identity key, the length
+// of the record id (uvarint) and the record id; the identity keeps the
+// key's length. A record id that changes appends a new entry, and the old
+// one is garbage until Store.Maintain rewrites the arena.
 type arena struct {
 	chunks  [][]byte
 	live    int // bytes of the entries the identities refer to
@@ -64,11 +66,45 @@ func (a *arena) alloc(n int) (uint32, []byte) {
 	return uint32(last)<<arenaChunkBits | uint32(off), c[off : off+n : off+n]
 }
 
-// put appends the entry key+rid and returns its reference.
-func (a *arena) put(key, rid string) uint32 {
-	ref, b := a.alloc(len(key) + len(rid))
-	copy(b[copy(b, key):], rid)
+// put appends the entry of key and rid and returns its reference.
+func (a *arena) put(key, rid string) uint32 { return put(a, key, rid) }
+
+func put[T string | []byte](a *arena, key, rid T) uint32 {
+	ref, b := a.alloc(len(key) + uvarintLen(len(rid)) + len(rid))
+	n := copy(b, key)
+	n += binary.PutUvarint(b[n:], uint64(len(rid)))
+	copy(b[n:], rid)
 	return ref
+}
+
+func uvarintLen(n int) int {
+	l := 1
+	for ; n >= 0x80; n >>= 7 {
+		l++
+	}
+	return l
+}
+
+// bytes returns the n bytes at ref (aliasing the chunk).
+func (a *arena) bytes(ref uint32, n int) []byte {
+	c := a.chunks[ref>>arenaChunkBits]
+	off := int(ref & (arenaChunk - 1))
+	return c[off : off+n : off+n]
+}
+
+// rid returns the record id of the entry at ref whose key is klen bytes,
+// and the length of the entry.
+func (a *arena) rid(ref uint32, klen int) (rid string, size int) {
+	c := a.chunks[ref>>arenaChunkBits]
+	off := int(ref&(arenaChunk-1)) + klen
+	n, l := uint64(c[off]), 1
+	if n >= 0x80 {
+		n, l = binary.Uvarint(c[off:])
+	}
+	if n == 0 {
+		return "", klen + 1
+	}
+	return unsafe.String(&c[off+l : off+l+int(n)][0], int(n)), klen + l + int(n)
 }
 
 // extend grows the n-byte entry at ref by m bytes in place and returns

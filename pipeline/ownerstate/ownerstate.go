@@ -7,20 +7,20 @@
 // # Memory
 //
 // A partition may track millions of identities, so an identity is a flat
-// 72-byte struct with no pointers: the string fields of records and
+// 64-byte struct with no pointers: the string fields of records and
 // observations repeat across identities (states, versions, domains,
 // products, correlation ids of a scan), so they are interned once per
-// partition (Sym), and the field combinations are interned again as
-// shapes (RecordShape, ObsShape) that identities share. The identity key
-// and the record id, which are unique, are one entry in a pointer-free
-// byte arena (arena.go); the index from keys to identities is an
-// open-addressing table of 8-byte slots (index.go). Findings are kept
-// only for the identities that ever had one. Interned values no identity
-// holds any more are dropped by a compaction that runs when a table has
-// doubled since the last one, and the arena is rewritten when more of it
-// is replaced record ids than live entries (Maintain), so the tables stay
-// within about twice what the identities hold. docs/drift-model.md
-// (memory) gives the measured bytes per identity.
+// partition (Sym), and the field combinations are interned again as shapes
+// (RecordShape, ObsShape) that identities share. The identity key and the
+// record id, which are unique, are one entry in a pointer-free byte arena
+// (arena.go); the index from keys to identities is an open-addressing
+// table of 8-byte slots (index.go). Findings are kept only for the
+// identities that ever had one, found through a map. Interned values no
+// identity holds any more are dropped by a compaction that runs when a
+// table has doubled since the last one, and the arena is rewritten when
+// more of it is replaced record ids than live entries (Maintain), so the
+// tables stay within about twice what the identities hold.
+// docs/drift-model.md (memory) gives the measured bytes per identity.
 //
 // # Timers
 //
@@ -38,6 +38,7 @@
 package ownerstate
 
 import (
+	"encoding/binary"
 	"fmt"
 	"math"
 	"strings"
@@ -78,6 +79,7 @@ const (
 	flagOwnerIsRecord                   // the observation's owner_ref equals the record id
 	flagArmedMissing                    // a missing deadline is armed
 	flagArmedOrphan                     // an orphan deadline is armed
+	flagFindings                        // the identity has findings (Store.findingsOf)
 )
 
 // Identity is everything known about one provider resource. Its record
@@ -87,11 +89,9 @@ const (
 type Identity struct {
 	ref           uint32 // the key then the record id, in the store's arena
 	klen          uint16 // length of the key
-	rlen          uint16 // length of the record id
 	flags         uint8
 	disagreements uint8  // consecutive disagreeing observations, saturating
 	idx           uint32 // index in the store
-	findings      uint32 // 1 + index in Store.findings; 0: none yet
 	rec, obs      uint32 // shape indexes; 0: none
 	recCorr       Sym    // correlation_id of the record event
 	obsCorr       Sym    // correlation_id of the observation event
@@ -142,10 +142,8 @@ func (id *Identity) ProviderID() string {
 
 // RecordID returns the record_id of the applied record ("" if none).
 func (id *Identity) RecordID() string {
-	if id.rlen == 0 {
-		return ""
-	}
-	return id.keys().str(id.ref, int(id.klen)+int(id.rlen))[id.klen:]
+	rid, _ := id.keys().rid(id.ref, int(id.klen))
+	return rid
 }
 
 // HasRecord reports whether a platform record (or tombstone) was applied.
@@ -238,8 +236,12 @@ type Store struct {
 	// for the store's life: the chunks of identities point at it).
 	keys  *arena
 	index index
-	// findings holds the findings of identities that ever had one.
-	findings []Findings
+	// findings holds the findings of identities that ever had one;
+	// findingsOf maps an identity's index to its findings' (the
+	// identities that have some are flagged, and are a minority: their
+	// index costs the others nothing).
+	findings   []Findings
+	findingsOf map[uint32]uint32
 
 	syms symtab
 	// scans holds, per provider, the start of its latest completed scan.
@@ -251,7 +253,7 @@ type Store struct {
 
 // New returns an empty Store.
 func New() *Store {
-	s := &Store{keys: &arena{}, scans: make(map[string]int64)}
+	s := &Store{keys: &arena{}, scans: make(map[string]int64), findingsOf: make(map[uint32]uint32)}
 	s.index.init(0)
 	s.syms.init()
 	return s
@@ -286,13 +288,15 @@ func (s *Store) Get(provider, providerID string, create bool) *Identity {
 	if !create {
 		return nil
 	}
-	if len(provider)+1+len(providerID) > MaxKeyLen {
-		panic(fmt.Sprintf("ownerstate: identity key of %d bytes, more than %d", len(provider)+1+len(providerID), MaxKeyLen))
+	klen := len(provider) + 1 + len(providerID)
+	if klen > MaxKeyLen {
+		panic(fmt.Sprintf("ownerstate: identity key of %d bytes, more than %d", klen, MaxKeyLen))
 	}
-	ref, b := s.keys.alloc(len(provider) + 1 + len(providerID))
+	ref, b := s.keys.alloc(klen + 1) // the key, and an empty record id
 	b[copy(b, provider)] = '/'
 	copy(b[len(provider)+1:], providerID)
-	id := s.add(ref, len(b))
+	b[klen] = 0
+	id := s.add(ref, klen)
 	s.index.insert(h, id.idx)
 	return id
 }
@@ -352,23 +356,25 @@ func (s *Store) Each(provider string, fn func(*Identity)) {
 // Findings returns id's findings, allocating them on first use. The
 // pointer is valid until the next call that allocates findings.
 func (s *Store) Findings(id *Identity) *Findings {
-	if id.findings == 0 {
+	if id.flags&flagFindings == 0 {
 		s.findings = append(s.findings, Findings{})
-		id.findings = uint32(len(s.findings))
-		f := &s.findings[id.findings-1]
+		s.findingsOf[id.idx] = uint32(len(s.findings) - 1)
+		id.flags |= flagFindings
+		f := &s.findings[len(s.findings)-1]
 		for k := range f {
 			f[k].FirstSeen, f[k].LastSeen, f[k].ResolvedAt = NoTime, NoTime, NoTime
 		}
+		return f
 	}
-	return &s.findings[id.findings-1]
+	return &s.findings[s.findingsOf[id.idx]]
 }
 
 // PeekFindings returns id's findings, nil if it never had one.
 func (s *Store) PeekFindings(id *Identity) *Findings {
-	if id.findings == 0 {
+	if id.flags&flagFindings == 0 {
 		return nil
 	}
-	return &s.findings[id.findings-1]
+	return &s.findings[s.findingsOf[id.idx]]
 }
 
 // Record returns the shape of id's record, nil if none.
@@ -449,18 +455,21 @@ func (s *Store) setRecordID(id *Identity, rid string) {
 	if len(rid) > MaxRecordIDLen {
 		panic(fmt.Sprintf("ownerstate: record id of %d bytes, more than %d", len(rid), MaxRecordIDLen))
 	}
-	if id.rlen == 0 {
+	old, size := id.keys().rid(id.ref, int(id.klen))
+	if old == "" {
 		// The common case, a new identity's first record: its key is
-		// often the arena's last entry, and grows in place.
-		if b := s.keys.extend(id.ref, int(id.klen), len(rid)); b != nil {
-			copy(b, rid)
-			id.rlen = uint16(len(rid))
+		// often the arena's last entry, and grows in place (the length
+		// byte after the key is the only byte written again; no string
+		// covers it).
+		if b := s.keys.extend(id.ref, size, uvarintLen(len(rid))-1+len(rid)); b != nil {
+			b = s.keys.bytes(id.ref, size+len(b))[id.klen:]
+			copy(b[binary.PutUvarint(b, uint64(len(rid))):], rid)
 			return
 		}
 	}
 	ref := s.keys.put(id.Key(), rid)
-	s.keys.free(int(id.klen) + int(id.rlen))
-	id.ref, id.rlen = ref, uint16(len(rid))
+	s.keys.free(size)
+	id.ref = ref
 }
 
 // SetTombstone marks id's record deleted at at (a Kafka tombstone).

@@ -161,6 +161,19 @@ func TestArenaRecordIDs(t *testing.T) {
 		big.RecordID() != strings.Repeat("i", MaxRecordIDLen) || after.Key() != "p/after" {
 		t.Fatal("empty or long ids")
 	}
+	// A new identity's first record id grows its entry in place (the
+	// length byte after the key is rewritten, for a short and a long id).
+	for _, n := range []int{5, 300} {
+		id := s.Get("p", fmt.Sprint("inplace-", n), true)
+		key, end := id.Key(), len(s.keys.chunks[len(s.keys.chunks)-1])
+		s.SetRecord(id, &Record{RecordID: strings.Repeat("x", n)}, 9, "c")
+		if id.Key() != key || key != fmt.Sprint("p/inplace-", n) || id.RecordID() != strings.Repeat("x", n) ||
+			len(s.keys.chunks[len(s.keys.chunks)-1]) != end+uvarintLen(n)-1+n {
+			t.Fatalf("in place: %q %q", id.Key(), id.RecordID())
+		}
+		s.Findings(id)[2].Status = Open
+	}
+	s.Findings(ids[3])[1].RetryCount = 7
 	s.compactKeys()
 	var w snap.Writer
 	s.AppendSnapshot(&w)
@@ -169,9 +182,13 @@ func TestArenaRecordIDs(t *testing.T) {
 		t.Fatal(err)
 	}
 	for i := range uint32(s.Len()) {
-		if a, b := s.At(i), r.At(i); a.Key() != b.Key() || a.RecordID() != b.RecordID() || r.Get(b.Provider(), b.ProviderID(), false) != b {
+		if a, b := s.At(i), r.At(i); a.Key() != b.Key() || a.RecordID() != b.RecordID() || r.Get(b.Provider(), b.ProviderID(), false) != b ||
+			fmt.Sprint(s.PeekFindings(a)) != fmt.Sprint(r.PeekFindings(b)) {
 			t.Fatalf("identity %d after rewrite and restore: %q %q", i, b.Key(), b.RecordID())
 		}
+	}
+	if r.PeekFindings(r.At(3))[1].RetryCount != 7 || r.PeekFindings(r.At(4)) != nil || len(r.findings) != 3 {
+		t.Fatal("findings after restore")
 	}
 	func() {
 		defer func() {

@@ -2,6 +2,7 @@ package ownerstate
 
 import (
 	"fmt"
+	"math"
 
 	"github.com/driftline/driftline/pipeline/snap"
 )
@@ -38,11 +39,18 @@ func (s *Store) AppendSnapshot(w *snap.Writer) {
 
 	w.Uvarint(uint64(s.n))
 	s.Each("", func(id *Identity) {
-		w.String(s.keys.str(id.ref, int(id.klen)+int(id.rlen)))
+		// The key and the record id as one string, then the key's length.
+		key, rid := id.Key(), id.RecordID()
+		w.Uvarint(uint64(len(key) + len(rid)))
+		w.B = append(append(w.B, key...), rid...)
 		w.Uvarint(uint64(id.klen))
 		w.Byte(id.flags)
 		w.Byte(id.disagreements)
-		for _, v := range [...]uint32{id.findings, id.rec, id.obs, uint32(id.recCorr), uint32(id.obsCorr)} {
+		findings := uint32(0) // 1 + index in s.findings
+		if id.flags&flagFindings != 0 {
+			findings = 1 + s.findingsOf[id.idx]
+		}
+		for _, v := range [...]uint32{findings, id.rec, id.obs, uint32(id.recCorr), uint32(id.obsCorr)} {
 			w.Uvarint(uint64(v))
 		}
 		for _, v := range [...]int64{id.RecordVersion, id.RecordAt, id.ObsAt, id.OrphanSince} {
@@ -135,12 +143,18 @@ func (s *Store) LoadSnapshot(r *snap.Reader) error {
 			r.Fail(fmt.Errorf("ownerstate snapshot: key length %d of %q", klen, entry))
 			break
 		}
-		ref, b := fresh.keys.alloc(len(entry))
-		copy(b, entry)
+		ref := put(fresh.keys, entry[:klen], entry[klen:])
 		id := fresh.add(ref, int(klen))
-		id.rlen = uint16(len(entry) - int(klen))
-		id.flags, id.disagreements = r.Byte(), r.Byte()
-		id.findings, id.rec, id.obs = uint32(r.Uvarint()), uint32(r.Uvarint()), uint32(r.Uvarint())
+		id.flags, id.disagreements = r.Byte()&^flagFindings, r.Byte()
+		if f := r.Uvarint(); f != 0 {
+			if f > uint64(math.MaxUint32) {
+				r.Fail(fmt.Errorf("ownerstate snapshot: identity %q has findings %d", id.Key(), f))
+				break
+			}
+			id.flags |= flagFindings
+			fresh.findingsOf[id.idx] = uint32(f - 1)
+		}
+		id.rec, id.obs = uint32(r.Uvarint()), uint32(r.Uvarint())
 		id.recCorr, id.obsCorr = sym(), sym()
 		if version == 1 {
 			queued[id.idx] = r.Varint()
@@ -165,11 +179,12 @@ func (s *Store) LoadSnapshot(r *snap.Reader) error {
 			f.Correlation = sym()
 		}
 	}
-	fresh.Each("", func(id *Identity) {
-		if id.findings > uint32(nf) {
-			r.Fail(fmt.Errorf("ownerstate snapshot: identity %q has findings %d of %d", id.Key(), id.findings, nf))
+	for i, f := range fresh.findingsOf {
+		if f >= uint32(nf) {
+			r.Fail(fmt.Errorf("ownerstate snapshot: identity %q has findings %d of %d", fresh.At(i).Key(), f+1, nf))
+			break
 		}
-	})
+	}
 	ns := r.Count(2)
 	for range ns {
 		p := r.String()

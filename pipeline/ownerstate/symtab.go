@@ -81,8 +81,10 @@ func (s *Store) compactKeys() {
 	old := *s.keys
 	*s.keys = arena{}
 	s.Each("", func(id *Identity) {
-		n := int(id.klen) + int(id.rlen)
-		id.ref = s.keys.put(old.str(id.ref, n), "")
+		_, n := old.rid(id.ref, int(id.klen))
+		ref, b := s.keys.alloc(n)
+		copy(b, old.bytes(id.ref, n))
+		id.ref = ref
 	})
 }
 
