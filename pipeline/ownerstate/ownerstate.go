@@ -87,6 +87,7 @@ const (
 // An Identity lives in its store and is used through the pointer the
 // store returns: it is never copied (its key is found from its address).
 type Identity struct {
+	_             noCopy // go vet reports copies (see keys)
 	ref           uint32 // the key then the record id, in the store's arena
 	klen          uint16 // length of the key
 	flags         uint8
@@ -107,6 +108,13 @@ type Identity struct {
 	// when the identity is owned or not observed live.
 	OrphanSince int64
 }
+
+// noCopy makes go vet's copylocks check report an Identity copied by
+// value; it takes no space (it comes first).
+type noCopy struct{}
+
+func (*noCopy) Lock()   {}
+func (*noCopy) Unlock() {}
 
 // idChunk is a chunk of identities and the arena of their keys, which an
 // identity finds from its own address (Identity.keys).
