@@ -140,15 +140,6 @@ func thousands(v float64) string {
 	return b.String()
 }
 
-func usageOf(r *consumerResult, name string) (usage, bool) {
-	for _, u := range r.Usage {
-		if u.Name == name {
-			return u, true
-		}
-	}
-	return usage{}, false
-}
-
 // renderMarkdown writes the report as bench/RESULTS.md.
 func renderMarkdown(rep *report) string {
 	var b strings.Builder

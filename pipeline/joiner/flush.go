@@ -128,7 +128,7 @@ func (j *Joiner) write(ctx context.Context, b *batch) {
 				j.m.flushErrors.Inc()
 				return err
 			}
-			j.m.flushSeconds.Observe(time.Now().Sub(start).Seconds())
+			j.m.flushSeconds.Observe(time.Since(start).Seconds())
 			j.m.flushRows.Observe(float64(len(b.out.Current)))
 			return nil
 		})
