@@ -153,6 +153,9 @@ func (js *joinerSet) start() *joinerProc {
 		"-joiner.rebalanceTimeout", "10s",
 		"-joiner.flushInterval", "100ms",
 		"-joiner.flushEvents", "2000",
+		// Small merge queues, so streams that run ahead are paused and
+		// resumed through the kills and rebalances too.
+		"-joiner.queueRecords", "64",
 	)
 	cmd.Env = js.env
 	cmd.Stdout, cmd.Stderr = f, f

@@ -58,6 +58,7 @@ func run() error {
 	checkpointEvents := fs.Uint64("joiner.checkpointEvents", 2_000_000, "checkpoint a partition sooner once it applied this many events since its last checkpoint")
 	dd := dedupe.DefaultOptions()
 	dedupeHorizon := fs.Duration("joiner.dedupeHorizon", dd.Horizon, "event time for which event identities are remembered exactly; events older than watermark - horizon are dropped as late (counted)")
+	queueRecords := fs.Int("joiner.queueRecords", 16384, "records of one topic partition that may wait in the merge for an earlier stream before its fetching pauses (bounds memory while one topic runs ahead, and leaves the fetches to the stream waited for)")
 	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of the whole run to this file (go tool pprof reads it)")
 	idleAfter := fs.Duration("joiner.idleAfter", 5*time.Minute, "wall time a partition may apply nothing before its watermark follows this joiner's latest partition (a marker record in its observations stream); negative disables")
 	flag.Parse()
@@ -155,6 +156,7 @@ func run() error {
 		Environment:      common.Environment,
 		Classify:         classify.Options{Staleness: *staleness, OrphanGrace: *orphanGrace, AllowedLateness: *lateness, RetryInterval: *retry},
 		FlushInterval:    *flushInterval,
+		QueueRecords:     *queueRecords,
 		FlushEvents:      *flushEvents,
 		SessionTimeout:   *sessionTimeout,
 		RebalanceTimeout: *rebalanceTimeout,

@@ -131,6 +131,13 @@ type Options struct {
 	// with a marker record in the partition's observations stream (see
 	// idle.go). Default 5m; negative disables it.
 	IdleAfter time.Duration
+	// QueueRecords bounds the records a stream of one partition may hold
+	// in its merge, waiting for an earlier stream (platform records being
+	// read while the observations after them are already fetched): at
+	// that many the stream's fetching pauses until the merge has drained
+	// it to a quarter (logmerge.Throttle). Default 16384 (a few fetches;
+	// 8 partitions of 3 streams then hold at most ~0.4M records, ~200 MB).
+	QueueRecords int
 	// ClientOpts are extra franz-go options (tests, TLS, SASL).
 	ClientOpts []kgo.Opt
 }
@@ -192,6 +199,9 @@ func (o *Options) defaults() error {
 	if o.CheckpointEvents == 0 {
 		o.CheckpointEvents = 2_000_000
 	}
+	if o.QueueRecords <= 0 {
+		o.QueueRecords = 16384
+	}
 	return nil
 }
 
@@ -228,6 +238,8 @@ type Joiner struct {
 	failed error
 	// busy is applyAll's scratch list of partitions with records.
 	busy []*partition
+	// flow pauses streams that ran ahead in their merges (throttle).
+	flow logmerge.Throttle
 	// kept holds the state of revoked partitions: if one comes back and
 	// nobody committed past it meanwhile, it is used as it is.
 	kept map[int32]*partition
@@ -255,6 +267,10 @@ func New(ctx context.Context, opts Options, s Sink) (*Joiner, error) {
 		validator: event.Validator{Environment: opts.Environment, ZeroCopy: true},
 		parts:     make(map[int32]*partition),
 		kept:      make(map[int32]*partition),
+		// A partition's fetch brings a few thousand records of a stream,
+		// so Low keeps about one fetch in hand while the stream is
+		// fetched again.
+		flow: logmerge.Throttle{High: opts.QueueRecords, Low: max(1, opts.QueueRecords/4)},
 	}
 	j.initCounters()
 	admCl, err := kgo.NewClient(append([]kgo.Opt{kgo.SeedBrokers(opts.Brokers...)}, opts.ClientOpts...)...)
@@ -338,6 +354,7 @@ func (j *Joiner) Run(ctx context.Context) error {
 					j.opts.Logger.Warn("fetch error", "topic", t, "partition", p, "err", err)
 				})
 			processed += j.applyAll(time.Now())
+			j.throttle()
 			j.mu.Unlock()
 			if ctx.Err() != nil {
 				break
@@ -402,6 +419,26 @@ func (j *Joiner) applyAll(now time.Time) int {
 	}
 	wg.Wait()
 	return int(total.Load())
+}
+
+// throttle pauses the streams that ran ahead in their merges and resumes
+// those drained again. mu is held.
+func (j *Joiner) throttle() {
+	names := j.streamTopics()
+	for p, part := range j.parts {
+		j.flow.Check(part.merge.streams(), names[:], p)
+	}
+	paused, _ := j.flow.Apply(j.cl)
+	j.m.pauses.Add(float64(paused))
+	n := 0
+	for _, part := range j.parts {
+		for _, paused := range part.merge.paused {
+			if paused {
+				n++
+			}
+		}
+	}
+	j.m.paused.Set(float64(n))
 }
 
 // fetchMaxBytes bounds one fetch (compressed) of the group consumer and of
@@ -492,8 +529,17 @@ func (j *Joiner) revoked(_ context.Context, _ *kgo.Client, revoked map[string][]
 				delete(j.parts, p)
 			}
 		}
+		j.release(ps)
 	}
 	j.m.assigned.Set(float64(len(j.parts)))
+}
+
+// release resumes fetching partitions ps, paused or not: a client keeps
+// paused partitions paused across rebalances, and the merges that paused
+// them are dropped (a kept partition restarts with a fresh merge).
+func (j *Joiner) release(ps []int32) {
+	names := j.streamTopics()
+	logmerge.Release(j.cl, names[:], ps)
 }
 
 // lost drops partitions the group gave away without a clean revoke (the
@@ -508,6 +554,7 @@ func (j *Joiner) lost(_ context.Context, _ *kgo.Client, lost map[string][]int32)
 			delete(j.parts, p)
 			delete(j.kept, p)
 		}
+		j.release(ps)
 	}
 	j.m.assigned.Set(float64(len(j.parts)))
 }

@@ -253,6 +253,32 @@ func TestJoinerEndToEndWithRestart(t *testing.T) {
 	f.wantFindings(scenarioWant)
 }
 
+// TestThrottledReplay: with a merge queue of one record per stream, the
+// streams that run ahead of the others are paused and resumed over and
+// over while a joiner replays the whole scenario, and the findings are
+// the same (pausing moves fetches, never records).
+func TestThrottledReplay(t *testing.T) {
+	f := newFixture(t)
+	sc := scenario{f}
+	sc.records()
+	for r := range 3 {
+		sc.round(r)
+	}
+	reg := prometheus.NewRegistry()
+	stop := f.start("joiner-throttled", func(o *Options) {
+		o.QueueRecords, o.Registerer = 1, reg
+		// Fetches of one batch (one event here), so the merge waits for
+		// streams and the others queue up.
+		o.ClientOpts = append(o.ClientOpts, kgo.FetchMaxBytes(1), kgo.FetchMaxPartitionBytes(1))
+	})
+	f.caughtUp("joiner-throttled")
+	stop()
+	if n := counter(t, reg, "driftline_joiner_stream_pauses_total"); n == 0 {
+		t.Fatal("no stream was paused")
+	}
+	f.wantFindings(scenarioWant)
+}
+
 // TestRestoreFromCheckpoint: a joiner that restarts restores every
 // partition from the checkpoints of the previous run, replays none of the
 // records before them, and ends with the same findings.

@@ -25,6 +25,8 @@ type metrics struct {
 	checkpointErrors          prometheus.Counter   // checkpoints not saved or unusable
 	late                      prometheus.Counter   // events before the dedupe horizon
 	idleAdvances              prometheus.Counter   // watermark markers applied
+	paused                    prometheus.Gauge     // streams paused by the throttle
+	pauses                    prometheus.Counter   // times a stream was paused
 }
 
 func newMetrics(reg prometheus.Registerer) *metrics {
@@ -50,11 +52,13 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 		checkpointErrors:          prometheus.NewCounter(prometheus.CounterOpts{Name: "driftline_joiner_checkpoint_errors_total", Help: "Checkpoints not saved or not usable (the previous one, or a replay from the start, is used instead)."}),
 		late:                      prometheus.NewCounter(prometheus.CounterOpts{Name: "driftline_joiner_late_events_total", Help: "Events dropped because they occurred before the dedupe horizon (watermark - horizon)."}),
 		idleAdvances:              prometheus.NewCounter(prometheus.CounterOpts{Name: "driftline_joiner_idle_watermark_advances_total", Help: "Watermark markers applied to idle partitions."}),
+		paused:                    prometheus.NewGauge(prometheus.GaugeOpts{Name: "driftline_joiner_paused_streams", Help: "Topic partitions not fetched for now: their records wait in the merge for an earlier stream to catch up."}),
+		pauses:                    prometheus.NewCounter(prometheus.CounterOpts{Name: "driftline_joiner_stream_pauses_total", Help: "Times a topic partition's fetching was paused because its records waited in the merge (-joiner.queueRecords)."}),
 	}
 	if reg != nil {
 		reg.MustRegister(m.events, m.invalid, m.duplicates, m.mispartitioned, m.transitions, m.findingsOpen,
 			m.watermark, m.flushSeconds, m.flushRows, m.flushErrors, m.restoreSeconds, m.restoreEvents, m.assigned,
-			m.restoreCheckpoints, m.restoreKept, m.checkpointSnapshotSeconds, m.checkpointBytes, m.checkpointErrors, m.late, m.idleAdvances)
+			m.restoreCheckpoints, m.restoreKept, m.checkpointSnapshotSeconds, m.checkpointBytes, m.checkpointErrors, m.late, m.idleAdvances, m.paused, m.pauses)
 	}
 	return m
 }

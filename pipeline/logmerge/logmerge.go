@@ -33,6 +33,9 @@ type Streams struct {
 	// More says the stream has records beyond those queued (below the
 	// fetch's last stable offset, or below a restore's target).
 	More []bool
+	// Paused says the stream's fetching is paused (see Throttle); nil
+	// when the caller does not throttle.
+	Paused []bool
 }
 
 // Push queues records of stream s; more says the stream has records

@@ -1,0 +1,85 @@
+package logmerge
+
+import "github.com/twmb/franz-go/pkg/kgo"
+
+// Throttle bounds the records a consumer's merges hold. The merge releases
+// records in timestamp order, so a stream ahead of the others (provider
+// observations while the platform records that precede them are still
+// being read, say) cannot be applied and would otherwise pile up in its
+// queue: memory grows with the backlog, and every fetch spends most of its
+// bytes on that stream instead of on the one the merge waits for. A
+// stream whose queue reaches High records is therefore paused (the client
+// stops fetching it and drops what it had buffered for it, to fetch it
+// again on resume) until the merge has drained it below Low.
+//
+// A paused stream is never the one a merge waits for: it is resumed before
+// its queue runs empty (Low > 0, and Check runs after every apply), so
+// pausing changes when records are fetched, never their order.
+type Throttle struct {
+	// High is the queue length at which a stream is paused; Low, at most
+	// High and above 0, the length below which it is resumed.
+	High, Low int
+
+	pause, resume map[string][]int32
+}
+
+// Check updates the paused streams of partition p, whose streams are
+// topics (in stream order), and records what Apply must pause or resume.
+func (t *Throttle) Check(m Streams, topics []string, p int32) {
+	for s, q := range m.Queue {
+		switch n := len(q); {
+		case !m.Paused[s] && n >= t.High:
+			m.Paused[s] = true
+			t.pause = addPartition(t.pause, topics[s], p)
+		case m.Paused[s] && n < t.Low:
+			m.Paused[s] = false
+			t.resume = addPartition(t.resume, topics[s], p)
+		}
+	}
+}
+
+// Apply pauses and resumes on cl what the Checks since the last Apply
+// decided, and reports how many streams it paused and resumed.
+func (t *Throttle) Apply(cl *kgo.Client) (paused, resumed int) {
+	if len(t.pause) != 0 {
+		cl.PauseFetchPartitions(t.pause)
+		paused = count(t.pause)
+		clear(t.pause)
+	}
+	if len(t.resume) != 0 {
+		cl.ResumeFetchPartitions(t.resume)
+		resumed = count(t.resume)
+		clear(t.resume)
+	}
+	return paused, resumed
+}
+
+// Release resumes fetching every stream of partitions ps: a client keeps
+// partitions paused across a rebalance, so a consumer releases those it
+// gives up (their merges are dropped with their pause state).
+func Release(cl *kgo.Client, topics []string, ps []int32) {
+	if len(ps) == 0 {
+		return
+	}
+	m := make(map[string][]int32, len(topics))
+	for _, t := range topics {
+		m[t] = ps
+	}
+	cl.ResumeFetchPartitions(m)
+}
+
+func addPartition(m map[string][]int32, topic string, p int32) map[string][]int32 {
+	if m == nil {
+		m = map[string][]int32{}
+	}
+	m[topic] = append(m[topic], p)
+	return m
+}
+
+func count(m map[string][]int32) int {
+	n := 0
+	for _, ps := range m {
+		n += len(ps)
+	}
+	return n
+}
