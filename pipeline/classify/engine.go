@@ -328,7 +328,7 @@ func (e *Engine) evaluate(id *ownerstate.Identity, at int64, c cause, correlatio
 		// transition written after a restore outranks every row written
 		// for an earlier event time, whatever path led to it.
 		f.Version = max(f.Version+1, uint64(at/1000))
-		f.Correlation = e.store.Intern(correlationID)
+		f.Correlation = e.store.Reintern(f.Correlation, correlationID)
 		e.emitFinding(id, k, f, transition)
 	}
 	// Arm the deadlines still ahead; a condition already open needs none.

@@ -424,6 +424,10 @@ func (s *Store) ObsCorrelation(id *Identity) string { return s.Str(id.obsCorr) }
 // Intern returns the symbol of str (which may alias a decode buffer).
 func (s *Store) Intern(str string) Sym { return s.syms.Intern(str) }
 
+// Reintern returns the symbol of str, which replaces old in the caller's
+// state (old may become garbage: see Maintain).
+func (s *Store) Reintern(old Sym, str string) Sym { return s.syms.replace(old, s.syms.Intern(str)) }
+
 // Record is a platform record as the store applies it.
 type Record struct {
 	RecordType, RecordID, ResourceFamily, ProductID    string
@@ -441,19 +445,19 @@ func (s *Store) SetRecord(id *Identity, r *Record, at int64, correlationID strin
 			// The observation's owner_ref was the old record id: keep it.
 			o := s.syms.obss[id.obs]
 			o.OwnerRef = s.syms.Intern(id.RecordID())
-			id.obs = s.syms.obsShape(o)
+			id.obs = s.syms.replaceObs(id.obs, s.syms.obsShape(o))
 			id.flags &^= flagOwnerIsRecord
 		}
 		s.setRecordID(id, r.RecordID)
 	}
 	t := &s.syms
-	id.rec = t.recShape(RecordShape{
+	id.rec = t.replaceRec(id.rec, t.recShape(RecordShape{
 		RecordType: t.Intern(r.RecordType), ResourceFamily: t.Intern(r.ResourceFamily), ProductID: t.Intern(r.ProductID),
 		OwningDomain: t.Intern(r.OwningDomain), OwningPackage: t.Intern(r.OwningPackage), DomainID: t.Intern(r.DomainID),
 		ExpectedState: t.Intern(r.ExpectedState), ExpectedVersion: t.Intern(r.ExpectedVersion),
 		Quota: t.Intern(r.Quota), RouteTarget: t.Intern(r.RouteTarget),
-	})
-	id.RecordVersion, id.RecordAt, id.recCorr = r.RecordVersion, at, t.Intern(correlationID)
+	}))
+	id.RecordVersion, id.RecordAt, id.recCorr = r.RecordVersion, at, t.replace(id.recCorr, t.Intern(correlationID))
 	id.setFlag(flagDeleted, r.Deleted)
 }
 
@@ -498,7 +502,7 @@ func (s *Store) SetObs(id *Identity, o *Observation, at int64, correlationID str
 	t := &s.syms
 	if id.obs != 0 && s.sameObs(id, o) {
 		// The common case, a resource observed as it was: no interning.
-		id.ObsAt, id.obsCorr = at, t.Intern(correlationID)
+		id.ObsAt, id.obsCorr = at, t.replace(id.obsCorr, t.Intern(correlationID))
 		return
 	}
 	sh := ObsShape{ResourceFamily: t.Intern(o.ResourceFamily), ObservedState: t.Intern(o.ObservedState),
@@ -508,8 +512,8 @@ func (s *Store) SetObs(id *Identity, o *Observation, at int64, correlationID str
 		sh.OwnerRef = t.Intern(o.OwnerRef)
 	}
 	id.setFlag(flagOwnerIsRecord, isRecord)
-	id.obs = t.obsShape(sh)
-	id.ObsAt, id.obsCorr = at, t.Intern(correlationID)
+	id.obs = t.replaceObs(id.obs, t.obsShape(sh))
+	id.ObsAt, id.obsCorr = at, t.replace(id.obsCorr, t.Intern(correlationID))
 }
 
 // sameObs reports whether o holds exactly the fields of id's observation.

@@ -475,6 +475,39 @@ func TestCompaction(t *testing.T) {
 	}
 }
 
+// TestCompactionSkipsGrowth: tables that double only with the values of
+// new identities (each with a record id, version and correlation of its
+// own, as when a partition's platform records are first read) are not
+// rebuilt: nothing in them is garbage. Replacing values afterwards makes
+// the next doubling rebuild them.
+func TestCompactionSkipsGrowth(t *testing.T) {
+	s := New()
+	n := 8 * minCompactAt
+	for i := range n {
+		id := s.Get("app_runtime", fmt.Sprint("app-", i), true)
+		s.SetRecord(id, &Record{RecordID: fmt.Sprint("r-", i), ExpectedState: "running", ExpectedVersion: fmt.Sprint("v", i), RecordVersion: 1},
+			int64(i), fmt.Sprint("sync-", i))
+		s.Maintain()
+	}
+	if s.syms.rebuilds != 0 {
+		t.Fatalf("%d rebuilds of tables holding no garbage", s.syms.rebuilds)
+	}
+	for round := 1; s.syms.rebuilds == 0; round++ {
+		if round > 4 {
+			t.Fatalf("no rebuild after %d rounds replacing every identity's values (%d strings)", round-1, s.syms.Len())
+		}
+		for i := range n {
+			id := s.Get("app_runtime", fmt.Sprint("app-", i), false)
+			s.SetObs(id, &Observation{ObservedState: "running", ObservedVersion: fmt.Sprint("v", i, "-", round)}, int64(n+i), fmt.Sprint("scan-", round, "-", i))
+			s.Maintain()
+		}
+	}
+	id := s.Get("app_runtime", "app-7", false)
+	if s.Str(s.Record(id).ExpectedVersion) != "v7" || s.RecordCorrelation(id) != "sync-7" {
+		t.Fatal("values lost in the rebuild")
+	}
+}
+
 // TestBytesPerIdentity reports the heap a store holds per identity with a
 // record, an observation and an armed deadline, by part, and fails above
 // the budget of 150 bytes (docs/drift-model.md, memory, gives the

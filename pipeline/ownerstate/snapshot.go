@@ -126,6 +126,9 @@ func (s *Store) LoadSnapshot(r *snap.Reader) error {
 		}
 	}
 	t.compactAt = int(r.Uvarint())
+	// How much of the tables is garbage is not in the snapshot: count all
+	// of it, so the next doubling rebuilds them.
+	t.garbage = t.Len() + len(t.recs) + len(t.obss)
 
 	n := r.Count(14)
 	fresh.index.init(n)

@@ -10,7 +10,8 @@ const minCompactAt = 1 << 14
 
 // symtab interns the strings of a store and the shapes built from them.
 // It only grows; Store.Maintain rebuilds it from the live identities once
-// a table has doubled since the last rebuild.
+// a table has doubled since the last rebuild and what was replaced since
+// could be a good part of it.
 type symtab struct {
 	*intern.Table
 
@@ -21,6 +22,13 @@ type symtab struct {
 
 	// compactAt is the size of strs, recs or obss that triggers a rebuild.
 	compactAt int
+	// garbage bounds the entries that references replaced since the last
+	// rebuild can have left unreferenced: a replaced string counts one, a
+	// replaced shape itself and its strings. Entries added for new
+	// identities are live, and a table grown by them only is not rebuilt.
+	garbage int
+	// rebuilds counts the rebuilds of this store's tables.
+	rebuilds int
 }
 
 func (t *symtab) init() {
@@ -57,8 +65,55 @@ func (t *symtab) obsShape(o ObsShape) uint32 {
 	return i
 }
 
+// Weights of replaced references in symtab.garbage.
+const (
+	garbageSym = 1
+	garbageRec = 1 + 10 // the shape and its strings
+	garbageObs = 1 + 6
+)
+
+// replace returns sym, counting old as possibly garbage when sym
+// replaces it.
+func (t *symtab) replace(old, sym Sym) Sym {
+	if old != 0 && old != sym {
+		t.garbage += garbageSym
+	}
+	return sym
+}
+
+// replaceRec returns shape, counting old as possibly garbage when shape
+// replaces it.
+func (t *symtab) replaceRec(old, shape uint32) uint32 {
+	if old != 0 && old != shape {
+		t.garbage += garbageRec
+	}
+	return shape
+}
+
+// replaceObs is replaceRec for observation shapes.
+func (t *symtab) replaceObs(old, shape uint32) uint32 {
+	if old != 0 && old != shape {
+		t.garbage += garbageObs
+	}
+	return shape
+}
+
+// due reports whether a rebuild is due: a table has doubled since the
+// last one and the replaced references could have left a third of the
+// tables unreferenced. A table that doubled with less garbage than that
+// may double again first: rebuilding it would drop little and costs a
+// pass over every identity (while a partition's platform records are
+// first read, every doubling would).
 func (t *symtab) due() bool {
-	return t.Len() > t.compactAt || len(t.recs) > t.compactAt || len(t.obss) > t.compactAt
+	n := max(t.Len(), len(t.recs), len(t.obss))
+	if n <= t.compactAt {
+		return false
+	}
+	if 3*t.garbage < t.Len()+len(t.recs)+len(t.obss) {
+		t.compactAt = 2 * n
+		return false
+	}
+	return true
 }
 
 // Maintain rebuilds the interned tables from the live identities when one
@@ -116,5 +171,6 @@ func (s *Store) compact() {
 		}
 	})
 	t.compactAt = max(minCompactAt, 2*max(t.Len(), len(t.recs), len(t.obss)))
+	t.rebuilds = old.rebuilds + 1
 	s.syms = t
 }
