@@ -64,6 +64,7 @@ func run() error {
 	ledgerGrace := fs.Duration("billing.ledgerGrace", defRules.LedgerGrace, "event time a rated line may wait for its ledger entry before it is rated_not_ledgered; must exceed the ledger's normal posting delay")
 	billingLateness := fs.Duration("billing.allowedLateness", defRules.AllowedLateness, "how far the billing watermark trails the newest event time; larger tolerates more disorder but delays grace-based findings")
 	billingHorizon := fs.Duration("billing.horizon", defRules.Horizon, "event time after a conservation window's end at which its settled usage is dropped from memory (bounds memory; a later change for it is not counted in the window)")
+	billingQueue := fs.Int("billing.queueRecords", 16384, "records of one topic partition that may wait in the reconciler's merge for an earlier stream before its fetching pauses (bounds memory while usage runs ahead of the rated lines)")
 	billingFlush := fs.Duration("billing.flushInterval", 500*time.Millisecond, "longest time reconciled events wait before their rows are written and offsets committed")
 	flag.Parse()
 	if err := common.Validate(); err != nil {
@@ -149,6 +150,7 @@ func run() error {
 				Environment:   common.Environment,
 				Rules:         billing.Rules{RatingGrace: *ratingGrace, LedgerGrace: *ledgerGrace, AllowedLateness: *billingLateness, Horizon: *billingHorizon},
 				FlushInterval: *billingFlush,
+				QueueRecords:  *billingQueue,
 				Registerer:    reg,
 			})
 			if err != nil {

@@ -31,10 +31,12 @@ type merge struct {
 	next [numStreams]kgo.EpochOffset
 	// committed is next's offset at the last commit.
 	committed [numStreams]int64
+	// paused marks the streams whose fetching is paused (throttle).
+	paused [numStreams]bool
 }
 
 func (m *merge) streams() logmerge.Streams {
-	return logmerge.Streams{Queue: m.queue[:], More: m.more[:]}
+	return logmerge.Streams{Queue: m.queue[:], More: m.more[:], Paused: m.paused[:]}
 }
 
 // push queues records of stream s; more says the stream has records

@@ -3,6 +3,7 @@ package billing
 import "github.com/prometheus/client_golang/prometheus"
 
 type metrics struct {
+	pauses         prometheus.Counter
 	events         *prometheus.CounterVec
 	invalid        *prometheus.CounterVec
 	mispartitioned *prometheus.CounterVec
@@ -50,13 +51,15 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 			Help: "Conservation windows held in memory per owned partition."}, []string{"partition"}),
 		pruned: prometheus.NewCounter(prometheus.CounterOpts{Name: "driftline_billing_pruned_usage_total",
 			Help: "Settled usage_ids dropped from memory past the horizon (restores excluded)."}),
+		pauses: prometheus.NewCounter(prometheus.CounterOpts{Name: "driftline_billing_stream_pauses_total",
+			Help: "Times a topic partition's fetching was paused because its records waited in the merge (-billing.queueRecords)."}),
 		late: prometheus.NewCounter(prometheus.CounterOpts{Name: "driftline_billing_window_late_total",
 			Help: "Changes to usage whose conservation window was already closed and dropped (not counted in any window row)."}),
 	}
 	if reg != nil {
 		reg.MustRegister(m.events, m.invalid, m.mispartitioned, m.transitions, m.open, m.watermark, m.assigned,
 			m.flushSeconds, m.flushErrors, m.restoreSeconds, m.restoreEvents,
-			m.trackedUsage, m.trackedWindows, m.pruned, m.late)
+			m.trackedUsage, m.trackedWindows, m.pruned, m.late, m.pauses)
 	}
 	return m
 }

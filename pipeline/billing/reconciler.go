@@ -52,6 +52,12 @@ type Options struct {
 	Logger *slog.Logger
 	// Registerer receives the reconciler's metrics. Default none.
 	Registerer prometheus.Registerer
+	// QueueRecords bounds the records a stream of one partition may hold
+	// in its merge while it waits for an earlier stream (usage already
+	// fetched while the rater is still producing the rated lines before
+	// it): at that many the stream's fetching pauses until the merge has
+	// drained it to a quarter (logmerge.Throttle). Default 16384.
+	QueueRecords int
 	// ClientOpts are extra franz-go options (tests, TLS, SASL).
 	ClientOpts []kgo.Opt
 }
@@ -79,6 +85,9 @@ func (o *Options) defaults() error {
 	if o.FlushEvents <= 0 {
 		o.FlushEvents = 50000
 	}
+	if o.QueueRecords <= 0 {
+		o.QueueRecords = 16384
+	}
 	if o.Logger == nil {
 		o.Logger = slog.Default()
 	}
@@ -104,6 +113,8 @@ type Reconciler struct {
 	mu    sync.Mutex
 	parts map[int32]*partition
 	out   output
+	// flow pauses streams that ran ahead in their merges (throttle).
+	flow logmerge.Throttle
 	// left is why the member left the group on its own (a restore that
 	// kept failing); Run returns it.
 	left error
@@ -161,6 +172,7 @@ func New(ctx context.Context, opts Options, s Sink) (*Reconciler, error) {
 		m:         newMetrics(opts.Registerer),
 		validator: event.Validator{Environment: opts.Environment},
 		parts:     map[int32]*partition{},
+		flow:      logmerge.Throttle{High: opts.QueueRecords, Low: max(1, opts.QueueRecords/4)},
 	}
 	r.out = output{current: map[string]int{}, m: r.m, emit: true}
 	admCl, err := kgo.NewClient(append([]kgo.Opt{kgo.SeedBrokers(opts.Brokers...)}, opts.ClientOpts...)...)
@@ -226,6 +238,7 @@ func (r *Reconciler) Run(ctx context.Context) error {
 					r.opts.Logger.Warn("fetch error", "topic", t, "partition", p, "err", err)
 				})
 			processed += r.applyAll(r.parts)
+			r.throttle()
 			r.mu.Unlock()
 			if ctx.Err() != nil {
 				break
@@ -431,12 +444,26 @@ func (r *Reconciler) assigned(ctx context.Context, _ *kgo.Client, assigned map[s
 	r.opts.Logger.Info("billing partitions assigned", "partitions", fresh, "restore", time.Since(start).Round(time.Millisecond))
 }
 
+// throttle pauses the streams that ran ahead in their merges and resumes
+// those drained again (logmerge.Throttle). mu is held.
+func (r *Reconciler) throttle() {
+	names := r.streamTopics()
+	for p, part := range r.parts {
+		r.flow.Check(part.merge.streams(), names[:], p)
+	}
+	paused, _ := r.flow.Apply(r.cl)
+	r.m.pauses.Add(float64(paused))
+}
+
 // revoked drops revoked partitions. Everything applied was flushed and
-// committed before the rebalance was allowed.
+// committed before the rebalance was allowed. Their fetching is resumed:
+// a client keeps paused partitions paused across rebalances.
 func (r *Reconciler) revoked(_ context.Context, _ *kgo.Client, revoked map[string][]int32) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	names := r.streamTopics()
 	for _, ps := range revoked {
+		logmerge.Release(r.cl, names[:], ps)
 		for _, p := range ps {
 			delete(r.parts, p)
 			for _, g := range []*prometheus.GaugeVec{r.m.open, r.m.watermark, r.m.trackedUsage, r.m.trackedWindows} {

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/ClickHouse/clickhouse-go/v2/lib/driver"
+	"github.com/prometheus/client_golang/prometheus"
 	json "github.com/segmentio/encoding/json"
 	"github.com/twmb/franz-go/pkg/kgo"
 
@@ -84,11 +85,15 @@ func (f *fixture) ledger(id, meterID, amount string, at time.Time) {
 	f.send(event.TypeLedgerEntry, "ledger", at, l)
 }
 
-func (f *fixture) start(group string) (stop func()) {
+func (f *fixture) start(group string, with ...func(*Options)) (stop func()) {
 	f.t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
-	r, err := New(ctx, Options{Brokers: f.brokers, Prices: testPrices(f.t), Group: group, Topics: f.names,
-		FlushInterval: 100 * time.Millisecond, Logger: slog.New(slog.DiscardHandler)}, NewClickHouse(f.ch))
+	opts := Options{Brokers: f.brokers, Prices: testPrices(f.t), Group: group, Topics: f.names,
+		FlushInterval: 100 * time.Millisecond, Logger: slog.New(slog.DiscardHandler)}
+	for _, w := range with {
+		w(&opts)
+	}
+	r, err := New(ctx, opts, NewClickHouse(f.ch))
 	if err != nil {
 		f.t.Fatal(err)
 	}
@@ -136,6 +141,44 @@ func (f *fixture) wantRows(want ...string) {
 		}
 		return nil
 	})
+}
+
+// TestThrottledReconciler: with merge queues of one record and fetches
+// of one batch, streams are paused and resumed over and over, and the
+// rows are those of an unthrottled run (pausing moves fetches, never
+// records).
+func TestThrottledReconciler(t *testing.T) {
+	f := newFixture(t)
+	f.usage("ok", "m-ok", "gpu_hour", t0)
+	f.usage("wrong", "m-wrong", "gpu_hour", t0)
+	f.usage("dup", "m-ok", "gpu_hour", t0.Add(time.Second))
+	f.usage("bad", "m-bad", "gpu_minute", t0)
+	for _, id := range []string{"ok", "wrong"} {
+		f.rated(id, "m-"+id, "4.90", t0)
+	}
+	f.ledger("ok", "m-ok", "4.90", t0.Add(2*time.Minute))
+	f.ledger("wrong", "m-wrong", "4.91", t0.Add(2*time.Minute))
+	reg := prometheus.NewRegistry()
+	stop := f.start("billing-throttled", func(o *Options) {
+		o.QueueRecords, o.Registerer = 1, reg
+		o.ClientOpts = append(o.ClientOpts, kgo.FetchMaxBytes(1), kgo.FetchMaxPartitionBytes(1))
+	})
+	defer stop()
+	f.wantRows(
+		"amount_mismatch:wrong amount_mismatch wrong m-wrong 2.000000 4.90 4.91 USD open 10:02:00",
+		"duplicate_usage:gpu-meter/m-ok duplicate_usage dup m-ok 2.000000   USD open 10:00:01",
+		"unknown_unit:bad unknown_unit bad m-bad 2.000000    open 10:00:00",
+	)
+	mfs, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, mf := range mfs {
+		if mf.GetName() == "driftline_billing_stream_pauses_total" && mf.GetMetric()[0].GetCounter().GetValue() > 0 {
+			return
+		}
+	}
+	t.Fatal("no stream was paused")
 }
 
 func TestReconcilerWritesExactMismatchRows(t *testing.T) {
