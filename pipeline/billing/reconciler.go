@@ -448,10 +448,7 @@ func (r *Reconciler) assigned(ctx context.Context, _ *kgo.Client, assigned map[s
 // those drained again (logmerge.Throttle). mu is held.
 func (r *Reconciler) throttle() {
 	names := r.streamTopics()
-	for p, part := range r.parts {
-		r.flow.Check(part.merge.streams(), names[:], p)
-	}
-	paused, _ := r.flow.Apply(r.cl)
+	paused, _ := logmerge.ThrottleAll(&r.flow, r.cl, names[:], r.parts, func(p *partition) logmerge.Streams { return p.merge.streams() })
 	r.m.pauses.Add(float64(paused))
 }
 

@@ -425,20 +425,9 @@ func (j *Joiner) applyAll(now time.Time) int {
 // those drained again. mu is held.
 func (j *Joiner) throttle() {
 	names := j.streamTopics()
-	for p, part := range j.parts {
-		j.flow.Check(part.merge.streams(), names[:], p)
-	}
-	paused, _ := j.flow.Apply(j.cl)
+	paused, now := logmerge.ThrottleAll(&j.flow, j.cl, names[:], j.parts, func(p *partition) logmerge.Streams { return p.merge.streams() })
 	j.m.pauses.Add(float64(paused))
-	n := 0
-	for _, part := range j.parts {
-		for _, paused := range part.merge.paused {
-			if paused {
-				n++
-			}
-		}
-	}
-	j.m.paused.Set(float64(n))
+	j.m.paused.Set(float64(now))
 }
 
 // fetchMaxBytes bounds one fetch (compressed) of the group consumer and of

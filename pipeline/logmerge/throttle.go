@@ -54,6 +54,25 @@ func (t *Throttle) Apply(cl *kgo.Client) (paused, resumed int) {
 	return paused, resumed
 }
 
+// ThrottleAll checks the streams of every partition in parts (streams
+// returns a partition's merge view) and applies the decisions on cl. It
+// returns how many streams it paused, and how many of parts' streams are
+// paused after it.
+func ThrottleAll[P any](t *Throttle, cl *kgo.Client, topics []string, parts map[int32]P, streams func(P) Streams) (paused, now int) {
+	for p, part := range parts {
+		t.Check(streams(part), topics, p)
+	}
+	paused, _ = t.Apply(cl)
+	for _, part := range parts {
+		for _, on := range streams(part).Paused {
+			if on {
+				now++
+			}
+		}
+	}
+	return paused, now
+}
+
 // Release resumes fetching every stream of partitions ps: a client keeps
 // partitions paused across a rebalance, so a consumer releases those it
 // gives up (their merges are dropped with their pause state).

@@ -11,6 +11,13 @@ import (
 	"github.com/driftline/driftline/pipeline/testenv"
 )
 
+// twoStreams returns a throttled merge view of two streams, with its
+// queues and pause flags.
+func twoStreams() (Streams, [][]*kgo.Record, []bool) {
+	q, mo, pa := make([][]*kgo.Record, 2), make([]bool, 2), make([]bool, 2)
+	return Streams{Queue: q, More: mo, Paused: pa}, q, pa
+}
+
 // TestThrottleCheck: a queue reaching High pauses its stream, a paused one
 // stays paused down to Low and is resumed below it, and Apply hands the
 // decisions to the client once.
@@ -20,11 +27,7 @@ func TestThrottleCheck(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer cl.Close()
-	var (
-		q      [2][]*kgo.Record
-		mo, pa [2]bool
-	)
-	m := Streams{Queue: q[:], More: mo[:], Paused: pa[:]}
+	m, _, pa := twoStreams()
 	topics := []string{"a", "b"}
 	fill := func(s, n int) {
 		m.Queue[s] = m.Queue[s][:0]
@@ -103,11 +106,7 @@ func TestThrottleMerge(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer cl.Close()
-	var (
-		q      [2][]*kgo.Record
-		mo, pa [2]bool
-	)
-	m := Streams{Queue: q[:], More: mo[:], Paused: pa[:]}
+	m, q, pa := twoStreams()
 	topics := []string{early, late}
 	th := Throttle{High: 1000, Low: 200}
 	pauses, maxQueued, maxPush, got := 0, 0, 0, 0
