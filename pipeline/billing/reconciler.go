@@ -172,7 +172,7 @@ func New(ctx context.Context, opts Options, s Sink) (*Reconciler, error) {
 		m:         newMetrics(opts.Registerer),
 		validator: event.Validator{Environment: opts.Environment},
 		parts:     map[int32]*partition{},
-		flow:      logmerge.Throttle{High: opts.QueueRecords, Low: max(1, opts.QueueRecords/4)},
+		flow:      logmerge.NewThrottle(opts.QueueRecords),
 	}
 	r.out = output{current: map[string]int{}, m: r.m, emit: true}
 	admCl, err := kgo.NewClient(append([]kgo.Opt{kgo.SeedBrokers(opts.Brokers...)}, opts.ClientOpts...)...)
@@ -458,9 +458,8 @@ func (r *Reconciler) throttle() {
 func (r *Reconciler) revoked(_ context.Context, _ *kgo.Client, revoked map[string][]int32) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	names := r.streamTopics()
+	r.cl.ResumeFetchPartitions(revoked)
 	for _, ps := range revoked {
-		logmerge.Release(r.cl, names[:], ps)
 		for _, p := range ps {
 			delete(r.parts, p)
 			for _, g := range []*prometheus.GaugeVec{r.m.open, r.m.watermark, r.m.trackedUsage, r.m.trackedWindows} {

@@ -267,10 +267,7 @@ func New(ctx context.Context, opts Options, s Sink) (*Joiner, error) {
 		validator: event.Validator{Environment: opts.Environment, ZeroCopy: true},
 		parts:     make(map[int32]*partition),
 		kept:      make(map[int32]*partition),
-		// A partition's fetch brings a few thousand records of a stream,
-		// so Low keeps about one fetch in hand while the stream is
-		// fetched again.
-		flow: logmerge.Throttle{High: opts.QueueRecords, Low: max(1, opts.QueueRecords/4)},
+		flow:      logmerge.NewThrottle(opts.QueueRecords),
 	}
 	j.initCounters()
 	admCl, err := kgo.NewClient(append([]kgo.Opt{kgo.SeedBrokers(opts.Brokers...)}, opts.ClientOpts...)...)
@@ -518,17 +515,12 @@ func (j *Joiner) revoked(_ context.Context, _ *kgo.Client, revoked map[string][]
 				delete(j.parts, p)
 			}
 		}
-		j.release(ps)
 	}
+	// A client keeps paused partitions paused across rebalances, and the
+	// merges that paused these are dropped (a kept partition restarts
+	// with a fresh merge).
+	j.cl.ResumeFetchPartitions(revoked)
 	j.m.assigned.Set(float64(len(j.parts)))
-}
-
-// release resumes fetching partitions ps, paused or not: a client keeps
-// paused partitions paused across rebalances, and the merges that paused
-// them are dropped (a kept partition restarts with a fresh merge).
-func (j *Joiner) release(ps []int32) {
-	names := j.streamTopics()
-	logmerge.Release(j.cl, names[:], ps)
 }
 
 // lost drops partitions the group gave away without a clean revoke (the
@@ -543,7 +535,7 @@ func (j *Joiner) lost(_ context.Context, _ *kgo.Client, lost map[string][]int32)
 			delete(j.parts, p)
 			delete(j.kept, p)
 		}
-		j.release(ps)
 	}
+	j.cl.ResumeFetchPartitions(lost) // as in revoked
 	j.m.assigned.Set(float64(len(j.parts)))
 }

@@ -23,6 +23,12 @@ type Throttle struct {
 	pause, resume map[string][]int32
 }
 
+// NewThrottle returns a Throttle pausing at high records and resuming
+// below a quarter of that: a partition's fetch brings a few thousand
+// records of a stream, so a default high keeps about one fetch in hand
+// while the stream is fetched again.
+func NewThrottle(high int) Throttle { return Throttle{High: high, Low: max(1, high/4)} }
+
 // Check updates the paused streams of partition p, whose streams are
 // topics (in stream order), and records what Apply must pause or resume.
 func (t *Throttle) Check(m Streams, topics []string, p int32) {
@@ -71,20 +77,6 @@ func ThrottleAll[P any](t *Throttle, cl *kgo.Client, topics []string, parts map[
 		}
 	}
 	return paused, now
-}
-
-// Release resumes fetching every stream of partitions ps: a client keeps
-// partitions paused across a rebalance, so a consumer releases those it
-// gives up (their merges are dropped with their pause state).
-func Release(cl *kgo.Client, topics []string, ps []int32) {
-	if len(ps) == 0 {
-		return
-	}
-	m := make(map[string][]int32, len(topics))
-	for _, t := range topics {
-		m[t] = ps
-	}
-	cl.ResumeFetchPartitions(m)
 }
 
 func addPartition(m map[string][]int32, topic string, p int32) map[string][]int32 {
