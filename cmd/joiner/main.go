@@ -51,6 +51,8 @@ func run() error {
 	retry := fs.Duration("joiner.retryInterval", def.RetryInterval, "spacing of next_attempt_at for findings with a retry posture")
 	flushInterval := fs.Duration("joiner.flushInterval", 500*time.Millisecond, "longest time processed events wait before findings are written and offsets committed; larger batches are cheaper for ClickHouse but findings appear later")
 	flushEvents := fs.Int("joiner.flushEvents", 200000, "flush after this many events; bounds memory held between commits")
+	catchUpInterval := fs.Duration("joiner.catchUpInterval", 3*time.Second, "longest round while the joiner is behind by more than -joiner.flushEvents records (a restart after downtime, a new group): fewer, larger ClickHouse writes while it catches up; not above -joiner.flushInterval turns it off")
+	catchUpEvents := fs.Int("joiner.catchUpEvents", 1_000_000, "flush a catch-up round after this many events; bounds memory held between commits while catching up")
 	sessionTimeout := fs.Duration("joiner.sessionTimeout", 45*time.Second, "how long the group waits for a crashed joiner before its partitions move to the others; shorter fails over sooner, too short evicts joiners that only pause (the broker bounds it, Kafka's default minimum is 6s)")
 	rebalanceTimeout := fs.Duration("joiner.rebalanceTimeout", 60*time.Second, "how long a rebalance waits for every joiner to finish its round and rejoin; bounds the stall when a joiner crashed, too short drops joiners with slow ClickHouse writes")
 	checkpoints := fs.String("joiner.checkpointTopic", config.Env("DRIFTLINE_CHECKPOINT_TOPIC", checkpoint.DefaultTopic), "topic of partition state checkpoints, so a restore replays only the records after the newest one; empty disables checkpoints (env DRIFTLINE_CHECKPOINT_TOPIC)")
@@ -149,6 +151,9 @@ func run() error {
 		defer cps.Close()
 	}
 
+	if *catchUpInterval <= 0 {
+		*catchUpInterval = -1 // off (the zero Option is the default)
+	}
 	j, err := joiner.New(openCtx, joiner.Options{
 		Brokers:          common.SeedBrokers(),
 		Group:            *group,
@@ -158,6 +163,8 @@ func run() error {
 		FlushInterval:    *flushInterval,
 		QueueRecords:     *queueRecords,
 		FlushEvents:      *flushEvents,
+		CatchUpInterval:  *catchUpInterval,
+		CatchUpEvents:    *catchUpEvents,
 		SessionTimeout:   *sessionTimeout,
 		RebalanceTimeout: *rebalanceTimeout,
 		Logger:           slog.Default(),

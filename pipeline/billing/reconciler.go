@@ -129,7 +129,7 @@ type partition struct {
 	out     *output // silent while restoring, the live batch afterwards
 	dirty   bool
 	// merge orders the polled records of the three streams.
-	merge merge
+	merge logmerge.Merge
 	// pruned and late are the tracker's counts already added to the
 	// metrics.
 	pruned, late int64
@@ -229,9 +229,9 @@ func (r *Reconciler) Run(ctx context.Context) error {
 			}
 			r.mu.Lock()
 			logmerge.Fetched(fetches,
-				func(t string, p int32, recs []*kgo.Record, more bool) {
+				func(t string, p int32, recs []*kgo.Record, unfetched int64) {
 					if part := r.parts[p]; part != nil {
-						part.merge.push(r.stream(t), recs, more)
+						part.merge.Push(r.stream(t), recs, unfetched)
 					}
 				},
 				func(t string, p int32, err error) {
@@ -297,7 +297,7 @@ func (r *Reconciler) flushAndCommit(ctx context.Context) error {
 func (r *Reconciler) applyAll(parts map[int32]*partition) int {
 	n := 0
 	for _, part := range parts {
-		for rec := part.merge.pop(); rec != nil; rec = part.merge.pop() {
+		for rec, _ := part.merge.Pop(); rec != nil; rec, _ = part.merge.Pop() {
 			r.apply(parts, rec)
 			n++
 		}
@@ -313,8 +313,8 @@ func (r *Reconciler) commit(ctx context.Context) {
 	offsets := map[string]map[int32]kgo.EpochOffset{}
 	names := r.streamTopics()
 	for p, part := range r.parts {
-		for s, next := range part.merge.next {
-			if next.Offset > part.merge.committed[s] {
+		for s, next := range part.merge.Next {
+			if next.Offset > part.merge.Committed[s] {
 				if offsets[names[s]] == nil {
 					offsets[names[s]] = map[int32]kgo.EpochOffset{}
 				}
@@ -333,14 +333,14 @@ func (r *Reconciler) commit(ctx context.Context) {
 		s := r.stream(t)
 		for p, next := range ps {
 			if part := r.parts[p]; part != nil {
-				part.merge.committed[s] = next.Offset
+				part.merge.Committed[s] = next.Offset
 			}
 		}
 	}
 }
 
 func (r *Reconciler) newPartition(p int32, out *output) *partition {
-	part := &partition{p: p, label: strconv.Itoa(int(p)), out: out}
+	part := &partition{p: p, label: strconv.Itoa(int(p)), out: out, merge: logmerge.NewMerge(numStreams)}
 	part.tracker = NewTracker(r.opts.Rules, r.opts.Prices.Book, func(m *Mismatch) { part.out.add(m) })
 	part.tracker.SetPartition(p)
 	return part
@@ -448,7 +448,7 @@ func (r *Reconciler) assigned(ctx context.Context, _ *kgo.Client, assigned map[s
 // those drained again (logmerge.Throttle). mu is held.
 func (r *Reconciler) throttle() {
 	names := r.streamTopics()
-	paused, _ := logmerge.ThrottleAll(&r.flow, r.cl, names[:], r.parts, func(p *partition) logmerge.Streams { return p.merge.streams() })
+	paused, _ := logmerge.ThrottleAll(&r.flow, r.cl, names[:], r.parts, func(p *partition) logmerge.Streams { return p.merge.Streams() })
 	r.m.pauses.Add(float64(paused))
 }
 

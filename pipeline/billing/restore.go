@@ -43,9 +43,9 @@ func (r *Reconciler) restore(ctx context.Context, ps []int32) (map[int32]*partit
 				remaining++
 				part := parts[p]
 				s := r.stream(t)
-				part.merge.more[s] = true
-				part.merge.committed[s] = o.At
-				part.merge.next[s] = kgo.EpochOffset{Epoch: -1, Offset: o.At}
+				part.merge.More[s] = true
+				part.merge.Committed[s] = o.At
+				part.merge.Next[s] = kgo.EpochOffset{Epoch: -1, Offset: o.At}
 			}
 		}
 	}
@@ -55,16 +55,16 @@ func (r *Reconciler) restore(ctx context.Context, ps []int32) (map[int32]*partit
 		}
 	}
 	for _, part := range parts {
-		if part.merge.buffered() != 0 {
+		if part.merge.Buffered() != 0 {
 			panic("BUG: billing restore left records in the merge")
 		}
 		// The live merge waits for the first records of a stream that has
 		// some beyond the committed offset, so the first fetch of another
 		// stream does not run ahead of it.
 		for s, t := range r.streamTopics() {
-			part.merge.more[s] = false
-			if o, ok := ends.Lookup(t, part.p); ok && o.Err == nil && o.Offset > part.merge.committed[s] {
-				part.merge.more[s] = true
+			part.merge.More[s] = false
+			if o, ok := ends.Lookup(t, part.p); ok && o.Err == nil && o.Offset > part.merge.Committed[s] {
+				part.merge.More[s] = true
 			}
 		}
 		// The windows as of the committed offsets were written before
@@ -92,9 +92,9 @@ func (r *Reconciler) replay(ctx context.Context, consume map[string]map[int32]kg
 	ctx, cancel := context.WithTimeout(ctx, 10*time.Minute)
 	defer cancel()
 	return logmerge.ReadTo(ctx, cl, targets,
-		func(topic string, p int32, recs []*kgo.Record, more bool) {
+		func(topic string, p int32, recs []*kgo.Record, unfetched int64) {
 			if part := parts[p]; part != nil {
-				part.merge.push(r.stream(topic), recs, more)
+				part.merge.Push(r.stream(topic), recs, unfetched)
 			}
 		},
 		func() {

@@ -18,7 +18,7 @@ const saveTimeout = 30 * time.Second
 func (part *partition) applied() [numStreams]int64 {
 	var at [numStreams]int64
 	for s := range numStreams {
-		at[s] = max(part.merge.next[s].Offset, part.merge.committed[s])
+		at[s] = max(part.merge.Next[s].Offset, part.merge.Committed[s])
 	}
 	return at
 }

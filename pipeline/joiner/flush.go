@@ -86,8 +86,8 @@ func (j *Joiner) seal(final bool) *batch {
 			j.observe(part)
 			part.dirty = false
 		}
-		for s, next := range part.merge.next {
-			if next.Offset <= part.merge.committed[s] {
+		for s, next := range part.merge.Next {
+			if next.Offset <= part.merge.Committed[s] {
 				continue
 			}
 			if b.offsets == nil {
@@ -160,7 +160,7 @@ func (j *Joiner) settle() error {
 			s := j.stream(t)
 			for p, next := range ps {
 				if part := j.parts[p]; part != nil {
-					part.merge.committed[s] = next.Offset
+					part.merge.Committed[s] = next.Offset
 				}
 			}
 		}

@@ -83,6 +83,13 @@ type Options struct {
 	// FlushEvents flushes once this many events were processed. Default
 	// 200000 (fewer, larger writes: ClickHouse prefers them).
 	FlushEvents int
+	// CatchUpInterval and CatchUpEvents bound a round instead while the
+	// joiner is behind by more than FlushEvents records (see
+	// logmerge.Rounds): fewer, larger writes while it catches up.
+	// Defaults 3s and 1000000; a negative CatchUpInterval, or one not
+	// above FlushInterval, turns catching up off.
+	CatchUpInterval time.Duration
+	CatchUpEvents   int
 	// SessionTimeout is how long the group waits for a silent member
 	// (a crashed process) before it hands the member's partitions to the
 	// others. Shorter fails over sooner but risks evicting a member that
@@ -178,6 +185,12 @@ func (o *Options) defaults() error {
 	if o.FlushEvents <= 0 {
 		o.FlushEvents = 200000
 	}
+	if o.CatchUpInterval == 0 {
+		o.CatchUpInterval = 3 * time.Second
+	}
+	if o.CatchUpEvents <= 0 {
+		o.CatchUpEvents = 1_000_000
+	}
 	if o.SessionTimeout <= 0 {
 		o.SessionTimeout = 45 * time.Second
 	}
@@ -240,6 +253,10 @@ type Joiner struct {
 	busy []*partition
 	// flow pauses streams that ran ahead in their merges (throttle).
 	flow logmerge.Throttle
+	// rounds sizes the poll loop's rounds; backlog is the owned
+	// partitions' records not applied yet, as of the last poll.
+	rounds  logmerge.Rounds
+	backlog int64
 	// kept holds the state of revoked partitions: if one comes back and
 	// nobody committed past it meanwhile, it is used as it is.
 	kept map[int32]*partition
@@ -268,6 +285,8 @@ func New(ctx context.Context, opts Options, s Sink) (*Joiner, error) {
 		parts:     make(map[int32]*partition),
 		kept:      make(map[int32]*partition),
 		flow:      logmerge.NewThrottle(opts.QueueRecords),
+		rounds: logmerge.Rounds{Interval: opts.FlushInterval, Records: opts.FlushEvents,
+			CatchUpInterval: opts.CatchUpInterval, CatchUpRecords: opts.CatchUpEvents},
 	}
 	j.initCounters()
 	admCl, err := kgo.NewClient(append([]kgo.Opt{kgo.SeedBrokers(opts.Brokers...)}, opts.ClientOpts...)...)
@@ -328,11 +347,16 @@ func (j *Joiner) Run(ctx context.Context) error {
 	defer j.cl.Close()
 	defer j.saves.Wait() // checkpoint writes end with the client or their timeout
 	for ctx.Err() == nil {
-		deadline := time.Now().Add(j.opts.FlushInterval)
+		start := time.Now()
 		processed := 0
-		for processed < j.opts.FlushEvents && time.Now().Before(deadline) {
+		for {
+			limit, most := j.rounds.Limits(j.backlog)
+			deadline := start.Add(limit)
+			if processed >= most || !time.Now().Before(deadline) {
+				break
+			}
 			pctx, cancel := context.WithDeadline(ctx, deadline)
-			fetches := j.cl.PollRecords(pctx, j.opts.FlushEvents-processed)
+			fetches := j.cl.PollRecords(pctx, most-processed)
 			cancel()
 			if fetches.IsClientClosed() {
 				j.mu.Lock()
@@ -342,9 +366,9 @@ func (j *Joiner) Run(ctx context.Context) error {
 			}
 			j.mu.Lock()
 			logmerge.Fetched(fetches,
-				func(t string, p int32, recs []*kgo.Record, more bool) {
+				func(t string, p int32, recs []*kgo.Record, unfetched int64) {
 					if part := j.parts[p]; part != nil {
-						part.merge.push(j.stream(t), recs, more)
+						part.merge.Push(j.stream(t), recs, unfetched)
 					}
 				},
 				func(t string, p int32, err error) {
@@ -352,10 +376,14 @@ func (j *Joiner) Run(ctx context.Context) error {
 				})
 			processed += j.applyAll(time.Now())
 			j.throttle()
+			j.measureBacklog()
 			j.mu.Unlock()
 			if ctx.Err() != nil {
 				break
 			}
+		}
+		if time.Since(start) > j.rounds.Interval || processed > j.rounds.Records {
+			j.m.catchUpRounds.Inc()
 		}
 		j.mu.Lock()
 		err := j.flush(ctx, ctx.Err() != nil)
@@ -379,7 +407,7 @@ func (j *Joiner) applyAll(now time.Time) int {
 		n := 0
 		// Positions are exact (see Run): the merge waits for a stream
 		// with more records as long as it takes, never guessing.
-		for r, _ := part.merge.pop(); r != nil; r, _ = part.merge.pop() {
+		for r, _ := part.merge.Pop(); r != nil; r, _ = part.merge.Pop() {
 			j.apply(part, r)
 			n++
 		}
@@ -390,7 +418,7 @@ func (j *Joiner) applyAll(now time.Time) int {
 	}
 	busy := j.busy[:0]
 	for _, part := range j.parts {
-		if part.merge.buffered() != 0 {
+		if part.merge.Buffered() != 0 {
 			busy = append(busy, part)
 		}
 	}
@@ -422,9 +450,20 @@ func (j *Joiner) applyAll(now time.Time) int {
 // those drained again. mu is held.
 func (j *Joiner) throttle() {
 	names := j.streamTopics()
-	paused, now := logmerge.ThrottleAll(&j.flow, j.cl, names[:], j.parts, func(p *partition) logmerge.Streams { return p.merge.streams() })
+	paused, now := logmerge.ThrottleAll(&j.flow, j.cl, names[:], j.parts, func(p *partition) logmerge.Streams { return p.merge.Streams() })
 	j.m.pauses.Add(float64(paused))
 	j.m.paused.Set(float64(now))
+}
+
+// measureBacklog sums the owned partitions' backlogs, which size the
+// rounds (logmerge.Rounds). mu is held.
+func (j *Joiner) measureBacklog() {
+	var n int64
+	for _, part := range j.parts {
+		n += part.merge.Backlog()
+	}
+	j.backlog = n
+	j.m.backlog.Set(float64(n))
 }
 
 // fetchMaxBytes bounds one fetch (compressed) of the group consumer and of

@@ -11,6 +11,7 @@ import (
 
 	"github.com/ClickHouse/clickhouse-go/v2/lib/driver"
 	"github.com/prometheus/client_golang/prometheus"
+	dto "github.com/prometheus/client_model/go"
 	json "github.com/segmentio/encoding/json"
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
@@ -279,6 +280,32 @@ func TestThrottledReplay(t *testing.T) {
 	f.wantFindings(scenarioWant)
 }
 
+// TestCatchUpRounds: a joiner that starts behind (regular rounds of two
+// events here) runs longer rounds until it has caught up, ends with the
+// same findings, and with no backlog left.
+func TestCatchUpRounds(t *testing.T) {
+	f := newFixture(t)
+	sc := scenario{f}
+	sc.records()
+	for r := range 3 {
+		sc.round(r)
+	}
+	reg := prometheus.NewRegistry()
+	stop := f.start("joiner-catch-up", func(o *Options) {
+		o.FlushInterval, o.FlushEvents, o.Registerer = time.Millisecond, 2, reg
+		o.CatchUpInterval, o.CatchUpEvents = 2*time.Second, 1000
+	})
+	f.caughtUp("joiner-catch-up")
+	stop()
+	if n := counter(t, reg, "driftline_joiner_catch_up_rounds_total"); n == 0 {
+		t.Fatal("no catch-up round")
+	}
+	if n := gauge(t, reg, "driftline_joiner_backlog_records"); n != 0 {
+		t.Fatalf("backlog %v after catching up", n)
+	}
+	f.wantFindings(scenarioWant)
+}
+
 // TestRestoreFromCheckpoint: a joiner that restarts restores every
 // partition from the checkpoints of the previous run, replays none of the
 // records before them, and ends with the same findings.
@@ -324,16 +351,34 @@ func TestRestoreFromCheckpoint(t *testing.T) {
 // was never incremented).
 func counter(t *testing.T, reg *prometheus.Registry, name string) float64 {
 	t.Helper()
+	if m := metric(t, reg, name); m != nil {
+		return m.GetCounter().GetValue()
+	}
+	return 0
+}
+
+// gauge returns the value of the gauge named name in reg.
+func gauge(t *testing.T, reg *prometheus.Registry, name string) float64 {
+	t.Helper()
+	m := metric(t, reg, name)
+	if m == nil {
+		t.Fatalf("no gauge %s", name)
+	}
+	return m.GetGauge().GetValue()
+}
+
+func metric(t *testing.T, reg *prometheus.Registry, name string) *dto.Metric {
+	t.Helper()
 	mfs, err := reg.Gather()
 	if err != nil {
 		t.Fatal(err)
 	}
 	for _, mf := range mfs {
 		if mf.GetName() == name {
-			return mf.GetMetric()[0].GetCounter().GetValue()
+			return mf.GetMetric()[0]
 		}
 	}
-	return 0
+	return nil
 }
 
 func TestRedeliveryAndMispartitionedRecord(t *testing.T) {

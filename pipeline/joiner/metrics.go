@@ -27,6 +27,8 @@ type metrics struct {
 	idleAdvances              prometheus.Counter   // watermark markers applied
 	paused                    prometheus.Gauge     // streams paused by the throttle
 	pauses                    prometheus.Counter   // times a stream was paused
+	backlog                   prometheus.Gauge     // records not applied yet
+	catchUpRounds             prometheus.Counter   // rounds longer than a regular one
 }
 
 func newMetrics(reg prometheus.Registerer) *metrics {
@@ -54,11 +56,14 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 		idleAdvances:              prometheus.NewCounter(prometheus.CounterOpts{Name: "driftline_joiner_idle_watermark_advances_total", Help: "Watermark markers applied to idle partitions."}),
 		paused:                    prometheus.NewGauge(prometheus.GaugeOpts{Name: "driftline_joiner_paused_streams", Help: "Topic partitions not fetched for now: their records wait in the merge for an earlier stream to catch up."}),
 		pauses:                    prometheus.NewCounter(prometheus.CounterOpts{Name: "driftline_joiner_stream_pauses_total", Help: "Times a topic partition's fetching was paused because its records waited in the merge (-joiner.queueRecords)."}),
+		backlog:                   prometheus.NewGauge(prometheus.GaugeOpts{Name: "driftline_joiner_backlog_records", Help: "Records of the owned partitions not applied yet (queued, or below the end of the log at the last fetch; transaction markers counted)."}),
+		catchUpRounds:             prometheus.NewCounter(prometheus.CounterOpts{Name: "driftline_joiner_catch_up_rounds_total", Help: "Rounds that ran past -joiner.flushInterval or -joiner.flushEvents because the joiner was behind (-joiner.catchUpInterval, -joiner.catchUpEvents)."}),
 	}
 	if reg != nil {
 		reg.MustRegister(m.events, m.invalid, m.duplicates, m.mispartitioned, m.transitions, m.findingsOpen,
 			m.watermark, m.flushSeconds, m.flushRows, m.flushErrors, m.restoreSeconds, m.restoreEvents, m.assigned,
-			m.restoreCheckpoints, m.restoreKept, m.checkpointSnapshotSeconds, m.checkpointBytes, m.checkpointErrors, m.late, m.idleAdvances, m.paused, m.pauses)
+			m.restoreCheckpoints, m.restoreKept, m.checkpointSnapshotSeconds, m.checkpointBytes, m.checkpointErrors, m.late, m.idleAdvances, m.paused, m.pauses,
+			m.backlog, m.catchUpRounds)
 	}
 	return m
 }

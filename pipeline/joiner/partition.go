@@ -14,6 +14,7 @@ import (
 	"github.com/driftline/driftline/pipeline/dedupe"
 	"github.com/driftline/driftline/pipeline/drift"
 	"github.com/driftline/driftline/pipeline/event"
+	"github.com/driftline/driftline/pipeline/logmerge"
 	"github.com/driftline/driftline/pipeline/nodeagent"
 	"github.com/driftline/driftline/pipeline/ownerstate"
 	"github.com/driftline/driftline/pipeline/sink"
@@ -46,7 +47,7 @@ type partition struct {
 	rejected []rejected
 	rerouted []*kgo.Record
 	// merge orders the polled records of the three streams.
-	merge merge
+	merge logmerge.Merge
 	// summary keeps the partition's finding counts and attention top.
 	summary *summary
 
@@ -113,7 +114,7 @@ func (o *output) reset() {
 }
 
 func (j *Joiner) newPartition(p int32, out *output) *partition {
-	part := &partition{p: p, label: strconv.Itoa(int(p)), dedupe: dedupe.New(j.opts.Dedupe), out: out, summary: newSummary(),
+	part := &partition{p: p, label: strconv.Itoa(int(p)), dedupe: dedupe.New(j.opts.Dedupe), out: out, summary: newSummary(), merge: logmerge.NewMerge(numStreams),
 		live: output{current: make(map[string]int), nodes: make(map[string]int), m: j.m, emit: true},
 		dec:  event.NewDecoder(j.validator)}
 	part.engine = classify.New(j.opts.Classify, ownerstate.New(), func(f *drift.Finding) { part.out.add(part, f) })

@@ -53,7 +53,8 @@ func (j *Joiner) restore(ctx context.Context, ps []int32) (map[int32]*partition,
 		if part := j.kept[p]; part != nil {
 			delete(j.kept, p)
 			if part.applied() == target {
-				part.merge = merge{committed: target}
+				part.merge = logmerge.NewMerge(numStreams)
+				copy(part.merge.Committed, target[:])
 				parts[p], from[p] = part, target
 				j.m.restoreKept.Inc()
 				continue
@@ -90,7 +91,8 @@ func (j *Joiner) restore(ctx context.Context, ps []int32) (map[int32]*partition,
 	}
 	for p, part := range parts {
 		part.out = silent
-		part.merge.committed = targets[p]
+		target := targets[p]
+		copy(part.merge.Committed, target[:])
 	}
 	if err := j.replay(ctx, from, targets, parts); err != nil {
 		return nil, err
@@ -100,13 +102,13 @@ func (j *Joiner) restore(ctx context.Context, ps []int32) (map[int32]*partition,
 	// the committed offset, so the first fetch of another stream does not
 	// run ahead of it.
 	for p, part := range parts {
-		if part.merge.buffered() != 0 {
+		if part.merge.Buffered() != 0 {
 			panic("BUG: restore left records in the merge")
 		}
 		for s, t := range names {
-			part.merge.more[s] = false
+			part.merge.More[s] = false
 			if o, ok := ends.Lookup(t, p); ok && o.Err == nil && o.Offset > targets[p][s] {
-				part.merge.more[s] = true
+				part.merge.More[s] = true
 			}
 		}
 		part.out, part.dirty = &part.live, true
@@ -124,7 +126,7 @@ func (j *Joiner) replay(ctx context.Context, from, targets map[int32][numStreams
 	ends := map[string]map[int32]int64{}
 	for p, target := range targets {
 		for s, t := range names {
-			parts[p].merge.more[s] = false
+			parts[p].merge.More[s] = false
 			if from[p][s] >= target[s] {
 				continue
 			}
@@ -133,7 +135,7 @@ func (j *Joiner) replay(ctx context.Context, from, targets map[int32][numStreams
 			}
 			consume[t][p] = kgo.NewOffset().At(from[p][s])
 			ends[t][p] = target[s]
-			parts[p].merge.more[s] = true
+			parts[p].merge.More[s] = true
 		}
 	}
 	if len(ends) == 0 {
@@ -151,12 +153,12 @@ func (j *Joiner) replay(ctx context.Context, from, targets map[int32][numStreams
 	ctx, cancel := context.WithTimeout(ctx, 10*time.Minute)
 	defer cancel()
 	return logmerge.ReadTo(ctx, cl, ends,
-		func(topic string, p int32, recs []*kgo.Record, more bool) {
-			parts[p].merge.push(j.stream(topic), recs, more)
+		func(topic string, p int32, recs []*kgo.Record, unfetched int64) {
+			parts[p].merge.Push(j.stream(topic), recs, unfetched)
 		},
 		func() {
 			for _, part := range parts {
-				for r, _ := part.merge.pop(); r != nil; r, _ = part.merge.pop() {
+				for r, _ := part.merge.Pop(); r != nil; r, _ = part.merge.Pop() {
 					j.apply(part, r)
 					j.m.restoreEvents.Inc()
 				}

@@ -10,8 +10,7 @@
 // flight to the broker; such a record is applied when it arrives.
 //
 // The drift joiner and the billing reconciler both order their partitions
-// with it; each keeps the state in arrays of its own stream count and
-// hands them over as a Streams view.
+// with it, each keeping a Merge per partition number.
 package logmerge
 
 import (
@@ -125,13 +124,14 @@ func Commit(ctx context.Context, cl *kgo.Client, offsets map[string]map[int32]kg
 }
 
 // Fetched hands each fetched partition with records to push: its data
-// records (transaction markers dropped) and whether it has more records
-// below the fetch's last stable offset (its high watermark when the
-// broker gives none). The last offset counts markers too (the consumer
-// keeps them: kgo.KeepControlRecords), so "more" is exact and the merge
-// never has to guess that a silent stream is done. Fetch errors are
-// passed to warn, except those of a poll's own deadline or cancellation.
-func Fetched(fetches kgo.Fetches, push func(topic string, partition int32, recs []*kgo.Record, more bool), warn func(topic string, partition int32, err error)) {
+// records (transaction markers dropped) and how many offsets lie between
+// the last of them and the fetch's last stable offset (its high watermark
+// when the broker gives none): more than 0 when the partition has more
+// records. The last offset counts markers too (the consumer keeps them:
+// kgo.KeepControlRecords), so that count is exact and the merge never has
+// to guess that a silent stream is done. Fetch errors are passed to warn,
+// except those of a poll's own deadline or cancellation.
+func Fetched(fetches kgo.Fetches, push func(topic string, partition int32, recs []*kgo.Record, unfetched int64), warn func(topic string, partition int32, err error)) {
 	fetches.EachError(func(t string, p int32, err error) {
 		if !errors.Is(err, context.DeadlineExceeded) && !errors.Is(err, context.Canceled) {
 			warn(t, p, err)
@@ -146,6 +146,6 @@ func Fetched(fetches kgo.Fetches, push func(topic string, partition int32, recs 
 			end = fp.HighWatermark
 		}
 		last := fp.Records[len(fp.Records)-1].Offset
-		push(fp.Topic, fp.Partition, Data(fp.Records), last+1 < end)
+		push(fp.Topic, fp.Partition, Data(fp.Records), max(0, end-(last+1)))
 	})
 }

@@ -20,15 +20,15 @@ func ReplayOpts() []kgo.Opt {
 // offsets its caller chose (with ReplayOpts), until each partition has
 // been read up to its end offset (exclusive). For every fetched partition
 // it calls deliver with its data records below the end (markers and
-// records at or past the end dropped) and whether more remain below the
-// end, then calls drained once per poll, so the caller can apply what its
+// records at or past the end dropped) and how many offsets remain below
+// the end after them (more than 0: more records to come), then calls drained once per poll, so the caller can apply what its
 // merges release. A partition that reached its end is paused.
 //
 // It never guesses that a partition is done: a broker that is down or
 // slow makes it wait, until ctx ends (an error naming how many partitions
 // were left), so a restore never ends with part of the state missing.
 func ReadTo(ctx context.Context, cl *kgo.Client, ends map[string]map[int32]int64,
-	deliver func(topic string, partition int32, recs []*kgo.Record, more bool), drained func()) error {
+	deliver func(topic string, partition int32, recs []*kgo.Record, unfetched int64), drained func()) error {
 	remaining := 0
 	for _, ps := range ends {
 		remaining += len(ps)
@@ -64,8 +64,9 @@ func ReadTo(ctx context.Context, cl *kgo.Client, ends map[string]map[int32]int64
 				}
 			}
 			recs := Data(below)
-			reached := fp.Records[len(fp.Records)-1].Offset+1 >= end
-			deliver(fp.Topic, fp.Partition, recs, !reached)
+			after := fp.Records[len(fp.Records)-1].Offset + 1
+			reached := after >= end
+			deliver(fp.Topic, fp.Partition, recs, max(0, end-after))
 			if reached {
 				if done[fp.Topic] == nil {
 					done[fp.Topic] = map[int32]bool{}

@@ -62,7 +62,7 @@ func TestReadToTransactionalTail(t *testing.T) {
 		defer cancel()
 		n := 0
 		err = ReadTo(rctx, cl, map[string]map[int32]int64{topic: {0: target}},
-			func(_ string, _ int32, recs []*kgo.Record, _ bool) {
+			func(_ string, _ int32, recs []*kgo.Record, _ int64) {
 				for _, r := range recs {
 					if r.Attrs.IsControl() {
 						t.Error("a transaction marker was delivered")

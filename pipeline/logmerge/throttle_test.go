@@ -112,7 +112,7 @@ func TestThrottleMerge(t *testing.T) {
 		pctx, cancel := context.WithTimeout(ctx, time.Second)
 		fetches := cl.PollRecords(pctx, 0)
 		cancel()
-		Fetched(fetches, func(topic string, _ int32, recs []*kgo.Record, more bool) {
+		Fetched(fetches, func(topic string, _ int32, recs []*kgo.Record, unfetched int64) {
 			s := 0
 			if topic == late {
 				s = 1
@@ -121,7 +121,7 @@ func TestThrottleMerge(t *testing.T) {
 				t.Errorf("%d records of paused %s delivered", len(recs), topic)
 			}
 			maxPush = max(maxPush, len(recs))
-			m.Push(s, recs, more)
+			m.Push(s, recs, unfetched > 0)
 		}, func(topic string, p int32, err error) { t.Errorf("fetch %s/%d: %v", topic, p, err) })
 		maxQueued = max(maxQueued, len(q[1]))
 		for r, _ := m.Pop(); r != nil; r, _ = m.Pop() {

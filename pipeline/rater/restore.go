@@ -103,7 +103,7 @@ func (r *Rater) restore(ctx context.Context, ps []int32) error {
 	// (a broker down for a while) would forget claimed keys and rate a
 	// usage twice.
 	return logmerge.ReadTo(ctx, cl, map[string]map[int32]int64{r.opts.Topics.Usage: ends},
-		func(_ string, _ int32, recs []*kgo.Record, _ bool) {
+		func(_ string, _ int32, recs []*kgo.Record, _ int64) {
 			for _, rec := range recs {
 				r.replay(rec)
 			}

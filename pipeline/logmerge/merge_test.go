@@ -1,4 +1,4 @@
-package joiner
+package logmerge
 
 import (
 	"math/rand/v2"
@@ -15,6 +15,7 @@ import (
 func TestMergeOrderIndependentOfChunks(t *testing.T) {
 	rng := rand.New(rand.NewPCG(1, 2))
 	base := time.Date(2026, 11, 21, 10, 0, 0, 0, time.UTC)
+	const numStreams = 3
 	var streams [numStreams][]*kgo.Record
 	for s := range numStreams {
 		at := base
@@ -28,9 +29,9 @@ func TestMergeOrderIndependentOfChunks(t *testing.T) {
 	order := func(chunked bool) []*kgo.Record {
 		// As after a restore: every stream with records beyond the start
 		// is waited for until its first fetch.
-		var m merge
+		m := NewMerge(numStreams)
 		for s := range numStreams {
-			m.more[s] = len(streams[s]) > 0
+			m.More[s], m.Unfetched[s] = len(streams[s]) > 0, int64(len(streams[s]))
 		}
 		var pos [numStreams]int
 		var out []*kgo.Record
@@ -40,10 +41,17 @@ func TestMergeOrderIndependentOfChunks(t *testing.T) {
 			if chunked && n > 0 {
 				n = 1 + rng.IntN(min(n, 40))
 			}
-			m.push(s, streams[s][pos[s]:pos[s]+n], pos[s]+n < len(streams[s]))
+			m.Push(s, streams[s][pos[s]:pos[s]+n], int64(len(streams[s])-pos[s]-n))
 			pos[s] += n
-			for r, _ := m.pop(); r != nil; r, _ = m.pop() {
+			for r, _ := m.Pop(); r != nil; r, _ = m.Pop() {
 				out = append(out, r)
+			}
+			want := 0
+			for s := range numStreams {
+				want += len(streams[s]) - pos[s]
+			}
+			if got := m.Backlog(); got != int64(want+m.Buffered()) {
+				t.Fatalf("backlog %d, want %d unfetched + %d queued", got, want, m.Buffered())
 			}
 			if len(out) == len(streams[0])+len(streams[1])+len(streams[2]) {
 				return out
@@ -67,36 +75,37 @@ func TestMergeOrderIndependentOfChunks(t *testing.T) {
 // more records holds the others back, and that only a wall clock lets the
 // merge give up on it.
 func TestMergeWaitsForAStreamWithMore(t *testing.T) {
+	const records, observations, telemetry = 0, 1, 2
 	base := time.Date(2026, 11, 21, 10, 0, 0, 0, time.UTC)
-	var m merge
-	m.push(streamObservations, []*kgo.Record{{Offset: 0, Timestamp: base.Add(time.Second)}}, false)
-	m.more[streamTelemetry] = true
-	if r, _ := m.pop(); r != nil {
+	m := NewMerge(3)
+	m.Push(observations, []*kgo.Record{{Offset: 0, Timestamp: base.Add(time.Second)}}, 0)
+	m.More[telemetry] = true
+	if r, _ := m.Pop(); r != nil {
 		t.Fatal("popped while telemetry has more records")
 	}
-	m.push(streamTelemetry, []*kgo.Record{{Offset: 7, Timestamp: base}}, false)
-	if r, s := m.pop(); r == nil || s != streamTelemetry {
+	m.Push(telemetry, []*kgo.Record{{Offset: 7, Timestamp: base}}, 0)
+	if r, s := m.Pop(); r == nil || s != telemetry {
 		t.Fatalf("got stream %d, want the earlier telemetry record", s)
 	}
-	if r, s := m.pop(); r == nil || s != streamObservations {
+	if r, s := m.Pop(); r == nil || s != observations {
 		t.Fatalf("got stream %d, want the observation", s)
 	}
-	if m.next[streamTelemetry].Offset != 8 || m.next[streamObservations].Offset != 1 {
-		t.Fatalf("next offsets %+v", m.next)
+	if m.Next[telemetry].Offset != 8 || m.Next[observations].Offset != 1 {
+		t.Fatalf("next offsets %+v", m.Next)
 	}
 
 	// A stream with more records is waited for as long as it takes: the
 	// consumer's positions are exact (transaction markers kept), so there
 	// is nothing to guess.
-	m.push(streamRecords, []*kgo.Record{{Offset: 0, Timestamp: base}}, false)
-	m.more[streamTelemetry] = true
+	m.Push(records, []*kgo.Record{{Offset: 0, Timestamp: base}}, 0)
+	m.More[telemetry] = true
 	for range 100 {
-		if r, _ := m.pop(); r != nil {
+		if r, _ := m.Pop(); r != nil {
 			t.Fatal("gave up on a stream with more records")
 		}
 	}
-	m.push(streamTelemetry, nil, false) // its fetch reached the end: only markers were left
-	if r, s := m.pop(); r == nil || s != streamRecords {
+	m.Push(telemetry, nil, 0) // its fetch reached the end: only markers were left
+	if r, s := m.Pop(); r == nil || s != records {
 		t.Fatalf("got stream %d after telemetry was read to its end", s)
 	}
 }

@@ -1,0 +1,67 @@
+package logmerge
+
+import "github.com/twmb/franz-go/pkg/kgo"
+
+// Merge is the merge state of the streams of one partition number, as a
+// consumer keeps it: the queues and what is known of each stream's end,
+// and the positions its commits and checkpoints record. The drift joiner
+// and the billing reconciler each keep one per owned partition number.
+type Merge struct {
+	// Queue, More and Paused are the Streams state (see Streams).
+	Queue  [][]*kgo.Record
+	More   []bool
+	Paused []bool
+	// Next is the offset after the last applied record of each stream,
+	// with its leader epoch: what a commit records. Offset 0: nothing
+	// applied since the partition was assigned.
+	Next []kgo.EpochOffset
+	// Committed is Next's offset at the last commit (or the restore's
+	// target).
+	Committed []int64
+	// Unfetched is, per stream, how many offsets the last fetch left
+	// between its last record and the end of the log: with the queues,
+	// the partition's backlog (see Backlog).
+	Unfetched []int64
+}
+
+// NewMerge returns the merge state of n streams, nothing queued.
+func NewMerge(n int) Merge {
+	return Merge{Queue: make([][]*kgo.Record, n), More: make([]bool, n), Paused: make([]bool, n),
+		Next: make([]kgo.EpochOffset, n), Committed: make([]int64, n), Unfetched: make([]int64, n)}
+}
+
+// Streams returns the merge's view for Pop and Throttle.
+func (m *Merge) Streams() Streams { return Streams{Queue: m.Queue, More: m.More, Paused: m.Paused} }
+
+// Push queues records of stream s; unfetched is how many offsets lie
+// beyond them (Fetched and ReadTo say so), the stream has more records
+// when it is above 0.
+func (m *Merge) Push(s int, recs []*kgo.Record, unfetched int64) {
+	m.Streams().Push(s, recs, unfetched > 0)
+	m.Unfetched[s] = unfetched
+}
+
+// Pop returns the next record in merge order and its stream, advancing
+// the stream's Next, or nil and -1 (see Streams.Pop).
+func (m *Merge) Pop() (*kgo.Record, int) {
+	r, s := m.Streams().Pop()
+	if r != nil {
+		m.Next[s] = kgo.EpochOffset{Epoch: r.LeaderEpoch, Offset: r.Offset + 1}
+	}
+	return r, s
+}
+
+// Buffered reports how many records are queued.
+func (m *Merge) Buffered() int { return m.Streams().Buffered() }
+
+// Backlog is how many records (transaction markers counted) the
+// partition has not applied yet, as of the last fetch of each stream:
+// those queued and those not fetched. A paused stream's count is as of
+// its pause.
+func (m *Merge) Backlog() int64 {
+	n := int64(m.Buffered())
+	for _, u := range m.Unfetched {
+		n += u
+	}
+	return n
+}
