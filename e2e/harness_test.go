@@ -153,6 +153,10 @@ func (js *joinerSet) start() *joinerProc {
 		"-joiner.rebalanceTimeout", "10s",
 		"-joiner.flushInterval", "100ms",
 		"-joiner.flushEvents", "2000",
+		// Catch-up rounds of a few regular ones, so the kills fall
+		// inside longer rounds too, and between many commits.
+		"-joiner.catchUpInterval", "400ms",
+		"-joiner.catchUpEvents", "8000",
 		// Small merge queues, so streams that run ahead are paused and
 		// resumed through the kills and rebalances too.
 		"-joiner.queueRecords", "64",

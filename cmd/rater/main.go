@@ -66,6 +66,7 @@ func run() error {
 	billingHorizon := fs.Duration("billing.horizon", defRules.Horizon, "event time after a conservation window's end at which its settled usage is dropped from memory (bounds memory; a later change for it is not counted in the window)")
 	billingQueue := fs.Int("billing.queueRecords", 16384, "records of one topic partition that may wait in the reconciler's merge for an earlier stream before its fetching pauses (bounds memory while usage runs ahead of the rated lines)")
 	billingFlush := fs.Duration("billing.flushInterval", 500*time.Millisecond, "longest time reconciled events wait before their rows are written and offsets committed")
+	billingCatchUp := fs.Duration("billing.catchUpInterval", 3*time.Second, "longest round while the reconciler is behind by more than one round's events (a restart after downtime, a new group): fewer, larger ClickHouse writes while it catches up; not above -billing.flushInterval turns it off")
 	flag.Parse()
 	if err := common.Validate(); err != nil {
 		return err
@@ -140,18 +141,22 @@ func run() error {
 	runCtx, cancelRun := context.WithCancel(ctx)
 	defer cancelRun()
 	billingDone := make(chan error, 1)
+	if *billingCatchUp <= 0 {
+		*billingCatchUp = -1 // off (the zero Option is the default)
+	}
 	if *billingOn {
 		go func() {
 			err := runBilling(runCtx, common, billing.Options{
-				Brokers:       common.SeedBrokers(),
-				Prices:        prices,
-				Group:         *billingGroup,
-				Topics:        common.Topics,
-				Environment:   common.Environment,
-				Rules:         billing.Rules{RatingGrace: *ratingGrace, LedgerGrace: *ledgerGrace, AllowedLateness: *billingLateness, Horizon: *billingHorizon},
-				FlushInterval: *billingFlush,
-				QueueRecords:  *billingQueue,
-				Registerer:    reg,
+				Brokers:         common.SeedBrokers(),
+				Prices:          prices,
+				Group:           *billingGroup,
+				Topics:          common.Topics,
+				Environment:     common.Environment,
+				Rules:           billing.Rules{RatingGrace: *ratingGrace, LedgerGrace: *ledgerGrace, AllowedLateness: *billingLateness, Horizon: *billingHorizon},
+				FlushInterval:   *billingFlush,
+				CatchUpInterval: *billingCatchUp,
+				QueueRecords:    *billingQueue,
+				Registerer:      reg,
 			})
 			if err != nil {
 				slog.Error("rater: billing reconciler failed", "err", err)

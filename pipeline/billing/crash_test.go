@@ -192,7 +192,7 @@ func TestCrashRestartWritesTheSameRows(t *testing.T) {
 	f.produceBillingHistory()
 	opts := func(group string) Options {
 		return Options{Brokers: f.brokers, Prices: testPrices(t), Group: group, Topics: f.names,
-			FlushInterval: 50 * time.Millisecond, FlushEvents: 37, Logger: slog.New(slog.DiscardHandler)}
+			FlushInterval: 50 * time.Millisecond, FlushEvents: 37, CatchUpEvents: 100, Logger: slog.New(slog.DiscardHandler)}
 	}
 	run := func(group string, sink Sink) func(killed bool) {
 		ctx, cancel := context.WithCancel(context.Background())

@@ -4,6 +4,8 @@ import "github.com/prometheus/client_golang/prometheus"
 
 type metrics struct {
 	pauses         prometheus.Counter
+	backlog        prometheus.Gauge
+	catchUpRounds  prometheus.Counter
 	events         *prometheus.CounterVec
 	invalid        *prometheus.CounterVec
 	mispartitioned *prometheus.CounterVec
@@ -53,13 +55,17 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 			Help: "Settled usage_ids dropped from memory past the horizon (restores excluded)."}),
 		pauses: prometheus.NewCounter(prometheus.CounterOpts{Name: "driftline_billing_stream_pauses_total",
 			Help: "Times a topic partition's fetching was paused because its records waited in the merge (-billing.queueRecords)."}),
+		backlog: prometheus.NewGauge(prometheus.GaugeOpts{Name: "driftline_billing_backlog_records",
+			Help: "Records of the owned partitions not applied yet (queued, or below the end of the log at the last fetch; transaction markers counted)."}),
+		catchUpRounds: prometheus.NewCounter(prometheus.CounterOpts{Name: "driftline_billing_catch_up_rounds_total",
+			Help: "Rounds that ran past -billing.flushInterval or the round's event bound because the reconciler was behind (-billing.catchUpInterval)."}),
 		late: prometheus.NewCounter(prometheus.CounterOpts{Name: "driftline_billing_window_late_total",
 			Help: "Changes to usage whose conservation window was already closed and dropped (not counted in any window row)."}),
 	}
 	if reg != nil {
 		reg.MustRegister(m.events, m.invalid, m.mispartitioned, m.transitions, m.open, m.watermark, m.assigned,
 			m.flushSeconds, m.flushErrors, m.restoreSeconds, m.restoreEvents,
-			m.trackedUsage, m.trackedWindows, m.pruned, m.late, m.pauses)
+			m.trackedUsage, m.trackedWindows, m.pruned, m.late, m.pauses, m.backlog, m.catchUpRounds)
 	}
 	return m
 }

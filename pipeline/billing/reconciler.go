@@ -48,6 +48,13 @@ type Options struct {
 	// FlushEvents flushes once this many events were processed. Default
 	// 50000.
 	FlushEvents int
+	// CatchUpInterval and CatchUpEvents bound a round instead while the
+	// reconciler is behind by more than FlushEvents records (see
+	// logmerge.Rounds): fewer, larger writes while it catches up.
+	// Defaults 3s and 500000; a negative CatchUpInterval, or one not above
+	// FlushInterval, turns catching up off.
+	CatchUpInterval time.Duration
+	CatchUpEvents   int
 	// Logger receives operational logs. Default slog.Default().
 	Logger *slog.Logger
 	// Registerer receives the reconciler's metrics. Default none.
@@ -85,6 +92,12 @@ func (o *Options) defaults() error {
 	if o.FlushEvents <= 0 {
 		o.FlushEvents = 50000
 	}
+	if o.CatchUpInterval == 0 {
+		o.CatchUpInterval = 3 * time.Second
+	}
+	if o.CatchUpEvents <= 0 {
+		o.CatchUpEvents = 500_000
+	}
 	if o.QueueRecords <= 0 {
 		o.QueueRecords = 16384
 	}
@@ -115,6 +128,11 @@ type Reconciler struct {
 	out   output
 	// flow pauses streams that ran ahead in their merges (throttle).
 	flow logmerge.Throttle
+	// rounds sizes the poll loop's rounds; backlog is the owned
+	// partitions' records not applied yet, as of the last poll (read and
+	// written by the poll loop only).
+	rounds  logmerge.Rounds
+	backlog int64
 	// left is why the member left the group on its own (a restore that
 	// kept failing); Run returns it.
 	left error
@@ -173,6 +191,8 @@ func New(ctx context.Context, opts Options, s Sink) (*Reconciler, error) {
 		validator: event.Validator{Environment: opts.Environment},
 		parts:     map[int32]*partition{},
 		flow:      logmerge.NewThrottle(opts.QueueRecords),
+		rounds: logmerge.Rounds{Interval: opts.FlushInterval, Records: opts.FlushEvents,
+			CatchUpInterval: opts.CatchUpInterval, CatchUpRecords: opts.CatchUpEvents},
 	}
 	r.out = output{current: map[string]int{}, m: r.m, emit: true}
 	admCl, err := kgo.NewClient(append([]kgo.Opt{kgo.SeedBrokers(opts.Brokers...)}, opts.ClientOpts...)...)
@@ -210,24 +230,16 @@ func New(ctx context.Context, opts Options, s Sink) (*Reconciler, error) {
 }
 
 // Run consumes until ctx is done or the client is closed. Each round polls
-// for up to FlushInterval or FlushEvents, applies the records, writes the
-// rows, commits the offsets, and only then lets a rebalance proceed.
+// for up to FlushInterval or FlushEvents (longer while it catches up: see
+// logmerge.Rounds), applies the records, writes the rows, commits the
+// offsets, and only then lets a rebalance proceed.
 func (r *Reconciler) Run(ctx context.Context) error {
 	defer r.adm.Close()
 	defer r.cl.Close()
 	for ctx.Err() == nil {
-		deadline := time.Now().Add(r.opts.FlushInterval)
-		processed := 0
-		for processed < r.opts.FlushEvents && time.Now().Before(deadline) {
-			pctx, cancel := context.WithDeadline(ctx, deadline)
-			fetches := r.cl.PollRecords(pctx, r.opts.FlushEvents-processed)
-			cancel()
-			if fetches.IsClientClosed() {
-				r.mu.Lock()
-				defer r.mu.Unlock()
-				return r.left
-			}
+		_, catchUp, backlog, closed := r.rounds.Round(ctx, r.cl, r.backlog, func(fetches kgo.Fetches) (int, int64) {
 			r.mu.Lock()
+			defer r.mu.Unlock()
 			logmerge.Fetched(fetches,
 				func(t string, p int32, recs []*kgo.Record, unfetched int64) {
 					if part := r.parts[p]; part != nil {
@@ -237,12 +249,23 @@ func (r *Reconciler) Run(ctx context.Context) error {
 				func(t string, p int32, err error) {
 					r.opts.Logger.Warn("fetch error", "topic", t, "partition", p, "err", err)
 				})
-			processed += r.applyAll(r.parts)
+			n := r.applyAll(r.parts)
 			r.throttle()
-			r.mu.Unlock()
-			if ctx.Err() != nil {
-				break
+			var backlog int64
+			for _, part := range r.parts {
+				backlog += part.merge.Backlog()
 			}
+			r.m.backlog.Set(float64(backlog))
+			return n, backlog
+		})
+		if closed {
+			r.mu.Lock()
+			defer r.mu.Unlock()
+			return r.left
+		}
+		r.backlog = backlog
+		if catchUp {
+			r.m.catchUpRounds.Inc()
 		}
 		r.mu.Lock()
 		err := r.flushAndCommit(ctx)

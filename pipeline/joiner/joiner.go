@@ -254,7 +254,8 @@ type Joiner struct {
 	// flow pauses streams that ran ahead in their merges (throttle).
 	flow logmerge.Throttle
 	// rounds sizes the poll loop's rounds; backlog is the owned
-	// partitions' records not applied yet, as of the last poll.
+	// partitions' records not applied yet, as of the last poll (read and
+	// written by the poll loop only).
 	rounds  logmerge.Rounds
 	backlog int64
 	// kept holds the state of revoked partitions: if one comes back and
@@ -347,24 +348,9 @@ func (j *Joiner) Run(ctx context.Context) error {
 	defer j.cl.Close()
 	defer j.saves.Wait() // checkpoint writes end with the client or their timeout
 	for ctx.Err() == nil {
-		start := time.Now()
-		processed := 0
-		for {
-			limit, most := j.rounds.Limits(j.backlog)
-			deadline := start.Add(limit)
-			if processed >= most || !time.Now().Before(deadline) {
-				break
-			}
-			pctx, cancel := context.WithDeadline(ctx, deadline)
-			fetches := j.cl.PollRecords(pctx, most-processed)
-			cancel()
-			if fetches.IsClientClosed() {
-				j.mu.Lock()
-				defer j.mu.Unlock()
-				_ = j.settle() // its commit fails with the client; a successor replays it
-				return j.left
-			}
+		_, catchUp, backlog, closed := j.rounds.Round(ctx, j.cl, j.backlog, func(fetches kgo.Fetches) (int, int64) {
 			j.mu.Lock()
+			defer j.mu.Unlock()
 			logmerge.Fetched(fetches,
 				func(t string, p int32, recs []*kgo.Record, unfetched int64) {
 					if part := j.parts[p]; part != nil {
@@ -374,15 +360,18 @@ func (j *Joiner) Run(ctx context.Context) error {
 				func(t string, p int32, err error) {
 					j.opts.Logger.Warn("fetch error", "topic", t, "partition", p, "err", err)
 				})
-			processed += j.applyAll(time.Now())
+			n := j.applyAll(time.Now())
 			j.throttle()
-			j.measureBacklog()
-			j.mu.Unlock()
-			if ctx.Err() != nil {
-				break
-			}
+			return n, j.measureBacklog()
+		})
+		if closed {
+			j.mu.Lock()
+			defer j.mu.Unlock()
+			_ = j.settle() // its commit fails with the client; a successor replays it
+			return j.left
 		}
-		if time.Since(start) > j.rounds.Interval || processed > j.rounds.Records {
+		j.backlog = backlog
+		if catchUp {
 			j.m.catchUpRounds.Inc()
 		}
 		j.mu.Lock()
@@ -455,15 +444,15 @@ func (j *Joiner) throttle() {
 	j.m.paused.Set(float64(now))
 }
 
-// measureBacklog sums the owned partitions' backlogs, which size the
-// rounds (logmerge.Rounds). mu is held.
-func (j *Joiner) measureBacklog() {
+// measureBacklog returns the sum of the owned partitions' backlogs, which
+// sizes the rounds (logmerge.Rounds). mu is held.
+func (j *Joiner) measureBacklog() int64 {
 	var n int64
 	for _, part := range j.parts {
 		n += part.merge.Backlog()
 	}
-	j.backlog = n
 	j.m.backlog.Set(float64(n))
+	return n
 }
 
 // fetchMaxBytes bounds one fetch (compressed) of the group consumer and of

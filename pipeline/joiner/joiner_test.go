@@ -294,6 +294,9 @@ func TestCatchUpRounds(t *testing.T) {
 	stop := f.start("joiner-catch-up", func(o *Options) {
 		o.FlushInterval, o.FlushEvents, o.Registerer = time.Millisecond, 2, reg
 		o.CatchUpInterval, o.CatchUpEvents = 2*time.Second, 1000
+		// Fetches of one batch, so the joiner learns it is behind and
+		// catches up over many polls.
+		o.ClientOpts = append(o.ClientOpts, kgo.FetchMaxBytes(1), kgo.FetchMaxPartitionBytes(1))
 	})
 	f.caughtUp("joiner-catch-up")
 	stop()

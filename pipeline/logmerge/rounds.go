@@ -1,6 +1,11 @@
 package logmerge
 
-import "time"
+import (
+	"context"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+)
 
 // Rounds sizes a consumer's rounds. A round polls and applies records
 // until its time or its record count is up; then what it produced is
@@ -40,4 +45,38 @@ func (r Rounds) Limits(backlog int64) (time.Duration, int) {
 // yet runs catch-up rounds.
 func (r Rounds) CatchingUp(backlog int64) bool {
 	return r.CatchUpInterval > r.Interval && backlog > int64(r.Records)
+}
+
+// Round runs one round of a consumer's poll loop on cl: it polls and
+// hands each poll's fetches to apply, which returns how many records it
+// applied and the backlog after them, until the round's limits (given the
+// backlog) are reached or ctx ends. backlog is the one the previous round
+// ended with. It returns the records applied, whether the round ran past
+// the regular limits, and the backlog; closed reports that cl was closed
+// (the fetches of that poll are not applied).
+func (r Rounds) Round(ctx context.Context, cl *kgo.Client, backlog int64,
+	apply func(kgo.Fetches) (applied int, backlog int64)) (processed int, catchUp bool, after int64, closed bool) {
+	start := time.Now()
+	for {
+		limit, most := r.Limits(backlog)
+		deadline, now := start.Add(limit), time.Now()
+		if processed >= most || !now.Before(deadline) {
+			break
+		}
+		if processed >= r.Records || !now.Before(start.Add(r.Interval)) {
+			catchUp = true // a regular round would have ended here
+		}
+		pctx, cancel := context.WithDeadline(ctx, deadline)
+		fetches := cl.PollRecords(pctx, most-processed)
+		cancel()
+		if fetches.IsClientClosed() {
+			return processed, false, backlog, true
+		}
+		n, b := apply(fetches)
+		processed, backlog = processed+n, b
+		if ctx.Err() != nil {
+			break
+		}
+	}
+	return processed, catchUp, backlog, false
 }
