@@ -91,8 +91,15 @@ const insertProgress = `INSERT INTO consumer_progress (consumer, partition, wate
 // Write inserts the batch: history first, then current rows, then the
 // summaries, then progress, so that neither a summary nor the progress
 // ever claims more than drift_evidence holds.
+//
+// Values of plain columns are appended through pointers, which an
+// interface holds without a copy on the heap; LowCardinality columns are
+// keyed by value in clickhouse-go, so their strings go by value.
 func (c *ClickHouse) Write(ctx context.Context, b *Batch) error {
 	now := c.now().UTC()
+	// ts holds a row's DateTime values, reused row after row: the columns
+	// copy them at once.
+	var ts [6]time.Time
 	if len(b.History) > 0 {
 		batch, err := c.conn.PrepareBatch(ctx, insertHistory)
 		if err != nil {
@@ -100,9 +107,10 @@ func (c *ClickHouse) Write(ctx context.Context, b *Batch) error {
 		}
 		for i := range b.History {
 			f := &b.History[i]
-			if err := batch.Append(f.EvidenceID, f.Version, f.Transition, f.Class.String(), f.Severity,
-				f.Status, f.Posture, f.ExpectedState, f.ObservedState, f.ObservedVersion, f.RetryCount,
-				eventTime(f), f.CorrelationID); err != nil {
+			ts[0] = eventTime(f)
+			if err := batch.Append(&f.EvidenceID, &f.Version, f.Transition, f.Class.String(), f.Severity,
+				f.Status, f.Posture, f.ExpectedState, f.ObservedState, &f.ObservedVersion, &f.RetryCount,
+				&ts[0], &f.CorrelationID); err != nil {
 				return fmt.Errorf("append drift_history row: %w", err)
 			}
 		}
@@ -115,14 +123,16 @@ func (c *ClickHouse) Write(ctx context.Context, b *Batch) error {
 		if err != nil {
 			return fmt.Errorf("prepare drift_evidence insert: %w", err)
 		}
+		ts[5] = now
 		for i := range b.Current {
 			f := &b.Current[i]
-			if err := batch.Append(f.EvidenceID, f.CorrelationID, f.ResourceFamily, f.ProductID,
-				f.OwningDomain, f.OwningPackage, f.DomainID, f.RecordType, f.RecordID, f.ExpectedState,
-				f.ExpectedVersion, f.Provider, f.ProviderID, f.ObservedState, f.ObservedVersion,
-				dt(f.ObservedAt), f.Class.String(), f.Severity, f.Status, dt(f.FirstSeenAt), dt(f.LastSeenAt),
-				dt(f.ResolvedAt), f.RetryCount, f.Posture, dt(f.NextAttemptAt), f.Runbook, f.AttentionScore,
-				f.Version, now); err != nil {
+			ts[0], ts[1], ts[2], ts[3], ts[4] = dt(f.ObservedAt), dt(f.FirstSeenAt), dt(f.LastSeenAt), dt(f.ResolvedAt), dt(f.NextAttemptAt)
+			if err := batch.Append(&f.EvidenceID, &f.CorrelationID, f.ResourceFamily, f.ProductID,
+				f.OwningDomain, f.OwningPackage, f.DomainID, f.RecordType, &f.RecordID, f.ExpectedState,
+				&f.ExpectedVersion, f.Provider, &f.ProviderID, f.ObservedState, &f.ObservedVersion,
+				&ts[0], f.Class.String(), f.Severity, f.Status, &ts[1], &ts[2],
+				&ts[3], &f.RetryCount, f.Posture, &ts[4], &f.Runbook, &f.AttentionScore,
+				&f.Version, &ts[5]); err != nil {
 				return fmt.Errorf("append drift_evidence row: %w", err)
 			}
 		}
@@ -135,17 +145,20 @@ func (c *ClickHouse) Write(ctx context.Context, b *Batch) error {
 		if err != nil {
 			return fmt.Errorf("prepare node_agent_status insert: %w", err)
 		}
+		ts[1] = now
+		var replay uint8
 		for i := range b.Nodes {
 			n := &b.Nodes[i]
-			replay := uint8(0)
+			replay = 0
 			if n.ReplayRequired {
 				replay = 1
 			}
-			if err := batch.Append(n.NodeID, n.DomainID, n.OwningDomain, n.State, n.Reason, n.UpdatePath,
-				n.ExpectedAgentVersion, n.ObservedAgentVersion, n.CertIssuerFingerprint, n.IngressTrustFingerprint,
-				n.HostFingerprint, n.TerminalStreamProbe, n.WorkloadImpact, n.Health, n.Gate, n.ConnectivityMode,
-				n.RTTMs, n.LossPct, n.BandwidthKbps, n.BacklogMessages, n.SecondsBehind, replay,
-				dt(n.LastSeenAt), n.AttentionScore, n.Version, now); err != nil {
+			ts[0] = dt(n.LastSeenAt)
+			if err := batch.Append(&n.NodeID, n.DomainID, n.OwningDomain, n.State, n.Reason, n.UpdatePath,
+				&n.ExpectedAgentVersion, &n.ObservedAgentVersion, &n.CertIssuerFingerprint, &n.IngressTrustFingerprint,
+				&n.HostFingerprint, n.TerminalStreamProbe, n.WorkloadImpact, n.Health, n.Gate, n.ConnectivityMode,
+				&n.RTTMs, &n.LossPct, &n.BandwidthKbps, &n.BacklogMessages, &n.SecondsBehind, &replay,
+				&ts[0], &n.AttentionScore, &n.Version, &ts[1]); err != nil {
 				return fmt.Errorf("append node_agent_status row: %w", err)
 			}
 		}

@@ -24,7 +24,7 @@ func benchBatch(n int) *Batch {
 			OwningPackage: "pkg-standard", DomainID: fmt.Sprintf("d-%d", i%54), RecordType: "allocation",
 			RecordID: fmt.Sprintf("alloc-%d", i), ExpectedState: "running", ExpectedVersion: fmt.Sprintf("v%d", i%13),
 			Provider: "maas", ProviderID: fmt.Sprintf("node-%d", i), ObservedState: "stopped", ObservedVersion: "v1",
-			ObservedAt: at, Class: drift.Class(1 + i%6), Severity: "warning", Status: "open", FirstSeenAt: at,
+			ObservedAt: at, Class: drift.Class(1 + i%6), Severity: "warning", Status: "open", FirstSeenAt: at.Add(-time.Hour),
 			LastSeenAt: at, RetryCount: uint32(i % 3), Posture: "retry", NextAttemptAt: at.Add(time.Minute),
 			Runbook: "rb/stale-lifecycle-state", AttentionScore: float64(i % 100), Version: uint64(i), Transition: drift.TransitionOpened}
 		b.Current = append(b.Current, f)
