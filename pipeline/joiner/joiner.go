@@ -258,6 +258,9 @@ type Joiner struct {
 	// written by the poll loop only).
 	rounds  logmerge.Rounds
 	backlog int64
+	// pool holds the memory of fetched records: applyAll recycles each
+	// record it applied and did not keep (to quarantine or reroute).
+	pool logmerge.FetchPool
 	// kept holds the state of revoked partitions: if one comes back and
 	// nobody committed past it meanwhile, it is used as it is.
 	kept map[int32]*partition
@@ -318,6 +321,7 @@ func New(ctx context.Context, opts Options, s Sink) (*Joiner, error) {
 		// compress 10x and more, so the 50 MiB default kept gigabytes
 		// buffered at 10M events.
 		kgo.FetchMaxBytes(fetchMaxBytes),
+		kgo.WithPools(&j.pool),
 		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()),
 		kgo.OnPartitionsAssigned(j.assigned),
 		kgo.OnPartitionsRevoked(j.revoked),
@@ -397,7 +401,13 @@ func (j *Joiner) applyAll(now time.Time) int {
 		// Positions are exact (see Run): the merge waits for a stream
 		// with more records as long as it takes, never guessing.
 		for r, _ := part.merge.Pop(); r != nil; r, _ = part.merge.Pop() {
+			kept := len(part.rejected) + len(part.rerouted)
 			j.apply(part, r)
+			if len(part.rejected)+len(part.rerouted) == kept {
+				// Nothing refers to r's bytes any more: the state and the
+				// outputs hold copies.
+				r.Recycle()
+			}
 			n++
 		}
 		if n > 0 {
