@@ -6,6 +6,8 @@ import (
 	"os"
 	"runtime"
 	"strings"
+	"syscall"
+	"time"
 
 	"github.com/ClickHouse/clickhouse-go/v2/lib/driver"
 )
@@ -42,6 +44,19 @@ func describeMachine() machine {
 	}
 	m.LoadBefore = loadavg()
 	return m
+}
+
+// quiesce writes the page cache's dirty data to disk (sync(2)) before a
+// phase starts its processes: the broker's log of the produce phase and
+// the parts of the previous phases are otherwise written back while the
+// next phase is measured, and the kernel's writeback takes CPU time and
+// disk from it.
+func quiesce(logf func(string, ...any)) {
+	start := time.Now()
+	syscall.Sync()
+	if d := time.Since(start); d > 100*time.Millisecond {
+		logf("wrote back the page cache's dirty data in %.1fs before the phase", d.Seconds())
+	}
 }
 
 func loadavg() string {

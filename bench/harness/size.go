@@ -305,6 +305,7 @@ func (e *env) joinerPhase(ctx context.Context, n int, logf func(string, ...any))
 		return nil, nil, err
 	}
 	logf("%d joiner(s), group %s, database %s", n, group, db)
+	quiesce(logf)
 	var procs []*child
 	for i := range n {
 		c, err := e.startJoiner(i+1, group, db, "")
@@ -464,6 +465,7 @@ func (e *env) storage(ctx context.Context, db, findingsTable string) (*storageRe
 func (e *env) naivePhase(ctx context.Context, logf func(string, ...any)) (*consumerResult, error) {
 	group, db := "bench-naive", "bench_naive"
 	logf("naive baseline, group %s, database %s (at most %v)", group, db, e.o.naiveTimeout)
+	quiesce(logf)
 	c, err := startChild("naive", filepath.Join(e.o.binDir, "naive"),
 		[]string{"-brokers", e.st.BrokerAddr(), "-group", group, "-clickhouse.addr", e.st.ClickHouseAddr(), "-db", db},
 		e.childEnv(), filepath.Join(e.dir, "log"), "")
@@ -503,6 +505,7 @@ func (e *env) raterPhase(ctx context.Context, logf func(string, ...any)) (*consu
 	env := append(e.childEnv(), "DRIFTLINE_RATER_ADDR="+addr, "DRIFTLINE_RATER_PRICEBOOK="+book)
 	group := "driftline-rater"
 	logf("rater, group %s", group)
+	quiesce(logf)
 	c, err := startChild("rater", filepath.Join(e.o.binDir, "rater"), []string{"-rater.group", group}, env, filepath.Join(e.dir, "log"), addr)
 	if err != nil {
 		return nil, err
