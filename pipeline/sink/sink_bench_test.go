@@ -6,10 +6,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/driftline/driftline/pipeline/chdb"
 	"github.com/driftline/driftline/pipeline/drift"
 	"github.com/driftline/driftline/pipeline/nodeagent"
-	"github.com/driftline/driftline/pipeline/testenv"
 )
 
 // benchBatch returns a batch of n findings (each a current row and a
@@ -46,18 +44,9 @@ func benchBatch(n int) *Batch {
 //
 //	go test -run '^$' -bench Write -benchtime 20x ./pipeline/sink
 func BenchmarkWrite(b *testing.B) {
-	cfg := testenv.ClickHouse(b)
 	ctx := context.Background()
-	conn, err := chdb.Open(ctx, cfg)
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer conn.Close()
-	if err := chdb.Migrate(ctx, conn, cfg.Database); err != nil {
-		b.Fatal(err)
-	}
 	batch := benchBatch(10000)
-	c := NewClickHouse(conn)
+	c := NewClickHouse(readModel(b))
 	b.ReportAllocs()
 	for b.Loop() {
 		if err := c.Write(ctx, batch); err != nil {

@@ -7,24 +7,35 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ClickHouse/clickhouse-go/v2/lib/driver"
+
 	"github.com/driftline/driftline/pipeline/chdb"
 	"github.com/driftline/driftline/pipeline/testenv"
 )
+
+// readModel connects to a new database of the test ClickHouse holding the
+// read model; the connection is closed when tb ends.
+func readModel(tb testing.TB) driver.Conn {
+	tb.Helper()
+	cfg := testenv.ClickHouse(tb)
+	ctx := context.Background()
+	conn, err := chdb.Open(ctx, cfg)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(func() { conn.Close() })
+	if err := chdb.Migrate(ctx, conn, cfg.Database); err != nil {
+		tb.Fatal(err)
+	}
+	return conn
+}
 
 // TestWriteRoundTrip writes findings, transitions and node statuses and
 // reads every column back: each value lands in its column, whichever way
 // Write hands it to the driver.
 func TestWriteRoundTrip(t *testing.T) {
-	cfg := testenv.ClickHouse(t)
 	ctx := context.Background()
-	conn, err := chdb.Open(ctx, cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close()
-	if err := chdb.Migrate(ctx, conn, cfg.Database); err != nil {
-		t.Fatal(err)
-	}
+	conn := readModel(t)
 	b := benchBatch(3)
 	b.Current[1].ResolvedAt = time.Date(2026, 11, 21, 10, 5, 0, 0, time.UTC)
 	b.History[2].Transition = "resolved"
