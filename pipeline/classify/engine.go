@@ -142,14 +142,30 @@ func (e *Engine) ApplyObservation(o *event.Observation, at time.Time, correlatio
 // ApplyScan applies a provider.scan_completed marker that occurred at at:
 // every live-expecting record of the provider not observed since the scan
 // started is missing at once.
+//
+// Only the identities the scan did not see are evaluated, and those with
+// an open missing finding (a scan confirms it). For any other identity
+// completing the scan changes nothing: its missing condition by scan
+// needs it unobserved since the scan started, and every other condition
+// changes only with events that evaluate the identity themselves (its
+// record, observations, node verdicts) or with its armed deadlines.
 func (e *Engine) ApplyScan(s *event.ScanCompleted, at time.Time, correlationID string) {
-	ns := at.UnixNano()
-	if e.store.CompleteScan(s.Provider, s.ScanStartedAt.UnixNano()) {
+	ns, started := at.UnixNano(), s.ScanStartedAt.UnixNano()
+	if e.store.CompleteScan(s.Provider, started) {
 		e.store.Each(s.Provider, func(id *ownerstate.Identity) {
+			if id.HasObs() && id.ObsAt >= started && !e.missingOpen(id) {
+				return
+			}
 			e.evaluate(id, ns, causeScan, correlationID)
 		})
 	}
 	e.advance(ns)
+}
+
+// missingOpen reports whether id has an open missing finding.
+func (e *Engine) missingOpen(id *ownerstate.Identity) bool {
+	fs := e.store.PeekFindings(id)
+	return fs != nil && fs[drift.Missing].Status == ownerstate.Open
 }
 
 // SetNodeIdentity applies the node-agent identity verdict of node nodeID

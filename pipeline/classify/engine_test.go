@@ -76,6 +76,44 @@ func TestMissingByScan(t *testing.T) {
 	h.want(t, drift.Missing, "a", drift.StatusResolved)
 }
 
+// TestScanEvaluatesWhatItCanChange: a completed scan opens missing for
+// what it did not see, confirms an open missing finding even of a
+// resource it saw (one seen too long ago for the watermark), and leaves
+// what it saw alone.
+func TestScanEvaluatesWhatItCanChange(t *testing.T) {
+	h := newHarness()
+	for _, id := range []string{"seen", "unseen", "late"} {
+		h.ApplyRecord(rec(id, "running", 1), t0.Add(-2*time.Minute), "")
+	}
+	h.ApplyObservation(obs("seen", "running"), t0.Add(11*time.Minute+50*time.Second), "scan-1")
+	// late's observation arrives after the clock passed its staleness
+	// deadline: applied, but missing stays open (observed at t0+1s,
+	// deadline t0+10m1s, watermark t0+11m20s).
+	h.ApplyObservation(obs("late", "running"), t0.Add(time.Second), "scan-1")
+	h.want(t, drift.Missing, "late", drift.StatusOpen)
+	h.want(t, drift.Missing, "unseen", drift.StatusOpen) // by staleness too
+	before := len(h.transitions)
+	h.ApplyScan(scan(t0), t0.Add(12*time.Minute), "scan-1")
+	got := h.transitions[before:]
+	want := []string{"updated missing_provider_resource:app_runtime/unseen", "updated missing_provider_resource:app_runtime/late"}
+	if len(got) != len(want) {
+		t.Fatalf("scan transitions %v, want %v (in any order)", got, want)
+	}
+	for _, w := range want {
+		found := false
+		for _, g := range got {
+			found = found || g == w
+		}
+		if !found {
+			t.Fatalf("scan transitions %v, want %v (in any order)", got, want)
+		}
+	}
+	if f := h.want(t, drift.Missing, "late", drift.StatusOpen); f.RetryCount != 1 {
+		t.Fatalf("late: retry_count %d after the scan confirmed it", f.RetryCount)
+	}
+	h.want(t, drift.Missing, "seen", "")
+}
+
 func TestMissingByStaleness(t *testing.T) {
 	h := newHarness()
 	h.ApplyRecord(rec("a", "running", 1), t0, "")
