@@ -237,7 +237,7 @@ func (r *Reconciler) Run(ctx context.Context) error {
 	defer r.adm.Close()
 	defer r.cl.Close()
 	for ctx.Err() == nil {
-		_, catchUp, backlog, closed := r.rounds.Round(ctx, r.cl, r.backlog, func(fetches kgo.Fetches) (int, int64) {
+		catchUp, backlog, closed := r.rounds.Round(ctx, r.cl, r.backlog, func(fetches kgo.Fetches) (int, int64) {
 			r.mu.Lock()
 			defer r.mu.Unlock()
 			logmerge.Fetched(fetches,

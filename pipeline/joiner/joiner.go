@@ -352,7 +352,7 @@ func (j *Joiner) Run(ctx context.Context) error {
 	defer j.cl.Close()
 	defer j.saves.Wait() // checkpoint writes end with the client or their timeout
 	for ctx.Err() == nil {
-		_, catchUp, backlog, closed := j.rounds.Round(ctx, j.cl, j.backlog, func(fetches kgo.Fetches) (int, int64) {
+		catchUp, backlog, closed := j.rounds.Round(ctx, j.cl, j.backlog, func(fetches kgo.Fetches) (int, int64) {
 			j.mu.Lock()
 			defer j.mu.Unlock()
 			logmerge.Fetched(fetches,

@@ -51,12 +51,12 @@ func (r Rounds) CatchingUp(backlog int64) bool {
 // hands each poll's fetches to apply, which returns how many records it
 // applied and the backlog after them, until the round's limits (given the
 // backlog) are reached or ctx ends. backlog is the one the previous round
-// ended with. It returns the records applied, whether the round ran past
-// the regular limits, and the backlog; closed reports that cl was closed
-// (the fetches of that poll are not applied).
+// ended with. It returns whether the round ran past the regular limits
+// and the backlog it ended with; closed reports that cl was closed (the
+// fetches of that poll are not applied).
 func (r Rounds) Round(ctx context.Context, cl *kgo.Client, backlog int64,
-	apply func(kgo.Fetches) (applied int, backlog int64)) (processed int, catchUp bool, after int64, closed bool) {
-	start := time.Now()
+	apply func(kgo.Fetches) (applied int, backlog int64)) (catchUp bool, after int64, closed bool) {
+	start, processed := time.Now(), 0
 	for {
 		limit, most := r.Limits(backlog)
 		deadline, now := start.Add(limit), time.Now()
@@ -70,7 +70,7 @@ func (r Rounds) Round(ctx context.Context, cl *kgo.Client, backlog int64,
 		fetches := cl.PollRecords(pctx, most-processed)
 		cancel()
 		if fetches.IsClientClosed() {
-			return processed, false, backlog, true
+			return false, backlog, true
 		}
 		n, b := apply(fetches)
 		processed, backlog = processed+n, b
@@ -78,5 +78,5 @@ func (r Rounds) Round(ctx context.Context, cl *kgo.Client, backlog int64,
 			break
 		}
 	}
-	return processed, catchUp, backlog, false
+	return catchUp, backlog, false
 }
