@@ -251,10 +251,7 @@ func (r *Reconciler) Run(ctx context.Context) error {
 				})
 			n := r.applyAll(r.parts)
 			r.throttle()
-			var backlog int64
-			for _, part := range r.parts {
-				backlog += part.merge.Backlog()
-			}
+			backlog := logmerge.BacklogAll(r.parts, func(p *partition) *logmerge.Merge { return &p.merge })
 			r.m.backlog.Set(float64(backlog))
 			return n, backlog
 		})

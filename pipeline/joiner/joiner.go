@@ -457,10 +457,7 @@ func (j *Joiner) throttle() {
 // measureBacklog returns the sum of the owned partitions' backlogs, which
 // sizes the rounds (logmerge.Rounds). mu is held.
 func (j *Joiner) measureBacklog() int64 {
-	var n int64
-	for _, part := range j.parts {
-		n += part.merge.Backlog()
-	}
+	n := logmerge.BacklogAll(j.parts, func(p *partition) *logmerge.Merge { return &p.merge })
 	j.m.backlog.Set(float64(n))
 	return n
 }

@@ -65,3 +65,13 @@ func (m *Merge) Backlog() int64 {
 	}
 	return n
 }
+
+// BacklogAll returns the sum of the backlogs of parts' merges (merge
+// returns a partition's).
+func BacklogAll[P any](parts map[int32]P, merge func(P) *Merge) int64 {
+	var n int64
+	for _, part := range parts {
+		n += merge(part).Backlog()
+	}
+	return n
+}

@@ -35,16 +35,10 @@ type Rounds struct {
 // apply, given the backlog (the records not applied yet; see
 // Merge.Backlog) as of its last poll.
 func (r Rounds) Limits(backlog int64) (time.Duration, int) {
-	if r.CatchingUp(backlog) {
+	if r.CatchUpInterval > r.Interval && backlog > int64(r.Records) {
 		return r.CatchUpInterval, max(r.Records, r.CatchUpRecords)
 	}
 	return r.Interval, r.Records
-}
-
-// CatchingUp reports whether a consumer with backlog records not applied
-// yet runs catch-up rounds.
-func (r Rounds) CatchingUp(backlog int64) bool {
-	return r.CatchUpInterval > r.Interval && backlog > int64(r.Records)
 }
 
 // Round runs one round of a consumer's poll loop on cl: it polls and
