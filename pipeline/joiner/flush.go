@@ -78,6 +78,7 @@ func (j *Joiner) seal(final bool) *batch {
 	j.spare = nil
 	b.done = make(chan struct{})
 	names := j.streamTopics()
+	j.reserve(b)
 	for p, part := range j.parts {
 		j.gather(part, b)
 		if part.dirty {

@@ -331,6 +331,71 @@ func TestRestoreFromCheckpoint(t *testing.T) {
 	f.wantFindings(scenarioWant)
 }
 
+// TestCheckpointClock: a partition assigned with nothing committed starts
+// its checkpoint clock at the assignment, so a new group's first rounds
+// do not wait for checkpoints of everything they just read (the stop
+// still takes one); a partition replayed from its start for want of a
+// checkpoint is checkpointed at its first seal, so the next restore does
+// not replay it again.
+func TestCheckpointClock(t *testing.T) {
+	f := newFixture(t)
+	sc := scenario{f}
+	store, err := checkpoint.New(context.Background(), checkpoint.Options{Brokers: f.brokers, Partitions: 4, Create: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer store.Close()
+	withCheckpoints := func(reg prometheus.Registerer) func(*Options) {
+		return func(o *Options) {
+			o.Checkpoints, o.CheckpointInterval, o.Registerer = store, time.Hour, reg
+		}
+	}
+	snapshots := func(reg *prometheus.Registry) uint64 {
+		m := metric(t, reg, "driftline_joiner_checkpoint_snapshot_seconds")
+		if m == nil {
+			return 0
+		}
+		return m.GetHistogram().GetSampleCount()
+	}
+	sc.records()
+	sc.round(0)
+
+	fresh := prometheus.NewRegistry()
+	stop := f.start("joiner-clock-fresh", withCheckpoints(fresh))
+	f.caughtUp("joiner-clock-fresh")
+	if n := snapshots(fresh); n != 0 {
+		t.Errorf("%d snapshots before an hour, with nothing committed at the assignment", n)
+	}
+	stop()
+	if n := snapshots(fresh); n != 4 {
+		t.Errorf("%d snapshots at the stop, want 4", n)
+	}
+
+	// Another group commits the same records without checkpoints; its
+	// successor with checkpoints replays every partition from the start.
+	const group = "joiner-clock-replayed"
+	stop = f.start(group)
+	f.caughtUp(group)
+	stop()
+	replayed := prometheus.NewRegistry()
+	stop = f.start(group, withCheckpoints(replayed))
+	sc.round(1)
+	f.caughtUp(group)
+	testenv.CheckFor(t, 10*time.Second, func() error {
+		if n := snapshots(replayed); n != 4 {
+			return fmt.Errorf("%d snapshots of the replayed partitions, want 4 at the first seal", n)
+		}
+		return nil
+	})
+	sc.round(2)
+	f.caughtUp(group)
+	stop()
+	if n := counter(t, replayed, "driftline_joiner_restore_events_total"); n == 0 {
+		t.Fatal("nothing replayed: the test does not cover a restore without a checkpoint")
+	}
+	f.wantFindings(scenarioWant)
+}
+
 // counter returns the value of the counter named name in reg (0 when it
 // was never incremented).
 func counter(t *testing.T, reg *prometheus.Registry, name string) float64 {

@@ -2,6 +2,7 @@ package joiner
 
 import (
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -56,7 +57,8 @@ type partition struct {
 	dirty        bool // changed since the last progress row
 
 	// cpAt and cpEvents are when the last checkpoint was taken and the
-	// events applied by then; saving is set while it is written.
+	// events applied by then (for a partition assigned with nothing
+	// committed, its assignment); saving is set while it is written.
 	cpAt     time.Time
 	cpEvents uint64
 	// snapSize is the size of the last snapshot taken or loaded.
@@ -305,6 +307,21 @@ func (part *partition) loadSnapshot(b []byte) error {
 // eventsBy returns the applied-events counter of topic without a label
 // lookup per event.
 func (j *Joiner) eventsBy(topic string) prometheus.Counter { return j.eventCounters[j.stream(topic)] }
+
+// reserve grows b's rows once to hold what every partition produced
+// since the last seal: grown partition by partition, a catch-up round's
+// rows (hundreds of thousands of findings) were copied again at each
+// doubling while the poll loop waited. mu is held.
+func (j *Joiner) reserve(b *batch) {
+	var current, history, nodes int
+	for _, part := range j.parts {
+		lb := &part.live.batch
+		current, history, nodes = current+len(lb.Current), history+len(lb.History), nodes+len(lb.Nodes)
+	}
+	b.out.Current = slices.Grow(b.out.Current, current)
+	b.out.History = slices.Grow(b.out.History, history)
+	b.out.Nodes = slices.Grow(b.out.Nodes, nodes)
+}
 
 // gather moves what the partition produced since the last seal into b.
 // mu is held.

@@ -61,7 +61,13 @@ func (j *Joiner) restore(ctx context.Context, ps []int32) (map[int32]*partition,
 			}
 		}
 		if target == ([numStreams]int64{}) {
-			parts[p] = j.newPartition(p, silent) // nothing committed: nothing to restore
+			// Nothing committed: nothing to restore, and nothing to
+			// replay if this joiner stopped now, so the checkpoint clock
+			// starts here. (A partition replayed from the start for want
+			// of a checkpoint keeps it at zero: its first seal saves one.)
+			part := j.newPartition(p, silent)
+			part.cpAt = time.Now()
+			parts[p] = part
 			continue
 		}
 		load = append(load, p)
