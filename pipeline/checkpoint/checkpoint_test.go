@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"math/rand/v2"
 	"strings"
 	"testing"
@@ -325,4 +326,52 @@ func TestCutNotAfter(t *testing.T) {
 	f(cut(1, 2, 4), cut(2, 2, 3), false)
 	f(Cut{"a": 1}, Cut{"a": 1, "b": 0}, false)
 	f(Cut{"a": 1, "b": 0}, Cut{"a": 1, "c": 0}, false)
+}
+
+// TestLoadUsable: a whole checkpoint its reader refuses (a snapshot
+// version it cannot decode) is skipped and counted, and the next older one
+// is offered; when the reader refuses all, there is none.
+func TestLoadUsable(t *testing.T) {
+	brokers, _ := testenv.Kafka(t, testPartitions)
+	s := newStore(t, brokers, nil)
+	older, newer := randomBlob(1, 10_000), randomBlob(2, 10_000)
+	c1, c2 := cut(10, 10, 10), cut(20, 20, 20)
+	mustSave(t, s, "g", 1, c1, older)
+	mustSave(t, s, "g", 1, c2, newer)
+
+	var offered []string
+	refuse := func(blobs ...[]byte) func(Checkpoint) error {
+		return func(cp Checkpoint) error {
+			offered = append(offered, cp.Cut.String())
+			for _, b := range blobs {
+				if bytes.Equal(cp.Blob, b) {
+					return errors.New("unknown snapshot version")
+				}
+			}
+			return nil
+		}
+	}
+	cp, ok, err := s.LoadUsable(testCtx(t), "g", 1, c2, refuse(newer))
+	if err != nil || !ok {
+		t.Fatalf("load: ok %v, err %v", ok, err)
+	}
+	if !bytes.Equal(cp.Blob, older) || cp.Cut.String() != c1.String() {
+		t.Fatalf("loaded the checkpoint at %v, want the older one at %v", cp.Cut, c1)
+	}
+	if want := []string{c2.String(), c1.String()}; strings.Join(offered, " ") != strings.Join(want, " ") {
+		t.Fatalf("offered %v, want the newer then the older", offered)
+	}
+	if got := testutil.ToFloat64(s.m.skipped.WithLabelValues("unusable")); got != 1 {
+		t.Fatalf("skipped as unusable: %v, want 1", got)
+	}
+
+	offered = nil
+	if cp, ok, err := s.LoadUsable(testCtx(t), "g", 1, c2, refuse(newer, older)); err != nil || ok {
+		t.Fatalf("every checkpoint refused: got the one at %v (ok %v, err %v), want none", cp.Cut, ok, err)
+	}
+	if len(offered) != 2 {
+		t.Fatalf("offered %v, want both", offered)
+	}
+	// Without a reader's verdict, Load returns the newest.
+	wantLoad(t, s, "g", 1, c2, newer, c2)
 }

@@ -32,7 +32,9 @@
 // overwritten by a racing writer) is skipped and counted, and an older
 // one is tried. Load returns the newest whole checkpoint whose cut is at
 // or before the offsets it is given in every topic (Cut.NotAfter), so a
-// checkpoint saved beyond the committed offsets is never used.
+// checkpoint saved beyond the committed offsets is never used. A reader
+// that cannot use a whole checkpoint (a blob of a format it does not
+// know) passes its check to LoadUsable, which then tries an older one.
 //
 // # Cost of a load
 //

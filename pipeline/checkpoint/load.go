@@ -37,7 +37,18 @@ type Checkpoint struct {
 // chunks of checkpoints it passes, so it costs the size of the checkpoint
 // it returns plus a record per newer manifest, not the partition's
 // history.
-func (s *Store) Load(ctx context.Context, group string, partition int32, notAfter Cut) (cp Checkpoint, ok bool, err error) {
+func (s *Store) Load(ctx context.Context, group string, partition int32, notAfter Cut) (Checkpoint, bool, error) {
+	return s.LoadUsable(ctx, group, partition, notAfter, nil)
+}
+
+// LoadUsable is Load for a consumer that may find a whole checkpoint
+// unusable: one its version cannot decode (written by a newer release
+// before a rollback), or one whose state fails its own checks. It calls
+// use on each whole checkpoint that Load would return, newest first, and
+// returns the first one use accepts (returns nil for); one use rejects
+// is skipped (counted with reason unusable, and logged) and an older one
+// is tried. A nil use accepts the first.
+func (s *Store) LoadUsable(ctx context.Context, group string, partition int32, notAfter Cut, use func(Checkpoint) error) (cp Checkpoint, ok bool, err error) {
 	start := time.Now()
 	defer func() {
 		switch {
@@ -71,6 +82,13 @@ func (s *Store) Load(ctx context.Context, group string, partition int32, notAfte
 		}
 		if err != nil {
 			return false, err
+		}
+		if use != nil {
+			if err := use(Checkpoint{Blob: b, Cut: m.Cut, ID: m.ID, Offset: m.offset, Written: m.Written}); err != nil {
+				s.m.skipped.WithLabelValues("unusable").Inc()
+				s.opts.Logger.Warn("checkpoint: skipping a checkpoint its reader cannot use; trying an older one", "topic", s.opts.Topic, "partition", partition, "offset", m.offset, "group", group, "id", m.ID, "err", err)
+				return false, nil
+			}
 		}
 		blob, used = b, m
 		return true, nil

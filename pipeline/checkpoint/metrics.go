@@ -27,7 +27,7 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 		loadSeconds:  prometheus.NewHistogram(prometheus.HistogramOpts{Name: "driftline_checkpoint_load_seconds", Help: "Duration of one checkpoint load, hit or miss.", Buckets: secs}),
 		fetchRecords: prometheus.NewCounter(prometheus.CounterOpts{Name: "driftline_checkpoint_fetched_records_total", Help: "Records read from the checkpoint topic while looking for and loading checkpoints."}),
 		fetchBytes:   prometheus.NewCounter(prometheus.CounterOpts{Name: "driftline_checkpoint_fetched_bytes_total", Help: "Value bytes of the records read from the checkpoint topic."}),
-		skipped:      prometheus.NewCounterVec(prometheus.CounterOpts{Name: "driftline_checkpoint_skipped_total", Help: "Checkpoints of the wanted partition passed over by loads, by reason (after_cut: beyond the committed offsets; damaged: chunks missing or not matching the manifest; bad_manifest: undecodable)."}, []string{"reason"}),
+		skipped:      prometheus.NewCounterVec(prometheus.CounterOpts{Name: "driftline_checkpoint_skipped_total", Help: "Checkpoints of the wanted partition passed over by loads, by reason (after_cut: beyond the committed offsets; damaged: chunks missing or not matching the manifest; bad_manifest: undecodable; unusable: whole, but refused by its reader, e.g. a snapshot version it cannot decode)."}, []string{"reason"}),
 		tombstones:   prometheus.NewCounter(prometheus.CounterOpts{Name: "driftline_checkpoint_tombstones_total", Help: "Tombstones written for chunk keys a smaller checkpoint superseded."}),
 	}
 	for _, r := range []string{"ok", "error"} {
@@ -36,7 +36,7 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 	for _, r := range []string{"hit", "miss", "error"} {
 		m.loads.WithLabelValues(r)
 	}
-	for _, r := range []string{"after_cut", "damaged", "bad_manifest"} {
+	for _, r := range []string{"after_cut", "damaged", "bad_manifest", "unusable"} {
 		m.skipped.WithLabelValues(r)
 	}
 	if reg != nil {

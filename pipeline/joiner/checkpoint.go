@@ -111,24 +111,27 @@ func (j *Joiner) save(saves []save, committed bool) {
 }
 
 // fromCheckpoint loads the newest checkpoint of partition p at or before
-// targets into a new partition. ok is false when there is none (or it
-// cannot be used, which is logged): the caller replays from the start.
+// targets that this joiner can decode into a new partition: one it cannot
+// (a snapshot version of a newer release, after a rollback) is counted
+// and an older one is tried. ok is false when there is none: the caller
+// replays from the start.
 func (j *Joiner) fromCheckpoint(ctx context.Context, p int32, targets [numStreams]int64, out *output) (part *partition, from [numStreams]int64, ok bool) {
 	if j.opts.Checkpoints == nil {
 		return nil, from, false
 	}
-	cp, found, err := j.opts.Checkpoints.Load(ctx, j.opts.Group, p, j.cut(targets))
+	cp, found, err := j.opts.Checkpoints.LoadUsable(ctx, j.opts.Group, p, j.cut(targets), func(cp checkpoint.Checkpoint) error {
+		part = j.newPartition(p, out)
+		if err := part.loadSnapshot(cp.Blob); err != nil {
+			j.m.checkpointErrors.Inc()
+			return err
+		}
+		return nil
+	})
 	if err != nil {
 		j.opts.Logger.Warn("checkpoint not loaded; replaying the partition from its start", "partition", p, "err", err)
 		return nil, from, false
 	}
 	if !found {
-		return nil, from, false
-	}
-	part = j.newPartition(p, out)
-	if err := part.loadSnapshot(cp.Blob); err != nil {
-		j.m.checkpointErrors.Inc()
-		j.opts.Logger.Warn("checkpoint unusable; replaying the partition from its start", "partition", p, "checkpoint", cp.ID, "err", err)
 		return nil, from, false
 	}
 	for s, t := range j.streamTopics() {

@@ -2,8 +2,10 @@ package joiner
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
+	"math"
 	"sort"
 	"strings"
 	"testing"
@@ -21,6 +23,7 @@ import (
 	"github.com/driftline/driftline/pipeline/event"
 	"github.com/driftline/driftline/pipeline/ingest"
 	"github.com/driftline/driftline/pipeline/sink"
+	"github.com/driftline/driftline/pipeline/snap"
 	"github.com/driftline/driftline/pipeline/testenv"
 	"github.com/driftline/driftline/pipeline/topics"
 )
@@ -327,6 +330,62 @@ func TestRestoreFromCheckpoint(t *testing.T) {
 	}
 	if n := counter(t, second, "driftline_joiner_restore_events_total"); n != 0 {
 		t.Fatalf("restore replayed %v events; the checkpoints cover everything committed", n)
+	}
+	f.wantFindings(scenarioWant)
+}
+
+// TestRestoreSkipsUnusableCheckpoint: the newest checkpoint of every
+// partition is whole but of a snapshot version this joiner cannot decode
+// (written by a newer release before a rollback). The restore counts it,
+// falls back to the checkpoint before it and replays nothing, instead of
+// replaying the partitions from their start.
+func TestRestoreSkipsUnusableCheckpoint(t *testing.T) {
+	f := newFixture(t)
+	sc := scenario{f}
+	const group = "joiner-unusable-checkpoint"
+	store, err := checkpoint.New(context.Background(), checkpoint.Options{Brokers: f.brokers, Partitions: 4, Create: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer store.Close()
+	withCheckpoints := func(reg prometheus.Registerer) func(*Options) {
+		return func(o *Options) { o.Checkpoints, o.Registerer = store, reg }
+	}
+	sc.records()
+	sc.round(0)
+	stop := f.start(group, withCheckpoints(nil))
+	f.caughtUp(group)
+	stop() // the final checkpoints cover everything committed
+	newer := snap.Writer{}
+	newer.Header("joiner.partition", snapshotVersion+1)
+	newer.Varint(0)
+	all := checkpoint.Cut{f.names.PlatformRecords: math.MaxInt64, f.names.Observations: math.MaxInt64, f.names.Telemetry: math.MaxInt64}
+	for p := range int32(4) {
+		cp, ok, err := store.Load(context.Background(), group, p, all)
+		if err == nil && !ok {
+			err = errors.New("none")
+		}
+		if err != nil {
+			t.Fatalf("checkpoint of partition %d: %v", p, err)
+		}
+		if err := store.Save(context.Background(), group, p, cp.Cut, newer.B); err != nil {
+			t.Fatal(err)
+		}
+	}
+	sc.round(1)
+	sc.round(2)
+	reg := prometheus.NewRegistry()
+	stop = f.start(group, withCheckpoints(reg))
+	f.caughtUp(group)
+	stop()
+	if n := counter(t, reg, "driftline_joiner_checkpoint_errors_total"); n != 4 {
+		t.Errorf("%v checkpoints counted unusable, want 4", n)
+	}
+	if n := counter(t, reg, "driftline_joiner_restore_checkpoints_total"); n != 4 {
+		t.Errorf("%v partitions restored from a checkpoint, want 4", n)
+	}
+	if n := counter(t, reg, "driftline_joiner_restore_events_total"); n != 0 {
+		t.Errorf("restore replayed %v events; the older checkpoints cover everything committed", n)
 	}
 	f.wantFindings(scenarioWant)
 }
