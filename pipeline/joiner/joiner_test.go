@@ -300,16 +300,8 @@ func TestRestoreFromCheckpoint(t *testing.T) {
 	f := newFixture(t)
 	sc := scenario{f}
 	const group = "joiner-checkpoints"
-	store, err := checkpoint.New(context.Background(), checkpoint.Options{Brokers: f.brokers, Partitions: 4, Create: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer store.Close()
-	withCheckpoints := func(reg prometheus.Registerer) func(*Options) {
-		return func(o *Options) {
-			o.Checkpoints, o.CheckpointInterval, o.Registerer = store, time.Millisecond, reg
-		}
-	}
+	store := f.checkpoints()
+	withCheckpoints := func(reg prometheus.Registerer) func(*Options) { return checkpointing(store, time.Millisecond, reg) }
 	sc.records()
 	first := prometheus.NewRegistry()
 	stop := f.start(group, withCheckpoints(first))
@@ -325,13 +317,36 @@ func TestRestoreFromCheckpoint(t *testing.T) {
 	sc.round(2)
 	f.caughtUp(group)
 	stop()
-	if n := counter(t, second, "driftline_joiner_restore_checkpoints_total"); n != 4 {
-		t.Fatalf("%v partitions restored from a checkpoint, want 4", n)
-	}
-	if n := counter(t, second, "driftline_joiner_restore_events_total"); n != 0 {
-		t.Fatalf("restore replayed %v events; the checkpoints cover everything committed", n)
-	}
+	wantRestoredFromCheckpoints(t, second)
 	f.wantFindings(scenarioWant)
+}
+
+// checkpoints returns a checkpoint store on the fixture's broker.
+func (f *fixture) checkpoints() *checkpoint.Store {
+	store, err := checkpoint.New(context.Background(), checkpoint.Options{Brokers: f.brokers, Partitions: 4, Create: true})
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	f.t.Cleanup(store.Close)
+	return store
+}
+
+// checkpointing sets a joiner's checkpoint store, interval (0: the
+// default) and metrics registry.
+func checkpointing(store *checkpoint.Store, interval time.Duration, reg prometheus.Registerer) func(*Options) {
+	return func(o *Options) { o.Checkpoints, o.CheckpointInterval, o.Registerer = store, interval, reg }
+}
+
+// wantRestoredFromCheckpoints checks that the joiner of reg restored all
+// 4 partitions from checkpoints covering everything committed.
+func wantRestoredFromCheckpoints(t *testing.T, reg *prometheus.Registry) {
+	t.Helper()
+	if n := counter(t, reg, "driftline_joiner_restore_checkpoints_total"); n != 4 {
+		t.Errorf("%v partitions restored from a checkpoint, want 4", n)
+	}
+	if n := counter(t, reg, "driftline_joiner_restore_events_total"); n != 0 {
+		t.Errorf("restore replayed %v events; the checkpoints cover everything committed", n)
+	}
 }
 
 // TestRestoreSkipsUnusableCheckpoint: the newest checkpoint of every
@@ -343,17 +358,10 @@ func TestRestoreSkipsUnusableCheckpoint(t *testing.T) {
 	f := newFixture(t)
 	sc := scenario{f}
 	const group = "joiner-unusable-checkpoint"
-	store, err := checkpoint.New(context.Background(), checkpoint.Options{Brokers: f.brokers, Partitions: 4, Create: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer store.Close()
-	withCheckpoints := func(reg prometheus.Registerer) func(*Options) {
-		return func(o *Options) { o.Checkpoints, o.Registerer = store, reg }
-	}
+	store := f.checkpoints()
 	sc.records()
 	sc.round(0)
-	stop := f.start(group, withCheckpoints(nil))
+	stop := f.start(group, checkpointing(store, 0, nil))
 	f.caughtUp(group)
 	stop() // the final checkpoints cover everything committed
 	newer := snap.Writer{}
@@ -375,18 +383,13 @@ func TestRestoreSkipsUnusableCheckpoint(t *testing.T) {
 	sc.round(1)
 	sc.round(2)
 	reg := prometheus.NewRegistry()
-	stop = f.start(group, withCheckpoints(reg))
+	stop = f.start(group, checkpointing(store, 0, reg))
 	f.caughtUp(group)
 	stop()
 	if n := counter(t, reg, "driftline_joiner_checkpoint_errors_total"); n != 4 {
 		t.Errorf("%v checkpoints counted unusable, want 4", n)
 	}
-	if n := counter(t, reg, "driftline_joiner_restore_checkpoints_total"); n != 4 {
-		t.Errorf("%v partitions restored from a checkpoint, want 4", n)
-	}
-	if n := counter(t, reg, "driftline_joiner_restore_events_total"); n != 0 {
-		t.Errorf("restore replayed %v events; the older checkpoints cover everything committed", n)
-	}
+	wantRestoredFromCheckpoints(t, reg)
 	f.wantFindings(scenarioWant)
 }
 
@@ -399,16 +402,8 @@ func TestRestoreSkipsUnusableCheckpoint(t *testing.T) {
 func TestCheckpointClock(t *testing.T) {
 	f := newFixture(t)
 	sc := scenario{f}
-	store, err := checkpoint.New(context.Background(), checkpoint.Options{Brokers: f.brokers, Partitions: 4, Create: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer store.Close()
-	withCheckpoints := func(reg prometheus.Registerer) func(*Options) {
-		return func(o *Options) {
-			o.Checkpoints, o.CheckpointInterval, o.Registerer = store, time.Hour, reg
-		}
-	}
+	store := f.checkpoints()
+	withCheckpoints := func(reg prometheus.Registerer) func(*Options) { return checkpointing(store, time.Hour, reg) }
 	snapshots := func(reg *prometheus.Registry) uint64 {
 		m := metric(t, reg, "driftline_joiner_checkpoint_snapshot_seconds")
 		if m == nil {
