@@ -7,12 +7,22 @@
 // state once it has doubled (see ownerstate and nodeagent), so a producer
 // that sends a new value with every event costs at most twice the distinct
 // values currently held. A Table is not safe for concurrent use.
+//
+// A Table holds no pointer per value: the strings are copied back to back
+// into large byte chunks, and both the symbols' locations and the hash
+// index are flat arrays of integers. A joiner's tables hold millions of
+// values, and a table of strings (one allocation per value, a map keyed
+// by string headers) was millions of objects for the garbage collector to
+// mark at every cycle. A string returned by Str points into a chunk,
+// which is never written again once a value is in it.
 package intern
 
 import (
 	"encoding/binary"
-	"strings"
+	"fmt"
 	"unsafe"
+
+	"github.com/cespare/xxhash/v2"
 )
 
 // Sym is an interned string of one Table.
@@ -20,15 +30,41 @@ type Sym uint32
 
 // Table interns strings.
 type Table struct {
-	ids  map[string]Sym
-	strs []string
-	// recent is a direct-mapped cache in front of ids. Most lookups are
+	// chunks hold the interned bytes; locs[sym] is where sym's are.
+	chunks [][]byte
+	locs   []loc
+	// slots is an open-addressing (linear probing) index of the symbols
+	// by hash, a power of two long, at most 3/4 full.
+	slots []slot
+	shift uint // 64 - log2(len(slots)): a hash's top bits pick its slot
+	// recent is a direct-mapped cache in front of slots. Most lookups are
 	// of a few hot values (states, products, domains, the correlation id
 	// of the scan being applied) among many cold ones (versions, route
 	// targets), and a hit compares one string in a small array instead
-	// of probing a map of every value, a cache miss or two at millions of
-	// values.
+	// of probing an index of every value, a cache miss or two at millions
+	// of values.
 	recent [recentSize]entry
+}
+
+// A loc is where a value's bytes are: chunk<<44 | offset<<24 | length.
+type loc uint64
+
+const (
+	lenBits    = 24
+	offBits    = 20
+	chunkBits  = 64 - lenBits - offBits
+	maxLen     = 1<<lenBits - 1
+	maxChunk   = 1 << offBits // the size of a full chunk
+	firstChunk = 4 << 10
+)
+
+// A slot of the index: the symbol + 1 (0: empty), the low bits of its
+// value's hash (most mismatches are told without reading the value), and
+// its loc (a match reads the value without a look at locs).
+type slot struct {
+	sym Sym
+	tag uint32
+	loc loc
 }
 
 type entry struct {
@@ -62,7 +98,8 @@ func hash(s string) uint64 {
 // New returns a Table holding fixed as symbols 0, 1, ... in order
 // (repeats keep their first symbol).
 func New(fixed ...string) *Table {
-	t := &Table{ids: make(map[string]Sym, 2*len(fixed)), strs: make([]string, 0, 2*len(fixed))}
+	t := &Table{locs: make([]loc, 0, 2*len(fixed))}
+	t.resize(max(16, 2*len(fixed)))
 	for _, s := range fixed {
 		t.Intern(s)
 	}
@@ -78,28 +115,107 @@ func (t *Table) Intern(s string) Sym {
 	if e.h == h && e.id != 0 && e.s == s {
 		return e.id - 1
 	}
-	if id, ok := t.ids[s]; ok {
-		// A value found in the map takes the slot the second time in a
-		// row it lands there: a cold value (one of millions, looked up
-		// once in a while) does not evict a hot one, nor pay the cache
-		// miss of reading its interned copy.
-		if c := uint32(h); e.cand != c {
-			e.cand = c
-		} else {
-			*e = entry{s: t.strs[id], h: h, id: id + 1, cand: c}
+	full := xxhash.Sum64String(s)
+	tag, mask := uint32(full), len(t.slots)-1
+	i := int(full >> t.shift)
+	for {
+		sl := &t.slots[i]
+		if sl.sym == 0 {
+			break
 		}
-		return id
+		if sl.tag == tag && t.str(sl.loc) == s {
+			id := sl.sym - 1
+			// A value found in the index takes the cache slot the second
+			// time in a row it lands there: a cold value (one of
+			// millions, looked up once in a while) does not evict a hot
+			// one.
+			if c := uint32(h); e.cand != c {
+				e.cand = c
+			} else {
+				*e = entry{s: t.str(sl.loc), h: h, id: id + 1, cand: c}
+			}
+			return id
+		}
+		i = (i + 1) & mask
 	}
-	s = strings.Clone(s)
-	id := Sym(len(t.strs))
-	t.strs = append(t.strs, s)
-	t.ids[s] = id
-	*e = entry{s: s, h: h, id: id + 1, cand: uint32(h)}
+	id := Sym(len(t.locs))
+	if uint64(id) == 1<<32-1 {
+		panic("intern: table full")
+	}
+	l := t.store(s)
+	t.locs = append(t.locs, l)
+	t.slots[i] = slot{sym: id + 1, tag: tag, loc: l}
+	if 4*len(t.locs) > 3*len(t.slots) {
+		t.resize(2 * len(t.slots))
+	}
+	*e = entry{s: t.str(l), h: h, id: id + 1, cand: uint32(h)}
 	return id
 }
 
+// store copies s into the chunks and returns its loc.
+func (t *Table) store(s string) loc {
+	n := len(s)
+	if n == 0 {
+		return 0
+	}
+	if n > maxLen {
+		panic(fmt.Sprintf("intern: a value of %d bytes (at most %d)", n, maxLen))
+	}
+	c := len(t.chunks) - 1
+	switch {
+	case n > maxChunk/4:
+		// A long value has a chunk of its own (and the next value starts
+		// a new one): the chunk it would not fit in loses at most a
+		// quarter of its size.
+		t.chunks = append(t.chunks, make([]byte, 0, n))
+		c++
+	case c < 0 || len(t.chunks[c])+n > cap(t.chunks[c]):
+		size := firstChunk
+		if c >= 0 {
+			size = min(max(2*cap(t.chunks[c]), firstChunk), maxChunk)
+		}
+		t.chunks = append(t.chunks, make([]byte, 0, size))
+		c++
+	}
+	if c >= 1<<chunkBits {
+		panic("intern: table full")
+	}
+	off := len(t.chunks[c])
+	t.chunks[c] = append(t.chunks[c], s...)
+	return loc(c)<<(lenBits+offBits) | loc(off)<<lenBits | loc(n)
+}
+
+// str returns the value at l.
+func (t *Table) str(l loc) string {
+	n := int(l & maxLen)
+	if n == 0 {
+		return ""
+	}
+	c, off := int(l>>(lenBits+offBits)), int(l>>lenBits)&(maxChunk-1)
+	return unsafe.String(&t.chunks[c][off], n)
+}
+
+// resize rebuilds the index with n slots (a power of two at least n),
+// hashing the values again from their chunks.
+func (t *Table) resize(n int) {
+	size, bits := 16, uint(4)
+	for size < n {
+		size, bits = size*2, bits+1
+	}
+	t.slots, t.shift = make([]slot, size), 64-bits
+	mask := size - 1
+	for id, l := range t.locs {
+		full := xxhash.Sum64String(t.str(l))
+		i := int(full >> t.shift)
+		for t.slots[i].sym != 0 {
+			i = (i + 1) & mask
+		}
+		t.slots[i] = slot{sym: Sym(id) + 1, tag: uint32(full), loc: l}
+	}
+}
+
 // Str returns the string of id.
-func (t *Table) Str(id Sym) string { return t.strs[id] }
+func (t *Table) Str(id Sym) string { return t.str(t.locs[id]) }
 
 // Len returns the number of symbols.
-func (t *Table) Len() int { return len(t.strs) }
+func (t *Table) Len() int { return len(t.locs) }

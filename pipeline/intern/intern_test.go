@@ -2,6 +2,9 @@ package intern
 
 import (
 	"fmt"
+	"runtime"
+	"strconv"
+	"strings"
 	"testing"
 )
 
@@ -75,4 +78,60 @@ func BenchmarkIntern(b *testing.B) {
 			tab.Intern(cold[(i*7919)&(len(cold)-1)])
 		}
 	})
+	// new: values never seen before (a new identity's versions and
+	// routes), in a table that grows from empty.
+	b.Run("new", func(b *testing.B) {
+		tab := New()
+		buf := []byte("version-")
+		for i := range b.N {
+			tab.Intern(string(strconv.AppendInt(buf[:8], int64(i), 10)))
+		}
+	})
+}
+
+// BenchmarkInternGC measures a garbage collection with a table of
+// 2,000,000 values live: the cost every collection pays for the table.
+func BenchmarkInternGC(b *testing.B) {
+	tab := New()
+	buf := []byte("route-")
+	for i := range 2_000_000 {
+		tab.Intern(string(strconv.AppendInt(buf[:6], int64(i), 10)))
+	}
+	runtime.GC()
+	b.ResetTimer()
+	for range b.N {
+		runtime.GC()
+	}
+	b.StopTimer()
+	runtime.KeepAlive(tab)
+}
+
+// TestInternChunks checks values across chunk boundaries, long values
+// with a chunk of their own, and that a string returned before the table
+// grew still reads the same.
+func TestInternChunks(t *testing.T) {
+	tab := New()
+	long := strings.Repeat("x", maxChunk/4+1)
+	var vals []string
+	for i := range 200_000 {
+		v := fmt.Sprintf("value-%d-%s", i, strings.Repeat("y", i%97))
+		if i%50_000 == 7 {
+			v = long + strconv.Itoa(i)
+		}
+		vals = append(vals, v)
+	}
+	first := tab.Str(tab.Intern(vals[0]))
+	for i, v := range vals {
+		if id := tab.Intern(v); id != Sym(i) {
+			t.Fatalf("%d: symbol %d", i, id)
+		}
+	}
+	for i, v := range vals {
+		if tab.Str(Sym(i)) != v || tab.Intern(v) != Sym(i) {
+			t.Fatalf("%d: %q", i, tab.Str(Sym(i)))
+		}
+	}
+	if first != vals[0] || tab.Len() != len(vals) {
+		t.Fatalf("first value now %q, %d symbols", first, tab.Len())
+	}
 }
