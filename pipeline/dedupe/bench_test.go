@@ -169,10 +169,17 @@ func impls(kind string) []struct {
 }
 
 func heap() (alloc, mallocs uint64) {
+	alloc, mallocs, _ = heapObjects()
+	return alloc, mallocs
+}
+
+// heapObjects also returns the objects live on the heap, which the
+// garbage collector visits at every cycle.
+func heapObjects() (alloc, mallocs, objects uint64) {
 	runtime.GC()
 	var m runtime.MemStats
 	runtime.ReadMemStats(&m)
-	return m.HeapAlloc, m.Mallocs
+	return m.HeapAlloc, m.Mallocs, m.HeapObjects
 }
 
 // BenchmarkRetained inserts N distinct events per iteration (run it with
@@ -229,18 +236,28 @@ func BenchmarkRetained(b *testing.B) {
 func BenchmarkObserve(b *testing.B) {
 	const live = 3_600_000 // events within the horizon at 1 ms apart
 	ids := idInput(live + 1000)
-	for _, kind := range []string{"seq", "id"} {
+	// agent: a fleet of node-agents, each a producer of contiguous seqs
+	// (18 events of each live within the horizon).
+	const agents = 200_000
+	agentNames := make([]string, agents)
+	for i := range agentNames {
+		agentNames[i] = fmt.Sprintf("nodeagent-node-%06d", i)
+	}
+	for _, kind := range []string{"seq", "id", "agent"} {
 		b.Run(kind, func(b *testing.B) {
-			base, _ := heap()
+			base, _, baseObjects := heapObjects()
 			s := New(Options{Horizon: time.Hour, Bucket: 5 * time.Minute})
 			obs := func(i int) Result {
 				at := t0.Add(time.Duration(i) * time.Millisecond)
 				if i%1000 == 0 {
 					s.Advance(at)
 				}
-				if kind == "seq" {
+				switch kind {
+				case "seq":
 					p, seq := seqInput(i)
 					return s.Observe(p, true, seq, "", at)
+				case "agent":
+					return s.Observe(agentNames[i%agents], true, uint64(i/agents), "", at)
 				}
 				return s.Observe(producerNames[i%idProducers], false, 0, idAt(ids, i%(live+1000)), at)
 			}
@@ -263,8 +280,9 @@ func BenchmarkObserve(b *testing.B) {
 			cpu = cputime.Now() - cpu
 			b.StopTimer()
 			b.ReportMetric(float64(cpu)/float64(b.N), "cpu-ns/op")
-			after, _ := heap()
+			after, _, objects := heapObjects()
 			b.ReportMetric(float64(int64(after)-int64(base))/float64(s.Len()), "heapB/live")
+			b.ReportMetric(float64(int64(objects)-int64(baseObjects))/float64(s.Producers()), "objects/producer")
 		})
 	}
 }

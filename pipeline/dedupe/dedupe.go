@@ -29,14 +29,20 @@
 //
 // # Representation
 //
-// Sequences are dense per producer, so each producer's live seqs are one
-// roaring bitmap (32-bit for seq < 2^32, 64-bit above): one bit per seq
-// value in a dense 65536-seq block, so under one byte per event while a
-// producer's gaps average under 8, and 2 bytes per event at most when
-// sparser. Each producer also keeps, per live bucket, the least seq
+// Sequences are dense per producer. While a producer's live seqs are
+// contiguous (each seq one more than the last, as a node-agent sends
+// them), they are kept as a range, two integers. Once a seq leaves a gap
+// or comes out of order, they move into a roaring bitmap (32-bit for seq
+// < 2^32, 64-bit above): one bit per seq value in a dense 65536-seq
+// block, so under one byte per event while a producer's gaps average
+// under 8, and 2 bytes per event at most when sparser; they move back
+// into a range when a release leaves them contiguous. A fleet has a
+// producer per node-agent, each with a few live events, and a bitmap
+// per producer was five heap objects more for the garbage collector to
+// visit at every cycle (bench/dedupe). Each producer also keeps, per live bucket, the least seq
 // applied with an occurred_at in it; when buckets are released, every seq
 // below the least of the live buckets' minima belongs to released events
-// and is removed from the bitmap.
+// and is removed from the range or the bitmap.
 //
 // Event ids are kept exactly, copied into 64 KiB arenas, and indexed per
 // bucket by a map from their 64-bit xxhash (mixed with the producer) to

@@ -185,7 +185,8 @@ type op struct {
 	at       time.Time
 }
 
-// randomOps returns a workload of seq and id producers with redeliveries,
+// randomOps returns a workload of seq and id producers (p0 with
+// contiguous seqs, except for a rare one from the past) with redeliveries,
 // out-of-order and late events, and a watermark trailing event time.
 func randomOps(seed uint64, n int) []op {
 	r := rand.New(rand.NewPCG(seed, 1))
@@ -204,12 +205,16 @@ func randomOps(seed uint64, n int) []op {
 			o := op{producer: fmt.Sprintf("p%d", r.IntN(6)), at: now.Add(-time.Duration(r.IntN(90)) * time.Minute)}
 			if o.producer < "p3" {
 				o.hasSeq = true
-				seqs[o.producer] += uint64(1 + r.IntN(3))
+				step := uint64(1 + r.IntN(3))
+				if o.producer == "p0" { // contiguous, as a node-agent's
+					step = 1
+				}
+				seqs[o.producer] += step
 				o.seq = seqs[o.producer]
 				if o.producer == "p2" {
 					o.seq += 1 << 33
 				}
-				if r.IntN(10) == 0 { // a seq from the past, never sent before
+				if r.IntN(10) == 0 && (o.producer != "p0" || r.IntN(20) == 0) { // a seq from the past, never sent before
 					o.seq -= uint64(r.IntN(200))
 				}
 			} else {
@@ -276,5 +281,49 @@ func TestOptions(t *testing.T) {
 	o := DefaultOptions()
 	if err := o.Validate(); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestSeqRuns checks that contiguous seqs are kept as a run without a
+// bitmap, that a gap moves them into the bitmaps with the same answers,
+// and that expiry turns contiguous bitmaps back into a run.
+func TestSeqRuns(t *testing.T) {
+	opts := Options{Horizon: 2 * time.Hour, Bucket: 20 * time.Minute}
+	s := New(opts)
+	for i := range uint64(1000) {
+		if got := s.Observe("agent", true, 1<<32-500+i, "", at(time.Duration(i)*time.Second)); got != Fresh {
+			t.Fatalf("seq %d: %v", i, got)
+		}
+	}
+	p := s.prods[s.names["agent"]]
+	if p.lo != nil || p.hi != nil || p.run != (seqRange{1<<32 - 500, 1<<32 + 500}) {
+		t.Fatalf("contiguous seqs: run %v, bitmaps %v %v", p.run, p.lo != nil, p.hi != nil)
+	}
+	if got := s.Observe("agent", true, 1<<32+10, "", at(time.Hour)); got != Duplicate {
+		t.Fatalf("a seq of the run: %v", got)
+	}
+	// A gap, across 2^32: the run goes into both bitmaps.
+	if got := s.Observe("agent", true, 1<<32+600, "", at(time.Hour)); got != Fresh {
+		t.Fatalf("after a gap: %v", got)
+	}
+	if p.run.lo != p.run.hi || p.lo == nil || p.hi == nil || s.Len() != 1001 {
+		t.Fatalf("after a gap: run %v, bitmaps %v %v, %d seqs", p.run, p.lo != nil, p.hi != nil, s.Len())
+	}
+	for _, seq := range []uint64{1<<32 - 500, 1<<32 - 1, 1 << 32, 1<<32 + 499, 1<<32 + 600} {
+		if got := s.Observe("agent", true, seq, "", at(time.Hour)); got != Duplicate {
+			t.Fatalf("seq %d after the spill: %v", seq, got)
+		}
+	}
+	for seq := uint64(1<<32 + 601); seq < 1<<32+700; seq++ {
+		s.Observe("agent", true, seq, "", at(3*time.Hour))
+	}
+	// The first hours expire (the seq after the gap with them): left are
+	// the seqs of the third hour, contiguous again.
+	s.Advance(at(4*time.Hour + 30*time.Minute))
+	if p.lo != nil || p.hi != nil || p.run != (seqRange{1<<32 + 601, 1<<32 + 700}) || s.Len() != 99 {
+		t.Fatalf("after expiry: run %v, bitmaps %v %v, %d seqs", p.run, p.lo != nil, p.hi != nil, s.Len())
+	}
+	if got := s.Observe("agent", true, 1<<32+700, "", at(4*time.Hour)); got != Fresh || p.run.hi != 1<<32+701 {
+		t.Fatalf("the next seq: %v, run %v", got, p.run)
 	}
 }

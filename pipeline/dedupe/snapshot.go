@@ -12,7 +12,9 @@ import (
 
 const (
 	snapSection = "dedupe"
-	snapVersion = 1
+	// snapVersion 2 added the producers' runs of contiguous seqs; a
+	// version 1 section (bitmaps only) still loads.
+	snapVersion = 2
 )
 
 // AppendSnapshot appends the set's state to w as one versioned section.
@@ -20,8 +22,9 @@ const (
 // so the snapshot does not depend on the hash or on arena layout.
 //
 // Layout: bucket width, watermark, late-before, first live bucket; the
-// producers (name, newest bucket, spans, the two seq bitmaps in roaring's
-// portable format); the id buckets (key, then each identity as producer
+// producers (name, newest bucket, spans, the run of contiguous seqs as
+// its first seq and length, the two seq bitmaps in roaring's portable
+// format); the id buckets (key, then each identity as producer
 // number and id).
 func (s *Set) AppendSnapshot(w *snap.Writer) {
 	w.Header(snapSection, snapVersion)
@@ -46,6 +49,8 @@ func (s *Set) AppendSnapshot(w *snap.Writer) {
 			w.Varint(sp.bucket)
 			w.Uvarint(sp.min)
 		}
+		w.Uvarint(p.run.lo)
+		w.Uvarint(p.run.hi - p.run.lo)
 		w.Bytes(bitmapBytes(p.lo))
 		w.Bytes(bitmap64Bytes(p.hi))
 	}
@@ -91,7 +96,7 @@ func bitmap64Bytes(b *roaring64.Bitmap) []byte {
 // longer horizon than the snapshot's takes effect once the watermark has
 // moved past it). On error the set is left empty and r holds the error.
 func (s *Set) LoadSnapshot(r *snap.Reader) (err error) {
-	r.Header(snapSection, snapVersion)
+	version := r.HeaderIn(snapSection, 1, snapVersion)
 	width := r.Varint()
 	if r.Err() == nil && width <= 0 {
 		r.Fail(fmt.Errorf("%w: bucket width %d", ErrSnapshot, width))
@@ -129,6 +134,13 @@ func (s *Set) LoadSnapshot(r *snap.Reader) (err error) {
 			}
 			p.spans = append(p.spans, sp)
 		}
+		if version >= 2 {
+			lo, n := r.Uvarint(), r.Uvarint()
+			if n > math.MaxUint64-lo {
+				return fmt.Errorf("%w: producer %q: a run of %d seqs from %d", ErrSnapshot, name, n, lo)
+			}
+			p.run = seqRange{lo, lo + n}
+		}
 		if b := r.Bytes(); len(b) > 0 {
 			p.lo = roaring.New()
 			if err := readBitmap(func() error { return p.lo.UnmarshalBinary(b) }, p.lo.Validate); err != nil {
@@ -140,6 +152,9 @@ func (s *Set) LoadSnapshot(r *snap.Reader) (err error) {
 			if err := readBitmap(func() error { return p.hi.UnmarshalBinary(b) }, p.hi.Validate); err != nil {
 				return fmt.Errorf("%w: producer %q: %w", ErrSnapshot, name, err)
 			}
+		}
+		if p.run.lo != p.run.hi && (p.lo != nil || p.hi != nil) {
+			return fmt.Errorf("%w: producer %q: a run and bitmaps", ErrSnapshot, name)
 		}
 	}
 

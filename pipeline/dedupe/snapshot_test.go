@@ -3,6 +3,7 @@ package dedupe
 import (
 	"bytes"
 	"errors"
+	"os"
 	"testing"
 	"time"
 
@@ -134,7 +135,7 @@ func TestSnapshotCorrupt(t *testing.T) {
 		}
 		r.Observe("scanner", true, 5, "", at(29*time.Hour))
 	}
-	r := snap.NewReader([]byte("\x06dedupe\x02"))
+	r := snap.NewReader([]byte("\x06dedupe\x03"))
 	if err := New(DefaultOptions()).LoadSnapshot(r); err == nil || errors.Is(err, snap.ErrShort) {
 		t.Fatalf("version mismatch: %v", err)
 	}
@@ -164,4 +165,34 @@ func FuzzLoadSnapshot(f *testing.F) {
 		r.Observe("scanner", true, 3, "", at(24*time.Hour))
 		r.Observe("gw", false, 0, "a", at(24*time.Hour))
 	})
+}
+
+// TestSnapshotVersion1 loads a section of the previous format (seqs in
+// bitmaps only), written by the release before runs of seqs: a joiner
+// upgraded in place restores from its checkpoints instead of replaying.
+func TestSnapshotVersion1(t *testing.T) {
+	b, err := os.ReadFile("testdata/snapshot-v1.bin")
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := load(t, DefaultOptions(), b)
+	if s.Len() != 618 || s.Producers() != 4 {
+		t.Fatalf("%d identities of %d producers, want 618 of 4", s.Len(), s.Producers())
+	}
+	for _, c := range []struct {
+		producer string
+		seq      uint64
+		want     Result
+	}{
+		{"agent", 120, Duplicate}, {"agent", 299, Duplicate}, {"agent", 300, Fresh},
+		{"scanner", 3 * 150, Duplicate}, {"scanner", 3*150 + 1, Fresh},
+		{"big", 1<<40 + 200, Duplicate}, {"big", 1<<40 + 300, Fresh},
+	} {
+		if got := s.Observe(c.producer, true, c.seq, "", at(5*time.Hour)); got != c.want {
+			t.Errorf("%s seq %d: %v, want %v", c.producer, c.seq, got, c.want)
+		}
+	}
+	if got := s.Observe("gw", false, 0, "k-id", at(270*time.Minute)); got != Duplicate {
+		t.Errorf("a known event id: %v", got)
+	}
 }

@@ -200,13 +200,24 @@ func (r *Reader) Time() time.Time {
 }
 
 // Header reads a section header and checks its name and version.
-func (r *Reader) Header(name string, version byte) {
+func (r *Reader) Header(name string, version byte) { r.HeaderIn(name, version, version) }
+
+// HeaderIn reads a section header, checks its name and that its version
+// is one of oldest..newest, which a reader still understands, and
+// returns the version (0 on error).
+func (r *Reader) HeaderIn(name string, oldest, newest byte) byte {
 	got := string(r.Bytes())
 	v := r.Byte()
 	if r.err != nil {
-		return
+		return 0
 	}
-	if got != name || v != version {
-		r.Fail(fmt.Errorf("snap: section %q version %d, want %q version %d", got, v, name, version))
+	if got != name || v < oldest || v > newest {
+		want := fmt.Sprintf("version %d", newest)
+		if oldest != newest {
+			want = fmt.Sprintf("versions %d to %d", oldest, newest)
+		}
+		r.Fail(fmt.Errorf("snap: section %q version %d, want %q %s", got, v, name, want))
+		return 0
 	}
+	return v
 }

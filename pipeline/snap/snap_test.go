@@ -75,3 +75,19 @@ func TestTruncatedAndCorrupt(t *testing.T) {
 		t.Fatalf("count %d err %v", n, r.Err())
 	}
 }
+
+func TestHeaderIn(t *testing.T) {
+	var w Writer
+	w.Header("sec", 2)
+	for _, c := range []struct {
+		oldest, newest, want byte
+	}{{1, 2, 2}, {2, 3, 2}, {2, 2, 2}, {3, 4, 0}, {1, 1, 0}} {
+		r := NewReader(w.B)
+		if got := r.HeaderIn("sec", c.oldest, c.newest); got != c.want || (got == 0) != (r.Err() != nil) {
+			t.Errorf("versions %d to %d: %d, err %v", c.oldest, c.newest, got, r.Err())
+		}
+	}
+	if r := NewReader(w.B); r.HeaderIn("other", 1, 2) != 0 || r.Err() == nil {
+		t.Error("another section's name was accepted")
+	}
+}
