@@ -8,6 +8,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"runtime"
+	"strconv"
 	"strings"
 	"testing"
 	"unsafe"
@@ -635,4 +636,25 @@ func dumpStore(s *Store) string {
 		fmt.Fprintf(&b, "scan %s %d %v\n", p, at, ok)
 	}
 	return b.String()
+}
+
+// BenchmarkSetNew applies a first record and a first observation to new
+// identities whose versions and routes are their own, as a fleet's
+// platform records first bring them: every value interned and every
+// shape created is new, in tables of a million.
+func BenchmarkSetNew(b *testing.B) {
+	s := New()
+	buf := make([]byte, 0, 64)
+	num := func(prefix string, i int) string {
+		return string(strconv.AppendInt(append(buf[:0], prefix...), int64(i), 10))
+	}
+	b.ReportAllocs()
+	for i := range b.N {
+		id := s.Get("gpuaas", num("gpu-", i), true)
+		s.SetRecord(id, &Record{RecordType: "allocation", RecordID: num("alloc-", i), ResourceFamily: "gpu", ProductID: "h100",
+			OwningDomain: "eu-west", OwningPackage: "compute", DomainID: "d-1", ExpectedState: "allocated",
+			ExpectedVersion: num("v", i), Quota: "8", RouteTarget: num("route-", i), RecordVersion: 1}, int64(i), "sync")
+		s.SetObs(id, &Observation{ResourceFamily: "gpu", ObservedState: "running", ObservedVersion: num("v", i),
+			Usage: "8", RouteTarget: num("route-", i)}, int64(i), "scan-1")
+	}
 }

@@ -1,6 +1,10 @@
 package ownerstate
 
-import "github.com/driftline/driftline/pipeline/intern"
+import (
+	"unsafe"
+
+	"github.com/driftline/driftline/pipeline/intern"
+)
 
 // Sym is an interned string of one Store. Sym 0 is the empty string.
 type Sym = intern.Sym
@@ -15,9 +19,9 @@ const minCompactAt = 1 << 14
 type symtab struct {
 	*intern.Table
 
-	recIDs map[RecordShape]uint32
+	recIDs shapeIndex
 	recs   []RecordShape // recs[0] is unused: shape 0 means none
-	obsIDs map[ObsShape]uint32
+	obsIDs shapeIndex
 	obss   []ObsShape // obss[0] is unused
 
 	// compactAt is the size of strs, recs or obss that triggers a rebuild.
@@ -33,35 +37,42 @@ type symtab struct {
 
 func (t *symtab) init() {
 	t.Table = intern.New("")
-	t.recIDs, t.recs = map[RecordShape]uint32{}, []RecordShape{{}}
-	t.obsIDs, t.obss = map[ObsShape]uint32{}, []ObsShape{{}}
+	t.recIDs, t.recs = shapeIndex{}, []RecordShape{{}}
+	t.obsIDs, t.obss = shapeIndex{}, []ObsShape{{}}
 	t.compactAt = minCompactAt
 }
 
+// Key sizes of the shapes: their symbols, without the flags derived from
+// them.
+const (
+	recKeySize = unsafe.Offsetof(RecordShape{}.liveExpecting)
+	obsKeySize = unsafe.Offsetof(ObsShape{}.live)
+)
+
 func (t *symtab) recShape(r RecordShape) uint32 {
-	r.liveExpecting, r.absentExpecting = false, false
-	if i, ok := t.recIDs[r]; ok {
+	h := hashShape(&r, recKeySize)
+	i, slot := findShape(&t.recIDs, t.recs, &r, recKeySize, h)
+	if i != 0 {
 		return i
 	}
-	key := r
 	state := t.Str(r.ExpectedState)
 	r.liveExpecting, r.absentExpecting = LiveExpecting(state), AbsentExpecting(state)
-	i := uint32(len(t.recs))
+	i = uint32(len(t.recs))
 	t.recs = append(t.recs, r)
-	t.recIDs[key] = i
+	addShape(&t.recIDs, t.recs, recKeySize, i, h, slot)
 	return i
 }
 
 func (t *symtab) obsShape(o ObsShape) uint32 {
-	o.live = false
-	if i, ok := t.obsIDs[o]; ok {
+	h := hashShape(&o, obsKeySize)
+	i, slot := findShape(&t.obsIDs, t.obss, &o, obsKeySize, h)
+	if i != 0 {
 		return i
 	}
-	key := o
 	o.live = LiveExpecting(t.Str(o.ObservedState))
-	i := uint32(len(t.obss))
+	i = uint32(len(t.obss))
 	t.obss = append(t.obss, o)
-	t.obsIDs[key] = i
+	addShape(&t.obsIDs, t.obss, obsKeySize, i, h, slot)
 	return i
 }
 
