@@ -11,6 +11,7 @@ package sink
 import (
 	"context"
 	"fmt"
+	"sync"
 	"time"
 
 	"github.com/ClickHouse/clickhouse-go/v2/lib/driver"
@@ -88,15 +89,55 @@ const insertNodes = `INSERT INTO node_agent_status (node_id, domain_id, owning_d
 const insertProgress = `INSERT INTO consumer_progress (consumer, partition, watermark, events, findings_open,
  updated_at, version)`
 
-// Write inserts the batch: history first, then current rows, then the
-// summaries, then progress, so that neither a summary nor the progress
-// ever claims more than drift_evidence holds.
+// Write inserts the batch: history first, then current rows, with the
+// node statuses beside them on a second connection; then the summaries,
+// then progress, so that neither a summary nor the progress ever claims
+// more than drift_evidence holds. The node statuses are the largest
+// table of a batch, and writing them beside the findings lets
+// ClickHouse insert both at once (an insert is mostly one server
+// thread) instead of the poll loop waiting for their sum.
 //
 // Values of plain columns are appended through pointers, which an
 // interface holds without a copy on the heap; LowCardinality columns are
 // keyed by value in clickhouse-go, so their strings go by value.
 func (c *ClickHouse) Write(ctx context.Context, b *Batch) error {
 	now := c.now().UTC()
+	var nodes sync.WaitGroup
+	var nodesErr error
+	if len(b.Nodes) > 0 {
+		nodes.Go(func() { nodesErr = c.writeNodes(ctx, b.Nodes, now) })
+	}
+	err := c.writeFindings(ctx, b, now)
+	nodes.Wait()
+	if err != nil {
+		return err
+	}
+	if nodesErr != nil {
+		return nodesErr
+	}
+	if err := c.writeSummaries(ctx, b); err != nil {
+		return err
+	}
+	if len(b.Progress) > 0 {
+		batch, err := c.conn.PrepareBatch(ctx, insertProgress)
+		if err != nil {
+			return fmt.Errorf("prepare consumer_progress insert: %w", err)
+		}
+		version := uint64(now.UnixNano())
+		for _, p := range b.Progress {
+			if err := batch.Append(p.Consumer, uint32(p.Partition), dt(p.Watermark), p.Events, p.FindingsOpen, now, version); err != nil {
+				return fmt.Errorf("append consumer_progress row: %w", err)
+			}
+		}
+		if err := batch.Send(); err != nil {
+			return fmt.Errorf("insert consumer_progress: %w", err)
+		}
+	}
+	return nil
+}
+
+// writeFindings inserts the batch's history, then its current rows.
+func (c *ClickHouse) writeFindings(ctx context.Context, b *Batch, now time.Time) error {
 	// ts holds a row's DateTime values, reused row after row: the columns
 	// copy them at once.
 	var ts [6]time.Time
@@ -140,49 +181,34 @@ func (c *ClickHouse) Write(ctx context.Context, b *Batch) error {
 			return fmt.Errorf("insert drift_evidence: %w", err)
 		}
 	}
-	if len(b.Nodes) > 0 {
-		batch, err := c.conn.PrepareBatch(ctx, insertNodes)
-		if err != nil {
-			return fmt.Errorf("prepare node_agent_status insert: %w", err)
+	return nil
+}
+
+// writeNodes inserts node statuses.
+func (c *ClickHouse) writeNodes(ctx context.Context, nodes []nodeagent.Status, now time.Time) error {
+	batch, err := c.conn.PrepareBatch(ctx, insertNodes)
+	if err != nil {
+		return fmt.Errorf("prepare node_agent_status insert: %w", err)
+	}
+	var lastSeen time.Time
+	var replay uint8
+	for i := range nodes {
+		n := &nodes[i]
+		replay = 0
+		if n.ReplayRequired {
+			replay = 1
 		}
-		ts[1] = now
-		var replay uint8
-		for i := range b.Nodes {
-			n := &b.Nodes[i]
-			replay = 0
-			if n.ReplayRequired {
-				replay = 1
-			}
-			ts[0] = dt(n.LastSeenAt)
-			if err := batch.Append(&n.NodeID, n.DomainID, n.OwningDomain, n.State, n.Reason, n.UpdatePath,
-				&n.ExpectedAgentVersion, &n.ObservedAgentVersion, &n.CertIssuerFingerprint, &n.IngressTrustFingerprint,
-				&n.HostFingerprint, n.TerminalStreamProbe, n.WorkloadImpact, n.Health, n.Gate, n.ConnectivityMode,
-				&n.RTTMs, &n.LossPct, &n.BandwidthKbps, &n.BacklogMessages, &n.SecondsBehind, &replay,
-				&ts[0], &n.AttentionScore, &n.Version, &ts[1]); err != nil {
-				return fmt.Errorf("append node_agent_status row: %w", err)
-			}
-		}
-		if err := batch.Send(); err != nil {
-			return fmt.Errorf("insert node_agent_status: %w", err)
+		lastSeen = dt(n.LastSeenAt)
+		if err := batch.Append(&n.NodeID, n.DomainID, n.OwningDomain, n.State, n.Reason, n.UpdatePath,
+			&n.ExpectedAgentVersion, &n.ObservedAgentVersion, &n.CertIssuerFingerprint, &n.IngressTrustFingerprint,
+			&n.HostFingerprint, n.TerminalStreamProbe, n.WorkloadImpact, n.Health, n.Gate, n.ConnectivityMode,
+			&n.RTTMs, &n.LossPct, &n.BandwidthKbps, &n.BacklogMessages, &n.SecondsBehind, &replay,
+			&lastSeen, &n.AttentionScore, &n.Version, &now); err != nil {
+			return fmt.Errorf("append node_agent_status row: %w", err)
 		}
 	}
-	if err := c.writeSummaries(ctx, b); err != nil {
-		return err
-	}
-	if len(b.Progress) > 0 {
-		batch, err := c.conn.PrepareBatch(ctx, insertProgress)
-		if err != nil {
-			return fmt.Errorf("prepare consumer_progress insert: %w", err)
-		}
-		version := uint64(now.UnixNano())
-		for _, p := range b.Progress {
-			if err := batch.Append(p.Consumer, uint32(p.Partition), dt(p.Watermark), p.Events, p.FindingsOpen, now, version); err != nil {
-				return fmt.Errorf("append consumer_progress row: %w", err)
-			}
-		}
-		if err := batch.Send(); err != nil {
-			return fmt.Errorf("insert consumer_progress: %w", err)
-		}
+	if err := batch.Send(); err != nil {
+		return fmt.Errorf("insert node_agent_status: %w", err)
 	}
 	return nil
 }
