@@ -36,7 +36,7 @@ func TestProcReadings(t *testing.T) {
 
 func TestFleetConfigSizes(t *testing.T) {
 	for _, events := range []int{100_000, 1_000_000, 10_000_000} {
-		cfg := fleetConfig(events)
+		cfg := fleet.SizedConfig(events)
 		if err := cfg.Validate(); err != nil {
 			t.Fatalf("%d: %v", events, err)
 		}
@@ -46,14 +46,14 @@ func TestFleetConfigSizes(t *testing.T) {
 		}
 	}
 	// The 7.5 events per identity the sizes assume, on a small fleet.
-	g, err := fleet.New(fleetConfig(30_000))
+	g, err := fleet.New(fleet.SizedConfig(30_000))
 	if err != nil {
 		t.Fatal(err)
 	}
 	n := 0
 	_ = g.Emit(func(*fleet.Event) error { n++; return nil })
 	if n < 27_000 || n > 33_000 {
-		t.Errorf("fleetConfig(30000) generates %d events", n)
+		t.Errorf("SizedConfig(30000) generates %d events", n)
 	}
 }
 

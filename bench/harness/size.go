@@ -38,21 +38,6 @@ type env struct {
 	joinerCounts map[string]int
 }
 
-// fleetConfig returns a fleet of about events generated events: identities
-// split over domains of at most 25,000 (GPU nodes, apps, volumes and
-// endpoints 2:4:3:1), everything else at the generator's defaults.
-func fleetConfig(events int) fleet.Config {
-	cfg := fleet.DefaultConfig()
-	ids := max(events*2/15, 100) // about 7.5 events per identity
-	cfg.Domains = min(max((ids+24_999)/25_000, 1), 99)
-	per := max(ids/cfg.Domains, 10)
-	cfg.NodesPerDomain = per * 2 / 10
-	cfg.AppsPerDomain = per * 4 / 10
-	cfg.VolumesPerDomain = per * 3 / 10
-	cfg.EndpointsPerDomain = per - cfg.NodesPerDomain - cfg.AppsPerDomain - cfg.VolumesPerDomain
-	return cfg
-}
-
 func runSize(ctx context.Context, o options, runDir string, size int, latency bool, rep *report) (*sizeResult, error) {
 	name := sizeName(size)
 	// A leading underscore keeps `go build ./...` and `go vet ./...` from
@@ -61,7 +46,7 @@ func runSize(ctx context.Context, o options, runDir string, size int, latency bo
 	logf := func(format string, args ...any) { log.Printf(name+": "+format, args...) }
 	res := &sizeResult{Name: name}
 
-	cfg := fleetConfig(size)
+	cfg := fleet.SizedConfig(size)
 	g, err := fleet.New(cfg)
 	if err != nil {
 		return nil, err

@@ -196,6 +196,22 @@ func DefaultConfig() Config {
 	}
 }
 
+// SizedConfig returns the default fleet resized to about events generated
+// events (about 7.5 per identity): identities split over domains of at
+// most 25,000 (GPU nodes, apps, volumes and endpoints 2:4:3:1). The
+// benchmarks size their data sets with it.
+func SizedConfig(events int) Config {
+	cfg := DefaultConfig()
+	ids := max(events*2/15, 100)
+	cfg.Domains = min(max((ids+24_999)/25_000, 1), 99)
+	per := max(ids/cfg.Domains, 10)
+	cfg.NodesPerDomain = per * 2 / 10
+	cfg.AppsPerDomain = per * 4 / 10
+	cfg.VolumesPerDomain = per * 3 / 10
+	cfg.EndpointsPerDomain = per - cfg.NodesPerDomain - cfg.AppsPerDomain - cfg.VolumesPerDomain
+	return cfg
+}
+
 // Validate checks the config and that its timeline keeps the ground truth
 // exact: no healthy resource crosses the staleness window, every orphan's
 // grace ends at round 0's first scan marker, and each round's scan markers
