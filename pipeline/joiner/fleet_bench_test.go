@@ -71,7 +71,7 @@ func BenchmarkApplyFleet(b *testing.B) {
 		for i, r := range recs {
 			j.apply(part, r)
 			if i%200_000 == 199_999 {
-				part.summary.flush(part.p, &part.live.batch)
+				part.summary.flush(part.p, part.live.batch)
 				part.live.reset()
 			}
 		}

@@ -21,7 +21,9 @@ import (
 // order, and a crash loses at most the uncommitted tail, replayed
 // idempotently as before.
 type batch struct {
-	out sink.Batch
+	// parts are the outputs of the partitions (rows, summaries,
+	// progress), written as one: each table in one insert.
+	parts []*sink.Batch
 	// rejected are the invalid records, quarantined before the commit.
 	rejected []rejected
 	// rerouted are the mis-partitioned records, moved to their partition
@@ -39,13 +41,32 @@ type batch struct {
 	err       error         // the write gave up (the joiner is stopping)
 }
 
-func (b *batch) reset() {
-	b.out.Reset()
+// reset empties b; its parts, emptied, go to free for the partitions to
+// fill again.
+func (b *batch) reset(free []*sink.Batch) []*sink.Batch {
+	for _, out := range b.parts {
+		out.Reset()
+		free = append(free, out)
+	}
+	clear(b.parts)
+	b.parts = b.parts[:0]
 	clear(b.rejected)
 	clear(b.rerouted)
 	clear(b.saves)
 	b.rejected, b.rerouted, b.saves = b.rejected[:0], b.rerouted[:0], b.saves[:0]
 	b.offsets, b.done, b.committed, b.err = nil, nil, false, nil
+	return free
+}
+
+// rows returns the current finding rows of b and whether b writes
+// nothing.
+func (b *batch) rows() (current int, empty bool) {
+	empty = true
+	for _, out := range b.parts {
+		current += len(out.Current)
+		empty = empty && out.Empty()
+	}
+	return current, empty
 }
 
 // flush settles the batch in flight, seals what was applied since into
@@ -78,12 +99,11 @@ func (j *Joiner) seal(final bool) *batch {
 	j.spare = nil
 	b.done = make(chan struct{})
 	names := j.streamTopics()
-	j.reserve(b)
 	for p, part := range j.parts {
-		j.gather(part, b)
+		out := j.gather(part, b)
 		if part.dirty {
-			part.summary.flush(part.p, &b.out)
-			b.out.Progress = append(b.out.Progress, j.progress(part))
+			part.summary.flush(part.p, out)
+			out.Progress = append(out.Progress, j.progress(part))
 			j.observe(part)
 			part.dirty = false
 		}
@@ -122,15 +142,15 @@ func (j *Joiner) write(ctx context.Context, b *batch) {
 	if b.err = j.reroute(wctx, giveUp, b.rerouted); b.err != nil {
 		return
 	}
-	if !b.out.Empty() {
+	if rows, empty := b.rows(); !empty {
 		b.err = retry.Until(giveUp, j.opts.Logger, "write findings to ClickHouse", func() error {
 			start := time.Now()
-			if err := j.sink.Write(wctx, &b.out); err != nil {
+			if err := j.sink.Write(wctx, b.parts...); err != nil {
 				j.m.flushErrors.Inc()
 				return err
 			}
 			j.m.flushSeconds.Observe(time.Since(start).Seconds())
-			j.m.flushRows.Observe(float64(len(b.out.Current)))
+			j.m.flushRows.Observe(float64(rows))
 			return nil
 		})
 		if b.err != nil {
@@ -167,7 +187,7 @@ func (j *Joiner) settle() error {
 		}
 	}
 	err := b.err
-	b.reset()
+	j.freeParts = b.reset(j.freeParts)
 	j.spare = b
 	return err
 }

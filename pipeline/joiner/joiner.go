@@ -50,9 +50,10 @@ import (
 	"github.com/driftline/driftline/pipeline/topics"
 )
 
-// Sink is where the joiner writes findings.
+// Sink is where the joiner writes findings: the batches of one write
+// (the outputs of its partitions) as one.
 type Sink interface {
-	Write(ctx context.Context, b *sink.Batch) error
+	Write(ctx context.Context, bs ...*sink.Batch) error
 }
 
 // Options configure a Joiner.
@@ -237,7 +238,7 @@ type Joiner struct {
 	// mis-partitioning check.
 	partitions int32
 
-	// mu protects parts, inflight and spare: the poll loop holds it while
+	// mu protects parts, inflight, spare and freeParts: the poll loop holds it while
 	// it applies and seals batches; the group callbacks hold it while they
 	// restore or drop partitions.
 	mu    sync.Mutex
@@ -246,6 +247,9 @@ type Joiner struct {
 	// background (see flush.go), nil if none; spare is a settled one kept
 	// for its buffers.
 	inflight, spare *batch
+	// freeParts are emptied partition outputs of settled batches, kept
+	// for their buffers (see gather).
+	freeParts []*sink.Batch
 	// failed is the error of a batch settled by a group callback, returned
 	// by the next flush.
 	failed error

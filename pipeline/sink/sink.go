@@ -89,25 +89,27 @@ const insertNodes = `INSERT INTO node_agent_status (node_id, domain_id, owning_d
 const insertProgress = `INSERT INTO consumer_progress (consumer, partition, watermark, events, findings_open,
  updated_at, version)`
 
-// Write inserts the batch: history first, then current rows, with the
-// node statuses beside them on a second connection; then the summaries,
-// then progress, so that neither a summary nor the progress ever claims
-// more than drift_evidence holds. The node statuses are the largest
-// table of a batch, and writing them beside the findings lets
-// ClickHouse insert both at once (an insert is mostly one server
-// thread) instead of the poll loop waiting for their sum.
+// Write inserts the batches as one write, each table in one insert of
+// their rows in order (a joiner writes the outputs of its partitions
+// together): history first, then current rows, with the node statuses
+// beside them on a second connection; then the summaries, then
+// progress, so that neither a summary nor the progress ever claims more
+// than drift_evidence holds. The node statuses are the largest table of
+// a batch, and writing them beside the findings lets ClickHouse insert
+// both at once (an insert is mostly one server thread) instead of the
+// poll loop waiting for their sum.
 //
 // Values of plain columns are appended through pointers, which an
 // interface holds without a copy on the heap; LowCardinality columns are
 // keyed by value in clickhouse-go, so their strings go by value.
-func (c *ClickHouse) Write(ctx context.Context, b *Batch) error {
+func (c *ClickHouse) Write(ctx context.Context, bs ...*Batch) error {
 	now := c.now().UTC()
 	var nodes sync.WaitGroup
 	var nodesErr error
-	if len(b.Nodes) > 0 {
-		nodes.Go(func() { nodesErr = c.writeNodes(ctx, b.Nodes, now) })
+	if count(bs, func(b *Batch) int { return len(b.Nodes) }) > 0 {
+		nodes.Go(func() { nodesErr = c.writeNodes(ctx, bs, now) })
 	}
-	err := c.writeFindings(ctx, b, now)
+	err := c.writeFindings(ctx, bs, now)
 	nodes.Wait()
 	if err != nil {
 		return err
@@ -115,18 +117,20 @@ func (c *ClickHouse) Write(ctx context.Context, b *Batch) error {
 	if nodesErr != nil {
 		return nodesErr
 	}
-	if err := c.writeSummaries(ctx, b); err != nil {
+	if err := c.writeSummaries(ctx, bs); err != nil {
 		return err
 	}
-	if len(b.Progress) > 0 {
+	if count(bs, func(b *Batch) int { return len(b.Progress) }) > 0 {
 		batch, err := c.conn.PrepareBatch(ctx, insertProgress)
 		if err != nil {
 			return fmt.Errorf("prepare consumer_progress insert: %w", err)
 		}
 		version := uint64(now.UnixNano())
-		for _, p := range b.Progress {
-			if err := batch.Append(p.Consumer, uint32(p.Partition), dt(p.Watermark), p.Events, p.FindingsOpen, now, version); err != nil {
-				return fmt.Errorf("append consumer_progress row: %w", err)
+		for _, b := range bs {
+			for _, p := range b.Progress {
+				if err := batch.Append(p.Consumer, uint32(p.Partition), dt(p.Watermark), p.Events, p.FindingsOpen, now, version); err != nil {
+					return fmt.Errorf("append consumer_progress row: %w", err)
+				}
 			}
 		}
 		if err := batch.Send(); err != nil {
@@ -136,45 +140,58 @@ func (c *ClickHouse) Write(ctx context.Context, b *Batch) error {
 	return nil
 }
 
-// writeFindings inserts the batch's history, then its current rows.
-func (c *ClickHouse) writeFindings(ctx context.Context, b *Batch, now time.Time) error {
+// count sums n over bs.
+func count(bs []*Batch, n func(*Batch) int) int {
+	total := 0
+	for _, b := range bs {
+		total += n(b)
+	}
+	return total
+}
+
+// writeFindings inserts the batches' history, then their current rows.
+func (c *ClickHouse) writeFindings(ctx context.Context, bs []*Batch, now time.Time) error {
 	// ts holds a row's DateTime values, reused row after row: the columns
 	// copy them at once.
 	var ts [6]time.Time
-	if len(b.History) > 0 {
+	if count(bs, func(b *Batch) int { return len(b.History) }) > 0 {
 		batch, err := c.conn.PrepareBatch(ctx, insertHistory)
 		if err != nil {
 			return fmt.Errorf("prepare drift_history insert: %w", err)
 		}
-		for i := range b.History {
-			f := &b.History[i]
-			ts[0] = eventTime(f)
-			if err := batch.Append(&f.EvidenceID, &f.Version, f.Transition, f.Class.String(), f.Severity,
-				f.Status, f.Posture, f.ExpectedState, f.ObservedState, &f.ObservedVersion, &f.RetryCount,
-				&ts[0], &f.CorrelationID); err != nil {
-				return fmt.Errorf("append drift_history row: %w", err)
+		for _, b := range bs {
+			for i := range b.History {
+				f := &b.History[i]
+				ts[0] = eventTime(f)
+				if err := batch.Append(&f.EvidenceID, &f.Version, f.Transition, f.Class.String(), f.Severity,
+					f.Status, f.Posture, f.ExpectedState, f.ObservedState, &f.ObservedVersion, &f.RetryCount,
+					&ts[0], &f.CorrelationID); err != nil {
+					return fmt.Errorf("append drift_history row: %w", err)
+				}
 			}
 		}
 		if err := batch.Send(); err != nil {
 			return fmt.Errorf("insert drift_history: %w", err)
 		}
 	}
-	if len(b.Current) > 0 {
+	if count(bs, func(b *Batch) int { return len(b.Current) }) > 0 {
 		batch, err := c.conn.PrepareBatch(ctx, insertEvidence)
 		if err != nil {
 			return fmt.Errorf("prepare drift_evidence insert: %w", err)
 		}
 		ts[5] = now
-		for i := range b.Current {
-			f := &b.Current[i]
-			ts[0], ts[1], ts[2], ts[3], ts[4] = dt(f.ObservedAt), dt(f.FirstSeenAt), dt(f.LastSeenAt), dt(f.ResolvedAt), dt(f.NextAttemptAt)
-			if err := batch.Append(&f.EvidenceID, &f.CorrelationID, f.ResourceFamily, f.ProductID,
-				f.OwningDomain, f.OwningPackage, f.DomainID, f.RecordType, &f.RecordID, f.ExpectedState,
-				&f.ExpectedVersion, f.Provider, &f.ProviderID, f.ObservedState, &f.ObservedVersion,
-				&ts[0], f.Class.String(), f.Severity, f.Status, &ts[1], &ts[2],
-				&ts[3], &f.RetryCount, f.Posture, &ts[4], &f.Runbook, &f.AttentionScore,
-				&f.Version, &ts[5]); err != nil {
-				return fmt.Errorf("append drift_evidence row: %w", err)
+		for _, b := range bs {
+			for i := range b.Current {
+				f := &b.Current[i]
+				ts[0], ts[1], ts[2], ts[3], ts[4] = dt(f.ObservedAt), dt(f.FirstSeenAt), dt(f.LastSeenAt), dt(f.ResolvedAt), dt(f.NextAttemptAt)
+				if err := batch.Append(&f.EvidenceID, &f.CorrelationID, f.ResourceFamily, f.ProductID,
+					f.OwningDomain, f.OwningPackage, f.DomainID, f.RecordType, &f.RecordID, f.ExpectedState,
+					&f.ExpectedVersion, f.Provider, &f.ProviderID, f.ObservedState, &f.ObservedVersion,
+					&ts[0], f.Class.String(), f.Severity, f.Status, &ts[1], &ts[2],
+					&ts[3], &f.RetryCount, f.Posture, &ts[4], &f.Runbook, &f.AttentionScore,
+					&f.Version, &ts[5]); err != nil {
+					return fmt.Errorf("append drift_evidence row: %w", err)
+				}
 			}
 		}
 		if err := batch.Send(); err != nil {
@@ -184,27 +201,29 @@ func (c *ClickHouse) writeFindings(ctx context.Context, b *Batch, now time.Time)
 	return nil
 }
 
-// writeNodes inserts node statuses.
-func (c *ClickHouse) writeNodes(ctx context.Context, nodes []nodeagent.Status, now time.Time) error {
+// writeNodes inserts the batches' node statuses.
+func (c *ClickHouse) writeNodes(ctx context.Context, bs []*Batch, now time.Time) error {
 	batch, err := c.conn.PrepareBatch(ctx, insertNodes)
 	if err != nil {
 		return fmt.Errorf("prepare node_agent_status insert: %w", err)
 	}
 	var lastSeen time.Time
 	var replay uint8
-	for i := range nodes {
-		n := &nodes[i]
-		replay = 0
-		if n.ReplayRequired {
-			replay = 1
-		}
-		lastSeen = dt(n.LastSeenAt)
-		if err := batch.Append(&n.NodeID, n.DomainID, n.OwningDomain, n.State, n.Reason, n.UpdatePath,
-			&n.ExpectedAgentVersion, &n.ObservedAgentVersion, &n.CertIssuerFingerprint, &n.IngressTrustFingerprint,
-			&n.HostFingerprint, n.TerminalStreamProbe, n.WorkloadImpact, n.Health, n.Gate, n.ConnectivityMode,
-			&n.RTTMs, &n.LossPct, &n.BandwidthKbps, &n.BacklogMessages, &n.SecondsBehind, &replay,
-			&lastSeen, &n.AttentionScore, &n.Version, &now); err != nil {
-			return fmt.Errorf("append node_agent_status row: %w", err)
+	for _, b := range bs {
+		for i := range b.Nodes {
+			n := &b.Nodes[i]
+			replay = 0
+			if n.ReplayRequired {
+				replay = 1
+			}
+			lastSeen = dt(n.LastSeenAt)
+			if err := batch.Append(&n.NodeID, n.DomainID, n.OwningDomain, n.State, n.Reason, n.UpdatePath,
+				&n.ExpectedAgentVersion, &n.ObservedAgentVersion, &n.CertIssuerFingerprint, &n.IngressTrustFingerprint,
+				&n.HostFingerprint, n.TerminalStreamProbe, n.WorkloadImpact, n.Health, n.Gate, n.ConnectivityMode,
+				&n.RTTMs, &n.LossPct, &n.BandwidthKbps, &n.BacklogMessages, &n.SecondsBehind, &replay,
+				&lastSeen, &n.AttentionScore, &n.Version, &now); err != nil {
+				return fmt.Errorf("append node_agent_status row: %w", err)
+			}
 		}
 	}
 	if err := batch.Send(); err != nil {

@@ -32,7 +32,7 @@ func readModel(tb testing.TB) driver.Conn {
 
 // TestWriteRoundTrip writes findings, transitions and node statuses and
 // reads every column back: each value lands in its column, whichever way
-// Write hands it to the driver.
+// Write hands it to the driver, and whichever batch of a write it is in.
 func TestWriteRoundTrip(t *testing.T) {
 	ctx := context.Background()
 	conn := readModel(t)
@@ -43,7 +43,11 @@ func TestWriteRoundTrip(t *testing.T) {
 	b.Nodes[2].ReplayRequired, b.Nodes[2].BacklogMessages, b.Nodes[2].SecondsBehind, b.Nodes[2].LossPct = true, 1234, 56, 2.5
 	c := NewClickHouse(conn)
 	c.now = func() time.Time { return time.Date(2026, 11, 21, 11, 0, 0, 0, time.UTC) }
-	if err := c.Write(ctx, b); err != nil {
+	// Written as two batches (a joiner writes its partitions' outputs
+	// together): each table gets the rows of both, in order.
+	first := &Batch{Current: b.Current[:2], History: b.History[:1], Nodes: b.Nodes[:2]}
+	second := &Batch{Current: b.Current[2:], History: b.History[1:], Nodes: b.Nodes[2:]}
+	if err := c.Write(ctx, first, second); err != nil {
 		t.Fatal(err)
 	}
 	rows := func(q string) []string {

@@ -51,39 +51,43 @@ const insertCounts = `INSERT INTO finding_counts (partition, owning_domain, clas
 
 const insertTop = `INSERT INTO attention_top (per_domain, owning_domain, partition, rank, evidence_id, attention_score, version)`
 
-// writeSummaries inserts the batch's finding counts and attention slots.
+// writeSummaries inserts the batches' finding counts and attention slots.
 // The rows are absolute values with the partition's transition version,
 // so a batch written twice reads the same.
-func (c *ClickHouse) writeSummaries(ctx context.Context, b *Batch) error {
-	if len(b.Counts) > 0 {
+func (c *ClickHouse) writeSummaries(ctx context.Context, bs []*Batch) error {
+	if count(bs, func(b *Batch) int { return len(b.Counts) }) > 0 {
 		batch, err := c.conn.PrepareBatch(ctx, insertCounts)
 		if err != nil {
 			return fmt.Errorf("prepare finding_counts insert: %w", err)
 		}
-		for i := range b.Counts {
-			n, k := &b.Counts[i], &b.Counts[i].Key
-			if err := batch.Append(uint32(n.Partition), k.OwningDomain, k.Classification, k.Severity, k.Status,
-				k.Posture, k.ProductID, k.ResourceFamily, k.Provider, k.DomainID, n.Findings, n.Version); err != nil {
-				return fmt.Errorf("append finding_counts row: %w", err)
+		for _, b := range bs {
+			for i := range b.Counts {
+				n, k := &b.Counts[i], &b.Counts[i].Key
+				if err := batch.Append(uint32(n.Partition), k.OwningDomain, k.Classification, k.Severity, k.Status,
+					k.Posture, k.ProductID, k.ResourceFamily, k.Provider, k.DomainID, n.Findings, n.Version); err != nil {
+					return fmt.Errorf("append finding_counts row: %w", err)
+				}
 			}
 		}
 		if err := batch.Send(); err != nil {
 			return fmt.Errorf("insert finding_counts: %w", err)
 		}
 	}
-	if len(b.Top) > 0 {
+	if count(bs, func(b *Batch) int { return len(b.Top) }) > 0 {
 		batch, err := c.conn.PrepareBatch(ctx, insertTop)
 		if err != nil {
 			return fmt.Errorf("prepare attention_top insert: %w", err)
 		}
-		for i := range b.Top {
-			t := &b.Top[i]
-			perDomain := uint8(0)
-			if t.PerDomain {
-				perDomain = 1
-			}
-			if err := batch.Append(perDomain, t.OwningDomain, uint32(t.Partition), t.Rank, t.EvidenceID, t.Score, t.Version); err != nil {
-				return fmt.Errorf("append attention_top row: %w", err)
+		for _, b := range bs {
+			for i := range b.Top {
+				t := &b.Top[i]
+				perDomain := uint8(0)
+				if t.PerDomain {
+					perDomain = 1
+				}
+				if err := batch.Append(perDomain, t.OwningDomain, uint32(t.Partition), t.Rank, t.EvidenceID, t.Score, t.Version); err != nil {
+					return fmt.Errorf("append attention_top row: %w", err)
+				}
 			}
 		}
 		if err := batch.Send(); err != nil {
