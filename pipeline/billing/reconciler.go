@@ -217,6 +217,7 @@ func New(ctx context.Context, opts Options, s Sink) (*Reconciler, error) {
 		kgo.BlockRebalanceOnPoll(),
 		kgo.FetchIsolationLevel(kgo.ReadCommitted()),
 		kgo.KeepControlRecords(),
+		kgo.FetchMaxWait(logmerge.FetchMaxWait),
 		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()),
 		kgo.OnPartitionsAssigned(r.assigned),
 		kgo.OnPartitionsRevoked(r.revoked),

@@ -325,6 +325,7 @@ func New(ctx context.Context, opts Options, s Sink) (*Joiner, error) {
 		// compress 10x and more, so the 50 MiB default kept gigabytes
 		// buffered at 10M events.
 		kgo.FetchMaxBytes(fetchMaxBytes),
+		kgo.FetchMaxWait(logmerge.FetchMaxWait),
 		kgo.WithPools(&j.pool),
 		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()),
 		kgo.OnPartitionsAssigned(j.assigned),
