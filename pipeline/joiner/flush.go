@@ -188,6 +188,12 @@ func (j *Joiner) settle() error {
 	}
 	err := b.err
 	j.freeParts = b.reset(j.freeParts)
+	if n := len(j.parts); len(j.freeParts) > n {
+		// Partitions were revoked: keep the buffers of as many parts as
+		// the next seal takes.
+		clear(j.freeParts[n:])
+		j.freeParts = j.freeParts[:n]
+	}
 	j.spare = b
 	return err
 }

@@ -14,6 +14,13 @@ import (
 	"github.com/driftline/driftline/pipeline/topics"
 )
 
+// reset empties the output, as a seal leaves a partition's.
+func (o *output) reset() {
+	o.batch.Reset()
+	clear(o.current)
+	clear(o.nodes)
+}
+
 // benchJoiner is a joiner without a broker: the hot path of apply only.
 func benchJoiner(b *testing.B) (*Joiner, *partition) {
 	j := &Joiner{opts: Options{Brokers: []string{"unused"}}, m: newMetrics(nil), parts: map[int32]*partition{}}

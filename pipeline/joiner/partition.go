@@ -110,12 +110,6 @@ func (o *output) addNode(s *nodeagent.Status) {
 	o.batch.Nodes = append(o.batch.Nodes, *s)
 }
 
-func (o *output) reset() {
-	o.batch.Reset()
-	clear(o.current)
-	clear(o.nodes)
-}
-
 func (j *Joiner) newPartition(p int32, out *output) *partition {
 	part := &partition{p: p, label: strconv.Itoa(int(p)), dedupe: dedupe.New(j.opts.Dedupe), out: out, summary: newSummary(), merge: logmerge.NewMerge(numStreams),
 		live: output{batch: &sink.Batch{}, current: make(map[string]int), nodes: make(map[string]int), m: j.m, emit: true},
