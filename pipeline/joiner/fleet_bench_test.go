@@ -8,6 +8,7 @@ import (
 
 	"github.com/driftline/driftline/internal/cputime"
 	"github.com/driftline/driftline/pipeline/fleet"
+	"github.com/driftline/driftline/pipeline/logmerge"
 	"github.com/driftline/driftline/pipeline/topics"
 )
 
@@ -36,20 +37,15 @@ func fleetRecords(b *testing.B, events int) []*kgo.Record {
 	if err != nil {
 		b.Fatal(err)
 	}
-	var out []*kgo.Record
-	for {
-		next := -1
-		for s, recs := range streams {
-			if len(recs) > 0 && (next < 0 || recs[0].Timestamp.Before(streams[next][0].Timestamp)) {
-				next = s
-			}
-		}
-		if next < 0 {
-			return out
-		}
-		out = append(out, streams[next][0])
-		streams[next] = streams[next][1:]
+	merge := logmerge.NewMerge(len(joined))
+	for s, recs := range streams {
+		merge.Push(s, recs, 0)
 	}
+	var out []*kgo.Record
+	for r, _ := merge.Pop(); r != nil; r, _ = merge.Pop() {
+		out = append(out, r)
+	}
+	return out
 }
 
 // BenchmarkApplyFleet applies the joiner's records of a generated fleet
