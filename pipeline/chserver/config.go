@@ -69,6 +69,7 @@ const usersXML = `<?xml version="1.0"?>
     <profiles>
         <default>
             <load_balancing>random</load_balancing>
+            <low_cardinality_allow_in_native_format>0</low_cardinality_allow_in_native_format>
         </default>
     </profiles>
     <users>

@@ -10,12 +10,12 @@ package sink
 
 import (
 	"context"
-	"fmt"
 	"sync"
 	"time"
 
 	"github.com/ClickHouse/clickhouse-go/v2/lib/driver"
 
+	"github.com/driftline/driftline/pipeline/chdb"
 	"github.com/driftline/driftline/pipeline/drift"
 	"github.com/driftline/driftline/pipeline/nodeagent"
 )
@@ -71,23 +71,98 @@ func NewClickHouse(conn driver.Conn) *ClickHouse {
 	return &ClickHouse{conn: conn, now: time.Now}
 }
 
-const insertEvidence = `INSERT INTO drift_evidence (evidence_id, correlation_id, resource_family, product_id,
- owning_domain, owning_package, domain_id, record_type, record_id, expected_state, expected_version,
- provider, provider_id, observed_state, observed_version, observed_at, classification, severity, status,
- first_seen_at, last_seen_at, resolved_at, retry_count, posture, next_attempt_at, runbook, attention_score,
- version, updated_at)`
+type (
+	finding  = drift.Finding
+	progress = Progress
+	status   = nodeagent.Status
+)
 
-const insertHistory = `INSERT INTO drift_history (evidence_id, version, transition, classification, severity,
- status, posture, expected_state, observed_state, observed_version, retry_count, at, correlation_id)`
+var evidenceTable = chdb.NewTable("drift_evidence",
+	chdb.String("evidence_id", func(f *finding) string { return f.EvidenceID }),
+	chdb.String("correlation_id", func(f *finding) string { return f.CorrelationID }),
+	chdb.String("resource_family", func(f *finding) string { return f.ResourceFamily }),
+	chdb.String("product_id", func(f *finding) string { return f.ProductID }),
+	chdb.String("owning_domain", func(f *finding) string { return f.OwningDomain }),
+	chdb.String("owning_package", func(f *finding) string { return f.OwningPackage }),
+	chdb.String("domain_id", func(f *finding) string { return f.DomainID }),
+	chdb.String("record_type", func(f *finding) string { return f.RecordType }),
+	chdb.String("record_id", func(f *finding) string { return f.RecordID }),
+	chdb.String("expected_state", func(f *finding) string { return f.ExpectedState }),
+	chdb.String("expected_version", func(f *finding) string { return f.ExpectedVersion }),
+	chdb.String("provider", func(f *finding) string { return f.Provider }),
+	chdb.String("provider_id", func(f *finding) string { return f.ProviderID }),
+	chdb.String("observed_state", func(f *finding) string { return f.ObservedState }),
+	chdb.String("observed_version", func(f *finding) string { return f.ObservedVersion }),
+	chdb.DateTime("observed_at", func(f *finding) time.Time { return chdb.Epoch(f.ObservedAt) }),
+	chdb.String("classification", func(f *finding) string { return f.Class.String() }),
+	chdb.String("severity", func(f *finding) string { return f.Severity }),
+	chdb.String("status", func(f *finding) string { return f.Status }),
+	chdb.DateTime("first_seen_at", func(f *finding) time.Time { return chdb.Epoch(f.FirstSeenAt) }),
+	chdb.DateTime("last_seen_at", func(f *finding) time.Time { return chdb.Epoch(f.LastSeenAt) }),
+	chdb.DateTime("resolved_at", func(f *finding) time.Time { return chdb.Epoch(f.ResolvedAt) }),
+	chdb.UInt32("retry_count", func(f *finding) uint32 { return f.RetryCount }),
+	chdb.String("posture", func(f *finding) string { return f.Posture }),
+	chdb.DateTime("next_attempt_at", func(f *finding) time.Time { return chdb.Epoch(f.NextAttemptAt) }),
+	chdb.String("runbook", func(f *finding) string { return f.Runbook }),
+	chdb.Float64("attention_score", func(f *finding) float64 { return f.AttentionScore }),
+	chdb.UInt64("version", func(f *finding) uint64 { return f.Version }),
+	chdb.Now[finding]("updated_at"),
+)
 
-const insertNodes = `INSERT INTO node_agent_status (node_id, domain_id, owning_domain, node_agent_state,
- node_agent_reason, update_path, expected_agent_version, observed_agent_version, cert_issuer_fingerprint,
- ingress_trust_fingerprint, host_fingerprint, terminal_stream_probe, workload_impact, health, gate,
- connectivity_mode, rtt_ms, loss_pct, bandwidth_kbps, backlog_messages, seconds_behind, replay_required,
- last_seen_at, attention_score, version, updated_at)`
+var historyTable = chdb.NewTable("drift_history",
+	chdb.String("evidence_id", func(f *finding) string { return f.EvidenceID }),
+	chdb.UInt64("version", func(f *finding) uint64 { return f.Version }),
+	chdb.String("transition", func(f *finding) string { return f.Transition }),
+	chdb.String("classification", func(f *finding) string { return f.Class.String() }),
+	chdb.String("severity", func(f *finding) string { return f.Severity }),
+	chdb.String("status", func(f *finding) string { return f.Status }),
+	chdb.String("posture", func(f *finding) string { return f.Posture }),
+	chdb.String("expected_state", func(f *finding) string { return f.ExpectedState }),
+	chdb.String("observed_state", func(f *finding) string { return f.ObservedState }),
+	chdb.String("observed_version", func(f *finding) string { return f.ObservedVersion }),
+	chdb.UInt32("retry_count", func(f *finding) uint32 { return f.RetryCount }),
+	chdb.DateTime("at", eventTime),
+	chdb.String("correlation_id", func(f *finding) string { return f.CorrelationID }),
+)
 
-const insertProgress = `INSERT INTO consumer_progress (consumer, partition, watermark, events, findings_open,
- updated_at, version)`
+var nodesTable = chdb.NewTable("node_agent_status",
+	chdb.String("node_id", func(n *status) string { return n.NodeID }),
+	chdb.String("domain_id", func(n *status) string { return n.DomainID }),
+	chdb.String("owning_domain", func(n *status) string { return n.OwningDomain }),
+	chdb.String("node_agent_state", func(n *status) string { return n.State }),
+	chdb.String("node_agent_reason", func(n *status) string { return n.Reason }),
+	chdb.String("update_path", func(n *status) string { return n.UpdatePath }),
+	chdb.String("expected_agent_version", func(n *status) string { return n.ExpectedAgentVersion }),
+	chdb.String("observed_agent_version", func(n *status) string { return n.ObservedAgentVersion }),
+	chdb.String("cert_issuer_fingerprint", func(n *status) string { return n.CertIssuerFingerprint }),
+	chdb.String("ingress_trust_fingerprint", func(n *status) string { return n.IngressTrustFingerprint }),
+	chdb.String("host_fingerprint", func(n *status) string { return n.HostFingerprint }),
+	chdb.String("terminal_stream_probe", func(n *status) string { return n.TerminalStreamProbe }),
+	chdb.String("workload_impact", func(n *status) string { return n.WorkloadImpact }),
+	chdb.String("health", func(n *status) string { return n.Health }),
+	chdb.String("gate", func(n *status) string { return n.Gate }),
+	chdb.String("connectivity_mode", func(n *status) string { return n.ConnectivityMode }),
+	chdb.Float64("rtt_ms", func(n *status) float64 { return n.RTTMs }),
+	chdb.Float64("loss_pct", func(n *status) float64 { return n.LossPct }),
+	chdb.Float64("bandwidth_kbps", func(n *status) float64 { return n.BandwidthKbps }),
+	chdb.Int64("backlog_messages", func(n *status) int64 { return n.BacklogMessages }),
+	chdb.Int64("seconds_behind", func(n *status) int64 { return n.SecondsBehind }),
+	chdb.Bool("replay_required", func(n *status) bool { return n.ReplayRequired }),
+	chdb.DateTime("last_seen_at", func(n *status) time.Time { return chdb.Epoch(n.LastSeenAt) }),
+	chdb.Float64("attention_score", func(n *status) float64 { return n.AttentionScore }),
+	chdb.UInt64("version", func(n *status) uint64 { return n.Version }),
+	chdb.Now[status]("updated_at"),
+)
+
+var progressTable = chdb.NewTable("consumer_progress",
+	chdb.String("consumer", func(p *progress) string { return p.Consumer }),
+	chdb.UInt32("partition", func(p *progress) uint32 { return uint32(p.Partition) }),
+	chdb.DateTime("watermark", func(p *progress) time.Time { return chdb.Epoch(p.Watermark) }),
+	chdb.UInt64("events", func(p *progress) uint64 { return p.Events }),
+	chdb.UInt64("findings_open", func(p *progress) uint64 { return p.FindingsOpen }),
+	chdb.Now[progress]("updated_at"),
+	chdb.NowVersion[progress]("version"),
+)
 
 // Write inserts the batches as one write, each table in one insert of
 // their rows in order (a joiner writes the outputs of its partitions
@@ -106,10 +181,13 @@ func (c *ClickHouse) Write(ctx context.Context, bs ...*Batch) error {
 	now := c.now().UTC()
 	var nodes sync.WaitGroup
 	var nodesErr error
-	if count(bs, func(b *Batch) int { return len(b.Nodes) }) > 0 {
-		nodes.Go(func() { nodesErr = c.writeNodes(ctx, bs, now) })
+	if parts := partsOf(bs, func(b *Batch) []status { return b.Nodes }); len(parts) > 0 {
+		nodes.Go(func() { nodesErr = nodesTable.Insert(ctx, c.conn, now, parts...) })
 	}
-	err := c.writeFindings(ctx, bs, now)
+	err := historyTable.Insert(ctx, c.conn, now, partsOf(bs, func(b *Batch) []finding { return b.History })...)
+	if err == nil {
+		err = evidenceTable.Insert(ctx, c.conn, now, partsOf(bs, func(b *Batch) []finding { return b.Current })...)
+	}
 	nodes.Wait()
 	if err != nil {
 		return err
@@ -117,135 +195,30 @@ func (c *ClickHouse) Write(ctx context.Context, bs ...*Batch) error {
 	if nodesErr != nil {
 		return nodesErr
 	}
-	if err := c.writeSummaries(ctx, bs); err != nil {
+	if err := countsTable.Insert(ctx, c.conn, now, partsOf(bs, func(b *Batch) []Count { return b.Counts })...); err != nil {
 		return err
 	}
-	if count(bs, func(b *Batch) int { return len(b.Progress) }) > 0 {
-		batch, err := c.conn.PrepareBatch(ctx, insertProgress)
-		if err != nil {
-			return fmt.Errorf("prepare consumer_progress insert: %w", err)
-		}
-		version := uint64(now.UnixNano())
-		for _, b := range bs {
-			for _, p := range b.Progress {
-				if err := batch.Append(p.Consumer, uint32(p.Partition), dt(p.Watermark), p.Events, p.FindingsOpen, now, version); err != nil {
-					return fmt.Errorf("append consumer_progress row: %w", err)
-				}
-			}
-		}
-		if err := batch.Send(); err != nil {
-			return fmt.Errorf("insert consumer_progress: %w", err)
-		}
+	if err := topTable.Insert(ctx, c.conn, now, partsOf(bs, func(b *Batch) []TopSlot { return b.Top })...); err != nil {
+		return err
 	}
-	return nil
+	return progressTable.Insert(ctx, c.conn, now, partsOf(bs, func(b *Batch) []progress { return b.Progress })...)
 }
 
-// count sums n over bs.
-func count(bs []*Batch, n func(*Batch) int) int {
-	total := 0
+// partsOf returns the non-empty row slices rows picks from bs.
+func partsOf[R any](bs []*Batch, rows func(*Batch) []R) [][]R {
+	var parts [][]R
 	for _, b := range bs {
-		total += n(b)
-	}
-	return total
-}
-
-// writeFindings inserts the batches' history, then their current rows.
-func (c *ClickHouse) writeFindings(ctx context.Context, bs []*Batch, now time.Time) error {
-	// ts holds a row's DateTime values, reused row after row: the columns
-	// copy them at once.
-	var ts [6]time.Time
-	if count(bs, func(b *Batch) int { return len(b.History) }) > 0 {
-		batch, err := c.conn.PrepareBatch(ctx, insertHistory)
-		if err != nil {
-			return fmt.Errorf("prepare drift_history insert: %w", err)
-		}
-		for _, b := range bs {
-			for i := range b.History {
-				f := &b.History[i]
-				ts[0] = eventTime(f)
-				if err := batch.Append(&f.EvidenceID, &f.Version, f.Transition, f.Class.String(), f.Severity,
-					f.Status, f.Posture, f.ExpectedState, f.ObservedState, &f.ObservedVersion, &f.RetryCount,
-					&ts[0], &f.CorrelationID); err != nil {
-					return fmt.Errorf("append drift_history row: %w", err)
-				}
-			}
-		}
-		if err := batch.Send(); err != nil {
-			return fmt.Errorf("insert drift_history: %w", err)
+		if r := rows(b); len(r) > 0 {
+			parts = append(parts, r)
 		}
 	}
-	if count(bs, func(b *Batch) int { return len(b.Current) }) > 0 {
-		batch, err := c.conn.PrepareBatch(ctx, insertEvidence)
-		if err != nil {
-			return fmt.Errorf("prepare drift_evidence insert: %w", err)
-		}
-		ts[5] = now
-		for _, b := range bs {
-			for i := range b.Current {
-				f := &b.Current[i]
-				ts[0], ts[1], ts[2], ts[3], ts[4] = dt(f.ObservedAt), dt(f.FirstSeenAt), dt(f.LastSeenAt), dt(f.ResolvedAt), dt(f.NextAttemptAt)
-				if err := batch.Append(&f.EvidenceID, &f.CorrelationID, f.ResourceFamily, f.ProductID,
-					f.OwningDomain, f.OwningPackage, f.DomainID, f.RecordType, &f.RecordID, f.ExpectedState,
-					&f.ExpectedVersion, f.Provider, &f.ProviderID, f.ObservedState, &f.ObservedVersion,
-					&ts[0], f.Class.String(), f.Severity, f.Status, &ts[1], &ts[2],
-					&ts[3], &f.RetryCount, f.Posture, &ts[4], &f.Runbook, &f.AttentionScore,
-					&f.Version, &ts[5]); err != nil {
-					return fmt.Errorf("append drift_evidence row: %w", err)
-				}
-			}
-		}
-		if err := batch.Send(); err != nil {
-			return fmt.Errorf("insert drift_evidence: %w", err)
-		}
-	}
-	return nil
-}
-
-// writeNodes inserts the batches' node statuses.
-func (c *ClickHouse) writeNodes(ctx context.Context, bs []*Batch, now time.Time) error {
-	batch, err := c.conn.PrepareBatch(ctx, insertNodes)
-	if err != nil {
-		return fmt.Errorf("prepare node_agent_status insert: %w", err)
-	}
-	var lastSeen time.Time
-	var replay uint8
-	for _, b := range bs {
-		for i := range b.Nodes {
-			n := &b.Nodes[i]
-			replay = 0
-			if n.ReplayRequired {
-				replay = 1
-			}
-			lastSeen = dt(n.LastSeenAt)
-			if err := batch.Append(&n.NodeID, n.DomainID, n.OwningDomain, n.State, n.Reason, n.UpdatePath,
-				&n.ExpectedAgentVersion, &n.ObservedAgentVersion, &n.CertIssuerFingerprint, &n.IngressTrustFingerprint,
-				&n.HostFingerprint, n.TerminalStreamProbe, n.WorkloadImpact, n.Health, n.Gate, n.ConnectivityMode,
-				&n.RTTMs, &n.LossPct, &n.BandwidthKbps, &n.BacklogMessages, &n.SecondsBehind, &replay,
-				&lastSeen, &n.AttentionScore, &n.Version, &now); err != nil {
-				return fmt.Errorf("append node_agent_status row: %w", err)
-			}
-		}
-	}
-	if err := batch.Send(); err != nil {
-		return fmt.Errorf("insert node_agent_status: %w", err)
-	}
-	return nil
+	return parts
 }
 
 // eventTime is the event time of a transition.
 func eventTime(f *drift.Finding) time.Time {
 	if f.Transition == drift.TransitionResolved {
-		return dt(f.ResolvedAt)
+		return chdb.Epoch(f.ResolvedAt)
 	}
-	return dt(f.LastSeenAt)
-}
-
-// epoch is what a zero time is stored as (DateTime cannot hold year 1).
-var epoch = time.Unix(0, 0).UTC()
-
-func dt(t time.Time) time.Time {
-	if t.IsZero() || t.Before(epoch) {
-		return epoch
-	}
-	return t.UTC()
+	return chdb.Epoch(f.LastSeenAt)
 }

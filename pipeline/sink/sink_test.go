@@ -81,7 +81,7 @@ func TestWriteRoundTrip(t *testing.T) {
 	const at = "2026-11-21 10:00:00"
 	var want []string
 	for _, f := range b.Current {
-		resolved := dt(f.ResolvedAt).Unix()
+		resolved := chdb.Epoch(f.ResolvedAt).Unix()
 		want = append(want, fmt.Sprintf("%s|%s|gpu|%s|%s|pkg-standard|%s|allocation|%s|running|%s|maas|%s|stopped|v1|%s|%s|warning|open|2026-11-21 09:00:00|%s|%d|%d|retry|2026-11-21 10:01:00|rb/stale-lifecycle-state|%d|%d|2026-11-21 11:00:00",
 			f.EvidenceID, f.CorrelationID, f.ProductID, f.OwningDomain, f.DomainID, f.RecordID, f.ExpectedVersion, f.ProviderID,
 			at, f.Class, at, resolved, f.RetryCount, int(f.AttentionScore), f.Version))

@@ -1,9 +1,6 @@
 package sink
 
-import (
-	"context"
-	"fmt"
-)
+import "github.com/driftline/driftline/pipeline/chdb"
 
 // AttentionSlots is how many of its open findings of highest attention a
 // joiner partition keeps in attention_top, over all domains and per
@@ -46,53 +43,28 @@ type TopSlot struct {
 	Version      uint64
 }
 
-const insertCounts = `INSERT INTO finding_counts (partition, owning_domain, classification, severity, status,
- posture, product_id, resource_family, provider, domain_id, findings, version)`
+var countsTable = chdb.NewTable("finding_counts",
+	chdb.UInt32("partition", func(n *Count) uint32 { return uint32(n.Partition) }),
+	chdb.String("owning_domain", func(n *Count) string { return n.Key.OwningDomain }),
+	chdb.String("classification", func(n *Count) string { return n.Key.Classification }),
+	chdb.String("severity", func(n *Count) string { return n.Key.Severity }),
+	chdb.String("status", func(n *Count) string { return n.Key.Status }),
+	chdb.String("posture", func(n *Count) string { return n.Key.Posture }),
+	chdb.String("product_id", func(n *Count) string { return n.Key.ProductID }),
+	chdb.String("resource_family", func(n *Count) string { return n.Key.ResourceFamily }),
+	chdb.String("provider", func(n *Count) string { return n.Key.Provider }),
+	chdb.String("domain_id", func(n *Count) string { return n.Key.DomainID }),
+	chdb.UInt64("findings", func(n *Count) uint64 { return n.Findings }),
+	chdb.UInt64("version", func(n *Count) uint64 { return n.Version }),
+)
 
-const insertTop = `INSERT INTO attention_top (per_domain, owning_domain, partition, rank, evidence_id, attention_score, version)`
+var topTable = chdb.NewTable("attention_top",
+	chdb.Bool("per_domain", func(t *TopSlot) bool { return t.PerDomain }),
+	chdb.String("owning_domain", func(t *TopSlot) string { return t.OwningDomain }),
+	chdb.UInt32("partition", func(t *TopSlot) uint32 { return uint32(t.Partition) }),
+	chdb.UInt16("rank", func(t *TopSlot) uint16 { return t.Rank }),
+	chdb.String("evidence_id", func(t *TopSlot) string { return t.EvidenceID }),
+	chdb.Float64("attention_score", func(t *TopSlot) float64 { return t.Score }),
+	chdb.UInt64("version", func(t *TopSlot) uint64 { return t.Version }),
+)
 
-// writeSummaries inserts the batches' finding counts and attention slots.
-// The rows are absolute values with the partition's transition version,
-// so a batch written twice reads the same.
-func (c *ClickHouse) writeSummaries(ctx context.Context, bs []*Batch) error {
-	if count(bs, func(b *Batch) int { return len(b.Counts) }) > 0 {
-		batch, err := c.conn.PrepareBatch(ctx, insertCounts)
-		if err != nil {
-			return fmt.Errorf("prepare finding_counts insert: %w", err)
-		}
-		for _, b := range bs {
-			for i := range b.Counts {
-				n, k := &b.Counts[i], &b.Counts[i].Key
-				if err := batch.Append(uint32(n.Partition), k.OwningDomain, k.Classification, k.Severity, k.Status,
-					k.Posture, k.ProductID, k.ResourceFamily, k.Provider, k.DomainID, n.Findings, n.Version); err != nil {
-					return fmt.Errorf("append finding_counts row: %w", err)
-				}
-			}
-		}
-		if err := batch.Send(); err != nil {
-			return fmt.Errorf("insert finding_counts: %w", err)
-		}
-	}
-	if count(bs, func(b *Batch) int { return len(b.Top) }) > 0 {
-		batch, err := c.conn.PrepareBatch(ctx, insertTop)
-		if err != nil {
-			return fmt.Errorf("prepare attention_top insert: %w", err)
-		}
-		for _, b := range bs {
-			for i := range b.Top {
-				t := &b.Top[i]
-				perDomain := uint8(0)
-				if t.PerDomain {
-					perDomain = 1
-				}
-				if err := batch.Append(perDomain, t.OwningDomain, uint32(t.Partition), t.Rank, t.EvidenceID, t.Score, t.Version); err != nil {
-					return fmt.Errorf("append attention_top row: %w", err)
-				}
-			}
-		}
-		if err := batch.Send(); err != nil {
-			return fmt.Errorf("insert attention_top: %w", err)
-		}
-	}
-	return nil
-}
