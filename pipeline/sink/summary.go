@@ -67,4 +67,3 @@ var topTable = chdb.NewTable("attention_top",
 	chdb.Float64("attention_score", func(t *TopSlot) float64 { return t.Score }),
 	chdb.UInt64("version", func(t *TopSlot) uint64 { return t.Version }),
 )
-
