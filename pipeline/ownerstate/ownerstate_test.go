@@ -658,3 +658,37 @@ func BenchmarkSetNew(b *testing.B) {
 			Usage: "8", RouteTarget: num("route-", i)}, int64(i), "scan-1")
 	}
 }
+
+// BenchmarkTimers fires the deadlines of a million identities spread over
+// a period, each re-armed a period later as it fires (a staleness
+// deadline that every scan moves on): a pop and a push per op, in a heap
+// of a million entries whose identities are spread over memory.
+//
+//	go test -run '^$' -bench Timers ./pipeline/ownerstate
+func BenchmarkTimers(b *testing.B) {
+	const n, period = 1_000_000, int64(1_000_000)
+	due := make([]int64, n) // by identity index: the rule's one deadline
+	s := New()
+	s.SetDeadline(func(id *Identity, kind uint8) int64 { return due[id.idx] })
+	rng := rand.New(rand.NewPCG(1, 2))
+	ids := make([]*Identity, n)
+	for i := range ids {
+		ids[i] = s.Get("p", strconv.Itoa(i), true)
+	}
+	for _, i := range rng.Perm(n) { // armed in random order, as scans bring them
+		due[ids[i].idx] = rng.Int64N(period)
+		s.Arm(ids[i], TimerMissing, true)
+	}
+	fired := 0
+	rearm := func(id *Identity, kind uint8, at int64) {
+		due[id.idx] = at + period
+		s.Arm(id, TimerMissing, true)
+		fired++
+	}
+	b.ReportAllocs()
+	b.ResetTimer()
+	for w := int64(0); fired < b.N; {
+		w += period / 1000
+		s.Fire(w, rearm)
+	}
+}
