@@ -2,11 +2,11 @@ package billing
 
 import (
 	"context"
-	"fmt"
 	"time"
 
 	"github.com/ClickHouse/clickhouse-go/v2/lib/driver"
 
+	"github.com/driftline/driftline/pipeline/chdb"
 	"github.com/driftline/driftline/pipeline/event"
 )
 
@@ -44,96 +44,91 @@ type ClickHouse struct {
 // NewClickHouse returns a sink writing through conn.
 func NewClickHouse(conn driver.Conn) *ClickHouse { return &ClickHouse{conn: conn, now: time.Now} }
 
-const insertMismatch = `INSERT INTO billing_mismatch (mismatch_id, kind, usage_id, metering_source, metering_id,
- tenant_id, product_id, unit_id, quantity, rated_amount, ledger_amount, currency, status, first_seen_at,
- last_seen_at, version, updated_at)`
+var ratedTable = chdb.NewTable("rated_usage",
+	chdb.String("usage_id", func(r *event.Rated) string { return r.UsageID }),
+	chdb.String("metering_source", func(r *event.Rated) string { return r.MeteringSource }),
+	chdb.String("metering_id", func(r *event.Rated) string { return r.MeteringID }),
+	chdb.String("unit_id", func(r *event.Rated) string { return r.UnitID }),
+	chdb.UInt32("unit_version", func(r *event.Rated) uint32 { return uint32(r.UnitVersion) }),
+	chdb.String("quantity", func(r *event.Rated) string { return r.Quantity }),
+	chdb.String("unit_price", func(r *event.Rated) string { return r.UnitPrice }),
+	chdb.String("amount", func(r *event.Rated) string { return r.Amount }),
+	chdb.String("currency", func(r *event.Rated) string { return r.Currency }),
+	chdb.String("tenant_id", func(r *event.Rated) string { return r.TenantID }),
+	chdb.String("product_id", func(r *event.Rated) string { return r.ProductID }),
+	chdb.DateTime("rated_at", func(r *event.Rated) time.Time { return chdb.Epoch(r.RatedAt) }),
+	chdb.DateTime("day", func(r *event.Rated) time.Time {
+		at := chdb.Epoch(r.RatedAt)
+		return time.Date(at.Year(), at.Month(), at.Day(), 0, 0, 0, 0, time.UTC)
+	}),
+)
 
-const insertRated = `INSERT INTO rated_usage (usage_id, metering_source, metering_id, unit_id, unit_version,
- quantity, unit_price, amount, currency, tenant_id, product_id, rated_at, day)`
+var windowTable = chdb.NewTable("billing_window",
+	chdb.String("tenant_id", func(w *Window) string { return w.Key.TenantID }),
+	chdb.String("product_id", func(w *Window) string { return w.Key.ProductID }),
+	chdb.String("currency", func(w *Window) string { return w.Key.Currency }),
+	chdb.DateTime("window_start", func(w *Window) time.Time { return time.Unix(w.Key.Start, 0).UTC() }),
+	chdb.UInt32("partition", func(w *Window) uint32 { return uint32(w.Partition) }),
+	chdb.UInt64("accepted", func(w *Window) uint64 { return u64(w.Accepted) }),
+	chdb.UInt64("rejected", func(w *Window) uint64 { return u64(w.Rejected) }),
+	chdb.UInt64("rating_pending", func(w *Window) uint64 { return u64(w.RatingPending) }),
+	chdb.UInt64("not_rated", func(w *Window) uint64 { return u64(w.NotRated) }),
+	chdb.UInt64("rated", func(w *Window) uint64 { return u64(w.Rated) }),
+	chdb.String("rated_amount", func(w *Window) string { return w.RatedAmount }),
+	chdb.UInt64("rated_without_usage", func(w *Window) uint64 { return u64(w.RatedWithoutUsage) }),
+	chdb.String("rated_without_usage_amount", func(w *Window) string { return w.RatedWithoutUsageAmount }),
+	chdb.UInt64("ledgered", func(w *Window) uint64 { return u64(w.Ledgered) }),
+	chdb.String("ledgered_amount", func(w *Window) string { return w.LedgeredAmount }),
+	chdb.UInt64("ledger_pending", func(w *Window) uint64 { return u64(w.LedgerPending) }),
+	chdb.String("ledger_pending_amount", func(w *Window) string { return w.LedgerPendingAmount }),
+	chdb.UInt64("not_ledgered", func(w *Window) uint64 { return u64(w.NotLedgered) }),
+	chdb.String("not_ledgered_amount", func(w *Window) string { return w.NotLedgeredAmount }),
+	chdb.UInt64("amount_mismatch", func(w *Window) uint64 { return u64(w.AmountMismatch) }),
+	chdb.String("amount_mismatch_amount", func(w *Window) string { return w.AmountMismatchAmount }),
+	chdb.String("amount_mismatch_ledger_amount", func(w *Window) string { return w.AmountMismatchLedgerAmount }),
+	chdb.UInt64("ledger_entries", func(w *Window) uint64 { return u64(w.LedgerEntries) }),
+	chdb.String("ledger_amount", func(w *Window) string { return w.LedgerAmount }),
+	chdb.UInt64("ledger_without_rated", func(w *Window) uint64 { return u64(w.LedgerWithoutRated) }),
+	chdb.String("ledger_without_rated_amount", func(w *Window) string { return w.LedgerWithoutRatedAmount }),
+	chdb.UInt64("unexplained", func(w *Window) uint64 { return u64(w.Unexplained) }),
+	chdb.Bool("balanced", (*Window).Balanced),
+	chdb.DateTime("last_event_at", func(w *Window) time.Time { return chdb.Epoch(w.LastEventAt) }),
+	chdb.UInt64("version", func(w *Window) uint64 { return w.Version }),
+	chdb.Now[Window]("updated_at"),
+)
 
-const insertWindow = `INSERT INTO billing_window (tenant_id, product_id, currency, window_start, partition, accepted, rejected,
- rating_pending, not_rated, rated, rated_amount, rated_without_usage, rated_without_usage_amount, ledgered,
- ledgered_amount, ledger_pending, ledger_pending_amount, not_ledgered, not_ledgered_amount, amount_mismatch,
- amount_mismatch_amount, amount_mismatch_ledger_amount, ledger_entries, ledger_amount, ledger_without_rated,
- ledger_without_rated_amount, unexplained, balanced, last_event_at, version, updated_at)`
+var mismatchTable = chdb.NewTable("billing_mismatch",
+	chdb.String("mismatch_id", func(m *Mismatch) string { return m.MismatchID }),
+	chdb.String("kind", func(m *Mismatch) string { return m.Kind }),
+	chdb.String("usage_id", func(m *Mismatch) string { return m.UsageID }),
+	chdb.String("metering_source", func(m *Mismatch) string { return m.MeteringSource }),
+	chdb.String("metering_id", func(m *Mismatch) string { return m.MeteringID }),
+	chdb.String("tenant_id", func(m *Mismatch) string { return m.TenantID }),
+	chdb.String("product_id", func(m *Mismatch) string { return m.ProductID }),
+	chdb.String("unit_id", func(m *Mismatch) string { return m.UnitID }),
+	chdb.String("quantity", func(m *Mismatch) string { return m.Quantity }),
+	chdb.String("rated_amount", func(m *Mismatch) string { return m.RatedAmount }),
+	chdb.String("ledger_amount", func(m *Mismatch) string { return m.LedgerAmount }),
+	chdb.String("currency", func(m *Mismatch) string { return m.Currency }),
+	chdb.String("status", func(m *Mismatch) string { return m.Status }),
+	chdb.DateTime("first_seen_at", func(m *Mismatch) time.Time { return chdb.Epoch(m.FirstSeenAt) }),
+	chdb.DateTime("last_seen_at", func(m *Mismatch) time.Time { return chdb.Epoch(m.LastSeenAt) }),
+	chdb.UInt64("version", func(m *Mismatch) uint64 { return m.Version }),
+	chdb.Now[Mismatch]("updated_at"),
+)
 
 // Write inserts the rated lines, then the conservation windows, then the
 // mismatch rows (a window_unbalanced row is never visible before the
 // window row that explains it).
 func (c *ClickHouse) Write(ctx context.Context, b *Batch) error {
-	if len(b.Rated) > 0 {
-		batch, err := c.conn.PrepareBatch(ctx, insertRated)
-		if err != nil {
-			return fmt.Errorf("prepare rated_usage insert: %w", err)
-		}
-		for i := range b.Rated {
-			r := &b.Rated[i]
-			at := dt(r.RatedAt)
-			day := time.Date(at.Year(), at.Month(), at.Day(), 0, 0, 0, 0, time.UTC)
-			if err := batch.Append(r.UsageID, r.MeteringSource, r.MeteringID, r.UnitID, uint32(r.UnitVersion),
-				r.Quantity, r.UnitPrice, r.Amount, r.Currency, r.TenantID, r.ProductID, at, day); err != nil {
-				return fmt.Errorf("append rated_usage row: %w", err)
-			}
-		}
-		if err := batch.Send(); err != nil {
-			return fmt.Errorf("insert rated_usage: %w", err)
-		}
+	now := c.now()
+	if err := ratedTable.Insert(ctx, c.conn, now, b.Rated); err != nil {
+		return err
 	}
-	if len(b.Windows) > 0 {
-		now := c.now().UTC()
-		batch, err := c.conn.PrepareBatch(ctx, insertWindow)
-		if err != nil {
-			return fmt.Errorf("prepare billing_window insert: %w", err)
-		}
-		for i := range b.Windows {
-			w := &b.Windows[i]
-			balanced := uint8(0)
-			if w.Balanced() {
-				balanced = 1
-			}
-			if err := batch.Append(w.Key.TenantID, w.Key.ProductID, w.Key.Currency, time.Unix(w.Key.Start, 0).UTC(), uint32(w.Partition),
-				u64(w.Accepted), u64(w.Rejected), u64(w.RatingPending), u64(w.NotRated),
-				u64(w.Rated), w.RatedAmount, u64(w.RatedWithoutUsage), w.RatedWithoutUsageAmount,
-				u64(w.Ledgered), w.LedgeredAmount, u64(w.LedgerPending), w.LedgerPendingAmount,
-				u64(w.NotLedgered), w.NotLedgeredAmount, u64(w.AmountMismatch), w.AmountMismatchAmount,
-				w.AmountMismatchLedgerAmount, u64(w.LedgerEntries), w.LedgerAmount, u64(w.LedgerWithoutRated),
-				w.LedgerWithoutRatedAmount, u64(w.Unexplained), balanced, dt(w.LastEventAt), w.Version, now); err != nil {
-				return fmt.Errorf("append billing_window row: %w", err)
-			}
-		}
-		if err := batch.Send(); err != nil {
-			return fmt.Errorf("insert billing_window: %w", err)
-		}
+	if err := windowTable.Insert(ctx, c.conn, now, b.Windows); err != nil {
+		return err
 	}
-	if len(b.Mismatches) > 0 {
-		now := c.now().UTC()
-		batch, err := c.conn.PrepareBatch(ctx, insertMismatch)
-		if err != nil {
-			return fmt.Errorf("prepare billing_mismatch insert: %w", err)
-		}
-		for i := range b.Mismatches {
-			m := &b.Mismatches[i]
-			if err := batch.Append(m.MismatchID, m.Kind, m.UsageID, m.MeteringSource, m.MeteringID, m.TenantID,
-				m.ProductID, m.UnitID, m.Quantity, m.RatedAmount, m.LedgerAmount, m.Currency, m.Status,
-				dt(m.FirstSeenAt), dt(m.LastSeenAt), m.Version, now); err != nil {
-				return fmt.Errorf("append billing_mismatch row: %w", err)
-			}
-		}
-		if err := batch.Send(); err != nil {
-			return fmt.Errorf("insert billing_mismatch: %w", err)
-		}
-	}
-	return nil
-}
-
-// epoch is what a zero time is stored as (DateTime cannot hold year 1).
-var epoch = time.Unix(0, 0).UTC()
-
-func dt(t time.Time) time.Time {
-	if t.IsZero() || t.Before(epoch) {
-		return epoch
-	}
-	return t.UTC()
+	return mismatchTable.Insert(ctx, c.conn, now, b.Mismatches)
 }
 
 // u64 converts a count, which the tracker never lets go negative.

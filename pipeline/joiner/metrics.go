@@ -1,6 +1,12 @@
 package joiner
 
-import "github.com/prometheus/client_golang/prometheus"
+import (
+	"slices"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/driftline/driftline/pipeline/drift"
+)
 
 // metrics are the joiner's Prometheus series.
 type metrics struct {
@@ -29,6 +35,21 @@ type metrics struct {
 	pauses                    prometheus.Counter   // times a stream was paused
 	backlog                   prometheus.Gauge     // records not applied yet
 	catchUpRounds             prometheus.Counter   // rounds longer than a regular one
+
+	// byTransition holds the series of transitions, looked up once
+	// (WithLabelValues hashes its labels on every call): every
+	// classification's transitions are exported from the start, at 0.
+	byTransition [drift.NumClasses][len(transitionNames)]prometheus.Counter
+}
+
+var transitionNames = [...]string{drift.TransitionOpened, drift.TransitionUpdated, drift.TransitionResolved, drift.TransitionReopened}
+
+// transition returns the counter of f's transition.
+func (m *metrics) transition(f *drift.Finding) prometheus.Counter {
+	if t := slices.Index(transitionNames[:], f.Transition); t >= 0 && f.Class < drift.NumClasses {
+		return m.byTransition[f.Class][t]
+	}
+	return m.transitions.WithLabelValues(f.Class.String(), f.Transition)
 }
 
 func newMetrics(reg prometheus.Registerer) *metrics {
@@ -58,6 +79,11 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 		pauses:                    prometheus.NewCounter(prometheus.CounterOpts{Name: "driftline_joiner_stream_pauses_total", Help: "Times a topic partition's fetching was paused because its records waited in the merge (-joiner.queueRecords)."}),
 		backlog:                   prometheus.NewGauge(prometheus.GaugeOpts{Name: "driftline_joiner_backlog_records", Help: "Records of the owned partitions not applied yet (queued, or below the end of the log at the last fetch; transaction markers counted)."}),
 		catchUpRounds:             prometheus.NewCounter(prometheus.CounterOpts{Name: "driftline_joiner_catch_up_rounds_total", Help: "Rounds that ran past -joiner.flushInterval or -joiner.flushEvents because the joiner was behind (-joiner.catchUpInterval, -joiner.catchUpEvents)."}),
+	}
+	for c := range drift.NumClasses {
+		for t, name := range transitionNames {
+			m.byTransition[c][t] = m.transitions.WithLabelValues(c.String(), name)
+		}
 	}
 	if reg != nil {
 		reg.MustRegister(m.events, m.invalid, m.duplicates, m.mispartitioned, m.transitions, m.findingsOpen,

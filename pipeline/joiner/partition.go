@@ -88,7 +88,7 @@ func (o *output) add(p *partition, f *drift.Finding) {
 	if !o.emit {
 		return
 	}
-	o.m.transitions.WithLabelValues(f.Class.String(), f.Transition).Inc()
+	o.m.transition(f).Inc()
 	o.batch.History = append(o.batch.History, *f)
 	if i, ok := o.current[f.EvidenceID]; ok {
 		o.batch.Current[i] = *f
