@@ -20,10 +20,12 @@ import (
 // the two cannot drift apart.
 //
 // LowCardinality columns are sent as plain strings and encoded by the
-// server (the query setting low_cardinality_allow_in_native_format=0, on
-// 18.16 as on current releases): clickhouse-go would otherwise build
-// their dictionaries in a map keyed by interface values, a lookup and an
-// allocation per value.
+// server, which then asks for them so: current releases take the setting
+// low_cardinality_allow_in_native_format=0 from the query, which Insert
+// sends, and 18.16 only from the user's profile (chserver's profile sets
+// it). Where neither holds, the server asks for the dictionary encoding
+// and clickhouse-go builds it, in a map keyed by interface values: a
+// lookup and an allocation per value, correct but slower.
 type Table[R any] struct {
 	name   string
 	insert string
@@ -47,9 +49,6 @@ func NewTable[R any](name string, cols ...Column[R]) *Table[R] {
 	return &Table[R]{name: name, cols: cols,
 		insert: "INSERT INTO " + name + " (" + strings.Join(names, ", ") + ")"}
 }
-
-// Name returns the table's name.
-func (t *Table[R]) Name() string { return t.name }
 
 // Statement returns the INSERT statement, with its column list.
 func (t *Table[R]) Statement() string { return t.insert }
@@ -95,8 +94,9 @@ func (t *Table[R]) Insert(ctx context.Context, conn driver.Conn, now time.Time, 
 // BlockRows is the number of rows Insert sends in one block. The driver
 // reuses its column buffers from one block to the next, so a large insert
 // neither grows them by doubling nor holds them all at once; the server
-// squashes the blocks of one insert into parts of up to
-// min_insert_block_size_rows (1,048,576 by default).
+// squashes the small blocks of an insert into blocks of
+// min_insert_block_size_rows (1,048,576 by default) before it writes
+// parts, so the parts are as large as before.
 const BlockRows = 1 << 16
 
 // blocks yields parts in blocks of at most n rows, each as the parts'

@@ -174,9 +174,8 @@ var progressTable = chdb.NewTable("consumer_progress",
 // both at once (an insert is mostly one server thread) instead of the
 // poll loop waiting for their sum.
 //
-// Values of plain columns are appended through pointers, which an
-// interface holds without a copy on the heap; LowCardinality columns are
-// keyed by value in clickhouse-go, so their strings go by value.
+// Each insert goes a column at a time (chdb.Table), with no value boxed
+// per row.
 func (c *ClickHouse) Write(ctx context.Context, bs ...*Batch) error {
 	now := c.now().UTC()
 	var nodes sync.WaitGroup
