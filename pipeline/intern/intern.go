@@ -58,9 +58,11 @@ const (
 	firstChunk = 4 << 10
 )
 
-// A slot of the index: the symbol + 1 (0: empty), the low bits of its
-// value's hash (most mismatches are told without reading the value), and
-// its loc (a match reads the value without a look at locs).
+// A slot of the index: the symbol + 1 (0: empty), the top 32 bits of its
+// value's hash (most mismatches are told without reading the value, and
+// they pick the slot, so that growing the index moves the slots without
+// reading or hashing a value again), and its loc (a match reads the value
+// without a look at locs).
 type slot struct {
 	sym Sym
 	tag uint32
@@ -116,7 +118,7 @@ func (t *Table) Intern(s string) Sym {
 		return e.id - 1
 	}
 	full := xxhash.Sum64String(s)
-	tag, mask := uint32(full), len(t.slots)-1
+	tag, mask := uint32(full>>32), len(t.slots)-1
 	i := int(full >> t.shift)
 	for {
 		sl := &t.slots[i]
@@ -195,22 +197,32 @@ func (t *Table) str(l loc) string {
 	return unsafe.String(&t.chunks[c][off], n)
 }
 
-// resize rebuilds the index with n slots (a power of two at least n),
-// hashing the values again from their chunks.
+// resize rebuilds the index with n slots (a power of two at least n). A
+// slot's tag holds the top bits of its value's hash, which pick its slot
+// in an index of up to 1<<32 slots, so the values are neither read nor
+// hashed again; and the old slots are taken in their order, which is
+// nearly the order of the new ones, so the moves stream through memory
+// instead of missing the cache once per value.
 func (t *Table) resize(n int) {
 	size, bits := 16, uint(4)
 	for size < n {
 		size, bits = size*2, bits+1
 	}
+	if bits > 32 {
+		panic("intern: table full")
+	}
+	old := t.slots
 	t.slots, t.shift = make([]slot, size), 64-bits
 	mask := size - 1
-	for id, l := range t.locs {
-		full := xxhash.Sum64String(t.str(l))
-		i := int(full >> t.shift)
+	for _, sl := range old {
+		if sl.sym == 0 {
+			continue
+		}
+		i := int(sl.tag >> (32 - bits))
 		for t.slots[i].sym != 0 {
 			i = (i + 1) & mask
 		}
-		t.slots[i] = slot{sym: Sym(id) + 1, tag: uint32(full), loc: l}
+		t.slots[i] = sl
 	}
 }
 
