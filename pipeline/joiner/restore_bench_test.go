@@ -94,3 +94,16 @@ func BenchmarkSnapshot1M(b *testing.B) {
 		}
 	})
 }
+
+// BenchmarkSnapshotFirst is the first snapshot of a partition (no previous
+// one to size its buffer after), as the final checkpoint of a joiner
+// stopping soon after its start takes: BenchmarkSnapshot1M/save is every
+// later one.
+func BenchmarkSnapshotFirst(b *testing.B) {
+	_, part := bigPartition(b, 1_000_000)
+	b.ResetTimer()
+	for range b.N {
+		part.snapSize = 0
+		_ = part.snapshot()
+	}
+}
