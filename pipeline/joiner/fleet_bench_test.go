@@ -2,6 +2,7 @@ package joiner
 
 import (
 	"bytes"
+	"fmt"
 	"testing"
 
 	"github.com/twmb/franz-go/pkg/kgo"
@@ -16,7 +17,7 @@ import (
 // events events (fleet.SizedConfig), as one partition holds them: the
 // platform records, observations and scan markers, and heartbeats, merged
 // by timestamp as logmerge.Merge applies them.
-func fleetRecords(b *testing.B, events int) []*kgo.Record {
+func fleetRecords(b testing.TB, events int) []*kgo.Record {
 	g, err := fleet.New(fleet.SizedConfig(events))
 	if err != nil {
 		b.Fatal(err)
@@ -49,31 +50,88 @@ func fleetRecords(b *testing.B, events int) []*kgo.Record {
 }
 
 // BenchmarkApplyFleet applies the joiner's records of a generated fleet
-// of 1M events (613,641 records) to one new partition, sealing its output
-// every 200,000 records as a flush would: decoding, dedupe, the join,
-// classification, node-agent state, finding rows and summaries, without
-// the fetch or the ClickHouse write. cpu-ns/record is the process's CPU
-// time per record, the garbage collector's included. bench/joiner/README.md
-// records the figures.
+// of 1M events (613,641 records) to new partitions, sealing each one's
+// output every 200,000 of its records as a flush would: decoding, dedupe,
+// the join, classification, node-agent state, finding rows and summaries,
+// without the fetch or the ClickHouse write. cpu-ns/record is the
+// process's CPU time per record, the garbage collector's included.
+// bench/joiner/README.md records the figures.
+//
+// partitions=1 applies them to one partition (133,332 identities, about
+// what a partition of the 10M-event fleet tracks). partitions=8 applies a
+// copy of its own to each of eight partitions, in turns of 2,048 records
+// as fetches bring them: the state is then eight times larger, as in a
+// joiner owning eight partitions, and far less of it stays in the caches.
+// "ahead" is the joiner's path (applyAhead, which prefetches a record's
+// bytes and state a few records before applying it), "direct" applies the
+// records one after the other without it. The first partitions=8 run of
+// a process also pays for its heap's first growth (page faults): compare
+// the runs after it (-count 3).
 //
 //	go test -run '^$' -bench ApplyFleet -benchtime 3x -count 3 ./pipeline/joiner/
 func BenchmarkApplyFleet(b *testing.B) {
 	recs := fleetRecords(b, 1_000_000)
+	for _, parts := range []int{1, 8} {
+		copies := make([][]*kgo.Record, parts)
+		copies[0] = recs
+		for p := 1; p < parts; p++ {
+			copies[p] = make([]*kgo.Record, len(recs))
+			for i, r := range recs {
+				c := *r
+				c.Key, c.Value = bytes.Clone(r.Key), bytes.Clone(r.Value)
+				copies[p][i] = &c
+			}
+		}
+		for _, ahead := range []bool{false, true} {
+			name := fmt.Sprintf("partitions=%d/direct", parts)
+			if ahead {
+				name = fmt.Sprintf("partitions=%d/ahead", parts)
+			}
+			b.Run(name, func(b *testing.B) { applyFleet(b, copies, ahead) })
+		}
+	}
+}
+
+// applyFleet applies each of copies to a partition of its own, in turns.
+func applyFleet(b *testing.B, copies [][]*kgo.Record, ahead bool) {
+	const turn, seal = 2048, 200_000
 	b.ReportAllocs()
 	b.ResetTimer()
 	cpu := cputime.Now()
 	for range b.N {
-		j, part := benchJoiner(b)
-		for i, r := range recs {
-			j.apply(part, r)
-			if i%200_000 == 199_999 {
-				part.summary.flush(part.p, part.live.batch)
-				part.live.reset()
+		j, first := benchJoiner(b)
+		parts := []*partition{first}
+		for p := 1; p < len(copies); p++ {
+			part := j.newPartition(int32(p), nil)
+			part.out = &part.live
+			parts = append(parts, part)
+		}
+		for off := 0; off < len(copies[0]); off += turn {
+			for p, part := range parts {
+				chunk := copies[p][off:min(off+turn, len(copies[p]))]
+				if ahead {
+					j.applyAhead(part, func() *kgo.Record {
+						if len(chunk) == 0 {
+							return nil
+						}
+						r := chunk[0]
+						chunk = chunk[1:]
+						return r
+					}, func(*kgo.Record) {})
+				} else {
+					for _, r := range chunk {
+						j.apply(part, r)
+					}
+				}
+				if (off+turn)%seal < turn || off+turn >= len(copies[p]) {
+					part.summary.flush(part.p, part.live.batch)
+					part.live.reset()
+				}
 			}
 		}
 	}
 	b.StopTimer()
-	n := float64(b.N) * float64(len(recs))
+	n := float64(b.N) * float64(len(copies)*len(copies[0]))
 	b.ReportMetric(float64(cputime.Now()-cpu)/n, "cpu-ns/record")
 	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/n, "ns/record")
 }

@@ -22,7 +22,7 @@ func (o *output) reset() {
 }
 
 // benchJoiner is a joiner without a broker: the hot path of apply only.
-func benchJoiner(b *testing.B) (*Joiner, *partition) {
+func benchJoiner(b testing.TB) (*Joiner, *partition) {
 	j := &Joiner{opts: Options{Brokers: []string{"unused"}}, m: newMetrics(nil), parts: map[int32]*partition{}}
 	if err := j.opts.defaults(); err != nil {
 		b.Fatal(err)

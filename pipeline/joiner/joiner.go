@@ -402,19 +402,18 @@ func (j *Joiner) Run(ctx context.Context) error {
 // the number of records applied. mu is held.
 func (j *Joiner) applyAll(now time.Time) int {
 	drain := func(part *partition) int {
-		n := 0
 		// Positions are exact (see Run): the merge waits for a stream
 		// with more records as long as it takes, never guessing.
-		for r, _ := part.merge.Pop(); r != nil; r, _ = part.merge.Pop() {
-			kept := len(part.rejected) + len(part.rerouted)
-			j.apply(part, r)
+		kept := len(part.rejected) + len(part.rerouted)
+		n := j.applyAhead(part, func() *kgo.Record { r, _ := part.merge.Pop(); return r }, func(r *kgo.Record) {
 			if len(part.rejected)+len(part.rerouted) == kept {
 				// Nothing refers to r's bytes any more: the state and the
 				// outputs hold copies.
 				r.Recycle()
+				return
 			}
-			n++
-		}
+			kept = len(part.rejected) + len(part.rerouted)
+		})
 		if n > 0 {
 			part.active = now
 		}

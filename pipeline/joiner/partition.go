@@ -6,6 +6,7 @@ import (
 	"strings"
 	"sync/atomic"
 	"time"
+	"unsafe"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/twmb/franz-go/pkg/kgo"
@@ -17,6 +18,7 @@ import (
 	"github.com/driftline/driftline/pipeline/logmerge"
 	"github.com/driftline/driftline/pipeline/nodeagent"
 	"github.com/driftline/driftline/pipeline/ownerstate"
+	"github.com/driftline/driftline/pipeline/prefetch"
 	"github.com/driftline/driftline/pipeline/sink"
 	"github.com/driftline/driftline/pipeline/snap"
 )
@@ -33,6 +35,8 @@ type partition struct {
 	// dec decodes the partition's records; the payloads it returns are
 	// reused by the next call.
 	dec *event.Decoder
+	// ahead is applyAhead's read-ahead.
+	ahead lookahead
 	// inHeartbeat is set while a heartbeat is applied: its identity
 	// verdict is handed to the engine once, as a confirming heartbeat.
 	inHeartbeat bool
@@ -124,6 +128,71 @@ func (j *Joiner) newPartition(p int32, out *output) *partition {
 		}
 	})
 	return part
+}
+
+// Read-ahead of applyAhead, in three steps, each a few records after
+// the one before, so that what a step reads the step before brought in: a
+// record's bytes are prefetched readAhead records before it is applied;
+// its key is hashed and its index slot prefetched slotAhead records
+// before; the slot is read and the identity prefetched identityAhead
+// records before.
+const (
+	readAhead     = 8
+	slotAhead     = 4
+	identityAhead = 2
+)
+
+// lookahead holds the records applyAhead has read but not applied yet.
+type lookahead struct {
+	recs [readAhead]*kgo.Record
+	hash [readAhead]uint64 // the identity key's hash (0: none)
+}
+
+// applyAhead applies the records next returns, until it returns nil, in
+// their order, and calls done with each once applied; it returns how
+// many it applied. Applying a record waits for memory: its bytes were
+// decompressed a while ago, and its identity is one of hundreds of
+// thousands. So it reads ahead, and asks the processor to fetch what a
+// record will need while the records before it are applied (see package
+// prefetch).
+func (j *Joiner) applyAhead(part *partition, next func() *kgo.Record, done func(*kgo.Record)) int {
+	la, store := &part.ahead, part.engine.Store()
+	k := 0
+	for r := next(); r != nil; r = next() {
+		s := k % readAhead
+		if k >= readAhead {
+			j.apply(part, la.recs[s])
+			done(la.recs[s])
+		}
+		la.recs[s], la.hash[s] = r, 0
+		if len(r.Key) != 0 {
+			prefetch.Line(unsafe.Pointer(&r.Key[0]))
+		}
+		for off := 0; off < len(r.Value) && off < 256; off += 64 {
+			prefetch.Line(unsafe.Pointer(&r.Value[off]))
+		}
+		if len(r.Headers) != 0 {
+			prefetch.Line(unsafe.Pointer(&r.Headers[0]))
+		}
+		if k >= slotAhead {
+			if t := (k - slotAhead) % readAhead; len(la.recs[t].Key) != 0 {
+				la.hash[t] = store.Prefetch(la.recs[t].Key)
+			}
+		}
+		if k >= identityAhead {
+			if h := la.hash[(k-identityAhead)%readAhead]; h != 0 {
+				store.PrefetchIdentity(h)
+			}
+		}
+		k++
+	}
+	for i := max(0, k-readAhead); i < k; i++ {
+		s := i % readAhead
+		j.apply(part, la.recs[s])
+		done(la.recs[s])
+		la.recs[s] = nil
+	}
+	return k
 }
 
 // apply validates, dedupes and applies one Kafka record.

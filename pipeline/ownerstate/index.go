@@ -47,6 +47,9 @@ func (x *index) hashKey(provider, providerID string) uint64 {
 	return xxhash.Sum64(k) & x.hashMask
 }
 
+// hashBytes returns the hash of a whole key (the same as hashKey's).
+func (x *index) hashBytes(key []byte) uint64 { return xxhash.Sum64(key) & x.hashMask }
+
 // hash returns the hash of a whole key (the same as hashKey's).
 func (x *index) hash(key string) uint64 { return xxhash.Sum64String(key) & x.hashMask }
 

@@ -45,6 +45,7 @@ import (
 	"unsafe"
 
 	"github.com/driftline/driftline/pipeline/drift"
+	"github.com/driftline/driftline/pipeline/prefetch"
 )
 
 // NoTime marks an unset time.
@@ -307,6 +308,31 @@ func (s *Store) Get(provider, providerID string, create bool) *Identity {
 	id := s.add(ref, klen)
 	s.index.insert(h, id.idx)
 	return id
+}
+
+// Prefetch starts bringing into the caches the index slot where the
+// identity of key (provider/provider_id, as a record's Kafka key) is
+// looked up first, and returns the key's hash for PrefetchIdentity. It
+// changes nothing; a caller that applies records a few at a time calls it
+// for a record some records before applying it (see package prefetch).
+func (s *Store) Prefetch(key []byte) uint64 {
+	h := s.index.hashBytes(key)
+	prefetch.Line(unsafe.Pointer(&s.index.slots[s.index.home(h)]))
+	return h
+}
+
+// PrefetchIdentity starts bringing into the caches the identity whose key
+// hashes to h (Prefetch's result) and its key, reading the index slot
+// Prefetch brought in. Only the first slot is read: a key that probes
+// further is looked up without help.
+func (s *Store) PrefetchIdentity(h uint64) {
+	v := s.index.slots[s.index.home(h)]
+	if v == 0 || v>>32 != h>>32 || int(uint32(v)-1) >= s.n {
+		return
+	}
+	id := s.At(uint32(v) - 1)
+	prefetch.Line(unsafe.Pointer(id))
+	prefetch.Line(unsafe.Pointer(&id.keys().chunks[id.ref>>arenaChunkBits][id.ref&(arenaChunk-1)]))
 }
 
 // fileNew files identity id in the index, unless an identity with its

@@ -692,3 +692,22 @@ func BenchmarkTimers(b *testing.B) {
 		s.Fire(w, rearm)
 	}
 }
+
+// TestPrefetch checks that Prefetch hashes a record's key as Get does, so
+// that PrefetchIdentity reads the slot Get will, and that neither changes
+// the store, for keys known and unknown.
+func TestPrefetch(t *testing.T) {
+	s := New()
+	want := s.Get("maas", "node-1", true)
+	for _, key := range []string{"maas/node-1", "maas/node-2", "", "no-slash"} {
+		h := s.Prefetch([]byte(key))
+		provider, id, _ := strings.Cut(key, "/")
+		if key != "no-slash" && key != "" && h != s.index.hashKey(provider, id) {
+			t.Fatalf("%q: Prefetch hashes to %x, Get to %x", key, h, s.index.hashKey(provider, id))
+		}
+		s.PrefetchIdentity(h)
+	}
+	if s.Len() != 1 || s.Get("maas", "node-1", false) != want || s.Get("maas", "node-2", false) != nil {
+		t.Fatalf("prefetching changed the store: %d identities", s.Len())
+	}
+}

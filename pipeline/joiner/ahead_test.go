@@ -1,0 +1,49 @@
+package joiner
+
+import (
+	"reflect"
+	"testing"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+)
+
+// TestApplyAhead checks that applying records through applyAhead's
+// read-ahead changes nothing: the same rows and state as applying them one
+// by one, every record handed to done once and in order, for runs shorter
+// and longer than the read-ahead.
+func TestApplyAhead(t *testing.T) {
+	recs := fleetRecords(t, 20_000)
+	for _, n := range []int{0, 1, identityAhead, slotAhead + 1, readAhead, 2*readAhead + 3, len(recs)} {
+		jd, direct := benchJoiner(t)
+		for _, r := range recs[:n] {
+			jd.apply(direct, r)
+		}
+		ja, ahead := benchJoiner(t)
+		rest := recs[:n]
+		var done []*kgo.Record
+		got := ja.applyAhead(ahead, func() *kgo.Record {
+			if len(rest) == 0 {
+				return nil
+			}
+			r := rest[0]
+			rest = rest[1:]
+			return r
+		}, func(r *kgo.Record) {
+			done = append(done, r)
+		})
+		if got != n || !reflect.DeepEqual(done, recs[:n:n]) && n > 0 {
+			t.Fatalf("%d records: applied %d, done with %d (in order: %t)", n, got, len(done), reflect.DeepEqual(done, recs[:n:n]))
+		}
+		if direct.events != ahead.events || ahead.ahead.recs != [readAhead]*kgo.Record{} {
+			t.Fatalf("%d records: %d events applied directly, %d ahead (read-ahead left holding records: %t)", n, direct.events, ahead.events, ahead.ahead.recs != [readAhead]*kgo.Record{})
+		}
+		d, a := direct.live.batch, ahead.live.batch
+		if !reflect.DeepEqual(d.Current, a.Current) || !reflect.DeepEqual(d.History, a.History) || !reflect.DeepEqual(d.Nodes, a.Nodes) {
+			t.Fatalf("%d records: rows differ: %d/%d/%d current/history/nodes directly, %d/%d/%d ahead", n,
+				len(d.Current), len(d.History), len(d.Nodes), len(a.Current), len(a.History), len(a.Nodes))
+		}
+		if n == len(recs) && (len(d.History) == 0 || len(d.Nodes) == 0) {
+			t.Fatalf("the fleet produced %d finding transitions and %d node rows: nothing compared", len(d.History), len(d.Nodes))
+		}
+	}
+}
