@@ -14,6 +14,7 @@ import (
 	"os"
 	"os/signal"
 	"runtime/pprof"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -192,5 +193,14 @@ func run() error {
 	defer srv.Shutdown()
 	slog.Info("joiner running", "group", *group, "brokers", common.Brokers, "clickhouse", common.ClickHouse.Addr, "http", *addr)
 
-	return j.Run(ctx)
+	// A stop writes the last batch and a checkpoint of every partition
+	// changed since its last one, which the successor restores from; the
+	// log says how long that took.
+	var signalled atomic.Int64
+	context.AfterFunc(ctx, func() { signalled.Store(time.Now().UnixNano()) })
+	err = j.Run(ctx)
+	if at := signalled.Load(); at != 0 && err == nil {
+		slog.Info("joiner stopped", "final_write_and_checkpoints", time.Since(time.Unix(0, at)).Round(time.Millisecond))
+	}
+	return err
 }
