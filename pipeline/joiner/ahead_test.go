@@ -37,6 +37,18 @@ func TestApplyAhead(t *testing.T) {
 		if direct.events != ahead.events || ahead.ahead.recs != [readAhead]*kgo.Record{} {
 			t.Fatalf("%d records: %d events applied directly, %d ahead (read-ahead left holding records: %t)", n, direct.events, ahead.events, ahead.ahead.recs != [readAhead]*kgo.Record{})
 		}
+		// A record with a key goes through every step when
+		// readAhead-stateAhead records follow it: the last step runs
+		// as the last of them is read.
+		keyed := 0
+		for i, r := range recs[:n] {
+			if len(r.Key) != 0 && i+readAhead-stateAhead < n {
+				keyed++
+			}
+		}
+		if ahead.ahead.states != uint64(keyed) {
+			t.Fatalf("%d records: %d states prefetched, want %d", n, ahead.ahead.states, keyed)
+		}
 		d, a := direct.live.batch, ahead.live.batch
 		if !reflect.DeepEqual(d.Current, a.Current) || !reflect.DeepEqual(d.History, a.History) || !reflect.DeepEqual(d.Nodes, a.Nodes) {
 			t.Fatalf("%d records: rows differ: %d/%d/%d current/history/nodes directly, %d/%d/%d ahead", n,

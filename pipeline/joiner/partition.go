@@ -130,22 +130,27 @@ func (j *Joiner) newPartition(p int32, out *output) *partition {
 	return part
 }
 
-// Read-ahead of applyAhead, in three steps, each a few records after
-// the one before, so that what a step reads the step before brought in: a
+// Read-ahead of applyAhead, in four steps, each a few records after the
+// one before, so that what a step reads the step before brought in: a
 // record's bytes are prefetched readAhead records before it is applied;
 // its key is hashed and its index slot prefetched slotAhead records
 // before; the slot is read and the identity prefetched identityAhead
-// records before.
+// records before; the identity is read and its shapes and timer
+// prefetched stateAhead records before.
 const (
 	readAhead     = 8
 	slotAhead     = 4
 	identityAhead = 2
+	stateAhead    = 1
 )
 
 // lookahead holds the records applyAhead has read but not applied yet.
 type lookahead struct {
 	recs [readAhead]*kgo.Record
 	hash [readAhead]uint64 // the identity key's hash (0: none)
+	// states counts the records whose state was prefetched (the last
+	// step), which tells a test the steps line up.
+	states uint64
 }
 
 // applyAhead applies the records next returns, until it returns nil, in
@@ -174,14 +179,21 @@ func (j *Joiner) applyAhead(part *partition, next func() *kgo.Record, done func(
 		if len(r.Headers) != 0 {
 			prefetch.Line(unsafe.Pointer(&r.Headers[0]))
 		}
-		if k >= slotAhead {
-			if t := (k - slotAhead) % readAhead; len(la.recs[t].Key) != 0 {
+		// Record k-readAhead+d is applied d records from now.
+		if k >= readAhead-slotAhead {
+			if t := (k + slotAhead) % readAhead; len(la.recs[t].Key) != 0 {
 				la.hash[t] = store.Prefetch(la.recs[t].Key)
 			}
 		}
-		if k >= identityAhead {
-			if h := la.hash[(k-identityAhead)%readAhead]; h != 0 {
+		if k >= readAhead-identityAhead {
+			if h := la.hash[(k+identityAhead)%readAhead]; h != 0 {
 				store.PrefetchIdentity(h)
+			}
+		}
+		if k >= readAhead-stateAhead {
+			if h := la.hash[(k+stateAhead)%readAhead]; h != 0 {
+				store.PrefetchState(h)
+				la.states++
 			}
 		}
 		k++

@@ -326,13 +326,40 @@ func (s *Store) Prefetch(key []byte) uint64 {
 // Prefetch brought in. Only the first slot is read: a key that probes
 // further is looked up without help.
 func (s *Store) PrefetchIdentity(h uint64) {
-	v := s.index.slots[s.index.home(h)]
-	if v == 0 || v>>32 != h>>32 || int(uint32(v)-1) >= s.n {
+	if id := s.prefetched(h); id != nil {
+		prefetch.Line(unsafe.Pointer(id))
+		prefetch.Line(unsafe.Pointer(&id.keys().chunks[id.ref>>arenaChunkBits][id.ref&(arenaChunk-1)]))
+	}
+}
+
+// PrefetchState starts bringing into the caches what applying an event to
+// the identity whose key hashes to h reads besides the identity: its
+// record and observation shapes and its timer, reading the identity
+// PrefetchIdentity brought in.
+func (s *Store) PrefetchState(h uint64) {
+	id := s.prefetched(h)
+	if id == nil {
 		return
 	}
-	id := s.At(uint32(v) - 1)
-	prefetch.Line(unsafe.Pointer(id))
-	prefetch.Line(unsafe.Pointer(&id.keys().chunks[id.ref>>arenaChunkBits][id.ref&(arenaChunk-1)]))
+	if id.rec != 0 && int(id.rec) < len(s.syms.recs) {
+		prefetch.Line(unsafe.Pointer(&s.syms.recs[id.rec]))
+	}
+	if id.obs != 0 && int(id.obs) < len(s.syms.obss) {
+		prefetch.Line(unsafe.Pointer(&s.syms.obss[id.obs]))
+	}
+	if id.hpos != 0 && int(id.hpos) <= len(s.timers) {
+		prefetch.Line(unsafe.Pointer(&s.timers[id.hpos-1]))
+	}
+}
+
+// prefetched returns the identity in h's home slot if its tag matches h,
+// nil otherwise.
+func (s *Store) prefetched(h uint64) *Identity {
+	v := s.index.slots[s.index.home(h)]
+	if v == 0 || v>>32 != h>>32 || int(uint32(v)-1) >= s.n {
+		return nil
+	}
+	return s.At(uint32(v) - 1)
 }
 
 // fileNew files identity id in the index, unless an identity with its

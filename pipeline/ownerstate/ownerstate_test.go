@@ -706,6 +706,7 @@ func TestPrefetch(t *testing.T) {
 			t.Fatalf("%q: Prefetch hashes to %x, Get to %x", key, h, s.index.hashKey(provider, id))
 		}
 		s.PrefetchIdentity(h)
+		s.PrefetchState(h)
 	}
 	if s.Len() != 1 || s.Get("maas", "node-1", false) != want || s.Get("maas", "node-2", false) != nil {
 		t.Fatalf("prefetching changed the store: %d identities", s.Len())
