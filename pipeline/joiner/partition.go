@@ -333,8 +333,9 @@ const snapshotVersion = 1
 func (part *partition) snapshot() []byte {
 	// Sized after the previous snapshot (or the checkpoint restored), so
 	// that the buffer is not grown, and copied, a dozen times on the way.
-	// The first is sized after the state: growing one from 64 KiB made
-	// it take four times as long as the next (BenchmarkSnapshot1M).
+	// The first is sized after the state: grown from 64 KiB, it took
+	// four times as long as the next (BenchmarkSnapshotFirst against
+	// BenchmarkSnapshot1M/save).
 	size := part.snapSize + part.snapSize/8
 	if size == 0 {
 		size = firstSnapshotSize(part.engine.Store().Len(), part.nodes.Len(), part.dedupe.Producers())
