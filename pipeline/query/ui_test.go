@@ -15,7 +15,8 @@ import (
 )
 
 // EnvTestArtifacts names a folder for test artifacts (UI screenshots);
-// default: a new folder under the system temp dir, kept after the test.
+// default: a new folder under the system temp dir, kept only when the
+// test fails.
 const EnvTestArtifacts = "DRIFTLINE_TEST_ARTIFACTS"
 
 const chromiumPath = "/usr/bin/chromium"
@@ -61,6 +62,12 @@ func artifactsDir(t *testing.T) string {
 		if dir, err = os.MkdirTemp("", "driftline-ui-artifacts-"); err != nil {
 			t.Fatal(err)
 		}
+		// Kept for a look at what failed; removed when the test passes.
+		t.Cleanup(func() {
+			if !t.Failed() {
+				os.RemoveAll(dir)
+			}
+		})
 	} else {
 		dir = filepath.Join(dir, "query-ui")
 		if err := os.MkdirAll(dir, 0o755); err != nil {

@@ -1,0 +1,11 @@
+package rater_test
+
+import (
+	"testing"
+
+	"github.com/driftline/driftline/pipeline/testenv"
+)
+
+// TestMain stops the ClickHouse server the benchmarks started and removes
+// its directory.
+func TestMain(m *testing.M) { testenv.Main(m) }
