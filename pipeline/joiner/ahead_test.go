@@ -52,10 +52,10 @@ func TestApplyAhead(t *testing.T) {
 		d, a := direct.live.batch, ahead.live.batch
 		if !reflect.DeepEqual(d.Current, a.Current) || !reflect.DeepEqual(d.History, a.History) || !reflect.DeepEqual(d.Nodes, a.Nodes) {
 			t.Fatalf("%d records: rows differ: %d/%d/%d current/history/nodes directly, %d/%d/%d ahead", n,
-				len(d.Current), len(d.History), len(d.Nodes), len(a.Current), len(a.History), len(a.Nodes))
+				d.Current.Len(), d.History.Len(), d.Nodes.Len(), a.Current.Len(), a.History.Len(), a.Nodes.Len())
 		}
-		if n == len(recs) && (len(d.History) == 0 || len(d.Nodes) == 0) {
-			t.Fatalf("the fleet produced %d finding transitions and %d node rows: nothing compared", len(d.History), len(d.Nodes))
+		if n == len(recs) && (d.History.Len() == 0 || d.Nodes.Len() == 0) {
+			t.Fatalf("the fleet produced %d finding transitions and %d node rows: nothing compared", d.History.Len(), d.Nodes.Len())
 		}
 	}
 }

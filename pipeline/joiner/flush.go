@@ -63,7 +63,7 @@ func (b *batch) reset(free []*sink.Batch) []*sink.Batch {
 func (b *batch) rows() (current int, empty bool) {
 	empty = true
 	for _, out := range b.parts {
-		current += len(out.Current)
+		current += out.Current.Len()
 		empty = empty && out.Empty()
 	}
 	return current, empty

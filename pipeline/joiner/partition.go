@@ -93,13 +93,13 @@ func (o *output) add(p *partition, f *drift.Finding) {
 		return
 	}
 	o.m.transition(f).Inc()
-	o.batch.History = append(o.batch.History, *f)
+	tr := sink.TransitionOf(f)
+	o.batch.History.Append(&tr)
 	if i, ok := o.current[f.EvidenceID]; ok {
-		o.batch.Current[i] = *f
+		*o.batch.Current.At(i) = *f
 		return
 	}
-	o.current[f.EvidenceID] = len(o.batch.Current)
-	o.batch.Current = append(o.batch.Current, *f)
+	o.current[f.EvidenceID] = o.batch.Current.Append(f)
 }
 
 func (o *output) addNode(s *nodeagent.Status) {
@@ -107,11 +107,10 @@ func (o *output) addNode(s *nodeagent.Status) {
 		return
 	}
 	if i, ok := o.nodes[s.NodeID]; ok {
-		o.batch.Nodes[i] = *s
+		*o.batch.Nodes.At(i) = *s
 		return
 	}
-	o.nodes[s.NodeID] = len(o.batch.Nodes)
-	o.batch.Nodes = append(o.batch.Nodes, *s)
+	o.nodes[s.NodeID] = o.batch.Nodes.Append(s)
 }
 
 func (j *Joiner) newPartition(p int32, out *output) *partition {

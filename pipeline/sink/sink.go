@@ -32,12 +32,12 @@ type Progress struct {
 // Batch is what one flush writes.
 type Batch struct {
 	// Current holds the latest row of each finding changed in the batch.
-	Current []drift.Finding
+	Current Rows[drift.Finding]
 	// History holds every transition of the batch, in order.
-	History []drift.Finding
+	History Rows[Transition]
 	// Nodes holds the latest node-agent status of each node changed in
 	// the batch.
-	Nodes []nodeagent.Status
+	Nodes Rows[nodeagent.Status]
 	// Counts holds the finding counts of the groups changed in the batch
 	// (finding_counts).
 	Counts []Count
@@ -49,14 +49,50 @@ type Batch struct {
 
 // Empty reports whether the batch writes nothing.
 func (b *Batch) Empty() bool {
-	return len(b.Current) == 0 && len(b.History) == 0 && len(b.Nodes) == 0 && len(b.Counts) == 0 &&
+	return b.Current.Len() == 0 && b.History.Len() == 0 && b.Nodes.Len() == 0 && len(b.Counts) == 0 &&
 		len(b.Top) == 0 && len(b.Progress) == 0
 }
 
 // Reset empties the batch, keeping its capacity.
 func (b *Batch) Reset() {
-	b.Current, b.History, b.Nodes, b.Progress = b.Current[:0], b.History[:0], b.Nodes[:0], b.Progress[:0]
+	b.Current.Reset()
+	b.History.Reset()
+	b.Nodes.Reset()
+	b.Progress = b.Progress[:0]
 	b.Counts, b.Top = b.Counts[:0], b.Top[:0]
+}
+
+// Transition is a row of drift_history: a finding as one of its
+// transitions left it, with the columns the history keeps (a third of a
+// drift.Finding's size: a batch copies one per transition).
+type Transition struct {
+	EvidenceID      string
+	CorrelationID   string
+	Transition      string
+	Class           drift.Class
+	Severity        string
+	Status          string
+	Posture         string
+	ExpectedState   string
+	ObservedState   string
+	ObservedVersion string
+	RetryCount      uint32
+	Version         uint64
+	// At is the event time of the transition: when the finding was last
+	// seen, or resolved for a resolution.
+	At time.Time
+}
+
+// TransitionOf returns the history row of f's latest transition.
+func TransitionOf(f *drift.Finding) Transition {
+	at := f.LastSeenAt
+	if f.Transition == drift.TransitionResolved {
+		at = f.ResolvedAt
+	}
+	return Transition{EvidenceID: f.EvidenceID, CorrelationID: f.CorrelationID, Transition: f.Transition, Class: f.Class,
+		Severity: f.Severity, Status: f.Status, Posture: f.Posture, ExpectedState: f.ExpectedState,
+		ObservedState: f.ObservedState, ObservedVersion: f.ObservedVersion, RetryCount: f.RetryCount,
+		Version: f.Version, At: at}
 }
 
 // ClickHouse writes batches to a ClickHouse database.
@@ -72,9 +108,10 @@ func NewClickHouse(conn driver.Conn) *ClickHouse {
 }
 
 type (
-	finding  = drift.Finding
-	progress = Progress
-	status   = nodeagent.Status
+	finding    = drift.Finding
+	transition = Transition
+	progress   = Progress
+	status     = nodeagent.Status
 )
 
 var evidenceTable = chdb.NewTable("drift_evidence",
@@ -110,19 +147,19 @@ var evidenceTable = chdb.NewTable("drift_evidence",
 )
 
 var historyTable = chdb.NewTable("drift_history",
-	chdb.String("evidence_id", func(f *finding) string { return f.EvidenceID }),
-	chdb.UInt64("version", func(f *finding) uint64 { return f.Version }),
-	chdb.String("transition", func(f *finding) string { return f.Transition }),
-	chdb.String("classification", func(f *finding) string { return f.Class.String() }),
-	chdb.String("severity", func(f *finding) string { return f.Severity }),
-	chdb.String("status", func(f *finding) string { return f.Status }),
-	chdb.String("posture", func(f *finding) string { return f.Posture }),
-	chdb.String("expected_state", func(f *finding) string { return f.ExpectedState }),
-	chdb.String("observed_state", func(f *finding) string { return f.ObservedState }),
-	chdb.String("observed_version", func(f *finding) string { return f.ObservedVersion }),
-	chdb.UInt32("retry_count", func(f *finding) uint32 { return f.RetryCount }),
-	chdb.DateTime("at", eventTime),
-	chdb.String("correlation_id", func(f *finding) string { return f.CorrelationID }),
+	chdb.String("evidence_id", func(t *transition) string { return t.EvidenceID }),
+	chdb.UInt64("version", func(t *transition) uint64 { return t.Version }),
+	chdb.String("transition", func(t *transition) string { return t.Transition }),
+	chdb.String("classification", func(t *transition) string { return t.Class.String() }),
+	chdb.String("severity", func(t *transition) string { return t.Severity }),
+	chdb.String("status", func(t *transition) string { return t.Status }),
+	chdb.String("posture", func(t *transition) string { return t.Posture }),
+	chdb.String("expected_state", func(t *transition) string { return t.ExpectedState }),
+	chdb.String("observed_state", func(t *transition) string { return t.ObservedState }),
+	chdb.String("observed_version", func(t *transition) string { return t.ObservedVersion }),
+	chdb.UInt32("retry_count", func(t *transition) uint32 { return t.RetryCount }),
+	chdb.DateTime("at", func(t *transition) time.Time { return chdb.Epoch(t.At) }),
+	chdb.String("correlation_id", func(t *transition) string { return t.CorrelationID }),
 )
 
 var nodesTable = chdb.NewTable("node_agent_status",
@@ -180,12 +217,12 @@ func (c *ClickHouse) Write(ctx context.Context, bs ...*Batch) error {
 	now := c.now().UTC()
 	var nodes sync.WaitGroup
 	var nodesErr error
-	if parts := partsOf(bs, func(b *Batch) []status { return b.Nodes }); len(parts) > 0 {
+	if parts := chunksOf(bs, func(b *Batch) *Rows[status] { return &b.Nodes }); len(parts) > 0 {
 		nodes.Go(func() { nodesErr = nodesTable.Insert(ctx, c.conn, now, parts...) })
 	}
-	err := historyTable.Insert(ctx, c.conn, now, partsOf(bs, func(b *Batch) []finding { return b.History })...)
+	err := historyTable.Insert(ctx, c.conn, now, chunksOf(bs, func(b *Batch) *Rows[transition] { return &b.History })...)
 	if err == nil {
-		err = evidenceTable.Insert(ctx, c.conn, now, partsOf(bs, func(b *Batch) []finding { return b.Current })...)
+		err = evidenceTable.Insert(ctx, c.conn, now, chunksOf(bs, func(b *Batch) *Rows[finding] { return &b.Current })...)
 	}
 	nodes.Wait()
 	if err != nil {
@@ -214,10 +251,11 @@ func partsOf[R any](bs []*Batch, rows func(*Batch) []R) [][]R {
 	return parts
 }
 
-// eventTime is the event time of a transition.
-func eventTime(f *drift.Finding) time.Time {
-	if f.Transition == drift.TransitionResolved {
-		return chdb.Epoch(f.ResolvedAt)
+// chunksOf returns the chunks of the rows rows picks from bs, in order.
+func chunksOf[R any](bs []*Batch, rows func(*Batch) *Rows[R]) [][]R {
+	var parts [][]R
+	for _, b := range bs {
+		parts = append(parts, rows(b).All()...)
 	}
-	return chdb.Epoch(f.LastSeenAt)
+	return parts
 }

@@ -26,9 +26,10 @@ func benchBatch(n int) *Batch {
 			ObservedAt: at, Class: drift.Class(1 + i%6), Severity: "warning", Status: "open", FirstSeenAt: at.Add(-time.Hour),
 			LastSeenAt: at, RetryCount: uint32(i % 3), Posture: "retry", NextAttemptAt: at.Add(time.Minute),
 			Runbook: "rb/stale-lifecycle-state", AttentionScore: float64(i % 100), Version: uint64(i), Transition: drift.TransitionOpened}
-		b.Current = append(b.Current, f)
-		b.History = append(b.History, f)
-		b.Nodes = append(b.Nodes, nodeagent.Status{NodeID: fmt.Sprintf("node-%d", i), DomainID: fmt.Sprintf("d-%d", i%54),
+		b.Current.Append(&f)
+		tr := TransitionOf(&f)
+		b.History.Append(&tr)
+		b.Nodes.Append(&nodeagent.Status{NodeID: fmt.Sprintf("node-%d", i), DomainID: fmt.Sprintf("d-%d", i%54),
 			OwningDomain: fmt.Sprintf("dom-%d", i%54), State: "healthy", Reason: "ok", UpdatePath: "managed",
 			ExpectedAgentVersion: "1.4.2", ObservedAgentVersion: "1.4.2", CertIssuerFingerprint: "sha256:ab12",
 			IngressTrustFingerprint: "sha256:cd34", HostFingerprint: fmt.Sprintf("host-%d", i), TerminalStreamProbe: "ok",
@@ -56,7 +57,7 @@ func BenchmarkWrite(b *testing.B) {
 			b.Fatal(err)
 		}
 	}
-	rows := float64(b.N * 3 * len(batch.Current))
+	rows := float64(b.N * 3 * batch.Current.Len())
 	b.ReportMetric(float64(cputime.Now()-cpu)/rows, "cpu-ns/row")
 	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/rows, "ns/row")
 }

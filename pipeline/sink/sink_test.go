@@ -10,6 +10,7 @@ import (
 	"github.com/ClickHouse/clickhouse-go/v2/lib/driver"
 
 	"github.com/driftline/driftline/pipeline/chdb"
+	"github.com/driftline/driftline/pipeline/drift"
 	"github.com/driftline/driftline/pipeline/testenv"
 )
 
@@ -37,16 +38,19 @@ func TestWriteRoundTrip(t *testing.T) {
 	ctx := context.Background()
 	conn := readModel(t)
 	b := benchBatch(3)
-	b.Current[1].ResolvedAt = time.Date(2026, 11, 21, 10, 5, 0, 0, time.UTC)
-	b.History[2].Transition = "resolved"
-	b.History[2].ResolvedAt = time.Date(2026, 11, 21, 10, 7, 0, 0, time.UTC)
-	b.Nodes[2].ReplayRequired, b.Nodes[2].BacklogMessages, b.Nodes[2].SecondsBehind, b.Nodes[2].LossPct = true, 1234, 56, 2.5
+	b.Current.At(1).ResolvedAt = time.Date(2026, 11, 21, 10, 5, 0, 0, time.UTC)
+	resolved := *b.Current.At(2)
+	resolved.Transition, resolved.ResolvedAt = drift.TransitionResolved, time.Date(2026, 11, 21, 10, 7, 0, 0, time.UTC)
+	*b.History.At(2) = TransitionOf(&resolved)
+	n2 := b.Nodes.At(2)
+	n2.ReplayRequired, n2.BacklogMessages, n2.SecondsBehind, n2.LossPct = true, 1234, 56, 2.5
+	current, history, nodes := b.Current.All()[0], b.History.All()[0], b.Nodes.All()[0]
 	c := NewClickHouse(conn)
 	c.now = func() time.Time { return time.Date(2026, 11, 21, 11, 0, 0, 0, time.UTC) }
 	// Written as two batches (a joiner writes its partitions' outputs
 	// together): each table gets the rows of both, in order.
-	first := &Batch{Current: b.Current[:2], History: b.History[:1], Nodes: b.Nodes[:2]}
-	second := &Batch{Current: b.Current[2:], History: b.History[1:], Nodes: b.Nodes[2:]}
+	first := &Batch{Current: RowsOf(current[:2]...), History: RowsOf(history[:1]...), Nodes: RowsOf(nodes[:2]...)}
+	second := &Batch{Current: RowsOf(current[2:]...), History: RowsOf(history[1:]...), Nodes: RowsOf(nodes[2:]...)}
 	if err := c.Write(ctx, first, second); err != nil {
 		t.Fatal(err)
 	}
@@ -80,7 +84,7 @@ func TestWriteRoundTrip(t *testing.T) {
 	// which servers print differently.
 	const at = "2026-11-21 10:00:00"
 	var want []string
-	for _, f := range b.Current {
+	for _, f := range current {
 		resolved := chdb.Epoch(f.ResolvedAt).Unix()
 		want = append(want, fmt.Sprintf("%s|%s|gpu|%s|%s|pkg-standard|%s|allocation|%s|running|%s|maas|%s|stopped|v1|%s|%s|warning|open|2026-11-21 09:00:00|%s|%d|%d|retry|2026-11-21 10:01:00|rb/stale-lifecycle-state|%d|%d|2026-11-21 11:00:00",
 			f.EvidenceID, f.CorrelationID, f.ProductID, f.OwningDomain, f.DomainID, f.RecordID, f.ExpectedVersion, f.ProviderID,
@@ -95,7 +99,7 @@ func TestWriteRoundTrip(t *testing.T) {
  FROM drift_evidence ORDER BY version`), want)
 
 	want = want[:0]
-	for i, f := range b.History {
+	for i, f := range history {
 		tr, when := "opened", at
 		if i == 2 {
 			tr, when = "resolved", "2026-11-21 10:07:00"
@@ -108,7 +112,7 @@ func TestWriteRoundTrip(t *testing.T) {
  observed_version, '|', toString(retry_count), '|', toString(at), '|', correlation_id) FROM drift_history ORDER BY version`), want)
 
 	want = want[:0]
-	for i, n := range b.Nodes {
+	for i, n := range nodes {
 		replay := 0
 		if i == 2 {
 			replay = 1
