@@ -171,6 +171,7 @@ func TestOpenSaysWhatToChange(t *testing.T) {
 	dead := "127.0.0.1:" + strconv.Itoa(testenv.FreePort(t))
 	f(config.ClickHouse{Addr: dead, Database: "reconcile"}, "DRIFTLINE_CLICKHOUSE_ADDR")
 	f(config.ClickHouse{Addr: dead, Database: "bad-name"}, "DRIFTLINE_CLICKHOUSE_DB")
+	f(config.ClickHouse{Addr: dead, Database: "reconcile", Compression: "gzip"}, "DRIFTLINE_CLICKHOUSE_COMPRESSION")
 
 	live := testenv.ClickHouse(t)
 	f(config.ClickHouse{Addr: live.Addr, Database: "reconcile", User: "nobody"}, "DRIFTLINE_CLICKHOUSE_USER")
@@ -183,5 +184,41 @@ func TestOpenSaysWhatToChange(t *testing.T) {
 	}
 	if !strings.Contains(err.Error(), "create it") {
 		t.Fatalf("Open with NoCreate of a missing database = %v, want it to say to create it", err)
+	}
+}
+
+// TestCompression writes and reads a block over a connection of each
+// compression method: the server takes every one the setting offers.
+func TestCompression(t *testing.T) {
+	ctx := context.Background()
+	base := testenv.ClickHouse(t)
+	for _, method := range []string{config.CompressionAuto, config.CompressionLZ4, config.CompressionZSTD, config.CompressionNone} {
+		cfg := base
+		cfg.Compression = method
+		conn := open(t, cfg)
+		table := "compression_" + method
+		if err := conn.Exec(ctx, "CREATE TABLE "+table+" (s String, n UInt64) ENGINE = MergeTree ORDER BY n"); err != nil {
+			t.Fatal(err)
+		}
+		b, err := conn.PrepareBatch(ctx, "INSERT INTO "+table+" (s, n)")
+		if err != nil {
+			t.Fatal(err)
+		}
+		const rows = 10_000
+		for i := range rows {
+			if err := b.Append(strings.Repeat("x", i%50), uint64(i)); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := b.Send(); err != nil {
+			t.Fatalf("%s: insert: %v", method, err)
+		}
+		var n, chars uint64
+		if err := conn.QueryRow(ctx, "SELECT count(), sum(length(s)) FROM "+table).Scan(&n, &chars); err != nil {
+			t.Fatalf("%s: %v", method, err)
+		}
+		if n != rows || chars != rows/50*(49*50/2) {
+			t.Fatalf("%s: read back %d rows of %d characters, want %d of %d", method, n, chars, rows, rows/50*(49*50/2))
+		}
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
 	"regexp"
 	"time"
 
@@ -35,6 +36,7 @@ type options struct {
 	maxOpenConns int
 	settings     clickhouse.Settings
 	create       bool
+	compression  clickhouse.CompressionMethod // from the config
 }
 
 // Opt configures Open.
@@ -86,6 +88,11 @@ func Open(ctx context.Context, cfg config.ClickHouse, opts ...Opt) (driver.Conn,
 	if cfg.Addr == "" {
 		return nil, errors.New("clickhouse address is empty; Possible solutions: set DRIFTLINE_CLICKHOUSE_ADDR (or -clickhouse.addr) to the server's native-protocol host:port")
 	}
+	method, err := compression(cfg)
+	if err != nil {
+		return nil, err
+	}
+	o.compression = method
 	if !identifier.MatchString(cfg.Database) {
 		return nil, fmt.Errorf("clickhouse database %q: want letters, digits and underscores, not starting with a digit; Possible solutions: set DRIFTLINE_CLICKHOUSE_DB (or -clickhouse.db) to such a name", cfg.Database)
 	}
@@ -122,7 +129,7 @@ func dial(ctx context.Context, cfg config.ClickHouse, database string, o options
 		MaxOpenConns:    o.maxOpenConns,
 		MaxIdleConns:    min(5, o.maxOpenConns),
 		ConnMaxLifetime: time.Hour,
-		Compression:     &clickhouse.Compression{Method: clickhouse.CompressionLZ4},
+		Compression:     &clickhouse.Compression{Method: o.compression},
 		ClientInfo: clickhouse.ClientInfo{Products: []struct{ Name, Version string }{
 			{Name: "driftline"},
 		}},
@@ -151,4 +158,37 @@ func connectError(cfg config.ClickHouse, database, user string, err error) error
 		return fmt.Errorf("connect to clickhouse at %s: %w", cfg.Addr, err)
 	}
 	return fmt.Errorf("connect to clickhouse at %s: %w; Possible solutions: start the server, or point DRIFTLINE_CLICKHOUSE_ADDR (or -clickhouse.addr) at its native-protocol port (9000 by default, 19000 in the local stack), not the HTTP port", cfg.Addr, err)
+}
+
+// compression returns the method cfg.Compression names; auto is none for a
+// loopback address (an address on this host: compressing would cost CPU
+// on both ends and save no network) and lz4 otherwise.
+func compression(cfg config.ClickHouse) (clickhouse.CompressionMethod, error) {
+	switch cfg.Compression {
+	case config.CompressionLZ4:
+		return clickhouse.CompressionLZ4, nil
+	case config.CompressionZSTD:
+		return clickhouse.CompressionZSTD, nil
+	case config.CompressionNone:
+		return clickhouse.CompressionNone, nil
+	case "", config.CompressionAuto:
+		if loopback(cfg.Addr) {
+			return clickhouse.CompressionNone, nil
+		}
+		return clickhouse.CompressionLZ4, nil
+	}
+	return 0, fmt.Errorf("clickhouse compression %q: want auto, lz4, zstd or none; Possible solutions: set DRIFTLINE_CLICKHOUSE_COMPRESSION (or -clickhouse.compression) to one of them", cfg.Compression)
+}
+
+// loopback reports whether the host of addr is localhost or a loopback IP.
+func loopback(addr string) bool {
+	host, _, err := net.SplitHostPort(addr)
+	if err != nil {
+		host = addr
+	}
+	if host == "localhost" {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
 }

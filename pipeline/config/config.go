@@ -10,6 +10,8 @@
 //	DRIFTLINE_CLICKHOUSE_DB       ClickHouse database
 //	DRIFTLINE_CLICKHOUSE_USER     ClickHouse user
 //	DRIFTLINE_CLICKHOUSE_PASSWORD ClickHouse password
+//	DRIFTLINE_CLICKHOUSE_COMPRESSION compression of the ClickHouse connection
+//	                              (auto | lz4 | zstd | none)
 package config
 
 import (
@@ -56,6 +58,28 @@ type ClickHouse struct {
 	Database string // database holding the read model
 	User     string
 	Password string
+	// Compression is how blocks travel on the connection: lz4, zstd or
+	// none; auto (or empty) is none when Addr is a loopback address,
+	// where compressing costs CPU on both ends and saves no network, and
+	// lz4 otherwise.
+	Compression string
+}
+
+// Compression settings of ClickHouse.
+const (
+	CompressionAuto = "auto"
+	CompressionLZ4  = "lz4"
+	CompressionZSTD = "zstd"
+	CompressionNone = "none"
+)
+
+// ValidCompression reports whether c is a Compression setting.
+func ValidCompression(c string) bool {
+	switch c {
+	case "", CompressionAuto, CompressionLZ4, CompressionZSTD, CompressionNone:
+		return true
+	}
+	return false
 }
 
 // Env returns the environment variable key, or def when it is unset.
@@ -86,6 +110,7 @@ func RegisterFlags(fs *flag.FlagSet) *Common {
 	fs.StringVar(&c.ClickHouse.Database, "clickhouse.db", Env("DRIFTLINE_CLICKHOUSE_DB", DefaultDatabase), "ClickHouse database of the read model")
 	fs.StringVar(&c.ClickHouse.User, "clickhouse.user", Env("DRIFTLINE_CLICKHOUSE_USER", "default"), "ClickHouse user")
 	fs.StringVar(&c.ClickHouse.Password, "clickhouse.password", Env("DRIFTLINE_CLICKHOUSE_PASSWORD", ""), "ClickHouse password")
+	fs.StringVar(&c.ClickHouse.Compression, "clickhouse.compression", Env("DRIFTLINE_CLICKHOUSE_COMPRESSION", CompressionAuto), "compression of the ClickHouse connection: lz4, zstd, none, or auto (none to a loopback address, lz4 otherwise)")
 	c.Topics.RegisterFlags(fs)
 	return c
 }
@@ -111,6 +136,9 @@ func (c *Common) Validate() error {
 	}
 	if c.Partitions < 1 {
 		return fmt.Errorf("-kafka.partitions %d: must be at least 1", c.Partitions)
+	}
+	if !ValidCompression(c.ClickHouse.Compression) {
+		return fmt.Errorf("-clickhouse.compression %q: must be auto, lz4, zstd or none", c.ClickHouse.Compression)
 	}
 	return nil
 }
