@@ -10,8 +10,7 @@
 //	DRIFTLINE_CLICKHOUSE_DB       ClickHouse database
 //	DRIFTLINE_CLICKHOUSE_USER     ClickHouse user
 //	DRIFTLINE_CLICKHOUSE_PASSWORD ClickHouse password
-//	DRIFTLINE_CLICKHOUSE_COMPRESSION compression of the ClickHouse connection
-//	                              (auto | lz4 | zstd | none)
+//	DRIFTLINE_CLICKHOUSE_COMPRESSION auto | lz4 | zstd | none
 package config
 
 import (

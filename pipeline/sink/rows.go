@@ -1,6 +1,6 @@
 package sink
 
-// chunkShift sets the rows of one chunk of a Rows: 1<<chunkShift.
+// chunkShift sets the size of a Rows chunk: 1<<chunkShift rows.
 const chunkShift = 12
 
 // Rows is an append-only list of rows kept in chunks of 4,096: appending
