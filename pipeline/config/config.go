@@ -64,22 +64,14 @@ type ClickHouse struct {
 	Compression string
 }
 
-// Compression settings of ClickHouse.
+// Compression settings of ClickHouse; chdb.Open rejects any other, as it
+// does a database name it cannot use.
 const (
 	CompressionAuto = "auto"
 	CompressionLZ4  = "lz4"
 	CompressionZSTD = "zstd"
 	CompressionNone = "none"
 )
-
-// ValidCompression reports whether c is a Compression setting.
-func ValidCompression(c string) bool {
-	switch c {
-	case "", CompressionAuto, CompressionLZ4, CompressionZSTD, CompressionNone:
-		return true
-	}
-	return false
-}
 
 // Env returns the environment variable key, or def when it is unset.
 func Env(key, def string) string {
@@ -135,9 +127,6 @@ func (c *Common) Validate() error {
 	}
 	if c.Partitions < 1 {
 		return fmt.Errorf("-kafka.partitions %d: must be at least 1", c.Partitions)
-	}
-	if !ValidCompression(c.ClickHouse.Compression) {
-		return fmt.Errorf("-clickhouse.compression %q: must be auto, lz4, zstd or none", c.ClickHouse.Compression)
 	}
 	return nil
 }
