@@ -25,11 +25,13 @@
 package joiner
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
 	"log/slog"
 	"runtime"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -254,7 +256,7 @@ type Joiner struct {
 	// by the next flush.
 	failed error
 	// busy is applyAll's scratch list of partitions with records.
-	busy []*partition
+	busy []readyPart
 	// flow pauses streams that ran ahead in their merges (throttle).
 	flow logmerge.Throttle
 	// rounds sizes the poll loop's rounds; backlog is the owned
@@ -419,17 +421,22 @@ func (j *Joiner) applyAll(now time.Time) int {
 		}
 		return n
 	}
+	// The partitions with records to release, the most first: a poll
+	// brings records of some partitions only, so their shares differ
+	// widely, and the workers finish together only when the largest are
+	// not left for last (longest first, as a list scheduler does).
 	busy := j.busy[:0]
 	for _, part := range j.parts {
 		if part.merge.Buffered() != 0 {
-			busy = append(busy, part)
+			busy = append(busy, readyPart{part, part.merge.Ready()})
 		}
 	}
+	slices.SortFunc(busy, func(a, b readyPart) int { return cmp.Compare(b.n, a.n) })
 	j.busy = busy
 	if len(busy) <= 1 || j.opts.Parallelism <= 1 {
 		n := 0
-		for _, part := range busy {
-			n += drain(part)
+		for _, b := range busy {
+			n += drain(b.part)
 		}
 		return n
 	}
@@ -441,12 +448,18 @@ func (j *Joiner) applyAll(now time.Time) int {
 	for range min(j.opts.Parallelism, len(busy)) {
 		wg.Go(func() {
 			for i := next.Add(1) - 1; i < int64(len(busy)); i = next.Add(1) - 1 {
-				total.Add(int64(drain(busy[i])))
+				total.Add(int64(drain(busy[i].part)))
 			}
 		})
 	}
 	wg.Wait()
 	return int(total.Load())
+}
+
+// readyPart is a partition and how many records its merge can release.
+type readyPart struct {
+	part *partition
+	n    int
 }
 
 // throttle pauses the streams that ran ahead in their merges and resumes

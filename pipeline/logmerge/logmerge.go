@@ -17,6 +17,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sort"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
@@ -76,6 +77,44 @@ func (m Streams) Buffered() int {
 	n := 0
 	for _, q := range m.Queue {
 		n += len(q)
+	}
+	return n
+}
+
+// Ready reports how many records Pop would return before it has to wait
+// (or the queues run empty): those that come, in merge order, no later
+// than the last queued record of the first stream with more records to
+// run empty. It assumes each stream's timestamps do not go back (a
+// producer's clock normally does not); where one does, it is an estimate,
+// which may be 0 while Pop returns a record. A consumer that applies
+// partitions in parallel starts the ones with the most work first with
+// it.
+func (m Streams) Ready() int {
+	end := -1 // the stream whose last queued record ends the release
+	for s, q := range m.Queue {
+		if !m.More[s] {
+			continue
+		}
+		if len(q) == 0 {
+			return 0
+		}
+		if end < 0 || q[len(q)-1].Timestamp.Before(m.Queue[end][len(m.Queue[end])-1].Timestamp) {
+			end = s
+		}
+	}
+	if end < 0 {
+		return m.Buffered()
+	}
+	last := m.Queue[end][len(m.Queue[end])-1].Timestamp
+	n := 0
+	for s, q := range m.Queue {
+		// Records of s released before the last of end: those earlier,
+		// and, at an equal timestamp, those of a lower stream (end's own
+		// included).
+		n += sort.Search(len(q), func(i int) bool {
+			t := q[i].Timestamp
+			return t.After(last) || t.Equal(last) && s > end
+		})
 	}
 	return n
 }

@@ -1,6 +1,7 @@
 package logmerge
 
 import (
+	"math/rand/v2"
 	"testing"
 	"time"
 
@@ -45,6 +46,40 @@ func TestPopOrderTiesAndWaits(t *testing.T) {
 	m.Push(1, Data(nil), false)
 	if r, s := m.Pop(); r == nil || s != 0 {
 		t.Fatal("still waiting after the stream was read to its end")
+	}
+}
+
+// TestReady: Ready counts exactly the records Pop returns before it waits,
+// on random queues (non-decreasing timestamps per stream, many ties, some
+// streams with more records to come, some empty).
+func TestReady(t *testing.T) {
+	rng := rand.New(rand.NewPCG(1, 2))
+	for trial := range 2000 {
+		var (
+			q  [3][]*kgo.Record
+			mo [3]bool
+		)
+		m := Streams{Queue: q[:], More: mo[:]}
+		for s := range q {
+			ms := int64(rng.IntN(5))
+			var recs []*kgo.Record
+			for i := range rng.IntN(6) {
+				ms += int64(rng.IntN(3)) // equal timestamps often
+				recs = append(recs, rec(ms, int64(i)))
+			}
+			m.Push(s, recs, rng.IntN(2) == 0)
+		}
+		want := m.Ready()
+		got := 0
+		for r, _ := m.Pop(); r != nil; r, _ = m.Pop() {
+			got++
+		}
+		if got != want {
+			t.Fatalf("trial %d: Pop returned %d records, Ready said %d", trial, got, want)
+		}
+		if m.Ready() != 0 {
+			t.Fatalf("trial %d: Ready %d after Pop waited", trial, m.Ready())
+		}
 	}
 }
 

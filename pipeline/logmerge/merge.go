@@ -54,6 +54,10 @@ func (m *Merge) Pop() (*kgo.Record, int) {
 // Buffered reports how many records are queued.
 func (m *Merge) Buffered() int { return m.Streams().Buffered() }
 
+// Ready reports how many records Pop would return before it has to wait
+// (see Streams.Ready).
+func (m *Merge) Ready() int { return m.Streams().Ready() }
+
 // Backlog is how many records (transaction markers counted) the
 // partition has not applied yet, as of the last fetch of each stream:
 // those queued and those not fetched. A paused stream's count is as of
