@@ -20,6 +20,12 @@ import (
 // catching up. Findings then appear up to CatchUpInterval later, while
 // they are late by the backlog anyway; once the backlog is down to one
 // regular round, rounds are short again.
+//
+// A catch-up round takes at most half the backlog it starts with, so the
+// last rounds of a catch-up shrink: a round's write overlaps the next
+// round's work, and the consumer is caught up (its offsets committed)
+// only once the last write is done. Ending on a full-size round would
+// leave that write, the largest, with nothing to overlap.
 type Rounds struct {
 	// Interval and Records bound a round while the consumer keeps up.
 	Interval time.Duration
@@ -33,10 +39,10 @@ type Rounds struct {
 
 // Limits returns how long a round may run and how many records it may
 // apply, given the backlog (the records not applied yet; see
-// Merge.Backlog) as of its last poll.
+// Merge.Backlog) as of its start.
 func (r Rounds) Limits(backlog int64) (time.Duration, int) {
 	if r.CatchUpInterval > r.Interval && backlog > int64(r.Records) {
-		return r.CatchUpInterval, max(r.Records, r.CatchUpRecords)
+		return r.CatchUpInterval, max(r.Records, int(min(int64(r.CatchUpRecords), backlog/2)))
 	}
 	return r.Interval, r.Records
 }
@@ -52,7 +58,10 @@ func (r Rounds) Round(ctx context.Context, cl *kgo.Client, backlog int64,
 	apply func(kgo.Fetches) (applied int, backlog int64)) (catchUp bool, after int64, closed bool) {
 	start, processed := time.Now(), 0
 	for {
-		limit, most := r.Limits(backlog)
+		// The backlog at the start: the one known now (the first poll of
+		// a consumer's first round finds it out) with what the round
+		// applied.
+		limit, most := r.Limits(backlog + int64(processed))
 		deadline, now := start.Add(limit), time.Now()
 		if processed >= most || !now.Before(deadline) {
 			break

@@ -14,7 +14,10 @@ func TestRoundsLimits(t *testing.T) {
 	}{
 		{0, 500 * time.Millisecond, 100},
 		{100, 500 * time.Millisecond, 100}, // one regular round left
-		{101, 3 * time.Second, 1000},
+		{101, 3 * time.Second, 100},        // never below a regular round
+		{1000, 3 * time.Second, 500},       // half the backlog: the last rounds shrink
+		{2000, 3 * time.Second, 1000},      // at most CatchUpRecords
+		{1 << 40, 3 * time.Second, 1000},
 	} {
 		if d, n := r.Limits(c.backlog); d != c.d || n != c.n {
 			t.Errorf("backlog %d: %v, %d; want %v, %d", c.backlog, d, n, c.d, c.n)
