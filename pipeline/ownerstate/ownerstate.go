@@ -38,6 +38,7 @@
 package ownerstate
 
 import (
+	"bytes"
 	"encoding/binary"
 	"fmt"
 	"math"
@@ -254,7 +255,13 @@ type Store struct {
 
 	syms symtab
 	// scans holds, per provider, the start of its latest completed scan.
-	scans    map[string]int64
+	scans map[string]int64
+	// providers lists each provider's identities (indexes, in the order
+	// they were created), so that a completed scan visits its provider's
+	// identities only, without reading the key of every other.
+	providers map[string]*providerList
+	last      *providerList // the list of the identity created last
+
 	timers   timerHeap
 	armed    int // armed deadlines (flags set)
 	deadline Deadline
@@ -262,7 +269,8 @@ type Store struct {
 
 // New returns an empty Store.
 func New() *Store {
-	s := &Store{keys: &arena{}, scans: make(map[string]int64), findingsOf: make(map[uint32]uint32)}
+	s := &Store{keys: &arena{}, scans: make(map[string]int64), findingsOf: make(map[uint32]uint32),
+		providers: make(map[string]*providerList)}
 	s.index.init(0)
 	s.syms.init()
 	return s
@@ -305,7 +313,7 @@ func (s *Store) Get(provider, providerID string, create bool) *Identity {
 	b[copy(b, provider)] = '/'
 	copy(b[len(provider)+1:], providerID)
 	b[klen] = 0
-	id := s.add(ref, klen)
+	id := s.add(ref, klen, provider)
 	s.index.insert(h, id.idx)
 	return id
 }
@@ -387,7 +395,7 @@ func keyEquals(key, provider, providerID string) bool {
 
 // add appends a new identity whose key is the klen bytes at ref in the
 // arena (not filed in the index).
-func (s *Store) add(ref uint32, klen int) *Identity {
+func (s *Store) add(ref uint32, klen int, provider string) *Identity {
 	i := uint32(s.n)
 	if s.n&(chunkSize-1) == 0 {
 		s.chunks = append(s.chunks, &idChunk{keys: s.keys})
@@ -395,21 +403,65 @@ func (s *Store) add(ref uint32, klen int) *Identity {
 	s.n++
 	id := s.At(i)
 	*id = Identity{ref: ref, klen: uint16(klen), idx: i, RecordAt: NoTime, ObsAt: NoTime, OrphanSince: NoTime}
+	l := s.last
+	if l == nil || l.provider != provider {
+		if l = s.providers[provider]; l == nil {
+			l = &providerList{provider: strings.Clone(provider)}
+			s.providers[l.provider] = l
+		}
+		s.last = l
+	}
+	l.add(i)
 	return id
+}
+
+// providerOf returns the provider of the identity key k, without
+// allocating for a provider the store knows.
+func (s *Store) providerOf(k []byte) string {
+	if i := bytes.IndexByte(k, '/'); i >= 0 {
+		k = k[:i]
+	}
+	if l := s.last; l != nil && l.provider == string(k) {
+		return l.provider
+	}
+	if l := s.providers[string(k)]; l != nil {
+		return l.provider
+	}
+	return string(k)
+}
+
+// providerList holds the indexes of one provider's identities.
+type providerList struct {
+	provider string
+	idxs     []uint32
+}
+
+func (l *providerList) add(i uint32) {
+	if len(l.idxs) == cap(l.idxs) {
+		// Grow by an eighth, not append's quarter: a provider may own
+		// most of the store's identities.
+		l.idxs = append(make([]uint32, 0, len(l.idxs)+len(l.idxs)/8+64), l.idxs...)
+	}
+	l.idxs = append(l.idxs, i)
 }
 
 // Each calls fn for every identity of provider (all when provider is ""),
 // in the order they were created.
 func (s *Store) Each(provider string, fn func(*Identity)) {
+	if provider != "" {
+		if l := s.providers[provider]; l != nil {
+			for _, i := range l.idxs {
+				fn(s.At(i))
+			}
+		}
+		return
+	}
 	for c, chunk := range s.chunks {
 		for i := range chunk.ids {
 			if c<<chunkBits+i >= s.n {
 				return
 			}
-			id := &chunk.ids[i]
-			if provider == "" || id.Provider() == provider {
-				fn(id)
-			}
+			fn(&chunk.ids[i])
 		}
 	}
 }

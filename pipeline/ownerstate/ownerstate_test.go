@@ -8,6 +8,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"runtime"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -48,6 +49,49 @@ func TestGetAndRecordID(t *testing.T) {
 	if s.OwnerRef(a) != "rec-1" || a.RecordID() != "rec-2" || s.Get("maas", "n1", false) != a {
 		t.Fatalf("owner ref %q after record id change", s.OwnerRef(a))
 	}
+}
+
+// TestEachProvider: Each visits exactly the identities of one provider,
+// in the order they were created, also after a snapshot round trip, and
+// every identity for "".
+func TestEachProvider(t *testing.T) {
+	s := New()
+	want := map[string][]string{}
+	var all []string
+	for i := range 3000 {
+		// Providers interleave irregularly; one is a prefix of another.
+		p := []string{"maas", "maas2", "app_runtime", "gateway"}[(i*7+i/13)%4]
+		id := s.Get(p, fmt.Sprint("id-", i), true)
+		want[p] = append(want[p], id.Key())
+		all = append(all, id.Key())
+	}
+	check := func(s *Store, when string) {
+		t.Helper()
+		for _, p := range []string{"maas", "maas2", "app_runtime", "gateway", "storage_provider", "maa"} {
+			var got []string
+			s.Each(p, func(id *Identity) { got = append(got, id.Key()) })
+			if !slices.Equal(got, want[p]) {
+				t.Fatalf("%s: Each(%q) visited %d identities, want %d (%.40q)", when, p, len(got), len(want[p]), got)
+			}
+		}
+		var got []string
+		s.Each("", func(id *Identity) { got = append(got, id.Key()) })
+		if !slices.Equal(got, all) {
+			t.Fatalf("%s: Each(\"\") visited %d identities, want %d", when, len(got), len(all))
+		}
+	}
+	check(s, "built")
+	var w snap.Writer
+	s.AppendSnapshot(&w)
+	r := New()
+	if err := r.LoadSnapshot(snap.NewReader(w.B)); err != nil {
+		t.Fatal(err)
+	}
+	check(r, "restored")
+	id := r.Get("maas", "new", true) // a restored store goes on growing its lists
+	want["maas"] = append(want["maas"], id.Key())
+	all = append(all, id.Key())
+	check(r, "restored, then grown")
 }
 
 // TestIndexExactUnderCollisions: with the hash narrowed to 3 bits, every
