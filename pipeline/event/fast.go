@@ -110,8 +110,8 @@ func (v Validator) fastDecode(line []byte, dec *Decoder) (env Envelope, payload 
 	for {
 		f := -1
 		if next < nFields {
-			if q := envQuoted[next]; len(b)-i >= len(q) && string(b[i:i+len(q)]) == q {
-				f, i = next, i+len(q)
+			if q := &envQuoted[next]; q.at(b, i) {
+				f, i = next, i+q.n
 			}
 		}
 		var koff, kend int
@@ -331,8 +331,8 @@ func (d *fastScan) object(i int, base unsafe.Pointer, fields []payloadField) (in
 	for {
 		f := -1
 		if next < len(fields) {
-			if q := fields[next].quoted; len(b)-i >= len(q) && string(b[i:i+len(q)]) == q {
-				f, i = next, i+len(q)
+			if q := &fields[next].quoted; q.at(b, i) {
+				f, i = next, i+q.n
 			}
 		}
 		if f < 0 {
@@ -787,7 +787,7 @@ const (
 // (the name the reference decoder matches exactly).
 type payloadField struct {
 	name   string
-	quoted string // "name": as compact JSON writes the key
+	quoted quotedKey
 	kind   fieldKind
 	off    uintptr // offset in the struct
 }
@@ -813,7 +813,7 @@ func fieldsOf[T any]() []payloadField {
 	for i := range fields {
 		sf := t.Field(i)
 		name, _, _ := strings.Cut(sf.Tag.Get("json"), ",")
-		f := payloadField{name: name, quoted: strconv.Quote(name) + ":", off: sf.Offset}
+		f := payloadField{name: name, quoted: newQuotedKey(name), off: sf.Offset}
 		switch {
 		case sf.Type == reflect.TypeFor[time.Time]():
 			f.kind = kindTime
@@ -839,9 +839,63 @@ func fieldsOf[T any]() []payloadField {
 }
 
 // envQuoted holds the envelope keys as compact JSON writes them.
-var envQuoted = func() (q [nFields]string) {
+var envQuoted = func() (q [nFields]quotedKey) {
 	for f, name := range fieldNames {
-		q[f] = strconv.Quote(name) + ":"
+		q[f] = newQuotedKey(name)
 	}
 	return q
 }()
+
+// quotedKey is a key as compact JSON writes it, "name": (quote, name,
+// quote, colon), held as the words that find it in place: the fast path
+// compares the key it expects next with four 8-byte loads rather than a
+// call to memequal. The words are those at offsets 0, 8 and 16 and the
+// last eight bytes, the offsets clamped to the key (they overlap in keys
+// shorter than 32 bytes); a key shorter than eight bytes is one word
+// compared under a mask.
+type quotedKey struct {
+	n    int // length of the quoted key
+	need int // bytes the comparison loads: max(n, 8), or more than any line
+	off  [4]uintptr
+	w    [4]uint64
+	mask uint64
+}
+
+// newQuotedKey returns the quoted key of name, which needs no escapes. A
+// key longer than 32 bytes (there is none) never matches in place and is
+// looked up as a key the fast path did not expect.
+func newQuotedKey(name string) quotedKey {
+	q := `"` + name + `":`
+	k := quotedKey{n: len(q), need: max(len(q), 8), mask: ^uint64(0)}
+	if len(q) > 32 {
+		k.need = MaxEventLen + 1
+		return k
+	}
+	padded := make([]byte, k.need)
+	copy(padded, q)
+	if len(q) < 8 {
+		k.mask >>= 64 - 8*len(q)
+	}
+	for j := range k.off {
+		k.off[j] = uintptr(min(8*j, k.need-8))
+		if j == len(k.off)-1 {
+			k.off[j] = uintptr(k.need - 8)
+		}
+		k.w[j] = binary.LittleEndian.Uint64(padded[k.off[j]:]) & k.mask
+	}
+	return k
+}
+
+// at reports whether b[i:] starts with the quoted key. It is kept small
+// enough to be inlined: a call costs about as much as the comparison.
+func (k *quotedKey) at(b []byte, i int) bool {
+	if len(b)-i < k.need {
+		return false
+	}
+	// In bounds: every word ends within need bytes of b[i].
+	p := unsafe.Pointer(&b[i])
+	return ((binary.LittleEndian.Uint64((*[8]byte)(p)[:])^k.w[0])|
+		(binary.LittleEndian.Uint64((*[8]byte)(unsafe.Add(p, k.off[1]))[:])^k.w[1])|
+		(binary.LittleEndian.Uint64((*[8]byte)(unsafe.Add(p, k.off[2]))[:])^k.w[2])|
+		(binary.LittleEndian.Uint64((*[8]byte)(unsafe.Add(p, k.off[3]))[:])^k.w[3]))&k.mask == 0
+}

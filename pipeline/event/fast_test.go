@@ -1,6 +1,7 @@
 package event
 
 import (
+	"bytes"
 	stdjson "encoding/json"
 	"fmt"
 	"reflect"
@@ -339,5 +340,44 @@ func TestISO8601IsTimeParse(t *testing.T) {
 	}
 	for _, s := range []string{"2026-11-21t10:15:30Z", "2026-1a-21T10:15:30Z", "2026-11-21T10:15:3Z", "+026-11-21T10:15:30Z", "2026-11-21 10:15:30Z", ""} {
 		check(s)
+	}
+}
+
+// quotedKey.at finds a key exactly where comparing the bytes does (it
+// loads at least eight bytes, so it misses a key the line ends less than
+// eight bytes after it starts, which then goes the slow way): for keys of
+// every length, with each byte of the key changed, and near the end of
+// the line.
+func TestQuotedKeyAt(t *testing.T) {
+	names := []string{"", "a", "seq", "tags", "usage", "event_id", "ingress_trust_fingerprint", "abcdefghijklmnopqrstuvwxyz01", "abcdefghijklmnopqrstuvwxyz012", "abcdefghijklmnopqrstuvwxyz0123456"}
+	names = append(names, fieldNames[:]...)
+	for _, f := range platformRecordFields {
+		names = append(names, f.name)
+	}
+	for _, name := range names {
+		k := newQuotedKey(name)
+		q := `"` + name + `":`
+		check := func(line []byte, i int) {
+			t.Helper()
+			want := len(q) <= 32 && len(line)-i >= max(len(q), 8) && string(line[i:i+len(q)]) == q
+			if got := k.at(line, i); got != want {
+				t.Fatalf("%q at %d of %q: %v, want %v", q, i, line, got, want)
+			}
+		}
+		for _, tail := range []string{"", "1", "1}", `"value"}`, "1234567890123456789012345678901234567890"} {
+			line := []byte(" " + q + tail)
+			check(line, 1)
+			check(line[:len(line)-1], 1)
+			for j := 1; j < 1+len(q); j++ {
+				for _, c := range []byte{0, '"', 'a', 0x80, line[j] ^ 1, line[j] ^ 0x80} {
+					if c == line[j] {
+						continue
+					}
+					edited := bytes.Clone(line)
+					edited[j] = c
+					check(edited, 1)
+				}
+			}
+		}
 	}
 }
