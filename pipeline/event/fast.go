@@ -17,18 +17,18 @@ import (
 //
 // DecodeEvent first tries a single-pass decoder specialised for the
 // envelope and each payload type: it reads the line once, comparing each
-// key in place with the one the Go producers write next (in struct order)
-// before looking it up, checking strings eight bytes at a time, parsing
-// numbers and times in place and decoding straight into the payload
-// struct through a table of its fields (built from the struct tags the
-// reference decoder matches), with the structural rules of Scan checked
-// on the way (a payload that comes before the event type is delimited
-// first and decoded after the envelope). It accepts a line only when it
-// has checked everything the reference decoder (Scan, then the envelope
-// rules, then encoding into the payload struct, then the payload rules)
-// would, and it then returns exactly what the reference returns. Anything
-// it does not handle itself sends the line to the reference decoder,
-// which decides:
+// key in place with the one the Go producers write next (in struct order),
+// or a later one when they left fields out, before looking it up, checking
+// strings eight bytes at a time, parsing numbers and times in place and
+// decoding straight into the payload struct through a table of its fields
+// (built from the struct tags the reference decoder matches), with the
+// structural rules of Scan checked on the way (a payload that comes before
+// the event type is delimited first and decoded after the envelope). It
+// accepts a line only when it has checked everything the reference decoder
+// (Scan, then the envelope rules, then encoding into the payload struct,
+// then the payload rules) would, and it then returns exactly what the
+// reference returns. Anything it does not handle itself sends the line to
+// the reference decoder, which decides:
 //
 //   - every rejection (the reference produces the reason, field and
 //     detail, so they cannot drift apart);
@@ -109,9 +109,10 @@ func (v Validator) fastDecode(line []byte, dec *Decoder) (env Envelope, payload 
 	i = skipSpace(b, i+1)
 	for {
 		f := -1
-		if next < nFields {
-			if q := &envQuoted[next]; q.at(b, i) {
-				f, i = next, i+q.n
+		for j := next; j < nFields; j++ { // a field left out skips ahead
+			if q := &envQuoted[j]; q.at(b, i) {
+				f, i = j, i+q.n
+				break
 			}
 		}
 		var koff, kend int
@@ -330,9 +331,10 @@ func (d *fastScan) object(i int, base unsafe.Pointer, fields []payloadField) (in
 	}
 	for {
 		f := -1
-		if next < len(fields) {
-			if q := &fields[next].quoted; q.at(b, i) {
-				f, i = next, i+q.n
+		for j := next; j < len(fields); j++ { // omitempty fields skip ahead
+			if q := &fields[j].quoted; q.at(b, i) {
+				f, i = j, i+q.n
+				break
 			}
 		}
 		if f < 0 {
