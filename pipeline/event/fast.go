@@ -509,11 +509,14 @@ func (d *fastScan) str(i int) (end int, escaped, ok bool) {
 
 // special sets the high bit of the lowest byte of x (little endian) that
 // is a quote, a backslash, below 0x20 or above 0x7f, and possibly of
-// bytes above it.
+// bytes above it. Up to that byte no subtraction borrows and each result
+// byte keeps its high bit clear (a plain byte is at least 0x20 and differs
+// from the quote and the backslash); at it, x-0x20 sets the high bit of a
+// control character, (x^c)-1 that of c, and x itself has it above 0x7f.
+// Where a subtraction sets the high bit of a byte above 0x7f, x has set it
+// already, so the subtractions need no mask.
 func special(x uint64) uint64 {
-	q := x ^ ('"' * lsb)
-	bs := x ^ ('\\' * lsb)
-	return (x | (x-0x20*lsb) & ^x | (q-lsb) & ^q | (bs-lsb) & ^bs) & msb
+	return (x | (x - 0x20*lsb) | ((x ^ '"'*lsb) - lsb) | ((x ^ '\\'*lsb) - lsb)) & msb
 }
 
 // plainByte is true for the bytes a string holds as they are: ASCII, not

@@ -2,8 +2,11 @@ package event
 
 import (
 	"bytes"
+	"encoding/binary"
 	stdjson "encoding/json"
 	"fmt"
+	"math/bits"
+	"math/rand/v2"
 	"reflect"
 	"strings"
 	"testing"
@@ -378,6 +381,37 @@ func TestQuotedKeyAt(t *testing.T) {
 					check(edited, 1)
 				}
 			}
+		}
+	}
+}
+
+// special flags exactly the first byte of a word that is not plain (and
+// nothing in a word of plain bytes), whatever the bytes above it.
+func TestSpecial(t *testing.T) {
+	rng := rand.New(rand.NewPCG(1, 2))
+	var plain []byte
+	for c := range 256 {
+		if plainByte[c] {
+			plain = append(plain, byte(c))
+		}
+	}
+	for range 200000 {
+		var w [8]byte
+		k := rng.IntN(9) // the first byte that is not plain; 8: none
+		for j := range w {
+			switch {
+			case j < k:
+				w[j] = plain[rng.IntN(len(plain))]
+			case j == k:
+				for w[j] = byte(rng.IntN(256)); plainByte[w[j]]; w[j] = byte(rng.IntN(256)) {
+				}
+			default:
+				w[j] = byte(rng.IntN(256))
+			}
+		}
+		m := special(binary.LittleEndian.Uint64(w[:]))
+		if k == 8 && m != 0 || k < 8 && (m == 0 || bits.TrailingZeros64(m) != 8*k+7) {
+			t.Fatalf("special(% x) = %#x: first byte not plain is %d", w, m, k)
 		}
 	}
 }
