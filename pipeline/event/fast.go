@@ -455,10 +455,43 @@ func skipObject(b []byte, i int) (int, bool) {
 // control characters, UTF-8) and returns the index after its closing quote
 // and whether it holds escapes.
 func (d *fastScan) str(i int) (end int, escaped, ok bool) {
+	q := plainQuote(d.b, i+1)
+	if q >= 0 {
+		return q + 1, false, true
+	}
+	return d.strRest(^q)
+}
+
+// plainQuote returns the index of the quote that closes a string whose
+// body starts at b[i] and is plain up to it (ASCII, no escapes or control
+// characters). Otherwise it returns ^j, b[j] being the first byte it left
+// undecided and every byte of the body before it plain: the start of the
+// word holding a byte that is not plain, or of the last bytes of b, which
+// do not fill a word. It looks eight bytes at a time: the lowest byte
+// flagged by special is the first that is not plain (a flag above it may
+// be a borrow), and is taken from the word already loaded. Small enough to
+// be inlined into the string decoders.
+func plainQuote(b []byte, i int) int {
+	for ; len(b)-i >= 8; i += 8 {
+		x := binary.LittleEndian.Uint64(b[i : i+8])
+		if m := special(x); m != 0 {
+			n := bits.TrailingZeros64(m)
+			if byte(x>>(n&^7)) != '"' {
+				break
+			}
+			return i + n>>3
+		}
+	}
+	return ^i
+}
+
+// strRest is str from b[i] on, every byte of the string before b[i] being
+// plain: what plainQuote leaves undecided (escapes, bytes above 0x7f,
+// control characters, the last bytes of the line).
+func (d *fastScan) strRest(i int) (end int, escaped, ok bool) {
 	b := d.b
-	for i++; ; {
-		// Eight bytes at a time: the lowest byte flagged by special is
-		// the first that is not plain (a flag above it may be a borrow).
+	for {
+		// Eight bytes at a time, as in plainQuote.
 		if i+8 <= len(b) {
 			m := special(binary.LittleEndian.Uint64(b[i:]))
 			if m == 0 {
@@ -531,10 +564,15 @@ var plainByte = func() (t [256]bool) {
 // plainString returns the body of the string at b[i], which must hold no
 // escapes.
 func (d *fastScan) plainString(i int) ([]byte, int, bool) {
-	if d.b[i] != '"' {
+	b := d.b
+	if b[i] != '"' {
 		return nil, 0, false
 	}
-	end, esc, ok := d.str(i)
+	q := plainQuote(b, i+1)
+	if q >= 0 {
+		return b[i+1 : q], q + 1, true
+	}
+	end, esc, ok := d.strRest(^q)
 	if !ok || esc {
 		return nil, 0, false
 	}
@@ -546,10 +584,21 @@ func (d *fastScan) plainString(i int) ([]byte, int, bool) {
 // reference decoder (whose payload decoding treats lone surrogates its own
 // way).
 func (d *fastScan) stringValue(i int, envelope bool) (string, int, bool) {
-	if d.b[i] != '"' {
+	b := d.b
+	if b[i] != '"' {
 		return "", 0, false
 	}
-	end, esc, ok := d.str(i)
+	q := plainQuote(b, i+1)
+	if q >= 0 {
+		switch {
+		case q == i+1:
+			return "", q + 1, true
+		case d.zeroCopy:
+			return unsafe.String(&b[i+1], q-i-1), q + 1, true
+		}
+		return string(b[i+1 : q]), q + 1, true
+	}
+	end, esc, ok := d.strRest(^q)
 	if !ok {
 		return "", 0, false
 	}

@@ -415,3 +415,53 @@ func TestSpecial(t *testing.T) {
 		}
 	}
 }
+
+// fastScan.str checks strings as Scan does, and plainQuote finds the
+// closing quote of a plain string whenever its word fits in the line, or
+// else stops at the start of the word it cannot decide.
+func TestFastStr(t *testing.T) {
+	rng := rand.New(rand.NewPCG(3, 4))
+	alphabet := []byte("ab\"\\/\x00\x1f\x7f\x80\xc3\xa9\xffunrt0")
+	for range 200000 {
+		n := rng.IntN(40)
+		line := make([]byte, 1, 1+n)
+		line[0] = '"'
+		for range n {
+			if rng.IntN(4) == 0 {
+				line = append(line, alphabet[rng.IntN(len(alphabet))])
+			} else {
+				line = append(line, 'a'+byte(rng.IntN(26)))
+			}
+		}
+		s := getScanner(line)
+		wantEnd, wantEsc := s.str(0)
+		wantOK := s.err == nil
+		putScanner(s)
+		d := &fastScan{b: line}
+		end, esc, ok := d.str(0)
+		if ok != wantOK || ok && (end != wantEnd || esc != wantEsc) {
+			t.Fatalf("str(%q) = %d %v %v, Scan %d %v %v", line, end, esc, ok, wantEnd, wantEsc, wantOK)
+		}
+		w := 1
+	words:
+		for ; w+8 <= len(line); w += 8 {
+			for j := w; j < w+8; j++ {
+				if !plainByte[line[j]] {
+					break words
+				}
+			}
+		}
+		want := ^w
+		for j := w; j < w+8 && j < len(line); j++ {
+			if !plainByte[line[j]] {
+				if line[j] == '"' && w+8 <= len(line) {
+					want = j
+				}
+				break
+			}
+		}
+		if q := plainQuote(line, 1); q != want {
+			t.Fatalf("plainQuote(%q) = %d, want %d", line, q, want)
+		}
+	}
+}
