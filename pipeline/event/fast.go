@@ -202,6 +202,10 @@ func (v Validator) fastDecode(line []byte, dec *Decoder) (env Envelope, payload 
 		if !ok {
 			return env, nil, false
 		}
+		if end+1 < len(b) && b[end] == ',' && b[end+1] == '"' { // compact JSON
+			i = end + 1
+			continue
+		}
 		i = skipSpace(b, end)
 		if i >= len(b) {
 			return env, nil, false
@@ -390,6 +394,10 @@ func (d *fastScan) object(i int, base unsafe.Pointer, fields []payloadField) (in
 			}
 		}
 	next:
+		if i+1 < len(b) && b[i] == ',' && b[i+1] == '"' { // compact JSON
+			i++
+			continue
+		}
 		i = skipSpace(b, i)
 		if i >= len(b) {
 			return 0, false
