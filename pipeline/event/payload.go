@@ -114,30 +114,43 @@ func decodePayload(typ string, raw []byte, flags json.ParseFlags) (any, *Validat
 }
 
 // fieldCheck accumulates the first failure over a chain of field rules.
+// required and check build their failure without fmt (their details are
+// constant), which keeps them small enough to be inlined into validate.
 type fieldCheck struct{ err *ValidationError }
 
 func (c *fieldCheck) required(name, v string) {
 	if c.err == nil && v == "" {
-		c.err = invalid(ReasonMissingField, "payload."+name, "required")
+		c.fail(ReasonMissingField, name, "required")
 	}
 }
 
 func (c *fieldCheck) oneOf(name, v string, allowed func(string) bool) {
 	if c.err == nil && v != "" && !allowed(v) {
-		c.err = invalid(ReasonInvalidField, "payload."+name, "%q is not an allowed value", v)
+		c.failValue(name, "%q is not an allowed value", v)
 	}
 }
 
 func (c *fieldCheck) decimal(name, v string) {
 	if c.err == nil && v != "" && !IsDecimal(v) {
-		c.err = invalid(ReasonInvalidField, "payload."+name, "%q is not a decimal string", v)
+		c.failValue(name, "%q is not a decimal string", v)
 	}
 }
 
-func (c *fieldCheck) check(ok bool, name, format string, args ...any) {
+func (c *fieldCheck) check(ok bool, name, detail string) {
 	if c.err == nil && !ok {
-		c.err = invalid(ReasonInvalidField, "payload."+name, format, args...)
+		c.fail(ReasonInvalidField, name, detail)
 	}
+}
+
+// fail records the failure of payload field name.
+func (c *fieldCheck) fail(r Reason, name, detail string) {
+	c.err = &ValidationError{Reason: r, Field: "payload." + name, Detail: detail}
+}
+
+// failValue records the invalid value v of payload field name; format
+// quotes it.
+func (c *fieldCheck) failValue(name, format, v string) {
+	c.err = invalid(ReasonInvalidField, "payload."+name, format, v)
 }
 
 func (p *PlatformRecord) validate() *ValidationError {
