@@ -14,12 +14,14 @@
 // (RecordShape, ObsShape) that identities share. The identity key and the
 // record id, which are unique, are one entry in a pointer-free byte arena
 // (arena.go); the index from keys to identities is an open-addressing
-// table of 8-byte slots (index.go). Findings are kept only for the
-// identities that ever had one, found through a map. Interned values no
-// identity holds any more are dropped by a compaction that runs when a
-// table has doubled since the last one, and the arena is rewritten when
-// more of it is replaced record ids than live entries (Maintain), so the
-// tables stay within about twice what the identities hold.
+// table of 8-byte slots (index.go); each provider's identities are listed
+// by index, for the scans that complete per provider. Findings are kept
+// only for the identities that ever had one, found through a map.
+// Interned values no identity holds any more are dropped by a compaction
+// that runs when a table has doubled since the last one, and the arena is
+// rewritten when more of it is replaced record ids than live entries
+// (Maintain), so the tables stay within about twice what the identities
+// hold.
 // docs/drift-model.md (memory) gives the measured bytes per identity.
 //
 // # Timers
