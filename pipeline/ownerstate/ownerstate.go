@@ -28,12 +28,16 @@
 //
 // An identity arms at most one deadline per kind (missing, orphan). A
 // deadline is a function of the identity's state that the classifier
-// defines (SetDeadline); the heap holds at most one 12-byte entry per
-// identity, at or before its earliest armed deadline, and moves it when it
-// comes due. A deadline that moves later, as the missing deadline does
-// with every observation, therefore costs no heap operation; one that
-// moves earlier moves the entry in place (the identity knows its
-// position in the heap).
+// defines (SetDeadline); the timer queue holds at most one 12-byte entry
+// per identity, at or before its earliest armed deadline, and moves it
+// when it comes due. A deadline that moves later, as the missing deadline
+// does with every observation, therefore costs no queue operation; one
+// that moves earlier moves the entry in place (the identity knows its
+// position in the queue). The queue keeps only its earliest entries in a
+// heap, a few percent of them; the later ones wait unordered until the
+// heap runs empty and the earliest of them move in, so that most entries,
+// moved later long before they come due, are never sifted through a heap
+// of all of them.
 //
 // A Store is owned by one partition worker and is not safe for concurrent
 // use. Times are Unix nanoseconds of event time; NoTime marks none.
@@ -100,7 +104,7 @@ type Identity struct {
 	rec, obs      uint32 // shape indexes; 0: none
 	recCorr       Sym    // correlation_id of the record event
 	obsCorr       Sym    // correlation_id of the observation event
-	hpos          uint32 // 1 + position of the identity's timer in the heap; 0: none
+	hpos          uint32 // 1 + position of the identity's timer in the queue (timers.go); 0: none
 
 	// RecordVersion is the record_version of the applied record.
 	RecordVersion int64
@@ -264,7 +268,11 @@ type Store struct {
 	providers map[string]*providerList
 	last      *providerList // the list of the identity created last
 
+	// timers is the timer queue (timers.go): a heap of its first near
+	// entries, those at or before lim, then the later ones.
 	timers   timerHeap
+	near     int
+	lim      int64
 	armed    int // armed deadlines (flags set)
 	deadline Deadline
 }
