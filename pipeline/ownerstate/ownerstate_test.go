@@ -393,6 +393,31 @@ func (r *refTimers) fire(w int64, fn func(i uint32, kind uint8, at int64)) {
 	}
 }
 
+// fireBoth fires s and ref up to now, each callback re-arming by rearm
+// (the new deadline set in d for s, in dref for ref), and appends what
+// each fired to got and want.
+func fireBoth(s *Store, ref *refTimers, now int64, d, dref deadlines, rearm func(uint32, uint8, int64) (bool, int64), got, want []string) ([]string, []string) {
+	s.Fire(now, func(id *Identity, kind uint8, at int64) {
+		got = append(got, fmt.Sprint(id.idx, "/", kind, "@", at))
+		if again, next := rearm(id.idx, kind, at); again {
+			dl := d[id.idx]
+			dl[kind] = next
+			d[id.idx] = dl
+			s.Arm(id, kind, true)
+		}
+	})
+	ref.fire(now, func(i uint32, kind uint8, at int64) {
+		want = append(want, fmt.Sprint(i, "/", kind, "@", at))
+		if again, next := rearm(i, kind, at); again {
+			dl := dref[i]
+			dl[kind] = next
+			dref[i] = dl
+			ref.arm(i, kind, true)
+		}
+	})
+	return got, want
+}
+
 // TestTimersAgainstReference: random arming, disarming, deadlines that
 // move either way (some negative, some equal) and fires whose callbacks
 // re-arm, applied to the store and to refTimers, fire the same deadlines
@@ -438,24 +463,7 @@ func TestTimersAgainstReference(t *testing.T) {
 				ref.arm(i, kind, on)
 			default:
 				now += rng.Int64N(300)
-				s.Fire(now, func(id *Identity, kind uint8, at int64) {
-					got = append(got, fmt.Sprint(id.idx, "/", kind, "@", at))
-					if again, next := rearm(id.idx, kind, at); again {
-						dl := d[id.idx]
-						dl[kind] = next
-						d[id.idx] = dl
-						s.Arm(id, kind, true)
-					}
-				})
-				ref.fire(now, func(i uint32, kind uint8, at int64) {
-					want = append(want, fmt.Sprint(i, "/", kind, "@", at))
-					if again, next := rearm(i, kind, at); again {
-						dl := dref[i]
-						dl[kind] = next
-						dref[i] = dl
-						ref.arm(i, kind, true)
-					}
-				})
+				got, want = fireBoth(s, ref, now, d, dref, rearm, got, want)
 				if fmt.Sprint(got) != fmt.Sprint(want) {
 					t.Fatalf("seed %d: fired\n%v\nwant\n%v", seed, got, want)
 				}
@@ -545,24 +553,7 @@ func TestTimerQueueAgainstReference(t *testing.T) {
 				}
 			case op < 19:
 				now += rng.Int64N(150)
-				s.Fire(now, func(id *Identity, kind uint8, at int64) {
-					got = append(got, fmt.Sprint(id.idx, "/", kind, "@", at))
-					if again, next := rearm(id.idx, kind, at); again {
-						dl := d[id.idx]
-						dl[kind] = next
-						d[id.idx] = dl
-						s.Arm(id, kind, true)
-					}
-				})
-				ref.fire(now, func(i uint32, kind uint8, at int64) {
-					want = append(want, fmt.Sprint(i, "/", kind, "@", at))
-					if again, next := rearm(i, kind, at); again {
-						dl := dref[i]
-						dl[kind] = next
-						dref[i] = dl
-						ref.arm(i, kind, true)
-					}
-				})
+				got, want = fireBoth(s, ref, now, d, dref, rearm, got, want)
 				if fmt.Sprint(got) != fmt.Sprint(want) {
 					t.Fatalf("seed %d step %d: fired\n%v\nwant\n%v", seed, step, got, want)
 				}
