@@ -44,7 +44,6 @@
 package ownerstate
 
 import (
-	"bytes"
 	"encoding/binary"
 	"fmt"
 	"math"
@@ -323,7 +322,7 @@ func (s *Store) Get(provider, providerID string, create bool) *Identity {
 	b[copy(b, provider)] = '/'
 	copy(b[len(provider)+1:], providerID)
 	b[klen] = 0
-	id := s.add(ref, klen, provider)
+	id := s.add(ref, klen)
 	s.index.insert(h, id.idx)
 	return id
 }
@@ -405,7 +404,7 @@ func keyEquals(key, provider, providerID string) bool {
 
 // add appends a new identity whose key is the klen bytes at ref in the
 // arena (not filed in the index).
-func (s *Store) add(ref uint32, klen int, provider string) *Identity {
+func (s *Store) add(ref uint32, klen int) *Identity {
 	i := uint32(s.n)
 	if s.n&(chunkSize-1) == 0 {
 		s.chunks = append(s.chunks, &idChunk{keys: s.keys})
@@ -413,6 +412,7 @@ func (s *Store) add(ref uint32, klen int, provider string) *Identity {
 	s.n++
 	id := s.At(i)
 	*id = Identity{ref: ref, klen: uint16(klen), idx: i, RecordAt: NoTime, ObsAt: NoTime, OrphanSince: NoTime}
+	provider := id.Provider() // in the arena, just written
 	l := s.last
 	if l == nil || l.provider != provider {
 		if l = s.providers[provider]; l == nil {
@@ -423,21 +423,6 @@ func (s *Store) add(ref uint32, klen int, provider string) *Identity {
 	}
 	l.add(i)
 	return id
-}
-
-// providerOf returns the provider of the identity key k, without
-// allocating for a provider the store knows.
-func (s *Store) providerOf(k []byte) string {
-	if i := bytes.IndexByte(k, '/'); i >= 0 {
-		k = k[:i]
-	}
-	if l := s.last; l != nil && l.provider == string(k) {
-		return l.provider
-	}
-	if l := s.providers[string(k)]; l != nil {
-		return l.provider
-	}
-	return string(k)
 }
 
 // providerList holds the indexes of one provider's identities.

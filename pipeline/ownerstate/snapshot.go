@@ -147,7 +147,7 @@ func (s *Store) LoadSnapshot(r *snap.Reader) error {
 			break
 		}
 		ref := put(fresh.keys, entry[:klen], entry[klen:])
-		id := fresh.add(ref, int(klen), fresh.providerOf(entry[:klen]))
+		id := fresh.add(ref, int(klen))
 		id.flags, id.disagreements = r.Byte()&^flagFindings, r.Byte()
 		if f := r.Uvarint(); f != 0 {
 			if f > uint64(math.MaxUint32) {
