@@ -421,17 +421,12 @@ func (j *Joiner) applyAll(now time.Time) int {
 		}
 		return n
 	}
-	// The partitions with records to release, the most first: a poll
-	// brings records of some partitions only, so their shares differ
-	// widely, and the workers finish together only when the largest are
-	// not left for last (longest first, as a list scheduler does).
 	busy := j.busy[:0]
 	for _, part := range j.parts {
 		if part.merge.Buffered() != 0 {
-			busy = append(busy, readyPart{part, part.merge.Ready()})
+			busy = append(busy, readyPart{part: part})
 		}
 	}
-	slices.SortFunc(busy, func(a, b readyPart) int { return cmp.Compare(b.n, a.n) })
 	j.busy = busy
 	if len(busy) <= 1 || j.opts.Parallelism <= 1 {
 		n := 0
@@ -440,6 +435,14 @@ func (j *Joiner) applyAll(now time.Time) int {
 		}
 		return n
 	}
+	// The most records to release first: a poll brings records of some
+	// partitions only, so their shares differ widely, and the workers
+	// finish together only when the largest are not left for last
+	// (longest first, as a list scheduler does).
+	for i := range busy {
+		busy[i].n = busy[i].part.merge.Ready()
+	}
+	slices.SortFunc(busy, func(a, b readyPart) int { return cmp.Compare(b.n, a.n) })
 	var (
 		total atomic.Int64
 		wg    sync.WaitGroup
