@@ -10,7 +10,7 @@ import (
 // TestApplyAhead checks that applying records through applyAhead's
 // read-ahead changes nothing: the same rows and state as applying them one
 // by one, every record handed to done once and in order, for runs shorter
-// and longer than the read-ahead.
+// and longer than the read-ahead, and every event applied counted.
 func TestApplyAhead(t *testing.T) {
 	recs := fleetRecords(t, 20_000)
 	for _, n := range []int{0, 1, identityAhead, slotAhead + 1, readAhead, 2*readAhead + 3, len(recs)} {
@@ -36,6 +36,15 @@ func TestApplyAhead(t *testing.T) {
 		}
 		if direct.events != ahead.events || ahead.ahead.recs != [readAhead]*kgo.Record{} {
 			t.Fatalf("%d records: %d events applied directly, %d ahead (read-ahead left holding records: %t)", n, direct.events, ahead.events, ahead.ahead.recs != [readAhead]*kgo.Record{})
+		}
+		// The events applied are counted by stream once applyAhead
+		// returns.
+		var counted float64
+		for _, c := range ja.eventCounters {
+			counted += counterValue(c)
+		}
+		if counted != float64(ahead.events) || ahead.uncounted != [numStreams]uint64{} {
+			t.Fatalf("%d records: driftline_joiner_events_total counts %v of %d events applied (%v not yet)", n, counted, ahead.events, ahead.uncounted)
 		}
 		// A record with a key goes through every step when
 		// readAhead-stateAhead records follow it: the last step runs

@@ -3,11 +3,13 @@ package joiner
 import (
 	"bytes"
 	"fmt"
+	"strings"
 	"testing"
 
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/driftline/driftline/internal/cputime"
+	"github.com/driftline/driftline/pipeline/event"
 	"github.com/driftline/driftline/pipeline/fleet"
 	"github.com/driftline/driftline/pipeline/logmerge"
 	"github.com/driftline/driftline/pipeline/topics"
@@ -30,7 +32,7 @@ func fleetRecords(b testing.TB, events int) []*kgo.Record {
 		for s, t := range joined {
 			if t == topic {
 				streams[s] = append(streams[s], &kgo.Record{Topic: topic, Key: bytes.Clone(e.Key),
-					Value: bytes.Clone(e.Line), Timestamp: e.OccurredAt})
+					Value: bytes.Clone(e.Line), Headers: gatewayHeaders(), Timestamp: e.OccurredAt})
 			}
 		}
 		return nil
@@ -47,6 +49,17 @@ func fleetRecords(b testing.TB, events int) []*kgo.Record {
 		out = append(out, r)
 	}
 	return out
+}
+
+// gatewayHeaders returns the headers a gateway stamps on every record
+// (CONTRACT section 2), each record with copies of its own as a fetch
+// decodes them.
+func gatewayHeaders() []kgo.RecordHeader {
+	return []kgo.RecordHeader{
+		{Key: strings.Clone(event.HeaderActorID), Value: []byte("SYSTEM::fleet-gateway")},
+		{Key: strings.Clone(event.HeaderSourceType), Value: []byte("SYSTEM")},
+		{Key: strings.Clone(event.HeaderPolicyRev), Value: []byte("rev-1")},
+	}
 }
 
 // BenchmarkApplyFleet applies the joiner's records of a generated fleet
@@ -80,7 +93,7 @@ func BenchmarkApplyFleet(b *testing.B) {
 			copies[p] = make([]*kgo.Record, len(recs))
 			for i, r := range recs {
 				c := *r
-				c.Key, c.Value = bytes.Clone(r.Key), bytes.Clone(r.Value)
+				c.Key, c.Value, c.Headers = bytes.Clone(r.Key), bytes.Clone(r.Value), gatewayHeaders()
 				copies[p][i] = &c
 			}
 		}

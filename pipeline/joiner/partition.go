@@ -8,7 +8,6 @@ import (
 	"time"
 	"unsafe"
 
-	"github.com/prometheus/client_golang/prometheus"
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/driftline/driftline/pipeline/classify"
@@ -55,7 +54,12 @@ type partition struct {
 	// summary keeps the partition's finding counts and attention top.
 	summary *summary
 
-	events       uint64 // events applied (replayed ones included)
+	events uint64 // events applied (replayed ones included)
+	// uncounted holds the events applied by stream that the
+	// driftline_joiner_events_total series do not count yet: the
+	// partitions apply in parallel, and a shared counter per event cost
+	// a cache line passed between the cores (see countEvents).
+	uncounted    [numStreams]uint64
 	findingsOpen uint64
 	dirty        bool // changed since the last progress row
 
@@ -175,8 +179,12 @@ func (j *Joiner) applyAhead(part *partition, next func() *kgo.Record, done func(
 		for off := 0; off < len(r.Value) && off < 256; off += 64 {
 			prefetch.Line(unsafe.Pointer(&r.Value[off]))
 		}
-		if len(r.Headers) != 0 {
-			prefetch.Line(unsafe.Pointer(&r.Headers[0]))
+		if n := len(r.Headers); n != 0 {
+			// control reads every header's key, and a gateway's three
+			// headers span two cache lines: the first and the last byte.
+			h := unsafe.Pointer(unsafe.SliceData(r.Headers))
+			prefetch.Line(h)
+			prefetch.Line(unsafe.Add(h, n*int(unsafe.Sizeof(r.Headers[0]))-1))
 		}
 		// Record k-readAhead+d is applied d records from now.
 		if k >= readAhead-slotAhead {
@@ -203,6 +211,7 @@ func (j *Joiner) applyAhead(part *partition, next func() *kgo.Record, done func(
 		done(la.recs[s])
 		la.recs[s] = nil
 	}
+	j.countEvents(part)
 	return k
 }
 
@@ -224,7 +233,7 @@ func (j *Joiner) apply(part *partition, r *kgo.Record) {
 				}
 				part.nodes.Advance(part.engine.Watermark())
 				part.events++
-				j.eventsBy(r.Topic).Inc()
+				part.uncounted[j.stream(r.Topic)]++
 				return
 			}
 		}
@@ -254,7 +263,7 @@ func (j *Joiner) apply(part *partition, r *kgo.Record) {
 		return
 	}
 	part.events++
-	j.eventsBy(r.Topic).Inc()
+	part.uncounted[j.stream(r.Topic)]++
 	at := env.OccurredAt.UTC()
 	switch p := payload.(type) {
 	case *event.PlatformRecord:
@@ -393,9 +402,16 @@ func (part *partition) loadSnapshot(b []byte) error {
 	return nil
 }
 
-// eventsBy returns the applied-events counter of topic without a label
-// lookup per event.
-func (j *Joiner) eventsBy(topic string) prometheus.Counter { return j.eventCounters[j.stream(topic)] }
+// countEvents adds the partition's uncounted events to the per-stream
+// series, once per run of records applied rather than once per event.
+func (j *Joiner) countEvents(part *partition) {
+	for st, n := range part.uncounted {
+		if n != 0 {
+			j.eventCounters[st].Add(float64(n))
+			part.uncounted[st] = 0
+		}
+	}
+}
 
 // gather moves what the partition produced since the last seal into b:
 // its output becomes one of b's parts, and the partition goes on with an

@@ -165,10 +165,13 @@ func (j *Joiner) replay(ctx context.Context, from, targets map[int32][numStreams
 		},
 		func() {
 			for _, part := range parts {
+				n := 0
 				for r, _ := part.merge.Pop(); r != nil; r, _ = part.merge.Pop() {
 					j.apply(part, r)
-					j.m.restoreEvents.Inc()
+					n++
 				}
+				j.countEvents(part)
+				j.m.restoreEvents.Add(float64(n))
 			}
 		})
 }
