@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"log"
-	"net"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -15,6 +14,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/driftline/driftline/internal/freeport"
 	"github.com/driftline/driftline/pipeline/chdb"
 	"github.com/driftline/driftline/pipeline/config"
 	"github.com/driftline/driftline/pipeline/fleet"
@@ -201,12 +201,11 @@ func (e *env) migrate(ctx context.Context, db string) error {
 
 // freeAddr returns a free loopback host:port.
 func freeAddr() string {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	a, err := freeport.Addr("127.0.0.1")
 	if err != nil {
 		return "127.0.0.1:0"
 	}
-	defer ln.Close()
-	return ln.Addr().String()
+	return a
 }
 
 // childEnv is the environment of every pipeline process: the stack's

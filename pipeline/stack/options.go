@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/driftline/driftline/internal/freeport"
 	"github.com/driftline/driftline/pipeline/config"
 	"github.com/driftline/driftline/pipeline/event"
 )
@@ -235,9 +236,11 @@ func (o *Options) serviceAddr(name string) (string, bool) {
 	return "", false
 }
 
-// resolvePort replaces port 0 with a free port on the same host. Another
-// process may take the port before the child binds it; the child then fails
-// at start with a clear error, which a test may retry.
+// resolvePort replaces port 0 with a free port on the same host, from
+// below the ephemeral range (see internal/freeport), where the stack's own
+// connections cannot take it before the child binds it. Another listener
+// still may; the child then fails at start with a clear error, which a
+// test may retry.
 func resolvePort(addr string) (string, error) {
 	host, port, err := net.SplitHostPort(addr)
 	if err != nil {
@@ -249,12 +252,7 @@ func resolvePort(addr string) (string, error) {
 	if host == "" {
 		host = "127.0.0.1"
 	}
-	ln, err := net.Listen("tcp", net.JoinHostPort(host, "0"))
-	if err != nil {
-		return "", fmt.Errorf("pick a free port on %s: %w", host, err)
-	}
-	defer ln.Close()
-	return net.JoinHostPort(host, strconv.Itoa(ln.Addr().(*net.TCPAddr).Port)), nil
+	return freeport.Addr(host)
 }
 
 func portOf(addr string) int {

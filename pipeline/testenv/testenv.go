@@ -15,12 +15,13 @@ package testenv
 
 import (
 	"fmt"
-	"net"
 	"os"
 	"testing"
 	"time"
 
 	"go.uber.org/goleak"
+
+	"github.com/driftline/driftline/internal/freeport"
 )
 
 // Main runs the tests of a package, stops the ClickHouse server it
@@ -73,11 +74,4 @@ func FreePort(t testing.TB) int {
 	return p
 }
 
-func freePort() (int, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, fmt.Errorf("find a free port: %w", err)
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port, nil
-}
+func freePort() (int, error) { return freeport.Pick("127.0.0.1") }
