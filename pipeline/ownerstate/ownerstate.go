@@ -255,7 +255,7 @@ type Store struct {
 	// findingsOf maps an identity's index to its findings' (the
 	// identities that have some are flagged, and are a minority: their
 	// index costs the others nothing).
-	findings   []Findings
+	findings   chunked[Findings]
 	findingsOf map[uint32]uint32
 
 	syms symtab
@@ -358,11 +358,11 @@ func (s *Store) PrefetchState(h uint64) {
 	if id == nil {
 		return
 	}
-	if id.rec != 0 && int(id.rec) < len(s.syms.recs) {
-		prefetch.Line(unsafe.Pointer(&s.syms.recs[id.rec]))
+	if id.rec != 0 && int(id.rec) < s.syms.recs.Len() {
+		prefetch.Line(unsafe.Pointer(s.syms.recs.At(id.rec)))
 	}
-	if id.obs != 0 && int(id.obs) < len(s.syms.obss) {
-		prefetch.Line(unsafe.Pointer(&s.syms.obss[id.obs]))
+	if id.obs != 0 && int(id.obs) < s.syms.obss.Len() {
+		prefetch.Line(unsafe.Pointer(s.syms.obss.At(id.obs)))
 	}
 	if id.hpos != 0 && int(id.hpos) <= len(s.timers) {
 		prefetch.Line(unsafe.Pointer(&s.timers[id.hpos-1]))
@@ -465,16 +465,16 @@ func (s *Store) Each(provider string, fn func(*Identity)) {
 // pointer is valid until the next call that allocates findings.
 func (s *Store) Findings(id *Identity) *Findings {
 	if id.flags&flagFindings == 0 {
-		s.findings = append(s.findings, Findings{})
-		s.findingsOf[id.idx] = uint32(len(s.findings) - 1)
+		i := s.findings.Append(Findings{})
+		s.findingsOf[id.idx] = i
 		id.flags |= flagFindings
-		f := &s.findings[len(s.findings)-1]
+		f := s.findings.At(i)
 		for k := range f {
 			f[k].FirstSeen, f[k].LastSeen, f[k].ResolvedAt = NoTime, NoTime, NoTime
 		}
 		return f
 	}
-	return &s.findings[s.findingsOf[id.idx]]
+	return s.findings.At(s.findingsOf[id.idx])
 }
 
 // PeekFindings returns id's findings, nil if it never had one.
@@ -482,7 +482,7 @@ func (s *Store) PeekFindings(id *Identity) *Findings {
 	if id.flags&flagFindings == 0 {
 		return nil
 	}
-	return &s.findings[s.findingsOf[id.idx]]
+	return s.findings.At(s.findingsOf[id.idx])
 }
 
 // Record returns the shape of id's record, nil if none.
@@ -490,7 +490,7 @@ func (s *Store) Record(id *Identity) *RecordShape {
 	if id.rec == 0 {
 		return nil
 	}
-	return &s.syms.recs[id.rec]
+	return s.syms.recs.At(id.rec)
 }
 
 // Obs returns the shape of id's newest observation, nil if none.
@@ -498,7 +498,7 @@ func (s *Store) Obs(id *Identity) *ObsShape {
 	if id.obs == 0 {
 		return nil
 	}
-	return &s.syms.obss[id.obs]
+	return s.syms.obss.At(id.obs)
 }
 
 // OwnerRef returns the owner_ref of id's newest observation.
@@ -543,7 +543,7 @@ func (s *Store) SetRecord(id *Identity, r *Record, at int64, correlationID strin
 	if r.RecordID != id.RecordID() {
 		if id.flags&flagOwnerIsRecord != 0 {
 			// The observation's owner_ref was the old record id: keep it.
-			o := s.syms.obss[id.obs]
+			o := *s.syms.obss.At(id.obs)
 			o.OwnerRef = s.syms.Intern(id.RecordID())
 			id.obs = s.syms.replaceObs(id.obs, s.syms.obsShape(o))
 			id.flags &^= flagOwnerIsRecord
@@ -618,7 +618,7 @@ func (s *Store) SetObs(id *Identity, o *Observation, at int64, correlationID str
 
 // sameObs reports whether o holds exactly the fields of id's observation.
 func (s *Store) sameObs(id *Identity, o *Observation) bool {
-	cur, strs := &s.syms.obss[id.obs], s.syms.Table
+	cur, strs := s.syms.obss.At(id.obs), s.syms.Table
 	if o.OwnerRef != "" && id.rec != 0 && o.OwnerRef == id.RecordID() {
 		if id.flags&flagOwnerIsRecord == 0 {
 			return false

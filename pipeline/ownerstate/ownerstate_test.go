@@ -233,7 +233,7 @@ func TestArenaRecordIDs(t *testing.T) {
 			t.Fatalf("identity %d after rewrite and restore: %q %q", i, b.Key(), b.RecordID())
 		}
 	}
-	if r.PeekFindings(r.At(3))[1].RetryCount != 7 || r.PeekFindings(r.At(4)) != nil || len(r.findings) != 3 {
+	if r.PeekFindings(r.At(3))[1].RetryCount != 7 || r.PeekFindings(r.At(4)) != nil || r.findings.Len() != 3 {
 		t.Fatal("findings after restore")
 	}
 	func() {

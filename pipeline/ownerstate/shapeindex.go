@@ -31,7 +31,7 @@ func hashShape[S any](s *S, size uintptr) uint64 { return xxhash.Sum64String(sha
 
 // findShape returns the number of the shape among shapes whose key is
 // that of *s (hash h), or 0 and the slot where to add it.
-func findShape[S any](x *shapeIndex, shapes []S, s *S, size uintptr, h uint64) (uint32, int) {
+func findShape[S any](x *shapeIndex, shapes *chunked[S], s *S, size uintptr, h uint64) (uint32, int) {
 	if x.slots == nil {
 		growShapes(x, shapes, size, 16)
 	}
@@ -41,14 +41,14 @@ func findShape[S any](x *shapeIndex, shapes []S, s *S, size uintptr, h uint64) (
 		if sl == 0 {
 			return 0, i
 		}
-		if n := uint32(sl); sl&^(1<<32-1) == tag && shapeKey(&shapes[n], size) == key {
+		if n := uint32(sl); sl&^(1<<32-1) == tag && shapeKey(shapes.At(n), size) == key {
 			return n, i
 		}
 	}
 }
 
 // addShape indexes shape number n (hash h) at slot, from findShape.
-func addShape[S any](x *shapeIndex, shapes []S, size uintptr, n uint32, h uint64, slot int) {
+func addShape[S any](x *shapeIndex, shapes *chunked[S], size uintptr, n uint32, h uint64, slot int) {
 	x.slots[slot] = h<<32 | uint64(n)
 	x.n++
 	if 4*x.n > 3*len(x.slots) {
@@ -58,15 +58,15 @@ func addShape[S any](x *shapeIndex, shapes []S, size uintptr, n uint32, h uint64
 
 // growShapes rebuilds the index with slots slots (rounded up to a power
 // of two) from shapes[1:].
-func growShapes[S any](x *shapeIndex, shapes []S, size uintptr, slots int) {
+func growShapes[S any](x *shapeIndex, shapes *chunked[S], size uintptr, slots int) {
 	bits := uint(4)
 	for 1<<bits < slots {
 		bits++
 	}
 	x.slots, x.shift = make([]uint64, 1<<bits), 64-bits
 	mask := len(x.slots) - 1
-	for n := 1; n < len(shapes); n++ {
-		h := xxhash.Sum64String(shapeKey(&shapes[n], size))
+	for n := 1; n < shapes.Len(); n++ {
+		h := xxhash.Sum64String(shapeKey(shapes.At(uint32(n)), size))
 		i := int(h >> x.shift)
 		for x.slots[i] != 0 {
 			i = (i + 1) & mask

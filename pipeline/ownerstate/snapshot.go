@@ -22,15 +22,17 @@ func (s *Store) AppendSnapshot(w *snap.Writer) {
 	for i := range t.Len() {
 		w.String(t.Str(Sym(i)))
 	}
-	w.Uvarint(uint64(len(t.recs)))
-	for _, r := range t.recs[1:] {
+	w.Uvarint(uint64(t.recs.Len()))
+	for i := 1; i < t.recs.Len(); i++ {
+		r := t.recs.At(uint32(i))
 		for _, v := range [...]Sym{r.RecordType, r.ResourceFamily, r.ProductID, r.OwningDomain, r.OwningPackage,
 			r.DomainID, r.ExpectedState, r.ExpectedVersion, r.Quota, r.RouteTarget} {
 			w.Uvarint(uint64(v))
 		}
 	}
-	w.Uvarint(uint64(len(t.obss)))
-	for _, o := range t.obss[1:] {
+	w.Uvarint(uint64(t.obss.Len()))
+	for i := 1; i < t.obss.Len(); i++ {
+		o := t.obss.At(uint32(i))
 		for _, v := range [...]Sym{o.ResourceFamily, o.ObservedState, o.ObservedVersion, o.OwnerRef, o.Usage, o.RouteTarget} {
 			w.Uvarint(uint64(v))
 		}
@@ -57,9 +59,9 @@ func (s *Store) AppendSnapshot(w *snap.Writer) {
 			w.Varint(v)
 		}
 	})
-	w.Uvarint(uint64(len(s.findings)))
-	for i := range s.findings {
-		for _, f := range s.findings[i] {
+	w.Uvarint(uint64(s.findings.Len()))
+	for i := range s.findings.Len() {
+		for _, f := range s.findings.At(uint32(i)) {
 			w.Byte(f.Status)
 			w.Uvarint(uint64(f.RetryCount))
 			w.Uvarint(f.Version)
@@ -128,7 +130,7 @@ func (s *Store) LoadSnapshot(r *snap.Reader) error {
 	t.compactAt = int(r.Uvarint())
 	// How much of the tables is garbage is not in the snapshot: count all
 	// of it, so the next doubling rebuilds them.
-	t.garbage = t.Len() + len(t.recs) + len(t.obss)
+	t.garbage = t.Len() + t.recs.Len() + t.obss.Len()
 
 	n := r.Count(14)
 	fresh.index.init(n)
@@ -163,7 +165,7 @@ func (s *Store) LoadSnapshot(r *snap.Reader) error {
 			queued[id.idx] = r.Varint()
 		}
 		id.RecordVersion, id.RecordAt, id.ObsAt, id.OrphanSince = r.Varint(), r.Varint(), r.Varint(), r.Varint()
-		if id.rec >= uint32(len(t.recs)) || id.obs >= uint32(len(t.obss)) {
+		if id.rec >= uint32(t.recs.Len()) || id.obs >= uint32(t.obss.Len()) {
 			r.Fail(fmt.Errorf("ownerstate snapshot: identity %q has shape %d/%d", id.Key(), id.rec, id.obs))
 			break
 		}
@@ -173,10 +175,11 @@ func (s *Store) LoadSnapshot(r *snap.Reader) error {
 		}
 	}
 	nf := r.Count(7 * len(Findings{}))
-	fresh.findings = make([]Findings, nf)
-	for i := range fresh.findings {
-		for k := range fresh.findings[i] {
-			f := &fresh.findings[i][k]
+	fresh.findings.Grow(nf)
+	for range nf {
+		fs := fresh.findings.At(fresh.findings.Append(Findings{}))
+		for k := range fs {
+			f := &fs[k]
 			f.Status, f.RetryCount, f.Version = r.Byte(), uint32(r.Uvarint()), r.Uvarint()
 			f.FirstSeen, f.LastSeen, f.ResolvedAt = r.Varint(), r.Varint(), r.Varint()
 			f.Correlation = sym()

@@ -20,9 +20,9 @@ type symtab struct {
 	*intern.Table
 
 	recIDs shapeIndex
-	recs   []RecordShape // recs[0] is unused: shape 0 means none
+	recs   chunked[RecordShape] // recs[0] is unused: shape 0 means none
 	obsIDs shapeIndex
-	obss   []ObsShape // obss[0] is unused
+	obss   chunked[ObsShape] // obss[0] is unused
 
 	// compactAt is the size of strs, recs or obss that triggers a rebuild.
 	compactAt int
@@ -37,8 +37,10 @@ type symtab struct {
 
 func (t *symtab) init() {
 	t.Table = intern.New("")
-	t.recIDs, t.recs = shapeIndex{}, []RecordShape{{}}
-	t.obsIDs, t.obss = shapeIndex{}, []ObsShape{{}}
+	t.recIDs, t.recs = shapeIndex{}, chunked[RecordShape]{}
+	t.obsIDs, t.obss = shapeIndex{}, chunked[ObsShape]{}
+	t.recs.Append(RecordShape{})
+	t.obss.Append(ObsShape{})
 	t.compactAt = minCompactAt
 }
 
@@ -51,28 +53,26 @@ const (
 
 func (t *symtab) recShape(r RecordShape) uint32 {
 	h := hashShape(&r, recKeySize)
-	i, slot := findShape(&t.recIDs, t.recs, &r, recKeySize, h)
+	i, slot := findShape(&t.recIDs, &t.recs, &r, recKeySize, h)
 	if i != 0 {
 		return i
 	}
 	state := t.Str(r.ExpectedState)
 	r.liveExpecting, r.absentExpecting = LiveExpecting(state), AbsentExpecting(state)
-	i = uint32(len(t.recs))
-	t.recs = append(t.recs, r)
-	addShape(&t.recIDs, t.recs, recKeySize, i, h, slot)
+	i = t.recs.Append(r)
+	addShape(&t.recIDs, &t.recs, recKeySize, i, h, slot)
 	return i
 }
 
 func (t *symtab) obsShape(o ObsShape) uint32 {
 	h := hashShape(&o, obsKeySize)
-	i, slot := findShape(&t.obsIDs, t.obss, &o, obsKeySize, h)
+	i, slot := findShape(&t.obsIDs, &t.obss, &o, obsKeySize, h)
 	if i != 0 {
 		return i
 	}
 	o.live = LiveExpecting(t.Str(o.ObservedState))
-	i = uint32(len(t.obss))
-	t.obss = append(t.obss, o)
-	addShape(&t.obsIDs, t.obss, obsKeySize, i, h, slot)
+	i = t.obss.Append(o)
+	addShape(&t.obsIDs, &t.obss, obsKeySize, i, h, slot)
 	return i
 }
 
@@ -116,11 +116,11 @@ func (t *symtab) replaceObs(old, shape uint32) uint32 {
 // pass over every identity (while a partition's platform records are
 // first read, every doubling would).
 func (t *symtab) due() bool {
-	n := max(t.Len(), len(t.recs), len(t.obss))
+	n := max(t.Len(), t.recs.Len(), t.obss.Len())
 	if n <= t.compactAt {
 		return false
 	}
-	if 3*t.garbage < t.Len()+len(t.recs)+len(t.obss) {
+	if 3*t.garbage < t.Len()+t.recs.Len()+t.obss.Len() {
 		t.compactAt = 2 * n
 		return false
 	}
@@ -161,7 +161,7 @@ func (s *Store) compact() {
 	str := func(sym Sym) Sym { return t.Intern(old.Str(sym)) }
 	s.Each("", func(id *Identity) {
 		if id.rec != 0 {
-			r := old.recs[id.rec]
+			r := old.recs.At(id.rec)
 			id.rec = t.recShape(RecordShape{
 				RecordType: str(r.RecordType), ResourceFamily: str(r.ResourceFamily), ProductID: str(r.ProductID),
 				OwningDomain: str(r.OwningDomain), OwningPackage: str(r.OwningPackage), DomainID: str(r.DomainID),
@@ -170,7 +170,7 @@ func (s *Store) compact() {
 			})
 		}
 		if id.obs != 0 {
-			o := old.obss[id.obs]
+			o := old.obss.At(id.obs)
 			id.obs = t.obsShape(ObsShape{ResourceFamily: str(o.ResourceFamily), ObservedState: str(o.ObservedState),
 				ObservedVersion: str(o.ObservedVersion), OwnerRef: str(o.OwnerRef), Usage: str(o.Usage), RouteTarget: str(o.RouteTarget)})
 		}
@@ -181,7 +181,7 @@ func (s *Store) compact() {
 			}
 		}
 	})
-	t.compactAt = max(minCompactAt, 2*max(t.Len(), len(t.recs), len(t.obss)))
+	t.compactAt = max(minCompactAt, 2*max(t.Len(), t.recs.Len(), t.obss.Len()))
 	t.rebuilds = old.rebuilds + 1
 	s.syms = t
 }
