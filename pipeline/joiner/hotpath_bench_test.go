@@ -17,7 +17,7 @@ import (
 // reset empties the output, as a seal leaves a partition's.
 func (o *output) reset() {
 	o.batch.Reset()
-	clear(o.current)
+	o.seal++ // the rows the slots point at are gone
 	clear(o.nodes)
 }
 

@@ -78,11 +78,13 @@ type partition struct {
 
 // output collects what a batch of records produces.
 type output struct {
-	batch   *sink.Batch
-	current map[string]int // evidence id -> index in batch.Current
-	nodes   map[string]int // node id -> index in batch.Nodes
-	m       *metrics
-	emit    bool // false while restoring: transitions are already written
+	batch *sink.Batch
+	// seal numbers the batch (from 1): a finding's summary slot holds
+	// its row in batch.Current while the slot's seal is this one.
+	seal  uint32
+	nodes map[string]int // node id -> index in batch.Nodes
+	m     *metrics
+	emit  bool // false while restoring: transitions are already written
 }
 
 func (o *output) add(p *partition, f *drift.Finding) {
@@ -92,18 +94,18 @@ func (o *output) add(p *partition, f *drift.Finding) {
 	case drift.TransitionResolved:
 		p.findingsOpen--
 	}
-	p.summary.apply(f)
+	sl := p.summary.apply(f)
 	if !o.emit {
 		return
 	}
 	o.m.transition(f).Inc()
 	tr := sink.TransitionOf(f)
 	o.batch.History.Append(&tr)
-	if i, ok := o.current[f.EvidenceID]; ok {
-		*o.batch.Current.At(i) = *f
+	if sl.seal == o.seal {
+		*o.batch.Current.At(int(sl.row)) = *f
 		return
 	}
-	o.current[f.EvidenceID] = o.batch.Current.Append(f)
+	sl.row, sl.seal = int32(o.batch.Current.Append(f)), o.seal
 }
 
 func (o *output) addNode(s *nodeagent.Status) {
@@ -119,7 +121,7 @@ func (o *output) addNode(s *nodeagent.Status) {
 
 func (j *Joiner) newPartition(p int32, out *output) *partition {
 	part := &partition{p: p, label: strconv.Itoa(int(p)), dedupe: dedupe.New(j.opts.Dedupe), out: out, summary: newSummary(), merge: logmerge.NewMerge(numStreams),
-		live: output{batch: &sink.Batch{}, current: make(map[string]int), nodes: make(map[string]int), m: j.m, emit: true},
+		live: output{batch: &sink.Batch{}, seal: 1, nodes: make(map[string]int), m: j.m, emit: true},
 		dec:  event.NewDecoder(j.validator)}
 	part.engine = classify.New(j.opts.Classify, ownerstate.New(), func(f *drift.Finding) { part.out.add(part, f) })
 	part.nodes = nodeagent.New(j.opts.NodeAgent, func(s *nodeagent.Status) {
@@ -428,7 +430,7 @@ func (j *Joiner) gather(part *partition, b *batch) *sink.Batch {
 	}
 	out := part.live.batch
 	part.live.batch = next
-	clear(part.live.current)
+	part.live.seal++
 	clear(part.live.nodes)
 	b.parts = append(b.parts, out)
 	b.rejected = append(b.rejected, part.rejected...)

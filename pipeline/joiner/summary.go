@@ -20,11 +20,16 @@ import (
 // every row written for it, is the same however often the position is
 // replayed, and a later position always writes a higher version.
 type summary struct {
-	ver      uint64
-	groups   []countGroup
-	index    map[sink.CountKey]int32
-	findings map[string]findingSlot // evidence id -> its group and score
+	ver    uint64
+	groups []countGroup
+	index  map[sink.CountKey]int32
+	// findings finds a finding's slot (its group and score) by evidence
+	// id; a transition looks it up once, for the summary and for the
+	// partition's rows of the round.
+	findings map[string]int32
+	slots    []findingSlot
 	tops     map[scope]*top
+	gtop     *top // tops[global]
 	// all makes the next flush write every group and top: a fresh or
 	// restored partition rewrites its whole summary once, which also fills
 	// the tables for findings written before they existed.
@@ -48,12 +53,17 @@ type countGroup struct {
 type findingSlot struct {
 	group int32
 	score float64
+	// row is the finding's row in the rows of the partition's output
+	// sealed seal-th (see output.add): a finding that changes again in
+	// the same round overwrites its row.
+	row  int32
+	seal uint32
 }
 
 func newSummary() *summary {
 	return &summary{
 		index:    make(map[sink.CountKey]int32),
-		findings: make(map[string]findingSlot),
+		findings: make(map[string]int32),
 		tops:     make(map[scope]*top),
 		all:      true,
 	}
@@ -86,33 +96,41 @@ func (s *summary) group(k sink.CountKey) int32 {
 func (s *summary) open(g int32) bool { return s.groups[g].key.Status == drift.StatusOpen }
 
 func (s *summary) top(sc scope) *top {
+	if sc == global && s.gtop != nil {
+		return s.gtop
+	}
 	t := s.tops[sc]
 	if t == nil {
 		t = &top{}
 		s.tops[sc] = t
 	}
+	if sc == global {
+		s.gtop = t
+	}
 	return t
 }
 
-// apply moves one finding to the group and score of its transition.
-func (s *summary) apply(f *drift.Finding) {
+// apply moves one finding to the group and score of its transition and
+// returns its slot.
+func (s *summary) apply(f *drift.Finding) *findingSlot {
 	s.ver = max(s.ver+1, f.Version)
 	g := s.group(countKey(f))
 	score := f.AttentionScore
-	old, had := s.findings[f.EvidenceID]
-	if had && old.group == g && old.score == score {
-		return
+	sl := s.slot(f.EvidenceID)
+	had := sl.group >= 0
+	if had && sl.group == g && sl.score == score {
+		return sl
 	}
 	if had {
-		s.groups[old.group].n--
-		s.groups[old.group].dirty = true
-		if s.open(old.group) {
-			e := topEntry{old.score, f.EvidenceID}
+		s.groups[sl.group].n--
+		s.groups[sl.group].dirty = true
+		if s.open(sl.group) {
+			e := topEntry{sl.score, f.EvidenceID}
 			s.top(global).remove(e)
-			s.top(scope{true, s.groups[old.group].key.OwningDomain}).remove(e)
+			s.top(scope{true, s.groups[sl.group].key.OwningDomain}).remove(e)
 		}
 	}
-	s.findings[f.EvidenceID] = findingSlot{g, score}
+	sl.group, sl.score = g, score
 	s.groups[g].n++
 	s.groups[g].dirty = true
 	if s.open(g) {
@@ -120,6 +138,19 @@ func (s *summary) apply(f *drift.Finding) {
 		s.top(global).add(e)
 		s.top(scope{true, f.OwningDomain}).add(e)
 	}
+	return sl
+}
+
+// slot returns the slot of the finding id, a new one (group -1) if the
+// summary has none. It is valid until the next call.
+func (s *summary) slot(id string) *findingSlot {
+	i, ok := s.findings[id]
+	if !ok {
+		i = int32(len(s.slots))
+		s.slots = append(s.slots, findingSlot{group: -1})
+		s.findings[id] = i
+	}
+	return &s.slots[i]
 }
 
 // flush appends the rows changed since the last flush to b.
@@ -165,7 +196,8 @@ func (s *summary) refill() {
 		return
 	}
 	all := stale[global]
-	for id, f := range s.findings {
+	for id, i := range s.findings {
+		f := &s.slots[i]
 		if !s.open(f.group) {
 			continue
 		}

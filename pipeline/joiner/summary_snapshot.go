@@ -23,7 +23,8 @@ func (s *summary) appendSnapshot(w *snap.Writer) {
 		w.Bool(g.dirty)
 	}
 	w.Uvarint(uint64(len(s.findings)))
-	for id, f := range s.findings {
+	for id, i := range s.findings {
+		f := &s.slots[i]
 		w.String(id)
 		w.Uvarint(uint64(f.group))
 		w.Float64(f.score)
@@ -66,7 +67,8 @@ func (s *summary) loadSnapshot(r *snap.Reader) error {
 			r.Fail(fmt.Errorf("summary snapshot: finding %q in group %d of %d", id, g, len(s.groups)))
 			break
 		}
-		s.findings[id] = findingSlot{int32(g), score}
+		sl := s.slot(id)
+		sl.group, sl.score = int32(g), score
 	}
 	nt := r.Count(4)
 	for range nt {

@@ -248,3 +248,41 @@ func TestSummarySnapshot(t *testing.T) {
 		t.Fatal("truncated snapshot loaded")
 	}
 }
+
+// TestOutputRowsOnePerFinding checks the rows of a partition's rounds
+// (sealed at random points of a random transition stream): one current
+// row per finding that changed in the round, holding its last state, and
+// every transition in the history.
+func TestOutputRowsOnePerFinding(t *testing.T) {
+	j, part := benchJoiner(t)
+	trs := randomTransitions(7, 300, 20_000)
+	r := rand.New(rand.NewPCG(7, 2))
+	var round []drift.Finding
+	check := func(b *sink.Batch) {
+		t.Helper()
+		last := map[string]drift.Finding{}
+		for _, f := range round {
+			last[f.EvidenceID] = f
+		}
+		if b.Current.Len() != len(last) || b.History.Len() != len(round) {
+			t.Fatalf("%d transitions of %d findings: %d current rows, %d history rows", len(round), len(last), b.Current.Len(), b.History.Len())
+		}
+		for _, rows := range b.Current.All() {
+			for _, f := range rows {
+				if want := last[f.EvidenceID]; f != want {
+					t.Fatalf("current row of %s:\n got %+v\nwant %+v", f.EvidenceID, f, want)
+				}
+			}
+		}
+		round = round[:0]
+	}
+	for i := range trs {
+		f := trs[i]
+		part.out.add(part, &f)
+		round = append(round, trs[i])
+		if r.IntN(500) == 0 {
+			check(j.gather(part, &batch{}))
+		}
+	}
+	check(j.gather(part, &batch{}))
+}
