@@ -23,6 +23,8 @@ import (
 	"unsafe"
 
 	"github.com/cespare/xxhash/v2"
+
+	"github.com/driftline/driftline/pipeline/prefetch"
 )
 
 // Sym is an interned string of one Table.
@@ -152,6 +154,16 @@ func (t *Table) Intern(s string) Sym {
 	}
 	*e = entry{s: t.str(l), h: h, id: id + 1, cand: uint32(h)}
 	return id
+}
+
+// Prefetch asks the processor for the index slot Intern(s) starts at,
+// without waiting for it. A caller about to intern several values that
+// are likely cold (versions, targets: one of millions each) prefetches
+// them all first, so that their cache misses overlap instead of following
+// one another. It changes nothing; a table that grows meanwhile only
+// makes the hint useless.
+func (t *Table) Prefetch(s string) {
+	prefetch.Line(unsafe.Pointer(&t.slots[xxhash.Sum64String(s)>>t.shift]))
 }
 
 // store copies s into the chunks and returns its loc.

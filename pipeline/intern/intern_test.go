@@ -135,3 +135,27 @@ func TestInternChunks(t *testing.T) {
 		t.Fatalf("first value now %q, %d symbols", first, tab.Len())
 	}
 }
+
+// TestPrefetch checks that Prefetch changes nothing: on a new table, on
+// empty and absent values, and on a table grown since.
+func TestPrefetch(t *testing.T) {
+	tab := New("")
+	tab.Prefetch("")
+	tab.Prefetch("absent")
+	want := map[string]Sym{}
+	for i := range 10_000 {
+		s := fmt.Sprintf("v-%d", i)
+		tab.Prefetch(s)
+		want[s] = tab.Intern(s)
+	}
+	n := tab.Len()
+	for s, id := range want {
+		tab.Prefetch(s)
+		if got := tab.Intern(s); got != id || tab.Str(id) != s {
+			t.Fatalf("%q: symbol %d after Prefetch, want %d", s, got, id)
+		}
+	}
+	if tab.Len() != n {
+		t.Fatalf("%d symbols after interning known values, want %d", tab.Len(), n)
+	}
+}

@@ -551,6 +551,9 @@ func (s *Store) SetRecord(id *Identity, r *Record, at int64, correlationID strin
 		s.setRecordID(id, r.RecordID)
 	}
 	t := &s.syms
+	t.Prefetch(r.ExpectedVersion) // see SetObs
+	t.Prefetch(r.Quota)
+	t.Prefetch(r.RouteTarget)
 	id.rec = t.replaceRec(id.rec, t.recShape(RecordShape{
 		RecordType: t.Intern(r.RecordType), ResourceFamily: t.Intern(r.ResourceFamily), ProductID: t.Intern(r.ProductID),
 		OwningDomain: t.Intern(r.OwningDomain), OwningPackage: t.Intern(r.OwningPackage), DomainID: t.Intern(r.DomainID),
@@ -605,6 +608,12 @@ func (s *Store) SetObs(id *Identity, o *Observation, at int64, correlationID str
 		id.ObsAt, id.obsCorr = at, t.replace(id.obsCorr, t.Intern(correlationID))
 		return
 	}
+	// The version, usage and route target are mostly one of many values
+	// each: their index slots are asked for together, so that their cache
+	// misses overlap.
+	t.Prefetch(o.ObservedVersion)
+	t.Prefetch(o.Usage)
+	t.Prefetch(o.RouteTarget)
 	sh := ObsShape{ResourceFamily: t.Intern(o.ResourceFamily), ObservedState: t.Intern(o.ObservedState),
 		ObservedVersion: t.Intern(o.ObservedVersion), Usage: t.Intern(o.Usage), RouteTarget: t.Intern(o.RouteTarget)}
 	isRecord := o.OwnerRef != "" && id.rec != 0 && o.OwnerRef == id.RecordID()
