@@ -48,6 +48,7 @@ type countGroup struct {
 	key   sink.CountKey
 	n     uint64
 	dirty bool
+	dtop  *top // the top of the group's owning domain, once looked up
 }
 
 type findingSlot struct {
@@ -110,14 +111,30 @@ func (s *summary) top(sc scope) *top {
 	return t
 }
 
+// domainTop returns the top of group g's owning domain.
+func (s *summary) domainTop(g int32) *top {
+	cg := &s.groups[g]
+	if cg.dtop == nil {
+		cg.dtop = s.top(scope{true, cg.key.OwningDomain})
+	}
+	return cg.dtop
+}
+
 // apply moves one finding to the group and score of its transition and
 // returns its slot.
 func (s *summary) apply(f *drift.Finding) *findingSlot {
 	s.ver = max(s.ver+1, f.Version)
-	g := s.group(countKey(f))
-	score := f.AttentionScore
 	sl := s.slot(f.EvidenceID)
 	had := sl.group >= 0
+	// Most transitions keep the finding in its group (a retry, a new
+	// score): comparing the key with the group's (strings mostly
+	// interned, so compared by pointer) is cheaper than hashing it.
+	k := countKey(f)
+	g := sl.group
+	if !had || s.groups[g].key != k {
+		g = s.group(k)
+	}
+	score := f.AttentionScore
 	if had && sl.group == g && sl.score == score {
 		return sl
 	}
@@ -127,7 +144,7 @@ func (s *summary) apply(f *drift.Finding) *findingSlot {
 		if s.open(sl.group) {
 			e := topEntry{sl.score, f.EvidenceID}
 			s.top(global).remove(e)
-			s.top(scope{true, s.groups[sl.group].key.OwningDomain}).remove(e)
+			s.domainTop(sl.group).remove(e)
 		}
 	}
 	sl.group, sl.score = g, score
@@ -136,7 +153,7 @@ func (s *summary) apply(f *drift.Finding) *findingSlot {
 	if s.open(g) {
 		e := topEntry{score, f.EvidenceID}
 		s.top(global).add(e)
-		s.top(scope{true, f.OwningDomain}).add(e)
+		s.domainTop(g).add(e)
 	}
 	return sl
 }
