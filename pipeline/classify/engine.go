@@ -50,7 +50,7 @@ const (
 type Engine struct {
 	opts  Options
 	store *ownerstate.Store
-	emit  func(*drift.Finding)
+	emit  Emit
 
 	// Event time, Unix ns (ownerstate.NoTime before the first event).
 	maxEventTime int64
@@ -63,9 +63,15 @@ type Engine struct {
 	obs          ownerstate.Observation
 }
 
+// Emit receives every transition of a finding. f is reused after it
+// returns. aux is a word the consumer may keep for the finding (a handle
+// into its own tables, say): 0 at first, it holds what the consumer stored
+// for as long as the engine's store lives, and is 0 again after a restore
+// from a snapshot.
+type Emit func(f *drift.Finding, aux *uint32)
+
 // New returns an Engine over store that calls emit for every transition.
-// The Finding passed to emit is reused after emit returns.
-func New(opts Options, store *ownerstate.Store, emit func(*drift.Finding)) *Engine {
+func New(opts Options, store *ownerstate.Store, emit Emit) *Engine {
 	e := &Engine{opts: opts, store: store, emit: emit, maxEventTime: ownerstate.NoTime, watermark: ownerstate.NoTime,
 		staleness: int64(opts.Staleness), orphanGrace: int64(opts.OrphanGrace), lateness: int64(opts.AllowedLateness)}
 	store.SetDeadline(e.deadline)
@@ -396,5 +402,5 @@ func (e *Engine) emitFinding(id *ownerstate.Identity, k drift.Class, f *ownersta
 		}
 	}
 	out.AttentionScore = drift.AttentionScore(k, out.Status, out.RetryCount)
-	e.emit(out)
+	e.emit(out, &f.Aux)
 }

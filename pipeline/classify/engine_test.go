@@ -11,18 +11,31 @@ import (
 
 var t0 = time.Date(2026, 11, 21, 10, 0, 0, 0, time.UTC)
 
-// harness records the latest row per evidence id and every transition.
+// harness records the latest row per evidence id and every transition,
+// and keeps a handle per finding in its aux word, checking that the word
+// holds the finding's own handle, once set, at every later transition.
 type harness struct {
 	*Engine
 	rows        map[string]drift.Finding
 	transitions []string
+	handles     []string // evidence id of aux handle i+1
 }
 
 func newHarness() *harness {
 	h := &harness{rows: map[string]drift.Finding{}}
-	h.Engine = New(DefaultOptions(), ownerstate.New(), func(f *drift.Finding) {
+	h.Engine = New(DefaultOptions(), ownerstate.New(), func(f *drift.Finding, aux *uint32) {
 		if prev, ok := h.rows[f.EvidenceID]; ok && f.Version <= prev.Version {
 			panic("BUG: version did not grow")
+		}
+		switch {
+		case *aux == 0:
+			if _, ok := h.rows[f.EvidenceID]; ok {
+				panic("BUG: the aux word of " + f.EvidenceID + " was lost")
+			}
+			h.handles = append(h.handles, f.EvidenceID)
+			*aux = uint32(len(h.handles))
+		case h.handles[*aux-1] != f.EvidenceID:
+			panic("BUG: the aux word of " + f.EvidenceID + " holds the handle of " + h.handles[*aux-1])
 		}
 		h.rows[f.EvidenceID] = *f
 		h.transitions = append(h.transitions, f.Transition+" "+f.EvidenceID)

@@ -56,8 +56,8 @@ func randomStream(seed uint64, n int, engines ...*Engine) {
 func TestSnapshotRestoresExactly(t *testing.T) {
 	for seed := range uint64(5) {
 		var a, b []string
-		record := func(out *[]string) func(*drift.Finding) {
-			return func(f *drift.Finding) { *out = append(*out, fmt.Sprintf("%+v", *f)) }
+		record := func(out *[]string) Emit {
+			return func(f *drift.Finding, _ *uint32) { *out = append(*out, fmt.Sprintf("%+v", *f)) }
 		}
 		ea := New(DefaultOptions(), ownerstate.New(), record(&a))
 		randomStream(seed, 3000, ea)

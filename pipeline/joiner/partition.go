@@ -87,14 +87,16 @@ type output struct {
 	emit  bool // false while restoring: transitions are already written
 }
 
-func (o *output) add(p *partition, f *drift.Finding) {
+// add applies a transition of the partition's engine (aux: the finding's
+// word there, which holds its summary slot).
+func (o *output) add(p *partition, f *drift.Finding, aux *uint32) {
 	switch f.Transition {
 	case drift.TransitionOpened, drift.TransitionReopened:
 		p.findingsOpen++
 	case drift.TransitionResolved:
 		p.findingsOpen--
 	}
-	sl := p.summary.apply(f)
+	sl := p.summary.apply(f, aux)
 	if !o.emit {
 		return
 	}
@@ -123,7 +125,7 @@ func (j *Joiner) newPartition(p int32, out *output) *partition {
 	part := &partition{p: p, label: strconv.Itoa(int(p)), dedupe: dedupe.New(j.opts.Dedupe), out: out, summary: newSummary(), merge: logmerge.NewMerge(numStreams),
 		live: output{batch: &sink.Batch{}, seal: 1, nodes: make(map[string]int), m: j.m, emit: true},
 		dec:  event.NewDecoder(j.validator)}
-	part.engine = classify.New(j.opts.Classify, ownerstate.New(), func(f *drift.Finding) { part.out.add(part, f) })
+	part.engine = classify.New(j.opts.Classify, ownerstate.New(), func(f *drift.Finding, aux *uint32) { part.out.add(part, f, aux) })
 	part.nodes = nodeagent.New(j.opts.NodeAgent, func(s *nodeagent.Status) {
 		part.out.addNode(s)
 		if !part.inHeartbeat {

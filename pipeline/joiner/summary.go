@@ -121,10 +121,22 @@ func (s *summary) domainTop(g int32) *top {
 }
 
 // apply moves one finding to the group and score of its transition and
-// returns its slot.
-func (s *summary) apply(f *drift.Finding) *findingSlot {
+// returns its slot. aux, when not nil, is the finding's word in the
+// partition's engine: it keeps the slot's number, so that later
+// transitions find the slot without a lookup by evidence id (the engine
+// and the summary of a partition are created and restored together).
+func (s *summary) apply(f *drift.Finding, aux *uint32) *findingSlot {
 	s.ver = max(s.ver+1, f.Version)
-	sl := s.slot(f.EvidenceID)
+	var sl *findingSlot
+	if aux != nil && *aux != 0 {
+		sl = &s.slots[*aux-1]
+	} else {
+		var i int32
+		i, sl = s.slot(f.EvidenceID)
+		if aux != nil {
+			*aux = uint32(i) + 1
+		}
+	}
 	had := sl.group >= 0
 	// Most transitions keep the finding in its group (a retry, a new
 	// score): comparing the key with the group's (strings mostly
@@ -158,16 +170,17 @@ func (s *summary) apply(f *drift.Finding) *findingSlot {
 	return sl
 }
 
-// slot returns the slot of the finding id, a new one (group -1) if the
-// summary has none. It is valid until the next call.
-func (s *summary) slot(id string) *findingSlot {
+// slot returns the number and the slot of the finding id, a new one
+// (group -1) if the summary has none. The pointer is valid until the next
+// call.
+func (s *summary) slot(id string) (int32, *findingSlot) {
 	i, ok := s.findings[id]
 	if !ok {
 		i = int32(len(s.slots))
 		s.slots = append(s.slots, findingSlot{group: -1})
 		s.findings[id] = i
 	}
-	return &s.slots[i]
+	return i, &s.slots[i]
 }
 
 // flush appends the rows changed since the last flush to b.

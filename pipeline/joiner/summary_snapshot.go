@@ -67,7 +67,7 @@ func (s *summary) loadSnapshot(r *snap.Reader) error {
 			r.Fail(fmt.Errorf("summary snapshot: finding %q in group %d of %d", id, g, len(s.groups)))
 			break
 		}
-		sl := s.slot(id)
+		_, sl := s.slot(id)
 		sl.group, sl.score = int32(g), score
 	}
 	nt := r.Count(4)

@@ -84,6 +84,19 @@ func (tr truth) top(sc scope) []string {
 	return out
 }
 
+// auxWords stands for the aux words a partition's engine keeps per
+// finding (classify.Emit): zero at first, and new ones after a restore.
+type auxWords map[string]*uint32
+
+func (a auxWords) of(id string) *uint32 {
+	w := a[id]
+	if w == nil {
+		w = new(uint32)
+		a[id] = w
+	}
+	return w
+}
+
 // randomTransitions returns a deterministic random sequence of finding
 // transitions over ids findings: opens, resolves, reopens, retries
 // (score changes) and owner changes (group changes).
@@ -156,9 +169,14 @@ func TestSummaryMatchesBruteForce(t *testing.T) {
 		ts := randomTransitions(seed, 600, 20000)
 		r := rand.New(rand.NewPCG(seed, 2))
 		s, tab, tr := newSummary(), newSummaryTables(), truth{}
+		aux := auxWords{}
 		var b sink.Batch
 		for i := range ts {
-			s.apply(&ts[i])
+			if seed%2 == 0 {
+				s.apply(&ts[i], aux.of(ts[i].EvidenceID))
+			} else {
+				s.apply(&ts[i], nil) // found by evidence id every time
+			}
 			tr[ts[i].EvidenceID] = ts[i]
 			if r.IntN(200) == 0 || i == len(ts)-1 {
 				b.Reset()
@@ -181,9 +199,9 @@ func TestSummaryReplayWritesSameRows(t *testing.T) {
 	var b sink.Batch
 	// First owner: flushes every 97 transitions, commits up to 5000, and
 	// has written up to 7000 when it crashes.
-	first := newSummary()
+	first, firstAux := newSummary(), auxWords{}
 	for i := range ts[:7000] {
-		first.apply(&ts[i])
+		first.apply(&ts[i], firstAux.of(ts[i].EvidenceID))
 		if i%97 == 0 {
 			b.Reset()
 			first.flush(0, &b)
@@ -191,16 +209,16 @@ func TestSummaryReplayWritesSameRows(t *testing.T) {
 		}
 	}
 	// Next owner: restores silently up to 5000, then flushes every 61.
-	next := newSummary()
+	next, nextAux := newSummary(), auxWords{}
 	for i := range ts[:5000] {
-		next.apply(&ts[i])
+		next.apply(&ts[i], nextAux.of(ts[i].EvidenceID))
 	}
 	for i := range ts {
 		tr[ts[i].EvidenceID] = ts[i]
 		if i < 5000 {
 			continue
 		}
-		next.apply(&ts[i])
+		next.apply(&ts[i], nextAux.of(ts[i].EvidenceID))
 		if i%61 == 0 || i == len(ts)-1 {
 			b.Reset()
 			next.flush(0, &b)
@@ -217,9 +235,9 @@ func TestSummarySnapshot(t *testing.T) {
 	ts := randomTransitions(11, 400, 8000)
 	tab, tr := newSummaryTables(), truth{}
 	var b sink.Batch
-	first := newSummary()
+	first, firstAux := newSummary(), auxWords{}
 	for i := range ts[:5000] {
-		first.apply(&ts[i])
+		first.apply(&ts[i], firstAux.of(ts[i].EvidenceID))
 		tr[ts[i].EvidenceID] = ts[i]
 		if i%97 == 0 {
 			b.Reset()
@@ -233,9 +251,10 @@ func TestSummarySnapshot(t *testing.T) {
 	if err := next.loadSnapshot(snap.NewReader(w.B)); err != nil {
 		t.Fatal(err)
 	}
+	nextAux := auxWords{} // a restored engine's words are 0
 	for i := range ts[5000:] {
 		f := &ts[5000+i]
-		next.apply(f)
+		next.apply(f, nextAux.of(f.EvidenceID))
 		tr[f.EvidenceID] = *f
 		if i%61 == 0 || 5000+i == len(ts)-1 {
 			b.Reset()
@@ -255,6 +274,7 @@ func TestSummarySnapshot(t *testing.T) {
 // every transition in the history.
 func TestOutputRowsOnePerFinding(t *testing.T) {
 	j, part := benchJoiner(t)
+	aux := auxWords{}
 	trs := randomTransitions(7, 300, 20_000)
 	r := rand.New(rand.NewPCG(7, 2))
 	var round []drift.Finding
@@ -278,7 +298,7 @@ func TestOutputRowsOnePerFinding(t *testing.T) {
 	}
 	for i := range trs {
 		f := trs[i]
-		part.out.add(part, &f)
+		part.out.add(part, &f, aux.of(f.EvidenceID))
 		round = append(round, trs[i])
 		if r.IntN(500) == 0 {
 			check(j.gather(part, &batch{}))

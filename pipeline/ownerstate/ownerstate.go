@@ -74,6 +74,10 @@ type FindingState struct {
 	LastSeen    int64
 	ResolvedAt  int64
 	Correlation Sym
+	// Aux is a word of the findings' consumer (see classify.Emit), in
+	// what was padding: the store keeps it, never reads it, and leaves it
+	// out of snapshots (0 after a restore).
+	Aux uint32
 }
 
 // Findings are an identity's findings, one per classification.
