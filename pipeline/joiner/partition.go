@@ -53,6 +53,9 @@ type partition struct {
 	merge logmerge.Merge
 	// summary keeps the partition's finding counts and attention top.
 	summary *summary
+	// nodeRows holds each node's row of the round, by the node's aux word
+	// in the tracker (minus one).
+	nodeRows []rowSlot
 
 	events uint64 // events applied (replayed ones included)
 	// uncounted holds the events applied by stream that the
@@ -79,12 +82,30 @@ type partition struct {
 // output collects what a batch of records produces.
 type output struct {
 	batch *sink.Batch
-	// seal numbers the batch (from 1): a finding's summary slot holds
-	// its row in batch.Current while the slot's seal is this one.
-	seal  uint32
-	nodes map[string]int // node id -> index in batch.Nodes
-	m     *metrics
-	emit  bool // false while restoring: transitions are already written
+	// seal numbers the batch (from 1): a finding's or a node's rowSlot
+	// holds its row in the batch while the slot's seal is this one.
+	seal uint32
+	m    *metrics
+	emit bool // false while restoring: transitions are already written
+}
+
+// rowSlot is where the row of a finding or a node is in the output of a
+// partition's round: a finding or node that changes again in the same
+// round overwrites its row.
+type rowSlot struct {
+	row  int32
+	seal uint32
+}
+
+// upsert writes v as the row at tracks in rows, the rows of the output
+// sealed seal-th: over the row written before in the round, or as a new
+// one.
+func upsert[R any](rows *sink.Rows[R], at *rowSlot, seal uint32, v *R) {
+	if at.seal == seal {
+		*rows.At(int(at.row)) = *v
+		return
+	}
+	at.row, at.seal = int32(rows.Append(v)), seal
 }
 
 // add applies a transition of the partition's engine (aux: the finding's
@@ -103,31 +124,29 @@ func (o *output) add(p *partition, f *drift.Finding, aux *uint32) {
 	o.m.transition(f).Inc()
 	tr := sink.TransitionOf(f)
 	o.batch.History.Append(&tr)
-	if sl.seal == o.seal {
-		*o.batch.Current.At(int(sl.row)) = *f
-		return
-	}
-	sl.row, sl.seal = int32(o.batch.Current.Append(f)), o.seal
+	upsert(&o.batch.Current, &sl.at, o.seal, f)
 }
 
-func (o *output) addNode(s *nodeagent.Status) {
+// addNode applies a node's status row (aux: the node's word in the
+// partition's tracker, which holds its place in nodeRows).
+func (o *output) addNode(p *partition, s *nodeagent.Status, aux *uint32) {
 	if !o.emit {
 		return
 	}
-	if i, ok := o.nodes[s.NodeID]; ok {
-		*o.batch.Nodes.At(i) = *s
-		return
+	if *aux == 0 {
+		p.nodeRows = append(p.nodeRows, rowSlot{})
+		*aux = uint32(len(p.nodeRows))
 	}
-	o.nodes[s.NodeID] = o.batch.Nodes.Append(s)
+	upsert(&o.batch.Nodes, &p.nodeRows[*aux-1], o.seal, s)
 }
 
 func (j *Joiner) newPartition(p int32, out *output) *partition {
 	part := &partition{p: p, label: strconv.Itoa(int(p)), dedupe: dedupe.New(j.opts.Dedupe), out: out, summary: newSummary(), merge: logmerge.NewMerge(numStreams),
-		live: output{batch: &sink.Batch{}, seal: 1, nodes: make(map[string]int), m: j.m, emit: true},
+		live: output{batch: &sink.Batch{}, seal: 1, m: j.m, emit: true},
 		dec:  event.NewDecoder(j.validator)}
 	part.engine = classify.New(j.opts.Classify, ownerstate.New(), func(f *drift.Finding, aux *uint32) { part.out.add(part, f, aux) })
-	part.nodes = nodeagent.New(j.opts.NodeAgent, func(s *nodeagent.Status) {
-		part.out.addNode(s)
+	part.nodes = nodeagent.New(j.opts.NodeAgent, func(s *nodeagent.Status, aux *uint32) {
+		part.out.addNode(part, s, aux)
 		if !part.inHeartbeat {
 			// Records and the watermark change the verdict too (a
 			// clone leaving the host window resolves the finding).
@@ -433,7 +452,6 @@ func (j *Joiner) gather(part *partition, b *batch) *sink.Batch {
 	out := part.live.batch
 	part.live.batch = next
 	part.live.seal++
-	clear(part.live.nodes)
 	b.parts = append(b.parts, out)
 	b.rejected = append(b.rejected, part.rejected...)
 	b.rerouted = append(b.rerouted, part.rerouted...)

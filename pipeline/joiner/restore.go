@@ -29,7 +29,7 @@ import (
 // move the watermark and change their findings, and the live run after
 // the restore would differ from an uninterrupted one. mu is held.
 func (j *Joiner) restore(ctx context.Context, ps []int32) (map[int32]*partition, error) {
-	silent := &output{batch: &sink.Batch{}, nodes: make(map[string]int), m: j.m, emit: false}
+	silent := &output{batch: &sink.Batch{}, m: j.m, emit: false}
 	parts := make(map[int32]*partition, len(ps))
 	committed, err := j.adm.FetchOffsets(ctx, j.opts.Group)
 	if err != nil {

@@ -54,11 +54,7 @@ type countGroup struct {
 type findingSlot struct {
 	group int32
 	score float64
-	// row is the finding's row in the rows of the partition's output
-	// sealed seal-th (see output.add): a finding that changes again in
-	// the same round overwrites its row.
-	row  int32
-	seal uint32
+	at    rowSlot // the finding's current row of the round (output.add)
 }
 
 func newSummary() *summary {

@@ -3,10 +3,12 @@ package joiner
 import (
 	"fmt"
 	"math/rand/v2"
+	"reflect"
 	"slices"
 	"testing"
 
 	"github.com/driftline/driftline/pipeline/drift"
+	"github.com/driftline/driftline/pipeline/nodeagent"
 	"github.com/driftline/driftline/pipeline/sink"
 	"github.com/driftline/driftline/pipeline/snap"
 )
@@ -300,6 +302,43 @@ func TestOutputRowsOnePerFinding(t *testing.T) {
 		f := trs[i]
 		part.out.add(part, &f, aux.of(f.EvidenceID))
 		round = append(round, trs[i])
+		if r.IntN(500) == 0 {
+			check(j.gather(part, &batch{}))
+		}
+	}
+	check(j.gather(part, &batch{}))
+}
+
+// TestOutputNodeRowsOnePerNode is TestOutputRowsOnePerFinding for the
+// node-agent rows: one row per node that changed in the round, holding
+// its last status.
+func TestOutputNodeRowsOnePerNode(t *testing.T) {
+	j, part := benchJoiner(t)
+	aux := auxWords{}
+	r := rand.New(rand.NewPCG(9, 1))
+	var round []nodeagent.Status
+	check := func(b *sink.Batch) {
+		t.Helper()
+		last := map[string]nodeagent.Status{}
+		for _, s := range round {
+			last[s.NodeID] = s
+		}
+		if b.Nodes.Len() != len(last) {
+			t.Fatalf("%d statuses of %d nodes: %d rows", len(round), len(last), b.Nodes.Len())
+		}
+		for _, rows := range b.Nodes.All() {
+			for _, s := range rows {
+				if want := last[s.NodeID]; !reflect.DeepEqual(s, want) {
+					t.Fatalf("row of %s:\n got %+v\nwant %+v", s.NodeID, s, want)
+				}
+			}
+		}
+		round = round[:0]
+	}
+	for i := range 20_000 {
+		s := nodeagent.Status{NodeID: fmt.Sprintf("node-%d", r.IntN(300)), AttentionScore: float64(i), Version: uint64(i)}
+		part.out.addNode(part, &s, aux.of(s.NodeID))
+		round = append(round, s)
 		if r.IntN(500) == 0 {
 			check(j.gather(part, &batch{}))
 		}

@@ -21,7 +21,7 @@ func BenchmarkApplyHeartbeat(b *testing.B) {
 		b.Run(bc.name, func(b *testing.B) {
 			const nodes = 10000
 			rows := 0
-			tr := nodeagent.New(nodeagent.DefaultOptions(), func(*nodeagent.Status) { rows++ })
+			tr := nodeagent.New(nodeagent.DefaultOptions(), func(*nodeagent.Status, *uint32) { rows++ })
 			beats := make([]event.Heartbeat, nodes)
 			clones := make([]string, nodes)
 			for i := range beats {

@@ -25,7 +25,7 @@ func run(t *testing.T, g *fleet.Generator, parts int32) (rows []nodeagent.Status
 	lastVersion := map[string]uint64{}
 	maxAt := make([]time.Time, parts)
 	for p := range parts {
-		trackers = append(trackers, nodeagent.New(opts, func(s *nodeagent.Status) {
+		trackers = append(trackers, nodeagent.New(opts, func(s *nodeagent.Status, _ *uint32) {
 			if s.Version <= lastVersion[s.NodeID] {
 				t.Fatalf("node %s: version %d after %d", s.NodeID, s.Version, lastVersion[s.NodeID])
 			}

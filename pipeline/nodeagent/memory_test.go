@@ -23,7 +23,7 @@ func testBeat(node, host string) *event.Heartbeat {
 // loses its values when the table is rebuilt.
 func TestCompaction(t *testing.T) {
 	var last Status
-	tr := New(DefaultOptions(), func(s *Status) { last = *s })
+	tr := New(DefaultOptions(), func(s *Status, _ *uint32) { last = *s })
 	tr.ApplyRecord(&event.PlatformRecord{Provider: event.ProviderMAAS, ProviderID: "n1", RecordVersion: 1,
 		ExpectedState: "allocated", ExpectedAgentVersion: "1.14.2", DomainID: "dom-1"}, base)
 	for i := range 20000 {
@@ -61,7 +61,7 @@ func TestBytesPerNode(t *testing.T) {
 		return ms.HeapAlloc
 	}
 	before := measure()
-	tr := New(DefaultOptions(), func(*Status) {})
+	tr := New(DefaultOptions(), func(*Status, *uint32) {})
 	for i := range n {
 		rec.ProviderID = ids[i]
 		tr.ApplyRecord(rec, base)

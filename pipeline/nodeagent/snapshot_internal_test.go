@@ -12,7 +12,7 @@ import (
 // TestSnapshotCompactsSymbols checks that a restored tracker's symbol
 // table holds only the values its nodes hold.
 func TestSnapshotCompactsSymbols(t *testing.T) {
-	tr := New(DefaultOptions(), func(*Status) {})
+	tr := New(DefaultOptions(), func(*Status, *uint32) {})
 	t0 := time.Date(2026, 11, 21, 10, 0, 0, 0, time.UTC)
 	for i := range 1000 {
 		tr.ApplyHeartbeat(&event.Heartbeat{NodeID: "n1", HostFingerprint: "h1", AgentVersion: fmt.Sprintf("1.0.%d", i),
@@ -20,7 +20,7 @@ func TestSnapshotCompactsSymbols(t *testing.T) {
 	}
 	var w snap.Writer
 	tr.AppendSnapshot(&w)
-	r := New(DefaultOptions(), func(*Status) {})
+	r := New(DefaultOptions(), func(*Status, *uint32) {})
 	if err := r.LoadSnapshot(snap.NewReader(w.B)); err != nil {
 		t.Fatal(err)
 	}
@@ -37,7 +37,7 @@ func TestSnapshotCompactsSymbols(t *testing.T) {
 // tracker it restores, panic.
 func FuzzLoadSnapshot(f *testing.F) {
 	t0 := time.Date(2026, 11, 21, 10, 0, 0, 0, time.UTC)
-	tr := New(DefaultOptions(), func(*Status) {})
+	tr := New(DefaultOptions(), func(*Status, *uint32) {})
 	for i := range 20 {
 		id := fmt.Sprintf("n%d", i%5)
 		tr.ApplyRecord(&event.PlatformRecord{Provider: event.ProviderMAAS, ProviderID: id, RecordVersion: int64(i),
@@ -50,7 +50,7 @@ func FuzzLoadSnapshot(f *testing.F) {
 	tr.AppendSnapshot(&w)
 	f.Add(w.B)
 	f.Fuzz(func(t *testing.T, b []byte) {
-		r := New(DefaultOptions(), func(*Status) {})
+		r := New(DefaultOptions(), func(*Status, *uint32) {})
 		if r.LoadSnapshot(snap.NewReader(b)) != nil {
 			return
 		}

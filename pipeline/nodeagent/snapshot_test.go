@@ -102,12 +102,12 @@ func TestSnapshotRestoresExactly(t *testing.T) {
 			for _, frac := range []int{0, 1, 2, 3, 4} {
 				cut := len(steps) * frac / 6
 				var rowsA, rowsB []nodeagent.Status
-				a := nodeagent.New(opts, func(s *nodeagent.Status) { rowsA = append(rowsA, *s) })
+				a := nodeagent.New(opts, func(s *nodeagent.Status, _ *uint32) { rowsA = append(rowsA, *s) })
 				for i := range steps[:cut] {
 					steps[i].apply(a)
 				}
 				snapA := trackerSnapshot(a)
-				b := nodeagent.New(opts, func(s *nodeagent.Status) { rowsB = append(rowsB, *s) })
+				b := nodeagent.New(opts, func(s *nodeagent.Status, _ *uint32) { rowsB = append(rowsB, *s) })
 				r := snap.NewReader(snapA)
 				if err := b.LoadSnapshot(r); err != nil || r.Len() != 0 {
 					t.Fatalf("cut %d: load: %v, %d bytes left", cut, err, r.Len())
@@ -155,13 +155,13 @@ func TestSnapshotRestoresExactly(t *testing.T) {
 
 func TestSnapshotCorrupt(t *testing.T) {
 	opts, steps := fleetSteps(t, func(c *fleet.Config) { c.Rounds = 2 })
-	a := nodeagent.New(opts, func(*nodeagent.Status) {})
+	a := nodeagent.New(opts, func(*nodeagent.Status, *uint32) {})
 	for i := range steps {
 		steps[i].apply(a)
 	}
 	b := trackerSnapshot(a)
 	for n := 0; n < len(b); n += 1 + n/64 {
-		tr := nodeagent.New(opts, func(*nodeagent.Status) {})
+		tr := nodeagent.New(opts, func(*nodeagent.Status, *uint32) {})
 		if err := tr.LoadSnapshot(snap.NewReader(b[:n])); err == nil {
 			t.Fatalf("prefix %d of %d loaded", n, len(b))
 		}
@@ -173,14 +173,14 @@ func TestSnapshotCorrupt(t *testing.T) {
 	for i := 0; i < len(b); i += 1 + i/256 {
 		c := bytes.Clone(b)
 		c[i] ^= 0x41
-		tr := nodeagent.New(opts, func(*nodeagent.Status) {})
+		tr := nodeagent.New(opts, func(*nodeagent.Status, *uint32) {})
 		if tr.LoadSnapshot(snap.NewReader(c)) == nil {
 			for j := range steps[len(steps)-50:] {
 				steps[len(steps)-50+j].apply(tr)
 			}
 		}
 	}
-	tr := nodeagent.New(opts, func(*nodeagent.Status) {})
+	tr := nodeagent.New(opts, func(*nodeagent.Status, *uint32) {})
 	if err := tr.LoadSnapshot(snap.NewReader([]byte("\x09nodeagent\x07"))); err == nil || errors.Is(err, snap.ErrShort) {
 		t.Fatalf("version mismatch: %v", err)
 	}

@@ -65,6 +65,9 @@ type node struct {
 	state State
 	hosts uint8
 	score uint16
+	// aux is the emit callback's word for the node (see Emit), in what was
+	// padding.
+	aux uint32
 }
 
 func (n *node) has(f uint8) bool { return n.flags&f != 0 }
@@ -88,7 +91,7 @@ func (n *node) setSym(dst *sym, v sym) {
 // Tracker tracks the node-agent evidence of one partition's nodes.
 type Tracker struct {
 	opts  Options
-	emit  func(*Status)
+	emit  Emit
 	nodes map[string]*node
 	syms  *intern.Table
 	// compactAt is the symbol-table size that triggers a rebuild.
@@ -101,12 +104,19 @@ type Tracker struct {
 	silence [3]int64
 }
 
+// Emit receives a node's Status whenever it changes. s is reused after it
+// returns. aux is a word the callback may keep for the node (a handle into
+// its own tables, say): 0 at first, it holds what the callback stored for
+// as long as the Tracker lives, and is 0 again after a restore from a
+// snapshot.
+type Emit func(s *Status, aux *uint32)
+
 // New returns a Tracker that calls emit with a node's Status whenever its
 // derived status changes (and at most every Options.Refresh for changing
-// figures). The Status passed to emit is reused after emit returns. New
-// panics on options that fail Validate: they are a programming error of
-// the caller, which validates its configuration first.
-func New(opts Options, emit func(*Status)) *Tracker {
+// figures). New panics on options that fail Validate: they are a
+// programming error of the caller, which validates its configuration
+// first.
+func New(opts Options, emit Emit) *Tracker {
 	if err := opts.Validate(); err != nil {
 		panic("BUG: " + err.Error())
 	}
@@ -361,7 +371,7 @@ func (t *Tracker) settle(n *node, at int64, heartbeat bool) {
 		n.version = max(n.version+1, uint64(max(at/1000, 0)))
 		t.fill(n, &t.scratch)
 		t.scratch.At = time.Unix(0, at).UTC()
-		t.emit(&t.scratch)
+		t.emit(&t.scratch, &n.aux)
 	}
 	t.arm(n)
 }

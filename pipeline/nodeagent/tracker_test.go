@@ -26,7 +26,7 @@ func newHarness(t *testing.T, edit func(*nodeagent.Options)) *harness {
 	if edit != nil {
 		edit(&o)
 	}
-	h.tr = nodeagent.New(o, func(s *nodeagent.Status) {
+	h.tr = nodeagent.New(o, func(s *nodeagent.Status, _ *uint32) {
 		if n := len(h.rows); n > 0 {
 			for i := n - 1; i >= 0; i-- {
 				if p := h.rows[i]; p.NodeID == s.NodeID {
@@ -322,5 +322,5 @@ func TestNewPanicsOnInvalidOptions(t *testing.T) {
 	}()
 	o := nodeagent.DefaultOptions()
 	o.DelayedAfter = 0
-	nodeagent.New(o, func(*nodeagent.Status) {})
+	nodeagent.New(o, func(*nodeagent.Status, *uint32) {})
 }
