@@ -270,38 +270,43 @@ func TestSummarySnapshot(t *testing.T) {
 	}
 }
 
-// TestOutputRowsOnePerFinding checks the rows of a partition's rounds
-// (sealed at random points of a random transition stream): one current
-// row per finding that changed in the round, holding its last state, and
-// every transition in the history.
-func TestOutputRowsOnePerFinding(t *testing.T) {
+// checkRounds applies the changes of values (n of them, values(i) the
+// i-th) to a partition's output through add, seals its rounds at random
+// points, and checks every round's rows (picked by rows): one row per key
+// that changed in the round, holding its last value. extra checks more of
+// a round's batch, given its changes.
+func checkRounds[R any](t *testing.T, seed uint64, n int, value func(int) R, key func(*R) string,
+	add func(*partition, *R, *uint32), rows func(*sink.Batch) *sink.Rows[R], extra func(*sink.Batch, []R)) {
+	t.Helper()
 	j, part := benchJoiner(t)
 	aux := auxWords{}
-	trs := randomTransitions(7, 300, 20_000)
-	r := rand.New(rand.NewPCG(7, 2))
-	var round []drift.Finding
+	r := rand.New(rand.NewPCG(seed, 2))
+	var round []R
 	check := func(b *sink.Batch) {
 		t.Helper()
-		last := map[string]drift.Finding{}
-		for _, f := range round {
-			last[f.EvidenceID] = f
+		last := map[string]R{}
+		for i := range round {
+			last[key(&round[i])] = round[i]
 		}
-		if b.Current.Len() != len(last) || b.History.Len() != len(round) {
-			t.Fatalf("%d transitions of %d findings: %d current rows, %d history rows", len(round), len(last), b.Current.Len(), b.History.Len())
+		if got := rows(b); got.Len() != len(last) {
+			t.Fatalf("%d changes of %d keys: %d rows", len(round), len(last), got.Len())
 		}
-		for _, rows := range b.Current.All() {
-			for _, f := range rows {
-				if want := last[f.EvidenceID]; f != want {
-					t.Fatalf("current row of %s:\n got %+v\nwant %+v", f.EvidenceID, f, want)
+		for _, chunk := range rows(b).All() {
+			for i := range chunk {
+				if want := last[key(&chunk[i])]; !reflect.DeepEqual(chunk[i], want) {
+					t.Fatalf("row of %s:\n got %+v\nwant %+v", key(&chunk[i]), chunk[i], want)
 				}
 			}
 		}
+		if extra != nil {
+			extra(b, round)
+		}
 		round = round[:0]
 	}
-	for i := range trs {
-		f := trs[i]
-		part.out.add(part, &f, aux.of(f.EvidenceID))
-		round = append(round, trs[i])
+	for i := range n {
+		v := value(i)
+		add(part, &v, aux.of(key(&v)))
+		round = append(round, v)
 		if r.IntN(500) == 0 {
 			check(j.gather(part, &batch{}))
 		}
@@ -309,39 +314,32 @@ func TestOutputRowsOnePerFinding(t *testing.T) {
 	check(j.gather(part, &batch{}))
 }
 
+// TestOutputRowsOnePerFinding checks the rows of a partition's rounds
+// (sealed at random points of a random transition stream): one current
+// row per finding that changed in the round, holding its last state, and
+// every transition in the history.
+func TestOutputRowsOnePerFinding(t *testing.T) {
+	trs := randomTransitions(7, 300, 20_000)
+	checkRounds(t, 7, len(trs), func(i int) drift.Finding { return trs[i] },
+		func(f *drift.Finding) string { return f.EvidenceID },
+		func(p *partition, f *drift.Finding, aux *uint32) { p.out.add(p, f, aux) },
+		func(b *sink.Batch) *sink.Rows[drift.Finding] { return &b.Current },
+		func(b *sink.Batch, round []drift.Finding) {
+			if b.History.Len() != len(round) {
+				t.Fatalf("%d transitions: %d history rows", len(round), b.History.Len())
+			}
+		})
+}
+
 // TestOutputNodeRowsOnePerNode is TestOutputRowsOnePerFinding for the
 // node-agent rows: one row per node that changed in the round, holding
 // its last status.
 func TestOutputNodeRowsOnePerNode(t *testing.T) {
-	j, part := benchJoiner(t)
-	aux := auxWords{}
 	r := rand.New(rand.NewPCG(9, 1))
-	var round []nodeagent.Status
-	check := func(b *sink.Batch) {
-		t.Helper()
-		last := map[string]nodeagent.Status{}
-		for _, s := range round {
-			last[s.NodeID] = s
-		}
-		if b.Nodes.Len() != len(last) {
-			t.Fatalf("%d statuses of %d nodes: %d rows", len(round), len(last), b.Nodes.Len())
-		}
-		for _, rows := range b.Nodes.All() {
-			for _, s := range rows {
-				if want := last[s.NodeID]; !reflect.DeepEqual(s, want) {
-					t.Fatalf("row of %s:\n got %+v\nwant %+v", s.NodeID, s, want)
-				}
-			}
-		}
-		round = round[:0]
-	}
-	for i := range 20_000 {
-		s := nodeagent.Status{NodeID: fmt.Sprintf("node-%d", r.IntN(300)), AttentionScore: float64(i), Version: uint64(i)}
-		part.out.addNode(part, &s, aux.of(s.NodeID))
-		round = append(round, s)
-		if r.IntN(500) == 0 {
-			check(j.gather(part, &batch{}))
-		}
-	}
-	check(j.gather(part, &batch{}))
+	checkRounds(t, 9, 20_000, func(i int) nodeagent.Status {
+		return nodeagent.Status{NodeID: fmt.Sprintf("node-%d", r.IntN(300)), AttentionScore: float64(i), Version: uint64(i)}
+	},
+		func(s *nodeagent.Status) string { return s.NodeID },
+		func(p *partition, s *nodeagent.Status, aux *uint32) { p.out.addNode(p, s, aux) },
+		func(b *sink.Batch) *sink.Rows[nodeagent.Status] { return &b.Nodes }, nil)
 }
