@@ -23,9 +23,10 @@ type summary struct {
 	ver    uint64
 	groups []countGroup
 	index  map[sink.CountKey]int32
-	// findings finds a finding's slot (its group and score) by evidence
-	// id; a transition looks it up once, for the summary and for the
-	// partition's rows of the round.
+	// findings finds a finding's slot (its group, score and row of the
+	// round) by evidence id: for its first transition, and its first
+	// after a restore; the engine's word per finding keeps the slot's
+	// number for the later ones (see apply).
 	findings map[string]int32
 	slots    []findingSlot
 	tops     map[scope]*top
