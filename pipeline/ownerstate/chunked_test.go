@@ -1,6 +1,10 @@
 package ownerstate
 
-import "testing"
+import (
+	"fmt"
+	"testing"
+	"unsafe"
+)
 
 // TestChunked checks indexes and values across chunk boundaries, that an
 // element does not move once the first chunk is full, and Grow.
@@ -41,5 +45,22 @@ func TestChunked(t *testing.T) {
 	}
 	if p != g.At(0) || cap(g.chunks[0]) < 100 {
 		t.Fatalf("Grow(100): the first chunk moved or holds %d", cap(g.chunks[0]))
+	}
+}
+
+// TestIdentityLines checks that every identity of a chunk is one cache
+// line: 64 bytes, at a 64-byte boundary.
+func TestIdentityLines(t *testing.T) {
+	if n := unsafe.Sizeof(Identity{}); n != 64 {
+		t.Fatalf("an identity is %d bytes, want 64", n)
+	}
+	s := New()
+	for i := range 2*chunkSize + 3 {
+		s.Get("maas", fmt.Sprintf("node-%d", i), true)
+	}
+	for i := range uint32(s.Len()) {
+		if a := uintptr(unsafe.Pointer(s.At(i))); a%64 != 0 {
+			t.Fatalf("identity %d at %#x: not on a cache line boundary", i, a)
+		}
 	}
 }

@@ -128,10 +128,13 @@ func (*noCopy) Lock()   {}
 func (*noCopy) Unlock() {}
 
 // idChunk is a chunk of identities and the arena of their keys, which an
-// identity finds from its own address (Identity.keys).
+// identity finds from its own address (Identity.keys). The identities come
+// first: a chunk is a large allocation, which starts on a page, so each
+// 64-byte identity is one cache line (after the 8-byte pointer, every one
+// was split over two).
 type idChunk struct {
-	keys *arena
 	ids  [chunkSize]Identity
+	keys *arena
 }
 
 // keys returns the arena of id's store.
