@@ -428,23 +428,16 @@ func (s *Store) add(ref uint32, klen int) *Identity {
 		}
 		s.last = l
 	}
-	l.add(i)
+	l.idxs.Append(i)
 	return id
 }
 
-// providerList holds the indexes of one provider's identities.
+// providerList holds the indexes of one provider's identities, in chunks:
+// a provider may own most of the store's identities, and a growing slice
+// copies its whole list and leaves part of it unused.
 type providerList struct {
 	provider string
-	idxs     []uint32
-}
-
-func (l *providerList) add(i uint32) {
-	if len(l.idxs) == cap(l.idxs) {
-		// Grow by an eighth, not append's quarter: a provider may own
-		// most of the store's identities.
-		l.idxs = append(make([]uint32, 0, len(l.idxs)+len(l.idxs)/8+64), l.idxs...)
-	}
-	l.idxs = append(l.idxs, i)
+	idxs     chunked[uint32]
 }
 
 // Each calls fn for every identity of provider (all when provider is ""),
@@ -452,8 +445,10 @@ func (l *providerList) add(i uint32) {
 func (s *Store) Each(provider string, fn func(*Identity)) {
 	if provider != "" {
 		if l := s.providers[provider]; l != nil {
-			for _, i := range l.idxs {
-				fn(s.At(i))
+			for _, c := range l.idxs.chunks {
+				for _, i := range c {
+					fn(s.At(i))
+				}
 			}
 		}
 		return

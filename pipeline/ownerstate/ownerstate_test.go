@@ -59,7 +59,7 @@ func TestEachProvider(t *testing.T) {
 	s := New()
 	want := map[string][]string{}
 	var all []string
-	for i := range 3000 {
+	for i := range 20_000 { // each provider's list over more than one chunk
 		// Providers interleave irregularly; one is a prefix of another.
 		p := []string{"maas", "maas2", "app_runtime", "gateway"}[(i*7+i/13)%4]
 		id := s.Get(p, fmt.Sprint("id-", i), true)
