@@ -38,7 +38,8 @@ func (c *chunked[T]) Append(v T) uint32 {
 	return uint32(c.n - 1)
 }
 
-// Grow makes room for n elements in all (a load that knows its size).
+// Grow sizes an empty array's first chunk for n elements, up to a full
+// chunk (a load that knows its size; later chunks are full-size anyway).
 func (c *chunked[T]) Grow(n int) {
 	if c.n == 0 && len(c.chunks) == 0 && n > 0 {
 		c.chunks = append(c.chunks, make([]T, 0, min(n, chunkSize)))
