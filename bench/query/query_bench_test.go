@@ -81,9 +81,8 @@ func load(ctx context.Context, db driver.Conn, findings, nodes int) error {
 		}
 	}
 	// Merged parts are what a long-running read model looks like; FINAL
-	// over one part per partition is also its cheapest case. The fine
-	// copies fill through their materialized views during the load.
-	for _, tbl := range []string{"drift_evidence", "node_agent_status", "drift_evidence_fine", "node_agent_status_fine"} {
+	// over one part per partition is also its cheapest case.
+	for _, tbl := range []string{"drift_evidence", "node_agent_status"} {
 		if err := db.Exec(ctx, "OPTIMIZE TABLE "+tbl+" FINAL"); err != nil {
 			return err
 		}
@@ -110,8 +109,8 @@ func server(b *testing.B) string {
 			return
 		}
 		loaded := time.Now()
-		// The marks and fine copies are kept by materialized views during
-		// the load; the counts and attention tops are what the joiner
+		// The marks are kept by a materialized view during the load; the
+		// counts and attention tops are what the joiner
 		// would hold for these findings.
 		if fixture.err = query.RebuildSummaries(ctx, db, benchPartitions); fixture.err != nil {
 			return

@@ -222,3 +222,116 @@ func TestCompression(t *testing.T) {
 		}
 	}
 }
+
+// TestMigrateFineTablesOfRecord migrates a database that holds findings
+// and node rows under migrations 001-005 to the current schema, and once
+// more as a migration that failed after its renames would run again:
+// every row stays, drift_evidence and node_agent_status have granules of
+// 256 rows, the copies and their views are gone, and the marks view fills
+// from the renamed drift_evidence.
+func TestMigrateFineTablesOfRecord(t *testing.T) {
+	cfg := testenv.ClickHouse(t)
+	conn := open(t, cfg)
+	ctx := context.Background()
+	exec := func(q string) {
+		t.Helper()
+		if err := conn.Exec(ctx, q); err != nil {
+			t.Fatalf("%s: %v", q, err)
+		}
+	}
+	rows, err := conn.Query(ctx, "SELECT name FROM system.tables WHERE database = ?", cfg.Database)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var tables []string
+	for rows.Next() {
+		var name string
+		if err := rows.Scan(&name); err != nil {
+			t.Fatal(err)
+		}
+		tables = append(tables, name)
+	}
+	rows.Close()
+	for _, name := range tables {
+		exec("DROP TABLE IF EXISTS " + name)
+	}
+	upTo005 := fstest.MapFS{}
+	files, _ := fs.Glob(chschema.Migrations, "*.sql")
+	for _, f := range files {
+		if f < "006" {
+			b, _ := fs.ReadFile(chschema.Migrations, f)
+			upTo005[f] = &fstest.MapFile{Data: b}
+		}
+	}
+	if err := chdb.MigrateFS(ctx, conn, cfg.Database, upTo005); err != nil {
+		t.Fatal(err)
+	}
+	// Two versions of every third finding and node, in separate parts.
+	for v := 1; v <= 2; v++ {
+		exec(`INSERT INTO drift_evidence (evidence_id, status, attention_score, version, updated_at)
+			SELECT concat('ev-', toString(number)), if(number % 2 = 0, 'open', 'resolved'), number, ` + strconv.Itoa(v) + `, now()
+			FROM numbers(30000) WHERE ` + strconv.Itoa(v) + ` = 1 OR number % 3 = 0`)
+		exec(`INSERT INTO node_agent_status (node_id, gate, attention_score, version, updated_at)
+			SELECT concat('node-', toString(number)), 'pass', number, ` + strconv.Itoa(v) + `, now()
+			FROM numbers(3000) WHERE ` + strconv.Itoa(v) + ` = 1 OR number % 3 = 0`)
+	}
+	const (
+		findings = "SELECT count(), sum(version), sum(attention_score) FROM drift_evidence FINAL"
+		nodes    = "SELECT count(), sum(version), sum(attention_score) FROM node_agent_status FINAL"
+	)
+	sums := func(q string) [3]float64 {
+		t.Helper()
+		var (
+			n, v uint64
+			s    float64
+		)
+		if err := conn.QueryRow(ctx, q).Scan(&n, &v, &s); err != nil {
+			t.Fatalf("%s: %v", q, err)
+		}
+		return [3]float64{float64(n), float64(v), s}
+	}
+	wantFindings, wantNodes := sums(findings), sums(nodes)
+	if wantFindings[0] != 30000 || wantNodes[0] != 3000 {
+		t.Fatalf("before the migration: %v findings, %v nodes", wantFindings, wantNodes)
+	}
+
+	migration006, err := fs.ReadFile(chschema.Migrations, "006_fine_tables_of_record.sql")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, migrate := range []func() error{
+		func() error { return chdb.Migrate(ctx, conn, cfg.Database) },
+		func() error {
+			return chdb.MigrateFS(ctx, conn, cfg.Database, fstest.MapFS{"906_again.sql": {Data: migration006}})
+		},
+	} {
+		if err := migrate(); err != nil {
+			t.Fatalf("migration %d: %v", i+1, err)
+		}
+		if got := sums(findings); got != wantFindings {
+			t.Errorf("migration %d: findings (count, versions, scores) = %v, want %v", i+1, got, wantFindings)
+		}
+		if got := sums(nodes); got != wantNodes {
+			t.Errorf("migration %d: nodes (count, versions, scores) = %v, want %v", i+1, got, wantNodes)
+		}
+		for _, table := range []string{"drift_evidence", "node_agent_status"} {
+			var ddl string
+			if err := conn.QueryRow(ctx, "SHOW CREATE TABLE "+table).Scan(&ddl); err != nil {
+				t.Fatal(err)
+			}
+			if !strings.Contains(ddl, "index_granularity = 256") {
+				t.Errorf("migration %d: %s is not fine-grained: %s", i+1, table, ddl)
+			}
+		}
+		if n := count(t, conn, `SELECT count() FROM system.tables WHERE database = ?
+			AND (name LIKE '%\_fine%' OR name LIKE '%\_coarse')`, cfg.Database); n != 0 {
+			t.Errorf("migration %d: %d copies or views of copies left", i+1, n)
+		}
+	}
+	exec(`INSERT INTO drift_evidence (evidence_id, status, version, updated_at)
+		SELECT concat('ev-new-', toString(number)), 'open', 1, now() FROM numbers(20000)`)
+	want := count(t, conn, "SELECT uniqExact(evidence_id) FROM drift_evidence WHERE cityHash64(evidence_id) % 1024 = 0")
+	if got := count(t, conn, "SELECT uniqExact(evidence_id) FROM drift_evidence_marks"); got != want || want == 0 {
+		t.Errorf("drift_evidence_marks holds %d evidence ids, want %d", got, want)
+	}
+}

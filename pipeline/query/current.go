@@ -12,10 +12,10 @@ import (
 )
 
 // The attention queue, drift pages in evidence_id order and drift detail
-// read a few rows by key. They read the fine-grained copies of
-// drift_evidence and node_agent_status (migration 005), and without
-// FINAL: on ClickHouse 18.16 FINAL collapses the selected granules on one
-// thread, more than ten times slower than reading them. So these reads
+// read a few rows by key. They read drift_evidence and node_agent_status
+// (granules of 256 rows, migration 006) without FINAL: on ClickHouse
+// 18.16 FINAL collapses the selected granules on one thread, more than
+// ten times slower than reading them. So these reads
 // fetch every row of the keys they want and pick each key's current row
 // themselves, as a merge would: the highest version, and among rows of
 // one version (the same transition written twice) the latest updated_at.
@@ -79,7 +79,7 @@ func (s *Server) currentFindings(ctx context.Context, name string, conds []strin
 	ids = distinctSorted(ids)
 	for keys := range slices.Chunk(ids, maxKeysPerQuery) {
 		rows, err := s.readQuery(ctx, name, "SELECT "+findingColumns+", "+matchColumn(conds)+
-			" FROM drift_evidence_fine WHERE "+inList("evidence_id", len(keys)), keyArgs(args, keys)...)
+			" FROM drift_evidence WHERE "+inList("evidence_id", len(keys)), keyArgs(args, keys)...)
 		if err != nil {
 			return nil, err
 		}
@@ -115,7 +115,7 @@ func (s *Server) currentNodes(ctx context.Context, name string, conds []string, 
 	ids = distinctSorted(ids)
 	for keys := range slices.Chunk(ids, maxKeysPerQuery) {
 		rows, err := s.readQuery(ctx, name, "SELECT "+nodeColumns+", "+matchColumn(conds)+
-			" FROM node_agent_status_fine WHERE "+inList("node_id", len(keys)), keyArgs(args, keys)...)
+			" FROM node_agent_status WHERE "+inList("node_id", len(keys)), keyArgs(args, keys)...)
 		if err != nil {
 			return nil, err
 		}
@@ -200,7 +200,7 @@ func (s *Server) pageByMarks(ctx context.Context, f Filter, after string, limit 
 // version; full reports that there were n such rows, so rows past the
 // last id returned may meet conds too.
 func (s *Server) candidates(ctx context.Context, conds []string, args []any, lo, hi string, n int) (ids []string, full bool, err error) {
-	sql := "SELECT evidence_id FROM drift_evidence_fine"
+	sql := "SELECT evidence_id FROM drift_evidence"
 	a := slices.Clone(args)
 	if len(conds) > 0 {
 		sql += " PREWHERE " + strings.Join(conds, " AND ")
@@ -259,7 +259,7 @@ func (s *Server) rankedNodes(ctx context.Context, conds []string, args []any, n 
 	conds = append(slices.Clone(conds), "gate != '"+GatePass+"'")
 	where := whereClause(conds)
 	for k := 2 * n; ; k *= 4 {
-		rows, err := s.readQuery(ctx, "attention_node_threshold", fmt.Sprintf("SELECT attention_score FROM node_agent_status_fine"+
+		rows, err := s.readQuery(ctx, "attention_node_threshold", fmt.Sprintf("SELECT attention_score FROM node_agent_status"+
 			where+" ORDER BY attention_score DESC LIMIT %d, 1", k-1), args...)
 		if err != nil {
 			return nil, err
@@ -278,9 +278,9 @@ func (s *Server) rankedNodes(ctx context.Context, conds []string, args []any, n 
 		if math.IsNaN(t) {
 			all = true // NaN sorts last: fewer than k rows have a score
 		}
-		sql, a := "SELECT DISTINCT node_id FROM node_agent_status_fine"+where, args
+		sql, a := "SELECT DISTINCT node_id FROM node_agent_status"+where, args
 		if !all {
-			sql = "SELECT DISTINCT node_id FROM node_agent_status_fine PREWHERE attention_score >= ?" + where
+			sql = "SELECT DISTINCT node_id FROM node_agent_status PREWHERE attention_score >= ?" + where
 			a = append([]any{t}, args...)
 		}
 		rows, err = s.readQuery(ctx, "attention_node_candidates", sql, a...)

@@ -12,7 +12,7 @@ import (
 )
 
 // churn writes findings and nodes in several versions, each version in its
-// own parts, so that the fine copies hold superseded rows that a merge has
+// own parts, so that the tables hold superseded rows that a merge has
 // not removed: findings resolved, moved to another domain with a higher
 // score, written twice with one version (a replay); nodes whose old rows
 // scored highest and whose current rows pass their gate or score low.
@@ -77,10 +77,10 @@ func finalIDs(t *testing.T, fx *fixture, sql string) []string {
 	return out
 }
 
-// TestFineReadsMatchFinal checks the reads of the fine copies without
-// FINAL (drift pages, attention queue, drift detail) against FINAL over
-// drift_evidence and node_agent_status, with superseded rows unmerged.
-func TestFineReadsMatchFinal(t *testing.T) {
+// TestKeyReadsMatchFinal checks the reads by key without FINAL (drift
+// pages, attention queue, drift detail) against FINAL over drift_evidence
+// and node_agent_status, with superseded rows unmerged.
+func TestKeyReadsMatchFinal(t *testing.T) {
 	fx := newFixture(t, query.Options{})
 	seedNodes(t, fx.db)
 	churn(t, fx)

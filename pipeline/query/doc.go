@@ -6,9 +6,9 @@
 // ReplacingMergeTree tables, whether or not ClickHouse has merged the
 // superseded versions yet: scans read with FINAL; the attention queue,
 // drift pages in evidence_id order and drift detail read every row of the
-// keys they need from the fine-grained copies (migration 005) and keep
-// each key's current one, as a merge would (current.go). The server never
-// writes.
+// keys they need, without FINAL, from tables with granules of 256 rows
+// (migration 006), and keep each key's current one, as a merge would
+// (current.go). The server never writes.
 //
 // # Endpoints
 //
