@@ -25,74 +25,12 @@ DROP TABLE IF EXISTS node_agent_status_fine_mv
 -- Recreated below, on the renamed table.
 DROP TABLE IF EXISTS drift_evidence_marks_mv
 ;
-CREATE TABLE IF NOT EXISTS drift_evidence_fine
-(
-    evidence_id      String,
-    correlation_id   String,
-    resource_family  LowCardinality(String),
-    product_id       LowCardinality(String),
-    owning_domain    LowCardinality(String),
-    owning_package   LowCardinality(String),
-    domain_id        LowCardinality(String),
-    record_type      LowCardinality(String),
-    record_id        String,
-    expected_state   LowCardinality(String),
-    expected_version String,
-    provider         LowCardinality(String),
-    provider_id      String,
-    observed_state   LowCardinality(String),
-    observed_version String,
-    observed_at      DateTime,
-    classification   LowCardinality(String),
-    severity         LowCardinality(String),
-    status           LowCardinality(String),
-    first_seen_at    DateTime,
-    last_seen_at     DateTime,
-    resolved_at      DateTime,
-    retry_count      UInt32,
-    posture          LowCardinality(String),
-    next_attempt_at  DateTime,
-    runbook          String,
-    attention_score  Float64,
-    version          UInt64,
-    updated_at       DateTime
-)
-ENGINE = ReplacingMergeTree(version)
-ORDER BY evidence_id
-SETTINGS index_granularity = 256
+-- The copies exist (migration 005) unless a run of this migration got past
+-- its renames; then they are made again, like the tables, which by then
+-- have the fine granules themselves.
+CREATE TABLE IF NOT EXISTS drift_evidence_fine AS drift_evidence
 ;
-CREATE TABLE IF NOT EXISTS node_agent_status_fine
-(
-    node_id                   String,
-    domain_id                 LowCardinality(String),
-    owning_domain             LowCardinality(String),
-    node_agent_state          LowCardinality(String),
-    node_agent_reason         LowCardinality(String),
-    update_path               LowCardinality(String),
-    expected_agent_version    String,
-    observed_agent_version    String,
-    cert_issuer_fingerprint   String,
-    ingress_trust_fingerprint String,
-    host_fingerprint          String,
-    terminal_stream_probe     LowCardinality(String),
-    workload_impact           LowCardinality(String),
-    health                    LowCardinality(String),
-    gate                      LowCardinality(String),
-    connectivity_mode         LowCardinality(String),
-    rtt_ms                    Float64,
-    loss_pct                  Float64,
-    bandwidth_kbps            Float64,
-    backlog_messages          Int64,
-    seconds_behind            Int64,
-    replay_required           UInt8,
-    last_seen_at              DateTime,
-    attention_score           Float64,
-    version                   UInt64,
-    updated_at                DateTime
-)
-ENGINE = ReplacingMergeTree(version)
-ORDER BY node_id
-SETTINGS index_granularity = 256
+CREATE TABLE IF NOT EXISTS node_agent_status_fine AS node_agent_status
 ;
 INSERT INTO drift_evidence_fine (evidence_id, correlation_id, resource_family, product_id, owning_domain,
     owning_package, domain_id, record_type, record_id, expected_state, expected_version, provider,
