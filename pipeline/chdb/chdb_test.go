@@ -251,15 +251,24 @@ func TestMigrateFineTablesOfRecord(t *testing.T) {
 		}
 		tables = append(tables, name)
 	}
+	if err := rows.Err(); err != nil {
+		t.Fatal(err)
+	}
 	rows.Close()
 	for _, name := range tables {
 		exec("DROP TABLE IF EXISTS " + name)
 	}
 	upTo005 := fstest.MapFS{}
-	files, _ := fs.Glob(chschema.Migrations, "*.sql")
+	files, err := fs.Glob(chschema.Migrations, "*.sql")
+	if err != nil {
+		t.Fatal(err)
+	}
 	for _, f := range files {
 		if f < "006" {
-			b, _ := fs.ReadFile(chschema.Migrations, f)
+			b, err := fs.ReadFile(chschema.Migrations, f)
+			if err != nil {
+				t.Fatal(err)
+			}
 			upTo005[f] = &fstest.MapFile{Data: b}
 		}
 	}
