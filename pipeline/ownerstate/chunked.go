@@ -8,6 +8,13 @@ package ownerstate
 // doubling (a store of a few identities does not hold a full chunk), so
 // a pointer to an element stays valid once the store holds more than
 // chunkSize of them, and until the next Append before.
+//
+// sink.Rows is the same idea for a batch's output rows, with other
+// needs: its rows never move from the first (the joiner rewrites a row in
+// place when a finding changes again in the round), it is emptied and
+// refilled every round, and its indices are ints; here a small store
+// stays small, loads can size the first chunk (Grow), and indices are
+// uint32 to keep the state compact.
 type chunked[T any] struct {
 	chunks [][]T // each chunkSize long but the last
 	n      int

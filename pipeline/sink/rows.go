@@ -9,6 +9,8 @@ const chunkShift = 12
 // appends hundreds of thousands of 200-500-byte rows), and Reset keeps
 // the chunks for the next batch, so a joiner's steady state appends
 // without allocating. The zero value is empty and ready to use.
+// (ownerstate's chunked array is the same idea for a partition's state,
+// which lives on instead of being refilled, and is sized for it.)
 type Rows[R any] struct {
 	chunks [][]R // each full but the last in use; all allocated with room for a chunk
 	n      int
