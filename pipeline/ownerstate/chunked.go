@@ -10,11 +10,10 @@ package ownerstate
 // chunkSize of them, and until the next Append before.
 //
 // sink.Rows is the same idea for a batch's output rows, with other
-// needs: its rows never move from the first (the joiner rewrites a row in
-// place when a finding changes again in the round), it is emptied and
-// refilled every round, and its indices are ints; here a small store
-// stays small, loads can size the first chunk (Grow), and indices are
-// uint32 to keep the state compact.
+// needs: its rows (200-500 bytes each) never move, from the first on, and
+// it is emptied and refilled every round, keeping its chunks; here a
+// small store stays small, a load can size the first chunk (Grow), and
+// indices are uint32 to keep the state compact.
 type chunked[T any] struct {
 	chunks [][]T // each chunkSize long but the last
 	n      int
