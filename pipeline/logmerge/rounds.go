@@ -26,6 +26,13 @@ import (
 // round's work, and the consumer is caught up (its offsets committed)
 // only once the last write is done. Ending on a full-size round would
 // leave that write, the largest, with nothing to overlap.
+//
+// A round that starts behind by a quarter of a regular round or more
+// ends as soon as it has caught up (no backlog left) instead of waiting
+// out its interval: the findings of a catch-up's last records are written
+// then, not an interval later. While the consumer keeps up, a round
+// starts with what arrived during the last seal, far less, and rounds
+// keep their interval.
 type Rounds struct {
 	// Interval and Records bound a round while the consumer keeps up.
 	Interval time.Duration
@@ -47,16 +54,21 @@ func (r Rounds) Limits(backlog int64) (time.Duration, int) {
 	return r.Interval, r.Records
 }
 
+// drains reports whether a round that starts with backlog ends once it
+// has caught up.
+func (r Rounds) drains(backlog int64) bool { return backlog > 0 && backlog >= int64(r.Records)/4 }
+
 // Round runs one round of a consumer's poll loop on cl: it polls and
 // hands each poll's fetches to apply, which returns how many records it
 // applied and the backlog after them, until the round's limits (given the
-// backlog) are reached or ctx ends. backlog is the one the previous round
-// ended with. It returns whether the round ran past the regular limits
+// backlog) are reached, it has caught up after starting behind (see
+// Rounds), or ctx ends. backlog is the one the previous round ended with. It returns whether the round ran past the regular limits
 // and the backlog it ended with; closed reports that cl was closed (the
 // fetches of that poll are not applied).
 func (r Rounds) Round(ctx context.Context, cl *kgo.Client, backlog int64,
 	apply func(kgo.Fetches) (applied int, backlog int64)) (catchUp bool, after int64, closed bool) {
 	start, processed := time.Now(), 0
+	drain := r.drains(backlog)
 	for {
 		// The backlog at the start: the one known now (the first poll of
 		// a consumer's first round finds it out) with what the round
@@ -77,7 +89,7 @@ func (r Rounds) Round(ctx context.Context, cl *kgo.Client, backlog int64,
 		}
 		n, b := apply(fetches)
 		processed, backlog = processed+n, b
-		if ctx.Err() != nil {
+		if ctx.Err() != nil || drain && backlog == 0 && processed > 0 {
 			break
 		}
 	}

@@ -1,8 +1,13 @@
 package logmerge
 
 import (
+	"context"
 	"testing"
 	"time"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/driftline/driftline/pipeline/testenv"
 )
 
 func TestRoundsLimits(t *testing.T) {
@@ -32,5 +37,69 @@ func TestRoundsLimits(t *testing.T) {
 	r.CatchUpInterval, r.CatchUpRecords = time.Second, 10
 	if _, n := r.Limits(1 << 40); n != r.Records {
 		t.Errorf("catch-up round of %d records, below the regular %d", n, r.Records)
+	}
+}
+
+// TestRoundsDrain: a round that starts behind by a quarter of a regular
+// round or more ends once it has caught up, long before its interval; one
+// that starts with less (a consumer keeping up) keeps its interval. Both
+// apply everything there is.
+func TestRoundsDrain(t *testing.T) {
+	r := Rounds{Interval: 10 * time.Second, Records: 400, CatchUpInterval: 20 * time.Second, CatchUpRecords: 4000}
+	for _, c := range []struct{ backlog, drains int64 }{{0, 0}, {99, 0}, {100, 1}, {1 << 40, 1}} {
+		if got := r.drains(c.backlog); got != (c.drains == 1) {
+			t.Errorf("drains(%d) = %v", c.backlog, got)
+		}
+	}
+
+	brokers, names := testenv.Kafka(t, 1)
+	topic := names.Observations
+	ctx := context.Background()
+	prod, err := kgo.NewClient(kgo.SeedBrokers(brokers...), kgo.DefaultProduceTopic(topic))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer prod.Close()
+	produce := func(n int) {
+		t.Helper()
+		recs := make([]*kgo.Record, n)
+		for i := range recs {
+			recs[i] = &kgo.Record{Value: []byte("v")}
+		}
+		if err := prod.ProduceSync(ctx, recs...).FirstErr(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	cl, err := kgo.NewClient(kgo.SeedBrokers(brokers...),
+		kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{topic: {0: kgo.NewOffset().AtStart()}}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	var applied, end int64
+	apply := func(fetches kgo.Fetches) (int, int64) {
+		n := fetches.NumRecords()
+		applied += int64(n)
+		return n, end - applied
+	}
+
+	// Behind by 150 records: the round drains them and ends.
+	produce(150)
+	end = 150
+	start := time.Now()
+	catchUp, after, closed := r.Round(ctx, cl, 150, apply)
+	if took := time.Since(start); took >= r.Interval || closed || catchUp || after != 0 || applied != 150 {
+		t.Fatalf("behind by 150: round of %v (interval %v), catch-up %v, backlog after %d, applied %d, closed %v",
+			took, r.Interval, catchUp, after, applied, closed)
+	}
+
+	// Behind by 50, under a quarter: the round runs its interval.
+	r.Interval = 300 * time.Millisecond
+	produce(50)
+	end = 200
+	start = time.Now()
+	_, after, _ = r.Round(ctx, cl, 50, apply)
+	if took := time.Since(start); took < r.Interval || after != 0 || applied != 200 {
+		t.Fatalf("behind by 50: round of %v (interval %v), backlog after %d, applied %d", took, r.Interval, after, applied)
 	}
 }
