@@ -62,9 +62,10 @@ func (r Rounds) drains(backlog int64) bool { return backlog > 0 && backlog >= in
 // hands each poll's fetches to apply, which returns how many records it
 // applied and the backlog after them, until the round's limits (given the
 // backlog) are reached, it has caught up after starting behind (see
-// Rounds), or ctx ends. backlog is the one the previous round ended with. It returns whether the round ran past the regular limits
-// and the backlog it ended with; closed reports that cl was closed (the
-// fetches of that poll are not applied).
+// Rounds), or ctx ends. backlog is the one the previous round ended
+// with. It returns whether the round ran past the regular limits and the
+// backlog it ended with; closed reports that cl was closed (the fetches
+// of that poll are not applied).
 func (r Rounds) Round(ctx context.Context, cl *kgo.Client, backlog int64,
 	apply func(kgo.Fetches) (applied int, backlog int64)) (catchUp bool, after int64, closed bool) {
 	start, processed := time.Now(), 0

@@ -46,8 +46,11 @@ func TestRoundsLimits(t *testing.T) {
 // apply everything there is.
 func TestRoundsDrain(t *testing.T) {
 	r := Rounds{Interval: 10 * time.Second, Records: 400, CatchUpInterval: 20 * time.Second, CatchUpRecords: 4000}
-	for _, c := range []struct{ backlog, drains int64 }{{0, 0}, {99, 0}, {100, 1}, {1 << 40, 1}} {
-		if got := r.drains(c.backlog); got != (c.drains == 1) {
+	for _, c := range []struct {
+		backlog int64
+		drains  bool
+	}{{0, false}, {99, false}, {100, true}, {1 << 40, true}} {
+		if got := r.drains(c.backlog); got != c.drains {
 			t.Errorf("drains(%d) = %v", c.backlog, got)
 		}
 	}
