@@ -204,12 +204,15 @@ var progressTable = chdb.NewTable("consumer_progress",
 // Write inserts the batches as one write, each table in one insert of
 // their rows in order (a joiner writes the outputs of its partitions
 // together): history first, then current rows, with the node statuses
-// beside them on a second connection; then the summaries, then
-// progress, so that neither a summary nor the progress ever claims more
-// than drift_evidence holds. The node statuses are the largest table of
-// a batch, and writing them beside the findings lets ClickHouse insert
-// both at once (an insert is mostly one server thread) instead of the
-// poll loop waiting for their sum.
+// beside them on a second connection; then the two summaries side by
+// side, then progress, so that neither a summary nor the progress ever
+// claims more than drift_evidence holds, and a reader that waits for a
+// watermark in consumer_progress reads summaries at least as new. The
+// node statuses are the largest table of a batch, and writing them
+// beside the findings lets ClickHouse insert both at once (an insert is
+// mostly one server thread) instead of the poll loop waiting for their
+// sum; each insert also has a fixed cost (a part on the server), which
+// the summaries, written side by side, pay once in the write's time.
 //
 // Each insert goes a column at a time (chdb.Table), with no value boxed
 // per row.
@@ -231,11 +234,16 @@ func (c *ClickHouse) Write(ctx context.Context, bs ...*Batch) error {
 	if nodesErr != nil {
 		return nodesErr
 	}
-	if err := countsTable.Insert(ctx, c.conn, now, partsOf(bs, func(b *Batch) []Count { return b.Counts })...); err != nil {
+	var top sync.WaitGroup
+	var topErr error
+	top.Go(func() { topErr = topTable.Insert(ctx, c.conn, now, partsOf(bs, func(b *Batch) []TopSlot { return b.Top })...) })
+	err = countsTable.Insert(ctx, c.conn, now, partsOf(bs, func(b *Batch) []Count { return b.Counts })...)
+	top.Wait()
+	if err != nil {
 		return err
 	}
-	if err := topTable.Insert(ctx, c.conn, now, partsOf(bs, func(b *Batch) []TopSlot { return b.Top })...); err != nil {
-		return err
+	if topErr != nil {
+		return topErr
 	}
 	return progressTable.Insert(ctx, c.conn, now, partsOf(bs, func(b *Batch) []progress { return b.Progress })...)
 }
