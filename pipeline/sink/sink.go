@@ -236,7 +236,9 @@ func (c *ClickHouse) Write(ctx context.Context, bs ...*Batch) error {
 	}
 	var top sync.WaitGroup
 	var topErr error
-	top.Go(func() { topErr = topTable.Insert(ctx, c.conn, now, partsOf(bs, func(b *Batch) []TopSlot { return b.Top })...) })
+	top.Go(func() {
+		topErr = topTable.Insert(ctx, c.conn, now, partsOf(bs, func(b *Batch) []TopSlot { return b.Top })...)
+	})
 	err = countsTable.Insert(ctx, c.conn, now, partsOf(bs, func(b *Batch) []Count { return b.Counts })...)
 	top.Wait()
 	if err != nil {
