@@ -218,36 +218,40 @@ var progressTable = chdb.NewTable("consumer_progress",
 // per row.
 func (c *ClickHouse) Write(ctx context.Context, bs ...*Batch) error {
 	now := c.now().UTC()
-	var nodes sync.WaitGroup
-	var nodesErr error
-	if parts := chunksOf(bs, func(b *Batch) *Rows[status] { return &b.Nodes }); len(parts) > 0 {
-		nodes.Go(func() { nodesErr = nodesTable.Insert(ctx, c.conn, now, parts...) })
-	}
-	err := historyTable.Insert(ctx, c.conn, now, chunksOf(bs, func(b *Batch) *Rows[transition] { return &b.History })...)
-	if err == nil {
-		err = evidenceTable.Insert(ctx, c.conn, now, chunksOf(bs, func(b *Batch) *Rows[finding] { return &b.Current })...)
-	}
-	nodes.Wait()
-	if err != nil {
-		return err
-	}
-	if nodesErr != nil {
-		return nodesErr
-	}
-	var top sync.WaitGroup
-	var topErr error
-	top.Go(func() {
-		topErr = topTable.Insert(ctx, c.conn, now, partsOf(bs, func(b *Batch) []TopSlot { return b.Top })...)
+	err := beside(func() error {
+		return nodesTable.Insert(ctx, c.conn, now, chunksOf(bs, func(b *Batch) *Rows[status] { return &b.Nodes })...)
+	}, func() error {
+		if err := historyTable.Insert(ctx, c.conn, now, chunksOf(bs, func(b *Batch) *Rows[transition] { return &b.History })...); err != nil {
+			return err
+		}
+		return evidenceTable.Insert(ctx, c.conn, now, chunksOf(bs, func(b *Batch) *Rows[finding] { return &b.Current })...)
 	})
-	err = countsTable.Insert(ctx, c.conn, now, partsOf(bs, func(b *Batch) []Count { return b.Counts })...)
-	top.Wait()
 	if err != nil {
 		return err
 	}
-	if topErr != nil {
-		return topErr
+	err = beside(func() error {
+		return topTable.Insert(ctx, c.conn, now, partsOf(bs, func(b *Batch) []TopSlot { return b.Top })...)
+	}, func() error {
+		return countsTable.Insert(ctx, c.conn, now, partsOf(bs, func(b *Batch) []Count { return b.Counts })...)
+	})
+	if err != nil {
+		return err
 	}
 	return progressTable.Insert(ctx, c.conn, now, partsOf(bs, func(b *Batch) []progress { return b.Progress })...)
+}
+
+// beside runs side on another goroutine (and connection) while main runs,
+// waits for both, and returns main's error, else side's.
+func beside(side, main func() error) error {
+	var wg sync.WaitGroup
+	var sideErr error
+	wg.Go(func() { sideErr = side() })
+	err := main()
+	wg.Wait()
+	if err != nil {
+		return err
+	}
+	return sideErr
 }
 
 // partsOf returns the non-empty row slices rows picks from bs.
