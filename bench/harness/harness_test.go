@@ -139,4 +139,13 @@ func TestReportAndPlot(t *testing.T) {
 			t.Errorf("report lacks %q:\n%s", want, md)
 		}
 	}
+	// A phase of 1 s says that fixed costs weigh on its rate; one of
+	// shortPhase or longer does not.
+	if !strings.Contains(md, "A phase of 1.0 s is weighed on") {
+		t.Errorf("short phase not marked:\n%s", md)
+	}
+	rep.Sizes[0].Joiners[0].Seconds = shortPhase.Seconds()
+	if md := renderMarkdown(rep); strings.Contains(md, "is weighed on") {
+		t.Errorf("phase of %v marked short", shortPhase)
+	}
 }

@@ -140,6 +140,10 @@ func thousands(v float64) string {
 	return b.String()
 }
 
+// shortPhase is the length of a joiner phase below which the report says
+// that fixed costs weigh on its rate.
+const shortPhase = 5 * time.Second
+
 // renderMarkdown writes the report as bench/RESULTS.md.
 func renderMarkdown(rep *report) string {
 	var b strings.Builder
@@ -148,7 +152,7 @@ func renderMarkdown(rep *report) string {
 	w("# Driftline end-to-end benchmark results\n\n")
 	w("Written by `bench/harness` (what each figure means: [README.md](README.md)). ")
 	w("Every figure below comes from one run of:\n\n```sh\nmake build && go build -o bin/naive ./bench/naive\n%s\n```\n\n", rep.Command)
-	w("(`make bench` runs the same with its defaults.)\n\n")
+	w("(`make bench` runs the harness with `-sizes $(BENCH_SIZES)` and `$(BENCH_FLAGS)`, by default `-sizes 1m,10m -scaling.upTo=10m`.)\n\n")
 	w("## Machine\n\n")
 	w("| | |\n|---|---|\n")
 	w("| CPUs (nproc) | %d |\n| CPU model | %s |\n| memory | %.1f GiB |\n| kernel | %s |\n| Go | %s |\n| ClickHouse | %s |\n",
@@ -213,6 +217,11 @@ func renderMarkdown(rep *report) string {
 				"Its own CPU time was %.1f s per million records (%.2f cores on average over the phase), so 500,000 records/s at that cost would take %.1f of the machine's %d cores for the joiner alone.\n\n",
 				j.Processes, thousands(j.RecordsPerSec), 100*j.RecordsPerSec/500_000, firstField(j.Load),
 				c, c*float64(j.Records)/1e6/j.Seconds, c*0.5, rep.Machine.CPUs)
+			if j.Seconds < shortPhase.Seconds() {
+				w("A phase of %.1f s is weighed on by what every phase pays once: the group join and the first fetches, "+
+					"before each partition's merge has records of all three topics to release, and the last write, which no next round overlaps. "+
+					"The goal is for a joiner that is catching up or keeping up, so the larger sizes measure it.\n\n", j.Seconds)
+			}
 		}
 
 		w("### CPU and memory per process\n\n")
