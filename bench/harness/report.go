@@ -152,7 +152,7 @@ func renderMarkdown(rep *report) string {
 	w("# Driftline end-to-end benchmark results\n\n")
 	w("Written by `bench/harness` (what each figure means: [README.md](README.md)). ")
 	w("Every figure below comes from one run of:\n\n```sh\nmake build && go build -o bin/naive ./bench/naive\n%s\n```\n\n", rep.Command)
-	w("(`make bench` runs the harness with `-sizes $(BENCH_SIZES)` and `$(BENCH_FLAGS)`, by default `-sizes 1m,10m -scaling.upTo=10m`.)\n\n")
+	w("(`make bench` runs the harness with the Makefile's `BENCH_SIZES` and `BENCH_FLAGS`, whose defaults reproduce the committed bench/RESULTS.md.)\n\n")
 	w("## Machine\n\n")
 	w("| | |\n|---|---|\n")
 	w("| CPUs (nproc) | %d |\n| CPU model | %s |\n| memory | %.1f GiB |\n| kernel | %s |\n| Go | %s |\n| ClickHouse | %s |\n",
