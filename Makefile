@@ -70,13 +70,13 @@ bench-micro:
 # The seed corpora of these targets run in every `make test`; this target
 # explores further.
 fuzz:
-	$(GO) test -run '^$$' -fuzz '^FuzzScan$$' -fuzztime $(FUZZTIME) ./pipeline/event/
-	$(GO) test -run '^$$' -fuzz '^FuzzDecode$$' -fuzztime $(FUZZTIME) ./pipeline/event/
-	$(GO) test -run '^$$' -fuzz '^FuzzDecodeFast$$' -fuzztime $(FUZZTIME) ./pipeline/event/
+	$(GO) test -run '^$$' -fuzz '^FuzzScan$$' -fuzztime $(FUZZTIME) ./pipeline/contract/
+	$(GO) test -run '^$$' -fuzz '^FuzzDecode$$' -fuzztime $(FUZZTIME) ./pipeline/contract/
+	$(GO) test -run '^$$' -fuzz '^FuzzDecodeFast$$' -fuzztime $(FUZZTIME) ./pipeline/contract/
 	$(GO) test -run '^$$' -fuzz '^FuzzPrepare$$' -fuzztime $(FUZZTIME) ./pipeline/ingest/
-	$(GO) test -run '^$$' -fuzz '^FuzzParseFilter$$' -fuzztime $(FUZZTIME) ./pipeline/query/
-	$(GO) test -run '^$$' -fuzz '^FuzzParse$$' -fuzztime $(FUZZTIME) ./pipeline/decimal/
-	$(GO) test -run '^$$' -fuzz '^FuzzArith$$' -fuzztime $(FUZZTIME) ./pipeline/decimal/
+	$(GO) test -run '^$$' -fuzz '^FuzzParseFilter$$' -fuzztime $(FUZZTIME) ./pipeline/api/
+	$(GO) test -run '^$$' -fuzz '^FuzzParse$$' -fuzztime $(FUZZTIME) ./pipeline/contract/decimal/
+	$(GO) test -run '^$$' -fuzz '^FuzzArith$$' -fuzztime $(FUZZTIME) ./pipeline/contract/decimal/
 
 clean:
 	rm -rf $(BIN) bench/out

@@ -10,9 +10,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/driftline/driftline/pipeline/config"
-	"github.com/driftline/driftline/pipeline/fleet"
-	"github.com/driftline/driftline/pipeline/stack"
+	"github.com/driftline/driftline/internal/fleet"
+	"github.com/driftline/driftline/internal/stack"
+	"github.com/driftline/driftline/pipeline/service"
 )
 
 // EnvCrashSeeds replays chosen crash schedules: a comma-separated list of
@@ -166,7 +166,7 @@ func runCrashSchedule(t *testing.T, ctx context.Context, bin string, seed int64)
 	var stats fleet.FeedStats
 	go func() {
 		var err error
-		stats, err = fleet.Feed(ctx, s.IngestURL(), config.DefaultLocalAPIKey, gen, fleet.FeedOptions{
+		stats, err = fleet.Feed(ctx, s.IngestURL(), service.DefaultLocalAPIKey, gen, fleet.FeedOptions{
 			BatchLines: 400,
 			Progress:   func(fleet.FeedStats) { time.Sleep(120 * time.Millisecond) },
 		})

@@ -20,14 +20,14 @@ import (
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 
-	"github.com/driftline/driftline/pipeline/chdb"
-	"github.com/driftline/driftline/pipeline/config"
-	"github.com/driftline/driftline/pipeline/decimal"
-	"github.com/driftline/driftline/pipeline/fleet"
-	"github.com/driftline/driftline/pipeline/query"
-	"github.com/driftline/driftline/pipeline/stack"
-	"github.com/driftline/driftline/pipeline/testenv"
-	"github.com/driftline/driftline/pipeline/topics"
+	"github.com/driftline/driftline/internal/fleet"
+	"github.com/driftline/driftline/internal/stack"
+	"github.com/driftline/driftline/internal/testenv"
+	"github.com/driftline/driftline/pipeline/api"
+	"github.com/driftline/driftline/pipeline/contract/decimal"
+	"github.com/driftline/driftline/pipeline/readmodel"
+	"github.com/driftline/driftline/pipeline/service"
+	"github.com/driftline/driftline/pipeline/stream/topics"
 )
 
 func TestMain(m *testing.M) { testenv.Main(m) }
@@ -99,7 +99,7 @@ func TestFleetFindingsMatchGroundTruth(t *testing.T) {
 		t.Fatal(err)
 	}
 	truth := gen.Truth()
-	stats, err := fleet.Feed(ctx, s.IngestURL(), config.DefaultLocalAPIKey, gen, fleet.FeedOptions{})
+	stats, err := fleet.Feed(ctx, s.IngestURL(), service.DefaultLocalAPIKey, gen, fleet.FeedOptions{})
 	if err != nil {
 		t.Fatalf("feed: %v", err)
 	}
@@ -114,7 +114,7 @@ func TestFleetFindingsMatchGroundTruth(t *testing.T) {
 
 	waitCaughtUp(t, s.BrokerAddr(), "driftline-joiner")
 
-	qc := &query.Client{BaseURL: s.QueryURL()}
+	qc := &api.Client{BaseURL: s.QueryURL()}
 	got, err := qc.DriftAll(ctx, url.Values{"status": {"all"}, "limit": {"1000"}})
 	if err != nil {
 		t.Fatal(err)
@@ -169,8 +169,8 @@ func TestFleetFindingsMatchGroundTruth(t *testing.T) {
 func checkBilling(t *testing.T, s *stack.Stack, truth *fleet.Truth) {
 	t.Helper()
 	st := s.State()
-	conn, err := chdb.Open(context.Background(), config.ClickHouse{Addr: st.ClickHouse, Database: st.Database,
-		User: config.Env("DRIFTLINE_CLICKHOUSE_USER", "default"), Password: config.Env("DRIFTLINE_CLICKHOUSE_PASSWORD", "")})
+	conn, err := readmodel.Open(context.Background(), service.ClickHouse{Addr: st.ClickHouse, Database: st.Database,
+		User: service.Env("DRIFTLINE_CLICKHOUSE_USER", "default"), Password: service.Env("DRIFTLINE_CLICKHOUSE_PASSWORD", "")})
 	if err != nil {
 		t.Fatal(err)
 	}

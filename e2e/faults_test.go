@@ -15,11 +15,11 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kgo"
 
-	"github.com/driftline/driftline/pipeline/config"
-	"github.com/driftline/driftline/pipeline/fleet"
+	"github.com/driftline/driftline/internal/fleet"
+	"github.com/driftline/driftline/internal/stack"
 	"github.com/driftline/driftline/pipeline/joiner"
-	"github.com/driftline/driftline/pipeline/stack"
-	"github.com/driftline/driftline/pipeline/topics"
+	"github.com/driftline/driftline/pipeline/service"
+	"github.com/driftline/driftline/pipeline/stream/topics"
 )
 
 // Environment of the fault tests.
@@ -339,7 +339,7 @@ func runFaults(t *testing.T, ctx context.Context, bin string, seed int64, params
 	var stats fleet.FeedStats
 	go func() {
 		var err error
-		stats, err = fleet.Feed(ctx, s.IngestURL(), config.DefaultLocalAPIKey, gen, fleet.FeedOptions{
+		stats, err = fleet.Feed(ctx, s.IngestURL(), service.DefaultLocalAPIKey, gen, fleet.FeedOptions{
 			BatchLines: batch,
 			Progress:   func(fleet.FeedStats) { time.Sleep(pace) },
 		})

@@ -21,12 +21,12 @@ import (
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 
-	"github.com/driftline/driftline/pipeline/chdb"
-	"github.com/driftline/driftline/pipeline/config"
-	"github.com/driftline/driftline/pipeline/fleet"
-	"github.com/driftline/driftline/pipeline/stack"
-	"github.com/driftline/driftline/pipeline/testenv"
-	"github.com/driftline/driftline/pipeline/topics"
+	"github.com/driftline/driftline/internal/fleet"
+	"github.com/driftline/driftline/internal/stack"
+	"github.com/driftline/driftline/internal/testenv"
+	"github.com/driftline/driftline/pipeline/readmodel"
+	"github.com/driftline/driftline/pipeline/service"
+	"github.com/driftline/driftline/pipeline/stream/topics"
 )
 
 // seedsFromEnv returns the comma-separated seeds in the environment
@@ -76,7 +76,7 @@ func checkJoinerTables(t *testing.T, ctx context.Context, s *stack.Stack, js *jo
 	refCfg := s.ClickHouse()
 	refCfg.Database = "reference"
 	refConn := openDB(t, ctx, refCfg)
-	if err := chdb.Migrate(ctx, refConn, refCfg.Database); err != nil {
+	if err := readmodel.Migrate(ctx, refConn, refCfg.Database); err != nil {
 		t.Fatalf("migrate reference database: %v", err)
 	}
 	ref := &joinerSet{t: t, bin: js.bin, env: js.env, dir: js.dir, group: "reference-joiner", db: refCfg.Database, name: "reference"}
@@ -315,9 +315,9 @@ func waitGroupCaughtUp(t *testing.T, broker, group string) {
 	})
 }
 
-func openDB(t *testing.T, ctx context.Context, cfg config.ClickHouse) driver.Conn {
+func openDB(t *testing.T, ctx context.Context, cfg service.ClickHouse) driver.Conn {
 	t.Helper()
-	conn, err := chdb.Open(ctx, cfg)
+	conn, err := readmodel.Open(ctx, cfg)
 	if err != nil {
 		t.Fatalf("open clickhouse %s: %v", cfg.Database, err)
 	}

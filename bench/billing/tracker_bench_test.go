@@ -10,9 +10,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/driftline/driftline/pipeline/billing"
-	"github.com/driftline/driftline/pipeline/event"
-	"github.com/driftline/driftline/pipeline/pricebook"
+	"github.com/driftline/driftline/pipeline/billing/pricebook"
+	"github.com/driftline/driftline/pipeline/billing/reconcile"
+	"github.com/driftline/driftline/pipeline/contract"
 )
 
 const book = `{"units":[
@@ -21,9 +21,9 @@ const book = `{"units":[
 var t0 = time.Date(2026, 11, 21, 0, 0, 0, 0, time.UTC)
 
 type input struct {
-	u  event.Usage
-	r  event.Rated
-	l  event.LedgerEntry
+	u  contract.Usage
+	r  contract.Rated
+	l  contract.LedgerEntry
 	at time.Time
 }
 
@@ -45,35 +45,35 @@ func gen(i, perHour int) input {
 		tenant := fmt.Sprintf("tenant-%03d", i%300)
 		at := t0.Add(time.Duration(i/perHour)*time.Hour + time.Duration(i%perHour)*time.Hour/time.Duration(perHour))
 		return input{
-			u: event.Usage{UsageID: id, MeteringSource: "gpu-meter-eu1", MeteringID: meter, UnitID: "gpu_hour",
+			u: contract.Usage{UsageID: id, MeteringSource: "gpu-meter-eu1", MeteringID: meter, UnitID: "gpu_hour",
 				Quantity: "2.500000", ProductID: "gpuaas", TenantID: tenant, ProjectID: "p-1"},
-			r: event.Rated{UsageID: id, MeteringSource: "gpu-meter-eu1", MeteringID: meter, UnitID: "gpu_hour", UnitVersion: 1,
+			r: contract.Rated{UsageID: id, MeteringSource: "gpu-meter-eu1", MeteringID: meter, UnitID: "gpu_hour", UnitVersion: 1,
 				Quantity: "2.500000", UnitPrice: "2.450000", Amount: "6.13", Currency: "USD", TenantID: tenant, ProductID: "gpuaas"},
-			l:  event.LedgerEntry{LedgerEntryID: "le-" + id, UsageID: id, MeteringSource: "gpu-meter-eu1", MeteringID: meter, Amount: "6.13", Currency: "USD"},
+			l:  contract.LedgerEntry{LedgerEntryID: "le-" + id, UsageID: id, MeteringSource: "gpu-meter-eu1", MeteringID: meter, Amount: "6.13", Currency: "USD"},
 			at: at,
 		}
 	}
 }
 
-func newTracker(b *testing.B, horizon time.Duration) *billing.Tracker {
+func newTracker(b *testing.B, horizon time.Duration) *reconcile.Tracker {
 	bk, err := pricebook.Parse([]byte(book))
 	if err != nil {
 		b.Fatal(err)
 	}
 	prices := pricebook.NewStatic(bk)
-	rules := billing.DefaultRules()
+	rules := reconcile.DefaultRules()
 	rules.Horizon = horizon
-	return billing.NewTracker(rules, prices.Book, func(*billing.Mismatch) {})
+	return reconcile.NewTracker(rules, prices.Book, func(*reconcile.Mismatch) {})
 }
 
-func apply(tr *billing.Tracker, in []input) {
+func apply(tr *reconcile.Tracker, in []input) {
 	for i := range in {
 		applyOne(tr, &in[i], i)
 	}
 	tr.TakeWindows(nil)
 }
 
-func applyOne(tr *billing.Tracker, x *input, i int) {
+func applyOne(tr *reconcile.Tracker, x *input, i int) {
 	tr.ApplyUsage(&x.u, x.at)
 	tr.ApplyRated(&x.r, x.at)
 	tr.ApplyLedger(&x.l, x.at.Add(5*time.Minute))

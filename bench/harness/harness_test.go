@@ -12,7 +12,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/driftline/driftline/pipeline/fleet"
+	"github.com/driftline/driftline/internal/fleet"
 )
 
 func TestProcReadings(t *testing.T) {

@@ -12,8 +12,8 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kgo"
 
-	"github.com/driftline/driftline/pipeline/event"
-	"github.com/driftline/driftline/pipeline/topics"
+	"github.com/driftline/driftline/pipeline/contract"
+	"github.com/driftline/driftline/pipeline/stream/topics"
 )
 
 type latencyResult struct {
@@ -228,9 +228,9 @@ func (g *latencyGen) id(now time.Time) string {
 
 func (g *latencyGen) rec(topic, key string, value []byte) *kgo.Record {
 	k := []byte(key)
-	return &kgo.Record{Topic: topic, Key: k, Value: value, Partition: event.Partition(k, g.parts), Headers: []kgo.RecordHeader{
-		{Key: event.HeaderActorID, Value: []byte("SYSTEM::bench-harness")},
-		{Key: event.HeaderSourceType, Value: []byte("SYSTEM")},
+	return &kgo.Record{Topic: topic, Key: k, Value: value, Partition: contract.Partition(k, g.parts), Headers: []kgo.RecordHeader{
+		{Key: contract.HeaderActorID, Value: []byte("SYSTEM::bench-harness")},
+		{Key: contract.HeaderSourceType, Value: []byte("SYSTEM")},
 	}}
 }
 
@@ -238,14 +238,14 @@ func (g *latencyGen) record(pid string, now time.Time) *kgo.Record {
 	g.recSeq++
 	v := fmt.Appendf(nil, `{"event_id":%q,"event_type":"platform.record","schema_version":1,"producer":"bench-latency-records","seq":%d,"occurred_at":%q,"correlation_id":"bench-latency","environment":"local_parity","payload":{"record_type":"app_instance","record_id":"rec-%s","record_version":1,"resource_family":"app_runtime","product_id":"app-platform","owning_domain":"app-platform","owning_package":"app-platform/runtime","domain_id":"dom-bench","tags":["domain:bench"],"provider":"app_runtime","provider_id":%q,"expected_state":"running","expected_version":"v1","deleted":false}}`,
 		g.id(now), g.recSeq, now.UTC().Format("2006-01-02T15:04:05.000Z07:00"), pid, pid)
-	return g.rec(g.names.PlatformRecords, event.IdentityKey("app_runtime", pid), v)
+	return g.rec(g.names.PlatformRecords, contract.IdentityKey("app_runtime", pid), v)
 }
 
 func (g *latencyGen) observation(pid, state string, now time.Time) *kgo.Record {
 	g.obsSeq++
 	v := fmt.Appendf(nil, `{"event_id":%q,"event_type":"provider.observation","schema_version":1,"producer":"bench-latency-scanner","seq":%d,"occurred_at":%q,"correlation_id":"bench-latency","environment":"local_parity","payload":{"provider":"app_runtime","provider_id":%q,"resource_family":"app_runtime","observed_state":%q,"observed_version":"v1","owner_ref":"rec-%s"}}`,
 		g.id(now), g.obsSeq, now.UTC().Format("2006-01-02T15:04:05.000Z07:00"), pid, state, pid)
-	return g.rec(g.names.Observations, event.IdentityKey("app_runtime", pid), v)
+	return g.rec(g.names.Observations, contract.IdentityKey("app_runtime", pid), v)
 }
 
 const crockford = "0123456789ABCDEFGHJKMNPQRSTVWXYZ"

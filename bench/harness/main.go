@@ -4,8 +4,8 @@
 // each figure means.
 //
 // For each data set size it starts a fresh local stack (ClickHouse and
-// cmd/broker, through pipeline/stack), generates a synthetic fleet with
-// pipeline/fleet (known ground truth: findings and usage totals) and
+// cmd/broker, through internal/stack), generates a synthetic fleet with
+// internal/fleet (known ground truth: findings and usage totals) and
 // produces it straight to the broker, then runs the real processes against
 // it, one consumer group and one ClickHouse database each, one after the
 // other on the same topics:
@@ -43,7 +43,7 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/driftline/driftline/pipeline/stack"
+	"github.com/driftline/driftline/internal/stack"
 )
 
 type options struct {

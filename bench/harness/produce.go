@@ -8,9 +8,9 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kgo"
 
-	"github.com/driftline/driftline/pipeline/event"
-	"github.com/driftline/driftline/pipeline/fleet"
-	"github.com/driftline/driftline/pipeline/topics"
+	"github.com/driftline/driftline/internal/fleet"
+	"github.com/driftline/driftline/pipeline/contract"
+	"github.com/driftline/driftline/pipeline/stream/topics"
 )
 
 // produced counts what the harness wrote to the broker.
@@ -51,9 +51,9 @@ func produceFleet(ctx context.Context, brokers string, names topics.Names, parti
 	}
 	defer cl.Close()
 	headers := []kgo.RecordHeader{
-		{Key: event.HeaderActorID, Value: []byte("SYSTEM::bench-harness")},
-		{Key: event.HeaderSourceType, Value: []byte("SYSTEM")},
-		{Key: event.HeaderPolicyRev, Value: []byte("bench")},
+		{Key: contract.HeaderActorID, Value: []byte("SYSTEM::bench-harness")},
+		{Key: contract.HeaderSourceType, Value: []byte("SYSTEM")},
+		{Key: contract.HeaderPolicyRev, Value: []byte("bench")},
 	}
 	var failed atomic.Pointer[error]
 	promise := func(_ *kgo.Record, err error) {
@@ -84,7 +84,7 @@ func produceFleet(ctx context.Context, brokers string, names topics.Names, parti
 		out.Lines++
 		key, value := copyBytes(ev.Key), copyBytes(ev.Line)
 		out.Bytes += int64(len(value))
-		if ev.Type == event.TypeScanCompleted {
+		if ev.Type == contract.TypeScanCompleted {
 			for p := range partitions {
 				cl.Produce(ctx, &kgo.Record{Topic: topic, Key: key, Value: value, Headers: headers, Partition: p}, promise)
 				out.ByTopic[topic]++
@@ -92,7 +92,7 @@ func produceFleet(ctx context.Context, brokers string, names topics.Names, parti
 			}
 			return nil
 		}
-		cl.Produce(ctx, &kgo.Record{Topic: topic, Key: key, Value: value, Headers: headers, Partition: event.Partition(key, partitions)}, promise)
+		cl.Produce(ctx, &kgo.Record{Topic: topic, Key: key, Value: value, Headers: headers, Partition: contract.Partition(key, partitions)}, promise)
 		out.ByTopic[topic]++
 		out.Records++
 		return ctx.Err()

@@ -174,7 +174,7 @@ func renderMarkdown(rep *report) string {
 		w("| stage | processes | records | time | records/s | CPU s per million records | records per CPU s of the stage's own processes | ratio to naive | load average at start |\n|---|---|---|---|---|---|---|---|---|\n")
 		p := s.Produce
 		genRate := float64(p.Lines) / p.GenSecond
-		w("| generate (pipeline/fleet, in the harness) | 1 | %s | %.1f s | %s | | | | |\n", thousands(float64(p.Lines)), p.GenSecond, thousands(genRate))
+		w("| generate (internal/fleet, in the harness) | 1 | %s | %.1f s | %s | | | | |\n", thousands(float64(p.Lines)), p.GenSecond, thousands(genRate))
 		var prodCPU float64
 		for _, u := range s.ProduceUsage {
 			prodCPU += u.CPUSeconds

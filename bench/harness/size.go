@@ -14,12 +14,12 @@ import (
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/driftline/driftline/internal/fleet"
 	"github.com/driftline/driftline/internal/freeport"
-	"github.com/driftline/driftline/pipeline/chdb"
-	"github.com/driftline/driftline/pipeline/config"
-	"github.com/driftline/driftline/pipeline/fleet"
-	"github.com/driftline/driftline/pipeline/stack"
-	"github.com/driftline/driftline/pipeline/topics"
+	"github.com/driftline/driftline/internal/stack"
+	"github.com/driftline/driftline/pipeline/readmodel"
+	"github.com/driftline/driftline/pipeline/service"
+	"github.com/driftline/driftline/pipeline/stream/topics"
 )
 
 // env is what the phases of one data set share.
@@ -79,7 +79,7 @@ func runSize(ctx context.Context, o options, runDir string, size int, latency bo
 			e.infra[c.Name] = c.Pid
 		}
 	}
-	if e.conn, err = chdb.Open(ctx, st.ClickHouse()); err != nil {
+	if e.conn, err = readmodel.Open(ctx, st.ClickHouse()); err != nil {
 		return res, err
 	}
 	defer e.conn.Close()
@@ -188,12 +188,12 @@ func runSize(ctx context.Context, o options, runDir string, size int, latency bo
 func (e *env) migrate(ctx context.Context, db string) error {
 	cfg := e.st.ClickHouse()
 	cfg.Database = db
-	conn, err := chdb.Open(ctx, cfg)
+	conn, err := readmodel.Open(ctx, cfg)
 	if err != nil {
 		return err
 	}
 	defer conn.Close()
-	if err := chdb.Migrate(ctx, conn, db); err != nil {
+	if err := readmodel.Migrate(ctx, conn, db); err != nil {
 		return fmt.Errorf("migrate %s: %w", db, err)
 	}
 	return nil
@@ -494,7 +494,7 @@ func (e *env) raterPhase(ctx context.Context, logf func(string, ...any)) (*consu
 	if err != nil {
 		return nil, err
 	}
-	r, err := e.consumerPhase(ctx, "rater", group, config.DefaultDatabase, []string{e.names.Usage}, []*child{c}, e.o.phaseTimeout, logf)
+	r, err := e.consumerPhase(ctx, "rater", group, service.DefaultDatabase, []string{e.names.Usage}, []*child{c}, e.o.phaseTimeout, logf)
 	c.stop(30 * time.Second)
 	return r, err
 }

@@ -28,16 +28,16 @@ import (
 	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
 
-	"github.com/driftline/driftline/pipeline/config"
-	"github.com/driftline/driftline/pipeline/event"
+	"github.com/driftline/driftline/pipeline/contract"
 	"github.com/driftline/driftline/pipeline/ingest"
-	"github.com/driftline/driftline/pipeline/topics"
+	"github.com/driftline/driftline/pipeline/service"
+	"github.com/driftline/driftline/pipeline/stream/topics"
 )
 
 func main() {
 	var (
 		url         = flag.String("url", "", "gateway base URL to load; empty starts a broker and gateway in this process")
-		apiKey      = flag.String("key", config.DefaultLocalAPIKey, "API key sent as bearer")
+		apiKey      = flag.String("key", service.DefaultLocalAPIKey, "API key sent as bearer")
 		duration    = flag.Duration("duration", 20*time.Second, "measured run length (10m for the memory-flatness run)")
 		warmup      = flag.Duration("warmup", 3*time.Second, "unmeasured start")
 		concurrency = flag.Int("concurrency", 8, "requests in flight")
@@ -74,7 +74,7 @@ func main() {
 	fmt.Printf("load: %s, %d in flight, %d events/request, %s after %s warm-up\n", target, *concurrency, *batch, *duration, *warmup)
 	res, err := runLoad(ctx, loadConfig{
 		URL: target, APIKey: *apiKey, Duration: *duration, Warmup: *warmup, Concurrency: *concurrency,
-		Batch: *batch, Sample: *sample, Environment: event.EnvLocalParity, Out: os.Stdout,
+		Batch: *batch, Sample: *sample, Environment: contract.EnvLocalParity, Out: os.Stdout,
 	})
 	printResult(os.Stdout, res)
 	if *memProfile != "" {
@@ -120,8 +120,8 @@ func startInProcess(ctx context.Context, partitions int32, linger, trimEvery tim
 		return nil, fmt.Errorf("start kfake: %w", err)
 	}
 	gw, err := ingest.New(ingest.Options{
-		Environment: event.EnvLocalParity, Brokers: cluster.ListenAddrs(), Topics: names,
-		Keys: ingest.LocalKeyring(config.DefaultLocalAPIKey), Linger: linger,
+		Environment: contract.EnvLocalParity, Brokers: cluster.ListenAddrs(), Topics: names,
+		Keys: ingest.LocalKeyring(service.DefaultLocalAPIKey), Linger: linger,
 		Logger: slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelError})),
 	})
 	if err != nil {

@@ -33,9 +33,9 @@ import (
 	"github.com/ClickHouse/clickhouse-go/v2/lib/driver"
 	"github.com/twmb/franz-go/pkg/kgo"
 
-	"github.com/driftline/driftline/pipeline/chdb"
-	"github.com/driftline/driftline/pipeline/config"
-	"github.com/driftline/driftline/pipeline/topics"
+	"github.com/driftline/driftline/pipeline/readmodel"
+	"github.com/driftline/driftline/pipeline/service"
+	"github.com/driftline/driftline/pipeline/stream/topics"
 )
 
 type envelope struct {
@@ -95,9 +95,9 @@ type naive struct {
 }
 
 func main() {
-	brokers := flag.String("brokers", config.DefaultBrokers, "seed brokers")
+	brokers := flag.String("brokers", service.DefaultBrokers, "seed brokers")
 	group := flag.String("group", "bench-naive", "consumer group")
-	addr := flag.String("clickhouse.addr", config.DefaultClickHouseAddr, "ClickHouse native address")
+	addr := flag.String("clickhouse.addr", service.DefaultClickHouseAddr, "ClickHouse native address")
 	db := flag.String("db", "bench_naive", "ClickHouse database (created with its one table)")
 	names := topics.Defaults()
 	names.RegisterFlags(flag.CommandLine)
@@ -105,13 +105,13 @@ func main() {
 	log.SetPrefix("naive: ")
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	if err := run(ctx, *brokers, *group, config.ClickHouse{Addr: *addr, Database: *db, User: "default"}, names); err != nil {
+	if err := run(ctx, *brokers, *group, service.ClickHouse{Addr: *addr, Database: *db, User: "default"}, names); err != nil {
 		log.Fatal(err)
 	}
 }
 
-func run(ctx context.Context, brokers, group string, chc config.ClickHouse, names topics.Names) error {
-	conn, err := chdb.Open(ctx, chc)
+func run(ctx context.Context, brokers, group string, chc service.ClickHouse, names topics.Names) error {
+	conn, err := readmodel.Open(ctx, chc)
 	if err != nil {
 		return err
 	}

@@ -20,9 +20,9 @@ import (
 
 	"github.com/ClickHouse/clickhouse-go/v2/lib/driver"
 
-	"github.com/driftline/driftline/pipeline/chdb"
-	"github.com/driftline/driftline/pipeline/query"
-	"github.com/driftline/driftline/pipeline/testenv"
+	"github.com/driftline/driftline/internal/testenv"
+	"github.com/driftline/driftline/pipeline/api"
+	"github.com/driftline/driftline/pipeline/readmodel"
 )
 
 // EnvFindings sets how many findings the benchmark loads (default
@@ -99,7 +99,7 @@ func server(b *testing.B) string {
 		findings := envInt(EnvFindings, 200000)
 		nodes := envInt(EnvNodes, max(1, findings/10))
 		ctx := context.Background()
-		db, err := chdb.Open(ctx, testenv.ClickHouse(b), chdb.ReadTimeout(10*time.Minute))
+		db, err := readmodel.Open(ctx, testenv.ClickHouse(b), readmodel.ReadTimeout(10*time.Minute))
 		if err != nil {
 			fixture.err = err
 			return
@@ -112,12 +112,12 @@ func server(b *testing.B) string {
 		// The marks are kept by a materialized view during the load; the
 		// counts and attention tops are what the joiner
 		// would hold for these findings.
-		if fixture.err = query.RebuildSummaries(ctx, db, benchPartitions); fixture.err != nil {
+		if fixture.err = api.RebuildSummaries(ctx, db, benchPartitions); fixture.err != nil {
 			return
 		}
 		b.Logf("loaded %d findings and %d nodes in %v, summaries rebuilt in %v", findings, nodes,
 			loaded.Sub(start).Round(time.Millisecond), time.Since(loaded).Round(time.Millisecond))
-		srv, err := query.New(query.Options{DB: db, QueryTimeout: time.Minute})
+		srv, err := api.New(api.Options{DB: db, QueryTimeout: time.Minute})
 		if err != nil {
 			fixture.err = err
 			return

@@ -14,10 +14,10 @@ import (
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 
-	"github.com/driftline/driftline/pipeline/event"
-	"github.com/driftline/driftline/pipeline/pricebook"
-	"github.com/driftline/driftline/pipeline/rater"
-	"github.com/driftline/driftline/pipeline/testenv"
+	"github.com/driftline/driftline/internal/testenv"
+	"github.com/driftline/driftline/pipeline/billing/pricebook"
+	"github.com/driftline/driftline/pipeline/billing/rater"
+	"github.com/driftline/driftline/pipeline/contract"
 )
 
 // BenchmarkEndToEnd rates b.N usage events already in usage.events on an
@@ -55,7 +55,7 @@ func BenchmarkEndToEnd(b *testing.B) {
 
 			b.ResetTimer()
 			r, err := rater.New(ctx, rater.Options{Brokers: brokers, Prices: book, Topics: names,
-				DisableTransactions: !txns, Environment: event.EnvLocalParity,
+				DisableTransactions: !txns, Environment: contract.EnvLocalParity,
 				Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
 			if err != nil {
 				b.Fatal(err)

@@ -3,7 +3,7 @@ package rater_test
 import (
 	"testing"
 
-	"github.com/driftline/driftline/pipeline/testenv"
+	"github.com/driftline/driftline/internal/testenv"
 )
 
 // TestMain stops the ClickHouse server the benchmarks started and removes

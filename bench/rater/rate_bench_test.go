@@ -11,10 +11,10 @@ import (
 	"time"
 
 	"github.com/driftline/driftline/internal/cputime"
-	"github.com/driftline/driftline/pipeline/decimal"
-	"github.com/driftline/driftline/pipeline/event"
-	"github.com/driftline/driftline/pipeline/pricebook"
-	"github.com/driftline/driftline/pipeline/rater"
+	"github.com/driftline/driftline/pipeline/billing/pricebook"
+	"github.com/driftline/driftline/pipeline/billing/rater"
+	"github.com/driftline/driftline/pipeline/contract"
+	"github.com/driftline/driftline/pipeline/contract/decimal"
 )
 
 func usageEvents(n int) [][]byte {
@@ -43,16 +43,16 @@ func loadBook(b *testing.B) *pricebook.Book {
 // event.Decoder, strings aliasing the record), look up the unit, price it,
 // and encode the rated line into a reused buffer.
 func BenchmarkRateHotPath(b *testing.B) {
-	benchHotPath(b, event.NewDecoder(event.Validator{Environment: event.EnvLocalParity, ZeroCopy: true}).DecodeEvent)
+	benchHotPath(b, contract.NewDecoder(contract.Validator{Environment: contract.EnvLocalParity, ZeroCopy: true}).DecodeEvent)
 }
 
 // BenchmarkRateHotPathValidator is the hot path with the shared
 // validator's allocating DecodeEvent (a new payload, copied strings).
 func BenchmarkRateHotPathValidator(b *testing.B) {
-	benchHotPath(b, event.Validator{Environment: event.EnvLocalParity}.DecodeEvent)
+	benchHotPath(b, contract.Validator{Environment: contract.EnvLocalParity}.DecodeEvent)
 }
 
-func benchHotPath(b *testing.B, decode func([]byte) (event.Envelope, any, *event.ValidationError)) {
+func benchHotPath(b *testing.B, decode func([]byte) (contract.Envelope, any, *contract.ValidationError)) {
 	book := loadBook(b)
 	events := usageEvents(4096)
 	now := time.Date(2026, 11, 21, 10, 16, 0, 0, time.UTC)
@@ -66,12 +66,12 @@ func benchHotPath(b *testing.B, decode func([]byte) (event.Envelope, any, *event
 		if verr != nil {
 			b.Fatal(verr)
 		}
-		u := p.(*event.Usage)
+		u := p.(*contract.Usage)
 		r := rater.Rate(book, nil, u)
 		if r.Reason != "" {
 			b.Fatal(r.Detail)
 		}
-		buf = rater.AppendRated(buf[:0], &env, u, &r, event.EnvLocalParity, now)
+		buf = rater.AppendRated(buf[:0], &env, u, &r, contract.EnvLocalParity, now)
 	}
 	reportCPU(b, cpu)
 	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "events/s")
@@ -91,16 +91,16 @@ func reportCPU(b *testing.B, cpu int64) {
 // round, encode), the part the rater owns beyond the shared validator.
 func BenchmarkRateOnly(b *testing.B) {
 	book := loadBook(b)
-	v := event.Validator{Environment: event.EnvLocalParity}
+	v := contract.Validator{Environment: contract.EnvLocalParity}
 	events := usageEvents(4096)
-	envs := make([]event.Envelope, len(events))
-	usages := make([]*event.Usage, len(events))
+	envs := make([]contract.Envelope, len(events))
+	usages := make([]*contract.Usage, len(events))
 	for i, e := range events {
 		env, p, verr := v.DecodeEvent(e)
 		if verr != nil {
 			b.Fatal(verr)
 		}
-		envs[i], usages[i] = env, p.(*event.Usage)
+		envs[i], usages[i] = env, p.(*contract.Usage)
 	}
 	now := time.Date(2026, 11, 21, 10, 16, 0, 0, time.UTC)
 	buf := make([]byte, 0, 1024)
@@ -110,7 +110,7 @@ func BenchmarkRateOnly(b *testing.B) {
 	for i := 0; i < b.N; i++ {
 		k := i % len(events)
 		r := rater.Rate(book, nil, usages[k])
-		buf = rater.AppendRated(buf[:0], &envs[k], usages[k], &r, event.EnvLocalParity, now)
+		buf = rater.AppendRated(buf[:0], &envs[k], usages[k], &r, contract.EnvLocalParity, now)
 	}
 	reportCPU(b, cpu)
 	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "events/s")

@@ -24,16 +24,16 @@ import (
 	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
 
-	"github.com/driftline/driftline/pipeline/config"
-	"github.com/driftline/driftline/pipeline/topics"
+	"github.com/driftline/driftline/pipeline/service"
+	"github.com/driftline/driftline/pipeline/stream/topics"
 )
 
 func main() {
 	fs := flag.NewFlagSet("broker", flag.ExitOnError)
-	common := config.RegisterFlags(fs)
-	addr := fs.String("broker.addr", firstBroker(config.Env("DRIFTLINE_BROKERS", config.DefaultBrokers)),
+	common := service.RegisterFlags(fs)
+	addr := fs.String("broker.addr", firstBroker(service.Env("DRIFTLINE_BROKERS", service.DefaultBrokers)),
 		"loopback host:port to listen on (default: the first entry of DRIFTLINE_BROKERS); port 0 picks a free port, printed at start")
-	dataDir := fs.String("broker.dataDir", config.Env("DRIFTLINE_BROKER_DATA_DIR", ".driftline/broker"),
+	dataDir := fs.String("broker.dataDir", service.Env("DRIFTLINE_BROKER_DATA_DIR", ".driftline/broker"),
 		"directory holding topics, records and committed offsets; reused on restart, so delete it to start empty")
 	syncWrites := fs.Bool("broker.sync", false,
 		"fsync every produced batch: no acknowledged record is lost even on a machine crash, at several times lower produce throughput; "+
@@ -50,7 +50,7 @@ func main() {
 	}
 }
 
-func run(common *config.Common, addr, dataDir string, syncWrites, autoCreate bool, logLevel string) error {
+func run(common *service.Common, addr, dataDir string, syncWrites, autoCreate bool, logLevel string) error {
 	if common.Partitions < 1 {
 		return fmt.Errorf("-kafka.partitions %d: must be at least 1", common.Partitions)
 	}
@@ -112,7 +112,7 @@ func run(common *config.Common, addr, dataDir string, syncWrites, autoCreate boo
 // ensureTopics creates the contract topics through the broker's own Kafka
 // API, exactly as the services would, so the checks on co-partitioning run
 // against what a client sees.
-func ensureTopics(ctx context.Context, addr string, common *config.Common) error {
+func ensureTopics(ctx context.Context, addr string, common *service.Common) error {
 	cl, err := kgo.NewClient(kgo.SeedBrokers(addr))
 	if err != nil {
 		return fmt.Errorf("topic admin client: %w", err)

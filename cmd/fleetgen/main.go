@@ -1,4 +1,4 @@
-// Command fleetgen generates a synthetic fleet (package pipeline/fleet):
+// Command fleetgen generates a synthetic fleet (package internal/fleet):
 // it writes the event stream as NDJSON, or posts it to the ingest gateway,
 // and writes the exact ground truth the pipeline must find.
 //
@@ -20,8 +20,8 @@ import (
 
 	json "github.com/segmentio/encoding/json"
 
-	"github.com/driftline/driftline/pipeline/config"
-	"github.com/driftline/driftline/pipeline/fleet"
+	"github.com/driftline/driftline/internal/fleet"
+	"github.com/driftline/driftline/pipeline/service"
 )
 
 func main() {
@@ -36,8 +36,8 @@ func run() error {
 	fs := flag.NewFlagSet("fleetgen", flag.ExitOnError)
 	cfg.RegisterFlags(fs)
 	out := fs.String("o", "", "write the events as NDJSON to this file (\"-\" for stdout); the default when -feed is not given")
-	feedURL := fs.String("feed", "", "post the events to the ingest gateway at this base URL (e.g. http://"+config.DefaultIngestAddr+")")
-	key := fs.String("key", config.Env("DRIFTLINE_INGEST_KEY", config.DefaultLocalAPIKey), "API key for -feed (env DRIFTLINE_INGEST_KEY; the default is the local stack's)")
+	feedURL := fs.String("feed", "", "post the events to the ingest gateway at this base URL (e.g. http://"+service.DefaultIngestAddr+")")
+	key := fs.String("key", service.Env("DRIFTLINE_INGEST_KEY", service.DefaultLocalAPIKey), "API key for -feed (env DRIFTLINE_INGEST_KEY; the default is the local stack's)")
 	batch := fs.Int("feed.batch", 1000, "NDJSON lines per ingest request; larger batches cost fewer requests but more gateway memory")
 	truthPath := fs.String("truth", "", "write the ground truth as JSON to this file")
 	priceBook := fs.String("pricebook", "", "write the price book the generator assumes as JSON to this file")

@@ -2,7 +2,7 @@
 // envelopes authenticated by API key and writes them to Kafka (see package
 // pipeline/ingest).
 //
-// Besides the shared flags (pipeline/config), it reads:
+// Besides the shared flags (pipeline/service), it reads:
 //
 //	DRIFTLINE_INGEST_ADDR       listen address (-ingest.addr)
 //	DRIFTLINE_INGEST_KEYS_FILE  identity file: API keys and client certificates (-ingest.keysFile)
@@ -30,20 +30,20 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/driftline/driftline/pipeline/config"
-	"github.com/driftline/driftline/pipeline/event"
+	"github.com/driftline/driftline/pipeline/contract"
 	"github.com/driftline/driftline/pipeline/ingest"
+	"github.com/driftline/driftline/pipeline/service"
 )
 
 func main() {
-	common := config.RegisterFlags(flag.CommandLine)
+	common := service.RegisterFlags(flag.CommandLine)
 	var (
-		addr             = flag.String("ingest.addr", config.Env("DRIFTLINE_INGEST_ADDR", config.DefaultIngestAddr), "HTTP listen address of the gateway (/v1/events, /healthz, /metrics)")
-		keysFile         = flag.String("ingest.keysFile", config.Env("DRIFTLINE_INGEST_KEYS_FILE", ""), "JSON identity file: API key digests and client certificate identities, each with its actor and permissions; required outside local_parity, where empty admits only the built-in local key")
+		addr             = flag.String("ingest.addr", service.Env("DRIFTLINE_INGEST_ADDR", service.DefaultIngestAddr), "HTTP listen address of the gateway (/v1/events, /healthz, /metrics)")
+		keysFile         = flag.String("ingest.keysFile", service.Env("DRIFTLINE_INGEST_KEYS_FILE", ""), "JSON identity file: API key digests and client certificate identities, each with its actor and permissions; required outside local_parity, where empty admits only the built-in local key")
 		keysReload       = flag.Duration("ingest.keysReloadInterval", 5*time.Second, "how often the keys file is checked for changes (SIGHUP reloads at once); a change starts a new policy_rev. 0 reloads on SIGHUP only")
-		tlsCert          = flag.String("ingest.tlsCert", config.Env("DRIFTLINE_INGEST_TLS_CERT", ""), "PEM certificate of the gateway; with -ingest.tlsKey serves HTTPS")
-		tlsKey           = flag.String("ingest.tlsKey", config.Env("DRIFTLINE_INGEST_TLS_KEY", ""), "PEM private key of -ingest.tlsCert")
-		clientCA         = flag.String("ingest.clientCA", config.Env("DRIFTLINE_INGEST_CLIENT_CA", ""), "PEM CA bundle for client certificates: turns on mTLS, where the verified certificate (mapped by the keys file's \"clients\") is the caller's identity and API keys are not accepted. Required in prod")
+		tlsCert          = flag.String("ingest.tlsCert", service.Env("DRIFTLINE_INGEST_TLS_CERT", ""), "PEM certificate of the gateway; with -ingest.tlsKey serves HTTPS")
+		tlsKey           = flag.String("ingest.tlsKey", service.Env("DRIFTLINE_INGEST_TLS_KEY", ""), "PEM private key of -ingest.tlsCert")
+		clientCA         = flag.String("ingest.clientCA", service.Env("DRIFTLINE_INGEST_CLIENT_CA", ""), "PEM CA bundle for client certificates: turns on mTLS, where the verified certificate (mapped by the keys file's \"clients\") is the caller's identity and API keys are not accepted. Required in prod")
 		maxBody          = flag.Int64("ingest.maxBodyBytes", ingest.DefaultMaxBodyBytes, "largest request body; larger answers 413")
 		maxInflight      = flag.Int("ingest.maxInflight", ingest.DefaultMaxInflight, "requests processed at once; beyond it the gateway answers 503 with Retry-After")
 		maxInflightBytes = flag.Int64("ingest.maxInflightBytes", ingest.DefaultMaxInflightBytes, "request body bytes held at once (the gateway's memory bound); beyond it the gateway answers 503 with Retry-After. Must be at least -ingest.maxBodyBytes")
@@ -53,7 +53,7 @@ func main() {
 		dedupeCapacity   = flag.Int("ingest.dedupeCapacity", ingest.DefaultDedupeCapacity, "recently accepted dedupe identities remembered to answer retried lines 'duplicate'; more costs memory")
 		replication      = flag.Int("ingest.replication", -1, "replication factor of topics created at start; -1 takes the broker default")
 		shutdownTimeout  = flag.Duration("ingest.shutdownTimeout", 30*time.Second, "on SIGTERM, how long to finish admitted requests and flush the producer; keep it above -ingest.produceTimeout")
-		logLevel         = flag.String("log.level", config.Env("DRIFTLINE_LOG_LEVEL", "info"), "log level: debug, info, warn, error")
+		logLevel         = flag.String("log.level", service.Env("DRIFTLINE_LOG_LEVEL", "info"), "log level: debug, info, warn, error")
 	)
 	flag.Parse()
 
@@ -94,11 +94,11 @@ type runFlags struct {
 	replication                               int16
 }
 
-func run(common *config.Common, opts ingest.Options, f runFlags) error {
+func run(common *service.Common, opts ingest.Options, f runFlags) error {
 	if err := common.Validate(); err != nil {
 		return err
 	}
-	if common.Environment == event.EnvProd && f.clientCA == "" {
+	if common.Environment == contract.EnvProd && f.clientCA == "" {
 		return ingest.ErrProdWithoutMTLS
 	}
 	var tlsCfg *tls.Config
@@ -108,7 +108,7 @@ func run(common *config.Common, opts ingest.Options, f runFlags) error {
 			return fmt.Errorf("-ingest.tlsCert/-ingest.tlsKey/-ingest.clientCA: %w", err)
 		}
 	}
-	keys, err := ingest.OpenKeyring(common.Environment, f.keysFile, config.DefaultLocalAPIKey)
+	keys, err := ingest.OpenKeyring(common.Environment, f.keysFile, service.DefaultLocalAPIKey)
 	if err != nil {
 		return err
 	}

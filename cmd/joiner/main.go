@@ -21,16 +21,15 @@ import (
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 
-	"github.com/driftline/driftline/pipeline/chdb"
-	"github.com/driftline/driftline/pipeline/checkpoint"
-	"github.com/driftline/driftline/pipeline/classify"
-	"github.com/driftline/driftline/pipeline/config"
-	"github.com/driftline/driftline/pipeline/dedupe"
 	"github.com/driftline/driftline/pipeline/ingest"
 	"github.com/driftline/driftline/pipeline/joiner"
-	"github.com/driftline/driftline/pipeline/ops"
-	"github.com/driftline/driftline/pipeline/sink"
-	"github.com/driftline/driftline/pipeline/topics"
+	"github.com/driftline/driftline/pipeline/joiner/classify"
+	"github.com/driftline/driftline/pipeline/joiner/dedupe"
+	"github.com/driftline/driftline/pipeline/readmodel"
+	"github.com/driftline/driftline/pipeline/readmodel/sink"
+	"github.com/driftline/driftline/pipeline/service"
+	"github.com/driftline/driftline/pipeline/stream/checkpoint"
+	"github.com/driftline/driftline/pipeline/stream/topics"
 )
 
 func main() {
@@ -42,8 +41,8 @@ func main() {
 
 func run() error {
 	fs := flag.CommandLine
-	common := config.RegisterFlags(fs)
-	addr := fs.String("joiner.addr", config.Env("DRIFTLINE_JOINER_ADDR", config.DefaultJoinerAddr), "HTTP listen address for /metrics and /healthz (env DRIFTLINE_JOINER_ADDR)")
+	common := service.RegisterFlags(fs)
+	addr := fs.String("joiner.addr", service.Env("DRIFTLINE_JOINER_ADDR", service.DefaultJoinerAddr), "HTTP listen address for /metrics and /healthz (env DRIFTLINE_JOINER_ADDR)")
 	group := fs.String("joiner.group", "driftline-joiner", "consumer group shared by all joiners; every member owns a range of partitions")
 	def := classify.DefaultOptions()
 	staleness := fs.Duration("joiner.staleness", def.Staleness, "event time a live-expecting record may go unobserved before it is missing")
@@ -56,7 +55,7 @@ func run() error {
 	catchUpEvents := fs.Int("joiner.catchUpEvents", 1_000_000, "flush a catch-up round after this many events; bounds memory held between commits while catching up")
 	sessionTimeout := fs.Duration("joiner.sessionTimeout", 45*time.Second, "how long the group waits for a crashed joiner before its partitions move to the others; shorter fails over sooner, too short evicts joiners that only pause (the broker bounds it, Kafka's default minimum is 6s)")
 	rebalanceTimeout := fs.Duration("joiner.rebalanceTimeout", 60*time.Second, "how long a rebalance waits for every joiner to finish its round and rejoin; bounds the stall when a joiner crashed, too short drops joiners with slow ClickHouse writes")
-	checkpoints := fs.String("joiner.checkpointTopic", config.Env("DRIFTLINE_CHECKPOINT_TOPIC", checkpoint.DefaultTopic), "topic of partition state checkpoints, so a restore replays only the records after the newest one; empty disables checkpoints (env DRIFTLINE_CHECKPOINT_TOPIC)")
+	checkpoints := fs.String("joiner.checkpointTopic", service.Env("DRIFTLINE_CHECKPOINT_TOPIC", checkpoint.DefaultTopic), "topic of partition state checkpoints, so a restore replays only the records after the newest one; empty disables checkpoints (env DRIFTLINE_CHECKPOINT_TOPIC)")
 	checkpointInterval := fs.Duration("joiner.checkpointInterval", 30*time.Second, "how often a partition that applied events is checkpointed; shorter makes restores replay less, longer writes less")
 	checkpointEvents := fs.Uint64("joiner.checkpointEvents", 2_000_000, "checkpoint a partition sooner once it applied this many events since its last checkpoint")
 	dd := dedupe.DefaultOptions()
@@ -98,11 +97,11 @@ func run() error {
 		return err
 	}
 
-	reg := ops.NewRegistry()
+	reg := service.NewRegistry()
 
 	openCtx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
-	conn, err := chdb.Open(openCtx, common.ClickHouse)
+	conn, err := readmodel.Open(openCtx, common.ClickHouse)
 	if err != nil {
 		return startErr(fmt.Errorf("open clickhouse %s: %w", common.ClickHouse.Addr, err))
 	}
@@ -183,7 +182,7 @@ func run() error {
 		return startErr(err)
 	}
 
-	srv := ops.Serve(*addr, reg, func(w http.ResponseWriter, r *http.Request) {
+	srv := service.Serve(*addr, reg, func(w http.ResponseWriter, r *http.Request) {
 		if err := conn.Ping(r.Context()); err != nil {
 			http.Error(w, "clickhouse: "+err.Error(), http.StatusServiceUnavailable)
 			return

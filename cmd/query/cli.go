@@ -14,12 +14,12 @@ import (
 	"text/tabwriter"
 	"time"
 
-	"github.com/driftline/driftline/pipeline/config"
-	"github.com/driftline/driftline/pipeline/query"
+	"github.com/driftline/driftline/pipeline/api"
+	"github.com/driftline/driftline/pipeline/service"
 )
 
 // commands are the client subcommands; anything else runs the server.
-var commands = map[string]func(ctx context.Context, c *query.Client, q url.Values, args []string) (table, any, error){
+var commands = map[string]func(ctx context.Context, c *api.Client, q url.Values, args []string) (table, any, error){
 	"drift":      cmdDrift,
 	"heatmap":    cmdHeatmap,
 	"attention":  cmdAttention,
@@ -60,7 +60,7 @@ func runClient(name string, args []string, stdout io.Writer) error {
 		fmt.Fprint(fs.Output(), cliUsage)
 		fs.PrintDefaults()
 	}
-	api := fs.String("api", config.Env("DRIFTLINE_QUERY_URL", "http://"+config.DefaultQueryAddr), "base URL of the query API (env DRIFTLINE_QUERY_URL)")
+	apiURL := fs.String("api", service.Env("DRIFTLINE_QUERY_URL", "http://"+service.DefaultQueryAddr), "base URL of the query API (env DRIFTLINE_QUERY_URL)")
 	out := fs.String("o", "table", "output: table, json or csv")
 	all := fs.Bool("all", false, "drift, billing, node list: follow next_cursor to the last page (large fleets: prefer -o csv with the API's export)")
 	timeout := fs.Duration("timeout", 30*time.Second, "bound on the whole command")
@@ -85,10 +85,10 @@ func runClient(name string, args []string, stdout io.Writer) error {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), *timeout)
 	defer cancel()
-	c := &query.Client{BaseURL: *api}
+	c := &api.Client{BaseURL: *apiURL}
 	t, raw, err := commands[name](ctx, c, q, pos)
 	if err != nil {
-		if ae, ok := errors.AsType[*query.APIError](err); ok && ae.Body.Allowed != nil {
+		if ae, ok := errors.AsType[*api.APIError](err); ok && ae.Body.Allowed != nil {
 			return fmt.Errorf("%w (allowed: %s)", err, strings.Join(ae.Body.Allowed, ", "))
 		}
 		return err
@@ -134,10 +134,10 @@ func ts(t *time.Time) string {
 
 func score(f float64) string { return strconv.FormatFloat(f, 'f', 1, 64) }
 
-func cmdDrift(ctx context.Context, c *query.Client, q url.Values, pos []string) (table, any, error) {
+func cmdDrift(ctx context.Context, c *api.Client, q url.Values, pos []string) (table, any, error) {
 	t := table{head: []string{"evidence_id", "severity", "status", "classification", "owning_domain", "expected", "observed", "posture", "first_seen_at", "score"}}
 	var (
-		fs  []query.Finding
+		fs  []api.Finding
 		raw any
 	)
 	if takeAll(q) {
@@ -163,14 +163,14 @@ func cmdDrift(ctx context.Context, c *query.Client, q url.Values, pos []string) 
 	return t, raw, nil
 }
 
-func cmdHeatmap(ctx context.Context, c *query.Client, q url.Values, _ []string) (table, any, error) {
+func cmdHeatmap(ctx context.Context, c *api.Client, q url.Values, _ []string) (table, any, error) {
 	takeAll(q)
 	h, err := c.Heatmap(ctx, q)
 	if err != nil {
 		return table{}, nil, err
 	}
 	t := table{head: append([]string{"owning_domain"}, h.Classifications...)}
-	cells := map[[2]string]query.HeatCell{}
+	cells := map[[2]string]api.HeatCell{}
 	for _, cell := range h.Cells {
 		cells[[2]string{cell.OwningDomain, cell.Classification}] = cell
 	}
@@ -192,14 +192,14 @@ func cmdHeatmap(ctx context.Context, c *query.Client, q url.Values, _ []string) 
 	return t, h, nil
 }
 
-func cmdAttention(ctx context.Context, c *query.Client, q url.Values, _ []string) (table, any, error) {
+func cmdAttention(ctx context.Context, c *api.Client, q url.Values, _ []string) (table, any, error) {
 	takeAll(q)
 	a, err := c.Attention(ctx, q)
 	if err != nil {
 		return table{}, nil, err
 	}
 	t := table{head: []string{"queue", "rank", "score", "kind", "id", "owning_domain", "what"}}
-	add := func(queue string, items []query.AttentionItem) {
+	add := func(queue string, items []api.AttentionItem) {
 		for i, it := range items {
 			what := ""
 			if it.Finding != nil {
@@ -217,10 +217,10 @@ func cmdAttention(ctx context.Context, c *query.Client, q url.Values, _ []string
 	return t, a, nil
 }
 
-func cmdBilling(ctx context.Context, c *query.Client, q url.Values, _ []string) (table, any, error) {
+func cmdBilling(ctx context.Context, c *api.Client, q url.Values, _ []string) (table, any, error) {
 	all := takeAll(q)
 	t := table{head: []string{"mismatch_id", "kind", "tenant_id", "product_id", "unit_id", "quantity", "rated_amount", "ledger_amount", "amount_at_risk", "currency", "status", "first_seen_at"}}
-	var pages []*query.BillingPage
+	var pages []*api.BillingPage
 	for {
 		p, err := c.BillingMismatches(ctx, q)
 		if err != nil {
@@ -256,13 +256,13 @@ func cmdBilling(ctx context.Context, c *query.Client, q url.Values, _ []string) 
 	return t, pages, nil
 }
 
-func cmdAutomation(ctx context.Context, c *query.Client, q url.Values, _ []string) (table, any, error) {
+func cmdAutomation(ctx context.Context, c *api.Client, q url.Values, _ []string) (table, any, error) {
 	t := table{head: []string{"scope", "kind", "stops", "open", "amount_at_risk"}}
 	a, err := c.Automation(ctx, q)
 	if err != nil {
 		return t, nil, err
 	}
-	risks := func(rs []query.MoneyRisk) string {
+	risks := func(rs []api.MoneyRisk) string {
 		var out []string
 		for _, r := range rs {
 			out = append(out, r.Amount+" "+r.Currency)
@@ -287,7 +287,7 @@ func cmdAutomation(ctx context.Context, c *query.Client, q url.Values, _ []strin
 	return t, a, nil
 }
 
-func cmdNode(ctx context.Context, c *query.Client, q url.Values, pos []string) (table, any, error) {
+func cmdNode(ctx context.Context, c *api.Client, q url.Values, pos []string) (table, any, error) {
 	all := takeAll(q)
 	if len(pos) > 1 {
 		return table{}, nil, errors.New("node: give at most one node_id")
@@ -323,7 +323,7 @@ func cmdNode(ctx context.Context, c *query.Client, q url.Values, pos []string) (
 	}
 	t := table{head: []string{"node_id", "owning_domain", "gate", "connectivity_mode", "health", "node_agent_state", "agent_observed", "agent_expected", "last_seen_at", "score"}}
 	var (
-		ns  []query.Node
+		ns  []api.Node
 		raw any
 	)
 	if all {

@@ -10,19 +10,19 @@ import (
 	"testing"
 	"time"
 
-	"github.com/driftline/driftline/pipeline/chdb"
-	"github.com/driftline/driftline/pipeline/query"
-	"github.com/driftline/driftline/pipeline/testenv"
+	"github.com/driftline/driftline/internal/testenv"
+	"github.com/driftline/driftline/pipeline/api"
+	"github.com/driftline/driftline/pipeline/readmodel"
 )
 
 func TestMain(m *testing.M) { testenv.Main(m) }
 
-// api starts the query API over a database holding two findings, a node
+// startAPI starts the query API over a database holding two findings, a node
 // and a billing mismatch.
-func api(t *testing.T) string {
+func startAPI(t *testing.T) string {
 	t.Helper()
 	ctx := context.Background()
-	db, err := chdb.Open(ctx, testenv.ClickHouse(t))
+	db, err := readmodel.Open(ctx, testenv.ClickHouse(t))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -55,10 +55,10 @@ func api(t *testing.T) string {
 		[]any{"rated_not_ledgered:u2", "rated_not_ledgered", "t1", "0.20", "EUR", "open", now, now, uint64(1)})
 	// The joiner keeps the heat map's counts and the attention tops; rows
 	// written by hand need them rebuilt.
-	if err := query.RebuildSummaries(ctx, db, 1); err != nil {
+	if err := api.RebuildSummaries(ctx, db, 1); err != nil {
 		t.Fatal(err)
 	}
-	srv, err := query.New(query.Options{DB: db, Now: func() time.Time { return now }})
+	srv, err := api.New(api.Options{DB: db, Now: func() time.Time { return now }})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -68,7 +68,7 @@ func api(t *testing.T) string {
 }
 
 func TestClient(t *testing.T) {
-	u := api(t)
+	u := startAPI(t)
 	run := func(args ...string) string {
 		t.Helper()
 		var out bytes.Buffer
@@ -81,11 +81,11 @@ func TestClient(t *testing.T) {
 	if !strings.Contains(out, "EVIDENCE_ID") || !strings.Contains(out, "identity_mismatch:maas/n1") || strings.Contains(out, "n2") {
 		t.Errorf("drift table:\n%s", out)
 	}
-	var page query.DriftPage
+	var page api.DriftPage
 	if err := json.Unmarshal([]byte(run("drift", "-o", "json", "-all", "limit=1")), &page); err == nil {
 		t.Errorf("-all json is a list, not a page")
 	}
-	var all []query.Finding
+	var all []api.Finding
 	if err := json.Unmarshal([]byte(run("drift", "-o", "json", "-all", "limit=1")), &all); err != nil || len(all) != 2 {
 		t.Errorf("drift -all: %v %d", err, len(all))
 	}

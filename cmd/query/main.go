@@ -1,6 +1,6 @@
 // Command query serves the read-only query API and web UI over the
 // ClickHouse read model (CONTRACT section 7), and reads it from a shell;
-// see package pipeline/query for the endpoints.
+// see package pipeline/api for the endpoints.
 //
 //	query -query.addr 127.0.0.1:18081 -clickhouse.addr 127.0.0.1:19000   serve (also: query serve ...)
 //	query drift severity=critical -o csv                                 client subcommands:
@@ -22,10 +22,10 @@ import (
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 
-	"github.com/driftline/driftline/pipeline/chdb"
-	"github.com/driftline/driftline/pipeline/config"
-	"github.com/driftline/driftline/pipeline/event"
-	"github.com/driftline/driftline/pipeline/query"
+	"github.com/driftline/driftline/pipeline/api"
+	"github.com/driftline/driftline/pipeline/contract"
+	"github.com/driftline/driftline/pipeline/readmodel"
+	"github.com/driftline/driftline/pipeline/service"
 )
 
 func main() {
@@ -50,16 +50,16 @@ func main() {
 
 func run() error {
 	fs := flag.CommandLine
-	common := config.RegisterFlags(fs)
-	addr := fs.String("query.addr", config.Env("DRIFTLINE_QUERY_ADDR", config.DefaultQueryAddr), "HTTP listen address of the query API (env DRIFTLINE_QUERY_ADDR)")
-	joinerGroup := fs.String("query.joinerGroup", query.DefaultJoinerGroup, "consumer group of the joiner, whose lag /v1/status reports; empty reports no lag")
+	common := service.RegisterFlags(fs)
+	addr := fs.String("query.addr", service.Env("DRIFTLINE_QUERY_ADDR", service.DefaultQueryAddr), "HTTP listen address of the query API (env DRIFTLINE_QUERY_ADDR)")
+	joinerGroup := fs.String("query.joinerGroup", api.DefaultJoinerGroup, "consumer group of the joiner, whose lag /v1/status reports; empty reports no lag")
 	queryTimeout := fs.Duration("query.timeout", 10*time.Second, "bound on the ClickHouse work of one request; raise it for very large listings")
 	lagTimeout := fs.Duration("query.lagTimeout", 3*time.Second, "bound on asking the broker for lag; past it /v1/status reports the lag unknown instead of waiting")
 	maxWait := fs.Duration("query.maxWait", 30*time.Second, "upper bound on a request's wait_timeout (read-your-writes); longer waits hold connections open")
 	waitPartitions := fs.Int("query.joinerPartitions", 1, "partitions the joiner reports in consumer_progress; wait_watermark waits for at least this many, so set it to the topics' partition count")
 	shutdownTimeout := fs.Duration("query.shutdownTimeout", 10*time.Second, "how long in-flight requests may finish after SIGTERM before they are cut")
 	flag.Parse()
-	if !event.ValidEnvironment(common.Environment) {
+	if !contract.ValidEnvironment(common.Environment) {
 		return fmt.Errorf("-env %q: must be local_parity, dev or prod", common.Environment)
 	}
 
@@ -67,14 +67,14 @@ func run() error {
 	defer stop()
 
 	openCtx, cancel := context.WithTimeout(ctx, 30*time.Second)
-	conn, err := chdb.Open(openCtx, common.ClickHouse)
+	conn, err := readmodel.Open(openCtx, common.ClickHouse)
 	cancel()
 	if err != nil {
 		return fmt.Errorf("open clickhouse %s: %w", common.ClickHouse.Addr, err)
 	}
 	defer conn.Close()
 
-	opts := query.Options{DB: conn, QueryTimeout: *queryTimeout, LagTimeout: *lagTimeout, MaxWait: *maxWait, WaitPartitions: *waitPartitions}
+	opts := api.Options{DB: conn, QueryTimeout: *queryTimeout, LagTimeout: *lagTimeout, MaxWait: *maxWait, WaitPartitions: *waitPartitions}
 	if *joinerGroup != "" {
 		opts.WaitConsumer = *joinerGroup
 	}
@@ -89,7 +89,7 @@ func run() error {
 		opts.Lag = kadm.NewClient(kcl)
 		opts.LagGroups = []string{*joinerGroup}
 	}
-	srv, err := query.New(opts)
+	srv, err := api.New(opts)
 	if err != nil {
 		return err
 	}

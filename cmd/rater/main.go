@@ -1,6 +1,6 @@
 // Command rater rates usage.events against the versioned usage-unit price
-// book and writes billing.rated exactly once (see package pipeline/rater),
-// and runs the billing reconciler beside it (package pipeline/billing): a
+// book and writes billing.rated exactly once (see package pipeline/billing/rater),
+// and runs the billing reconciler beside it (package pipeline/billing/reconcile): a
 // member of its own consumer group over usage.events, billing.rated and
 // billing.ledger that writes billing_mismatch, rated_usage and the
 // per-window conservation rows (billing_window) to ClickHouse, judging unknown units against the same price book.
@@ -28,13 +28,12 @@ import (
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 
-	"github.com/driftline/driftline/pipeline/billing"
-	"github.com/driftline/driftline/pipeline/chdb"
-	"github.com/driftline/driftline/pipeline/config"
-	"github.com/driftline/driftline/pipeline/ops"
-	"github.com/driftline/driftline/pipeline/pricebook"
-	"github.com/driftline/driftline/pipeline/rater"
-	"github.com/driftline/driftline/pipeline/topics"
+	"github.com/driftline/driftline/pipeline/billing/pricebook"
+	"github.com/driftline/driftline/pipeline/billing/rater"
+	"github.com/driftline/driftline/pipeline/billing/reconcile"
+	"github.com/driftline/driftline/pipeline/readmodel"
+	"github.com/driftline/driftline/pipeline/service"
+	"github.com/driftline/driftline/pipeline/stream/topics"
 )
 
 func main() {
@@ -46,18 +45,18 @@ func main() {
 
 func run() error {
 	fs := flag.CommandLine
-	common := config.RegisterFlags(fs)
-	addr := fs.String("rater.addr", config.Env("DRIFTLINE_RATER_ADDR", config.DefaultRaterAddr), "HTTP listen address for /metrics and /healthz (env DRIFTLINE_RATER_ADDR)")
-	bookPath := fs.String("rater.priceBook", config.Env("DRIFTLINE_RATER_PRICEBOOK", "deploy/pricebook.json"), "price book file (env DRIFTLINE_RATER_PRICEBOOK); reloaded on change and on SIGHUP")
+	common := service.RegisterFlags(fs)
+	addr := fs.String("rater.addr", service.Env("DRIFTLINE_RATER_ADDR", service.DefaultRaterAddr), "HTTP listen address for /metrics and /healthz (env DRIFTLINE_RATER_ADDR)")
+	bookPath := fs.String("rater.priceBook", service.Env("DRIFTLINE_RATER_PRICEBOOK", "deploy/pricebook.json"), "price book file (env DRIFTLINE_RATER_PRICEBOOK); reloaded on change and on SIGHUP")
 	reload := fs.Duration("rater.priceBookCheck", 2*time.Second, "how often the price book file is checked for changes; SIGHUP reloads at once")
 	group := fs.String("rater.group", "driftline-rater", "consumer group shared by all raters")
-	txnID := fs.String("rater.transactionalID", config.Env("DRIFTLINE_RATER_TRANSACTIONAL_ID", "driftline-rater"), "transactional id of this instance (env DRIFTLINE_RATER_TRANSACTIONAL_ID): stable across its restarts, distinct between instances running at once")
+	txnID := fs.String("rater.transactionalID", service.Env("DRIFTLINE_RATER_TRANSACTIONAL_ID", "driftline-rater"), "transactional id of this instance (env DRIFTLINE_RATER_TRANSACTIONAL_ID): stable across its restarts, distinct between instances running at once")
 	instanceID := fs.String("rater.instanceID", "", "static group membership id (default: the transactional id): a restart takes over the partitions at once instead of after the session timeout; \"-\" for dynamic membership")
 	txns := fs.Bool("rater.transactions", true, "rate exactly-once in Kafka transactions; false is at-least-once and only for measuring the transactions' overhead")
 	txnTimeout := fs.Duration("rater.transactionTimeout", 10*time.Second, "how long a crashed rater's open transaction may hold back read_committed consumers if no restart fences it")
 	maxBatch := fs.Int("rater.maxBatch", 10000, "records per transaction; larger amortises commits, smaller redoes less after a crash")
 	currencies := fs.String("rater.currencies", "", "comma-separated currencies this rater may bill (empty: any the price book names); other usage is quarantined")
-	defRules := billing.DefaultRules()
+	defRules := reconcile.DefaultRules()
 	billingOn := fs.Bool("billing.enabled", true, "run the billing reconciler in this process (needs ClickHouse); false rates only")
 	billingGroup := fs.String("billing.group", "driftline-billing", "consumer group shared by all billing reconcilers; every member owns a range of partitions")
 	ratingGrace := fs.Duration("billing.ratingGrace", defRules.RatingGrace, "event time accepted usage may wait for its rated line before it is usage_not_rated; shorter flags a slow rater sooner but raises findings that resolve when it catches up")
@@ -84,7 +83,7 @@ func run() error {
 	}
 	slog.Info("price book loaded", "path", *bookPath, "digest", prices.Book().Digest(), "units", prices.Book().Units())
 
-	reg := ops.NewRegistry()
+	reg := service.NewRegistry()
 
 	startCtx, cancel := context.WithTimeout(ctx, time.Minute)
 	defer cancel()
@@ -124,7 +123,7 @@ func run() error {
 	}
 	rt.WatchPrices()
 
-	srv := ops.Serve(*addr, reg, func(w http.ResponseWriter, _ *http.Request) {
+	srv := service.Serve(*addr, reg, func(w http.ResponseWriter, _ *http.Request) {
 		fmt.Fprintf(w, "ok price_book=%s\n", prices.Book().Digest())
 	}, func(error) { stop() })
 
@@ -146,13 +145,13 @@ func run() error {
 	}
 	if *billingOn {
 		go func() {
-			err := runBilling(runCtx, common, billing.Options{
+			err := runBilling(runCtx, common, reconcile.Options{
 				Brokers:         common.SeedBrokers(),
 				Prices:          prices,
 				Group:           *billingGroup,
 				Topics:          common.Topics,
 				Environment:     common.Environment,
-				Rules:           billing.Rules{RatingGrace: *ratingGrace, LedgerGrace: *ledgerGrace, AllowedLateness: *billingLateness, Horizon: *billingHorizon},
+				Rules:           reconcile.Rules{RatingGrace: *ratingGrace, LedgerGrace: *ledgerGrace, AllowedLateness: *billingLateness, Horizon: *billingHorizon},
 				FlushInterval:   *billingFlush,
 				CatchUpInterval: *billingCatchUp,
 				QueueRecords:    *billingQueue,
@@ -183,14 +182,14 @@ func run() error {
 
 // runBilling connects to ClickHouse (retrying until ctx ends, so that the
 // rater rates while ClickHouse is away) and runs the billing reconciler.
-func runBilling(ctx context.Context, common *config.Common, opts billing.Options) error {
+func runBilling(ctx context.Context, common *service.Common, opts reconcile.Options) error {
 	for backoff := time.Second; ; backoff = min(2*backoff, 30*time.Second) {
 		octx, cancel := context.WithTimeout(ctx, 15*time.Second)
-		conn, err := chdb.Open(octx, common.ClickHouse)
+		conn, err := readmodel.Open(octx, common.ClickHouse)
 		cancel()
 		if err == nil {
 			defer conn.Close()
-			rec, err := billing.New(ctx, opts, billing.NewClickHouse(conn))
+			rec, err := reconcile.New(ctx, opts, reconcile.NewClickHouse(conn))
 			if err != nil {
 				return err
 			}

@@ -6,7 +6,7 @@ import (
 	"io"
 	"time"
 
-	"github.com/driftline/driftline/pipeline/fleet"
+	"github.com/driftline/driftline/internal/fleet"
 )
 
 // feed posts the fleet's events in order through the ingest gateway

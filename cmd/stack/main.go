@@ -1,6 +1,6 @@
 // Command stack runs the local Driftline stack: ClickHouse, the broker and
 // the pipeline services as child processes, with all state under .driftline/
-// at the repository root (see pipeline/stack for the environment variables).
+// at the repository root (see internal/stack for the environment variables).
 //
 //	stack up [-detach]   start the stack; -detach returns once it is healthy
 //	stack down           stop a detached stack
@@ -20,8 +20,8 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/driftline/driftline/pipeline/config"
-	"github.com/driftline/driftline/pipeline/stack"
+	"github.com/driftline/driftline/internal/stack"
+	"github.com/driftline/driftline/pipeline/service"
 )
 
 const usage = `usage: stack <command> [flags]
@@ -76,9 +76,9 @@ type common struct {
 
 func registerCommon(fs *flag.FlagSet) *common {
 	c := &common{}
-	fs.StringVar(&c.dir, "stack.dir", config.Env(stack.EnvDir, defaultDir()),
+	fs.StringVar(&c.dir, "stack.dir", service.Env(stack.EnvDir, defaultDir()),
 		"state directory: data, logs and the pid file of the stack (env "+stack.EnvDir+"); one stack runs per directory")
-	fs.StringVar(&c.binDir, "stack.binDir", config.Env(stack.EnvBinDir, ""),
+	fs.StringVar(&c.binDir, "stack.binDir", service.Env(stack.EnvBinDir, ""),
 		"directory of the broker and service binaries (env "+stack.EnvBinDir+"; default: the directory of this executable)")
 	return c
 }

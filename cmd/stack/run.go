@@ -10,11 +10,11 @@ import (
 	"strings"
 	"time"
 
-	"github.com/driftline/driftline/pipeline/chdb"
-	"github.com/driftline/driftline/pipeline/config"
-	"github.com/driftline/driftline/pipeline/fleet"
-	"github.com/driftline/driftline/pipeline/query"
-	"github.com/driftline/driftline/pipeline/stack"
+	"github.com/driftline/driftline/internal/fleet"
+	"github.com/driftline/driftline/internal/stack"
+	"github.com/driftline/driftline/pipeline/api"
+	"github.com/driftline/driftline/pipeline/readmodel"
+	"github.com/driftline/driftline/pipeline/service"
 )
 
 func cmdRun(args []string) error {
@@ -23,7 +23,7 @@ func cmdRun(args []string) error {
 	catchUp := fs.Duration("run.catchUp", 3*time.Minute,
 		"how long to wait for the joiner to process the fed fleet before printing the summary anyway; a slow machine may need more")
 	stay := fs.Bool("run.stay", true, "after the summary, keep a stack this command started running until Ctrl-C; false stops it at once")
-	apiKey := fs.String("run.apiKey", config.Env("DRIFTLINE_API_KEY", config.DefaultLocalAPIKey), "API key the fleet is fed with (env DRIFTLINE_API_KEY)")
+	apiKey := fs.String("run.apiKey", service.Env("DRIFTLINE_API_KEY", service.DefaultLocalAPIKey), "API key the fleet is fed with (env DRIFTLINE_API_KEY)")
 	fcfg := fleet.DefaultConfig()
 	fcfg.Ledger.Enabled = true // post ledger entries, so every billing mismatch kind shows up
 	fcfg.RegisterFlags(fs)
@@ -92,7 +92,7 @@ func runFleet(ctx context.Context, out io.Writer, st stack.State, fcfg fleet.Con
 	}
 	fmt.Fprintf(out, "fed in %s\n", time.Since(start).Round(time.Millisecond))
 
-	qc := &query.Client{BaseURL: st.Query}
+	qc := &api.Client{BaseURL: st.Query}
 	status, err := waitCaughtUp(ctx, out, qc, catchUp)
 	if err != nil {
 		return err
@@ -109,12 +109,12 @@ func runFleet(ctx context.Context, out io.Writer, st stack.State, fcfg fleet.Con
 
 // waitCaughtUp polls /v1/status until the joiner's consumer lag is 0, or
 // the finding counts have not changed for stableFor, or timeout passes.
-func waitCaughtUp(ctx context.Context, out io.Writer, qc *query.Client, timeout time.Duration) (*query.Status, error) {
+func waitCaughtUp(ctx context.Context, out io.Writer, qc *api.Client, timeout time.Duration) (*api.Status, error) {
 	const stableFor = 10 * time.Second
 	fmt.Fprintf(out, "waiting for the pipeline to catch up (at most %s)\n", timeout)
 	deadline := time.Now().Add(timeout)
 	var (
-		last        *query.Status
+		last        *api.Status
 		lastKey     string
 		stableSince = time.Now()
 		lastPrint   time.Time
@@ -171,8 +171,8 @@ func waitCaughtUp(ctx context.Context, out io.Writer, qc *query.Client, timeout 
 
 // totalLag sums the lag of every group the query API watches; known is
 // false if any group's lag is not known.
-func totalLag(st *query.Status) (lag int64, known bool) {
-	if st.Lag.State != query.LagOK || len(st.Lag.Groups) == 0 {
+func totalLag(st *api.Status) (lag int64, known bool) {
+	if st.Lag.State != api.LagOK || len(st.Lag.Groups) == 0 {
 		return 0, false
 	}
 	for _, g := range st.Lag.Groups {
@@ -184,7 +184,7 @@ func totalLag(st *query.Status) (lag int64, known bool) {
 	return lag, true
 }
 
-func events(st *query.Status) uint64 {
+func events(st *api.Status) uint64 {
 	var n uint64
 	for _, c := range st.Consumers {
 		n += c.Events
@@ -232,11 +232,11 @@ func waitBilling(ctx context.Context, st stack.State, want map[string]uint64, ti
 func billingCounts(ctx context.Context, st stack.State) (map[string]uint64, error) {
 	ctx, cancel := context.WithTimeout(ctx, 15*time.Second)
 	defer cancel()
-	conn, err := chdb.Open(ctx, config.ClickHouse{
+	conn, err := readmodel.Open(ctx, service.ClickHouse{
 		Addr:     st.ClickHouse,
 		Database: st.Database,
-		User:     config.Env("DRIFTLINE_CLICKHOUSE_USER", "default"),
-		Password: config.Env("DRIFTLINE_CLICKHOUSE_PASSWORD", ""),
+		User:     service.Env("DRIFTLINE_CLICKHOUSE_USER", "default"),
+		Password: service.Env("DRIFTLINE_CLICKHOUSE_PASSWORD", ""),
 	})
 	if err != nil {
 		return nil, err
@@ -271,7 +271,7 @@ func expectedOpen(t *fleet.Truth) map[string]uint64 {
 	return m
 }
 
-func printSummary(out io.Writer, st stack.State, status *query.Status, expected, billing, expBilling map[string]uint64, berr error, apiKey string) {
+func printSummary(out io.Writer, st stack.State, status *api.Status, expected, billing, expBilling map[string]uint64, berr error, apiKey string) {
 	f := status.Findings
 	fmt.Fprintln(out, "\n=== summary ===")
 	fmt.Fprintf(out, "open drift findings: %d (critical %d, blocking admission %d), resolved: %d\n",

@@ -12,7 +12,7 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/driftline/driftline/pipeline/stack"
+	"github.com/driftline/driftline/internal/stack"
 )
 
 // detachTimeout bounds `up -detach` waiting for the background stack; it

@@ -4,14 +4,14 @@ import (
 	"strconv"
 	"sync"
 
-	"github.com/driftline/driftline/pipeline/event"
+	"github.com/driftline/driftline/pipeline/contract"
 )
 
 // dedupeID returns the dedupe identity of an event (CONTRACT section 2):
 // (producer, seq) when seq is present, else (producer, event_id). The
 // producer is length-prefixed so that no two distinct identities share a
 // string.
-func dedupeID(env *event.Envelope) string {
+func dedupeID(env *contract.Envelope) string {
 	p := strconv.Itoa(len(env.Producer)) + ":" + env.Producer
 	if env.HasSeq {
 		return p + "/s/" + strconv.FormatUint(env.Seq, 10)

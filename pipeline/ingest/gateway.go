@@ -14,8 +14,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 
-	"github.com/driftline/driftline/pipeline/event"
-	"github.com/driftline/driftline/pipeline/topics"
+	"github.com/driftline/driftline/pipeline/contract"
+	"github.com/driftline/driftline/pipeline/stream/topics"
 )
 
 // Gateway is the ingest gateway. Create it with New, serve Handler, and
@@ -26,7 +26,7 @@ type Gateway struct {
 	audit     *slog.Logger // audit trail: authentication refusals, policy changes
 	cl        *kgo.Client
 	adm       *kadm.Client
-	validator event.Validator
+	validator contract.Validator
 	pol       atomic.Pointer[policy] // the keyring and policy_rev in force; swapped whole by SetKeys
 	recent    *recentSet
 	sem       chan struct{} // one token per in-flight request
@@ -88,7 +88,7 @@ func New(opts Options) (*Gateway, error) {
 		adm:   kadm.NewClient(cl),
 		// Zero-copy decoding: prepare keeps nothing that aliases a body
 		// past the request (see prepare).
-		validator: event.Validator{Environment: opts.Environment, ZeroCopy: true},
+		validator: contract.Validator{Environment: opts.Environment, ZeroCopy: true},
 		recent:    newRecentSet(opts.DedupeCapacity),
 		sem:       make(chan struct{}, opts.MaxInflight),
 		parts:     map[string]partitionCount{},
@@ -102,7 +102,7 @@ func New(opts Options) (*Gateway, error) {
 		g.log.Warn("no keys file: accepting only the built-in local_parity API key as "+LocalActorID+" with every event type; never run this way outside local_parity",
 			"environment", opts.Environment)
 	}
-	if !opts.ClientCertAuth && opts.Environment == event.EnvDev {
+	if !opts.ClientCertAuth && opts.Environment == contract.EnvDev {
 		g.log.Warn("dev gateway authenticates by API key; mTLS (-ingest.clientCA) is the dev/prod default")
 	}
 	g.log.Info("ingest gateway ready", "environment", opts.Environment, "policy_rev", g.PolicyRev(),

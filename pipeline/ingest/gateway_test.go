@@ -19,8 +19,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
 
-	"github.com/driftline/driftline/pipeline/event"
-	"github.com/driftline/driftline/pipeline/topics"
+	"github.com/driftline/driftline/pipeline/contract"
+	"github.com/driftline/driftline/pipeline/stream/topics"
 )
 
 const testPartitions = 4
@@ -35,10 +35,10 @@ const (
 func testKeyring(t *testing.T) *Keyring {
 	t.Helper()
 	kr, err := NewKeyring([]KeySpec{
-		{SHA256: HashKey(fleetKey), ActorID: "SYSTEM::fleet", SourceType: SourceSystem, EventTypes: event.AllTypes},
+		{SHA256: HashKey(fleetKey), ActorID: "SYSTEM::fleet", SourceType: SourceSystem, EventTypes: contract.AllTypes},
 		{SHA256: HashKey(scannerKey), ActorID: "SYSTEM::maas-scanner", SourceType: SourceSystem,
-			EventTypes: []string{event.TypeProviderObservation, event.TypeScanCompleted}, Producers: []string{"maas-scanner-eu1"}},
-		{SHA256: HashKey(revokedKey), ActorID: "HUMAN::gone", SourceType: SourceHuman, EventTypes: event.AllTypes, Revoked: true},
+			EventTypes: []string{contract.TypeProviderObservation, contract.TypeScanCompleted}, Producers: []string{"maas-scanner-eu1"}},
+		{SHA256: HashKey(revokedKey), ActorID: "HUMAN::gone", SourceType: SourceHuman, EventTypes: contract.AllTypes, Revoked: true},
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -66,7 +66,7 @@ func newTestEnv(t *testing.T, edit func(*Options)) *testEnv {
 		t.Fatal(err)
 	}
 	opts := Options{
-		Environment:    event.EnvLocalParity,
+		Environment:    contract.EnvLocalParity,
 		Brokers:        cluster.ListenAddrs(),
 		Topics:         names,
 		Keys:           testKeyring(t),
@@ -189,38 +189,38 @@ var occurred = "2026-11-21T10:15:30.123Z"
 func envelope(typ, id, producer string, payload map[string]any) map[string]any {
 	return map[string]any{
 		"event_id": id, "event_type": typ, "schema_version": 1, "producer": producer,
-		"occurred_at": occurred, "environment": event.EnvLocalParity, "payload": payload,
+		"occurred_at": occurred, "environment": contract.EnvLocalParity, "payload": payload,
 	}
 }
 
 func observation(id, providerID string) map[string]any {
-	return envelope(event.TypeProviderObservation, id, "maas-scanner-eu1", map[string]any{
+	return envelope(contract.TypeProviderObservation, id, "maas-scanner-eu1", map[string]any{
 		"provider": "maas", "provider_id": providerID, "resource_family": "gpuaas_allocation", "observed_state": "active",
 	})
 }
 
 func record(id, providerID string) map[string]any {
-	return envelope(event.TypePlatformRecord, id, "platform", map[string]any{
+	return envelope(contract.TypePlatformRecord, id, "platform", map[string]any{
 		"record_type": "node", "record_id": "rec-" + providerID, "record_version": 1, "resource_family": "gpuaas_allocation",
 		"provider": "maas", "provider_id": providerID, "expected_state": "active",
 	})
 }
 
 func heartbeat(id, nodeID string) map[string]any {
-	return envelope(event.TypeHeartbeat, id, "agent-"+nodeID, map[string]any{
+	return envelope(contract.TypeHeartbeat, id, "agent-"+nodeID, map[string]any{
 		"node_id": nodeID, "agent_version": "1.2.3", "host_fingerprint": "hf-1", "health": "OK",
 	})
 }
 
 func usage(id, meteringID string) map[string]any {
-	return envelope(event.TypeUsageRecorded, id, "gw-1", map[string]any{
+	return envelope(contract.TypeUsageRecorded, id, "gw-1", map[string]any{
 		"usage_id": "u-" + meteringID, "metering_source": "gateway", "metering_id": meteringID, "unit_id": "gpu_hour",
 		"quantity": "1.500000", "tenant_id": "t1", "window_start": occurred, "window_end": occurred,
 	})
 }
 
 func scanCompleted(id, scanID string) map[string]any {
-	return envelope(event.TypeScanCompleted, id, "maas-scanner-eu1", map[string]any{
+	return envelope(contract.TypeScanCompleted, id, "maas-scanner-eu1", map[string]any{
 		"provider": "maas", "scan_id": scanID, "scan_started_at": occurred,
 	})
 }
@@ -254,22 +254,22 @@ func enc(t *testing.T, m map[string]any) []byte {
 func TestEachReasonIsQuarantined(t *testing.T) {
 	obs := observation("e-1", "node-1")
 	for _, tc := range []struct {
-		reason event.Reason
+		reason contract.Reason
 		key    string
 		line   func(t *testing.T) []byte
 	}{
-		{event.ReasonBadJSON, fleetKey, func(*testing.T) []byte { return []byte(`{"event_id":"e-1",`) }},
-		{event.ReasonOversized, fleetKey, func(t *testing.T) []byte {
-			return enc(t, with(obs, "correlation_id", strings.Repeat("x", event.MaxEventLen)))
+		{contract.ReasonBadJSON, fleetKey, func(*testing.T) []byte { return []byte(`{"event_id":"e-1",`) }},
+		{contract.ReasonOversized, fleetKey, func(t *testing.T) []byte {
+			return enc(t, with(obs, "correlation_id", strings.Repeat("x", contract.MaxEventLen)))
 		}},
-		{event.ReasonMissingField, fleetKey, func(t *testing.T) []byte { return enc(t, with(obs, "producer", nil)) }},
-		{event.ReasonWrongType, fleetKey, func(t *testing.T) []byte { return enc(t, with(obs, "schema_version", "1")) }},
-		{event.ReasonInvalidField, fleetKey, func(t *testing.T) []byte { return enc(t, with(obs, "occurred_at", "yesterday")) }},
-		{event.ReasonUnknownEventType, fleetKey, func(t *testing.T) []byte { return enc(t, with(obs, "event_type", "provider.rumour")) }},
-		{event.ReasonUnknownSchemaVersion, fleetKey, func(t *testing.T) []byte { return enc(t, with(obs, "schema_version", 2)) }},
-		{event.ReasonWrongEnvironment, fleetKey, func(t *testing.T) []byte { return enc(t, with(obs, "environment", event.EnvProd)) }},
-		{event.ReasonUnauthorizedType, scannerKey, func(t *testing.T) []byte { return enc(t, usage("e-1", "m-1")) }},
-		{event.ReasonUnauthorizedProducer, scannerKey, func(t *testing.T) []byte { return enc(t, with(obs, "producer", "someone-else")) }},
+		{contract.ReasonMissingField, fleetKey, func(t *testing.T) []byte { return enc(t, with(obs, "producer", nil)) }},
+		{contract.ReasonWrongType, fleetKey, func(t *testing.T) []byte { return enc(t, with(obs, "schema_version", "1")) }},
+		{contract.ReasonInvalidField, fleetKey, func(t *testing.T) []byte { return enc(t, with(obs, "occurred_at", "yesterday")) }},
+		{contract.ReasonUnknownEventType, fleetKey, func(t *testing.T) []byte { return enc(t, with(obs, "event_type", "provider.rumour")) }},
+		{contract.ReasonUnknownSchemaVersion, fleetKey, func(t *testing.T) []byte { return enc(t, with(obs, "schema_version", 2)) }},
+		{contract.ReasonWrongEnvironment, fleetKey, func(t *testing.T) []byte { return enc(t, with(obs, "environment", contract.EnvProd)) }},
+		{contract.ReasonUnauthorizedType, scannerKey, func(t *testing.T) []byte { return enc(t, usage("e-1", "m-1")) }},
+		{contract.ReasonUnauthorizedProducer, scannerKey, func(t *testing.T) []byte { return enc(t, with(obs, "producer", "someone-else")) }},
 	} {
 		t.Run(string(tc.reason), func(t *testing.T) {
 			e := newTestEnv(t, nil)
@@ -286,7 +286,7 @@ func TestEachReasonIsQuarantined(t *testing.T) {
 				t.Fatalf("policy_rev %q, want %q", resp.PolicyRev, e.gw.PolicyRev())
 			}
 			q := e.read(e.names.Quarantine, 1)[0]
-			if got := header(q, event.HeaderReason); got != string(tc.reason) {
+			if got := header(q, contract.HeaderReason); got != string(tc.reason) {
 				t.Fatalf("quarantine reason header %q, want %q", got, tc.reason)
 			}
 			var doc QuarantineValue
@@ -298,7 +298,7 @@ func TestEachReasonIsQuarantined(t *testing.T) {
 				!strings.HasPrefix(string(line), doc.Line) || doc.Truncated != (len(line) > DefaultQuarantineLineLimit) {
 				t.Fatalf("quarantine value %+v does not describe the line", doc)
 			}
-			if header(q, event.HeaderActorID) != wantActor || header(q, event.HeaderPolicyRev) != e.gw.PolicyRev() {
+			if header(q, contract.HeaderActorID) != wantActor || header(q, contract.HeaderPolicyRev) != e.gw.PolicyRev() {
 				t.Fatalf("quarantine headers %v", q.Headers)
 			}
 			if n := e.countAll() - e.count(e.names.Quarantine); n != 0 {
@@ -318,7 +318,7 @@ func TestMixedBatch(t *testing.T) {
 		enc(t, record("rec-1", "node-1")),
 		{},
 		enc(t, heartbeat("hb-1", "node-1")),
-		enc(t, with(usage("u-1", "m-1"), "environment", event.EnvDev)),
+		enc(t, with(usage("u-1", "m-1"), "environment", contract.EnvDev)),
 		enc(t, usage("u-2", "m-2")),
 	}
 	resp := e.mustPost(fleetKey, lines...)
@@ -328,11 +328,11 @@ func TestMixedBatch(t *testing.T) {
 	want := []struct {
 		line   int
 		status Status
-		reason event.Reason
+		reason contract.Reason
 		id     string
 	}{
-		{1, StatusAccepted, "", "obs-1"}, {2, StatusRejected, event.ReasonBadJSON, ""}, {3, StatusAccepted, "", "rec-1"},
-		{5, StatusAccepted, "", "hb-1"}, {6, StatusRejected, event.ReasonWrongEnvironment, "u-1"}, {7, StatusAccepted, "", "u-2"},
+		{1, StatusAccepted, "", "obs-1"}, {2, StatusRejected, contract.ReasonBadJSON, ""}, {3, StatusAccepted, "", "rec-1"},
+		{5, StatusAccepted, "", "hb-1"}, {6, StatusRejected, contract.ReasonWrongEnvironment, "u-1"}, {7, StatusAccepted, "", "u-2"},
 	}
 	if len(resp.Receipts) != len(want) {
 		t.Fatalf("%d receipts, want %d", len(resp.Receipts), len(want))
@@ -349,11 +349,11 @@ func TestMixedBatch(t *testing.T) {
 		if string(r.Key) != key || !bytes.Equal(r.Value, line) {
 			t.Fatalf("%s: key %q value %s; want key %q and the original line", topic, r.Key, r.Value, key)
 		}
-		if want := event.Partition(r.Key, testPartitions); r.Partition != want {
+		if want := contract.Partition(r.Key, testPartitions); r.Partition != want {
 			t.Fatalf("%s: partition %d, murmur2 says %d", topic, r.Partition, want)
 		}
-		if header(r, event.HeaderActorID) != "SYSTEM::fleet" || header(r, event.HeaderSourceType) != SourceSystem ||
-			header(r, event.HeaderPolicyRev) != e.gw.PolicyRev() {
+		if header(r, contract.HeaderActorID) != "SYSTEM::fleet" || header(r, contract.HeaderSourceType) != SourceSystem ||
+			header(r, contract.HeaderPolicyRev) != e.gw.PolicyRev() {
 			t.Fatalf("%s: headers %v", topic, r.Headers)
 		}
 		return r.Partition
@@ -368,10 +368,10 @@ func TestMixedBatch(t *testing.T) {
 
 	var reasons []string
 	for _, q := range e.read(e.names.Quarantine, 2) {
-		reasons = append(reasons, header(q, event.HeaderReason))
+		reasons = append(reasons, header(q, contract.HeaderReason))
 	}
 	slices.Sort(reasons)
-	if !slices.Equal(reasons, []string{string(event.ReasonBadJSON), string(event.ReasonWrongEnvironment)}) {
+	if !slices.Equal(reasons, []string{string(contract.ReasonBadJSON), string(contract.ReasonWrongEnvironment)}) {
 		t.Fatalf("quarantine reasons %v", reasons)
 	}
 	if e.count(e.names.Usage) != 1 {
@@ -453,7 +453,7 @@ func TestScanCompletedFansOut(t *testing.T) {
 	}
 	recs := e.read(e.names.Observations, testPartitions)
 	for p, r := range recs {
-		if r.Partition != int32(p) || string(r.Key) != "maas/scan/s-1" || !bytes.Equal(r.Value, line) || header(r, event.HeaderPolicyRev) == "" {
+		if r.Partition != int32(p) || string(r.Key) != "maas/scan/s-1" || !bytes.Equal(r.Value, line) || header(r, contract.HeaderPolicyRev) == "" {
 			t.Fatalf("copy %d: partition %d key %q", p, r.Partition, r.Key)
 		}
 	}

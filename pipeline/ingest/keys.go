@@ -12,7 +12,7 @@ import (
 
 	json "github.com/segmentio/encoding/json"
 
-	"github.com/driftline/driftline/pipeline/event"
+	"github.com/driftline/driftline/pipeline/contract"
 )
 
 // Source types of an actor, stamped as the source_type header.
@@ -198,7 +198,7 @@ func newPrincipal(actorID, sourceType string, types, producers []string) (*Princ
 	}
 	p := &Principal{ActorID: actorID, SourceType: sourceType, types: map[string]bool{}}
 	for _, t := range types {
-		if event.TopicOf(t) == "" {
+		if contract.TopicOf(t) == "" {
 			return nil, fmt.Errorf("event type %q is unknown", t)
 		}
 		p.types[t] = true
@@ -250,7 +250,7 @@ func LocalKeyring(apiKey string) *Keyring {
 		SHA256:     HashKey(apiKey),
 		ActorID:    LocalActorID,
 		SourceType: SourceSystem,
-		EventTypes: event.AllTypes,
+		EventTypes: contract.AllTypes,
 	}})
 	if err != nil {
 		panic("BUG: built-in local keyring is invalid: " + err.Error())
@@ -265,7 +265,7 @@ func OpenKeyring(environment, path, localKey string) (*Keyring, error) {
 	if path != "" {
 		return LoadKeyring(path)
 	}
-	if environment != event.EnvLocalParity {
+	if environment != contract.EnvLocalParity {
 		return nil, ErrNoKeysFile
 	}
 	return LocalKeyring(localKey), nil

@@ -7,12 +7,12 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/driftline/driftline/pipeline/config"
-	"github.com/driftline/driftline/pipeline/event"
+	"github.com/driftline/driftline/pipeline/contract"
+	"github.com/driftline/driftline/pipeline/service"
 )
 
 func TestNewKeyringRejectsBadSpecs(t *testing.T) {
-	good := KeySpec{SHA256: HashKey("k"), ActorID: "SYSTEM::fleet", SourceType: SourceSystem, EventTypes: []string{event.TypeProviderObservation}}
+	good := KeySpec{SHA256: HashKey("k"), ActorID: "SYSTEM::fleet", SourceType: SourceSystem, EventTypes: []string{contract.TypeProviderObservation}}
 	for _, tc := range []struct {
 		name string
 		edit func(*KeySpec)
@@ -56,38 +56,38 @@ func TestAuthenticate(t *testing.T) {
 		if !errors.Is(err, tc.want) {
 			t.Fatalf("Authenticate(%q) = %v, want %v", tc.key, err, tc.want)
 		}
-		if err == nil && (p.ActorID != "HUMAN::ops-1" || p.SourceType != SourceHuman || !p.MayType(event.TypePlatformRecord) ||
-			p.MayType(event.TypeUsageRecorded) || !p.MayProduce("console") || p.MayProduce("other")) {
+		if err == nil && (p.ActorID != "HUMAN::ops-1" || p.SourceType != SourceHuman || !p.MayType(contract.TypePlatformRecord) ||
+			p.MayType(contract.TypeUsageRecorded) || !p.MayProduce("console") || p.MayProduce("other")) {
 			t.Fatalf("principal %+v has the wrong permissions", p)
 		}
 	}
 }
 
 func TestOpenKeyring(t *testing.T) {
-	kr, err := OpenKeyring(event.EnvLocalParity, "", config.DefaultLocalAPIKey)
+	kr, err := OpenKeyring(contract.EnvLocalParity, "", service.DefaultLocalAPIKey)
 	if err != nil || !kr.Builtin() {
 		t.Fatalf("local_parity without keys file: %v builtin=%v", err, kr != nil && kr.Builtin())
 	}
-	p, err := kr.Authenticate(config.DefaultLocalAPIKey)
+	p, err := kr.Authenticate(service.DefaultLocalAPIKey)
 	if err != nil || p.ActorID != LocalActorID {
 		t.Fatalf("local key: %v", err)
 	}
-	for _, env := range []string{event.EnvDev, event.EnvProd} {
-		if _, err := OpenKeyring(env, "", config.DefaultLocalAPIKey); !errors.Is(err, ErrNoKeysFile) {
+	for _, env := range []string{contract.EnvDev, contract.EnvProd} {
+		if _, err := OpenKeyring(env, "", service.DefaultLocalAPIKey); !errors.Is(err, ErrNoKeysFile) {
 			t.Fatalf("%s without keys file: %v, want ErrNoKeysFile", env, err)
 		}
 	}
 	path := filepath.Join(t.TempDir(), "keys.json")
-	doc := `{"keys":[{"sha256":"` + HashKey(config.DefaultLocalAPIKey) + `","actor_id":"SYSTEM::x","source_type":"SYSTEM","event_types":["platform.record"]}]}`
+	doc := `{"keys":[{"sha256":"` + HashKey(service.DefaultLocalAPIKey) + `","actor_id":"SYSTEM::x","source_type":"SYSTEM","event_types":["platform.record"]}]}`
 	if err := os.WriteFile(path, []byte(doc), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	kr, err = OpenKeyring(event.EnvProd, path, config.DefaultLocalAPIKey)
+	kr, err = OpenKeyring(contract.EnvProd, path, service.DefaultLocalAPIKey)
 	if err != nil || kr.Builtin() {
 		t.Fatalf("keys file: %v", err)
 	}
 	// ... but a dev gateway refuses an allowlist admitting the local key.
-	_, err = New(Options{Environment: event.EnvDev, Brokers: []string{"127.0.0.1:1"}, Keys: kr})
+	_, err = New(Options{Environment: contract.EnvDev, Brokers: []string{"127.0.0.1:1"}, Keys: kr})
 	if !errors.Is(err, ErrLocalKeyOutsideLocal) {
 		t.Fatalf("New(dev, local key) = %v, want ErrLocalKeyOutsideLocal", err)
 	}

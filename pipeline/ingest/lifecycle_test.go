@@ -24,8 +24,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
 
-	"github.com/driftline/driftline/pipeline/event"
-	"github.com/driftline/driftline/pipeline/topics"
+	"github.com/driftline/driftline/pipeline/contract"
+	"github.com/driftline/driftline/pipeline/stream/topics"
 )
 
 // checkFor polls cond until it holds or the deadline passes.
@@ -110,7 +110,7 @@ func newServed(t *testing.T, edit func(*Options), so ServeOptions) *served {
 	}
 	logs := &syncBuffer{}
 	opts := Options{
-		Environment: event.EnvLocalParity, Brokers: cluster.ListenAddrs(), Topics: names, Keys: testKeyring(t),
+		Environment: contract.EnvLocalParity, Brokers: cluster.ListenAddrs(), Topics: names, Keys: testKeyring(t),
 		ProduceTimeout: 5 * time.Second, Logger: slog.New(slog.NewJSONHandler(logs, nil)),
 	}
 	if edit != nil {
@@ -364,7 +364,7 @@ func keysDoc(t *testing.T, kf KeyFile) []byte {
 // broken file leaves the policy in force.
 func TestKeysReload(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "keys.json")
-	fleet := KeySpec{SHA256: HashKey(fleetKey), ActorID: "SYSTEM::fleet", SourceType: SourceSystem, EventTypes: event.AllTypes}
+	fleet := KeySpec{SHA256: HashKey(fleetKey), ActorID: "SYSTEM::fleet", SourceType: SourceSystem, EventTypes: contract.AllTypes}
 	write := func(data []byte) {
 		tmp := path + ".tmp"
 		if err := os.WriteFile(tmp, data, 0o600); err != nil {
@@ -396,7 +396,7 @@ func TestKeysReload(t *testing.T) {
 	revoked := fleet
 	revoked.Revoked = true
 	write(keysDoc(t, KeyFile{Keys: []KeySpec{revoked,
-		{SHA256: HashKey("new-key"), ActorID: "SYSTEM::fleet-v2", SourceType: SourceSystem, EventTypes: event.AllTypes}}}))
+		{SHA256: HashKey("new-key"), ActorID: "SYSTEM::fleet-v2", SourceType: SourceSystem, EventTypes: contract.AllTypes}}}))
 	checkFor(t, "the new policy", func() bool { return s.gw.PolicyRev() != rev1 })
 	rev2 := s.gw.PolicyRev()
 
@@ -439,7 +439,7 @@ func TestKeysReload(t *testing.T) {
 
 // The gateway refuses extra Kafka options that would break "written once".
 func TestRefusesNonIdempotentProducer(t *testing.T) {
-	_, err := New(Options{Environment: event.EnvLocalParity, Brokers: []string{"127.0.0.1:1"}, Keys: testKeyring(t),
+	_, err := New(Options{Environment: contract.EnvLocalParity, Brokers: []string{"127.0.0.1:1"}, Keys: testKeyring(t),
 		KafkaOpts: []kgo.Opt{kgo.DisableIdempotentWrite()}})
 	if err == nil || !strings.Contains(err.Error(), "idempotent") {
 		t.Fatalf("err = %v", err)

@@ -4,7 +4,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promauto"
 
-	"github.com/driftline/driftline/pipeline/event"
+	"github.com/driftline/driftline/pipeline/contract"
 )
 
 // metrics are the gateway's Prometheus series. Label values are bounded:
@@ -113,7 +113,7 @@ func newMetrics(reg prometheus.Registerer, topics []string, dedupeLen, inflightB
 		m.accepted.WithLabelValues(t)
 		m.produceErrors.WithLabelValues(t)
 	}
-	for _, r := range event.Reasons {
+	for _, r := range contract.Reasons {
 		m.rejected.WithLabelValues(string(r))
 	}
 	for _, k := range []string{"missing", "unknown", "revoked"} {

@@ -19,7 +19,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/driftline/driftline/pipeline/event"
+	"github.com/driftline/driftline/pipeline/contract"
 )
 
 // testCA issues certificates for the mTLS tests.
@@ -91,19 +91,19 @@ func (ca *testCA) issue(t *testing.T, cn string, uri string, server bool) (tls.C
 }
 
 func TestProdRequiresMTLS(t *testing.T) {
-	kr, err := NewKeyringWithClients(nil, []ClientSpec{{Identity: "cn:x", ActorID: "SYSTEM::x", SourceType: SourceSystem, EventTypes: event.AllTypes}})
+	kr, err := NewKeyringWithClients(nil, []ClientSpec{{Identity: "cn:x", ActorID: "SYSTEM::x", SourceType: SourceSystem, EventTypes: contract.AllTypes}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := New(Options{Environment: event.EnvProd, Brokers: []string{"127.0.0.1:1"}, Keys: kr}); !errors.Is(err, ErrProdWithoutMTLS) {
+	if _, err := New(Options{Environment: contract.EnvProd, Brokers: []string{"127.0.0.1:1"}, Keys: kr}); !errors.Is(err, ErrProdWithoutMTLS) {
 		t.Fatalf("prod without mTLS: %v", err)
 	}
 	apiOnly := testKeyring(t)
-	if _, err := New(Options{Environment: event.EnvProd, Brokers: []string{"127.0.0.1:1"}, Keys: apiOnly, ClientCertAuth: true}); !errors.Is(err, ErrNoClientIdentities) {
+	if _, err := New(Options{Environment: contract.EnvProd, Brokers: []string{"127.0.0.1:1"}, Keys: apiOnly, ClientCertAuth: true}); !errors.Is(err, ErrNoClientIdentities) {
 		t.Fatalf("mTLS without client identities: %v", err)
 	}
 	// mTLS mode without a TLS config that verifies clients does not serve.
-	gw, err := New(Options{Environment: event.EnvProd, Brokers: []string{"127.0.0.1:1"}, Keys: kr, ClientCertAuth: true})
+	gw, err := New(Options{Environment: contract.EnvProd, Brokers: []string{"127.0.0.1:1"}, Keys: kr, ClientCertAuth: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -142,19 +142,19 @@ func TestMTLSIdentity(t *testing.T) {
 	forged, _, _ := otherCA.issue(t, "scanner-eu1", "spiffe://driftline/maas-scanner", false)
 
 	kr, err := NewKeyringWithClients(
-		[]KeySpec{{SHA256: HashKey(fleetKey), ActorID: "SYSTEM::fleet", SourceType: SourceSystem, EventTypes: event.AllTypes}},
+		[]KeySpec{{SHA256: HashKey(fleetKey), ActorID: "SYSTEM::fleet", SourceType: SourceSystem, EventTypes: contract.AllTypes}},
 		[]ClientSpec{
 			{Identity: "uri:spiffe://driftline/maas-scanner", ActorID: "SYSTEM::maas-scanner", SourceType: SourceSystem,
-				EventTypes: []string{event.TypeProviderObservation}},
+				EventTypes: []string{contract.TypeProviderObservation}},
 			// Less specific than the URI: must not win for the scanner.
-			{Identity: "cn:scanner-eu1", ActorID: "HUMAN::wrong", SourceType: SourceHuman, EventTypes: event.AllTypes},
-			{Identity: "cn:old-agent", ActorID: "SYSTEM::old-agent", SourceType: SourceSystem, EventTypes: event.AllTypes, Revoked: true},
+			{Identity: "cn:scanner-eu1", ActorID: "HUMAN::wrong", SourceType: SourceHuman, EventTypes: contract.AllTypes},
+			{Identity: "cn:old-agent", ActorID: "SYSTEM::old-agent", SourceType: SourceSystem, EventTypes: contract.AllTypes, Revoked: true},
 		})
 	if err != nil {
 		t.Fatal(err)
 	}
 	s := newServed(t, func(o *Options) {
-		o.Environment, o.Keys, o.ClientCertAuth = event.EnvProd, kr, true
+		o.Environment, o.Keys, o.ClientCertAuth = contract.EnvProd, kr, true
 	}, ServeOptions{TLS: tlsCfg})
 
 	roots := x509.NewCertPool()
@@ -166,7 +166,7 @@ func TestMTLSIdentity(t *testing.T) {
 		}
 		return &Client{URL: "https://" + s.addr, APIKey: key, HTTP: &http.Client{Transport: &http.Transport{TLSClientConfig: cfg}}}
 	}
-	line := enc(t, with(observation("obs-1", "node-1"), "environment", event.EnvProd))
+	line := enc(t, with(observation("obs-1", "node-1"), "environment", contract.EnvProd))
 	post := func(c *Client) (Response, error) {
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		defer cancel()
@@ -200,7 +200,7 @@ func TestMTLSIdentity(t *testing.T) {
 	// The record carries the certificate's actor, stamped by the gateway.
 	e := &testEnv{t: t, cluster: s.cluster, names: s.names}
 	r := e.read(s.names.Observations, 1)[0]
-	if header(r, event.HeaderActorID) != "SYSTEM::maas-scanner" || header(r, event.HeaderSourceType) != SourceSystem {
+	if header(r, contract.HeaderActorID) != "SYSTEM::maas-scanner" || header(r, contract.HeaderSourceType) != SourceSystem {
 		t.Fatalf("headers %v", r.Headers)
 	}
 	refused := s.logs.auditLines(t, "auth_refused")
@@ -227,8 +227,8 @@ func TestCertIdentitiesOrder(t *testing.T) {
 	if len(ids) != 3 || ids[1] != "uri:spiffe://x/y" || ids[2] != "cn:cn-name" || len(ids[0]) != len("sha256:")+64 {
 		t.Fatalf("identities %v", ids)
 	}
-	kr, err := NewKeyringWithClients(nil, []ClientSpec{{Identity: ids[0], ActorID: "SYSTEM::pinned", SourceType: SourceSystem, EventTypes: event.AllTypes},
-		{Identity: "cn:cn-name", ActorID: "SYSTEM::by-name", SourceType: SourceSystem, EventTypes: event.AllTypes}})
+	kr, err := NewKeyringWithClients(nil, []ClientSpec{{Identity: ids[0], ActorID: "SYSTEM::pinned", SourceType: SourceSystem, EventTypes: contract.AllTypes},
+		{Identity: "cn:cn-name", ActorID: "SYSTEM::by-name", SourceType: SourceSystem, EventTypes: contract.AllTypes}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -236,7 +236,7 @@ func TestCertIdentitiesOrder(t *testing.T) {
 		t.Fatalf("pinned fingerprint must win: %v %v", p, err)
 	}
 	for _, bad := range []string{"cn:", "email:a@b", "sha256:xyz", "nocolon"} {
-		if _, err := NewKeyringWithClients(nil, []ClientSpec{{Identity: bad, ActorID: "SYSTEM::a", SourceType: SourceSystem, EventTypes: event.AllTypes}}); err == nil {
+		if _, err := NewKeyringWithClients(nil, []ClientSpec{{Identity: bad, ActorID: "SYSTEM::a", SourceType: SourceSystem, EventTypes: contract.AllTypes}}); err == nil {
 			t.Errorf("identity %q accepted", bad)
 		}
 	}

@@ -10,8 +10,8 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/twmb/franz-go/pkg/kgo"
 
-	"github.com/driftline/driftline/pipeline/event"
-	"github.com/driftline/driftline/pipeline/topics"
+	"github.com/driftline/driftline/pipeline/contract"
+	"github.com/driftline/driftline/pipeline/stream/topics"
 )
 
 // Defaults of Options.
@@ -123,13 +123,13 @@ type Options struct {
 }
 
 func (o *Options) validate() error {
-	if !event.ValidEnvironment(o.Environment) {
+	if !contract.ValidEnvironment(o.Environment) {
 		return fmt.Errorf("environment %q: must be local_parity, dev or prod", o.Environment)
 	}
 	if len(o.Brokers) == 0 {
 		return errors.New("no seed brokers")
 	}
-	if o.Environment == event.EnvProd && !o.ClientCertAuth {
+	if o.Environment == contract.EnvProd && !o.ClientCertAuth {
 		return ErrProdWithoutMTLS
 	}
 	if err := checkKeys(o.Environment, o.ClientCertAuth, o.Keys); err != nil {

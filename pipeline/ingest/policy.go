@@ -7,9 +7,9 @@ import (
 
 	json "github.com/segmentio/encoding/json"
 
-	"github.com/driftline/driftline/pipeline/config"
-	"github.com/driftline/driftline/pipeline/event"
-	"github.com/driftline/driftline/pipeline/topics"
+	"github.com/driftline/driftline/pipeline/contract"
+	"github.com/driftline/driftline/pipeline/service"
+	"github.com/driftline/driftline/pipeline/stream/topics"
 )
 
 // policyRevLen is the length in hex digits of a policy revision: enough to
@@ -60,7 +60,7 @@ func checkKeys(environment string, certAuth bool, keys *Keyring) error {
 	if keys == nil {
 		return fmt.Errorf("no key allowlist; see OpenKeyring")
 	}
-	if environment != event.EnvLocalParity && keys.admits(config.DefaultLocalAPIKey) {
+	if environment != contract.EnvLocalParity && keys.admits(service.DefaultLocalAPIKey) {
 		return ErrLocalKeyOutsideLocal
 	}
 	if certAuth && keys.Clients() == 0 {
@@ -101,9 +101,9 @@ func policyRev(environment string, names topics.Names, keys *Keyring, certAuth b
 		Keys          []KeySpec      `json:"keys"`
 		Clients       []ClientSpec   `json:"clients"`
 	}{
-		SchemaVersion: event.SchemaVersion,
-		MaxEventLen:   event.MaxEventLen,
-		MaxDepth:      event.MaxDepth,
+		SchemaVersion: contract.SchemaVersion,
+		MaxEventLen:   contract.MaxEventLen,
+		MaxDepth:      contract.MaxDepth,
 		Environment:   environment,
 		Routes:        map[string]any{},
 		Quarantine:    names.Quarantine,
@@ -111,7 +111,7 @@ func policyRev(environment string, names topics.Names, keys *Keyring, certAuth b
 		Keys:          keys.specs,
 		Clients:       keys.clients,
 	}
-	for _, t := range event.AllTypes {
+	for _, t := range contract.AllTypes {
 		doc.Routes[t] = names.ForType(t)
 	}
 	b, err := json.Marshal(doc) // map keys are sorted, specs are sorted: canonical

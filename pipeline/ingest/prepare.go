@@ -9,7 +9,7 @@ import (
 	json "github.com/segmentio/encoding/json"
 	"github.com/twmb/franz-go/pkg/kgo"
 
-	"github.com/driftline/driftline/pipeline/event"
+	"github.com/driftline/driftline/pipeline/contract"
 )
 
 // batch is one request's lines and the records they produce, in line order.
@@ -77,11 +77,11 @@ func (g *Gateway) prepare(pol *policy, p *Principal, body []byte) *batch {
 		inRequest[l.dedupeID] = struct{}{}
 		l.receipt.Status = StatusAccepted
 		l.topic = g.opts.Topics.ForType(env.EventType)
-		l.fanout = env.EventType == event.TypeScanCompleted
+		l.fanout = env.EventType == contract.TypeScanCompleted
 		// Each key is capped at its length, so later appends never write
 		// into it; when the arena grows, earlier keys stay in the old one.
 		start := len(keys)
-		keys = event.AppendKey(keys, payload)
+		keys = contract.AppendKey(keys, payload)
 		l.key = keys[start:len(keys):len(keys)]
 		l.value = raw
 		b.lines = append(b.lines, l)
@@ -108,24 +108,24 @@ func (g *Gateway) markRecent(b *batch) {
 }
 
 // check validates raw with the shared validator and authorises it for p.
-func (g *Gateway) check(p *Principal, raw []byte) (event.Envelope, any, *event.ValidationError) {
+func (g *Gateway) check(p *Principal, raw []byte) (contract.Envelope, any, *contract.ValidationError) {
 	env, payload, verr := g.validator.DecodeEvent(raw)
 	if verr != nil {
 		return env, nil, verr
 	}
 	if !p.MayType(env.EventType) {
-		return env, nil, &event.ValidationError{Reason: event.ReasonUnauthorizedType, Field: "event_type",
+		return env, nil, &contract.ValidationError{Reason: contract.ReasonUnauthorizedType, Field: "event_type",
 			Detail: "the API key of " + p.ActorID + " may not send " + env.EventType}
 	}
 	if !p.MayProduce(env.Producer) {
-		return env, nil, &event.ValidationError{Reason: event.ReasonUnauthorizedProducer, Field: "producer",
+		return env, nil, &contract.ValidationError{Reason: contract.ReasonUnauthorizedProducer, Field: "producer",
 			Detail: "the API key of " + p.ActorID + " may not send as producer " + strings.Clone(env.Producer)}
 	}
 	return env, payload, nil
 }
 
 // quarantineDoc encodes the quarantine record value of a rejected line.
-func (g *Gateway) quarantineDoc(pol *policy, p *Principal, raw []byte, verr *event.ValidationError, eventID, receivedAt string) []byte {
+func (g *Gateway) quarantineDoc(pol *policy, p *Principal, raw []byte, verr *contract.ValidationError, eventID, receivedAt string) []byte {
 	kept := raw
 	if len(kept) > g.opts.QuarantineLineLimit {
 		kept = kept[:g.opts.QuarantineLineLimit]
@@ -153,14 +153,14 @@ func (g *Gateway) quarantineDoc(pol *policy, p *Principal, raw []byte, verr *eve
 
 // headers returns the record headers of p's records; reason is set on
 // quarantine records.
-func (g *Gateway) headers(pol *policy, p *Principal, reason event.Reason) []kgo.RecordHeader {
+func (g *Gateway) headers(pol *policy, p *Principal, reason contract.Reason) []kgo.RecordHeader {
 	h := []kgo.RecordHeader{
-		{Key: event.HeaderActorID, Value: []byte(p.ActorID)},
-		{Key: event.HeaderSourceType, Value: []byte(p.SourceType)},
-		{Key: event.HeaderPolicyRev, Value: []byte(pol.rev)},
+		{Key: contract.HeaderActorID, Value: []byte(p.ActorID)},
+		{Key: contract.HeaderSourceType, Value: []byte(p.SourceType)},
+		{Key: contract.HeaderPolicyRev, Value: []byte(pol.rev)},
 	}
 	if reason != "" {
-		h = append(h, kgo.RecordHeader{Key: event.HeaderReason, Value: []byte(reason)})
+		h = append(h, kgo.RecordHeader{Key: contract.HeaderReason, Value: []byte(reason)})
 	}
 	return h
 }

@@ -9,17 +9,17 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
-	"github.com/driftline/driftline/pipeline/event"
+	"github.com/driftline/driftline/pipeline/contract"
 )
 
 // offlineGateway is a gateway without a producer, enough for prepare.
 func offlineGateway(t testing.TB) *Gateway {
-	opts := Options{Environment: event.EnvLocalParity, Brokers: []string{"unused:1"}, Keys: LocalKeyring("k"),
+	opts := Options{Environment: contract.EnvLocalParity, Brokers: []string{"unused:1"}, Keys: LocalKeyring("k"),
 		Registry: prometheus.NewRegistry(), Logger: slog.New(slog.NewTextHandler(io.Discard, nil))}
 	if err := opts.validate(); err != nil {
 		t.Fatal(err)
 	}
-	g := &Gateway{opts: opts, validator: event.Validator{Environment: opts.Environment, ZeroCopy: true}, recent: newRecentSet(16)}
+	g := &Gateway{opts: opts, validator: contract.Validator{Environment: opts.Environment, ZeroCopy: true}, recent: newRecentSet(16)}
 	g.pol.Store(g.newPolicy(opts.Keys))
 	g.m = newMetrics(opts.Registry, nil, func() float64 { return 0 }, func() float64 { return 0 })
 	return g
@@ -37,8 +37,8 @@ func FuzzPrepare(f *testing.F) {
 	if err != nil {
 		f.Fatal(err)
 	}
-	known := map[event.Reason]bool{}
-	for _, r := range event.Reasons {
+	known := map[contract.Reason]bool{}
+	for _, r := range contract.Reasons {
 		known[r] = true
 	}
 	g.opts.now = func() time.Time { return time.Unix(0, 0) }

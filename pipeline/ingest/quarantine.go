@@ -12,7 +12,7 @@ import (
 	json "github.com/segmentio/encoding/json"
 	"github.com/twmb/franz-go/pkg/kgo"
 
-	"github.com/driftline/driftline/pipeline/event"
+	"github.com/driftline/driftline/pipeline/contract"
 )
 
 // QuarantinerOptions configure a Quarantiner.
@@ -64,7 +64,7 @@ func NewQuarantiner(cl *kgo.Client, opts QuarantinerOptions) (*Quarantiner, erro
 		return nil, errors.New("quarantiner: ActorID must be SYSTEM::<component>")
 	}
 	if opts.Topic == "" {
-		opts.Topic = event.TopicQuarantine
+		opts.Topic = contract.TopicQuarantine
 	}
 	if opts.LineLimit <= 0 {
 		opts.LineLimit = DefaultQuarantineLineLimit
@@ -87,7 +87,7 @@ func NewQuarantiner(cl *kgo.Client, opts QuarantinerOptions) (*Quarantiner, erro
 }
 
 // Value encodes the quarantine value of rec rejected with verr.
-func (q *Quarantiner) Value(rec *kgo.Record, verr *event.ValidationError) []byte {
+func (q *Quarantiner) Value(rec *kgo.Record, verr *contract.ValidationError) []byte {
 	kept := rec.Value
 	if len(kept) > q.opts.LineLimit {
 		kept = kept[:q.opts.LineLimit]
@@ -101,13 +101,13 @@ func (q *Quarantiner) Value(rec *kgo.Record, verr *event.ValidationError) []byte
 		SourceTopic: rec.Topic, SourcePartition: &part, SourceOffset: &off,
 		ReceivedAt: q.opts.Now().UTC().Format(time.RFC3339Nano),
 	}
-	if verr.Reason != event.ReasonBadJSON && verr.Reason != event.ReasonOversized {
-		if env, _ := (event.Validator{}).Decode(rec.Value); env.EventID != "" {
+	if verr.Reason != contract.ReasonBadJSON && verr.Reason != contract.ReasonOversized {
+		if env, _ := (contract.Validator{}).Decode(rec.Value); env.EventID != "" {
 			doc.EventID = env.EventID
 		}
 	}
 	for _, h := range rec.Headers {
-		if h.Key == event.HeaderActorID {
+		if h.Key == contract.HeaderActorID {
 			doc.OriginActorID = string(h.Value)
 		}
 	}
@@ -121,23 +121,23 @@ func (q *Quarantiner) Value(rec *kgo.Record, verr *event.ValidationError) []byte
 // Record returns the quarantine record of rec rejected with verr, for a
 // caller that produces it itself (in a transaction, say). It counts the
 // record.
-func (q *Quarantiner) Record(rec *kgo.Record, verr *event.ValidationError) *kgo.Record {
+func (q *Quarantiner) Record(rec *kgo.Record, verr *contract.ValidationError) *kgo.Record {
 	q.n.WithLabelValues(string(verr.Reason)).Inc()
 	return &kgo.Record{
 		Topic: q.opts.Topic,
 		Key:   rec.Key,
 		Value: q.Value(rec, verr),
 		Headers: []kgo.RecordHeader{
-			{Key: event.HeaderActorID, Value: []byte(q.opts.ActorID)},
-			{Key: event.HeaderSourceType, Value: []byte(SourceSystem)},
-			{Key: event.HeaderReason, Value: []byte(verr.Reason)},
+			{Key: contract.HeaderActorID, Value: []byte(q.opts.ActorID)},
+			{Key: contract.HeaderSourceType, Value: []byte(SourceSystem)},
+			{Key: contract.HeaderReason, Value: []byte(verr.Reason)},
 		},
 	}
 }
 
 // Produce sends the quarantine record of rec asynchronously. Call Flush
 // before committing rec's offset.
-func (q *Quarantiner) Produce(ctx context.Context, rec *kgo.Record, verr *event.ValidationError) {
+func (q *Quarantiner) Produce(ctx context.Context, rec *kgo.Record, verr *contract.ValidationError) {
 	if q.cl == nil {
 		panic("BUG: Quarantiner.Produce without a client")
 	}

@@ -9,7 +9,7 @@ import (
 	json "github.com/segmentio/encoding/json"
 	"github.com/twmb/franz-go/pkg/kgo"
 
-	"github.com/driftline/driftline/pipeline/event"
+	"github.com/driftline/driftline/pipeline/contract"
 )
 
 // A producer that bypasses the gateway writes bad records straight to a
@@ -20,7 +20,7 @@ func TestQuarantinerFromConsumer(t *testing.T) {
 	good := enc(t, observation("ok-1", "node-1"))
 	bad := [][]byte{
 		[]byte(`{"event_id":"x","event_id":"y"}`),
-		enc(t, with(observation("wrong-env", "node-2"), "environment", event.EnvProd)),
+		enc(t, with(observation("wrong-env", "node-2"), "environment", contract.EnvProd)),
 		[]byte("not json \xff"),
 	}
 	native, err := kgo.NewClient(kgo.SeedBrokers(e.cluster.ListenAddrs()...), kgo.DefaultProduceTopic(e.names.Observations))
@@ -29,7 +29,7 @@ func TestQuarantinerFromConsumer(t *testing.T) {
 	}
 	defer native.Close()
 	for _, v := range append([][]byte{good}, bad...) {
-		r := &kgo.Record{Key: []byte("maas/node-1"), Value: v, Headers: []kgo.RecordHeader{{Key: event.HeaderActorID, Value: []byte("SYSTEM::rogue")}}}
+		r := &kgo.Record{Key: []byte("maas/node-1"), Value: v, Headers: []kgo.RecordHeader{{Key: contract.HeaderActorID, Value: []byte("SYSTEM::rogue")}}}
 		if err := native.ProduceSync(context.Background(), r).FirstErr(); err != nil {
 			t.Fatal(err)
 		}
@@ -41,8 +41,8 @@ func TestQuarantinerFromConsumer(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	v := event.Validator{Environment: event.EnvLocalParity}
-	var wantReasons []event.Reason
+	v := contract.Validator{Environment: contract.EnvLocalParity}
+	var wantReasons []contract.Reason
 	for _, r := range e.read(e.names.Observations, 1+len(bad)) {
 		if _, _, verr := v.DecodeEvent(r.Value); verr != nil {
 			q.Produce(context.Background(), r, verr)
@@ -52,7 +52,7 @@ func TestQuarantinerFromConsumer(t *testing.T) {
 	if err := q.Flush(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	want := []event.Reason{event.ReasonDuplicateKey, event.ReasonWrongEnvironment, event.ReasonBadJSON}
+	want := []contract.Reason{contract.ReasonDuplicateKey, contract.ReasonWrongEnvironment, contract.ReasonBadJSON}
 	if len(wantReasons) != len(want) {
 		t.Fatalf("validator reasons %v", wantReasons)
 	}
@@ -61,12 +61,12 @@ func TestQuarantinerFromConsumer(t *testing.T) {
 		if err := json.Unmarshal(qr.Value, &doc); err != nil {
 			t.Fatal(err)
 		}
-		if doc.Reason != want[i] || header(qr, event.HeaderReason) != string(want[i]) || header(qr, event.HeaderActorID) != "SYSTEM::joiner" ||
+		if doc.Reason != want[i] || header(qr, contract.HeaderReason) != string(want[i]) || header(qr, contract.HeaderActorID) != "SYSTEM::joiner" ||
 			string(qr.Key) != "maas/node-1" || doc.SourceTopic != e.names.Observations || doc.SourceOffset == nil || *doc.SourceOffset != int64(i+1) ||
 			doc.OriginActorID != "SYSTEM::rogue" || doc.ActorID != "SYSTEM::joiner" || doc.ReceivedAt != "2026-11-21T10:00:00Z" || doc.LineBytes != len(bad[i]) {
 			t.Fatalf("quarantine record %d: key %q headers %v value %s", i, qr.Key, qr.Headers, qr.Value)
 		}
-		if want[i] == event.ReasonWrongEnvironment && doc.EventID != "wrong-env" {
+		if want[i] == contract.ReasonWrongEnvironment && doc.EventID != "wrong-env" {
 			t.Fatalf("event id %q", doc.EventID)
 		}
 	}

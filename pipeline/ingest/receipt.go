@@ -1,6 +1,6 @@
 package ingest
 
-import "github.com/driftline/driftline/pipeline/event"
+import "github.com/driftline/driftline/pipeline/contract"
 
 // Status of one line of a request.
 type Status string
@@ -27,11 +27,11 @@ type Receipt struct {
 	// count, so it points at the line a caller sent).
 	Line int `json:"line"`
 	// EventID is the line's event_id when it could be read.
-	EventID string       `json:"event_id,omitempty"`
-	Status  Status       `json:"status"`
-	Reason  event.Reason `json:"reason,omitempty"`
-	Field   string       `json:"field,omitempty"`
-	Detail  string       `json:"detail,omitempty"`
+	EventID string          `json:"event_id,omitempty"`
+	Status  Status          `json:"status"`
+	Reason  contract.Reason `json:"reason,omitempty"`
+	Field   string          `json:"field,omitempty"`
+	Detail  string          `json:"detail,omitempty"`
 }
 
 // ErrorResponse is the body of every non-200 answer.
@@ -49,9 +49,9 @@ type ErrorResponse struct {
 // consumer through a Quarantiner (a rejected Kafka record). Its reason is
 // also the record's "reason" header.
 type QuarantineValue struct {
-	Reason event.Reason `json:"reason"`
-	Field  string       `json:"field,omitempty"`
-	Detail string       `json:"detail"`
+	Reason contract.Reason `json:"reason"`
+	Field  string          `json:"field,omitempty"`
+	Detail string          `json:"detail"`
 	// Line is the rejected input, cut at the quarantine line limit (then
 	// Truncated), with invalid UTF-8 replaced by U+FFFD.
 	Line      string `json:"line"`

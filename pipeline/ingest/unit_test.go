@@ -8,8 +8,8 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kgo"
 
-	"github.com/driftline/driftline/pipeline/event"
-	"github.com/driftline/driftline/pipeline/topics"
+	"github.com/driftline/driftline/pipeline/contract"
+	"github.com/driftline/driftline/pipeline/stream/topics"
 )
 
 // The gateway must place keyed records exactly where event.Partition (the
@@ -31,7 +31,7 @@ func TestPartitionerAgreesWithMurmur2(t *testing.T) {
 			if !tp.RequiresConsistency(r) {
 				t.Fatalf("keyed record must require consistency")
 			}
-			if got, want := tp.Partition(r, n), int(event.Partition(k, int32(n))); got != want {
+			if got, want := tp.Partition(r, n), int(contract.Partition(k, int32(n))); got != want {
 				t.Fatalf("key %q n=%d: partitioner %d, event.Partition %d", k, n, got, want)
 			}
 		}
@@ -49,26 +49,26 @@ func TestPartitionerHonoursFanout(t *testing.T) {
 	}
 	// A plain record with a Partition set and an unmarked context is hashed.
 	r := &kgo.Record{Key: []byte("maas/node-1"), Partition: 5, Context: context.Background()}
-	if got, want := tp.Partition(r, 6), int(event.Partition(r.Key, 6)); got != want {
+	if got, want := tp.Partition(r, 6), int(contract.Partition(r.Key, 6)); got != want {
 		t.Fatalf("unmarked record placed on %d, want murmur2 %d", got, want)
 	}
 }
 
 func TestDedupeIDExact(t *testing.T) {
-	f := func(a, b event.Envelope, same bool) {
+	f := func(a, b contract.Envelope, same bool) {
 		t.Helper()
 		if got := dedupeID(&a) == dedupeID(&b); got != same {
 			t.Fatalf("dedupeID(%+v) == dedupeID(%+v): %v, want %v", a, b, got, same)
 		}
 	}
-	f(event.Envelope{Producer: "p", EventID: "e1"}, event.Envelope{Producer: "p", EventID: "e1"}, true)
-	f(event.Envelope{Producer: "p", EventID: "e1"}, event.Envelope{Producer: "p", EventID: "e2"}, false)
+	f(contract.Envelope{Producer: "p", EventID: "e1"}, contract.Envelope{Producer: "p", EventID: "e1"}, true)
+	f(contract.Envelope{Producer: "p", EventID: "e1"}, contract.Envelope{Producer: "p", EventID: "e2"}, false)
 	// seq wins over event_id when present.
-	f(event.Envelope{Producer: "p", EventID: "e1", Seq: 7, HasSeq: true}, event.Envelope{Producer: "p", EventID: "e2", Seq: 7, HasSeq: true}, true)
-	f(event.Envelope{Producer: "p", Seq: 7, HasSeq: true}, event.Envelope{Producer: "p", Seq: 8, HasSeq: true}, false)
+	f(contract.Envelope{Producer: "p", EventID: "e1", Seq: 7, HasSeq: true}, contract.Envelope{Producer: "p", EventID: "e2", Seq: 7, HasSeq: true}, true)
+	f(contract.Envelope{Producer: "p", Seq: 7, HasSeq: true}, contract.Envelope{Producer: "p", Seq: 8, HasSeq: true}, false)
 	// Producer boundaries cannot be forged by ids containing separators.
-	f(event.Envelope{Producer: "p/e/x", EventID: "y"}, event.Envelope{Producer: "p", EventID: "x/e/y"}, false)
-	f(event.Envelope{Producer: "p", EventID: "7"}, event.Envelope{Producer: "p", Seq: 7, HasSeq: true}, false)
+	f(contract.Envelope{Producer: "p/e/x", EventID: "y"}, contract.Envelope{Producer: "p", EventID: "x/e/y"}, false)
+	f(contract.Envelope{Producer: "p", EventID: "7"}, contract.Envelope{Producer: "p", Seq: 7, HasSeq: true}, false)
 }
 
 func TestRecentSetEvictsOldest(t *testing.T) {
@@ -94,17 +94,17 @@ func TestRecentSetEvictsOldest(t *testing.T) {
 
 func TestPolicyRev(t *testing.T) {
 	kr := LocalKeyring("k")
-	base := policyRev(event.EnvLocalParity, topics.Defaults(), kr, false)
-	if len(base) != policyRevLen || base != policyRev(event.EnvLocalParity, topics.Defaults(), LocalKeyring("k"), false) {
+	base := policyRev(contract.EnvLocalParity, topics.Defaults(), kr, false)
+	if len(base) != policyRevLen || base != policyRev(contract.EnvLocalParity, topics.Defaults(), LocalKeyring("k"), false) {
 		t.Fatalf("policy rev %q is not a stable %d-digit digest", base, policyRevLen)
 	}
 	renamed := topics.Defaults()
 	renamed.Usage = "usage.v2"
 	for name, other := range map[string]string{
-		"environment": policyRev(event.EnvDev, topics.Defaults(), kr, false),
-		"topics":      policyRev(event.EnvLocalParity, renamed, kr, false),
-		"keys":        policyRev(event.EnvLocalParity, topics.Defaults(), LocalKeyring("other"), false),
-		"auth mode":   policyRev(event.EnvLocalParity, topics.Defaults(), kr, true),
+		"environment": policyRev(contract.EnvDev, topics.Defaults(), kr, false),
+		"topics":      policyRev(contract.EnvLocalParity, renamed, kr, false),
+		"keys":        policyRev(contract.EnvLocalParity, topics.Defaults(), LocalKeyring("other"), false),
+		"auth mode":   policyRev(contract.EnvLocalParity, topics.Defaults(), kr, true),
 	} {
 		if other == base {
 			t.Errorf("changing %s does not change the policy rev", name)

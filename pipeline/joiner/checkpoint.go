@@ -6,7 +6,7 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/driftline/driftline/pipeline/checkpoint"
+	"github.com/driftline/driftline/pipeline/stream/checkpoint"
 )
 
 // saveTimeout bounds one checkpoint write; a write that fails is retried

@@ -9,10 +9,10 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/driftline/driftline/internal/cputime"
-	"github.com/driftline/driftline/pipeline/event"
-	"github.com/driftline/driftline/pipeline/fleet"
-	"github.com/driftline/driftline/pipeline/logmerge"
-	"github.com/driftline/driftline/pipeline/topics"
+	"github.com/driftline/driftline/internal/fleet"
+	"github.com/driftline/driftline/pipeline/contract"
+	"github.com/driftline/driftline/pipeline/stream/logmerge"
+	"github.com/driftline/driftline/pipeline/stream/topics"
 )
 
 // fleetRecords returns the joiner's records of a generated fleet of about
@@ -56,9 +56,9 @@ func fleetRecords(b testing.TB, events int) []*kgo.Record {
 // decodes them.
 func gatewayHeaders() []kgo.RecordHeader {
 	return []kgo.RecordHeader{
-		{Key: strings.Clone(event.HeaderActorID), Value: []byte("SYSTEM::fleet-gateway")},
-		{Key: strings.Clone(event.HeaderSourceType), Value: []byte("SYSTEM")},
-		{Key: strings.Clone(event.HeaderPolicyRev), Value: []byte("rev-1")},
+		{Key: strings.Clone(contract.HeaderActorID), Value: []byte("SYSTEM::fleet-gateway")},
+		{Key: strings.Clone(contract.HeaderSourceType), Value: []byte("SYSTEM")},
+		{Key: strings.Clone(contract.HeaderPolicyRev), Value: []byte("rev-1")},
 	}
 }
 

@@ -7,9 +7,9 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kgo"
 
-	"github.com/driftline/driftline/pipeline/logmerge"
-	"github.com/driftline/driftline/pipeline/retry"
-	"github.com/driftline/driftline/pipeline/sink"
+	"github.com/driftline/driftline/pipeline/readmodel/sink"
+	"github.com/driftline/driftline/pipeline/stream/logmerge"
+	"github.com/driftline/driftline/pipeline/stream/retry"
 )
 
 // A batch is one sealed round: everything the owned partitions applied

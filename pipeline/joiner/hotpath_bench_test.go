@@ -10,8 +10,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/driftline/driftline/internal/cputime"
-	"github.com/driftline/driftline/pipeline/event"
-	"github.com/driftline/driftline/pipeline/topics"
+	"github.com/driftline/driftline/pipeline/contract"
+	"github.com/driftline/driftline/pipeline/stream/topics"
 )
 
 // reset empties the output, as a seal leaves a partition's.
@@ -26,7 +26,7 @@ func benchJoiner(b testing.TB) (*Joiner, *partition) {
 	if err := j.opts.defaults(); err != nil {
 		b.Fatal(err)
 	}
-	j.validator = event.Validator{Environment: j.opts.Environment, ZeroCopy: true}
+	j.validator = contract.Validator{Environment: j.opts.Environment, ZeroCopy: true}
 	j.partitions = 1
 	j.initCounters()
 	part := j.newPartition(0, nil)
@@ -144,13 +144,13 @@ func (n *naiveState) apply(b *testing.B, value []byte) {
 	}
 	n.seen[key] = struct{}{}
 	switch env.EventType {
-	case event.TypePlatformRecord:
+	case contract.TypePlatformRecord:
 		var r naiveRecord
 		if err := json.Unmarshal(env.Payload, &r); err != nil {
 			b.Fatal(err)
 		}
 		n.records[r.Provider+"/"+r.ProviderID] = r
-	case event.TypeProviderObservation:
+	case contract.TypeProviderObservation:
 		var o naiveObs
 		if err := json.Unmarshal(env.Payload, &o); err != nil {
 			b.Fatal(err)

@@ -40,16 +40,16 @@ import (
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 
-	"github.com/driftline/driftline/pipeline/checkpoint"
-	"github.com/driftline/driftline/pipeline/classify"
-	"github.com/driftline/driftline/pipeline/dedupe"
-	"github.com/driftline/driftline/pipeline/event"
+	"github.com/driftline/driftline/pipeline/contract"
 	"github.com/driftline/driftline/pipeline/ingest"
-	"github.com/driftline/driftline/pipeline/logmerge"
-	"github.com/driftline/driftline/pipeline/nodeagent"
-	"github.com/driftline/driftline/pipeline/retry"
-	"github.com/driftline/driftline/pipeline/sink"
-	"github.com/driftline/driftline/pipeline/topics"
+	"github.com/driftline/driftline/pipeline/joiner/classify"
+	"github.com/driftline/driftline/pipeline/joiner/dedupe"
+	"github.com/driftline/driftline/pipeline/joiner/nodeagent"
+	"github.com/driftline/driftline/pipeline/readmodel/sink"
+	"github.com/driftline/driftline/pipeline/stream/checkpoint"
+	"github.com/driftline/driftline/pipeline/stream/logmerge"
+	"github.com/driftline/driftline/pipeline/stream/retry"
+	"github.com/driftline/driftline/pipeline/stream/topics"
 )
 
 // Sink is where the joiner writes findings: the batches of one write
@@ -163,7 +163,7 @@ func (o *Options) defaults() error {
 		o.Topics = topics.Defaults()
 	}
 	if o.Environment == "" {
-		o.Environment = event.EnvLocalParity
+		o.Environment = contract.EnvLocalParity
 	}
 	if o.Classify == (classify.Options{}) {
 		o.Classify = classify.DefaultOptions()
@@ -229,7 +229,7 @@ type Joiner struct {
 	// validator is the decoders' configuration (each partition decodes
 	// with its own Decoder, zero-copy: nothing the partition keeps aliases
 	// a record).
-	validator event.Validator
+	validator contract.Validator
 	adm       *kadm.Client
 	cl        *kgo.Client
 	markers   *kgo.Client // writes watermark markers to idle partitions
@@ -279,7 +279,7 @@ type Joiner struct {
 
 type rejected struct {
 	rec  *kgo.Record
-	verr *event.ValidationError
+	verr *contract.ValidationError
 }
 
 // New connects to the brokers and returns a Joiner writing to s.
@@ -291,7 +291,7 @@ func New(ctx context.Context, opts Options, s Sink) (*Joiner, error) {
 		opts:      opts,
 		sink:      s,
 		m:         newMetrics(opts.Registerer),
-		validator: event.Validator{Environment: opts.Environment, ZeroCopy: true},
+		validator: contract.Validator{Environment: opts.Environment, ZeroCopy: true},
 		parts:     make(map[int32]*partition),
 		kept:      make(map[int32]*partition),
 		flow:      logmerge.NewThrottle(opts.QueueRecords),

@@ -18,14 +18,14 @@ import (
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 
-	"github.com/driftline/driftline/pipeline/chdb"
-	"github.com/driftline/driftline/pipeline/checkpoint"
-	"github.com/driftline/driftline/pipeline/event"
+	"github.com/driftline/driftline/internal/testenv"
+	"github.com/driftline/driftline/pipeline/contract"
 	"github.com/driftline/driftline/pipeline/ingest"
-	"github.com/driftline/driftline/pipeline/sink"
-	"github.com/driftline/driftline/pipeline/snap"
-	"github.com/driftline/driftline/pipeline/testenv"
-	"github.com/driftline/driftline/pipeline/topics"
+	"github.com/driftline/driftline/pipeline/readmodel"
+	"github.com/driftline/driftline/pipeline/readmodel/sink"
+	"github.com/driftline/driftline/pipeline/stream/checkpoint"
+	"github.com/driftline/driftline/pipeline/stream/snap"
+	"github.com/driftline/driftline/pipeline/stream/topics"
 )
 
 func TestMain(m *testing.M) { testenv.Main(m) }
@@ -51,7 +51,7 @@ func newFixture(t *testing.T) *fixture {
 	}
 	t.Cleanup(cl.Close)
 	cfg := testenv.ClickHouse(t)
-	conn, err := chdb.Open(context.Background(), cfg)
+	conn, err := readmodel.Open(context.Background(), cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -69,11 +69,11 @@ func (f *fixture) send(typ, producer string, at time.Time, payload any, partitio
 		"producer": producer, "seq": f.seq[producer], "occurred_at": at.Format(time.RFC3339Nano),
 		"correlation_id": "c-" + producer, "environment": "local_parity", "payload": json.RawMessage(body),
 	})
-	_, payloadV, verr := event.Validator{}.DecodeEvent(line)
+	_, payloadV, verr := contract.Validator{}.DecodeEvent(line)
 	if verr != nil {
 		f.t.Fatalf("fixture event invalid: %v", verr)
 	}
-	r := &kgo.Record{Topic: f.names.ForType(typ), Key: []byte(event.KeyOf(payloadV)), Value: line, Partition: partition}
+	r := &kgo.Record{Topic: f.names.ForType(typ), Key: []byte(contract.KeyOf(payloadV)), Value: line, Partition: partition}
 	if partition >= 0 {
 		f.produceTo(r)
 		return
@@ -94,14 +94,14 @@ func (f *fixture) produceTo(r *kgo.Record) {
 	}
 }
 
-func record(id, state string) event.PlatformRecord {
-	return event.PlatformRecord{RecordType: "app_instance", RecordID: "rec-" + id, RecordVersion: 1,
-		ResourceFamily: event.FamilyAppRuntime, ProductID: "apps", OwningDomain: "eu-west", DomainID: "d-eu",
-		Provider: event.ProviderAppRuntime, ProviderID: id, ExpectedState: state, ExpectedVersion: "sha256:aa"}
+func record(id, state string) contract.PlatformRecord {
+	return contract.PlatformRecord{RecordType: "app_instance", RecordID: "rec-" + id, RecordVersion: 1,
+		ResourceFamily: contract.FamilyAppRuntime, ProductID: "apps", OwningDomain: "eu-west", DomainID: "d-eu",
+		Provider: contract.ProviderAppRuntime, ProviderID: id, ExpectedState: state, ExpectedVersion: "sha256:aa"}
 }
 
-func observation(id, state string) event.Observation {
-	return event.Observation{Provider: event.ProviderAppRuntime, ProviderID: id, ResourceFamily: event.FamilyAppRuntime,
+func observation(id, state string) contract.Observation {
+	return contract.Observation{Provider: contract.ProviderAppRuntime, ProviderID: id, ResourceFamily: contract.FamilyAppRuntime,
 		ObservedState: state, ObservedVersion: "sha256:aa"}
 }
 
@@ -190,26 +190,26 @@ type scenario struct{ f *fixture }
 func (sc scenario) records() {
 	f := sc.f
 	for _, id := range []string{"ok", "missing", "stale", "fixed"} {
-		f.send(event.TypePlatformRecord, "platform", t0.Add(-2*time.Minute), record(id, "running"), -1)
+		f.send(contract.TypePlatformRecord, "platform", t0.Add(-2*time.Minute), record(id, "running"), -1)
 	}
-	f.send(event.TypePlatformRecord, "platform", t0.Add(-2*time.Minute), record("released", "released"), -1)
+	f.send(contract.TypePlatformRecord, "platform", t0.Add(-2*time.Minute), record("released", "released"), -1)
 }
 
 func (sc scenario) round(r int) {
 	f := sc.f
 	at := t0.Add(time.Duration(r) * 6 * time.Minute)
-	f.send(event.TypeProviderObservation, "scanner", at.Add(time.Second), observation("ok", "running"), -1)
-	f.send(event.TypeProviderObservation, "scanner", at.Add(2*time.Second), observation("stale", "stopped"), -1)
-	f.send(event.TypeProviderObservation, "scanner", at.Add(3*time.Second), observation("orphan", "running"), -1)
-	f.send(event.TypeProviderObservation, "scanner", at.Add(4*time.Second), observation("released", "running"), -1)
+	f.send(contract.TypeProviderObservation, "scanner", at.Add(time.Second), observation("ok", "running"), -1)
+	f.send(contract.TypeProviderObservation, "scanner", at.Add(2*time.Second), observation("stale", "stopped"), -1)
+	f.send(contract.TypeProviderObservation, "scanner", at.Add(3*time.Second), observation("orphan", "running"), -1)
+	f.send(contract.TypeProviderObservation, "scanner", at.Add(4*time.Second), observation("released", "running"), -1)
 	state := "running"
 	if r == 0 {
 		state = "stopped"
 	}
-	f.send(event.TypeProviderObservation, "scanner", at.Add(5*time.Second), observation("fixed", state), -1)
+	f.send(contract.TypeProviderObservation, "scanner", at.Add(5*time.Second), observation("fixed", state), -1)
 	for p := int32(0); p < 4; p++ { // the gateway's fan-out of the scan marker
-		f.send(event.TypeScanCompleted, fmt.Sprintf("scanner-marker-%d", p), at.Add(20*time.Second),
-			event.ScanCompleted{Provider: event.ProviderAppRuntime, ScanID: fmt.Sprint(r), ScanStartedAt: at}, p)
+		f.send(contract.TypeScanCompleted, fmt.Sprintf("scanner-marker-%d", p), at.Add(20*time.Second),
+			contract.ScanCompleted{Provider: contract.ProviderAppRuntime, ScanID: fmt.Sprint(r), ScanStartedAt: at}, p)
 	}
 }
 
@@ -487,19 +487,19 @@ func metric(t *testing.T, reg *prometheus.Registry, name string) *dto.Metric {
 func TestRedeliveryAndMispartitionedRecord(t *testing.T) {
 	f := newFixture(t)
 	const group = "joiner-dup"
-	f.send(event.TypePlatformRecord, "platform", t0, record("s", "running"), -1)
-	f.send(event.TypeProviderObservation, "scanner", t0.Add(time.Second), observation("s", "stopped"), -1)
+	f.send(contract.TypePlatformRecord, "platform", t0, record("s", "running"), -1)
+	f.send(contract.TypeProviderObservation, "scanner", t0.Add(time.Second), observation("s", "stopped"), -1)
 	// Redeliver the same observation (same producer and seq).
 	f.seq["scanner"]--
-	f.send(event.TypeProviderObservation, "scanner", t0.Add(time.Second), observation("s", "stopped"), -1)
+	f.send(contract.TypeProviderObservation, "scanner", t0.Add(time.Second), observation("s", "stopped"), -1)
 	// A record lives on its partition; a disagreeing observation of the
 	// same identity is written to a partition its key does not hash to.
 	// Only if it is joined with its record does it raise stale state.
-	f.send(event.TypePlatformRecord, "platform", t0, record("x", "running"), -1)
-	key := []byte(event.IdentityKey(event.ProviderAppRuntime, "x"))
-	right := event.Partition(key, 4)
+	f.send(contract.TypePlatformRecord, "platform", t0, record("x", "running"), -1)
+	key := []byte(contract.IdentityKey(contract.ProviderAppRuntime, "x"))
+	right := contract.Partition(key, 4)
 	wrong := (right + 1) % 4
-	f.send(event.TypeProviderObservation, "rogue", t0.Add(2*time.Second), observation("x", "stopped"), wrong)
+	f.send(contract.TypeProviderObservation, "rogue", t0.Add(2*time.Second), observation("x", "stopped"), wrong)
 
 	reroute, err := kgo.NewClient(kgo.SeedBrokers(f.brokers...), kgo.RecordPartitioner(kgo.StickyKeyPartitioner(nil)))
 	if err != nil {
@@ -614,10 +614,10 @@ func TestInvalidRecordIsQuarantined(t *testing.T) {
 	for _, h := range got[0].Headers {
 		headers[h.Key] = string(h.Value)
 	}
-	if headers[event.HeaderReason] != string(event.ReasonWrongType) || headers[event.HeaderActorID] != "SYSTEM::joiner" || string(got[0].Key) != "maas/n1" {
+	if headers[contract.HeaderReason] != string(contract.ReasonWrongType) || headers[contract.HeaderActorID] != "SYSTEM::joiner" || string(got[0].Key) != "maas/n1" {
 		t.Fatalf("quarantine record key %q headers %v", got[0].Key, headers)
 	}
-	if v := counterValue(j.m.invalid.WithLabelValues(string(event.ReasonWrongType))); v != 1 {
+	if v := counterValue(j.m.invalid.WithLabelValues(string(contract.ReasonWrongType))); v != 1 {
 		t.Fatalf("invalid counter %v, want 1", v)
 	}
 }
@@ -632,18 +632,18 @@ func TestIdlePartitionFollows(t *testing.T) {
 	quiet, busy := "", ""
 	for i := 0; quiet == "" || busy == ""; i++ {
 		id := fmt.Sprint("app-", i)
-		switch p := event.Partition([]byte("app_runtime/"+id), 4); {
+		switch p := contract.Partition([]byte("app_runtime/"+id), 4); {
 		case p == 0 && quiet == "":
 			quiet = id
 		case p == 1 && busy == "":
 			busy = id
 		}
 	}
-	f.send(event.TypePlatformRecord, "platform", t0, record(quiet, "running"), -1)
-	f.send(event.TypePlatformRecord, "platform", t0, record(busy, "running"), -1)
-	f.send(event.TypeProviderObservation, "scanner", t0.Add(time.Second), observation(quiet, "running"), -1)
+	f.send(contract.TypePlatformRecord, "platform", t0, record(quiet, "running"), -1)
+	f.send(contract.TypePlatformRecord, "platform", t0, record(busy, "running"), -1)
+	f.send(contract.TypeProviderObservation, "scanner", t0.Add(time.Second), observation(quiet, "running"), -1)
 	for m := range 30 { // only the busy identity is observed for 30 minutes
-		f.send(event.TypeProviderObservation, "scanner", t0.Add(time.Duration(m)*time.Minute), observation(busy, "running"), -1)
+		f.send(contract.TypeProviderObservation, "scanner", t0.Add(time.Duration(m)*time.Minute), observation(busy, "running"), -1)
 	}
 	idle := func(o *Options) { o.IdleAfter = 300 * time.Millisecond }
 	stop := f.start("joiner-idle", idle)

@@ -5,7 +5,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
-	"github.com/driftline/driftline/pipeline/drift"
+	"github.com/driftline/driftline/pipeline/joiner/drift"
 )
 
 // metrics are the joiner's Prometheus series.

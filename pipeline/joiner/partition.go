@@ -10,16 +10,16 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kgo"
 
-	"github.com/driftline/driftline/pipeline/classify"
-	"github.com/driftline/driftline/pipeline/dedupe"
-	"github.com/driftline/driftline/pipeline/drift"
-	"github.com/driftline/driftline/pipeline/event"
-	"github.com/driftline/driftline/pipeline/logmerge"
-	"github.com/driftline/driftline/pipeline/nodeagent"
-	"github.com/driftline/driftline/pipeline/ownerstate"
-	"github.com/driftline/driftline/pipeline/prefetch"
-	"github.com/driftline/driftline/pipeline/sink"
-	"github.com/driftline/driftline/pipeline/snap"
+	"github.com/driftline/driftline/pipeline/contract"
+	"github.com/driftline/driftline/pipeline/joiner/classify"
+	"github.com/driftline/driftline/pipeline/joiner/dedupe"
+	"github.com/driftline/driftline/pipeline/joiner/drift"
+	"github.com/driftline/driftline/pipeline/joiner/nodeagent"
+	"github.com/driftline/driftline/pipeline/joiner/ownerstate"
+	"github.com/driftline/driftline/pipeline/joiner/prefetch"
+	"github.com/driftline/driftline/pipeline/readmodel/sink"
+	"github.com/driftline/driftline/pipeline/stream/logmerge"
+	"github.com/driftline/driftline/pipeline/stream/snap"
 )
 
 // partition is the state of one co-partitioned partition number: the
@@ -33,7 +33,7 @@ type partition struct {
 	dedupe *dedupe.Set
 	// dec decodes the partition's records; the payloads it returns are
 	// reused by the next call.
-	dec *event.Decoder
+	dec *contract.Decoder
 	// ahead is applyAhead's read-ahead.
 	ahead lookahead
 	// inHeartbeat is set while a heartbeat is applied: its identity
@@ -143,7 +143,7 @@ func (o *output) addNode(p *partition, s *nodeagent.Status, aux *uint32) {
 func (j *Joiner) newPartition(p int32, out *output) *partition {
 	part := &partition{p: p, label: strconv.Itoa(int(p)), dedupe: dedupe.New(j.opts.Dedupe), out: out, summary: newSummary(), merge: logmerge.NewMerge(numStreams),
 		live: output{batch: &sink.Batch{}, seal: 1, m: j.m, emit: true},
-		dec:  event.NewDecoder(j.validator)}
+		dec:  contract.NewDecoder(j.validator)}
 	part.engine = classify.New(j.opts.Classify, ownerstate.New(), func(f *drift.Finding, aux *uint32) { part.out.add(part, f, aux) })
 	part.nodes = nodeagent.New(j.opts.NodeAgent, func(s *nodeagent.Status, aux *uint32) {
 		part.out.addNode(part, s, aux)
@@ -251,7 +251,7 @@ func (j *Joiner) apply(part *partition, r *kgo.Record) {
 		if r.Topic == j.opts.Topics.PlatformRecords {
 			if provider, id, ok := strings.Cut(string(r.Key), "/"); ok {
 				part.engine.ApplyTombstone(provider, id, r.Timestamp.UTC())
-				if provider == event.ProviderMAAS {
+				if provider == contract.ProviderMAAS {
 					part.nodes.ApplyTombstone(provider, id, r.Timestamp.UTC())
 				}
 				part.nodes.Advance(part.engine.Watermark())
@@ -266,7 +266,7 @@ func (j *Joiner) apply(part *partition, r *kgo.Record) {
 	env, payload, verr := part.dec.DecodeEvent(r.Value)
 	// Scan markers are written to every partition on purpose; every other
 	// event belongs on the partition its key hashes to.
-	if verr == nil && env.EventType != event.TypeScanCompleted && j.misplaced(part, r) {
+	if verr == nil && env.EventType != contract.TypeScanCompleted && j.misplaced(part, r) {
 		return
 	}
 	if verr != nil {
@@ -289,16 +289,16 @@ func (j *Joiner) apply(part *partition, r *kgo.Record) {
 	part.uncounted[j.stream(r.Topic)]++
 	at := env.OccurredAt.UTC()
 	switch p := payload.(type) {
-	case *event.PlatformRecord:
+	case *contract.PlatformRecord:
 		part.engine.ApplyRecord(p, at, env.CorrelationID)
-		if p.Provider == event.ProviderMAAS {
+		if p.Provider == contract.ProviderMAAS {
 			part.nodes.ApplyRecord(p, at)
 		}
-	case *event.Observation:
+	case *contract.Observation:
 		part.engine.ApplyObservation(p, at, env.CorrelationID)
-	case *event.ScanCompleted:
+	case *contract.ScanCompleted:
 		part.engine.ApplyScan(p, at, env.CorrelationID)
-	case *event.Heartbeat:
+	case *contract.Heartbeat:
 		part.inHeartbeat = true
 		part.nodes.ApplyHeartbeat(p, at, env.CorrelationID)
 		part.inHeartbeat = false
@@ -323,7 +323,7 @@ func (j *Joiner) apply(part *partition, r *kgo.Record) {
 // otherwise it is applied here (see Options.Reroute). Either way it is
 // counted once.
 func (j *Joiner) misplaced(part *partition, r *kgo.Record) bool {
-	if j.partitions <= 0 || r.Key == nil || event.Partition(r.Key, j.partitions) == r.Partition {
+	if j.partitions <= 0 || r.Key == nil || contract.Partition(r.Key, j.partitions) == r.Partition {
 		return false
 	}
 	if part.out.emit {

@@ -8,8 +8,8 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kgo"
 
-	"github.com/driftline/driftline/pipeline/logmerge"
-	"github.com/driftline/driftline/pipeline/sink"
+	"github.com/driftline/driftline/pipeline/readmodel/sink"
+	"github.com/driftline/driftline/pipeline/stream/logmerge"
 )
 
 // restore rebuilds the state of partitions ps up to the group's committed

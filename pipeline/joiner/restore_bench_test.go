@@ -6,9 +6,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/driftline/driftline/pipeline/checkpoint"
-	"github.com/driftline/driftline/pipeline/event"
-	"github.com/driftline/driftline/pipeline/testenv"
+	"github.com/driftline/driftline/internal/testenv"
+	"github.com/driftline/driftline/pipeline/contract"
+	"github.com/driftline/driftline/pipeline/stream/checkpoint"
 )
 
 // bigPartition returns a partition that tracks n identities, each with a
@@ -18,10 +18,10 @@ func bigPartition(b *testing.B, n int) (*Joiner, *partition) {
 	j, part := benchJoiner(b)
 	part.out.emit = false
 	start := time.Date(2026, 11, 21, 10, 0, 0, 0, time.UTC)
-	rec := event.PlatformRecord{RecordType: "gpu_allocation", RecordVersion: 1, ResourceFamily: event.FamilyGPUaaS,
+	rec := contract.PlatformRecord{RecordType: "gpu_allocation", RecordVersion: 1, ResourceFamily: contract.FamilyGPUaaS,
 		ProductID: "gpu-h100", OwningDomain: "gpuaas", OwningPackage: "gpu-scheduler", DomainID: "eu-west",
-		Provider: event.ProviderMAAS, ExpectedState: "allocated", ExpectedVersion: "img-2026.11"}
-	obs := event.Observation{Provider: event.ProviderMAAS, ResourceFamily: event.FamilyGPUaaS, ObservedState: "allocated", ObservedVersion: "img-2026.11"}
+		Provider: contract.ProviderMAAS, ExpectedState: "allocated", ExpectedVersion: "img-2026.11"}
+	obs := contract.Observation{Provider: contract.ProviderMAAS, ResourceFamily: contract.FamilyGPUaaS, ObservedState: "allocated", ObservedVersion: "img-2026.11"}
 	for i := range n {
 		node := "gpu-eu-west-" + strconv.Itoa(1000000+i)
 		rec.ProviderID, rec.RecordID = node, "alloc-"+node

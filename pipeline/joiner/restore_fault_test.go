@@ -13,11 +13,11 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
-	"github.com/driftline/driftline/pipeline/chdb"
-	"github.com/driftline/driftline/pipeline/event"
-	"github.com/driftline/driftline/pipeline/sink"
-	"github.com/driftline/driftline/pipeline/testenv"
-	"github.com/driftline/driftline/pipeline/topics"
+	"github.com/driftline/driftline/internal/testenv"
+	"github.com/driftline/driftline/pipeline/contract"
+	"github.com/driftline/driftline/pipeline/readmodel"
+	"github.com/driftline/driftline/pipeline/readmodel/sink"
+	"github.com/driftline/driftline/pipeline/stream/topics"
 )
 
 // TestRestoreSurvivesBrokerErrors: the broker fails the restore's first
@@ -44,14 +44,14 @@ func TestRestoreSurvivesBrokerErrors(t *testing.T) {
 		t.Fatal(err)
 	}
 	cfg := testenv.ClickHouse(t)
-	conn, err := chdb.Open(context.Background(), cfg)
+	conn, err := readmodel.Open(context.Background(), cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { conn.Close() })
 	f := &fixture{t: t, cl: cl, names: names, seq: map[string]uint64{}, brokers: brokers, ch: conn, db: cfg.Database}
 
-	f.send(event.TypePlatformRecord, "platform", t0, record("ok", "running"), -1)
+	f.send(contract.TypePlatformRecord, "platform", t0, record("ok", "running"), -1)
 	j, err := New(ctx, Options{Brokers: f.brokers, Group: "restore-fault", Topics: f.names, FlushInterval: 100 * time.Millisecond,
 		RebalanceTimeout: 20 * time.Second, Logger: slog.New(slog.DiscardHandler)}, sink.NewClickHouse(f.ch))
 	if err != nil {

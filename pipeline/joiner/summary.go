@@ -4,8 +4,8 @@ import (
 	"container/heap"
 	"slices"
 
-	"github.com/driftline/driftline/pipeline/drift"
-	"github.com/driftline/driftline/pipeline/sink"
+	"github.com/driftline/driftline/pipeline/joiner/drift"
+	"github.com/driftline/driftline/pipeline/readmodel/sink"
 )
 
 // summary is a partition's share of the small read models: finding counts

@@ -3,8 +3,8 @@ package joiner
 import (
 	"fmt"
 
-	"github.com/driftline/driftline/pipeline/sink"
-	"github.com/driftline/driftline/pipeline/snap"
+	"github.com/driftline/driftline/pipeline/readmodel/sink"
+	"github.com/driftline/driftline/pipeline/stream/snap"
 )
 
 // appendSnapshot appends the summary's state to w (part of the

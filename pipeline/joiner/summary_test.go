@@ -7,10 +7,10 @@ import (
 	"slices"
 	"testing"
 
-	"github.com/driftline/driftline/pipeline/drift"
-	"github.com/driftline/driftline/pipeline/nodeagent"
-	"github.com/driftline/driftline/pipeline/sink"
-	"github.com/driftline/driftline/pipeline/snap"
+	"github.com/driftline/driftline/pipeline/joiner/drift"
+	"github.com/driftline/driftline/pipeline/joiner/nodeagent"
+	"github.com/driftline/driftline/pipeline/readmodel/sink"
+	"github.com/driftline/driftline/pipeline/stream/snap"
 )
 
 // summaryTables is what ClickHouse holds after the flushes: the row of

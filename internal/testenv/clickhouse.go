@@ -1,0 +1,178 @@
+package testenv
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"os"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/driftline/driftline/internal/chserver"
+	"github.com/driftline/driftline/pipeline/readmodel"
+	"github.com/driftline/driftline/pipeline/service"
+)
+
+// Environment variables that point tests at a ClickHouse server of one's
+// own instead of the one testenv starts.
+const (
+	EnvClickHouseAddr     = "DRIFTLINE_TEST_CLICKHOUSE_ADDR"
+	EnvClickHouseUser     = "DRIFTLINE_TEST_CLICKHOUSE_USER"
+	EnvClickHousePassword = "DRIFTLINE_TEST_CLICKHOUSE_PASSWORD"
+)
+
+// shared is the server started for this test binary.
+var shared struct {
+	once sync.Once
+	srv  *chserver.Server
+	err  error
+}
+
+// ClickHouse returns the settings of a new database, migrated to the
+// current schema, on the test ClickHouse server. The database is dropped
+// when the test ends, unless the test failed: then it is kept for
+// inspection and its name logged.
+func ClickHouse(t testing.TB) service.ClickHouse {
+	t.Helper()
+	cfg := service.ClickHouse{
+		Addr:     os.Getenv(EnvClickHouseAddr),
+		Database: databaseName(t),
+		User:     service.Env(EnvClickHouseUser, "default"),
+		Password: os.Getenv(EnvClickHousePassword),
+	}
+	if cfg.Addr == "" {
+		shared.once.Do(func() { shared.srv, shared.err = startShared(t) })
+		if shared.err != nil {
+			t.Fatal(shared.err)
+		}
+		cfg.Addr = shared.srv.Addr()
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	conn, err := readmodel.Open(ctx, cfg)
+	if err != nil {
+		t.Fatalf("testenv: %v", err)
+	}
+	defer conn.Close()
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Logf("testenv: kept ClickHouse database %s on %s for inspection", cfg.Database, cfg.Addr)
+			return
+		}
+		if err := drop(cfg); err != nil {
+			t.Errorf("testenv: %v", err)
+		}
+	})
+	if err := readmodel.Migrate(ctx, conn, cfg.Database); err != nil {
+		t.Fatalf("testenv: %v", err)
+	}
+	return cfg
+}
+
+func drop(cfg service.ClickHouse) error {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	admin := cfg
+	admin.Database = "default"
+	conn, err := readmodel.Open(ctx, admin, readmodel.NoCreate())
+	if err != nil {
+		return fmt.Errorf("drop database %s: %w", cfg.Database, err)
+	}
+	defer conn.Close()
+	if err := conn.Exec(ctx, "DROP DATABASE IF EXISTS "+cfg.Database); err != nil {
+		return fmt.Errorf("drop database %s: %w", cfg.Database, err)
+	}
+	return nil
+}
+
+// databaseName makes a name that is unique even among test binaries
+// sharing one server, and that says which test made it.
+func databaseName(t testing.TB) string {
+	var b strings.Builder
+	b.WriteString("t_")
+	for _, r := range strings.ToLower(t.Name()) {
+		if b.Len() >= 42 {
+			break
+		}
+		if r >= 'a' && r <= 'z' || r >= '0' && r <= '9' {
+			b.WriteRune(r)
+		} else {
+			b.WriteByte('_')
+		}
+	}
+	var suffix [4]byte
+	_, _ = rand.Read(suffix[:]) // never fails
+	return b.String() + "_" + hex.EncodeToString(suffix[:])
+}
+
+// startShared starts this test binary's server, installing ClickHouse
+// first if it is missing and we may.
+func startShared(t testing.TB) (*chserver.Server, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+	defer cancel()
+	bin, err := chserver.Find()
+	if errors.Is(err, chserver.ErrNotFound) && os.Geteuid() == 0 {
+		t.Logf("testenv: no ClickHouse server binary; installing clickhouse-server with apt-get (once per machine)")
+		var out bytes.Buffer
+		if ierr := chserver.Install(ctx, &out); ierr != nil {
+			return nil, fmt.Errorf("testenv: %w\napt-get output:\n%s", ierr, out.Bytes())
+		}
+		bin, err = chserver.Find()
+	}
+	if err != nil {
+		return nil, fmt.Errorf("testenv: %w; or set %s to a running server's native address", err, EnvClickHouseAddr)
+	}
+	dir, err := os.MkdirTemp("", "driftline-clickhouse-")
+	if err != nil {
+		return nil, fmt.Errorf("testenv: %w", err)
+	}
+	// The free ports may be taken between finding and binding them.
+	for attempt := 0; ; attempt++ {
+		tcp, err := freePort()
+		if err != nil {
+			return nil, err
+		}
+		http, err := freePort()
+		if err != nil {
+			return nil, err
+		}
+		srv, err := chserver.Start(ctx, chserver.Options{
+			Dir:           dir,
+			TCPPort:       tcp,
+			HTTPPort:      http,
+			Binary:        bin,
+			DieWithParent: true,
+		})
+		var inUse *chserver.PortInUseError
+		if errors.As(err, &inUse) && attempt < 3 || tcp == http {
+			continue
+		}
+		if err != nil {
+			return nil, fmt.Errorf("testenv: %w", err)
+		}
+		return srv, nil
+	}
+}
+
+// stopShared stops this test binary's server, if it started one, and
+// removes its directory unless tests failed.
+func stopShared(passed bool) error {
+	srv := shared.srv
+	if srv == nil {
+		return nil
+	}
+	err := srv.Stop()
+	if !passed {
+		fmt.Fprintf(os.Stderr, "testenv: kept the ClickHouse server directory %s for inspection\n", srv.Dir())
+		return err
+	}
+	if rerr := os.RemoveAll(srv.Dir()); rerr != nil && err == nil {
+		err = rerr
+	}
+	return err
+}

@@ -1,0 +1,38 @@
+package testenv
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kfake"
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/driftline/driftline/pipeline/stream/topics"
+)
+
+// Kafka starts an in-process Kafka-protocol cluster of one broker on a free
+// loopback port, creates every pipeline topic (default names) with
+// partitions partitions, and closes the cluster when the test ends.
+func Kafka(t testing.TB, partitions int32) (brokers []string, names topics.Names) {
+	t.Helper()
+	c, err := kfake.NewCluster(kfake.NumBrokers(1))
+	if err != nil {
+		t.Fatalf("start kfake cluster: %v", err)
+	}
+	t.Cleanup(c.Close)
+	brokers = c.ListenAddrs()
+	cl, err := kgo.NewClient(kgo.SeedBrokers(brokers...))
+	if err != nil {
+		t.Fatalf("kafka client: %v", err)
+	}
+	defer cl.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	names = topics.Defaults()
+	if err := topics.Ensure(ctx, kadm.NewClient(cl), names, partitions, 1); err != nil {
+		t.Fatalf("create topics: %v", err)
+	}
+	return brokers, names
+}

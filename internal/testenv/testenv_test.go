@@ -1,0 +1,93 @@
+package testenv_test
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/driftline/driftline/internal/testenv"
+	"github.com/driftline/driftline/pipeline/readmodel"
+	"github.com/driftline/driftline/pipeline/service"
+	"github.com/driftline/driftline/pipeline/stream/topics"
+)
+
+func TestMain(m *testing.M) { testenv.Main(m) }
+
+func TestClickHouse(t *testing.T) {
+	var first service.ClickHouse
+	t.Run("use", func(t *testing.T) {
+		first = testenv.ClickHouse(t)
+		second := testenv.ClickHouse(t)
+		if first.Database == second.Database || first.Addr != second.Addr {
+			t.Fatalf("two databases %+v and %+v: want distinct names on one server", first, second)
+		}
+		ctx := context.Background()
+		conn, err := readmodel.Open(ctx, first, readmodel.NoCreate())
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer conn.Close()
+		var n uint64
+		if err := conn.QueryRow(ctx, "SELECT count() FROM drift_evidence FINAL").Scan(&n); err != nil {
+			t.Fatalf("database is not migrated: %v", err)
+		}
+	})
+	// The passing subtest's databases are gone.
+	conn, err := readmodel.Open(context.Background(), service.ClickHouse{Addr: first.Addr, Database: "default"}, readmodel.NoCreate())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	var n uint64
+	if err := conn.QueryRow(context.Background(), "SELECT count() FROM system.databases WHERE name = ?", first.Database).Scan(&n); err != nil {
+		t.Fatal(err)
+	}
+	if n != 0 {
+		t.Fatalf("database %s not dropped after its test passed", first.Database)
+	}
+}
+
+func TestKafka(t *testing.T) {
+	brokers, names := testenv.Kafka(t, 3)
+	cl, err := kgo.NewClient(kgo.SeedBrokers(brokers...), kgo.ConsumeTopics(names.Usage))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	adm := kadm.NewClient(cl)
+	if err := topics.CheckCopartitioned(ctx, adm, names); err != nil {
+		t.Fatal(err)
+	}
+	if n, err := topics.PartitionCount(ctx, adm, names.Quarantine); err != nil || n != 3 {
+		t.Fatalf("quarantine partitions = %d, %v; want 3", n, err)
+	}
+	if err := cl.ProduceSync(ctx, &kgo.Record{Topic: names.Usage, Key: []byte("gw/1"), Value: []byte("{}")}).FirstErr(); err != nil {
+		t.Fatal(err)
+	}
+	fs := cl.PollFetches(ctx)
+	if err := fs.Err0(); err != nil {
+		t.Fatal(err)
+	}
+	if got := fs.Records(); len(got) != 1 || string(got[0].Key) != "gw/1" {
+		t.Fatalf("consumed %v, want the produced record", got)
+	}
+}
+
+func TestCheckFor(t *testing.T) {
+	calls := 0
+	testenv.CheckFor(t, 5*time.Second, func() error {
+		if calls++; calls < 3 {
+			return errors.New("not yet")
+		}
+		return nil
+	})
+	if calls != 3 {
+		t.Fatalf("CheckFor called f %d times, want 3", calls)
+	}
+}

@@ -1,0 +1,157 @@
+package api
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"strings"
+)
+
+// Client calls the query API. The zero value is not usable: set BaseURL.
+type Client struct {
+	BaseURL string       // e.g. "http://127.0.0.1:18081"
+	HTTP    *http.Client // default http.DefaultClient
+}
+
+// Status calls GET /v1/status.
+func (c *Client) Status(ctx context.Context) (*Status, error) {
+	var st Status
+	return &st, c.get(ctx, "/v1/status", nil, &st)
+}
+
+// Drift calls GET /v1/drift with the filters, limit and cursor in q; nil
+// q lists open findings.
+func (c *Client) Drift(ctx context.Context, q url.Values) (*DriftPage, error) {
+	var p DriftPage
+	return &p, c.get(ctx, "/v1/drift", q, &p)
+}
+
+// DriftAll follows next_cursor from the first page of q to the last and
+// returns every finding.
+func (c *Client) DriftAll(ctx context.Context, q url.Values) ([]Finding, error) {
+	q = cloneValues(q)
+	var all []Finding
+	for {
+		p, err := c.Drift(ctx, q)
+		if err != nil {
+			return all, err
+		}
+		all = append(all, p.Findings...)
+		if p.NextCursor == "" {
+			return all, nil
+		}
+		q.Set("cursor", p.NextCursor)
+	}
+}
+
+// DriftDetail calls GET /v1/drift/{evidence_id}. An unknown id returns an
+// error matching ErrNotFound.
+func (c *Client) DriftDetail(ctx context.Context, evidenceID string) (*DriftDetail, error) {
+	var d DriftDetail
+	return &d, c.get(ctx, "/v1/drift/"+url.PathEscape(evidenceID), nil, &d)
+}
+
+// Heatmap calls GET /v1/heatmap with the filters in q.
+func (c *Client) Heatmap(ctx context.Context, q url.Values) (*Heatmap, error) {
+	var h Heatmap
+	return &h, c.get(ctx, "/v1/heatmap", q, &h)
+}
+
+func (c *Client) get(ctx context.Context, path string, q url.Values, into any) error {
+	u := strings.TrimSuffix(c.BaseURL, "/") + path
+	if len(q) > 0 {
+		u += "?" + q.Encode()
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
+	if err != nil {
+		return fmt.Errorf("query api: %w", err)
+	}
+	req.Header.Set("Accept", "application/json")
+	hc := c.HTTP
+	if hc == nil {
+		hc = http.DefaultClient
+	}
+	resp, err := hc.Do(req)
+	if err != nil {
+		return fmt.Errorf("query api: %w", err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode/100 != 2 {
+		raw, _ := io.ReadAll(io.LimitReader(resp.Body, 64<<10))
+		ae := &APIError{StatusCode: resp.StatusCode}
+		if json.Unmarshal(raw, &ae.Body) != nil || ae.Body.Error == "" {
+			ae.Body = ErrorBody{Error: strings.TrimSpace(string(raw))}
+		}
+		return ae
+	}
+	if err := json.NewDecoder(resp.Body).Decode(into); err != nil {
+		return fmt.Errorf("query api: decode %s: %w", path, err)
+	}
+	return nil
+}
+
+func cloneValues(q url.Values) url.Values {
+	out := url.Values{}
+	for k, v := range q {
+		out[k] = append([]string(nil), v...)
+	}
+	return out
+}
+
+// Nodes calls GET /v1/nodes with the filters, sort, limit and cursor in q.
+func (c *Client) Nodes(ctx context.Context, q url.Values) (*NodePage, error) {
+	var p NodePage
+	return &p, c.get(ctx, "/v1/nodes", q, &p)
+}
+
+// NodesAll follows next_cursor from the first page of q to the last.
+func (c *Client) NodesAll(ctx context.Context, q url.Values) ([]Node, error) {
+	q = cloneValues(q)
+	var all []Node
+	for {
+		p, err := c.Nodes(ctx, q)
+		if err != nil {
+			return all, err
+		}
+		all = append(all, p.Nodes...)
+		if p.NextCursor == "" {
+			return all, nil
+		}
+		q.Set("cursor", p.NextCursor)
+	}
+}
+
+// Node calls GET /v1/nodes/{node_id}. An unknown node returns an error
+// matching ErrNotFound.
+func (c *Client) Node(ctx context.Context, nodeID string) (*NodeDetail, error) {
+	var d NodeDetail
+	return &d, c.get(ctx, "/v1/nodes/"+url.PathEscape(nodeID), nil, &d)
+}
+
+// Connectivity calls GET /v1/connectivity with the filters in q.
+func (c *Client) Connectivity(ctx context.Context, q url.Values) (*Connectivity, error) {
+	var v Connectivity
+	return &v, c.get(ctx, "/v1/connectivity", q, &v)
+}
+
+// Attention calls GET /v1/attention with n, by, kind and filters in q.
+func (c *Client) Attention(ctx context.Context, q url.Values) (*Attention, error) {
+	var a Attention
+	return &a, c.get(ctx, "/v1/attention", q, &a)
+}
+
+// BillingMismatches calls GET /v1/billing/mismatches (JSON) with the
+// filters, sort, limit and cursor in q.
+func (c *Client) BillingMismatches(ctx context.Context, q url.Values) (*BillingPage, error) {
+	var p BillingPage
+	return &p, c.get(ctx, "/v1/billing/mismatches", q, &p)
+}
+
+// Rated calls GET /v1/billing/rated with group_by and the filters in q.
+func (c *Client) Rated(ctx context.Context, q url.Values) (*RatedTotals, error) {
+	var r RatedTotals
+	return &r, c.get(ctx, "/v1/billing/rated", q, &r)
+}

@@ -1,0 +1,319 @@
+package api
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/ClickHouse/clickhouse-go/v2/lib/driver"
+)
+
+// The attention queue, drift pages in evidence_id order and drift detail
+// read a few rows by key. They read drift_evidence and node_agent_status
+// (granules of 256 rows, migration 006) without FINAL: on ClickHouse
+// 18.16 FINAL collapses the selected granules on one thread, more than
+// ten times slower than reading them. So these reads
+// fetch every row of the keys they want and pick each key's current row
+// themselves, as a merge would: the highest version, and among rows of
+// one version (the same transition written twice) the latest updated_at.
+// Filters are evaluated by ClickHouse on every row, returned as one
+// column, and only the current row's answer counts, which is exactly what
+// FINAL with the filter in WHERE answers.
+
+// maxKeysPerQuery bounds the keys of one IN list, keeping the query text
+// well under max_query_size (256 KiB by default).
+const maxKeysPerQuery = 1000
+
+// supersedes reports whether a row of version v written at u replaces one
+// of version w written at t.
+func supersedes(v uint64, u *time.Time, w uint64, t *time.Time) bool {
+	if v != w {
+		return v > w
+	}
+	return stamp(u) > stamp(t)
+}
+
+func stamp(t *time.Time) int64 {
+	if t == nil {
+		return 0
+	}
+	return t.UnixNano()
+}
+
+// matchColumn renders conds as one boolean column, true without conds.
+func matchColumn(conds []string) string {
+	if len(conds) == 0 {
+		return "1"
+	}
+	return "(" + strings.Join(conds, " AND ") + ")"
+}
+
+// keyArgs returns args followed by the keys.
+func keyArgs(args []any, keys []string) []any {
+	out := make([]any, 0, len(args)+len(keys))
+	out = append(out, args...)
+	for _, k := range keys {
+		out = append(out, k)
+	}
+	return out
+}
+
+// distinctSorted returns the distinct keys in ascending order.
+func distinctSorted(keys []string) []string {
+	keys = slices.Clone(keys)
+	slices.Sort(keys)
+	return slices.Compact(keys)
+}
+
+// currentFindings returns, in evidence_id order, the current rows of the
+// findings ids whose current row meets conds.
+func (s *Server) currentFindings(ctx context.Context, name string, conds []string, args []any, ids []string) ([]Finding, error) {
+	type current struct {
+		f     Finding
+		match bool
+	}
+	best := make(map[string]current, len(ids))
+	ids = distinctSorted(ids)
+	for keys := range slices.Chunk(ids, maxKeysPerQuery) {
+		rows, err := s.readQuery(ctx, name, "SELECT "+findingColumns+", "+matchColumn(conds)+
+			" FROM drift_evidence WHERE "+inList("evidence_id", len(keys)), keyArgs(args, keys)...)
+		if err != nil {
+			return nil, err
+		}
+		err = s.scanAll(name, rows, func(r driver.Rows) error {
+			var m uint8
+			f, err := scanFinding(r, &m)
+			if c, ok := best[f.EvidenceID]; !ok || supersedes(f.Version, f.UpdatedAt, c.f.Version, c.f.UpdatedAt) {
+				best[f.EvidenceID] = current{f, m != 0}
+			}
+			return err
+		})
+		if err != nil {
+			return nil, err
+		}
+	}
+	out := make([]Finding, 0, len(best))
+	for _, id := range ids {
+		if c, ok := best[id]; ok && c.match {
+			out = append(out, c.f)
+		}
+	}
+	return out, nil
+}
+
+// currentNodes returns, in node_id order, the current rows of the nodes
+// ids whose current row meets conds.
+func (s *Server) currentNodes(ctx context.Context, name string, conds []string, args []any, ids []string) ([]Node, error) {
+	type current struct {
+		n     Node
+		match bool
+	}
+	best := make(map[string]current, len(ids))
+	ids = distinctSorted(ids)
+	for keys := range slices.Chunk(ids, maxKeysPerQuery) {
+		rows, err := s.readQuery(ctx, name, "SELECT "+nodeColumns+", "+matchColumn(conds)+
+			" FROM node_agent_status WHERE "+inList("node_id", len(keys)), keyArgs(args, keys)...)
+		if err != nil {
+			return nil, err
+		}
+		err = s.scanAll(name, rows, func(r driver.Rows) error {
+			var m uint8
+			n, err := scanNode(r, &m)
+			if c, ok := best[n.NodeID]; !ok || supersedes(n.Version, n.UpdatedAt, c.n.Version, c.n.UpdatedAt) {
+				best[n.NodeID] = current{n, m != 0}
+			}
+			return err
+		})
+		if err != nil {
+			return nil, err
+		}
+	}
+	out := make([]Node, 0, len(best))
+	for _, id := range ids {
+		if c, ok := best[id]; ok && c.match {
+			out = append(out, c.n)
+		}
+	}
+	return out, nil
+}
+
+// Drift pages in evidence_id order look for candidates between the cursor
+// and the markSpan-th sampled evidence id after it (about 1024 x markSpan
+// findings), then over ranges markGrowth times wider while the page is
+// short.
+const (
+	markSpan   = 4
+	markGrowth = 8
+)
+
+// pageByMarks reads up to limit current findings matching f after the
+// evidence id after ("" for the first), in evidence_id order.
+//
+// Each step reads, without FINAL, the evidence ids of the rows in a range
+// that meet the filter: a superset of the findings whose current row
+// does, since every current row is a row. ClickHouse checks the filter
+// columns first (PREWHERE) and reads evidence ids only of the granules
+// where some row passes, so a long run of findings the filter excludes
+// (resolved ones, for the default page of open findings) costs a read of
+// its status column. The candidates' current rows then decide.
+func (s *Server) pageByMarks(ctx context.Context, f Filter, after string, limit int) ([]Finding, error) {
+	conds, args := f.where(s.opts.Now())
+	out := []Finding{}
+	lo, span := after, markSpan
+	for {
+		hi, err := s.markAfter(ctx, lo, span)
+		if err != nil {
+			return nil, err
+		}
+		need := limit - len(out)
+		ids, full, err := s.candidates(ctx, conds, args, lo, hi, need)
+		if err != nil {
+			return nil, err
+		}
+		if len(ids) > 0 {
+			fs, err := s.currentFindings(ctx, "drift_list", conds, args, ids)
+			if err != nil {
+				return nil, err
+			}
+			out = append(out, fs...)
+		}
+		switch {
+		case len(out) >= limit:
+			return out[:limit], nil
+		case full:
+			// The candidate rows stopped at ids' last: every finding
+			// up to it is decided, and the range goes on from there.
+			lo = ids[len(ids)-1]
+		case hi == "":
+			return out, nil
+		default:
+			lo, span = hi, span*markGrowth
+		}
+	}
+}
+
+// candidates returns, in order and distinct, the evidence ids of the first
+// n rows in (lo, hi] (hi "" is no bound) that meet conds, whatever their
+// version; full reports that there were n such rows, so rows past the
+// last id returned may meet conds too.
+func (s *Server) candidates(ctx context.Context, conds []string, args []any, lo, hi string, n int) (ids []string, full bool, err error) {
+	sql := "SELECT evidence_id FROM drift_evidence"
+	a := slices.Clone(args)
+	if len(conds) > 0 {
+		sql += " PREWHERE " + strings.Join(conds, " AND ")
+	}
+	sql += " WHERE evidence_id > ?"
+	a = append(a, lo)
+	if hi != "" {
+		sql += " AND evidence_id <= ?"
+		a = append(a, hi)
+	}
+	sql += fmt.Sprintf(" ORDER BY evidence_id LIMIT %d", n)
+	rows, err := s.readQuery(ctx, "drift_candidates", sql, a...)
+	if err != nil {
+		return nil, false, err
+	}
+	got := 0
+	err = s.scanAll("drift_candidates", rows, func(r driver.Rows) error {
+		var id string
+		got++
+		if err := r.Scan(&id); err != nil {
+			return err
+		}
+		if len(ids) == 0 || ids[len(ids)-1] != id {
+			ids = append(ids, id)
+		}
+		return nil
+	})
+	return ids, got == n, err
+}
+
+// markAfter returns the n-th sampled evidence id after lo, "" if there
+// are fewer.
+func (s *Server) markAfter(ctx context.Context, lo string, n int) (string, error) {
+	rows, err := s.readQuery(ctx, "drift_marks", fmt.Sprintf(`SELECT evidence_id FROM drift_evidence_marks
+	WHERE evidence_id > ? GROUP BY evidence_id ORDER BY evidence_id LIMIT %d, 1`, n-1), lo)
+	if err != nil {
+		return "", err
+	}
+	var hi string
+	err = s.scanAll("drift_marks", rows, func(r driver.Rows) error { return r.Scan(&hi) })
+	return hi, err
+}
+
+// rankedNodes reads the n current nodes of highest attention_score whose
+// current row meets conds and whose gate does not pass.
+//
+// Without FINAL, the rows that meet the conditions rank every current
+// one among possibly older rows of the same nodes. With t the k-th
+// highest score among those rows, every current row scored at least t
+// belongs to a node that has some such row; those nodes' current rows
+// that still meet the conditions and score at least t are exactly the
+// current rows scored at least t. If they are n or more (or all rows
+// were taken), they hold the top n; if not, older rows crowded the top k,
+// and k grows.
+func (s *Server) rankedNodes(ctx context.Context, conds []string, args []any, n int) ([]Node, error) {
+	conds = append(slices.Clone(conds), "gate != '"+GatePass+"'")
+	where := whereClause(conds)
+	for k := 2 * n; ; k *= 4 {
+		rows, err := s.readQuery(ctx, "attention_node_threshold", fmt.Sprintf("SELECT attention_score FROM node_agent_status"+
+			where+" ORDER BY attention_score DESC LIMIT %d, 1", k-1), args...)
+		if err != nil {
+			return nil, err
+		}
+		var (
+			t   float64
+			all = true // fewer than k rows: every row is a candidate
+		)
+		err = s.scanAll("attention_node_threshold", rows, func(r driver.Rows) error {
+			all = false
+			return r.Scan(&t)
+		})
+		if err != nil {
+			return nil, err
+		}
+		if math.IsNaN(t) {
+			all = true // NaN sorts last: fewer than k rows have a score
+		}
+		sql, a := "SELECT DISTINCT node_id FROM node_agent_status"+where, args
+		if !all {
+			sql = "SELECT DISTINCT node_id FROM node_agent_status PREWHERE attention_score >= ?" + where
+			a = append([]any{t}, args...)
+		}
+		rows, err = s.readQuery(ctx, "attention_node_candidates", sql, a...)
+		if err != nil {
+			return nil, err
+		}
+		var ids []string
+		err = s.scanAll("attention_node_candidates", rows, func(r driver.Rows) error {
+			var id string
+			ids = append(ids, id)
+			return r.Scan(&ids[len(ids)-1])
+		})
+		if err != nil {
+			return nil, err
+		}
+		ns, err := s.currentNodes(ctx, "attention_nodes", conds, args, ids)
+		if err != nil {
+			return nil, err
+		}
+		if !all {
+			ns = slices.DeleteFunc(ns, func(nd Node) bool { return nd.AttentionScore < t })
+		}
+		if all || len(ns) >= n {
+			slices.SortFunc(ns, func(a, b Node) int {
+				if a.AttentionScore != b.AttentionScore {
+					if a.AttentionScore > b.AttentionScore {
+						return -1
+					}
+					return 1
+				}
+				return strings.Compare(a.NodeID, b.NodeID)
+			})
+			return ns[:min(n, len(ns))], nil
+		}
+	}
+}

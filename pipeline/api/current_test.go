@@ -1,0 +1,147 @@
+package api_test
+
+import (
+	"context"
+	"net/url"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/driftline/driftline/pipeline/api"
+)
+
+// churn writes findings and nodes in several versions, each version in its
+// own parts, so that the tables hold superseded rows that a merge has
+// not removed: findings resolved, moved to another domain with a higher
+// score, written twice with one version (a replay); nodes whose old rows
+// scored highest and whose current rows pass their gate or score low.
+func churn(t *testing.T, fx *fixture) {
+	t.Helper()
+	ctx := context.Background()
+	findings := `INSERT INTO drift_evidence (evidence_id, owning_domain, classification, severity, status, posture,
+		first_seen_at, last_seen_at, attention_score, version, updated_at)
+		SELECT concat('churn:maas/n', toString(number)), %s, 'orphan_provider_resource', 'warning', %s, 'quarantine',
+			toDateTime(1795000000), toDateTime(1795000000), %s, %s, toDateTime(%s)
+		FROM numbers(20000) WHERE %s`
+	nodes := `INSERT INTO node_agent_status (node_id, owning_domain, domain_id, gate, connectivity_mode, health,
+		attention_score, version, updated_at)
+		SELECT concat('churn-', toString(number)), 'churn', 'd-churn', %s, 'LIVE', 'OK', %s, %s, toDateTime(1795000000)
+		FROM numbers(3000) WHERE %s`
+	for _, stmt := range []string{
+		fmtSQL(findings, "concat('churn-', toString(number % 4))", "'open'", "toFloat64((number * 7919) % 1000)", "1", "1795000000", "1"),
+		fmtSQL(findings, "concat('churn-', toString(number % 4))", "'resolved'", "0", "2", "1795000100", "number % 3 = 0"),
+		fmtSQL(findings, "'churn-9'", "'open'", "toFloat64(2000 + number % 50)", "2", "1795000100", "number % 3 = 1"),
+		// The same version again, written later: it is the current row.
+		fmtSQL(findings, "'churn-9'", "'open'", "toFloat64(2000 + number % 50)", "2", "1795000200", "number % 3 = 1 AND number % 7 = 0"),
+		fmtSQL(nodes, "'block_production'", "toFloat64(900 + number % 100)", "1", "1"),
+		fmtSQL(nodes, "'pass'", "toFloat64(1000 + number % 100)", "2", "number % 2 = 0"),
+		fmtSQL(nodes, "'warning'", "toFloat64(number % 500)", "2", "number % 2 = 1"),
+	} {
+		if err := fx.db.Exec(ctx, stmt); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := api.RebuildSummaries(ctx, fx.db, 3); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func fmtSQL(format string, args ...string) string {
+	for _, a := range args {
+		format = strings.Replace(format, "%s", a, 1)
+	}
+	return format
+}
+
+// finalIDs reads the keys a FINAL query returns, the reference the reads
+// without FINAL must equal.
+func finalIDs(t *testing.T, fx *fixture, sql string) []string {
+	t.Helper()
+	rows, err := fx.db.Query(context.Background(), sql)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rows.Close()
+	var out []string
+	for rows.Next() {
+		var id string
+		if err := rows.Scan(&id); err != nil {
+			t.Fatal(err)
+		}
+		out = append(out, id)
+	}
+	if err := rows.Err(); err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+// TestKeyReadsMatchFinal checks the reads by key without FINAL (drift
+// pages, attention queue, drift detail) against FINAL over drift_evidence
+// and node_agent_status, with superseded rows unmerged.
+func TestKeyReadsMatchFinal(t *testing.T) {
+	fx := newFixture(t, api.Options{})
+	seedNodes(t, fx.db)
+	churn(t, fx)
+	ctx := context.Background()
+
+	for _, c := range []struct {
+		q     url.Values
+		where string
+	}{
+		{url.Values{"limit": {"333"}}, "status = 'open'"},
+		{url.Values{"limit": {"100"}, "owning_domain": {"churn-1"}}, "status = 'open' AND owning_domain = 'churn-1'"},
+		{url.Values{"limit": {"1000"}, "owning_domain": {"churn-9"}}, "status = 'open' AND owning_domain = 'churn-9'"},
+		{url.Values{"limit": {"500"}, "status": {"resolved"}}, "status = 'resolved'"},
+		{url.Values{"limit": {"4000"}, "status": {"all"}}, "1"},
+	} {
+		got, err := fx.client.DriftAll(ctx, c.q)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := finalIDs(t, fx, "SELECT evidence_id FROM drift_evidence FINAL WHERE "+c.where+" ORDER BY evidence_id")
+		if len(want) == 0 || !slices.Equal(ids(got), want) {
+			t.Errorf("%v: %d findings paged, %d with FINAL", c.q, len(got), len(want))
+		}
+	}
+
+	att, err := fx.client.Attention(ctx, url.Values{"n": {"100"}, "kind": {"finding"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := finalIDs(t, fx, `SELECT evidence_id FROM drift_evidence FINAL WHERE status = 'open'
+		ORDER BY attention_score DESC, evidence_id LIMIT 100`)
+	if got := attentionIDs(att); !slices.Equal(got, want) {
+		t.Errorf("attention findings:\n got %v\nwant %v", got, want)
+	}
+
+	for _, c := range []struct {
+		q     url.Values
+		where string
+	}{
+		{url.Values{"n": {"50"}, "kind": {"node"}}, "gate != 'pass'"},
+		{url.Values{"n": {"1000"}, "kind": {"node"}}, "gate != 'pass'"},
+		{url.Values{"n": {"10"}, "gate": {"warning"}}, "gate = 'warning'"},
+		{url.Values{"n": {"5"}, "kind": {"node"}, "owning_domain": {"compute,edge"}}, "gate != 'pass' AND owning_domain IN ('compute', 'edge')"},
+	} {
+		att, err := fx.client.Attention(ctx, c.q)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := finalIDs(t, fx, "SELECT node_id FROM node_agent_status FINAL WHERE "+c.where+
+			" ORDER BY attention_score DESC, node_id LIMIT "+c.q.Get("n"))
+		if got := attentionIDs(att); len(want) == 0 || !slices.Equal(got, want) {
+			t.Errorf("attention %v:\n got %v\nwant %v", c.q, got, want)
+		}
+	}
+
+	// A finding written twice with one version shows its later write.
+	d, err := fx.client.DriftDetail(ctx, "churn:maas/n7")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d.Finding.OwningDomain != "churn-9" || d.Finding.UpdatedAt == nil || !d.Finding.UpdatedAt.Equal(time.Unix(1795000200, 0)) {
+		t.Errorf("detail of a replayed version: domain %s updated_at %v", d.Finding.OwningDomain, d.Finding.UpdatedAt)
+	}
+}

@@ -1,0 +1,64 @@
+package api
+
+import "github.com/prometheus/client_golang/prometheus"
+
+type metrics struct {
+	requests *prometheus.CounterVec   // endpoint, code
+	latency  *prometheus.HistogramVec // endpoint
+	chErrors *prometheus.CounterVec   // query
+	lagErrs  prometheus.Counter
+	// waits counts read-your-writes waits by outcome (reached, timeout).
+	waits       *prometheus.CounterVec
+	waitSeconds prometheus.Histogram
+}
+
+func newMetrics() *metrics {
+	return &metrics{
+		requests: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "driftline_query_requests_total",
+			Help: "Query API requests by endpoint and HTTP status code.",
+		}, []string{"endpoint", "code"}),
+		latency: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name:    "driftline_query_request_duration_seconds",
+			Help:    "Query API request latency by endpoint.",
+			Buckets: []float64{.001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10},
+		}, []string{"endpoint"}),
+		chErrors: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "driftline_query_clickhouse_errors_total",
+			Help: "Failed ClickHouse queries by query name.",
+		}, []string{"query"}),
+		lagErrs: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "driftline_query_lag_errors_total",
+			Help: "Status requests whose consumer lag could not be read from the broker.",
+		}),
+		waits: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "driftline_query_watermark_waits_total",
+			Help: "Read-your-writes waits (wait_watermark) by outcome: reached or timeout.",
+		}, []string{"outcome"}),
+		waitSeconds: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Name:    "driftline_query_watermark_wait_seconds",
+			Help:    "Time read-your-writes waits took until the watermark was reached.",
+			Buckets: []float64{.01, .05, .1, .25, .5, 1, 2.5, 5, 10, 30},
+		}),
+	}
+}
+
+// queryNames are the names readQuery counts errors under; each starts at
+// zero so a rate over it works from the first scrape.
+var queryNames = []string{"drift_list", "drift_detail", "drift_history", "status_counts", "consumer_progress", "heatmap", "ping",
+	"attention_findings", "attention_nodes", "connectivity", "nodes", "node_detail", "node_findings",
+	"billing_mismatches", "billing_totals", "billing_rated", "bundle", "wait_watermark"}
+
+func (m *metrics) register(r prometheus.Registerer) error {
+	for _, q := range queryNames {
+		m.chErrors.WithLabelValues(q)
+	}
+	m.waits.WithLabelValues("reached")
+	m.waits.WithLabelValues("timeout")
+	for _, c := range []prometheus.Collector{m.requests, m.latency, m.chErrors, m.lagErrs, m.waits, m.waitSeconds} {
+		if err := r.Register(c); err != nil {
+			return err
+		}
+	}
+	return nil
+}

@@ -1,0 +1,120 @@
+package api
+
+import (
+	"context"
+	"slices"
+	"strings"
+
+	"github.com/ClickHouse/clickhouse-go/v2/lib/driver"
+
+	"github.com/driftline/driftline/pipeline/readmodel/sink"
+)
+
+// The heat map, the status counts and the attention queue read the small
+// tables the joiner keeps (finding_counts, attention_top; migration 004)
+// instead of collapsing drift_evidence with FINAL, which on ClickHouse
+// 18.16 reads the whole table. Drift pages in evidence_id order read
+// drift_evidence only between the cursor and a sampled evidence id
+// (drift_evidence_marks). docs/drift-model.md describes the tables.
+
+// countedFilter reports whether finding_counts answers f: every filter
+// but age is one of its columns.
+func countedFilter(f Filter) bool { return f.Age == 0 }
+
+// countGroups sums finding_counts over the joiner partitions, by the
+// columns the summaries fold.
+func (s *Server) countGroups(ctx context.Context, name string, f Filter) ([]findingGroup, error) {
+	conds, args := f.where(s.opts.Now())
+	sql := `SELECT owning_domain, classification, severity, status, posture, sum(findings) AS n
+	FROM finding_counts FINAL` + whereClause(conds) + `
+	GROUP BY owning_domain, classification, severity, status, posture HAVING n > 0`
+	rows, err := s.readQuery(ctx, name, sql, args...)
+	if err != nil {
+		return nil, err
+	}
+	var out []findingGroup
+	err = s.scanAll(name, rows, func(r driver.Rows) error {
+		var g findingGroup
+		err := r.Scan(&g.domain, &g.classification, &g.severity, &g.status, &g.posture, &g.count)
+		out = append(out, g)
+		return err
+	})
+	return out, err
+}
+
+// rankedFilter reports whether attention_top answers the findings of an
+// attention queue of n over f: no filter but owning_domain, and n within
+// the slots kept.
+func rankedFilter(f Filter, n int) bool {
+	g := f
+	g.OwningDomains, g.Status = nil, ""
+	return n <= sink.AttentionSlots && g.Age == 0 && len(g.Products) == 0 && len(g.ResourceFamilies) == 0 &&
+		len(g.Classifications) == 0 && len(g.Severities) == 0 && len(g.DomainIDs) == 0 && len(g.Providers) == 0
+}
+
+// rankedFindings reads the top n open findings from attention_top, over
+// all (perDomain false) or per owning domain, restricted to domains if
+// given, and then their current rows. The rows decide: a finding whose
+// current row is no longer open (written after the slots) is left out.
+func (s *Server) rankedFindings(ctx context.Context, domains []string, n int, perDomain bool) ([]Finding, error) {
+	conds, args := []string{"evidence_id != ''"}, []any{}
+	if perDomain || len(domains) > 0 {
+		conds = append(conds, "per_domain = 1")
+		if len(domains) > 0 {
+			conds = append(conds, inList("owning_domain", len(domains)))
+			for _, d := range domains {
+				args = append(args, d)
+			}
+		}
+	} else {
+		conds = append(conds, "per_domain = 0")
+	}
+	rows, err := s.readQuery(ctx, "attention_top", "SELECT owning_domain, evidence_id, attention_score FROM attention_top FINAL"+
+		whereClause(conds), args...)
+	if err != nil {
+		return nil, err
+	}
+	type slot struct {
+		domain, id string
+		score      float64
+	}
+	var slots []slot
+	err = s.scanAll("attention_top", rows, func(r driver.Rows) error {
+		var sl slot
+		err := r.Scan(&sl.domain, &sl.id, &sl.score)
+		slots = append(slots, sl)
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	slices.SortFunc(slots, func(a, b slot) int {
+		if a.score != b.score {
+			if a.score > b.score {
+				return -1
+			}
+			return 1
+		}
+		return strings.Compare(a.id, b.id)
+	})
+	// The top n of each domain (or overall): the slots of one finding can
+	// appear under its domain and overall, never twice in one selection.
+	var ids []string
+	taken, seen := map[string]int{}, map[string]bool{}
+	for _, sl := range slots {
+		key := ""
+		if perDomain {
+			key = sl.domain
+		}
+		if taken[key] >= n || seen[sl.id] {
+			continue
+		}
+		taken[key]++
+		seen[sl.id] = true
+		ids = append(ids, sl.id)
+	}
+	if len(ids) == 0 {
+		return nil, nil
+	}
+	return s.currentFindings(ctx, "attention_findings", []string{"status = ?"}, []any{StatusOpen}, ids)
+}

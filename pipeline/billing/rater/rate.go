@@ -1,0 +1,181 @@
+package rater
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"strconv"
+	"time"
+	"unicode/utf8"
+
+	"github.com/driftline/driftline/pipeline/billing/pricebook"
+	"github.com/driftline/driftline/pipeline/contract"
+	"github.com/driftline/driftline/pipeline/contract/decimal"
+)
+
+// Producer is the envelope producer of every rated line.
+const Producer = "rater"
+
+// ActorID is the actor_id header the rater stamps on what it writes.
+const ActorID = "SYSTEM::rater"
+
+// Rating is the outcome of pricing one usage event: either a rated line
+// (Reason == "") or a reason it was not rated.
+type Rating struct {
+	Reason   contract.Reason
+	Detail   string
+	Unit     *pricebook.Unit // the unit version used (also set for retired units)
+	Quantity decimal.Dec
+	Amount   decimal.Dec
+}
+
+// Rate prices usage u with book: amount = quantity × unit_price, rounded
+// half-to-even to the unit's precision (CONTRACT 3.5). currencies, when
+// not nil, is the set of currencies the rater may bill. It never guesses:
+// an unknown or retired unit, a quantity that is negative or not exact, a
+// currency outside the set and an amount out of range are reasons, not
+// ratings. It does not allocate unless it returns a reason.
+func Rate(book *pricebook.Book, currencies map[string]bool, u *contract.Usage) Rating {
+	unit, err := book.Lookup(u.UnitID)
+	switch {
+	case errors.Is(err, pricebook.ErrUnknownUnit):
+		return Rating{Reason: ReasonUnknownUnit, Detail: "unit " + strconv.Quote(u.UnitID) + " is not in the price book"}
+	case errors.Is(err, pricebook.ErrRetiredUnit):
+		return Rating{Reason: ReasonRetiredUnit, Unit: unit, Detail: "unit " + strconv.Quote(u.UnitID) + " version " + strconv.FormatInt(unit.Version, 10) + " is retired"}
+	case err != nil:
+		panic("BUG: unexpected price book lookup error: " + err.Error())
+	}
+	q, err := decimal.Parse(u.Quantity)
+	if err != nil {
+		return Rating{Reason: ReasonBadQuantity, Unit: unit, Detail: "quantity " + strconv.Quote(u.Quantity) + ": " + err.Error()}
+	}
+	if q.Sign() < 0 {
+		return Rating{Reason: ReasonBadQuantity, Unit: unit, Detail: "quantity " + strconv.Quote(u.Quantity) + " is negative"}
+	}
+	if currencies != nil && !currencies[unit.Currency] {
+		return Rating{Reason: ReasonCurrencyNotAllowed, Unit: unit, Detail: "unit " + strconv.Quote(u.UnitID) + " is priced in " + unit.Currency + ", which this rater may not bill"}
+	}
+	amount, err := decimal.MulRound(q, unit.UnitPrice, unit.Precision)
+	if err != nil {
+		return Rating{Reason: ReasonAmountOutOfRange, Unit: unit, Detail: "quantity " + u.Quantity + " × " + unit.UnitPriceText + ": " + err.Error()}
+	}
+	return Rating{Unit: unit, Quantity: q, Amount: amount}
+}
+
+// RatedEventID is the event_id of the rated line of usageID. It is derived
+// from the usage_id alone, so a rated line written again for the same
+// usage (by a rater that crashed before its transaction committed) repeats
+// it and downstream dedupe recognises it.
+func RatedEventID(usageID string) string {
+	const prefix = "rated:"
+	if len(prefix)+len(usageID) <= contract.MaxIDLen {
+		return prefix + usageID
+	}
+	sum := sha256.Sum256([]byte(usageID))
+	return prefix + "sha256:" + hex.EncodeToString(sum[:])
+}
+
+// AppendRated appends the billing.rated envelope of a successful rating to
+// dst. The envelope keeps the usage's occurred_at (event time) and
+// correlation_id; rated_at is the wall-clock time of rating.
+func AppendRated(dst []byte, env *contract.Envelope, u *contract.Usage, r *Rating, environment string, ratedAt time.Time) []byte {
+	dst = append(dst, `{"event_id":`...)
+	dst = appendRatedEventID(dst, u.UsageID)
+	dst = append(dst, `,"event_type":"billing.rated","schema_version":1,"producer":"rater","occurred_at":"`...)
+	dst = env.OccurredAt.UTC().AppendFormat(dst, time.RFC3339Nano)
+	dst = append(dst, '"')
+	if env.CorrelationID != "" {
+		dst = append(dst, `,"correlation_id":`...)
+		dst = appendString(dst, env.CorrelationID)
+	}
+	dst = append(dst, `,"environment":`...)
+	dst = appendString(dst, environment)
+	dst = append(dst, `,"payload":{"usage_id":`...)
+	dst = appendString(dst, u.UsageID)
+	dst = append(dst, `,"metering_source":`...)
+	dst = appendString(dst, u.MeteringSource)
+	dst = append(dst, `,"metering_id":`...)
+	dst = appendString(dst, u.MeteringID)
+	dst = append(dst, `,"unit_id":`...)
+	dst = appendString(dst, r.Unit.UnitID)
+	dst = append(dst, `,"unit_version":`...)
+	dst = strconv.AppendInt(dst, r.Unit.Version, 10)
+	dst = append(dst, `,"quantity":"`...)
+	dst = r.Quantity.Append(dst)
+	dst = append(dst, `","unit_price":"`...)
+	dst = r.Unit.UnitPrice.Append(dst)
+	dst = append(dst, `","amount":"`...)
+	dst = r.Amount.Append(dst)
+	dst = append(dst, `","currency":`...)
+	dst = appendString(dst, r.Unit.Currency)
+	dst = append(dst, `,"tenant_id":`...)
+	dst = appendString(dst, u.TenantID)
+	dst = append(dst, `,"product_id":`...)
+	dst = appendString(dst, u.ProductID)
+	dst = append(dst, `,"rated_at":"`...)
+	dst = ratedAt.UTC().AppendFormat(dst, "2006-01-02T15:04:05.000Z07:00")
+	return append(dst, `"}}`...)
+}
+
+func appendRatedEventID(dst []byte, usageID string) []byte {
+	if len("rated:")+len(usageID) <= contract.MaxIDLen {
+		dst = append(dst, `"rated:`...)
+		return append(appendStringBody(dst, usageID), '"')
+	}
+	return appendString(dst, RatedEventID(usageID))
+}
+
+// appendString appends s as a JSON string.
+func appendString(dst []byte, s string) []byte {
+	return append(appendStringBody(append(dst, '"'), s), '"')
+}
+
+// appendStringBody appends s escaped for a JSON string, without quotes.
+// Invalid UTF-8 becomes U+FFFD, as encoding/json does.
+func appendStringBody(dst []byte, s string) []byte {
+	start := 0
+	for i := 0; i < len(s); {
+		c := s[i]
+		if c >= 0x20 && c != '"' && c != '\\' && c < utf8.RuneSelf {
+			i++
+			continue
+		}
+		if c < utf8.RuneSelf {
+			dst = append(dst, s[start:i]...)
+			switch c {
+			case '"', '\\':
+				dst = append(dst, '\\', c)
+			case '\n':
+				dst = append(dst, '\\', 'n')
+			case '\r':
+				dst = append(dst, '\\', 'r')
+			case '\t':
+				dst = append(dst, '\\', 't')
+			default:
+				const hexd = "0123456789abcdef"
+				dst = append(dst, '\\', 'u', '0', '0', hexd[c>>4], hexd[c&0xf])
+			}
+			i++
+			start = i
+			continue
+		}
+		r, size := utf8.DecodeRuneInString(s[i:])
+		if r == utf8.RuneError && size == 1 {
+			dst = append(dst, s[start:i]...)
+			dst = append(dst, `\ufffd`...)
+			i += size
+			start = i
+			continue
+		}
+		if r == '\u2028' || r == '\u2029' {
+			dst = append(dst, s[start:i]...)
+			dst = append(dst, `\u202`...)
+			dst = append(dst, byte('8'+r-'\u2028'))
+			i += size
+			start = i
+			continue
+		}
+		i += size
+	}
+	return append(dst, s[start:]...)
+}

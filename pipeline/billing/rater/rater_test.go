@@ -1,0 +1,126 @@
+package rater_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"path/filepath"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/driftline/driftline/internal/testenv"
+	"github.com/driftline/driftline/pipeline/billing/pricebook"
+	"github.com/driftline/driftline/pipeline/billing/rater"
+	"github.com/driftline/driftline/pipeline/contract"
+)
+
+func deployBook(t testing.TB) *pricebook.Store {
+	t.Helper()
+	s, err := pricebook.Open(filepath.Join("..", "..", "deploy", "pricebook.json"), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+// TestRateAndQuarantine runs a rater in process over every kind of usage it
+// must not rate, and checks what reaches billing.rated and the quarantine.
+func TestRateAndQuarantine(t *testing.T) {
+	brokers, names := testenv.Kafka(t, 3)
+	u := func(id, unit, qty string) usage {
+		return usage{eventID: "e-" + id, usageID: id, source: "gpu-meter", meteringID: "m-" + id, unit: unit, quantity: qty, tenant: "t1"}
+	}
+	ok1 := u("u1", "gpu_hour", "3.000000")           // 7.35
+	ok2 := u("u2", "app_vcpu_hour", "1.234567")      // 0.0525 (0.05246909...)
+	ok3 := u("u3", "storage_gb_hour", "1000.000000") // 0.139000
+	dup := ok1
+	dup.usageID, dup.eventID = "u1-bis", "e-u1-bis" // same metering key, another usage_id
+	wrongEnv := u("u9", "gpu_hour", "1")
+	wrongEnv.env = contract.EnvProd
+	produce(t, brokers, names.Usage,
+		ok1, ok2, ok3,
+		ok1, // redelivery: changes nothing
+		dup,
+		u("u4", "gpu_minute", "1"),      // unknown
+		u("u5", "gpu_hour_legacy", "1"), // retired
+		u("u6", "gpu_hour", "-1.5"),     // negative
+		u("u7", "gpu_hour", "0.0000000000000000001"),
+		u("u8", "gpu_hour", "90000000000000000.00"), // amount out of range
+		wrongEnv,
+	)
+
+	r, err := rater.New(context.Background(), rater.Options{
+		Brokers: brokers, Prices: deployBook(t), Topics: names, MaxBatch: 4,
+		Now: func() time.Time { return time.Date(2026, 11, 21, 10, 16, 0, 0, time.UTC) },
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	var wg sync.WaitGroup
+	wg.Add(1)
+	var runErr error
+	go func() { defer wg.Done(); runErr = r.Run(ctx) }()
+	defer func() {
+		cancel()
+		wg.Wait()
+		if runErr != nil {
+			t.Error(runErr)
+		}
+	}()
+
+	wantQ := map[string]contract.Reason{
+		"e-u1-bis": rater.ReasonDuplicateUsage, "e-u4": rater.ReasonUnknownUnit, "e-u5": rater.ReasonRetiredUnit,
+		"e-u6": rater.ReasonBadQuantity, "e-u7": rater.ReasonBadQuantity, "e-u8": rater.ReasonAmountOutOfRange,
+		"": contract.ReasonWrongEnvironment,
+	}
+	testenv.CheckFor(t, 30*time.Second, func() error {
+		if n := len(readAll(t, brokers, names.Quarantine, 300*time.Millisecond)); n != len(wantQ) {
+			return fmt.Errorf("%d quarantine records, want %d", n, len(wantQ))
+		}
+		return nil
+	})
+	for _, rec := range readAll(t, brokers, names.Quarantine, 300*time.Millisecond) {
+		q := decodeQuarantine(t, rec)
+		if want, ok := wantQ[q.EventID]; !ok || q.Reason != want {
+			t.Errorf("quarantined %s for %s (%s), want %q", q.EventID, q.Reason, q.Detail, want)
+		}
+		if h := rec.Headers; len(h) != 3 || h[2].Key != contract.HeaderReason || string(h[2].Value) != string(q.Reason) {
+			t.Errorf("quarantine headers %v", h)
+		}
+	}
+
+	rated := readAll(t, brokers, names.Rated, 300*time.Millisecond)
+	want := map[string]string{"u1": "7.35", "u2": "0.0525", "u3": "0.139000"}
+	if len(rated) != len(want) {
+		t.Fatalf("%d rated lines, want %d", len(rated), len(want))
+	}
+	for _, rec := range rated {
+		l := decodeRated(t, rec)
+		p := l.Payload
+		if want[p.UsageID] != p.Amount || p.UnitVersion != 1 || p.Currency != "USD" || l.Producer != "rater" ||
+			l.EventID != rater.RatedEventID(p.UsageID) || string(rec.Key) != contract.UsageKey(p.MeteringSource, p.MeteringID) {
+			t.Errorf("rated line %s", rec.Value)
+		}
+		if rec.Partition != contract.Partition(rec.Key, 3) {
+			t.Errorf("rated line on partition %d, key hashes to %d", rec.Partition, contract.Partition(rec.Key, 3))
+		}
+	}
+}
+
+func TestRatedEventID(t *testing.T) {
+	if got := rater.RatedEventID("u1"); got != "rated:u1" {
+		t.Fatalf("RatedEventID = %q", got)
+	}
+	long := string(make([]byte, 200))
+	if got := rater.RatedEventID(long); len(got) > contract.MaxIDLen || got != rater.RatedEventID(long) {
+		t.Fatalf("long RatedEventID = %q", got)
+	}
+}
+
+func TestNewNeedsPrices(t *testing.T) {
+	if _, err := rater.New(context.Background(), rater.Options{Brokers: []string{"127.0.0.1:1"}}); err == nil || errors.Is(err, context.Canceled) {
+		t.Fatalf("New without a price book: %v", err)
+	}
+}

@@ -1,0 +1,90 @@
+package rater
+
+import (
+	"strings"
+
+	"github.com/driftline/driftline/pipeline/contract"
+)
+
+// keyState remembers, per usage key (metering_source/metering_id), the
+// usage_id that first claimed it. It is what makes rating exactly-once per
+// usage_id even when usage.events holds an event twice (at-least-once
+// producers): a redelivered usage_id is skipped, and a second usage_id for
+// the same key is duplicate_usage, never a second rated line.
+//
+// The state of a partition is rebuilt on assignment by replaying its
+// usage partition up to the group's committed offset (restore.go); changes
+// made while processing a transaction are staged and applied only when the
+// transaction commits.
+type keyState struct {
+	// parts holds the committed state of each owned partition (by the
+	// partition a key hashes to).
+	parts map[int32]map[string]string
+	// staged holds the changes of the transaction in progress.
+	staged map[string]staged
+}
+
+type staged struct {
+	part    int32
+	usageID string
+}
+
+func newKeyState() *keyState {
+	return &keyState{parts: map[int32]map[string]string{}, staged: map[string]staged{}}
+}
+
+// verdict says what to do with a valid usage event.
+type verdict uint8
+
+const (
+	verdictNew        verdict = iota // first sight of the key: rate it
+	verdictRedelivery                // same usage_id seen: change nothing
+	verdictDuplicate                 // another usage_id has the key
+	verdictNotOwned                  // the key's partition is not ours
+)
+
+// check classifies usage u whose key hashes to partition part, and stages
+// the key if it is new. It returns the usage_id that claimed the key first
+// for duplicates.
+func (s *keyState) check(part int32, u *contract.Usage, key string) (verdict, string) {
+	m, ok := s.parts[part]
+	if !ok {
+		return verdictNotOwned, ""
+	}
+	first, seen := m[key]
+	if !seen {
+		if st, ok := s.staged[key]; ok {
+			first, seen = st.usageID, true
+		}
+	}
+	switch {
+	case !seen:
+		s.staged[key] = staged{part: part, usageID: strings.Clone(u.UsageID)} // u may alias a record and a reused decoder
+		return verdictNew, ""
+	case first == u.UsageID:
+		return verdictRedelivery, ""
+	}
+	return verdictDuplicate, first
+}
+
+// commit applies the staged changes.
+func (s *keyState) commit() {
+	for k, st := range s.staged {
+		if m := s.parts[st.part]; m != nil {
+			m[k] = st.usageID
+		}
+	}
+	clear(s.staged)
+}
+
+// abort drops the staged changes.
+func (s *keyState) abort() { clear(s.staged) }
+
+// keys returns the number of keys remembered.
+func (s *keyState) keys() int {
+	n := 0
+	for _, m := range s.parts {
+		n += len(m)
+	}
+	return n
+}

@@ -1,0 +1,146 @@
+package reconcile
+
+import (
+	"container/heap"
+	"time"
+)
+
+// The horizon bounds the tracker's memory in event time. A window closes
+// when the watermark passes its end + Rules.Horizon. Then every settled
+// usage_id of the window (accepted, rated and posted; or refused by the
+// rater with nothing else behind it) is dropped from memory, with its
+// resolved mismatch rows; usage that is not settled stays tracked until it
+// settles. A closed window's conservation row is dropped once no tracked
+// usage_id is counted in it; its last row is final in ClickHouse. What
+// happens later to a dropped usage_id or window is in
+// docs/billing-model.md ("The horizon"). Everything here depends only on
+// the order of the applied events and their event times, so a replay drops
+// the same state at the same points.
+
+// closed reports whether the window starting at start (Unix seconds) is
+// past the horizon.
+func (t *Tracker) closed(start int64) bool {
+	if t.watermark.IsZero() {
+		return false
+	}
+	end := time.Unix(start, 0).Add(WindowSize + t.rules.Horizon)
+	return !t.watermark.Before(end)
+}
+
+// register lists s to be swept with the window starting at start.
+func (t *Tracker) register(start int64, s *usageState) {
+	ids, ok := t.byStart[start]
+	if !ok {
+		heap.Push(&t.starts, start)
+	}
+	t.byStart[start] = append(ids, s.id)
+	s.regStart, s.registered = start, true
+}
+
+// linger lists s to be checked at every sweep until it settles.
+func (t *Tracker) linger(s *usageState) {
+	if !s.lingering {
+		s.lingering = true
+		t.lingering = append(t.lingering, s.id)
+	}
+}
+
+// sweep closes every window the watermark has passed by the horizon, and
+// once per hour of watermark drops the lingering usage that settled.
+func (t *Tracker) sweep() {
+	swept := false
+	if h := t.watermark.Unix() / int64(WindowSize/time.Second); h != t.sweptHour {
+		t.sweptHour, swept = h, true
+	}
+	for t.starts.Len() > 0 && t.closed(t.starts[0]) {
+		start := heap.Pop(&t.starts).(int64)
+		for _, id := range t.byStart[start] {
+			s := t.usage[id]
+			if s == nil || s.regStart != start {
+				continue // dropped already, or moved to another window
+			}
+			if settled(s) {
+				t.prune(s)
+			} else {
+				t.linger(s)
+			}
+		}
+		delete(t.byStart, start)
+		for _, k := range t.windowsByStart[start] {
+			if w := t.windows[k]; w != nil && w.live == 0 && !w.unbalanced {
+				t.dropWindow(w)
+			}
+		}
+		delete(t.windowsByStart, start)
+	}
+	if !swept || len(t.lingering) == 0 {
+		return
+	}
+	keep := t.lingering[:0]
+	for _, id := range t.lingering {
+		s := t.usage[id]
+		switch {
+		case s == nil:
+		case settled(s) && (s.win == nil || t.closed(s.win.key.Start)):
+			t.prune(s)
+		default:
+			keep = append(keep, id)
+		}
+	}
+	clear(t.lingering[len(keep):])
+	t.lingering = keep
+}
+
+// prune drops settled usage s from memory. Its contribution stays in its
+// window's row.
+func (t *Tracker) prune(s *usageState) {
+	delete(t.usage, s.id)
+	t.pruned++
+	for _, kind := range []string{KindUsageNotRated, KindRatedNotLedgered, KindAmountMismatch, KindUnknownUnit} {
+		id := MismatchID(kind, s.id)
+		if m := t.mismatches[id]; m != nil && m.Status != StatusOpen {
+			delete(t.mismatches, id)
+		}
+	}
+	if w := s.win; w != nil {
+		w.live--
+		if w.live == 0 && !w.unbalanced {
+			t.dropWindow(w)
+		}
+	}
+}
+
+// dropWindow forgets a closed window's row (a pending write still happens:
+// the dirty list holds it).
+func (t *Tracker) dropWindow(w *windowState) {
+	if t.windows[w.key] != w {
+		return
+	}
+	delete(t.windows, w.key)
+	id := WindowMismatchID(w.key, t.partition)
+	if m := t.mismatches[id]; m != nil && m.Status != StatusOpen {
+		delete(t.mismatches, id)
+	}
+}
+
+// Tracked returns the number of usage_ids held in memory and the number
+// of conservation windows.
+func (t *Tracker) Tracked() (usage, windows int) { return len(t.usage), len(t.windows) }
+
+// Pruned returns how many settled usage_ids the horizon dropped, and how
+// many changes came for windows already dropped (not counted in any row).
+func (t *Tracker) Pruned() (pruned, late int64) { return t.pruned, t.late }
+
+// starts is a min-heap of window starts.
+type starts []int64
+
+func (h starts) Len() int           { return len(h) }
+func (h starts) Less(i, j int) bool { return h[i] < h[j] }
+func (h starts) Swap(i, j int)      { h[i], h[j] = h[j], h[i] }
+func (h *starts) Push(x any)        { *h = append(*h, x.(int64)) }
+func (h *starts) Pop() any {
+	old := *h
+	v := old[len(old)-1]
+	*h = old[:len(old)-1]
+	return v
+}

@@ -1,0 +1,206 @@
+package reconcile
+
+import (
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"testing"
+	"time"
+
+	json "github.com/segmentio/encoding/json"
+
+	"github.com/driftline/driftline/internal/testenv"
+	"github.com/driftline/driftline/pipeline/api"
+	"github.com/driftline/driftline/pipeline/contract"
+)
+
+// TestStatusAndAutomationThroughTheAPI runs the reconciler into ClickHouse
+// and reads the conservation section of /v1/status and the automation flag
+// of /v1/billing/automation through the query API.
+func TestStatusAndAutomationThroughTheAPI(t *testing.T) {
+	f := newFixture(t)
+	stop := f.start("billing-surfaces")
+	defer stop()
+	srv, err := api.New(api.Options{DB: f.ch, Logger: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	hs := httptest.NewServer(srv.Handler())
+	defer hs.Close()
+
+	// t-1: ok agrees, wrong is posted one cent more, ghost is rated with
+	// no usage behind it. t-2: ok2 agrees. A posting for usage nobody
+	// reported (stray) names no tenant.
+	f.usage("ok", "m-ok", "gpu_hour", t0)
+	f.rated("ok", "m-ok", "4.90", t0)
+	f.ledger("ok", "m-ok", "4.9", t0.Add(time.Minute))
+	f.usage("wrong", "m-wrong", "gpu_hour", t0)
+	f.rated("wrong", "m-wrong", "4.90", t0)
+	f.ledger("wrong", "m-wrong", "4.91", t0.Add(time.Minute))
+	f.rated("ghost", "m-ghost", "2.45", t0)
+	u2 := usage("ok2", "m-ok2", "gpu_hour")
+	u2.TenantID, u2.WindowStart, u2.WindowEnd = "t-2", t0.Add(-time.Minute), t0
+	f.send(contract.TypeUsageRecorded, "gpu-meter", t0, u2)
+	r2 := rated("ok2", "m-ok2", "4.90")
+	r2.TenantID, r2.RatedAt = "t-2", t0
+	f.send(contract.TypeBillingRated, "rater", t0, r2)
+	f.ledger("ok2", "m-ok2", "4.90", t0.Add(time.Minute))
+	f.ledger("stray", "m-stray", "1.00", t0.Add(time.Minute))
+	// Event time moves past every grace on every partition.
+	for p := int32(0); p < 3; p++ {
+		f.tickPartition(p, t0.Add(20*time.Minute))
+	}
+
+	status := func() api.BillingConservation {
+		var st api.Status
+		if err := json.Unmarshal(get(t, hs.URL+"/v1/status", 200), &st); err != nil {
+			t.Fatal(err)
+		}
+		return st.Billing
+	}
+	automation := func(q string) api.Automation {
+		var a api.Automation
+		if err := json.Unmarshal(get(t, hs.URL+"/v1/billing/automation?"+q, 200), &a); err != nil {
+			t.Fatal(err)
+		}
+		return a
+	}
+	tenant := func(b api.BillingConservation, id string) api.TenantConservation {
+		for _, tc := range b.Tenants {
+			if tc.TenantID == id {
+				return tc
+			}
+		}
+		t.Fatalf("no tenant %q in %+v", id, b.Tenants)
+		return api.TenantConservation{}
+	}
+
+	testenv.CheckFor(t, 30*time.Second, func() error {
+		b := status()
+		if b.Error != "" {
+			t.Fatalf("billing section: %s", b.Error)
+		}
+		if b.WindowsUnbalanced != 2 {
+			return fmt.Errorf("windows_unbalanced %d, want 2 (ghost's and stray's): %+v", b.WindowsUnbalanced, b)
+		}
+		return nil
+	})
+	b := status()
+	t1 := tenant(b, "t-1")
+	extra := uint64(f.extra) // the ticks: tenant t-1, balanced, in the 10:00 hour
+	if t1.Accepted != 2+extra || t1.Rated != 3+extra || t1.RatedWithoutUsage != 1 || t1.RatedWithoutUsageAmount != "2.45" ||
+		t1.Ledgered != 1+extra || t1.AmountMismatch != 1 || t1.AmountMismatchAmount != "4.90" || t1.NotLedgered != 1 ||
+		t1.NotLedgeredAmount != "2.45" || t1.Unexplained != 1 || t1.WindowsUnbalanced != 1 || t1.Windows != 1 || !t1.Conserved {
+		t.Fatalf("t-1 %+v", t1)
+	}
+	// 4.90 × (3 + ticks) exactly, ghost's 2.45 on top.
+	if want := map[uint64]string{1: "17.15", 2: "22.05", 3: "26.95"}[extra]; t1.RatedAmount != want {
+		t.Fatalf("t-1 rated %s, want %s (%d ticks)", t1.RatedAmount, want, extra)
+	}
+	if t2 := tenant(b, "t-2"); t2.Accepted != 1 || t2.Ledgered != 1 || t2.LedgeredAmount != "4.90" || t2.WindowsUnbalanced != 0 || !t2.Conserved {
+		t.Fatalf("t-2 %+v", t2)
+	}
+	if stray := tenant(b, ""); stray.LedgerWithoutRated != 1 || stray.LedgerWithoutRatedAmount != "1.00" || stray.WindowsUnbalanced != 1 {
+		t.Fatalf("unattributed %+v", stray)
+	}
+	if b.Balanced || len(b.Unbalanced) != 2 {
+		t.Fatalf("section %+v", b)
+	}
+	conservation := func(q string) api.ConservationPage {
+		var p api.ConservationPage
+		if err := json.Unmarshal(get(t, hs.URL+"/v1/billing/conservation?"+q, 200), &p); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	if p := conservation("tenant_id=t-1&from=2026-11-21T10:00:00Z&to=2026-11-21T11:00:00Z"); p.Count != 1 ||
+		p.Windows[0].Balanced || !p.Windows[0].Conserved || p.Windows[0].Accepted != 2+extra || !p.Windows[0].WindowStart.Equal(t0) {
+		t.Fatalf("t-1 windows %+v", p)
+	}
+	if p := conservation("tenant_id=t-1&from=2026-11-21T11:00:00Z"); p.Count != 0 {
+		t.Fatalf("t-1 windows from 11:00 %+v", p)
+	}
+	if p := conservation("unbalanced=true&limit=1"); p.Count != 1 || !p.Truncated || p.Windows[0].Balanced {
+		t.Fatalf("unbalanced windows %+v", p)
+	}
+	if p := conservation(""); p.Count != 3 {
+		t.Fatalf("windows %+v", p)
+	}
+	for _, q := range []string{"from=yesterday", "unbalanced=maybe", "limit=0", "tenant_id=", "bogus=1"} {
+		get(t, hs.URL+"/v1/billing/conservation?"+q, 400)
+	}
+
+	// t-1 is stopped by its amount mismatch, ghost's window and the stray
+	// posting; t-2 only by the stray posting, which could be anyone's.
+	a := automation("tenant_id=t-1")
+	if !a.Stopped || a.OpenMismatches != 4 || len(a.AmountAtRisk) != 1 || a.AmountAtRisk[0].Amount != "5.91" || a.AsOf == nil {
+		// 0.01 (amount) + 2.45 (ghost rated) + 2.45 (ghost not ledgered) + 1.00 (stray)
+		t.Fatalf("t-1 automation %+v", a)
+	}
+	kinds := map[string]uint64{}
+	for _, r := range a.Reasons {
+		kinds[r.Scope+"/"+r.Kind] = r.Open
+	}
+	if len(kinds) != 4 || kinds["tenant/amount_mismatch"] != 1 || kinds["tenant/window_unbalanced"] != 1 ||
+		kinds["tenant/rated_not_ledgered"] != 1 || kinds["unattributed/window_unbalanced"] != 1 {
+		t.Fatalf("t-1 reasons %+v", a.Reasons)
+	}
+	if len(a.Products) != 1 || a.Products[0].ProductID != "gpuaas" || !a.Products[0].Stopped {
+		t.Fatalf("t-1 products %+v", a.Products)
+	}
+	if a := automation("tenant_id=t-2&product_id=gpuaas"); !a.Stopped || a.OpenMismatches != 1 {
+		t.Fatalf("t-2 automation %+v", a)
+	}
+
+	// The missing usage and the stray posting's rated line and usage
+	// arrive: the windows balance, t-2 runs again, t-1 stays stopped by
+	// its amount mismatch (and ghost's missing posting).
+	f.usage("ghost", "m-ghost", "gpu_hour", t0)
+	su := usage("stray", "m-stray", "gpu_hour")
+	su.TenantID, su.WindowStart, su.WindowEnd = "t-2", t0.Add(-time.Minute), t0
+	f.send(contract.TypeUsageRecorded, "gpu-meter", t0, su)
+	sr := rated("stray", "m-stray", "1.00")
+	sr.TenantID, sr.RatedAt = "t-2", t0
+	f.send(contract.TypeBillingRated, "rater", t0, sr)
+	testenv.CheckFor(t, 30*time.Second, func() error {
+		if a := automation("tenant_id=t-2"); a.Stopped {
+			return fmt.Errorf("t-2 still stopped: %+v", a)
+		}
+		return nil
+	})
+	b = status()
+	if b.WindowsUnbalanced != 0 || !b.Balanced || len(b.Unbalanced) != 0 {
+		t.Fatalf("section %+v", b)
+	}
+	if t2 := tenant(b, "t-2"); t2.Accepted != 2 || t2.Ledgered != 2 || t2.LedgeredAmount != "5.90" {
+		t.Fatalf("t-2 %+v", t2)
+	}
+	if a := automation("tenant_id=t-1"); !a.Stopped || a.OpenMismatches != 2 {
+		t.Fatalf("t-1 automation %+v", a)
+	}
+	if a := automation("tenant_id=t-1&product_id=storage"); a.Stopped || a.OpenMismatches != 0 || len(a.AmountAtRisk) != 0 {
+		t.Fatalf("t-1 storage automation %+v", a)
+	}
+	for _, q := range []string{"", "product_id=gpuaas", "tenant_id=t-1&tenant_id=t-2", "tenant_id=t-1&bogus=1"} {
+		get(t, hs.URL+"/v1/billing/automation?"+q, 400)
+	}
+}
+
+func get(t *testing.T, u string, wantCode int) []byte {
+	t.Helper()
+	resp, err := http.Get(u)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if resp.StatusCode != wantCode {
+		t.Fatalf("GET %s: %d, want %d: %s", u, resp.StatusCode, wantCode, b)
+	}
+	return b
+}

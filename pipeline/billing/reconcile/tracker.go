@@ -1,0 +1,427 @@
+package reconcile
+
+import (
+	"container/heap"
+	"errors"
+	"math/big"
+	"time"
+
+	"github.com/driftline/driftline/pipeline/billing/pricebook"
+	"github.com/driftline/driftline/pipeline/contract"
+	"github.com/driftline/driftline/pipeline/contract/decimal"
+)
+
+// Rules are the event-time windows of the billing rules.
+type Rules struct {
+	// RatingGrace is how long (event time) accepted usage may wait for its
+	// rated line before it is usage_not_rated. Default 5m.
+	RatingGrace time.Duration
+	// LedgerGrace is how long (event time) a rated line may wait for its
+	// ledger entry before it is rated_not_ledgered. Default 15m.
+	LedgerGrace time.Duration
+	// AllowedLateness: the watermark trails the newest event time of the
+	// partition by this much. Default 30s.
+	AllowedLateness time.Duration
+	// Horizon bounds memory: once the watermark passes a conservation
+	// window's end + Horizon, the settled usage of the window is dropped
+	// from memory (prune.go). Default 48h; never shorter than the longer
+	// grace.
+	Horizon time.Duration
+}
+
+// DefaultRules returns the contract's default windows.
+func DefaultRules() Rules {
+	return Rules{RatingGrace: 5 * time.Minute, LedgerGrace: 15 * time.Minute, AllowedLateness: 30 * time.Second, Horizon: 48 * time.Hour}
+}
+
+func (r *Rules) defaults() {
+	d := DefaultRules()
+	if r.RatingGrace <= 0 {
+		r.RatingGrace = d.RatingGrace
+	}
+	if r.LedgerGrace <= 0 {
+		r.LedgerGrace = d.LedgerGrace
+	}
+	if r.AllowedLateness < 0 {
+		r.AllowedLateness = 0
+	}
+	if r.Horizon <= 0 {
+		r.Horizon = d.Horizon
+	}
+	r.Horizon = max(r.Horizon, r.RatingGrace, r.LedgerGrace)
+}
+
+// usageState is what one partition knows about one usage_id.
+type usageState struct {
+	id        string
+	usageSeen bool
+	explained bool // unknown/retired unit or duplicate: never rated, never usage_not_rated
+	// Grace deadlines passed: usage without rated line, rated line without
+	// ledger entry, and a rated line without usage or a ledger entry
+	// without rated line (unexplained).
+	ratingOverdue, ledgerOverdue, ratedOrphanOverdue, ledgerOrphanOverdue bool
+	registered, lingering                                                 bool         // see prune.go
+	regStart                                                              int64        // the window start s is registered to be swept with
+	win                                                                   *windowState // the window s is counted in; nil when none
+	at                                                                    time.Time
+	source                                                                string
+	meterID                                                               string
+	tenant                                                                string
+	product                                                               string
+	unit                                                                  string
+	quantity                                                              string
+	currency                                                              string // of the price book unit, when known
+
+	rated  *ratedLine
+	ledger *ledgerLine
+}
+
+// ledgerAgrees reports whether the ledger entry posted the rated amount in
+// the rated currency; both are present.
+func (s *usageState) ledgerAgrees() bool {
+	return amountsEqual(s.rated.amount, s.ledger.amount) && s.rated.currency == s.ledger.currency
+}
+
+type ratedLine struct {
+	at       time.Time
+	amount   string
+	currency string
+}
+
+type ledgerLine struct {
+	id       string
+	at       time.Time
+	amount   string
+	currency string
+}
+
+// Tracker applies the billing rules to the events of one partition in
+// event time. It is not safe for concurrent use.
+type Tracker struct {
+	rules Rules
+	book  func() *pricebook.Book
+	emit  func(*Mismatch)
+
+	usage      map[string]*usageState // usage_id -> state
+	keys       map[string]string      // usage key -> usage_id that claimed it first
+	mismatches map[string]*Mismatch   // mismatch_id -> current row
+	open       int
+
+	newest          time.Time // newest event time applied
+	watermark       time.Time
+	ratingDue       deadlines
+	ledgerDue       deadlines
+	ratedOrphanDue  deadlines // rated lines without usage
+	ledgerOrphanDue deadlines // ledger entries without rated line
+
+	// Conservation windows (window.go) and the horizon (prune.go).
+	windows        map[WindowKey]*windowState
+	windowsByStart map[int64][]WindowKey
+	dirtyWindows   []*windowState
+	touched        []*windowState
+	byStart        map[int64][]string // window start -> usage_ids to sweep with it
+	starts         starts
+	lingering      []string
+	pruned, late   int64
+	sweptHour      int64 // the watermark's hour at the last check of lingering
+	tmp            big.Int
+	partition      int32 // names the window rows and window_unbalanced mismatches
+}
+
+// NewTracker returns a tracker that looks units up in book() and passes
+// every mismatch transition to emit (the row is reused: copy it to keep
+// it).
+func NewTracker(rules Rules, book func() *pricebook.Book, emit func(*Mismatch)) *Tracker {
+	rules.defaults()
+	return &Tracker{
+		rules: rules, book: book, emit: emit,
+		usage:      map[string]*usageState{},
+		keys:       map[string]string{},
+		mismatches: map[string]*Mismatch{},
+
+		windows:        map[WindowKey]*windowState{},
+		windowsByStart: map[int64][]WindowKey{},
+		byStart:        map[int64][]string{},
+	}
+}
+
+// SetPartition names the partition the tracker reconciles (default 0): it
+// is part of its conservation rows and window_unbalanced mismatch_ids.
+func (t *Tracker) SetPartition(p int32) { t.partition = p }
+
+// Watermark returns the partition's event-time watermark.
+func (t *Tracker) Watermark() time.Time { return t.watermark }
+
+// Open returns the number of open mismatches.
+func (t *Tracker) Open() int { return t.open }
+
+func (t *Tracker) state(usageID string) *usageState {
+	s := t.usage[usageID]
+	if s == nil {
+		s = &usageState{id: usageID}
+		t.usage[usageID] = s
+	}
+	return s
+}
+
+// ApplyUsage applies one accepted usage event with event time at.
+func (t *Tracker) ApplyUsage(u *contract.Usage, at time.Time) {
+	defer t.Advance(at)
+	key := u.MeteringSource + "/" + u.MeteringID
+	first, claimed := t.keys[key]
+	if claimed && first == u.UsageID {
+		return // redelivery
+	}
+	s := t.state(u.UsageID)
+	if s.usageSeen {
+		return // the same usage_id under another key: the first one counts
+	}
+	t.detach(s, at)
+	defer t.attach(s, at)
+	s.usageSeen, s.at = true, at
+	s.source, s.meterID, s.tenant, s.product, s.unit, s.quantity = u.MeteringSource, u.MeteringID, u.TenantID, u.ProductID, u.UnitID, u.Quantity
+	unit, err := t.book().Lookup(u.UnitID)
+	if unit != nil {
+		s.currency = unit.Currency // also of a retired unit: the currency at risk
+	}
+	if claimed {
+		// Another usage_id has this key: the rater rated (or will rate)
+		// the first one only.
+		s.explained = true
+		t.set(MismatchID(KindDuplicateUsage, key), KindDuplicateUsage, u.UsageID, s, true, at)
+		return
+	}
+	t.keys[key] = u.UsageID
+	switch {
+	case errors.Is(err, pricebook.ErrUnknownUnit), errors.Is(err, pricebook.ErrRetiredUnit):
+		s.explained = true
+		t.set(MismatchID(KindUnknownUnit, u.UsageID), KindUnknownUnit, u.UsageID, s, true, at)
+		return
+	case err != nil:
+		panic("BUG: unexpected price book lookup error: " + err.Error())
+	}
+	if s.rated == nil {
+		heap.Push(&t.ratingDue, deadline{at: at.Add(t.rules.RatingGrace), usageID: u.UsageID})
+	}
+}
+
+// ApplyRated applies one rated line with event time at (the rater keeps
+// the usage's occurred_at). It reports whether the line is new (its
+// usage_id had no rated line yet).
+func (t *Tracker) ApplyRated(r *contract.Rated, at time.Time) bool {
+	defer t.Advance(at)
+	s := t.state(r.UsageID)
+	if s.rated != nil {
+		return false
+	}
+	t.detach(s, at)
+	defer t.attach(s, at)
+	s.rated = &ratedLine{at: at, amount: r.Amount, currency: r.Currency}
+	if !s.usageSeen {
+		t.orphan(&t.ratedOrphanDue, &s.ratedOrphanOverdue, s.id, at.Add(t.rules.RatingGrace))
+	}
+	if !s.usageSeen {
+		// The usage is not here (yet): describe the mismatch rows from
+		// the rated line.
+		s.source, s.meterID, s.tenant, s.product, s.unit, s.quantity = r.MeteringSource, r.MeteringID, r.TenantID, r.ProductID, r.UnitID, r.Quantity
+	}
+	t.resolve(MismatchID(KindUsageNotRated, r.UsageID), s, at)
+	if s.ledger != nil {
+		t.compare(r.UsageID, s)
+		return true
+	}
+	due := at.Add(t.rules.LedgerGrace)
+	if !t.watermark.Before(due) {
+		// Rated after its ledger grace had already passed in event time.
+		s.ledgerOverdue = true
+		t.set(MismatchID(KindRatedNotLedgered, r.UsageID), KindRatedNotLedgered, r.UsageID, s, true, due)
+		return true
+	}
+	heap.Push(&t.ledgerDue, deadline{at: due, usageID: r.UsageID})
+	return true
+}
+
+// ApplyLedger applies one ledger entry with event time at. A second entry
+// for a usage_id is ignored (the first posting is compared).
+func (t *Tracker) ApplyLedger(l *contract.LedgerEntry, at time.Time) {
+	defer t.Advance(at)
+	s := t.state(l.UsageID)
+	if s.ledger != nil {
+		return
+	}
+	t.detach(s, at)
+	defer t.attach(s, at)
+	s.ledger = &ledgerLine{id: l.LedgerEntryID, at: at, amount: l.Amount, currency: l.Currency}
+	if !s.usageSeen && s.rated == nil {
+		s.source, s.meterID = l.MeteringSource, l.MeteringID
+	}
+	if s.rated == nil {
+		t.orphan(&t.ledgerOrphanDue, &s.ledgerOrphanOverdue, s.id, at.Add(t.rules.LedgerGrace))
+		return
+	}
+	t.resolve(MismatchID(KindRatedNotLedgered, l.UsageID), s, at)
+	t.compare(l.UsageID, s)
+}
+
+// compare raises amount_mismatch when the ledger entry differs from the
+// rated line; both are present.
+func (t *Tracker) compare(usageID string, s *usageState) {
+	if amountsEqual(s.rated.amount, s.ledger.amount) && s.rated.currency == s.ledger.currency {
+		return
+	}
+	at := s.ledger.at
+	if s.rated.at.After(at) {
+		at = s.rated.at
+	}
+	t.set(MismatchID(KindAmountMismatch, usageID), KindAmountMismatch, usageID, s, true, at)
+}
+
+// amountsEqual compares two decimal strings exactly (1.50 equals 1.5); a
+// string that is not a decimal equals only itself.
+func amountsEqual(a, b string) bool {
+	if a == b {
+		return true
+	}
+	da, err1 := decimal.Parse(a)
+	db, err2 := decimal.Parse(b)
+	if err1 != nil || err2 != nil {
+		return false
+	}
+	return decimal.Equal(da, db)
+}
+
+// Advance moves event time to at (if newer) and raises every mismatch
+// whose grace the watermark has passed.
+func (t *Tracker) Advance(at time.Time) {
+	if at.After(t.newest) {
+		t.newest = at
+		if w := at.Add(-t.rules.AllowedLateness); w.After(t.watermark) {
+			t.watermark = w
+		}
+	}
+	for t.ratingDue.Len() > 0 && !t.watermark.Before(t.ratingDue[0].at) {
+		d := heap.Pop(&t.ratingDue).(deadline)
+		if s := t.usage[d.usageID]; s != nil && s.usageSeen && !s.explained && s.rated == nil && !s.ratingOverdue {
+			t.detach(s, d.at)
+			s.ratingOverdue = true
+			t.set(MismatchID(KindUsageNotRated, d.usageID), KindUsageNotRated, d.usageID, s, true, d.at)
+			t.attach(s, d.at)
+		}
+	}
+	for t.ledgerDue.Len() > 0 && !t.watermark.Before(t.ledgerDue[0].at) {
+		d := heap.Pop(&t.ledgerDue).(deadline)
+		if s := t.usage[d.usageID]; s != nil && s.rated != nil && s.ledger == nil && !s.ledgerOverdue {
+			t.detach(s, d.at)
+			s.ledgerOverdue = true
+			t.set(MismatchID(KindRatedNotLedgered, d.usageID), KindRatedNotLedgered, d.usageID, s, true, d.at)
+			t.attach(s, d.at)
+		}
+	}
+	for t.ratedOrphanDue.Len() > 0 && !t.watermark.Before(t.ratedOrphanDue[0].at) {
+		d := heap.Pop(&t.ratedOrphanDue).(deadline)
+		if s := t.usage[d.usageID]; s != nil && s.rated != nil && !s.usageSeen && !s.ratedOrphanOverdue {
+			t.detach(s, d.at)
+			s.ratedOrphanOverdue = true
+			t.attach(s, d.at)
+		}
+	}
+	for t.ledgerOrphanDue.Len() > 0 && !t.watermark.Before(t.ledgerOrphanDue[0].at) {
+		d := heap.Pop(&t.ledgerOrphanDue).(deadline)
+		if s := t.usage[d.usageID]; s != nil && s.ledger != nil && s.rated == nil && !s.ledgerOrphanOverdue {
+			t.detach(s, d.at)
+			s.ledgerOrphanOverdue = true
+			t.attach(s, d.at)
+		}
+	}
+	t.sweep()
+}
+
+// orphan schedules the grace of a line without what should be behind it
+// (due at due) on h, or marks it overdue at once when the watermark is
+// already past due. The state is detached.
+func (t *Tracker) orphan(h *deadlines, overdue *bool, usageID string, due time.Time) {
+	if *overdue {
+		return
+	}
+	if !t.watermark.Before(due) {
+		*overdue = true
+		return
+	}
+	heap.Push(h, deadline{at: due, usageID: usageID})
+}
+
+// set opens (or confirms) a mismatch at event time at.
+func (t *Tracker) set(id, kind, usageID string, s *usageState, open bool, at time.Time) {
+	m := t.mismatches[id]
+	if m == nil {
+		m = &Mismatch{MismatchID: id, Kind: kind, FirstSeenAt: at}
+		t.mismatches[id] = m
+	} else if m.Status == StatusOpen && m.UsageID == usageID && !at.After(m.LastSeenAt) {
+		return // nothing new
+	}
+	if m.Status != StatusOpen && open {
+		t.open++ // a reopened mismatch keeps its first_seen_at: evidence outlives the episode
+	}
+	m.Status = StatusOpen
+	m.UsageID = usageID
+	t.describe(m, s)
+	if at.After(m.LastSeenAt) {
+		m.LastSeenAt = at
+	}
+	t.bump(m, at)
+}
+
+// resolve resolves an open mismatch at event time at.
+func (t *Tracker) resolve(id string, s *usageState, at time.Time) {
+	m := t.mismatches[id]
+	if m == nil || m.Status != StatusOpen {
+		return
+	}
+	t.open--
+	m.Status = StatusResolved
+	t.describe(m, s)
+	if at.After(m.LastSeenAt) {
+		m.LastSeenAt = at
+	}
+	t.bump(m, at)
+}
+
+func (t *Tracker) describe(m *Mismatch, s *usageState) {
+	m.MeteringSource, m.MeteringID, m.TenantID, m.ProductID, m.UnitID, m.Quantity = s.source, s.meterID, s.tenant, s.product, s.unit, s.quantity
+	m.RatedAmount, m.LedgerAmount, m.Currency = "", "", s.currency
+	if s.ledger != nil {
+		m.LedgerAmount, m.Currency = s.ledger.amount, s.ledger.currency
+	}
+	if s.rated != nil {
+		m.RatedAmount, m.Currency = s.rated.amount, s.rated.currency
+	}
+}
+
+func (t *Tracker) bump(m *Mismatch, at time.Time) {
+	v := uint64(0)
+	if us := at.UnixMicro(); us > 0 {
+		v = uint64(us)
+	}
+	m.Version = max(m.Version+1, v)
+	t.emit(m)
+}
+
+// deadline is a grace that ends at at for usageID.
+type deadline struct {
+	at      time.Time
+	usageID string
+}
+
+// deadlines is a min-heap of deadlines by time.
+type deadlines []deadline
+
+func (h deadlines) Len() int           { return len(h) }
+func (h deadlines) Less(i, j int) bool { return h[i].at.Before(h[j].at) }
+func (h deadlines) Swap(i, j int)      { h[i], h[j] = h[j], h[i] }
+func (h *deadlines) Push(x any)        { *h = append(*h, x.(deadline)) }
+func (h *deadlines) Pop() any {
+	old := *h
+	d := old[len(old)-1]
+	*h = old[:len(old)-1]
+	return d
+}

@@ -1,0 +1,129 @@
+package contract
+
+import (
+	"testing"
+	"time"
+
+	"github.com/driftline/driftline/internal/cputime"
+	json "github.com/segmentio/encoding/json"
+)
+
+// BenchmarkDecodeEvent measures the shared validator on a typical
+// observation line, the hot path of the gateway and of every consumer.
+func BenchmarkDecodeEvent(b *testing.B) {
+	line := []byte(validObs)
+	v := Validator{Environment: EnvLocalParity}
+	b.SetBytes(int64(len(line)))
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, _, err := v.DecodeEvent(line); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+func BenchmarkDecodeEventZeroCopy(b *testing.B) {
+	line := []byte(validObs)
+	v := Validator{Environment: EnvLocalParity, ZeroCopy: true}
+	b.SetBytes(int64(len(line)))
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, _, err := v.DecodeEvent(line); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// BenchmarkDecode compares, per event type, the reference decoder with the
+// single-pass decoder in each of its modes, on events as the Go producers
+// write them (see bench/decode/README.md).
+func BenchmarkDecode(b *testing.B) {
+	modes := []struct {
+		name   string
+		decode func(v Validator) func([]byte) (Envelope, any, *ValidationError)
+		zero   bool
+	}{
+		{"reference", func(v Validator) func([]byte) (Envelope, any, *ValidationError) { return v.decodeEventRef }, false},
+		{"reference-zerocopy", func(v Validator) func([]byte) (Envelope, any, *ValidationError) { return v.decodeEventRef }, true},
+		{"validator", func(v Validator) func([]byte) (Envelope, any, *ValidationError) { return v.DecodeEvent }, false},
+		{"validator-zerocopy", func(v Validator) func([]byte) (Envelope, any, *ValidationError) { return v.DecodeEvent }, true},
+		{"decoder", func(v Validator) func([]byte) (Envelope, any, *ValidationError) { return NewDecoder(v).DecodeEvent }, false},
+		{"decoder-zerocopy", func(v Validator) func([]byte) (Envelope, any, *ValidationError) { return NewDecoder(v).DecodeEvent }, true},
+	}
+	for _, typ := range AllTypes {
+		line := sampleEvent(typ, 0)
+		b.Run(typ+"/segmentio-unvalidated", func(b *testing.B) {
+			parse := unvalidated(typ)
+			b.SetBytes(int64(len(line)))
+			b.ReportAllocs()
+			cpu := cputime.Now()
+			for b.Loop() {
+				if err := parse(line); err != nil {
+					b.Fatal(err)
+				}
+			}
+			if cpu > 0 {
+				b.ReportMetric(float64(cputime.Now()-cpu)/float64(b.N), "cpu-ns/op")
+			}
+		})
+		for _, m := range modes {
+			b.Run(typ+"/"+m.name, func(b *testing.B) {
+				decode := m.decode(Validator{Environment: EnvLocalParity, ZeroCopy: m.zero})
+				b.SetBytes(int64(len(line)))
+				b.ReportAllocs()
+				cpu := cputime.Now()
+				for b.Loop() {
+					if _, _, err := decode(line); err != nil {
+						b.Fatal(err)
+					}
+				}
+				if cpu > 0 {
+					b.ReportMetric(float64(cputime.Now()-cpu)/float64(b.N), "cpu-ns/op")
+				}
+			})
+		}
+	}
+}
+
+// plainEnvelope is the envelope with a typed payload, for a yardstick:
+// segmentio/encoding decoding a line into it, zero-copy, with none of the
+// validator's checks (no Scan, no rules).
+type plainEnvelope[T any] struct {
+	EventID       string    `json:"event_id"`
+	EventType     string    `json:"event_type"`
+	SchemaVersion int       `json:"schema_version"`
+	Producer      string    `json:"producer"`
+	Seq           uint64    `json:"seq"`
+	OccurredAt    time.Time `json:"occurred_at"`
+	CorrelationID string    `json:"correlation_id"`
+	Environment   string    `json:"environment"`
+	Payload       T         `json:"payload"`
+}
+
+func unvalidatedOf[T any]() func([]byte) error {
+	var e plainEnvelope[T]
+	return func(line []byte) error {
+		_, err := json.Parse(line, &e, json.ZeroCopy)
+		return err
+	}
+}
+
+func unvalidated(typ string) func([]byte) error {
+	switch typ {
+	case TypePlatformRecord:
+		return unvalidatedOf[PlatformRecord]()
+	case TypeProviderObservation:
+		return unvalidatedOf[Observation]()
+	case TypeScanCompleted:
+		return unvalidatedOf[ScanCompleted]()
+	case TypeHeartbeat:
+		return unvalidatedOf[Heartbeat]()
+	case TypeUsageRecorded:
+		return unvalidatedOf[Usage]()
+	case TypeBillingRated:
+		return unvalidatedOf[Rated]()
+	case TypeLedgerEntry:
+		return unvalidatedOf[LedgerEntry]()
+	}
+	panic(typ)
+}

@@ -1,0 +1,51 @@
+package contract
+
+import "fmt"
+
+// Reason is a stable, low-cardinality code naming why input was rejected.
+// Reasons appear in ingest receipts, in ingest.quarantine records and as a
+// metric label, so they never change meaning once released.
+type Reason string
+
+// Rejection reasons. The gateway adds its own authorisation reasons; every
+// other reason comes from the shared validator.
+const (
+	ReasonBadJSON              Reason = "bad_json"                // not one JSON object (syntax, trailing data), or invalid UTF-8
+	ReasonOversized            Reason = "oversized_event"         // longer than MaxEventLen
+	ReasonMissingField         Reason = "missing_field"           // a required field is absent or empty
+	ReasonWrongType            Reason = "wrong_type"              // a field has the wrong JSON type
+	ReasonInvalidField         Reason = "invalid_field"           // a field's value breaks its rule (length, time, enum, decimal)
+	ReasonUnknownEventType     Reason = "unknown_event_type"      // event_type is not one of AllTypes
+	ReasonUnknownSchemaVersion Reason = "unknown_schema_version"  // schema_version is not SchemaVersion
+	ReasonWrongEnvironment     Reason = "wrong_environment"       // environment differs from the pipeline's own
+	ReasonUnauthorizedType     Reason = "unauthorized_event_type" // the caller may not send this event type
+	ReasonUnauthorizedProducer Reason = "unauthorized_producer"   // the caller may not send as this producer
+	ReasonDuplicateKey         Reason = "duplicate_key"           // an object names the same key twice (at any depth)
+	ReasonTooDeep              Reason = "nesting_too_deep"        // objects and arrays nest deeper than MaxDepth
+)
+
+// Reasons lists every reason in a stable order (for metrics and docs).
+var Reasons = []Reason{
+	ReasonBadJSON, ReasonOversized, ReasonMissingField, ReasonWrongType,
+	ReasonInvalidField, ReasonUnknownEventType, ReasonUnknownSchemaVersion,
+	ReasonWrongEnvironment, ReasonUnauthorizedType, ReasonUnauthorizedProducer,
+	ReasonDuplicateKey, ReasonTooDeep,
+}
+
+// ValidationError says why one event was rejected.
+type ValidationError struct {
+	Reason Reason // stable code
+	Field  string // offending field, dotted ("payload.quota"); empty when not about one field
+	Detail string // human explanation
+}
+
+func (e *ValidationError) Error() string {
+	if e.Field != "" {
+		return fmt.Sprintf("%s: %s: %s", e.Reason, e.Field, e.Detail)
+	}
+	return fmt.Sprintf("%s: %s", e.Reason, e.Detail)
+}
+
+func invalid(r Reason, field, format string, args ...any) *ValidationError {
+	return &ValidationError{Reason: r, Field: field, Detail: fmt.Sprintf(format, args...)}
+}

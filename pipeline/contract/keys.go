@@ -1,0 +1,129 @@
+package contract
+
+// Topic defaults (CONTRACT section 1). Deployments may rename topics; see
+// Topics.
+const (
+	TopicPlatformRecords = "platform.records"
+	TopicObservations    = "provider.observations"
+	TopicTelemetry       = "nodeagent.telemetry"
+	TopicUsage           = "usage.events"
+	TopicRated           = "billing.rated"
+	TopicLedger          = "billing.ledger"
+	TopicQuarantine      = "ingest.quarantine"
+)
+
+// TopicOf returns the default topic of an event type, or "" if the type is
+// unknown.
+func TopicOf(eventType string) string {
+	switch eventType {
+	case TypePlatformRecord:
+		return TopicPlatformRecords
+	case TypeProviderObservation, TypeScanCompleted:
+		return TopicObservations
+	case TypeHeartbeat:
+		return TopicTelemetry
+	case TypeUsageRecorded:
+		return TopicUsage
+	case TypeBillingRated:
+		return TopicRated
+	case TypeLedgerEntry:
+		return TopicLedger
+	}
+	return ""
+}
+
+// IdentityKey is the Kafka key of a provider resource: provider/provider_id.
+func IdentityKey(provider, providerID string) string { return provider + "/" + providerID }
+
+// NodeKey is the identity key of a node-agent heartbeat: it equals the key
+// of the node's platform record (provider maas), so both land together.
+func NodeKey(nodeID string) string { return IdentityKey(ProviderMAAS, nodeID) }
+
+// UsageKey is the Kafka key of usage, rated and ledger events.
+func UsageKey(meteringSource, meteringID string) string { return meteringSource + "/" + meteringID }
+
+// KeyOf returns the Kafka key of a decoded payload (as returned by
+// DecodePayload). Scan markers have no single key: they are written to
+// every partition, keyed by provider and scan id.
+func KeyOf(payload any) string {
+	switch p := payload.(type) {
+	case *PlatformRecord:
+		return IdentityKey(p.Provider, p.ProviderID)
+	case *Observation:
+		return IdentityKey(p.Provider, p.ProviderID)
+	case *ScanCompleted:
+		return p.Provider + "/scan/" + p.ScanID
+	case *Heartbeat:
+		return NodeKey(p.NodeID)
+	case *Usage:
+		return UsageKey(p.MeteringSource, p.MeteringID)
+	case *Rated:
+		return UsageKey(p.MeteringSource, p.MeteringID)
+	case *LedgerEntry:
+		return UsageKey(p.MeteringSource, p.MeteringID)
+	}
+	panic("BUG: KeyOf of an unknown payload type")
+}
+
+// AppendKey appends KeyOf(payload) to dst without building a string.
+func AppendKey(dst []byte, payload any) []byte {
+	pair := func(a, b string) []byte { return append(append(append(dst, a...), '/'), b...) }
+	switch p := payload.(type) {
+	case *PlatformRecord:
+		return pair(p.Provider, p.ProviderID)
+	case *Observation:
+		return pair(p.Provider, p.ProviderID)
+	case *ScanCompleted:
+		return append(append(append(dst, p.Provider...), "/scan/"...), p.ScanID...)
+	case *Heartbeat:
+		return pair(ProviderMAAS, p.NodeID)
+	case *Usage:
+		return pair(p.MeteringSource, p.MeteringID)
+	case *Rated:
+		return pair(p.MeteringSource, p.MeteringID)
+	case *LedgerEntry:
+		return pair(p.MeteringSource, p.MeteringID)
+	}
+	panic("BUG: AppendKey of an unknown payload type")
+}
+
+// Partition returns the partition the Kafka-standard murmur2 partitioner
+// picks for key among n partitions. Consumers compare it with the partition
+// a record arrived on to detect mis-partitioned producers.
+func Partition(key []byte, n int32) int32 {
+	return int32(murmur2(key)&0x7fffffff) % n
+}
+
+// murmur2 is Kafka's murmur2 hash (org.apache.kafka.common.utils.Utils).
+func murmur2(b []byte) uint32 {
+	const (
+		seed uint32 = 0x9747b28c
+		m    uint32 = 0x5bd1e995
+		r           = 24
+	)
+	h := seed ^ uint32(len(b))
+	for len(b) >= 4 {
+		k := uint32(b[0]) | uint32(b[1])<<8 | uint32(b[2])<<16 | uint32(b[3])<<24
+		b = b[4:]
+		k *= m
+		k ^= k >> r
+		k *= m
+		h *= m
+		h ^= k
+	}
+	switch len(b) {
+	case 3:
+		h ^= uint32(b[2]) << 16
+		fallthrough
+	case 2:
+		h ^= uint32(b[1]) << 8
+		fallthrough
+	case 1:
+		h ^= uint32(b[0])
+		h *= m
+	}
+	h ^= h >> 13
+	h *= m
+	h ^= h >> 15
+	return h
+}

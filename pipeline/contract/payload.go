@@ -1,0 +1,278 @@
+package contract
+
+import (
+	json "github.com/segmentio/encoding/json"
+)
+
+// Enumerations a payload field must belong to (switches: a map lookup
+// costs more than the rest of a field's check).
+func isFamily(v string) bool {
+	switch v {
+	case FamilyGPUaaS, FamilyAppRuntime, FamilyStorage, FamilyModelServing, FamilyBillingUsage:
+		return true
+	}
+	return false
+}
+
+func isProvider(v string) bool {
+	switch v {
+	case ProviderMAAS, ProviderNodeAgent, ProviderAppRuntime, ProviderStorage, ProviderGateway, ProviderBillingIngestion:
+		return true
+	}
+	return false
+}
+
+func isUpdatePath(v string) bool {
+	switch v {
+	case "none", "self_update", "recovery_enrollment", "operator_rebootstrap", "full_reimage":
+		return true
+	}
+	return false
+}
+
+func isProbe(v string) bool {
+	switch v {
+	case "passed", "failed", "not_required", "not_executed":
+		return true
+	}
+	return false
+}
+
+func isImpact(v string) bool {
+	switch v {
+	case "none_observed", "degraded", "unavailable", "unknown":
+		return true
+	}
+	return false
+}
+
+func isHealth(v string) bool {
+	switch v {
+	case "OK", "DEGRADED", "FAILED", "UNKNOWN":
+		return true
+	}
+	return false
+}
+
+// DecodePayload decodes and validates the payload of an event of type typ,
+// returning a pointer to its typed struct (*PlatformRecord, *Observation,
+// ...). raw gets the structural checks of Scan first.
+func DecodePayload(typ string, raw []byte) (any, *ValidationError) {
+	if len(raw) > MaxEventLen {
+		return nil, invalid(ReasonOversized, "payload", "payload is %d bytes, limit %d", len(raw), MaxEventLen)
+	}
+	if err := Scan(raw); err != nil {
+		err.Field = "payload"
+		return nil, err
+	}
+	return decodePayload(typ, raw, parseFlags)
+}
+
+// parseFlags decode payloads strictly: a key must match its field exactly,
+// so "Provider" cannot stand in for (or shadow) "provider" the way
+// encoding/json's case-insensitive matching would allow.
+const parseFlags = json.DontMatchCaseInsensitiveStructFields
+
+// decodePayload is DecodePayload of a payload that Scan has accepted.
+func decodePayload(typ string, raw []byte, flags json.ParseFlags) (any, *ValidationError) {
+	var (
+		v     any
+		check func() *ValidationError
+	)
+	switch typ {
+	case TypePlatformRecord:
+		p := new(PlatformRecord)
+		v, check = p, p.validate
+	case TypeProviderObservation:
+		p := new(Observation)
+		v, check = p, p.validate
+	case TypeScanCompleted:
+		p := new(ScanCompleted)
+		v, check = p, p.validate
+	case TypeHeartbeat:
+		p := new(Heartbeat)
+		v, check = p, p.validate
+	case TypeUsageRecorded:
+		p := new(Usage)
+		v, check = p, p.validate
+	case TypeBillingRated:
+		p := new(Rated)
+		v, check = p, p.validate
+	case TypeLedgerEntry:
+		p := new(LedgerEntry)
+		v, check = p, p.validate
+	default:
+		return nil, invalid(ReasonUnknownEventType, "event_type", "%q is not a known event type", typ)
+	}
+	if _, err := json.Parse(raw, v, flags); err != nil {
+		return nil, jsonError(err, "payload")
+	}
+	if err := check(); err != nil {
+		return nil, err
+	}
+	return v, nil
+}
+
+// fieldCheck accumulates the first failure over a chain of field rules.
+// required and check build their failure without fmt (their details are
+// constant), which keeps them small enough to be inlined into validate.
+type fieldCheck struct{ err *ValidationError }
+
+func (c *fieldCheck) required(name, v string) {
+	if c.err == nil && v == "" {
+		c.fail(ReasonMissingField, name, "required")
+	}
+}
+
+func (c *fieldCheck) oneOf(name, v string, allowed func(string) bool) {
+	if c.err == nil && v != "" && !allowed(v) {
+		c.failValue(name, "%q is not an allowed value", v)
+	}
+}
+
+func (c *fieldCheck) decimal(name, v string) {
+	if c.err == nil && v != "" && !IsDecimal(v) {
+		c.failValue(name, "%q is not a decimal string", v)
+	}
+}
+
+func (c *fieldCheck) check(ok bool, name, detail string) {
+	if c.err == nil && !ok {
+		c.fail(ReasonInvalidField, name, detail)
+	}
+}
+
+// fail records the failure of payload field name.
+func (c *fieldCheck) fail(r Reason, name, detail string) {
+	c.err = &ValidationError{Reason: r, Field: "payload." + name, Detail: detail}
+}
+
+// failValue records the invalid value v of payload field name; format
+// quotes it.
+func (c *fieldCheck) failValue(name, format, v string) {
+	c.err = invalid(ReasonInvalidField, "payload."+name, format, v)
+}
+
+func (p *PlatformRecord) validate() *ValidationError {
+	var c fieldCheck
+	c.required("record_type", p.RecordType)
+	c.required("record_id", p.RecordID)
+	c.check(p.RecordVersion >= 1, "record_version", "must be an integer >= 1")
+	c.required("resource_family", p.ResourceFamily)
+	c.oneOf("resource_family", p.ResourceFamily, isFamily)
+	c.required("provider", p.Provider)
+	c.oneOf("provider", p.Provider, isProvider)
+	c.required("provider_id", p.ProviderID)
+	c.required("expected_state", p.ExpectedState)
+	c.decimal("quota", p.Quota)
+	return c.err
+}
+
+func (p *Observation) validate() *ValidationError {
+	var c fieldCheck
+	c.required("provider", p.Provider)
+	c.oneOf("provider", p.Provider, isProvider)
+	c.required("provider_id", p.ProviderID)
+	c.required("resource_family", p.ResourceFamily)
+	c.oneOf("resource_family", p.ResourceFamily, isFamily)
+	c.required("observed_state", p.ObservedState)
+	c.decimal("usage", p.Usage)
+	return c.err
+}
+
+func (p *ScanCompleted) validate() *ValidationError {
+	var c fieldCheck
+	c.required("provider", p.Provider)
+	c.oneOf("provider", p.Provider, isProvider)
+	c.required("scan_id", p.ScanID)
+	c.check(!p.ScanStartedAt.IsZero(), "scan_started_at", "required RFC 3339 time")
+	return c.err
+}
+
+func (p *Heartbeat) validate() *ValidationError {
+	var c fieldCheck
+	c.required("node_id", p.NodeID)
+	c.required("agent_version", p.AgentVersion)
+	c.required("host_fingerprint", p.HostFingerprint)
+	c.required("health", p.Health)
+	c.oneOf("health", p.Health, isHealth)
+	c.oneOf("update_path", p.UpdatePath, isUpdatePath)
+	c.oneOf("terminal_stream_probe", p.TerminalStreamProbe, isProbe)
+	c.oneOf("workload_impact", p.WorkloadImpact, isImpact)
+	c.check(p.RTTMs >= 0 && p.LossPct >= 0 && p.LossPct <= 100 && p.BandwidthKbps >= 0, "rtt_ms", "link quality out of range")
+	c.check(p.BacklogMessages >= 0 && p.SecondsBehind >= 0, "backlog_messages", "sync debt must not be negative")
+	return c.err
+}
+
+func (p *Usage) validate() *ValidationError {
+	var c fieldCheck
+	c.required("usage_id", p.UsageID)
+	c.required("metering_source", p.MeteringSource)
+	c.required("metering_id", p.MeteringID)
+	c.required("unit_id", p.UnitID)
+	c.required("quantity", p.Quantity)
+	c.decimal("quantity", p.Quantity)
+	c.required("tenant_id", p.TenantID)
+	c.check(!p.WindowStart.IsZero(), "window_start", "required RFC 3339 time")
+	c.check(!p.WindowEnd.IsZero(), "window_end", "required RFC 3339 time")
+	c.check(!p.WindowEnd.Before(p.WindowStart), "window_end", "before window_start")
+	return c.err
+}
+
+func (p *Rated) validate() *ValidationError {
+	var c fieldCheck
+	c.required("usage_id", p.UsageID)
+	c.required("metering_source", p.MeteringSource)
+	c.required("metering_id", p.MeteringID)
+	c.required("unit_id", p.UnitID)
+	c.check(p.UnitVersion >= 1, "unit_version", "must be an integer >= 1")
+	c.required("quantity", p.Quantity)
+	c.decimal("quantity", p.Quantity)
+	c.required("unit_price", p.UnitPrice)
+	c.decimal("unit_price", p.UnitPrice)
+	c.required("amount", p.Amount)
+	c.decimal("amount", p.Amount)
+	c.required("currency", p.Currency)
+	return c.err
+}
+
+func (p *LedgerEntry) validate() *ValidationError {
+	var c fieldCheck
+	c.required("ledger_entry_id", p.LedgerEntryID)
+	c.required("usage_id", p.UsageID)
+	c.required("metering_source", p.MeteringSource)
+	c.required("metering_id", p.MeteringID)
+	c.required("amount", p.Amount)
+	c.decimal("amount", p.Amount)
+	c.required("currency", p.Currency)
+	return c.err
+}
+
+// IsDecimal reports whether s is a plain decimal string: an optional minus
+// sign, digits, and an optional fraction ("12", "-0.5", "12.500000").
+// Exponents, "+", leading dots and NaN are not decimals.
+func IsDecimal(s string) bool {
+	i := 0
+	if i < len(s) && s[i] == '-' {
+		i++
+	}
+	digits := 0
+	for ; i < len(s) && s[i] >= '0' && s[i] <= '9'; i++ {
+		digits++
+	}
+	if digits == 0 {
+		return false
+	}
+	if i == len(s) {
+		return true
+	}
+	if s[i] != '.' {
+		return false
+	}
+	i++
+	frac := 0
+	for ; i < len(s) && s[i] >= '0' && s[i] <= '9'; i++ {
+		frac++
+	}
+	return frac > 0 && i == len(s)
+}

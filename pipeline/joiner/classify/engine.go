@@ -1,0 +1,406 @@
+// Package classify is the drift classifier of one joiner partition: it
+// applies records, observations and scan markers to the partition's owner
+// state in event time and emits a finding transition whenever a drift
+// finding opens, is confirmed, or resolves. The rules are those of
+// docs/drift-model.md; the engine never reads the wall clock, so replaying
+// the same events yields the same transitions.
+package classify
+
+import (
+	"time"
+
+	"github.com/driftline/driftline/pipeline/contract"
+	"github.com/driftline/driftline/pipeline/joiner/drift"
+	"github.com/driftline/driftline/pipeline/joiner/ownerstate"
+)
+
+// Options are the event-time windows of the classifier.
+type Options struct {
+	// Staleness is how long a live-expecting record may go unobserved
+	// before it is missing. Default 10m.
+	Staleness time.Duration
+	// OrphanGrace is how long a resource may be observed live without an
+	// owner before it is an orphan. Default 5m.
+	OrphanGrace time.Duration
+	// AllowedLateness is how far the watermark trails the newest event
+	// time. Default 30s.
+	AllowedLateness time.Duration
+	// RetryInterval spaces next_attempt_at of retry postures. Default 1m.
+	RetryInterval time.Duration
+}
+
+// DefaultOptions returns the contract's default windows.
+func DefaultOptions() Options {
+	return Options{Staleness: 10 * time.Minute, OrphanGrace: 5 * time.Minute, AllowedLateness: 30 * time.Second, RetryInterval: time.Minute}
+}
+
+// cause says what triggered an evaluation.
+type cause uint8
+
+const (
+	causeRecord cause = iota
+	causeObservation
+	causeScan
+	causeTimer
+	causeHeartbeat // a node-agent heartbeat of the identity
+	causeNode      // node-agent evidence changed without a heartbeat
+)
+
+// Engine classifies one partition.
+type Engine struct {
+	opts  Options
+	store *ownerstate.Store
+	emit  Emit
+
+	// Event time, Unix ns (ownerstate.NoTime before the first event).
+	maxEventTime int64
+	watermark    int64
+	staleness    int64
+	orphanGrace  int64
+	lateness     int64
+	scratch      drift.Finding
+	rec          ownerstate.Record
+	obs          ownerstate.Observation
+}
+
+// Emit receives every transition of a finding. f is reused after it
+// returns. aux is a word the consumer may keep for the finding (a handle
+// into its own tables, say): 0 at first, it holds what the consumer stored
+// for as long as the engine's store lives, and is 0 again after a restore
+// from a snapshot.
+type Emit func(f *drift.Finding, aux *uint32)
+
+// New returns an Engine over store that calls emit for every transition.
+func New(opts Options, store *ownerstate.Store, emit Emit) *Engine {
+	e := &Engine{opts: opts, store: store, emit: emit, maxEventTime: ownerstate.NoTime, watermark: ownerstate.NoTime,
+		staleness: int64(opts.Staleness), orphanGrace: int64(opts.OrphanGrace), lateness: int64(opts.AllowedLateness)}
+	store.SetDeadline(e.deadline)
+	return e
+}
+
+// toTime converts event time in Unix ns to a time.Time (zero for NoTime).
+func toTime(ns int64) time.Time {
+	if ns == ownerstate.NoTime {
+		return time.Time{}
+	}
+	return time.Unix(0, ns).UTC()
+}
+
+// Watermark returns the partition's event-time watermark.
+func (e *Engine) Watermark() time.Time { return toTime(e.watermark) }
+
+// MaxEventTime returns the newest event time applied.
+func (e *Engine) MaxEventTime() time.Time { return toTime(e.maxEventTime) }
+
+// Store returns the engine's owner state.
+func (e *Engine) Store() *ownerstate.Store { return e.store }
+
+// ApplyRecord applies a platform record that occurred at at.
+func (e *Engine) ApplyRecord(r *contract.PlatformRecord, at time.Time, correlationID string) {
+	ns := at.UnixNano()
+	id := e.store.Get(r.Provider, r.ProviderID, true)
+	if id.HasRecord() && r.RecordVersion <= id.RecordVersion {
+		e.advance(ns) // a late or replayed version changes no state
+		return
+	}
+	e.rec = ownerstate.Record{RecordType: r.RecordType, RecordID: r.RecordID, ResourceFamily: r.ResourceFamily,
+		ProductID: r.ProductID, OwningDomain: r.OwningDomain, OwningPackage: r.OwningPackage, DomainID: r.DomainID,
+		ExpectedState: r.ExpectedState, ExpectedVersion: r.ExpectedVersion, Quota: r.Quota, RouteTarget: r.RouteTarget,
+		RecordVersion: r.RecordVersion, Deleted: r.Deleted}
+	e.store.SetRecord(id, &e.rec, ns, correlationID)
+	e.touch(id, ns)
+	e.evaluate(id, ns, causeRecord, correlationID)
+	e.advance(ns)
+}
+
+// ApplyTombstone applies a Kafka tombstone for identity key provider/id:
+// the platform no longer owns the resource.
+func (e *Engine) ApplyTombstone(provider, providerID string, at time.Time) {
+	ns := at.UnixNano()
+	id := e.store.Get(provider, providerID, false)
+	if id == nil || id.Deleted() {
+		e.advance(ns)
+		return
+	}
+	e.store.SetTombstone(id, ns)
+	e.touch(id, ns)
+	e.evaluate(id, ns, causeRecord, e.store.RecordCorrelation(id))
+	e.advance(ns)
+}
+
+// ApplyObservation applies a provider observation that occurred at at.
+func (e *Engine) ApplyObservation(o *contract.Observation, at time.Time, correlationID string) {
+	ns := at.UnixNano()
+	id := e.store.Get(o.Provider, o.ProviderID, true)
+	if id.HasObs() && ns <= id.ObsAt {
+		e.advance(ns) // older than what is applied: no state change
+		return
+	}
+	e.obs = ownerstate.Observation{ResourceFamily: o.ResourceFamily, ObservedState: o.ObservedState,
+		ObservedVersion: o.ObservedVersion, OwnerRef: o.OwnerRef, Usage: o.Usage, RouteTarget: o.RouteTarget}
+	e.store.SetObs(id, &e.obs, ns, correlationID)
+	id.SetDisagreeing(e.owned(id) && e.disagrees(id))
+	e.touch(id, ns)
+	e.evaluate(id, ns, causeObservation, correlationID)
+	e.advance(ns)
+}
+
+// ApplyScan applies a provider.scan_completed marker that occurred at at:
+// every live-expecting record of the provider not observed since the scan
+// started is missing at once.
+//
+// Only the identities the scan did not see are evaluated, and those with
+// an open missing finding (a scan confirms it). For any other identity
+// completing the scan changes nothing: its missing condition by scan
+// needs it unobserved since the scan started, and every other condition
+// changes only with events that evaluate the identity themselves (its
+// record, observations, node verdicts) or with its armed deadlines.
+func (e *Engine) ApplyScan(s *contract.ScanCompleted, at time.Time, correlationID string) {
+	ns, started := at.UnixNano(), s.ScanStartedAt.UnixNano()
+	if e.store.CompleteScan(s.Provider, started) {
+		e.store.Each(s.Provider, func(id *ownerstate.Identity) {
+			if id.HasObs() && id.ObsAt >= started && !e.missingOpen(id) {
+				return
+			}
+			e.evaluate(id, ns, causeScan, correlationID)
+		})
+	}
+	e.advance(ns)
+}
+
+// missingOpen reports whether id has an open missing finding.
+func (e *Engine) missingOpen(id *ownerstate.Identity) bool {
+	fs := e.store.PeekFindings(id)
+	return fs != nil && fs[drift.Missing].Status == ownerstate.Open
+}
+
+// SetNodeIdentity applies the node-agent identity verdict of node nodeID
+// (identity maas/<node_id>) at event time at. heartbeat says the verdict
+// comes with a newly applied heartbeat, which confirms an open
+// identity_mismatch; otherwise only a change of the verdict is evaluated.
+func (e *Engine) SetNodeIdentity(nodeID string, mismatch bool, at time.Time, correlationID string, heartbeat bool) {
+	id := e.store.Get(contract.ProviderMAAS, nodeID, mismatch)
+	if id == nil {
+		return
+	}
+	changed := id.SetNodeMismatch(mismatch)
+	switch {
+	case heartbeat:
+		e.evaluate(id, at.UnixNano(), causeHeartbeat, correlationID)
+	case changed:
+		e.evaluate(id, at.UnixNano(), causeNode, correlationID)
+	}
+	e.store.Maintain()
+}
+
+// Advance moves the event clock to at (if newer) and fires the deadlines
+// the watermark has passed.
+func (e *Engine) Advance(at time.Time) { e.advance(at.UnixNano()) }
+
+// AdvanceWatermark moves the watermark to w (if newer), as an event at
+// w + AllowedLateness would: an idle partition follows the others.
+func (e *Engine) AdvanceWatermark(w time.Time) { e.advance(w.UnixNano() + e.lateness) }
+
+func (e *Engine) advance(at int64) {
+	defer e.store.Maintain()
+	if at <= e.maxEventTime {
+		return
+	}
+	e.maxEventTime = at
+	w := at - e.lateness
+	if w <= e.watermark {
+		return
+	}
+	e.watermark = w
+	e.store.Fire(w, func(id *ownerstate.Identity, _ uint8, deadline int64) {
+		corr := e.store.ObsCorrelation(id)
+		if corr == "" {
+			corr = e.store.RecordCorrelation(id)
+		}
+		e.evaluate(id, deadline, causeTimer, corr)
+	})
+}
+
+// owned reports whether a live platform record owns the identity: a
+// record exists, is not deleted, and does not expect the resource to be
+// gone.
+func (e *Engine) owned(id *ownerstate.Identity) bool {
+	r := e.store.Record(id)
+	return r != nil && !id.Deleted() && !r.AbsentExpecting()
+}
+
+// touch keeps OrphanSince in step with the identity's state.
+func (e *Engine) touch(id *ownerstate.Identity, at int64) {
+	o := e.store.Obs(id)
+	unownedLive := !e.owned(id) && o != nil && o.Live()
+	switch {
+	case !unownedLive:
+		id.OrphanSince = ownerstate.NoTime
+	case id.OrphanSince == ownerstate.NoTime:
+		id.OrphanSince = at
+	}
+}
+
+// disagrees reports whether the observation contradicts the record's
+// expected state or version.
+func (e *Engine) disagrees(id *ownerstate.Identity) bool {
+	r, o := e.store.Record(id), e.store.Obs(id)
+	return o.ObservedState != r.ExpectedState || (r.ExpectedVersion != 0 && o.ObservedVersion != r.ExpectedVersion)
+}
+
+// lastSeenAlive returns when the identity was last observed, or, never
+// observed, when its record appeared.
+func lastSeenAlive(id *ownerstate.Identity) int64 {
+	if id.HasObs() {
+		return id.ObsAt
+	}
+	return id.RecordAt
+}
+
+// deadline is the deadline rule of the owner state's timers: the missing
+// deadline follows the last sign of life, the orphan one the start of the
+// unowned-and-live stretch.
+func (e *Engine) deadline(id *ownerstate.Identity, kind uint8) int64 {
+	if kind == ownerstate.TimerOrphan {
+		return id.OrphanSince + e.orphanGrace
+	}
+	return lastSeenAlive(id) + e.staleness
+}
+
+// conditions computes which classifications hold for id at watermark w,
+// and which deadlines are still ahead.
+func (e *Engine) conditions(id *ownerstate.Identity, w int64) (open [drift.NumClasses]bool, missingAhead, orphanAhead bool) {
+	owned := e.owned(id)
+	r, o := e.store.Record(id), e.store.Obs(id)
+	if owned && r.LiveExpecting() {
+		if w >= e.deadline(id, ownerstate.TimerMissing) {
+			open[drift.Missing] = true
+		} else {
+			missingAhead = true
+		}
+		if s, ok := e.store.LastScan(id.Provider()); ok && id.RecordAt < s && (o == nil || id.ObsAt < s) {
+			open[drift.Missing] = true
+		}
+	}
+	if id.OrphanSince != ownerstate.NoTime {
+		open[drift.Orphan] = w >= e.deadline(id, ownerstate.TimerOrphan)
+		orphanAhead = !open[drift.Orphan]
+	}
+	if owned && o != nil {
+		open[drift.Stale] = e.disagrees(id)
+		open[drift.Quota] = r.Quota != 0 && o.Usage != 0 && compareDecimal(e.store.Str(o.Usage), e.store.Str(r.Quota)) > 0
+		open[drift.Route] = r.RouteTarget != 0 && o.RouteTarget != 0 && r.RouteTarget != o.RouteTarget
+		if ref := e.store.OwnerRef(id); ref != "" && ref != id.RecordID() {
+			open[drift.IdentityMismatch] = true
+		}
+	}
+	if id.NodeMismatch() {
+		open[drift.IdentityMismatch] = true
+	}
+	return open, missingAhead && !open[drift.Missing], orphanAhead
+}
+
+// confirms reports whether an evaluation caused by c confirms an open
+// finding of class k on id (bumping last_seen_at and retry_count).
+func confirms(id *ownerstate.Identity, k drift.Class, c cause) bool {
+	switch {
+	case k == drift.Missing:
+		return c == causeScan
+	case k == drift.IdentityMismatch && id.NodeMismatch():
+		return c == causeHeartbeat
+	}
+	return c == causeObservation
+}
+
+// evaluate re-classifies id at event time at and emits the transitions.
+func (e *Engine) evaluate(id *ownerstate.Identity, at int64, c cause, correlationID string) {
+	open, missingAhead, orphanAhead := e.conditions(id, e.watermark)
+	fs := e.store.PeekFindings(id)
+	for k := drift.Class(0); k < drift.NumClasses; k++ {
+		if fs == nil {
+			if !open[k] {
+				continue
+			}
+			fs = e.store.Findings(id)
+		}
+		f := &fs[k]
+		var transition string
+		switch {
+		case open[k] && f.Status != ownerstate.Open:
+			transition = drift.TransitionOpened
+			if f.Status == ownerstate.Resolved {
+				transition = drift.TransitionReopened
+			} else {
+				f.FirstSeen = at
+			}
+			f.Status, f.LastSeen, f.ResolvedAt, f.RetryCount = ownerstate.Open, at, ownerstate.NoTime, 0
+		case open[k] && confirms(id, k, c):
+			transition = drift.TransitionUpdated
+			f.LastSeen = at
+			f.RetryCount++
+		case open[k] && c == causeRecord:
+			transition = drift.TransitionUpdated // expected side changed
+		case !open[k] && f.Status == ownerstate.Open:
+			transition = drift.TransitionResolved
+			f.Status, f.ResolvedAt = ownerstate.Resolved, at
+		default:
+			continue
+		}
+		// Versions follow event time (and grow by at least one), so a
+		// transition written after a restore outranks every row written
+		// for an earlier event time, whatever path led to it.
+		f.Version = max(f.Version+1, uint64(at/1000))
+		f.Correlation = e.store.Reintern(f.Correlation, correlationID)
+		e.emitFinding(id, k, f, transition)
+	}
+	// Arm the deadlines still ahead; a condition already open needs none.
+	e.store.Arm(id, ownerstate.TimerMissing, missingAhead)
+	e.store.Arm(id, ownerstate.TimerOrphan, orphanAhead)
+}
+
+func (e *Engine) emitFinding(id *ownerstate.Identity, k drift.Class, f *ownerstate.FindingState, transition string) {
+	p := drift.PolicyOf(k)
+	st := e.store
+	out := &e.scratch
+	*out = drift.Finding{
+		EvidenceID:    drift.EvidenceID(k, id.Key()),
+		CorrelationID: st.Str(f.Correlation),
+		Provider:      id.Provider(),
+		ProviderID:    id.ProviderID(),
+		Class:         k,
+		Severity:      p.Severity,
+		Status:        drift.StatusOpen,
+		FirstSeenAt:   toTime(f.FirstSeen),
+		LastSeenAt:    toTime(f.LastSeen),
+		ResolvedAt:    toTime(f.ResolvedAt),
+		RetryCount:    f.RetryCount,
+		Posture:       p.Posture,
+		Runbook:       p.Runbook,
+		Version:       f.Version,
+		Transition:    transition,
+	}
+	if f.Status == ownerstate.Resolved {
+		out.Status = drift.StatusResolved
+	}
+	if r := st.Record(id); r != nil {
+		out.ResourceFamily, out.ProductID = st.Str(r.ResourceFamily), st.Str(r.ProductID)
+		out.OwningDomain, out.OwningPackage, out.DomainID = st.Str(r.OwningDomain), st.Str(r.OwningPackage), st.Str(r.DomainID)
+		out.RecordType, out.RecordID = st.Str(r.RecordType), id.RecordID()
+		out.ExpectedState, out.ExpectedVersion = st.Str(r.ExpectedState), st.Str(r.ExpectedVersion)
+	}
+	if o := st.Obs(id); o != nil {
+		if out.ResourceFamily == "" {
+			out.ResourceFamily = st.Str(o.ResourceFamily)
+		}
+		out.ObservedState, out.ObservedVersion, out.ObservedAt = st.Str(o.ObservedState), st.Str(o.ObservedVersion), toTime(id.ObsAt)
+	}
+	if k == drift.Stale && out.Status == drift.StatusOpen {
+		if id.Disagreements() >= drift.StaleReviewAfter {
+			out.Posture = drift.PostureOperatorReview
+		} else {
+			out.NextAttemptAt = toTime(f.LastSeen + int64(e.opts.RetryInterval))
+		}
+	}
+	out.AttentionScore = drift.AttentionScore(k, out.Status, out.RetryCount)
+	e.emit(out, &f.Aux)
+}

@@ -1,0 +1,233 @@
+package ownerstate
+
+import (
+	"fmt"
+	"math"
+
+	"github.com/driftline/driftline/pipeline/stream/snap"
+)
+
+// snapshotVersion 2: no per-identity queue time, and a timer heap without
+// superseded entries. LoadSnapshot also reads version 1 (which has both),
+// so checkpoints written before stay usable.
+const snapshotVersion = 2
+
+// AppendSnapshot appends the store's state to w. Call it between events;
+// LoadSnapshot restores exactly this state, timers and interned tables
+// included, so a restored store behaves as the original would.
+func (s *Store) AppendSnapshot(w *snap.Writer) {
+	w.Header("ownerstate", snapshotVersion)
+	t := &s.syms
+	w.Uvarint(uint64(t.Len()))
+	for i := range t.Len() {
+		w.String(t.Str(Sym(i)))
+	}
+	w.Uvarint(uint64(t.recs.Len()))
+	for i := 1; i < t.recs.Len(); i++ {
+		r := t.recs.At(uint32(i))
+		for _, v := range [...]Sym{r.RecordType, r.ResourceFamily, r.ProductID, r.OwningDomain, r.OwningPackage,
+			r.DomainID, r.ExpectedState, r.ExpectedVersion, r.Quota, r.RouteTarget} {
+			w.Uvarint(uint64(v))
+		}
+	}
+	w.Uvarint(uint64(t.obss.Len()))
+	for i := 1; i < t.obss.Len(); i++ {
+		o := t.obss.At(uint32(i))
+		for _, v := range [...]Sym{o.ResourceFamily, o.ObservedState, o.ObservedVersion, o.OwnerRef, o.Usage, o.RouteTarget} {
+			w.Uvarint(uint64(v))
+		}
+	}
+	w.Uvarint(uint64(t.compactAt))
+
+	w.Uvarint(uint64(s.n))
+	s.Each("", func(id *Identity) {
+		// The key and the record id as one string, then the key's length.
+		key, rid := id.Key(), id.RecordID()
+		w.Uvarint(uint64(len(key) + len(rid)))
+		w.B = append(append(w.B, key...), rid...)
+		w.Uvarint(uint64(id.klen))
+		w.Byte(id.flags)
+		w.Byte(id.disagreements)
+		findings := uint32(0) // 1 + index in s.findings
+		if id.flags&flagFindings != 0 {
+			findings = 1 + s.findingsOf[id.idx]
+		}
+		for _, v := range [...]uint32{findings, id.rec, id.obs, uint32(id.recCorr), uint32(id.obsCorr)} {
+			w.Uvarint(uint64(v))
+		}
+		for _, v := range [...]int64{id.RecordVersion, id.RecordAt, id.ObsAt, id.OrphanSince} {
+			w.Varint(v)
+		}
+	})
+	w.Uvarint(uint64(s.findings.Len()))
+	for i := range s.findings.Len() {
+		for _, f := range s.findings.At(uint32(i)) {
+			w.Byte(f.Status)
+			w.Uvarint(uint64(f.RetryCount))
+			w.Uvarint(f.Version)
+			w.Varint(f.FirstSeen)
+			w.Varint(f.LastSeen)
+			w.Varint(f.ResolvedAt)
+			w.Uvarint(uint64(f.Correlation))
+		}
+	}
+	w.Uvarint(uint64(len(s.scans)))
+	for p, at := range s.scans {
+		w.String(p)
+		w.Varint(at)
+	}
+	w.Uvarint(uint64(len(s.timers)))
+	for _, t := range s.timers {
+		w.Varint(t.at())
+		w.Uvarint(uint64(t.idx))
+	}
+	w.Uvarint(uint64(s.armed))
+}
+
+// LoadSnapshot replaces the store's state with the one r holds. The
+// deadline rule (SetDeadline) is kept.
+func (s *Store) LoadSnapshot(r *snap.Reader) error {
+	name, version := string(r.Bytes()), r.Byte()
+	if r.Err() == nil && (name != "ownerstate" || version < 1 || version > snapshotVersion) {
+		r.Fail(fmt.Errorf("snap: section %q version %d, want %q version 1 to %d", name, version, "ownerstate", snapshotVersion))
+	}
+	fresh := New()
+	fresh.deadline = s.deadline
+	t := &fresh.syms
+	nstr := r.Count(1)
+	for i := range nstr {
+		str := r.String()
+		if i == 0 {
+			continue // "" is interned already
+		}
+		if t.Intern(str) != Sym(i) {
+			r.Fail(fmt.Errorf("ownerstate snapshot: string %d repeats", i))
+		}
+	}
+	sym := func() Sym {
+		v := r.Uvarint()
+		if v >= uint64(t.Len()) {
+			r.Fail(fmt.Errorf("ownerstate snapshot: symbol %d of %d", v, t.Len()))
+			return 0
+		}
+		return Sym(v)
+	}
+	nrec := r.Count(10)
+	for i := 1; i < nrec; i++ {
+		sh := RecordShape{RecordType: sym(), ResourceFamily: sym(), ProductID: sym(), OwningDomain: sym(), OwningPackage: sym(),
+			DomainID: sym(), ExpectedState: sym(), ExpectedVersion: sym(), Quota: sym(), RouteTarget: sym()}
+		if r.Err() == nil && t.recShape(sh) != uint32(i) {
+			r.Fail(fmt.Errorf("ownerstate snapshot: record shape %d repeats", i))
+		}
+	}
+	nobs := r.Count(6)
+	for i := 1; i < nobs; i++ {
+		sh := ObsShape{ResourceFamily: sym(), ObservedState: sym(), ObservedVersion: sym(), OwnerRef: sym(), Usage: sym(), RouteTarget: sym()}
+		if r.Err() == nil && t.obsShape(sh) != uint32(i) {
+			r.Fail(fmt.Errorf("ownerstate snapshot: observation shape %d repeats", i))
+		}
+	}
+	t.compactAt = int(r.Uvarint())
+	// How much of the tables is garbage is not in the snapshot: count all
+	// of it, so the next doubling rebuilds them.
+	t.garbage = t.Len() + t.recs.Len() + t.obss.Len()
+
+	n := r.Count(14)
+	fresh.index.init(n)
+	var queued []int64 // version 1: the time of each identity's live heap entry
+	if version == 1 {
+		queued = make([]int64, n)
+	}
+	for range n {
+		if r.Err() != nil {
+			break
+		}
+		entry := r.Bytes()
+		klen := r.Uvarint()
+		if klen == 0 || klen > uint64(len(entry)) || klen > MaxKeyLen || uint64(len(entry))-klen > MaxRecordIDLen {
+			r.Fail(fmt.Errorf("ownerstate snapshot: key length %d of %q", klen, entry))
+			break
+		}
+		ref := put(fresh.keys, entry[:klen], entry[klen:])
+		id := fresh.add(ref, int(klen))
+		id.flags, id.disagreements = r.Byte()&^flagFindings, r.Byte()
+		if f := r.Uvarint(); f != 0 {
+			if f > uint64(math.MaxUint32) {
+				r.Fail(fmt.Errorf("ownerstate snapshot: identity %q has findings %d", id.Key(), f))
+				break
+			}
+			id.flags |= flagFindings
+			fresh.findingsOf[id.idx] = uint32(f - 1)
+		}
+		id.rec, id.obs = uint32(r.Uvarint()), uint32(r.Uvarint())
+		id.recCorr, id.obsCorr = sym(), sym()
+		if version == 1 {
+			queued[id.idx] = r.Varint()
+		}
+		id.RecordVersion, id.RecordAt, id.ObsAt, id.OrphanSince = r.Varint(), r.Varint(), r.Varint(), r.Varint()
+		if id.rec >= uint32(t.recs.Len()) || id.obs >= uint32(t.obss.Len()) {
+			r.Fail(fmt.Errorf("ownerstate snapshot: identity %q has shape %d/%d", id.Key(), id.rec, id.obs))
+			break
+		}
+		if !fresh.fileNew(id) {
+			r.Fail(fmt.Errorf("ownerstate snapshot: identity %q repeats", id.Key()))
+			break
+		}
+	}
+	nf := r.Count(7 * len(Findings{}))
+	fresh.findings.Grow(nf)
+	for range nf {
+		fs := fresh.findings.At(fresh.findings.Append(Findings{}))
+		for k := range fs {
+			f := &fs[k]
+			f.Status, f.RetryCount, f.Version = r.Byte(), uint32(r.Uvarint()), r.Uvarint()
+			f.FirstSeen, f.LastSeen, f.ResolvedAt = r.Varint(), r.Varint(), r.Varint()
+			f.Correlation = sym()
+		}
+	}
+	for i, f := range fresh.findingsOf {
+		if f >= uint32(nf) {
+			r.Fail(fmt.Errorf("ownerstate snapshot: identity %q has findings %d of %d", fresh.At(i).Key(), f+1, nf))
+			break
+		}
+	}
+	ns := r.Count(2)
+	for range ns {
+		p := r.String()
+		fresh.scans[p] = r.Varint()
+	}
+	nt := r.Count(2)
+	fresh.timers = make(timerHeap, 0, nt)
+	for range nt {
+		at, idx := r.Varint(), r.Uvarint()
+		if r.Err() != nil {
+			break
+		}
+		if version == 1 && idx < uint64(fresh.n) && (queued[idx] != at || fresh.At(uint32(idx)).hpos != 0) {
+			continue // superseded (or its twin: one entry per identity now)
+		}
+		if idx >= uint64(fresh.n) || fresh.At(uint32(idx)).hpos != 0 {
+			r.Fail(fmt.Errorf("ownerstate snapshot: timer of identity %d of %d (repeated or out of range)", idx, fresh.n))
+			break
+		}
+		fresh.timers = append(fresh.timers, newTimer(at, uint32(idx)))
+		fresh.At(uint32(idx)).hpos = uint32(len(fresh.timers))
+	}
+	if version == 1 {
+		for i, q := range queued {
+			if q != NoTime && fresh.At(uint32(i)).hpos == 0 {
+				r.Fail(fmt.Errorf("ownerstate snapshot: identity %d queued at %d has no timer", i, q))
+				break
+			}
+		}
+	}
+	if r.Err() == nil {
+		fresh.initTimers()
+	}
+	fresh.armed = int(r.Uvarint())
+	if err := r.Err(); err != nil {
+		return fmt.Errorf("ownerstate snapshot: %w", err)
+	}
+	*s = *fresh
+	return nil
+}

@@ -1,9 +1,0 @@
-package rater_test
-
-import (
-	"testing"
-
-	"github.com/driftline/driftline/pipeline/testenv"
-)
-
-func TestMain(m *testing.M) { testenv.Main(m) }

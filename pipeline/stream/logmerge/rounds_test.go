@@ -1,0 +1,108 @@
+package logmerge
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/driftline/driftline/internal/testenv"
+)
+
+func TestRoundsLimits(t *testing.T) {
+	r := Rounds{Interval: 500 * time.Millisecond, Records: 100, CatchUpInterval: 3 * time.Second, CatchUpRecords: 1000}
+	for _, c := range []struct {
+		backlog int64
+		d       time.Duration
+		n       int
+	}{
+		{0, 500 * time.Millisecond, 100},
+		{100, 500 * time.Millisecond, 100}, // one regular round left
+		{101, 3 * time.Second, 100},        // never below a regular round
+		{1000, 3 * time.Second, 500},       // half the backlog: the last rounds shrink
+		{2000, 3 * time.Second, 1000},      // at most CatchUpRecords
+		{1 << 40, 3 * time.Second, 1000},
+	} {
+		if d, n := r.Limits(c.backlog); d != c.d || n != c.n {
+			t.Errorf("backlog %d: %v, %d; want %v, %d", c.backlog, d, n, c.d, c.n)
+		}
+	}
+	// Off when the catch-up interval is not above the regular one; a
+	// catch-up round never takes fewer records than a regular one.
+	r.CatchUpInterval = r.Interval
+	if d, n := r.Limits(1 << 40); d != r.Interval || n != r.Records {
+		t.Errorf("catching up while off: %v, %d", d, n)
+	}
+	r.CatchUpInterval, r.CatchUpRecords = time.Second, 10
+	if _, n := r.Limits(1 << 40); n != r.Records {
+		t.Errorf("catch-up round of %d records, below the regular %d", n, r.Records)
+	}
+}
+
+// TestRoundsDrain: a round that starts behind by a quarter of a regular
+// round or more ends once it has caught up, long before its interval; one
+// that starts with less (a consumer keeping up) keeps its interval. Both
+// apply everything there is.
+func TestRoundsDrain(t *testing.T) {
+	r := Rounds{Interval: 10 * time.Second, Records: 400, CatchUpInterval: 20 * time.Second, CatchUpRecords: 4000}
+	for _, c := range []struct {
+		backlog int64
+		drains  bool
+	}{{0, false}, {99, false}, {100, true}, {1 << 40, true}} {
+		if got := r.drains(c.backlog); got != c.drains {
+			t.Errorf("drains(%d) = %v", c.backlog, got)
+		}
+	}
+
+	brokers, names := testenv.Kafka(t, 1)
+	topic := names.Observations
+	ctx := context.Background()
+	prod, err := kgo.NewClient(kgo.SeedBrokers(brokers...), kgo.DefaultProduceTopic(topic))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer prod.Close()
+	produce := func(n int) {
+		t.Helper()
+		recs := make([]*kgo.Record, n)
+		for i := range recs {
+			recs[i] = &kgo.Record{Value: []byte("v")}
+		}
+		if err := prod.ProduceSync(ctx, recs...).FirstErr(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	cl, err := kgo.NewClient(kgo.SeedBrokers(brokers...),
+		kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{topic: {0: kgo.NewOffset().AtStart()}}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	var applied, end int64
+	apply := func(fetches kgo.Fetches) (int, int64) {
+		n := fetches.NumRecords()
+		applied += int64(n)
+		return n, end - applied
+	}
+
+	// Behind by 150 records: the round drains them and ends.
+	produce(150)
+	end = 150
+	start := time.Now()
+	catchUp, after, closed := r.Round(ctx, cl, 150, apply)
+	if took := time.Since(start); took >= r.Interval || closed || catchUp || after != 0 || applied != 150 {
+		t.Fatalf("behind by 150: round of %v (interval %v), catch-up %v, backlog after %d, applied %d, closed %v",
+			took, r.Interval, catchUp, after, applied, closed)
+	}
+
+	// Behind by 50, under a quarter: the round runs its interval.
+	r.Interval = 300 * time.Millisecond
+	produce(50)
+	end = 200
+	start = time.Now()
+	_, after, _ = r.Round(ctx, cl, 50, apply)
+	if took := time.Since(start); took < r.Interval || after != 0 || applied != 200 {
+		t.Fatalf("behind by 50: round of %v (interval %v), backlog after %d, applied %d", took, r.Interval, after, applied)
+	}
+}
