@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/driftline/driftline/pipeline/api"
+	"github.com/driftline/driftline/pipeline/api/apitypes"
 	"github.com/driftline/driftline/pipeline/service"
 )
 
@@ -137,7 +138,7 @@ func score(f float64) string { return strconv.FormatFloat(f, 'f', 1, 64) }
 func cmdDrift(ctx context.Context, c *api.Client, q url.Values, pos []string) (table, any, error) {
 	t := table{head: []string{"evidence_id", "severity", "status", "classification", "owning_domain", "expected", "observed", "posture", "first_seen_at", "score"}}
 	var (
-		fs  []api.Finding
+		fs  []apitypes.Finding
 		raw any
 	)
 	if takeAll(q) {
@@ -170,7 +171,7 @@ func cmdHeatmap(ctx context.Context, c *api.Client, q url.Values, _ []string) (t
 		return table{}, nil, err
 	}
 	t := table{head: append([]string{"owning_domain"}, h.Classifications...)}
-	cells := map[[2]string]api.HeatCell{}
+	cells := map[[2]string]apitypes.HeatCell{}
 	for _, cell := range h.Cells {
 		cells[[2]string{cell.OwningDomain, cell.Classification}] = cell
 	}
@@ -199,7 +200,7 @@ func cmdAttention(ctx context.Context, c *api.Client, q url.Values, _ []string) 
 		return table{}, nil, err
 	}
 	t := table{head: []string{"queue", "rank", "score", "kind", "id", "owning_domain", "what"}}
-	add := func(queue string, items []api.AttentionItem) {
+	add := func(queue string, items []apitypes.AttentionItem) {
 		for i, it := range items {
 			what := ""
 			if it.Finding != nil {
@@ -220,7 +221,7 @@ func cmdAttention(ctx context.Context, c *api.Client, q url.Values, _ []string) 
 func cmdBilling(ctx context.Context, c *api.Client, q url.Values, _ []string) (table, any, error) {
 	all := takeAll(q)
 	t := table{head: []string{"mismatch_id", "kind", "tenant_id", "product_id", "unit_id", "quantity", "rated_amount", "ledger_amount", "amount_at_risk", "currency", "status", "first_seen_at"}}
-	var pages []*api.BillingPage
+	var pages []*apitypes.BillingPage
 	for {
 		p, err := c.BillingMismatches(ctx, q)
 		if err != nil {
@@ -262,7 +263,7 @@ func cmdAutomation(ctx context.Context, c *api.Client, q url.Values, _ []string)
 	if err != nil {
 		return t, nil, err
 	}
-	risks := func(rs []api.MoneyRisk) string {
+	risks := func(rs []apitypes.MoneyRisk) string {
 		var out []string
 		for _, r := range rs {
 			out = append(out, r.Amount+" "+r.Currency)
@@ -323,7 +324,7 @@ func cmdNode(ctx context.Context, c *api.Client, q url.Values, pos []string) (ta
 	}
 	t := table{head: []string{"node_id", "owning_domain", "gate", "connectivity_mode", "health", "node_agent_state", "agent_observed", "agent_expected", "last_seen_at", "score"}}
 	var (
-		ns  []api.Node
+		ns  []apitypes.Node
 		raw any
 	)
 	if all {

@@ -12,6 +12,7 @@ import (
 
 	"github.com/driftline/driftline/internal/testenv"
 	"github.com/driftline/driftline/pipeline/api"
+	"github.com/driftline/driftline/pipeline/api/apitypes"
 	"github.com/driftline/driftline/pipeline/readmodel"
 )
 
@@ -81,11 +82,11 @@ func TestClient(t *testing.T) {
 	if !strings.Contains(out, "EVIDENCE_ID") || !strings.Contains(out, "identity_mismatch:maas/n1") || strings.Contains(out, "n2") {
 		t.Errorf("drift table:\n%s", out)
 	}
-	var page api.DriftPage
+	var page apitypes.DriftPage
 	if err := json.Unmarshal([]byte(run("drift", "-o", "json", "-all", "limit=1")), &page); err == nil {
 		t.Errorf("-all json is a list, not a page")
 	}
-	var all []api.Finding
+	var all []apitypes.Finding
 	if err := json.Unmarshal([]byte(run("drift", "-o", "json", "-all", "limit=1")), &all); err != nil || len(all) != 2 {
 		t.Errorf("drift -all: %v %d", err, len(all))
 	}

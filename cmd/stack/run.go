@@ -13,6 +13,7 @@ import (
 	"github.com/driftline/driftline/internal/fleet"
 	"github.com/driftline/driftline/internal/stack"
 	"github.com/driftline/driftline/pipeline/api"
+	"github.com/driftline/driftline/pipeline/api/apitypes"
 	"github.com/driftline/driftline/pipeline/readmodel"
 	"github.com/driftline/driftline/pipeline/service"
 )
@@ -109,12 +110,12 @@ func runFleet(ctx context.Context, out io.Writer, st stack.State, fcfg fleet.Con
 
 // waitCaughtUp polls /v1/status until the joiner's consumer lag is 0, or
 // the finding counts have not changed for stableFor, or timeout passes.
-func waitCaughtUp(ctx context.Context, out io.Writer, qc *api.Client, timeout time.Duration) (*api.Status, error) {
+func waitCaughtUp(ctx context.Context, out io.Writer, qc *api.Client, timeout time.Duration) (*apitypes.Status, error) {
 	const stableFor = 10 * time.Second
 	fmt.Fprintf(out, "waiting for the pipeline to catch up (at most %s)\n", timeout)
 	deadline := time.Now().Add(timeout)
 	var (
-		last        *api.Status
+		last        *apitypes.Status
 		lastKey     string
 		stableSince = time.Now()
 		lastPrint   time.Time
@@ -171,8 +172,8 @@ func waitCaughtUp(ctx context.Context, out io.Writer, qc *api.Client, timeout ti
 
 // totalLag sums the lag of every group the query API watches; known is
 // false if any group's lag is not known.
-func totalLag(st *api.Status) (lag int64, known bool) {
-	if st.Lag.State != api.LagOK || len(st.Lag.Groups) == 0 {
+func totalLag(st *apitypes.Status) (lag int64, known bool) {
+	if st.Lag.State != apitypes.LagOK || len(st.Lag.Groups) == 0 {
 		return 0, false
 	}
 	for _, g := range st.Lag.Groups {
@@ -184,7 +185,7 @@ func totalLag(st *api.Status) (lag int64, known bool) {
 	return lag, true
 }
 
-func events(st *api.Status) uint64 {
+func events(st *apitypes.Status) uint64 {
 	var n uint64
 	for _, c := range st.Consumers {
 		n += c.Events
@@ -271,7 +272,7 @@ func expectedOpen(t *fleet.Truth) map[string]uint64 {
 	return m
 }
 
-func printSummary(out io.Writer, st stack.State, status *api.Status, expected, billing, expBilling map[string]uint64, berr error, apiKey string) {
+func printSummary(out io.Writer, st stack.State, status *apitypes.Status, expected, billing, expBilling map[string]uint64, berr error, apiKey string) {
 	f := status.Findings
 	fmt.Fprintln(out, "\n=== summary ===")
 	fmt.Fprintf(out, "open drift findings: %d (critical %d, blocking admission %d), resolved: %d\n",

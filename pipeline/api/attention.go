@@ -1,6 +1,8 @@
 package api
 
 import (
+	"github.com/driftline/driftline/pipeline/api/apitypes"
+
 	"cmp"
 	"context"
 	"fmt"
@@ -27,8 +29,8 @@ var nodeOnlyParams = []string{"gate", "connectivity_mode", "health", "node_agent
 
 func (s *Server) handleAttention(w http.ResponseWriter, r *http.Request) error {
 	q := r.URL.Query()
-	if st, ok := single(q, "status"); ok && st != StatusOpen {
-		return &ParamError{Param: "status", Value: st, Reason: "the attention queue holds open findings only", Allowed: []string{StatusOpen}}
+	if st, ok := single(q, "status"); ok && st != apitypes.StatusOpen {
+		return &ParamError{Param: "status", Value: st, Reason: "the attention queue holds open findings only", Allowed: []string{apitypes.StatusOpen}}
 	}
 	// Drift filters and the node-only ones are parsed apart: parseFilter
 	// must not see the node parameters and the node conditions must not
@@ -48,7 +50,7 @@ func (s *Server) handleAttention(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	f.Status = StatusOpen
+	f.Status = apitypes.StatusOpen
 	ps := slices.DeleteFunc(slices.Clone(nodeParams), func(p listParam) bool {
 		return !slices.Contains(nodeOnlyParams, p.name) && p.name != "owning_domain" && p.name != "domain_id"
 	})
@@ -64,18 +66,18 @@ func (s *Server) handleAttention(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	kind, err := parseChoice(q, "kind", "all", []string{"all", KindFinding, KindNode})
+	kind, err := parseChoice(q, "kind", "all", []string{"all", apitypes.KindFinding, apitypes.KindNode})
 	if err != nil {
 		return err
 	}
-	wantFindings, wantNodes := kind != KindNode, kind != KindFinding
+	wantFindings, wantNodes := kind != apitypes.KindNode, kind != apitypes.KindFinding
 	for _, p := range findingOnlyParams {
-		if len(q[p]) > 0 && kind != KindNode {
+		if len(q[p]) > 0 && kind != apitypes.KindNode {
 			wantNodes = false
 		}
 	}
 	for _, p := range nodeOnlyParams {
-		if len(q[p]) > 0 && kind != KindFinding {
+		if len(q[p]) > 0 && kind != apitypes.KindFinding {
 			wantFindings = false
 		}
 	}
@@ -84,8 +86,8 @@ func (s *Server) handleAttention(w http.ResponseWriter, r *http.Request) error {
 	ctx := r.Context()
 	var (
 		wg         sync.WaitGroup
-		fs         []Finding
-		ns         []Node
+		fs         []apitypes.Finding
+		ns         []apitypes.Node
 		ferr, nerr error
 	)
 	if wantFindings {
@@ -111,13 +113,13 @@ func (s *Server) handleAttention(w http.ResponseWriter, r *http.Request) error {
 	if err := cmp.Or(ferr, nerr); err != nil {
 		return err
 	}
-	items := make([]AttentionItem, 0, len(fs)+len(ns))
+	items := make([]apitypes.AttentionItem, 0, len(fs)+len(ns))
 	for i := range fs {
-		items = append(items, AttentionItem{Kind: KindFinding, ID: fs[i].EvidenceID, AttentionScore: fs[i].AttentionScore,
+		items = append(items, apitypes.AttentionItem{Kind: apitypes.KindFinding, ID: fs[i].EvidenceID, AttentionScore: fs[i].AttentionScore,
 			OwningDomain: fs[i].OwningDomain, DomainID: fs[i].DomainID, Finding: &fs[i]})
 	}
 	for i := range ns {
-		items = append(items, AttentionItem{Kind: KindNode, ID: ns[i].NodeID, AttentionScore: ns[i].AttentionScore,
+		items = append(items, apitypes.AttentionItem{Kind: apitypes.KindNode, ID: ns[i].NodeID, AttentionScore: ns[i].AttentionScore,
 			OwningDomain: ns[i].OwningDomain, DomainID: ns[i].DomainID, Node: &ns[i]})
 	}
 	writeJSON(w, http.StatusOK, foldAttention(items, n, by == "domain"))
@@ -126,22 +128,22 @@ func (s *Server) handleAttention(w http.ResponseWriter, r *http.Request) error {
 
 // rankItems orders by score descending, then findings before nodes, then
 // id, so equal scores give a stable queue.
-func rankItems(items []AttentionItem) {
+func rankItems(items []apitypes.AttentionItem) {
 	sort.SliceStable(items, func(i, j int) bool {
 		a, b := items[i], items[j]
 		if a.AttentionScore != b.AttentionScore {
 			return a.AttentionScore > b.AttentionScore
 		}
 		if a.Kind != b.Kind {
-			return a.Kind == KindFinding
+			return a.Kind == apitypes.KindFinding
 		}
 		return a.ID < b.ID
 	})
 }
 
-func foldAttention(items []AttentionItem, n int, byDomain bool) Attention {
+func foldAttention(items []apitypes.AttentionItem, n int, byDomain bool) apitypes.Attention {
 	rankItems(items)
-	out := Attention{N: n, Global: []AttentionItem{}}
+	out := apitypes.Attention{N: n, Global: []apitypes.AttentionItem{}}
 	if !byDomain {
 		out.Global = append(out.Global, items[:min(n, len(items))]...)
 		return out
@@ -155,7 +157,7 @@ func foldAttention(items []AttentionItem, n int, byDomain bool) Attention {
 		if !ok {
 			i = len(out.Domains)
 			idx[it.OwningDomain] = i
-			out.Domains = append(out.Domains, AttentionDomain{OwningDomain: it.OwningDomain})
+			out.Domains = append(out.Domains, apitypes.AttentionDomain{OwningDomain: it.OwningDomain})
 		}
 		if len(out.Domains[i].Items) < n {
 			out.Domains[i].Items = append(out.Domains[i].Items, it)
@@ -163,14 +165,14 @@ func foldAttention(items []AttentionItem, n int, byDomain bool) Attention {
 	}
 	sort.Slice(out.Domains, func(i, j int) bool { return out.Domains[i].OwningDomain < out.Domains[j].OwningDomain })
 	if out.Domains == nil {
-		out.Domains = []AttentionDomain{}
+		out.Domains = []apitypes.AttentionDomain{}
 	}
 	return out
 }
 
 // topFindings reads the n open findings of highest attention_score, over
 // all (perDomain false) or per owning domain (LIMIT BY, which 18.16 has).
-func (s *Server) topFindings(ctx context.Context, conds []string, args []any, n int, perDomain bool) ([]Finding, error) {
+func (s *Server) topFindings(ctx context.Context, conds []string, args []any, n int, perDomain bool) ([]apitypes.Finding, error) {
 	order, limit := " ORDER BY attention_score DESC, evidence_id", fmt.Sprintf(" LIMIT %d", n)
 	if perDomain {
 		order = " ORDER BY owning_domain, attention_score DESC, evidence_id"
@@ -181,7 +183,7 @@ func (s *Server) topFindings(ctx context.Context, conds []string, args []any, n 
 	if err != nil {
 		return nil, err
 	}
-	var out []Finding
+	var out []apitypes.Finding
 	err = s.scanAll("attention_findings", rows, func(r driver.Rows) error {
 		f, err := scanFinding(r)
 		out = append(out, f)
@@ -193,20 +195,20 @@ func (s *Server) topFindings(ctx context.Context, conds []string, args []any, n 
 // topNodes reads the n current nodes of highest attention_score under
 // conds whose gate does not pass, over all (perDomain false) or per owning
 // domain, collapsing node_agent_status with FINAL.
-func (s *Server) topNodes(ctx context.Context, conds []string, args []any, n int, perDomain bool) ([]Node, error) {
+func (s *Server) topNodes(ctx context.Context, conds []string, args []any, n int, perDomain bool) ([]apitypes.Node, error) {
 	order, limit := " ORDER BY attention_score DESC, node_id", fmt.Sprintf(" LIMIT %d", n)
 	if perDomain {
 		order = " ORDER BY owning_domain, attention_score DESC, node_id"
 		limit = fmt.Sprintf(" LIMIT %d BY owning_domain", n)
 	}
 	// A node whose gate passes needs no attention whatever its score.
-	conds = append(slices.Clone(conds), "gate != '"+GatePass+"'")
+	conds = append(slices.Clone(conds), "gate != '"+apitypes.GatePass+"'")
 	rows, err := s.readQuery(ctx, "attention_nodes", "SELECT "+nodeColumns+" FROM node_agent_status FINAL"+
 		whereClause(conds)+order+limit, args...)
 	if err != nil {
 		return nil, err
 	}
-	var out []Node
+	var out []apitypes.Node
 	err = s.scanAll("attention_nodes", rows, func(r driver.Rows) error {
 		nd, err := scanNode(r)
 		out = append(out, nd)

@@ -1,6 +1,8 @@
 package api
 
 import (
+	"github.com/driftline/driftline/pipeline/api/apitypes"
+
 	"context"
 	"fmt"
 	"net/http"
@@ -17,7 +19,7 @@ import (
 
 // billingParams are the list filters of /v1/billing/mismatches.
 var billingParams = []listParam{
-	{"kind", "kind", BillingKinds},
+	{"kind", "kind", apitypes.BillingKinds},
 	{"tenant", "tenant_id", nil},
 	{"product", "product_id", nil},
 	{"unit", "unit_id", nil},
@@ -60,11 +62,11 @@ func (s *Server) parseBillingFilter(q url.Values) (billingFilter, error) {
 	if err != nil {
 		return bf, err
 	}
-	status, err := parseChoice(q, "status", StatusOpen, statusValues)
+	status, err := parseChoice(q, "status", apitypes.StatusOpen, statusValues)
 	if err != nil {
 		return bf, err
 	}
-	if status != StatusAll {
+	if status != apitypes.StatusAll {
 		conds = append(conds, "status = ?")
 		args = append(args, status)
 	}
@@ -106,8 +108,8 @@ func dayConds(q url.Values, name, column string) ([]string, []any, error) {
 const mismatchColumns = `mismatch_id, kind, usage_id, metering_source, metering_id, tenant_id, product_id,
 	unit_id, quantity, rated_amount, ledger_amount, currency, status, first_seen_at, last_seen_at, version`
 
-func scanMismatch(rows driver.Rows) (BillingMismatch, error) {
-	var m BillingMismatch
+func scanMismatch(rows driver.Rows) (apitypes.BillingMismatch, error) {
+	var m apitypes.BillingMismatch
 	err := rows.Scan(&m.MismatchID, &m.Kind, &m.UsageID, &m.MeteringSource, &m.MeteringID, &m.TenantID, &m.ProductID,
 		&m.UnitID, &m.Quantity, &m.RatedAmount, &m.LedgerAmount, &m.Currency, &m.Status, &m.FirstSeenAt, &m.LastSeenAt, &m.Version)
 	m.FirstSeenAt, m.LastSeenAt = m.FirstSeenAt.UTC(), m.LastSeenAt.UTC()
@@ -117,7 +119,7 @@ func scanMismatch(rows driver.Rows) (BillingMismatch, error) {
 
 // amountAtRisk follows the definition on BillingMismatch.AmountAtRisk with
 // exact decimals; an amount that does not parse leaves it empty.
-func amountAtRisk(m BillingMismatch) string {
+func amountAtRisk(m apitypes.BillingMismatch) string {
 	rated, rerr := decimal.Parse(m.RatedAmount)
 	ledger, lerr := decimal.Parse(m.LedgerAmount)
 	switch {
@@ -140,7 +142,7 @@ func amountAtRisk(m BillingMismatch) string {
 
 // eachMismatch streams the mismatches under bf in order, after k, at most
 // limit (0: all), calling fn as rows arrive.
-func (s *Server) eachMismatch(ctx context.Context, bf billingFilter, order sortSpec, k *keyset, limit int, fn func(BillingMismatch) error) error {
+func (s *Server) eachMismatch(ctx context.Context, bf billingFilter, order sortSpec, k *keyset, limit int, fn func(apitypes.BillingMismatch) error) error {
 	conds, args := slices.Clone(bf.conds), slices.Clone(bf.args)
 	if k != nil {
 		c, a := order.after(*k, "mismatch_id")
@@ -164,7 +166,7 @@ func (s *Server) eachMismatch(ctx context.Context, bf billingFilter, order sortS
 	})
 }
 
-func mismatchKey(order sortSpec, m BillingMismatch) keyset {
+func mismatchKey(order sortSpec, m apitypes.BillingMismatch) keyset {
 	k := keyset{sort: order.name, id: m.MismatchID}
 	if order.column == "first_seen_at" {
 		k.key = float64(m.FirstSeenAt.Unix())
@@ -208,8 +210,8 @@ func (s *Server) handleBillingMismatches(w http.ResponseWriter, r *http.Request)
 	if err != nil {
 		return err
 	}
-	page := BillingPage{Mismatches: []BillingMismatch{}, Sort: sortName}
-	err = s.eachMismatch(r.Context(), bf, order, k, limit+1, func(m BillingMismatch) error {
+	page := apitypes.BillingPage{Mismatches: []apitypes.BillingMismatch{}, Sort: sortName}
+	err = s.eachMismatch(r.Context(), bf, order, k, limit+1, func(m apitypes.BillingMismatch) error {
 		page.Mismatches = append(page.Mismatches, m)
 		return nil
 	})
@@ -230,7 +232,7 @@ func (s *Server) handleBillingMismatches(w http.ResponseWriter, r *http.Request)
 
 // billingTotals sums the mismatches under bf per currency and kind in
 // ClickHouse (Decimal128) and per currency here (math/big).
-func (s *Server) billingTotals(ctx context.Context, bf billingFilter) (BillingTotals, error) {
+func (s *Server) billingTotals(ctx context.Context, bf billingFilter) (apitypes.BillingTotals, error) {
 	rated, ledger := decSQL("rated_amount"), decSQL("ledger_amount")
 	atRisk := fmt.Sprintf("multiIf(kind = 'amount_mismatch', abs(%s - %s), rated_amount != '', %s, %s)", rated, ledger, rated, ledger)
 	sql := fmt.Sprintf(`SELECT currency, kind, count(), toString(sum(%s)), toString(sum(%s)), toString(sum(%s)),
@@ -240,10 +242,10 @@ func (s *Server) billingTotals(ctx context.Context, bf billingFilter) (BillingTo
 		scaleSQL("rated_amount"), scaleSQL("ledger_amount"), whereClause(bf.conds))
 	rows, err := s.readQuery(ctx, "billing_totals", sql, bf.args...)
 	if err != nil {
-		return BillingTotals{}, err
+		return apitypes.BillingTotals{}, err
 	}
 	type sums struct {
-		t                   MoneyTotal
+		t                   apitypes.MoneyTotal
 		risk, rated, ledger fixed
 		scale               int
 	}
@@ -272,12 +274,12 @@ func (s *Server) billingTotals(ctx context.Context, bf billingFilter) (BillingTo
 		return nil
 	})
 	if err != nil {
-		return BillingTotals{}, err
+		return apitypes.BillingTotals{}, err
 	}
-	out := BillingTotals{ByCurrency: []MoneyTotal{}, ByKind: []MoneyTotal{}}
+	out := apitypes.BillingTotals{ByCurrency: []apitypes.MoneyTotal{}, ByKind: []apitypes.MoneyTotal{}}
 	byCur := map[string]*sums{}
 	var curs []string
-	finish := func(x *sums) MoneyTotal {
+	finish := func(x *sums) apitypes.MoneyTotal {
 		t := x.t
 		t.AmountAtRisk, t.RatedAmount, t.LedgerAmount = x.risk.format(x.scale), x.rated.format(x.scale), x.ledger.format(x.scale)
 		return t
@@ -287,7 +289,7 @@ func (s *Server) billingTotals(ctx context.Context, bf billingFilter) (BillingTo
 		out.ByKind = append(out.ByKind, finish(k))
 		c := byCur[k.t.Currency]
 		if c == nil {
-			c = &sums{t: MoneyTotal{Currency: k.t.Currency}}
+			c = &sums{t: apitypes.MoneyTotal{Currency: k.t.Currency}}
 			byCur[k.t.Currency] = c
 			curs = append(curs, k.t.Currency)
 		}
@@ -397,10 +399,10 @@ func (s *Server) handleRated(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	out := RatedTotals{GroupBy: groupBy, Totals: []RatedTotal{}}
+	out := apitypes.RatedTotals{GroupBy: groupBy, Totals: []apitypes.RatedTotal{}}
 	err = s.scanAll("billing_rated", rows, func(rs driver.Rows) error {
 		var (
-			t              RatedTotal
+			t              apitypes.RatedTotal
 			qty, amt       string
 			qScale, aScale uint64
 			dest           []any

@@ -1,6 +1,8 @@
 package api
 
 import (
+	"github.com/driftline/driftline/pipeline/api/apitypes"
+
 	"context"
 	"fmt"
 	"math/big"
@@ -12,98 +14,6 @@ import (
 
 	"github.com/ClickHouse/clickhouse-go/v2/lib/driver"
 )
-
-// The billing status surfaces: the conservation section of /v1/status
-// (billing_window) and the financial-automation flag of
-// /v1/billing/automation (billing_mismatch). docs/billing-model.md defines
-// both.
-
-// BillingConservation is the billing section of GET /v1/status: the
-// conservation windows (tenant, product, currency, UTC hour of the usage)
-// summed per tenant and currency.
-type BillingConservation struct {
-	// WindowSeconds is the width of a window (3600).
-	WindowSeconds int `json:"window_seconds"`
-	// Windows counts the windows holding any line; WindowsUnbalanced
-	// those holding a line without what should be behind it past its
-	// grace (each is an open window_unbalanced mismatch).
-	Windows           uint64 `json:"windows"`
-	WindowsUnbalanced uint64 `json:"windows_unbalanced"`
-	// Balanced is true when no window is unbalanced and the identities
-	// hold for every tenant.
-	Balanced bool                 `json:"balanced"`
-	Tenants  []TenantConservation `json:"tenants"` // by tenant_id, currency; never null
-	// Unbalanced lists the most recent unbalanced windows (at most
-	// MaxUnbalancedShown), newest first; never null.
-	Unbalanced []ConservationWindow `json:"unbalanced"`
-	// Error is set when the section could not be read; the rest of the
-	// status is still served.
-	Error string `json:"error,omitempty"`
-}
-
-// MaxUnbalancedShown bounds BillingConservation.Unbalanced.
-const MaxUnbalancedShown = 20
-
-// ConservationTotals are the summed counts and exact amounts of
-// billing_window rows (docs/billing-model.md, "Conservation windows").
-type ConservationTotals struct {
-	Accepted           uint64 `json:"accepted"`
-	Rejected           uint64 `json:"rejected"`
-	RatingPending      uint64 `json:"rating_pending"`
-	NotRated           uint64 `json:"not_rated"`
-	Rated              uint64 `json:"rated"`
-	RatedWithoutUsage  uint64 `json:"rated_without_usage"`
-	Ledgered           uint64 `json:"ledgered"`
-	LedgerPending      uint64 `json:"ledger_pending"`
-	NotLedgered        uint64 `json:"not_ledgered"`
-	AmountMismatch     uint64 `json:"amount_mismatch"`
-	LedgerEntries      uint64 `json:"ledger_entries"`
-	LedgerWithoutRated uint64 `json:"ledger_without_rated"`
-	Unexplained        uint64 `json:"unexplained"`
-
-	RatedAmount              string `json:"rated_amount"`
-	RatedWithoutUsageAmount  string `json:"rated_without_usage_amount"`
-	LedgeredAmount           string `json:"ledgered_amount"`
-	LedgerPendingAmount      string `json:"ledger_pending_amount"`
-	NotLedgeredAmount        string `json:"not_ledgered_amount"`
-	AmountMismatchAmount     string `json:"amount_mismatch_amount"`
-	LedgerAmount             string `json:"ledger_amount"`
-	LedgerWithoutRatedAmount string `json:"ledger_without_rated_amount"`
-}
-
-// TenantConservation is the conservation of one tenant in one currency.
-type TenantConservation struct {
-	TenantID          string `json:"tenant_id"` // empty: postings for usage nobody rated nor reported
-	Currency          string `json:"currency"`
-	Windows           uint64 `json:"windows"`
-	WindowsUnbalanced uint64 `json:"windows_unbalanced"`
-	ConservationTotals
-	// Conserved reports the three identities on the totals:
-	// accepted + rated_without_usage = rated + rating_pending + not_rated + rejected;
-	// rated = ledgered + ledger_pending + not_ledgered + amount_mismatch (counts and amounts);
-	// ledger_entries = ledgered + amount_mismatch + ledger_without_rated.
-	Conserved bool `json:"conserved"`
-}
-
-// ConservationWindow is one window (its partitions summed).
-type ConservationWindow struct {
-	TenantID    string    `json:"tenant_id"`
-	ProductID   string    `json:"product_id"`
-	Currency    string    `json:"currency"`
-	WindowStart time.Time `json:"window_start"`
-	ConservationTotals
-	// Balanced: no line without what should be behind it past its grace
-	// (unexplained = 0). Conserved: the identities hold.
-	Balanced  bool `json:"balanced"`
-	Conserved bool `json:"conserved"`
-}
-
-// ConservationPage is the answer of GET /v1/billing/conservation.
-type ConservationPage struct {
-	Windows   []ConservationWindow `json:"windows"` // newest first, then tenant, product, currency; never null
-	Count     int                  `json:"count"`
-	Truncated bool                 `json:"truncated"` // more windows match than limit
-}
 
 // Limits of /v1/billing/conservation.
 const (
@@ -119,12 +29,12 @@ var (
 		"not_ledgered_amount", "amount_mismatch_amount", "ledger_amount", "ledger_without_rated_amount"}
 )
 
-func (c *ConservationTotals) countDests() []any {
+func countDests(c *apitypes.ConservationTotals) []any {
 	return []any{&c.Accepted, &c.Rejected, &c.RatingPending, &c.NotRated, &c.Rated, &c.RatedWithoutUsage,
 		&c.Ledgered, &c.LedgerPending, &c.NotLedgered, &c.AmountMismatch, &c.LedgerEntries, &c.LedgerWithoutRated, &c.Unexplained}
 }
 
-func (c *ConservationTotals) amountDests() []*string {
+func amountDests(c *apitypes.ConservationTotals) []*string {
 	return []*string{&c.RatedAmount, &c.RatedWithoutUsageAmount, &c.LedgeredAmount, &c.LedgerPendingAmount,
 		&c.NotLedgeredAmount, &c.AmountMismatchAmount, &c.LedgerAmount, &c.LedgerWithoutRatedAmount}
 }
@@ -159,15 +69,15 @@ func totalsSQL() string {
 
 // scanTotals returns the scan destinations of totalsSQL's columns and a
 // function that formats the amounts into c once scanned.
-func scanTotals(c *ConservationTotals) ([]any, func() error) {
-	dests := c.countDests()
+func scanTotals(c *apitypes.ConservationTotals) ([]any, func() error) {
+	dests := countDests(c)
 	amounts := make([]string, len(conservationAmounts))
 	scales := make([]uint64, len(conservationAmounts))
 	for i := range conservationAmounts {
 		dests = append(dests, &amounts[i], &scales[i])
 	}
 	return dests, func() error {
-		out := c.amountDests()
+		out := amountDests(c)
 		for i := range amounts {
 			f, err := parseFixed(amounts[i])
 			if err != nil {
@@ -180,7 +90,7 @@ func scanTotals(c *ConservationTotals) ([]any, func() error) {
 }
 
 // conserved checks the identities of docs/billing-model.md on t.
-func (c *ConservationTotals) conserved() bool {
+func conserved(c *apitypes.ConservationTotals) bool {
 	if c.Accepted+c.RatedWithoutUsage != c.Rated+c.RatingPending+c.NotRated+c.Rejected ||
 		c.Rated != c.Ledgered+c.LedgerPending+c.NotLedgered+c.AmountMismatch ||
 		c.LedgerEntries != c.Ledgered+c.AmountMismatch+c.LedgerWithoutRated {
@@ -201,15 +111,15 @@ func (c *ConservationTotals) conserved() bool {
 }
 
 // billingConservation reads the billing section of the status.
-func (s *Server) billingConservation(ctx context.Context) BillingConservation {
-	out := BillingConservation{WindowSeconds: 3600, Tenants: []TenantConservation{}, Unbalanced: []ConservationWindow{}}
+func (s *Server) billingConservation(ctx context.Context) apitypes.BillingConservation {
+	out := apitypes.BillingConservation{WindowSeconds: 3600, Tenants: []apitypes.TenantConservation{}, Unbalanced: []apitypes.ConservationWindow{}}
 	if err := s.readConservation(ctx, &out); err != nil {
 		out.Error = err.Error()
 	}
 	return out
 }
 
-func (s *Server) readConservation(ctx context.Context, out *BillingConservation) error {
+func (s *Server) readConservation(ctx context.Context, out *apitypes.BillingConservation) error {
 	sql := fmt.Sprintf(`SELECT w_tenant, w_currency, count(), countIf(w_unexplained > 0), %s
 	FROM (%s) GROUP BY w_tenant, w_currency ORDER BY w_tenant, w_currency`, totalsSQL(), windowSQL(nil))
 	rows, err := s.readQuery(ctx, "billing_conservation", sql)
@@ -218,7 +128,7 @@ func (s *Server) readConservation(ctx context.Context, out *BillingConservation)
 	}
 	out.Balanced = true
 	err = s.scanAll("billing_conservation", rows, func(r driver.Rows) error {
-		var tc TenantConservation
+		var tc apitypes.TenantConservation
 		dests, finish := scanTotals(&tc.ConservationTotals)
 		if err := r.Scan(append([]any{&tc.TenantID, &tc.Currency, &tc.Windows, &tc.WindowsUnbalanced}, dests...)...); err != nil {
 			return err
@@ -226,7 +136,7 @@ func (s *Server) readConservation(ctx context.Context, out *BillingConservation)
 		if err := finish(); err != nil {
 			return err
 		}
-		tc.Conserved = tc.conserved()
+		tc.Conserved = conserved(&tc.ConservationTotals)
 		out.Windows += tc.Windows
 		out.WindowsUnbalanced += tc.WindowsUnbalanced
 		out.Balanced = out.Balanced && tc.Conserved && tc.WindowsUnbalanced == 0
@@ -236,14 +146,14 @@ func (s *Server) readConservation(ctx context.Context, out *BillingConservation)
 	if err != nil || out.WindowsUnbalanced == 0 {
 		return err
 	}
-	out.Unbalanced, _, err = s.conservationWindows(ctx, nil, nil, true, MaxUnbalancedShown)
+	out.Unbalanced, _, err = s.conservationWindows(ctx, nil, nil, true, apitypes.MaxUnbalancedShown)
 	return err
 }
 
 // conservationWindows reads the windows of billing_window rows under
 // conds (only the unbalanced ones when unbalanced), newest first, at most
 // limit, and whether more matched.
-func (s *Server) conservationWindows(ctx context.Context, conds []string, args []any, unbalanced bool, limit int) ([]ConservationWindow, bool, error) {
+func (s *Server) conservationWindows(ctx context.Context, conds []string, args []any, unbalanced bool, limit int) ([]apitypes.ConservationWindow, bool, error) {
 	where := ""
 	if unbalanced {
 		where = " WHERE w_unexplained > 0"
@@ -255,9 +165,9 @@ func (s *Server) conservationWindows(ctx context.Context, conds []string, args [
 	if err != nil {
 		return nil, false, err
 	}
-	out := []ConservationWindow{}
+	out := []apitypes.ConservationWindow{}
 	err = s.scanAll("billing_windows", rows, func(r driver.Rows) error {
-		var w ConservationWindow
+		var w apitypes.ConservationWindow
 		dests, finish := scanTotals(&w.ConservationTotals)
 		if err := r.Scan(append([]any{&w.TenantID, &w.ProductID, &w.Currency, &w.WindowStart}, dests...)...); err != nil {
 			return err
@@ -266,7 +176,7 @@ func (s *Server) conservationWindows(ctx context.Context, conds []string, args [
 			return err
 		}
 		w.WindowStart = w.WindowStart.UTC()
-		w.Balanced, w.Conserved = w.Unexplained == 0, w.conserved()
+		w.Balanced, w.Conserved = w.Unexplained == 0, conserved(&w.ConservationTotals)
 		out = append(out, w)
 		return nil
 	})
@@ -322,67 +232,12 @@ func (s *Server) handleConservation(w http.ResponseWriter, r *http.Request) erro
 	if err != nil {
 		return err
 	}
-	writeJSON(w, http.StatusOK, ConservationPage{Windows: ws, Count: len(ws), Truncated: truncated})
+	writeJSON(w, http.StatusOK, apitypes.ConservationPage{Windows: ws, Count: len(ws), Truncated: truncated})
 	return nil
 }
 
-// AutomationStoppingKinds are the billing_mismatch kinds whose open rows
-// stop financial automation for their tenant and product: the money path
-// disagrees or is missing a step. duplicate_usage does not stop it (the
-// rater refused the duplicate; the first usage_id is the truth and is
-// rated once); it is reported among the reasons.
-var AutomationStoppingKinds = []string{"usage_not_rated", "rated_not_ledgered", "amount_mismatch", "unknown_unit", "window_unbalanced"}
-
-// Automation is the answer of GET /v1/billing/automation: whether
-// financial automation (invoicing, payouts, credits) for a tenant, and
-// optionally one product, must stop.
-type Automation struct {
-	TenantID  string `json:"tenant_id"`
-	ProductID string `json:"product_id,omitempty"` // empty: every product of the tenant
-	// Stopped is true while an open mismatch of a stopping kind names the
-	// tenant (and product), or names no tenant at all (a posting for usage
-	// nobody reported: it could be anyone's).
-	Stopped bool `json:"stopped"`
-	// OpenMismatches counts the open mismatches of stopping kinds behind
-	// Stopped; AmountAtRisk sums their amounts at risk per currency.
-	OpenMismatches uint64       `json:"open_mismatches"`
-	AmountAtRisk   []MoneyRisk  `json:"amount_at_risk"` // by currency; never null
-	Reasons        []StopReason `json:"reasons"`        // every open kind, stopping or not; never null
-	// Products breaks the answer down per product (only when no product
-	// was asked for); never null.
-	Products []ProductAutomation `json:"products"`
-	// AsOf is the newest updated_at of the billing_mismatch rows read (the
-	// reconciler's last write about them); null when there were none.
-	AsOf *time.Time `json:"as_of"`
-}
-
-// ProductAutomation is the flag of one product of the tenant.
-type ProductAutomation struct {
-	ProductID      string      `json:"product_id"`
-	Stopped        bool        `json:"stopped"`
-	OpenMismatches uint64      `json:"open_mismatches"`
-	AmountAtRisk   []MoneyRisk `json:"amount_at_risk"`
-}
-
-// StopReason is one kind of open mismatch behind (or beside) the flag.
-type StopReason struct {
-	Kind  string `json:"kind"`
-	Stops bool   `json:"stops"` // the kind stops automation
-	// Scope is "tenant" for the tenant's own rows, "unattributed" for
-	// window_unbalanced rows that name no tenant.
-	Scope        string      `json:"scope"`
-	Open         uint64      `json:"open"`
-	AmountAtRisk []MoneyRisk `json:"amount_at_risk"`
-}
-
-// MoneyRisk is an exact amount in one currency.
-type MoneyRisk struct {
-	Currency string `json:"currency"`
-	Amount   string `json:"amount"`
-}
-
 func stops(kind string) bool {
-	for _, k := range AutomationStoppingKinds {
+	for _, k := range apitypes.AutomationStoppingKinds {
 		if k == kind {
 			return true
 		}
@@ -415,8 +270,8 @@ func (s *Server) handleAutomation(w http.ResponseWriter, r *http.Request) error 
 
 // automation reads the open mismatches of tenant (and product) and the
 // unattributed unbalanced windows.
-func (s *Server) automation(ctx context.Context, tenant, product string) (Automation, error) {
-	a := Automation{TenantID: tenant, ProductID: product, AmountAtRisk: []MoneyRisk{}, Reasons: []StopReason{}, Products: []ProductAutomation{}}
+func (s *Server) automation(ctx context.Context, tenant, product string) (apitypes.Automation, error) {
+	a := apitypes.Automation{TenantID: tenant, ProductID: product, AmountAtRisk: []apitypes.MoneyRisk{}, Reasons: []apitypes.StopReason{}, Products: []apitypes.ProductAutomation{}}
 	rated, ledger := decSQL("rated_amount"), decSQL("ledger_amount")
 	atRisk := fmt.Sprintf("multiIf(kind = 'amount_mismatch', abs(%s - %s), rated_amount != '', %s, %s)", rated, ledger, rated, ledger)
 	conds := []string{"status = 'open'", "(tenant_id = ? OR (tenant_id = '' AND kind = 'window_unbalanced'))"}
@@ -447,10 +302,10 @@ func (s *Server) automation(ctx context.Context, tenant, product string) (Automa
 		x.risk[cur].add(f)
 		x.scale[cur] = max(x.scale[cur], scale)
 	}
-	risks := func(x *acc) []MoneyRisk {
-		out := []MoneyRisk{}
+	risks := func(x *acc) []apitypes.MoneyRisk {
+		out := []apitypes.MoneyRisk{}
 		for cur, f := range x.risk {
-			out = append(out, MoneyRisk{Currency: cur, Amount: f.format(x.scale[cur])})
+			out = append(out, apitypes.MoneyRisk{Currency: cur, Amount: f.format(x.scale[cur])})
 		}
 		sort.Slice(out, func(i, j int) bool { return out[i].Currency < out[j].Currency })
 		return out
@@ -511,7 +366,7 @@ func (s *Server) automation(ctx context.Context, tenant, product string) (Automa
 		a.AsOf = &t
 	}
 	for rk, x := range reasons {
-		a.Reasons = append(a.Reasons, StopReason{Kind: rk.kind, Stops: stops(rk.kind), Scope: rk.scope, Open: x.open, AmountAtRisk: risks(x)})
+		a.Reasons = append(a.Reasons, apitypes.StopReason{Kind: rk.kind, Stops: stops(rk.kind), Scope: rk.scope, Open: x.open, AmountAtRisk: risks(x)})
 	}
 	sort.Slice(a.Reasons, func(i, j int) bool {
 		if a.Reasons[i].Scope != a.Reasons[j].Scope {
@@ -522,7 +377,7 @@ func (s *Server) automation(ctx context.Context, tenant, product string) (Automa
 	if product == "" {
 		for prod, x := range products {
 			// Unattributed rows stop every product.
-			pa := ProductAutomation{ProductID: prod, OpenMismatches: x.open + unattributed.open}
+			pa := apitypes.ProductAutomation{ProductID: prod, OpenMismatches: x.open + unattributed.open}
 			for cur, f := range unattributed.risk {
 				if x.risk[cur] == nil {
 					x.risk[cur] = &fixed{}
@@ -540,7 +395,7 @@ func (s *Server) automation(ctx context.Context, tenant, product string) (Automa
 
 // Automation calls GET /v1/billing/automation with tenant_id (required)
 // and product_id in q.
-func (c *Client) Automation(ctx context.Context, q url.Values) (*Automation, error) {
-	var a Automation
+func (c *Client) Automation(ctx context.Context, q url.Values) (*apitypes.Automation, error) {
+	var a apitypes.Automation
 	return &a, c.get(ctx, "/v1/billing/automation", q, &a)
 }

@@ -1,6 +1,8 @@
 package api
 
 import (
+	"github.com/driftline/driftline/pipeline/api/apitypes"
+
 	"fmt"
 	"net/http"
 	"strings"
@@ -44,8 +46,8 @@ var historyType = arrow.ListOf(arrow.StructOf(
 
 // bundleRow is a finding with its history.
 type bundleRow struct {
-	f Finding
-	h []HistoryEntry
+	f apitypes.Finding
+	h []apitypes.HistoryEntry
 }
 
 func bundleColumns() []column[bundleRow] {
@@ -122,7 +124,7 @@ func (s *Server) handleBundle(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	var findings []Finding
+	var findings []apitypes.Finding
 	err = s.scanAll("bundle", rows, func(r driver.Rows) error {
 		f, err := scanFinding(r)
 		findings = append(findings, f)
@@ -135,7 +137,7 @@ func (s *Server) handleBundle(w http.ResponseWriter, r *http.Request) error {
 		return &ParamError{Param: "correlation_id", Reason: fmt.Sprintf("the selection holds more than %d findings; a bundle is one incident, narrow it", MaxBundleFindings)}
 	}
 	if len(findings) == 0 {
-		writeJSON(w, http.StatusNotFound, ErrorBody{Error: "no finding matches the bundle selection"})
+		writeJSON(w, http.StatusNotFound, apitypes.ErrorBody{Error: "no finding matches the bundle selection"})
 		return nil
 	}
 	hist, err := s.histories(ctx, findingIDs(findings))

@@ -1,6 +1,8 @@
 package api
 
 import (
+	"github.com/driftline/driftline/pipeline/api/apitypes"
+
 	"context"
 	"encoding/json"
 	"fmt"
@@ -17,23 +19,23 @@ type Client struct {
 }
 
 // Status calls GET /v1/status.
-func (c *Client) Status(ctx context.Context) (*Status, error) {
-	var st Status
+func (c *Client) Status(ctx context.Context) (*apitypes.Status, error) {
+	var st apitypes.Status
 	return &st, c.get(ctx, "/v1/status", nil, &st)
 }
 
 // Drift calls GET /v1/drift with the filters, limit and cursor in q; nil
 // q lists open findings.
-func (c *Client) Drift(ctx context.Context, q url.Values) (*DriftPage, error) {
-	var p DriftPage
+func (c *Client) Drift(ctx context.Context, q url.Values) (*apitypes.DriftPage, error) {
+	var p apitypes.DriftPage
 	return &p, c.get(ctx, "/v1/drift", q, &p)
 }
 
 // DriftAll follows next_cursor from the first page of q to the last and
 // returns every finding.
-func (c *Client) DriftAll(ctx context.Context, q url.Values) ([]Finding, error) {
+func (c *Client) DriftAll(ctx context.Context, q url.Values) ([]apitypes.Finding, error) {
 	q = cloneValues(q)
-	var all []Finding
+	var all []apitypes.Finding
 	for {
 		p, err := c.Drift(ctx, q)
 		if err != nil {
@@ -49,14 +51,14 @@ func (c *Client) DriftAll(ctx context.Context, q url.Values) ([]Finding, error) 
 
 // DriftDetail calls GET /v1/drift/{evidence_id}. An unknown id returns an
 // error matching ErrNotFound.
-func (c *Client) DriftDetail(ctx context.Context, evidenceID string) (*DriftDetail, error) {
-	var d DriftDetail
+func (c *Client) DriftDetail(ctx context.Context, evidenceID string) (*apitypes.DriftDetail, error) {
+	var d apitypes.DriftDetail
 	return &d, c.get(ctx, "/v1/drift/"+url.PathEscape(evidenceID), nil, &d)
 }
 
 // Heatmap calls GET /v1/heatmap with the filters in q.
-func (c *Client) Heatmap(ctx context.Context, q url.Values) (*Heatmap, error) {
-	var h Heatmap
+func (c *Client) Heatmap(ctx context.Context, q url.Values) (*apitypes.Heatmap, error) {
+	var h apitypes.Heatmap
 	return &h, c.get(ctx, "/v1/heatmap", q, &h)
 }
 
@@ -83,7 +85,7 @@ func (c *Client) get(ctx context.Context, path string, q url.Values, into any) e
 		raw, _ := io.ReadAll(io.LimitReader(resp.Body, 64<<10))
 		ae := &APIError{StatusCode: resp.StatusCode}
 		if json.Unmarshal(raw, &ae.Body) != nil || ae.Body.Error == "" {
-			ae.Body = ErrorBody{Error: strings.TrimSpace(string(raw))}
+			ae.Body = apitypes.ErrorBody{Error: strings.TrimSpace(string(raw))}
 		}
 		return ae
 	}
@@ -102,15 +104,15 @@ func cloneValues(q url.Values) url.Values {
 }
 
 // Nodes calls GET /v1/nodes with the filters, sort, limit and cursor in q.
-func (c *Client) Nodes(ctx context.Context, q url.Values) (*NodePage, error) {
-	var p NodePage
+func (c *Client) Nodes(ctx context.Context, q url.Values) (*apitypes.NodePage, error) {
+	var p apitypes.NodePage
 	return &p, c.get(ctx, "/v1/nodes", q, &p)
 }
 
 // NodesAll follows next_cursor from the first page of q to the last.
-func (c *Client) NodesAll(ctx context.Context, q url.Values) ([]Node, error) {
+func (c *Client) NodesAll(ctx context.Context, q url.Values) ([]apitypes.Node, error) {
 	q = cloneValues(q)
-	var all []Node
+	var all []apitypes.Node
 	for {
 		p, err := c.Nodes(ctx, q)
 		if err != nil {
@@ -126,32 +128,32 @@ func (c *Client) NodesAll(ctx context.Context, q url.Values) ([]Node, error) {
 
 // Node calls GET /v1/nodes/{node_id}. An unknown node returns an error
 // matching ErrNotFound.
-func (c *Client) Node(ctx context.Context, nodeID string) (*NodeDetail, error) {
-	var d NodeDetail
+func (c *Client) Node(ctx context.Context, nodeID string) (*apitypes.NodeDetail, error) {
+	var d apitypes.NodeDetail
 	return &d, c.get(ctx, "/v1/nodes/"+url.PathEscape(nodeID), nil, &d)
 }
 
 // Connectivity calls GET /v1/connectivity with the filters in q.
-func (c *Client) Connectivity(ctx context.Context, q url.Values) (*Connectivity, error) {
-	var v Connectivity
+func (c *Client) Connectivity(ctx context.Context, q url.Values) (*apitypes.Connectivity, error) {
+	var v apitypes.Connectivity
 	return &v, c.get(ctx, "/v1/connectivity", q, &v)
 }
 
 // Attention calls GET /v1/attention with n, by, kind and filters in q.
-func (c *Client) Attention(ctx context.Context, q url.Values) (*Attention, error) {
-	var a Attention
+func (c *Client) Attention(ctx context.Context, q url.Values) (*apitypes.Attention, error) {
+	var a apitypes.Attention
 	return &a, c.get(ctx, "/v1/attention", q, &a)
 }
 
 // BillingMismatches calls GET /v1/billing/mismatches (JSON) with the
 // filters, sort, limit and cursor in q.
-func (c *Client) BillingMismatches(ctx context.Context, q url.Values) (*BillingPage, error) {
-	var p BillingPage
+func (c *Client) BillingMismatches(ctx context.Context, q url.Values) (*apitypes.BillingPage, error) {
+	var p apitypes.BillingPage
 	return &p, c.get(ctx, "/v1/billing/mismatches", q, &p)
 }
 
 // Rated calls GET /v1/billing/rated with group_by and the filters in q.
-func (c *Client) Rated(ctx context.Context, q url.Values) (*RatedTotals, error) {
-	var r RatedTotals
+func (c *Client) Rated(ctx context.Context, q url.Values) (*apitypes.RatedTotals, error) {
+	var r apitypes.RatedTotals
 	return &r, c.get(ctx, "/v1/billing/rated", q, &r)
 }

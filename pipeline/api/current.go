@@ -1,6 +1,8 @@
 package api
 
 import (
+	"github.com/driftline/driftline/pipeline/api/apitypes"
+
 	"context"
 	"fmt"
 	"math"
@@ -70,9 +72,9 @@ func distinctSorted(keys []string) []string {
 
 // currentFindings returns, in evidence_id order, the current rows of the
 // findings ids whose current row meets conds.
-func (s *Server) currentFindings(ctx context.Context, name string, conds []string, args []any, ids []string) ([]Finding, error) {
+func (s *Server) currentFindings(ctx context.Context, name string, conds []string, args []any, ids []string) ([]apitypes.Finding, error) {
 	type current struct {
-		f     Finding
+		f     apitypes.Finding
 		match bool
 	}
 	best := make(map[string]current, len(ids))
@@ -95,7 +97,7 @@ func (s *Server) currentFindings(ctx context.Context, name string, conds []strin
 			return nil, err
 		}
 	}
-	out := make([]Finding, 0, len(best))
+	out := make([]apitypes.Finding, 0, len(best))
 	for _, id := range ids {
 		if c, ok := best[id]; ok && c.match {
 			out = append(out, c.f)
@@ -106,9 +108,9 @@ func (s *Server) currentFindings(ctx context.Context, name string, conds []strin
 
 // currentNodes returns, in node_id order, the current rows of the nodes
 // ids whose current row meets conds.
-func (s *Server) currentNodes(ctx context.Context, name string, conds []string, args []any, ids []string) ([]Node, error) {
+func (s *Server) currentNodes(ctx context.Context, name string, conds []string, args []any, ids []string) ([]apitypes.Node, error) {
 	type current struct {
-		n     Node
+		n     apitypes.Node
 		match bool
 	}
 	best := make(map[string]current, len(ids))
@@ -131,7 +133,7 @@ func (s *Server) currentNodes(ctx context.Context, name string, conds []string, 
 			return nil, err
 		}
 	}
-	out := make([]Node, 0, len(best))
+	out := make([]apitypes.Node, 0, len(best))
 	for _, id := range ids {
 		if c, ok := best[id]; ok && c.match {
 			out = append(out, c.n)
@@ -159,9 +161,9 @@ const (
 // where some row passes, so a long run of findings the filter excludes
 // (resolved ones, for the default page of open findings) costs a read of
 // its status column. The candidates' current rows then decide.
-func (s *Server) pageByMarks(ctx context.Context, f Filter, after string, limit int) ([]Finding, error) {
+func (s *Server) pageByMarks(ctx context.Context, f Filter, after string, limit int) ([]apitypes.Finding, error) {
 	conds, args := f.where(s.opts.Now())
-	out := []Finding{}
+	out := []apitypes.Finding{}
 	lo, span := after, markSpan
 	for {
 		hi, err := s.markAfter(ctx, lo, span)
@@ -255,8 +257,8 @@ func (s *Server) markAfter(ctx context.Context, lo string, n int) (string, error
 // current rows scored at least t. If they are n or more (or all rows
 // were taken), they hold the top n; if not, older rows crowded the top k,
 // and k grows.
-func (s *Server) rankedNodes(ctx context.Context, conds []string, args []any, n int) ([]Node, error) {
-	conds = append(slices.Clone(conds), "gate != '"+GatePass+"'")
+func (s *Server) rankedNodes(ctx context.Context, conds []string, args []any, n int) ([]apitypes.Node, error) {
+	conds = append(slices.Clone(conds), "gate != '"+apitypes.GatePass+"'")
 	where := whereClause(conds)
 	for k := 2 * n; ; k *= 4 {
 		rows, err := s.readQuery(ctx, "attention_node_threshold", fmt.Sprintf("SELECT attention_score FROM node_agent_status"+
@@ -301,10 +303,10 @@ func (s *Server) rankedNodes(ctx context.Context, conds []string, args []any, n 
 			return nil, err
 		}
 		if !all {
-			ns = slices.DeleteFunc(ns, func(nd Node) bool { return nd.AttentionScore < t })
+			ns = slices.DeleteFunc(ns, func(nd apitypes.Node) bool { return nd.AttentionScore < t })
 		}
 		if all || len(ns) >= n {
-			slices.SortFunc(ns, func(a, b Node) int {
+			slices.SortFunc(ns, func(a, b apitypes.Node) int {
 				if a.AttentionScore != b.AttentionScore {
 					if a.AttentionScore > b.AttentionScore {
 						return -1

@@ -1,6 +1,8 @@
 package api
 
 import (
+	"github.com/driftline/driftline/pipeline/api/apitypes"
+
 	"net/http"
 )
 
@@ -13,7 +15,7 @@ var driftSorts = []sortSpec{
 	{name: "last_seen_at", column: "last_seen_at", desc: true, bind: "toDateTime(?)"},
 }
 
-func findingKey(order sortSpec, f Finding) keyset {
+func findingKey(order sortSpec, f apitypes.Finding) keyset {
 	k := keyset{sort: order.name, id: f.EvidenceID}
 	switch order.column {
 	case "attention_score":
@@ -62,7 +64,7 @@ func (s *Server) handleDrift(w http.ResponseWriter, r *http.Request) error {
 			}
 		}
 		rw := newRowWriter(w, format, "drift", findingExport)
-		err := s.eachFinding(r.Context(), f, order, after, limit, func(f Finding) error { return rw.write(&f) })
+		err := s.eachFinding(r.Context(), f, order, after, limit, func(f apitypes.Finding) error { return rw.write(&f) })
 		return s.endExport(r, "drift", rw.close(err != nil), err)
 	}
 	limit, err := parseLimit(q)
@@ -75,7 +77,7 @@ func (s *Server) handleDrift(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	page := DriftPage{Findings: rows}
+	page := apitypes.DriftPage{Findings: rows}
 	if len(rows) > limit {
 		page.Findings = rows[:limit]
 		last := rows[limit-1]
@@ -100,40 +102,40 @@ func (s *Server) handleDriftDetail(w http.ResponseWriter, r *http.Request) error
 		return err
 	}
 	if !ok {
-		writeJSON(w, http.StatusNotFound, ErrorBody{Error: "no finding with evidence_id " + id})
+		writeJSON(w, http.StatusNotFound, apitypes.ErrorBody{Error: "no finding with evidence_id " + id})
 		return nil
 	}
 	hist, err := s.history(r.Context(), id)
 	if err != nil {
 		return err
 	}
-	writeJSON(w, http.StatusOK, DriftDetail{Finding: f, History: hist, Action: recommend(f)})
+	writeJSON(w, http.StatusOK, apitypes.DriftDetail{Finding: f, History: hist, Action: recommend(f)})
 	return nil
 }
 
 // postureSummary says what each posture means for the resource.
 var postureSummary = map[string]string{
-	PostureQuarantine:     "Quarantine the resource: keep it out of scheduling and traffic, and do not delete it until ownership is settled.",
-	PostureBlockAdmission: "Block admissions to the affected capacity until the finding resolves.",
-	PostureRetry:          "The platform retries reconciliation by itself at next_attempt_at; no operator action yet.",
-	PostureOperatorReview: "An operator must review the evidence and decide; automation will not act on it.",
+	apitypes.PostureQuarantine:     "Quarantine the resource: keep it out of scheduling and traffic, and do not delete it until ownership is settled.",
+	apitypes.PostureBlockAdmission: "Block admissions to the affected capacity until the finding resolves.",
+	apitypes.PostureRetry:          "The platform retries reconciliation by itself at next_attempt_at; no operator action yet.",
+	apitypes.PostureOperatorReview: "An operator must review the evidence and decide; automation will not act on it.",
 }
 
 // recommend derives the recommended action from a finding's posture and
 // runbook, which the joiner sets.
-func recommend(f Finding) Action {
-	if f.Status == StatusResolved {
-		return Action{
+func recommend(f apitypes.Finding) apitypes.Action {
+	if f.Status == apitypes.StatusResolved {
+		return apitypes.Action{
 			Posture: f.Posture,
 			Runbook: f.Runbook,
 			Summary: "Resolved: record and provider agree again; nothing to do. The evidence is kept.",
 		}
 	}
-	a := Action{Required: true, Posture: f.Posture, Runbook: f.Runbook, Summary: postureSummary[f.Posture]}
+	a := apitypes.Action{Required: true, Posture: f.Posture, Runbook: f.Runbook, Summary: postureSummary[f.Posture]}
 	if a.Summary == "" {
 		a.Summary = "Follow the runbook."
 	}
-	if f.Posture == PostureRetry {
+	if f.Posture == apitypes.PostureRetry {
 		a.NextAttemptAt = f.NextAttemptAt
 	}
 	return a

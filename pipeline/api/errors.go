@@ -1,6 +1,8 @@
 package api
 
 import (
+	"github.com/driftline/driftline/pipeline/api/apitypes"
+
 	"errors"
 	"fmt"
 	"strings"
@@ -33,14 +35,14 @@ func (e *ParamError) Error() string {
 	return b.String()
 }
 
-func (e *ParamError) body() ErrorBody {
-	return ErrorBody{Error: e.Error(), Parameter: e.Param, Value: e.Value, Allowed: e.Allowed}
+func (e *ParamError) body() apitypes.ErrorBody {
+	return apitypes.ErrorBody{Error: e.Error(), Parameter: e.Param, Value: e.Value, Allowed: e.Allowed}
 }
 
 // APIError is a non-2xx answer seen by Client.
 type APIError struct {
 	StatusCode int
-	Body       ErrorBody // decoded error body; Error holds the raw body if it was not JSON
+	Body       apitypes.ErrorBody // decoded error body; Error holds the raw body if it was not JSON
 }
 
 func (e *APIError) Error() string {

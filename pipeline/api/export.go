@@ -1,6 +1,8 @@
 package api
 
 import (
+	"github.com/driftline/driftline/pipeline/api/apitypes"
+
 	"encoding/csv"
 	"net/http"
 	"net/url"
@@ -112,57 +114,57 @@ func f64Col[T any](name string, get func(*T) float64) column[T] {
 func ptr(t time.Time) *time.Time { return &t }
 
 // findingExport are the exported columns of a finding, in contract order.
-var findingExport = []column[Finding]{
-	strCol("evidence_id", func(f *Finding) string { return f.EvidenceID }),
-	strCol("correlation_id", func(f *Finding) string { return f.CorrelationID }),
-	strCol("resource_family", func(f *Finding) string { return f.ResourceFamily }),
-	strCol("product_id", func(f *Finding) string { return f.ProductID }),
-	strCol("owning_domain", func(f *Finding) string { return f.OwningDomain }),
-	strCol("owning_package", func(f *Finding) string { return f.OwningPackage }),
-	strCol("domain_id", func(f *Finding) string { return f.DomainID }),
-	strCol("record_type", func(f *Finding) string { return f.RecordType }),
-	strCol("record_id", func(f *Finding) string { return f.RecordID }),
-	strCol("expected_state", func(f *Finding) string { return f.ExpectedState }),
-	strCol("expected_version", func(f *Finding) string { return f.ExpectedVersion }),
-	strCol("provider", func(f *Finding) string { return f.Provider }),
-	strCol("provider_id", func(f *Finding) string { return f.ProviderID }),
-	strCol("observed_state", func(f *Finding) string { return f.ObservedState }),
-	strCol("observed_version", func(f *Finding) string { return f.ObservedVersion }),
-	timeCol("observed_at", func(f *Finding) *time.Time { return f.ObservedAt }),
-	strCol("classification", func(f *Finding) string { return f.Classification }),
-	strCol("severity", func(f *Finding) string { return f.Severity }),
-	strCol("status", func(f *Finding) string { return f.Status }),
-	timeCol("first_seen_at", func(f *Finding) *time.Time { return ptr(f.FirstSeenAt) }),
-	timeCol("last_seen_at", func(f *Finding) *time.Time { return ptr(f.LastSeenAt) }),
-	timeCol("resolved_at", func(f *Finding) *time.Time { return f.ResolvedAt }),
-	u64Col("retry_count", func(f *Finding) uint64 { return uint64(f.RetryCount) }),
-	strCol("posture", func(f *Finding) string { return f.Posture }),
-	timeCol("next_attempt_at", func(f *Finding) *time.Time { return f.NextAttemptAt }),
-	strCol("runbook", func(f *Finding) string { return f.Runbook }),
-	f64Col("attention_score", func(f *Finding) float64 { return f.AttentionScore }),
-	u64Col("version", func(f *Finding) uint64 { return f.Version }),
+var findingExport = []column[apitypes.Finding]{
+	strCol("evidence_id", func(f *apitypes.Finding) string { return f.EvidenceID }),
+	strCol("correlation_id", func(f *apitypes.Finding) string { return f.CorrelationID }),
+	strCol("resource_family", func(f *apitypes.Finding) string { return f.ResourceFamily }),
+	strCol("product_id", func(f *apitypes.Finding) string { return f.ProductID }),
+	strCol("owning_domain", func(f *apitypes.Finding) string { return f.OwningDomain }),
+	strCol("owning_package", func(f *apitypes.Finding) string { return f.OwningPackage }),
+	strCol("domain_id", func(f *apitypes.Finding) string { return f.DomainID }),
+	strCol("record_type", func(f *apitypes.Finding) string { return f.RecordType }),
+	strCol("record_id", func(f *apitypes.Finding) string { return f.RecordID }),
+	strCol("expected_state", func(f *apitypes.Finding) string { return f.ExpectedState }),
+	strCol("expected_version", func(f *apitypes.Finding) string { return f.ExpectedVersion }),
+	strCol("provider", func(f *apitypes.Finding) string { return f.Provider }),
+	strCol("provider_id", func(f *apitypes.Finding) string { return f.ProviderID }),
+	strCol("observed_state", func(f *apitypes.Finding) string { return f.ObservedState }),
+	strCol("observed_version", func(f *apitypes.Finding) string { return f.ObservedVersion }),
+	timeCol("observed_at", func(f *apitypes.Finding) *time.Time { return f.ObservedAt }),
+	strCol("classification", func(f *apitypes.Finding) string { return f.Classification }),
+	strCol("severity", func(f *apitypes.Finding) string { return f.Severity }),
+	strCol("status", func(f *apitypes.Finding) string { return f.Status }),
+	timeCol("first_seen_at", func(f *apitypes.Finding) *time.Time { return ptr(f.FirstSeenAt) }),
+	timeCol("last_seen_at", func(f *apitypes.Finding) *time.Time { return ptr(f.LastSeenAt) }),
+	timeCol("resolved_at", func(f *apitypes.Finding) *time.Time { return f.ResolvedAt }),
+	u64Col("retry_count", func(f *apitypes.Finding) uint64 { return uint64(f.RetryCount) }),
+	strCol("posture", func(f *apitypes.Finding) string { return f.Posture }),
+	timeCol("next_attempt_at", func(f *apitypes.Finding) *time.Time { return f.NextAttemptAt }),
+	strCol("runbook", func(f *apitypes.Finding) string { return f.Runbook }),
+	f64Col("attention_score", func(f *apitypes.Finding) float64 { return f.AttentionScore }),
+	u64Col("version", func(f *apitypes.Finding) uint64 { return f.Version }),
 }
 
 // mismatchExport are the exported columns of a billing mismatch. Amounts
 // stay decimal strings: exact, and as the contract writes them.
-var mismatchExport = []column[BillingMismatch]{
-	strCol("mismatch_id", func(m *BillingMismatch) string { return m.MismatchID }),
-	strCol("kind", func(m *BillingMismatch) string { return m.Kind }),
-	strCol("usage_id", func(m *BillingMismatch) string { return m.UsageID }),
-	strCol("metering_source", func(m *BillingMismatch) string { return m.MeteringSource }),
-	strCol("metering_id", func(m *BillingMismatch) string { return m.MeteringID }),
-	strCol("tenant_id", func(m *BillingMismatch) string { return m.TenantID }),
-	strCol("product_id", func(m *BillingMismatch) string { return m.ProductID }),
-	strCol("unit_id", func(m *BillingMismatch) string { return m.UnitID }),
-	strCol("quantity", func(m *BillingMismatch) string { return m.Quantity }),
-	strCol("rated_amount", func(m *BillingMismatch) string { return m.RatedAmount }),
-	strCol("ledger_amount", func(m *BillingMismatch) string { return m.LedgerAmount }),
-	strCol("amount_at_risk", func(m *BillingMismatch) string { return m.AmountAtRisk }),
-	strCol("currency", func(m *BillingMismatch) string { return m.Currency }),
-	strCol("status", func(m *BillingMismatch) string { return m.Status }),
-	timeCol("first_seen_at", func(m *BillingMismatch) *time.Time { return ptr(m.FirstSeenAt) }),
-	timeCol("last_seen_at", func(m *BillingMismatch) *time.Time { return ptr(m.LastSeenAt) }),
-	u64Col("version", func(m *BillingMismatch) uint64 { return m.Version }),
+var mismatchExport = []column[apitypes.BillingMismatch]{
+	strCol("mismatch_id", func(m *apitypes.BillingMismatch) string { return m.MismatchID }),
+	strCol("kind", func(m *apitypes.BillingMismatch) string { return m.Kind }),
+	strCol("usage_id", func(m *apitypes.BillingMismatch) string { return m.UsageID }),
+	strCol("metering_source", func(m *apitypes.BillingMismatch) string { return m.MeteringSource }),
+	strCol("metering_id", func(m *apitypes.BillingMismatch) string { return m.MeteringID }),
+	strCol("tenant_id", func(m *apitypes.BillingMismatch) string { return m.TenantID }),
+	strCol("product_id", func(m *apitypes.BillingMismatch) string { return m.ProductID }),
+	strCol("unit_id", func(m *apitypes.BillingMismatch) string { return m.UnitID }),
+	strCol("quantity", func(m *apitypes.BillingMismatch) string { return m.Quantity }),
+	strCol("rated_amount", func(m *apitypes.BillingMismatch) string { return m.RatedAmount }),
+	strCol("ledger_amount", func(m *apitypes.BillingMismatch) string { return m.LedgerAmount }),
+	strCol("amount_at_risk", func(m *apitypes.BillingMismatch) string { return m.AmountAtRisk }),
+	strCol("currency", func(m *apitypes.BillingMismatch) string { return m.Currency }),
+	strCol("status", func(m *apitypes.BillingMismatch) string { return m.Status }),
+	timeCol("first_seen_at", func(m *apitypes.BillingMismatch) *time.Time { return ptr(m.FirstSeenAt) }),
+	timeCol("last_seen_at", func(m *apitypes.BillingMismatch) *time.Time { return ptr(m.LastSeenAt) }),
+	u64Col("version", func(m *apitypes.BillingMismatch) uint64 { return m.Version }),
 }
 
 func schemaOf[T any](cols []column[T]) *arrow.Schema {
@@ -293,7 +295,7 @@ func (a *arrowRows[T]) close(failed bool) error {
 // exportMismatches streams the selected mismatches in format.
 func (s *Server) exportMismatches(w http.ResponseWriter, r *http.Request, format string, bf billingFilter, order sortSpec, k *keyset, limit int) error {
 	rw := newRowWriter(w, format, "billing_mismatches", mismatchExport)
-	err := s.eachMismatch(r.Context(), bf, order, k, limit, func(m BillingMismatch) error { return rw.write(&m) })
+	err := s.eachMismatch(r.Context(), bf, order, k, limit, func(m apitypes.BillingMismatch) error { return rw.write(&m) })
 	return s.endExport(r, "billing_mismatches", rw.close(err != nil), err)
 }
 

@@ -1,6 +1,8 @@
 package api
 
 import (
+	"github.com/driftline/driftline/pipeline/api/apitypes"
+
 	"encoding/base64"
 	"net/url"
 	"slices"
@@ -31,8 +33,8 @@ func (f *Filter) params() []filterParam {
 	return []filterParam{
 		{"product", &f.Products, nil},
 		{"resource_family", &f.ResourceFamilies, contract.Families},
-		{"classification", &f.Classifications, Classifications},
-		{"severity", &f.Severities, Severities},
+		{"classification", &f.Classifications, apitypes.Classifications},
+		{"severity", &f.Severities, apitypes.Severities},
 		{"owning_domain", &f.OwningDomains, nil},
 		{"domain_id", &f.DomainIDs, nil},
 		{"provider", &f.Providers, contract.Providers},
@@ -48,7 +50,7 @@ type filterParam struct {
 // columns of the list filters, in filterParams order.
 var filterColumns = []string{"product_id", "resource_family", "classification", "severity", "owning_domain", "domain_id", "provider"}
 
-var statusValues = []string{StatusOpen, StatusResolved, StatusAll}
+var statusValues = []string{apitypes.StatusOpen, apitypes.StatusResolved, apitypes.StatusAll}
 
 // paramAliases maps accepted spellings to the canonical parameter.
 var paramAliases = map[string]string{"product_id": "product"}
@@ -57,7 +59,7 @@ var paramAliases = map[string]string{"product_id": "product"}
 // parameters the endpoint accepts; any other parameter is refused, so a
 // misspelt filter never silently widens an answer.
 func parseFilter(q url.Values, extra ...string) (Filter, error) {
-	f := Filter{Status: StatusOpen}
+	f := Filter{Status: apitypes.StatusOpen}
 	known := map[string]bool{"status": true, "age": true}
 	for _, p := range f.params() {
 		known[p.name] = true
@@ -165,7 +167,7 @@ func (f *Filter) where(now time.Time) (conds []string, args []any) {
 			args = append(args, v)
 		}
 	}
-	if f.Status == StatusOpen || f.Status == StatusResolved {
+	if f.Status == apitypes.StatusOpen || f.Status == apitypes.StatusResolved {
 		conds = append(conds, "status = ?")
 		args = append(args, f.Status)
 	}

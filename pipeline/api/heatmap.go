@@ -1,6 +1,8 @@
 package api
 
 import (
+	"github.com/driftline/driftline/pipeline/api/apitypes"
+
 	"net/http"
 	"slices"
 	"sort"
@@ -25,45 +27,45 @@ func (s *Server) handleHeatmap(w http.ResponseWriter, r *http.Request) error {
 
 // severityRank orders severities; unknown ones rank below every known one.
 func severityRank(sev string) int {
-	if i := slices.Index(Severities, sev); i >= 0 {
-		return len(Severities) - i
+	if i := slices.Index(apitypes.Severities, sev); i >= 0 {
+		return len(apitypes.Severities) - i
 	}
 	return 0
 }
 
-func foldHeatmap(status string, groups []findingGroup) Heatmap {
+func foldHeatmap(status string, groups []findingGroup) apitypes.Heatmap {
 	type key struct{ domain, class string }
-	cells := map[key]*HeatCell{}
+	cells := map[key]*apitypes.HeatCell{}
 	domains := map[string]bool{}
 	var extra []string
 	for _, g := range groups {
 		k := key{g.domain, g.classification}
 		c := cells[k]
 		if c == nil {
-			c = &HeatCell{OwningDomain: g.domain, Classification: g.classification, MaxSeverity: g.severity}
+			c = &apitypes.HeatCell{OwningDomain: g.domain, Classification: g.classification, MaxSeverity: g.severity}
 			cells[k] = c
 		}
 		c.Count += g.count
-		if g.severity == SeverityCritical {
+		if g.severity == apitypes.SeverityCritical {
 			c.Critical += g.count
 		}
 		if severityRank(g.severity) > severityRank(c.MaxSeverity) {
 			c.MaxSeverity = g.severity
 		}
 		domains[g.domain] = true
-		if !slices.Contains(Classifications, g.classification) && !slices.Contains(extra, g.classification) {
+		if !slices.Contains(apitypes.Classifications, g.classification) && !slices.Contains(extra, g.classification) {
 			extra = append(extra, g.classification)
 		}
 	}
 	sort.Strings(extra)
-	h := Heatmap{
-		Status:          status,
-		Domains:         make([]string, 0, len(domains)),
-		Classifications: slices.Concat(Classifications, extra),
-		Cells:           make([]HeatCell, 0, len(cells)),
+	h := apitypes.Heatmap{
+		Status:                   status,
+		Domains:                  make([]string, 0, len(domains)),
+		Classifications: slices.Concat(apitypes.Classifications, extra),
+		Cells:                    make([]apitypes.HeatCell, 0, len(cells)),
 	}
 	if h.Status == "" {
-		h.Status = StatusAll
+		h.Status = apitypes.StatusAll
 	}
 	for d := range domains {
 		h.Domains = append(h.Domains, d)

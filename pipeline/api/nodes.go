@@ -1,6 +1,8 @@
 package api
 
 import (
+	"github.com/driftline/driftline/pipeline/api/apitypes"
+
 	"context"
 	"fmt"
 	"net/http"
@@ -17,14 +19,14 @@ var nodeParams = []listParam{
 	{"node_id", "node_id", nil},
 	{"owning_domain", "owning_domain", nil},
 	{"domain_id", "domain_id", nil},
-	{"gate", "gate", Gates},
-	{"connectivity_mode", "connectivity_mode", ConnectivityModes},
-	{"node_agent_state", "node_agent_state", NodeAgentStates},
+	{"gate", "gate", apitypes.Gates},
+	{"connectivity_mode", "connectivity_mode", apitypes.ConnectivityModes},
+	{"node_agent_state", "node_agent_state", apitypes.NodeAgentStates},
 	{"node_agent_reason", "node_agent_reason", nil},
-	{"health", "health", Healths},
-	{"workload_impact", "workload_impact", WorkloadImpacts},
-	{"update_path", "update_path", UpdatePaths},
-	{"terminal_stream_probe", "terminal_stream_probe", TerminalStreamProbes},
+	{"health", "health", apitypes.Healths},
+	{"workload_impact", "workload_impact", apitypes.WorkloadImpacts},
+	{"update_path", "update_path", apitypes.UpdatePaths},
+	{"terminal_stream_probe", "terminal_stream_probe", apitypes.TerminalStreamProbes},
 }
 
 // nodeSorts are the orders of /v1/nodes.
@@ -59,9 +61,9 @@ const nodeColumns = `node_id, domain_id, owning_domain, node_agent_state, node_a
 
 // scanNode scans the nodeColumns of a row, then the extra columns that
 // follow them into extra.
-func scanNode(rows driver.Rows, extra ...any) (Node, error) {
+func scanNode(rows driver.Rows, extra ...any) (apitypes.Node, error) {
 	var (
-		n                 Node
+		n                 apitypes.Node
 		replay            uint8
 		lastSeen, updated time.Time
 	)
@@ -79,7 +81,7 @@ func scanNode(rows driver.Rows, extra ...any) (Node, error) {
 
 // nodes reads current node rows under conds, in order s, after k, at most
 // limit.
-func (s *Server) nodes(ctx context.Context, name string, conds []string, args []any, order sortSpec, k *keyset, limit int) ([]Node, error) {
+func (s *Server) nodes(ctx context.Context, name string, conds []string, args []any, order sortSpec, k *keyset, limit int) ([]apitypes.Node, error) {
 	if k != nil {
 		c, a := order.after(*k, "node_id")
 		conds = append(conds, c)
@@ -91,7 +93,7 @@ func (s *Server) nodes(ctx context.Context, name string, conds []string, args []
 	if err != nil {
 		return nil, err
 	}
-	out := []Node{}
+	out := []apitypes.Node{}
 	err = s.scanAll(name, rows, func(r driver.Rows) error {
 		n, err := scanNode(r)
 		out = append(out, n)
@@ -100,7 +102,7 @@ func (s *Server) nodes(ctx context.Context, name string, conds []string, args []
 	return out, err
 }
 
-func nodeKey(order sortSpec, n Node) keyset {
+func nodeKey(order sortSpec, n apitypes.Node) keyset {
 	k := keyset{sort: order.name, id: n.NodeID}
 	switch order.column {
 	case "attention_score":
@@ -139,7 +141,7 @@ func (s *Server) handleNodes(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	page := NodePage{Nodes: rows, Sort: sortName}
+	page := apitypes.NodePage{Nodes: rows, Sort: sortName}
 	if len(rows) > limit {
 		page.Nodes = rows[:limit]
 		page.NextCursor = encodeKeyset(nodeKey(order, rows[limit-1]))
@@ -151,15 +153,15 @@ func (s *Server) handleNodes(w http.ResponseWriter, r *http.Request) error {
 
 // gateSummary says what each gate means (seed 000).
 var gateSummary = map[string]string{
-	GatePass:            "Node-agent healthy, expected version matches, no recovery reason, required probes passed.",
-	GateWarning:         "Management evidence is stale but no workload or edge impact is observed.",
-	GateRetry:           "Bounded automatic recovery or self-update is in progress.",
-	GateInvestigate:     "Recovery evidence is incomplete, contradictory or missing: an operator must look.",
-	GateBlockProduction: "Blocks production: a severe recovery finding, cloned identity, trust-domain drift, or missing recovery evidence.",
+	apitypes.GatePass:            "Node-agent healthy, expected version matches, no recovery reason, required probes passed.",
+	apitypes.GateWarning:         "Management evidence is stale but no workload or edge impact is observed.",
+	apitypes.GateRetry:           "Bounded automatic recovery or self-update is in progress.",
+	apitypes.GateInvestigate:     "Recovery evidence is incomplete, contradictory or missing: an operator must look.",
+	apitypes.GateBlockProduction: "Blocks production: a severe recovery finding, cloned identity, trust-domain drift, or missing recovery evidence.",
 }
 
-func explainGate(gate string) GateExplanation {
-	g := GateExplanation{Gate: gate, Summary: gateSummary[gate], Blocking: gate == GateBlockProduction}
+func explainGate(gate string) apitypes.GateExplanation {
+	g := apitypes.GateExplanation{Gate: gate, Summary: gateSummary[gate], Blocking: gate == apitypes.GateBlockProduction}
 	if g.Summary == "" {
 		g.Summary = "No node-agent evidence for this node."
 	}
@@ -181,10 +183,10 @@ func (s *Server) handleNodeDetail(w http.ResponseWriter, r *http.Request) error 
 		return err
 	}
 	if len(ns) == 0 && len(findings) == 0 {
-		writeJSON(w, http.StatusNotFound, ErrorBody{Error: "no node-agent status and no finding for node_id " + id})
+		writeJSON(w, http.StatusNotFound, apitypes.ErrorBody{Error: "no node-agent status and no finding for node_id " + id})
 		return nil
 	}
-	d := NodeDetail{Comparison: []Comparison{}, Findings: []DriftDetail{}}
+	d := apitypes.NodeDetail{Comparison: []apitypes.Comparison{}, Findings: []apitypes.DriftDetail{}}
 	if len(ns) == 1 {
 		d.Node = &ns[0]
 		d.Gate = explainGate(d.Node.Gate)
@@ -200,7 +202,7 @@ func (s *Server) handleNodeDetail(w http.ResponseWriter, r *http.Request) error 
 	for _, f := range findings {
 		// Each finding carries the record's desired state and the
 		// provider's observed one; open findings are the current picture.
-		if !seen["state"] && (f.Status == StatusOpen || len(findings) == 1) {
+		if !seen["state"] && (f.Status == apitypes.StatusOpen || len(findings) == 1) {
 			seen["state"] = true
 			d.Comparison = append(d.Comparison, compare("state", f.ExpectedState, f.ObservedState, f.EvidenceID))
 			if f.ExpectedVersion != "" || f.ObservedVersion != "" {
@@ -209,20 +211,20 @@ func (s *Server) handleNodeDetail(w http.ResponseWriter, r *http.Request) error 
 		}
 		h := hist[f.EvidenceID]
 		if h == nil {
-			h = []HistoryEntry{}
+			h = []apitypes.HistoryEntry{}
 		}
-		d.Findings = append(d.Findings, DriftDetail{Finding: f, History: h, Action: recommend(f)})
+		d.Findings = append(d.Findings, apitypes.DriftDetail{Finding: f, History: h, Action: recommend(f)})
 	}
 	writeJSON(w, http.StatusOK, d)
 	return nil
 }
 
-func compare(field, desired, observed, source string) Comparison {
-	return Comparison{Field: field, Desired: desired, Observed: observed, Source: source,
+func compare(field, desired, observed, source string) apitypes.Comparison {
+	return apitypes.Comparison{Field: field, Desired: desired, Observed: observed, Source: source,
 		Match: desired == "" || observed == "" || desired == observed}
 }
 
-func findingIDs(fs []Finding) []string {
+func findingIDs(fs []apitypes.Finding) []string {
 	out := make([]string, len(fs))
 	for i, f := range fs {
 		out[i] = f.EvidenceID
@@ -232,14 +234,14 @@ func findingIDs(fs []Finding) []string {
 
 // findingsOf reads every current finding of one provider identity, open
 // ones first.
-func (s *Server) findingsOf(ctx context.Context, provider, providerID string) ([]Finding, error) {
+func (s *Server) findingsOf(ctx context.Context, provider, providerID string) ([]apitypes.Finding, error) {
 	rows, err := s.readQuery(ctx, "node_findings", "SELECT "+findingColumns+
 		" FROM drift_evidence FINAL WHERE provider = ? AND provider_id = ? ORDER BY status = 'open' DESC, evidence_id LIMIT 1000",
 		provider, providerID)
 	if err != nil {
 		return nil, err
 	}
-	out := []Finding{}
+	out := []apitypes.Finding{}
 	err = s.scanAll("node_findings", rows, func(r driver.Rows) error {
 		f, err := scanFinding(r)
 		out = append(out, f)
@@ -249,8 +251,8 @@ func (s *Server) findingsOf(ctx context.Context, provider, providerID string) ([
 }
 
 // histories reads the transitions of several findings, ordered by version.
-func (s *Server) histories(ctx context.Context, ids []string) (map[string][]HistoryEntry, error) {
-	out := map[string][]HistoryEntry{}
+func (s *Server) histories(ctx context.Context, ids []string) (map[string][]apitypes.HistoryEntry, error) {
+	out := map[string][]apitypes.HistoryEntry{}
 	if len(ids) == 0 {
 		return out, nil
 	}
@@ -267,7 +269,7 @@ func (s *Server) histories(ctx context.Context, ids []string) (map[string][]Hist
 	err = s.scanAll("drift_history", rows, func(r driver.Rows) error {
 		var (
 			id string
-			h  HistoryEntry
+			h  apitypes.HistoryEntry
 		)
 		err := r.Scan(&id, &h.Version, &h.Transition, &h.Classification, &h.Severity, &h.Status, &h.Posture,
 			&h.ExpectedState, &h.ObservedState, &h.ObservedVersion, &h.RetryCount, &h.At, &h.CorrelationID)
@@ -311,24 +313,24 @@ func (s *Server) handleConnectivity(w http.ResponseWriter, r *http.Request) erro
 	return nil
 }
 
-func foldConnectivity[C any](cells []C, get func(C) (domain, mode string, n uint64)) Connectivity {
-	modes := slices.Clone(ConnectivityModes)
+func foldConnectivity[C any](cells []C, get func(C) (domain, mode string, n uint64)) apitypes.Connectivity {
+	modes := slices.Clone(apitypes.ConnectivityModes)
 	for _, c := range cells {
 		_, m, _ := get(c)
 		if !slices.Contains(modes, m) {
 			modes = append(modes, m)
 		}
 	}
-	sort.Strings(modes[len(ConnectivityModes):])
-	spectrum := func() []ConnectivityCount {
-		out := make([]ConnectivityCount, len(modes))
+	sort.Strings(modes[len(apitypes.ConnectivityModes):])
+	spectrum := func() []apitypes.ConnectivityCount {
+		out := make([]apitypes.ConnectivityCount, len(modes))
 		for i, m := range modes {
 			out[i].Mode = m
 		}
 		return out
 	}
-	out := Connectivity{Modes: spectrum(), Domains: []ConnectivityDomain{}}
-	byDomain := map[string]*ConnectivityDomain{}
+	out := apitypes.Connectivity{Modes: spectrum(), Domains: []apitypes.ConnectivityDomain{}}
+	byDomain := map[string]*apitypes.ConnectivityDomain{}
 	for _, c := range cells {
 		d, m, n := get(c)
 		i := slices.Index(modes, m)
@@ -336,7 +338,7 @@ func foldConnectivity[C any](cells []C, get func(C) (domain, mode string, n uint
 		out.Modes[i].Count += n
 		cd := byDomain[d]
 		if cd == nil {
-			cd = &ConnectivityDomain{OwningDomain: d, Modes: spectrum()}
+			cd = &apitypes.ConnectivityDomain{OwningDomain: d, Modes: spectrum()}
 			byDomain[d] = cd
 		}
 		cd.Total += n

@@ -19,6 +19,7 @@ import (
 
 	"github.com/driftline/driftline/internal/testenv"
 	"github.com/driftline/driftline/pipeline/api"
+	"github.com/driftline/driftline/pipeline/api/apitypes"
 	"github.com/driftline/driftline/pipeline/readmodel"
 )
 
@@ -181,7 +182,7 @@ func newFixture(t *testing.T, opts api.Options) *fixture {
 	return &fixture{db: db, url: hs.URL, client: &api.Client{BaseURL: hs.URL}}
 }
 
-func ids(fs []api.Finding) []string {
+func ids(fs []apitypes.Finding) []string {
 	out := make([]string, len(fs))
 	for i, f := range fs {
 		out[i] = f.EvidenceID
@@ -239,7 +240,7 @@ func TestDriftList(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	byID := map[string]api.Finding{}
+	byID := map[string]apitypes.Finding{}
 	for _, f := range p.Findings {
 		byID[f.EvidenceID] = f
 	}
@@ -354,7 +355,7 @@ func TestBadParameters(t *testing.T) {
 		{"/v1/status?verbose=1", "verbose", ""},
 	} {
 		body := getJSON(t, fx.url+tc.path, http.StatusBadRequest)
-		var eb api.ErrorBody
+		var eb apitypes.ErrorBody
 		if err := json.Unmarshal(body, &eb); err != nil {
 			t.Fatalf("%s: %v", tc.path, err)
 		}
@@ -395,7 +396,7 @@ func TestDriftDetail(t *testing.T) {
 
 	// The id unescaped in the path works as well.
 	body := getJSON(t, fx.url+"/v1/drift/"+idStale, 200)
-	var dd api.DriftDetail
+	var dd apitypes.DriftDetail
 	if err := json.Unmarshal(body, &dd); err != nil {
 		t.Fatal(err)
 	}
@@ -423,10 +424,10 @@ func TestHeatmap(t *testing.T) {
 		t.Fatal(err)
 	}
 	if h.Status != "open" || !slices.Equal(h.Domains, []string{"apps", "compute", "storage"}) ||
-		!slices.Equal(h.Classifications, api.Classifications) {
+		!slices.Equal(h.Classifications, apitypes.Classifications) {
 		t.Errorf("axes: %+v", h)
 	}
-	want := []api.HeatCell{
+	want := []apitypes.HeatCell{
 		{OwningDomain: "apps", Classification: "quota_or_capacity_mismatch", Count: 1, Critical: 1, MaxSeverity: "critical"},
 		{OwningDomain: "compute", Classification: "missing_provider_resource", Count: 1, Critical: 1, MaxSeverity: "critical"},
 		{OwningDomain: "compute", Classification: "stale_lifecycle_state", Count: 1, Critical: 0, MaxSeverity: "warning"},
@@ -477,7 +478,7 @@ func TestStatus(t *testing.T) {
 	if st.Watermark == nil || !st.Watermark.Equal(t0.Add(-2*time.Minute)) || *st.WatermarkAgeSeconds != 120 {
 		t.Errorf("watermark %v age %v", st.Watermark, st.WatermarkAgeSeconds)
 	}
-	if st.Lag.State != api.LagNotConfigured || st.Lag.Groups == nil {
+	if st.Lag.State != apitypes.LagNotConfigured || st.Lag.Groups == nil {
 		t.Errorf("lag: %+v", st.Lag)
 	}
 }
@@ -527,7 +528,7 @@ func TestStatusLag(t *testing.T) {
 	}
 
 	fx := newFixture(t, api.Options{Lag: adm, LagGroups: []string{"driftline-joiner", "never-started"}})
-	var st *api.Status
+	var st *apitypes.Status
 	testenv.CheckFor(t, 10*time.Second, func() error {
 		st, err = fx.client.Status(ctx)
 		if err != nil {
@@ -540,7 +541,7 @@ func TestStatusLag(t *testing.T) {
 		return nil
 	})
 	if ns := st.Lag.Groups[1]; ns.Group != "never-started" || ns.Total != nil || ns.Error == "" ||
-		st.Lag.State != api.LagUnknown || !strings.Contains(st.Lag.Error, "never-started") {
+		st.Lag.State != apitypes.LagUnknown || !strings.Contains(st.Lag.Error, "never-started") {
 		t.Errorf("group without commits: %+v", st.Lag)
 	}
 	g := st.Lag.Groups[0]
@@ -561,7 +562,7 @@ func TestStatusBrokerDown(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if st.Lag.State != api.LagUnknown || st.Lag.Error == "" || st.Findings.Open != 5 {
+	if st.Lag.State != apitypes.LagUnknown || st.Lag.Error == "" || st.Findings.Open != 5 {
 		t.Errorf("status with broker down: %+v", st)
 	}
 }

@@ -1,6 +1,8 @@
 package api
 
 import (
+	"github.com/driftline/driftline/pipeline/api/apitypes"
+
 	"context"
 	"fmt"
 	"math"
@@ -48,9 +50,9 @@ const findingColumns = `evidence_id, correlation_id, resource_family, product_id
 
 // scanFinding scans the findingColumns of a row, then the extra columns
 // that follow them into extra.
-func scanFinding(rows driver.Rows, extra ...any) (Finding, error) {
+func scanFinding(rows driver.Rows, extra ...any) (apitypes.Finding, error) {
 	var (
-		f                                                          Finding
+		f                                                          apitypes.Finding
 		observedAt, firstSeen, lastSeen, resolved, next, updatedAt time.Time
 	)
 	err := rows.Scan(append([]any{&f.EvidenceID, &f.CorrelationID, &f.ResourceFamily, &f.ProductID, &f.OwningDomain,
@@ -85,7 +87,7 @@ func nullTime(t time.Time) *time.Time {
 
 // findings reads up to limit current findings matching f after the
 // cursor position, in order.
-func (s *Server) findings(ctx context.Context, f Filter, order sortSpec, after *keyset, limit int) ([]Finding, error) {
+func (s *Server) findings(ctx context.Context, f Filter, order sortSpec, after *keyset, limit int) ([]apitypes.Finding, error) {
 	if order.column == "" && limit > 0 {
 		cursor := ""
 		if after != nil {
@@ -93,8 +95,8 @@ func (s *Server) findings(ctx context.Context, f Filter, order sortSpec, after *
 		}
 		return s.pageByMarks(ctx, f, cursor, limit)
 	}
-	out := []Finding{}
-	err := s.eachFinding(ctx, f, order, after, limit, func(f Finding) error {
+	out := []apitypes.Finding{}
+	err := s.eachFinding(ctx, f, order, after, limit, func(f apitypes.Finding) error {
 		out = append(out, f)
 		return nil
 	})
@@ -103,7 +105,7 @@ func (s *Server) findings(ctx context.Context, f Filter, order sortSpec, after *
 
 // eachFinding streams the current findings matching f after the cursor
 // position, in order, at most limit (0: all), calling fn as rows arrive.
-func (s *Server) eachFinding(ctx context.Context, f Filter, order sortSpec, after *keyset, limit int, fn func(Finding) error) error {
+func (s *Server) eachFinding(ctx context.Context, f Filter, order sortSpec, after *keyset, limit int, fn func(apitypes.Finding) error) error {
 	conds, args := f.where(s.opts.Now())
 	if after != nil {
 		c, a := order.after(*after, "evidence_id")
@@ -129,7 +131,7 @@ func (s *Server) eachFinding(ctx context.Context, f Filter, order sortSpec, afte
 
 // finding reads the current row of one finding; ok is false if there is
 // none.
-func (s *Server) finding(ctx context.Context, id string) (f Finding, ok bool, err error) {
+func (s *Server) finding(ctx context.Context, id string) (f apitypes.Finding, ok bool, err error) {
 	fs, err := s.currentFindings(ctx, "drift_detail", nil, nil, []string{id})
 	if err != nil || len(fs) == 0 {
 		return f, false, err
@@ -138,16 +140,16 @@ func (s *Server) finding(ctx context.Context, id string) (f Finding, ok bool, er
 }
 
 // history reads the transitions of one finding, ordered by version.
-func (s *Server) history(ctx context.Context, id string) ([]HistoryEntry, error) {
+func (s *Server) history(ctx context.Context, id string) ([]apitypes.HistoryEntry, error) {
 	rows, err := s.readQuery(ctx, "drift_history", `SELECT version, transition, classification, severity,
 	status, posture, expected_state, observed_state, observed_version, retry_count, at, correlation_id
 	FROM drift_history FINAL WHERE evidence_id = ? ORDER BY version`, id)
 	if err != nil {
 		return nil, err
 	}
-	out := []HistoryEntry{}
+	out := []apitypes.HistoryEntry{}
 	err = s.scanAll("drift_history", rows, func(r driver.Rows) error {
-		var h HistoryEntry
+		var h apitypes.HistoryEntry
 		err := r.Scan(&h.Version, &h.Transition, &h.Classification, &h.Severity, &h.Status, &h.Posture,
 			&h.ExpectedState, &h.ObservedState, &h.ObservedVersion, &h.RetryCount, &h.At, &h.CorrelationID)
 		h.At = h.At.UTC()

@@ -1,6 +1,8 @@
 package api
 
 import (
+	"github.com/driftline/driftline/pipeline/api/apitypes"
+
 	"context"
 	"encoding/json"
 	"errors"
@@ -148,7 +150,7 @@ func (s *Server) Handler() http.Handler {
 	mux.Handle("GET /ui/", uiHandler())
 	mux.Handle("GET /{$}", http.RedirectHandler("/ui/", http.StatusFound))
 	s.route(mux, "/", "not_found", func(w http.ResponseWriter, r *http.Request) error {
-		writeJSON(w, http.StatusNotFound, ErrorBody{Error: "no such endpoint: " + r.URL.Path})
+		writeJSON(w, http.StatusNotFound, apitypes.ErrorBody{Error: "no such endpoint: " + r.URL.Path})
 		return nil
 	})
 	mux.Handle("GET /metrics", promhttp.HandlerFor(s.opts.Registry, promhttp.HandlerOpts{Registry: s.opts.Registry}))
@@ -195,7 +197,7 @@ func (s *Server) writeError(w http.ResponseWriter, r *http.Request, endpoint str
 		return
 	}
 	if we, ok := errors.AsType[*WaitTimeoutError](err); ok {
-		writeJSON(w, http.StatusGatewayTimeout, ErrorBody{Error: we.Error(), Parameter: "wait_watermark"})
+		writeJSON(w, http.StatusGatewayTimeout, apitypes.ErrorBody{Error: we.Error(), Parameter: "wait_watermark"})
 		return
 	}
 	s.opts.Logger.Warn("query failed", "endpoint", endpoint, "url", r.URL.String(), "err", err)
@@ -203,7 +205,7 @@ func (s *Server) writeError(w http.ResponseWriter, r *http.Request, endpoint str
 	if ex, ok := errors.AsType[*clickhouse.Exception](err); ok && (ex.Code == codeUnknownTable || ex.Code == codeUnknownDatabase) {
 		msg += "; Possible solutions: start the stack or the joiner, which create the read model, or point -clickhouse.db at the database they write"
 	}
-	writeJSON(w, http.StatusServiceUnavailable, ErrorBody{Error: msg})
+	writeJSON(w, http.StatusServiceUnavailable, apitypes.ErrorBody{Error: msg})
 }
 
 func writeJSON(w http.ResponseWriter, code int, v any) {

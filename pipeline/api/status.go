@@ -1,6 +1,8 @@
 package api
 
 import (
+	"github.com/driftline/driftline/pipeline/api/apitypes"
+
 	"context"
 	"net/http"
 	"sort"
@@ -19,10 +21,10 @@ func (s *Server) handleStatus(w http.ResponseWriter, r *http.Request) error {
 	// costs at most LagTimeout and never fails the status.
 	var (
 		wg  sync.WaitGroup
-		lag LagStatus
+		lag apitypes.LagStatus
 	)
 	wg.Go(func() { lag = s.lag(ctx) })
-	var bill BillingConservation
+	var bill apitypes.BillingConservation
 	wg.Go(func() { bill = s.billingConservation(ctx) })
 	defer wg.Wait()
 
@@ -30,11 +32,11 @@ func (s *Server) handleStatus(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	groups, err := s.countGroups(ctx, "status_counts", Filter{Status: StatusAll})
+	groups, err := s.countGroups(ctx, "status_counts", Filter{Status: apitypes.StatusAll})
 	if err != nil {
 		return err
 	}
-	st := Status{
+	st := apitypes.Status{
 		GeneratedAt: now,
 		Consumers:   foldProgress(progress, now),
 		Findings:    foldCounts(groups),
@@ -65,13 +67,13 @@ func ageSeconds(now time.Time, t *time.Time) *float64 {
 // foldProgress sums consumer_progress rows per consumer. A partition that
 // never advanced its watermark (zero DateTime) does not hold the consumer's
 // watermark at 1970.
-func foldProgress(rows []progressRow, now time.Time) []ConsumerStatus {
-	by := map[string]*ConsumerStatus{}
+func foldProgress(rows []progressRow, now time.Time) []apitypes.ConsumerStatus {
+	by := map[string]*apitypes.ConsumerStatus{}
 	var names []string
 	for _, p := range rows {
 		c := by[p.consumer]
 		if c == nil {
-			c = &ConsumerStatus{Consumer: p.consumer}
+			c = &apitypes.ConsumerStatus{Consumer: p.consumer}
 			by[p.consumer] = c
 			names = append(names, p.consumer)
 		}
@@ -91,7 +93,7 @@ func foldProgress(rows []progressRow, now time.Time) []ConsumerStatus {
 		}
 	}
 	sort.Strings(names)
-	out := make([]ConsumerStatus, 0, len(names))
+	out := make([]apitypes.ConsumerStatus, 0, len(names))
 	for _, n := range names {
 		c := by[n]
 		c.WatermarkAgeSeconds = ageSeconds(now, c.Watermark)
@@ -100,32 +102,32 @@ func foldProgress(rows []progressRow, now time.Time) []ConsumerStatus {
 	return out
 }
 
-func foldCounts(groups []findingGroup) FindingCounts {
-	fc := FindingCounts{
+func foldCounts(groups []findingGroup) apitypes.FindingCounts {
+	fc := apitypes.FindingCounts{
 		OpenByClassification: map[string]uint64{},
 		OpenBySeverity:       map[string]uint64{},
 		OpenByPosture:        map[string]uint64{},
 	}
-	for _, c := range Classifications {
+	for _, c := range apitypes.Classifications {
 		fc.OpenByClassification[c] = 0
 	}
-	for _, sev := range Severities {
+	for _, sev := range apitypes.Severities {
 		fc.OpenBySeverity[sev] = 0
 	}
 	for _, g := range groups {
 		switch g.status {
-		case StatusOpen:
+		case apitypes.StatusOpen:
 			fc.Open += g.count
 			fc.OpenByClassification[g.classification] += g.count
 			fc.OpenBySeverity[g.severity] += g.count
 			fc.OpenByPosture[g.posture] += g.count
-			if g.severity == SeverityCritical {
+			if g.severity == apitypes.SeverityCritical {
 				fc.CriticalOpen += g.count
 			}
-			if g.posture == PostureBlockAdmission {
+			if g.posture == apitypes.PostureBlockAdmission {
 				fc.BlockedAdmissions += g.count
 			}
-		case StatusResolved:
+		case apitypes.StatusResolved:
 			fc.Resolved += g.count
 		}
 	}
@@ -133,8 +135,8 @@ func foldCounts(groups []findingGroup) FindingCounts {
 }
 
 // lag asks the broker for the lag of every configured group.
-func (s *Server) lag(ctx context.Context) LagStatus {
-	out := LagStatus{State: LagNotConfigured, Groups: []GroupLag{}}
+func (s *Server) lag(ctx context.Context) apitypes.LagStatus {
+	out := apitypes.LagStatus{State: apitypes.LagNotConfigured, Groups: []apitypes.GroupLag{}}
 	if s.opts.Lag == nil {
 		return out
 	}
@@ -146,16 +148,16 @@ func (s *Server) lag(ctx context.Context) LagStatus {
 	}
 	if err != nil {
 		s.metrics.lagErrs.Inc()
-		out.State = LagUnknown
+		out.State = apitypes.LagUnknown
 		out.Error = "broker: " + err.Error()
 		return out
 	}
-	out.State = LagOK
+	out.State = apitypes.LagOK
 	for _, g := range lags.Sorted() {
-		gl := GroupLag{Group: g.Group, State: g.State, Topics: []TopicLag{}}
+		gl := apitypes.GroupLag{Group: g.Group, State: g.State, Topics: []apitypes.TopicLag{}}
 		if err := g.Error(); err != nil {
 			gl.Error = err.Error()
-			out.State = LagUnknown
+			out.State = apitypes.LagUnknown
 			if out.Error == "" {
 				out.Error = "group " + g.Group + ": " + err.Error()
 			}
@@ -166,7 +168,7 @@ func (s *Server) lag(ctx context.Context) LagStatus {
 			// No committed offsets: not started, or nothing consumed yet.
 			// Zero would read as "caught up", so the lag is unknown.
 			gl.Error = "no committed offsets yet"
-			out.State = LagUnknown
+			out.State = apitypes.LagUnknown
 			if out.Error == "" {
 				out.Error = "group " + g.Group + ": " + gl.Error
 			}
@@ -176,10 +178,10 @@ func (s *Server) lag(ctx context.Context) LagStatus {
 		var total int64
 		for _, m := range g.Lag.Sorted() {
 			if n := len(gl.Topics); n == 0 || gl.Topics[n-1].Topic != m.Topic {
-				gl.Topics = append(gl.Topics, TopicLag{Topic: m.Topic})
+				gl.Topics = append(gl.Topics, apitypes.TopicLag{Topic: m.Topic})
 			}
 			t := &gl.Topics[len(gl.Topics)-1]
-			pl := PartitionLag{Partition: m.Partition, Committed: m.Commit.At, End: m.End.Offset, Lag: m.Lag}
+			pl := apitypes.PartitionLag{Partition: m.Partition, Committed: m.Commit.At, End: m.End.Offset, Lag: m.Lag}
 			if m.Err != nil {
 				pl.Error = m.Err.Error()
 			}

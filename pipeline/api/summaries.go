@@ -1,6 +1,8 @@
 package api
 
 import (
+	"github.com/driftline/driftline/pipeline/api/apitypes"
+
 	"context"
 	"slices"
 	"strings"
@@ -56,7 +58,7 @@ func rankedFilter(f Filter, n int) bool {
 // all (perDomain false) or per owning domain, restricted to domains if
 // given, and then their current rows. The rows decide: a finding whose
 // current row is no longer open (written after the slots) is left out.
-func (s *Server) rankedFindings(ctx context.Context, domains []string, n int, perDomain bool) ([]Finding, error) {
+func (s *Server) rankedFindings(ctx context.Context, domains []string, n int, perDomain bool) ([]apitypes.Finding, error) {
 	conds, args := []string{"evidence_id != ''"}, []any{}
 	if perDomain || len(domains) > 0 {
 		conds = append(conds, "per_domain = 1")
@@ -116,5 +118,5 @@ func (s *Server) rankedFindings(ctx context.Context, domains []string, n int, pe
 	if len(ids) == 0 {
 		return nil, nil
 	}
-	return s.currentFindings(ctx, "attention_findings", []string{"status = ?"}, []any{StatusOpen}, ids)
+	return s.currentFindings(ctx, "attention_findings", []string{"status = ?"}, []any{apitypes.StatusOpen}, ids)
 }

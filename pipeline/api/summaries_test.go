@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/driftline/driftline/pipeline/api"
+	"github.com/driftline/driftline/pipeline/api/apitypes"
 )
 
 // bulkFindings inserts n findings over five domains inside ClickHouse, a
@@ -104,7 +105,7 @@ func TestAttentionFromSummaryMatchesScan(t *testing.T) {
 	}
 }
 
-func attentionIDs(a *api.Attention) []string {
+func attentionIDs(a *apitypes.Attention) []string {
 	var out []string
 	for _, it := range a.Global {
 		out = append(out, it.ID)

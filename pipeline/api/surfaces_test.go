@@ -24,6 +24,7 @@ import (
 	"github.com/apache/arrow-go/v18/parquet/pqarrow"
 
 	"github.com/driftline/driftline/pipeline/api"
+	"github.com/driftline/driftline/pipeline/api/apitypes"
 )
 
 // nodeRow is one node_agent_status row version.
@@ -212,7 +213,7 @@ func TestConnectivity(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	count := func(ms []api.ConnectivityCount, mode string) uint64 {
+	count := func(ms []apitypes.ConnectivityCount, mode string) uint64 {
 		for _, m := range ms {
 			if m.Mode == mode {
 				return m.Count
@@ -271,7 +272,7 @@ func TestAttention(t *testing.T) {
 	// A finding-only filter leaves nodes out; a node-only one findings.
 	a, _ = fx.client.Attention(ctx, url.Values{"severity": {"critical"}})
 	for _, it := range a.Global {
-		if it.Kind != api.KindFinding || it.Finding.Severity != "critical" {
+		if it.Kind != apitypes.KindFinding || it.Finding.Severity != "critical" {
 			t.Errorf("severity filter: %+v", it)
 		}
 	}
@@ -291,7 +292,7 @@ func TestBillingMismatches(t *testing.T) {
 	if p.Count != 5 || p.Totals.Count != 5 {
 		t.Fatalf("open mismatches: %d, totals %d", p.Count, p.Totals.Count)
 	}
-	want := []api.MoneyTotal{
+	want := []apitypes.MoneyTotal{
 		{Currency: "", Count: 1, AmountAtRisk: "0", RatedAmount: "0", LedgerAmount: "0", Unpriced: 1},
 		// 0.10 + 0.20 + |1234567890123.123456 - 1234567890123.000001|
 		{Currency: "EUR", Count: 3, AmountAtRisk: "0.423455", RatedAmount: "1234567890123.423456", LedgerAmount: "1234567890123.000001"},
@@ -300,7 +301,7 @@ func TestBillingMismatches(t *testing.T) {
 	if !slices.Equal(p.Totals.ByCurrency, want) {
 		t.Errorf("by currency:\n got %+v\nwant %+v", p.Totals.ByCurrency, want)
 	}
-	byID := map[string]api.BillingMismatch{}
+	byID := map[string]apitypes.BillingMismatch{}
 	for _, m := range p.Mismatches {
 		byID[m.MismatchID] = m
 	}
@@ -372,7 +373,7 @@ func TestRatedTotals(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := []api.RatedTotal{
+	want := []apitypes.RatedTotal{
 		{TenantID: "t1", Currency: "EUR", Lines: 3, Quantity: "4.75", Amount: "0.6"},
 		{TenantID: "t2", Currency: "EUR", Lines: 1, Quantity: "1000", Amount: "12345678901234.000001"},
 	}
@@ -420,7 +421,7 @@ func TestSurfaceBadParameters(t *testing.T) {
 		{"/v1/drift?wait_watermark=soon", "wait_watermark"},
 		{"/v1/drift?wait_watermark=2026-11-21T00:00:00Z&wait_timeout=1h", "wait_timeout"},
 	} {
-		eb := decode[api.ErrorBody](t, getJSON(t, fx.url+tc.path, http.StatusBadRequest))
+		eb := decode[apitypes.ErrorBody](t, getJSON(t, fx.url+tc.path, http.StatusBadRequest))
 		if eb.Parameter != tc.param {
 			t.Errorf("%s: %+v", tc.path, eb)
 		}
@@ -430,7 +431,7 @@ func TestSurfaceBadParameters(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	eb := decode[api.ErrorBody](t, getJSON(t, fx.url+"/v1/nodes?sort=last_seen_at&cursor="+p.NextCursor, 400))
+	eb := decode[apitypes.ErrorBody](t, getJSON(t, fx.url+"/v1/nodes?sort=last_seen_at&cursor="+p.NextCursor, 400))
 	if !strings.Contains(eb.Error, "sort=attention_score") {
 		t.Errorf("cursor of another sort: %+v", eb)
 	}
@@ -612,7 +613,7 @@ func TestWaitWatermark(t *testing.T) {
 	// (epoch), so nothing past 1970 is reached yet.
 	u := fx.url + "/v1/drift?severity=critical&wait_watermark=" + t0.Add(-2*time.Minute).Format(time.RFC3339) + "&wait_timeout=300ms"
 	start := time.Now()
-	eb := decode[api.ErrorBody](t, getJSON(t, u, http.StatusGatewayTimeout))
+	eb := decode[apitypes.ErrorBody](t, getJSON(t, u, http.StatusGatewayTimeout))
 	if el := time.Since(start); el < 300*time.Millisecond || el > 5*time.Second {
 		t.Errorf("wait took %v", el)
 	}

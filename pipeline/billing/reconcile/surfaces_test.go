@@ -13,6 +13,7 @@ import (
 
 	"github.com/driftline/driftline/internal/testenv"
 	"github.com/driftline/driftline/pipeline/api"
+	"github.com/driftline/driftline/pipeline/api/apitypes"
 	"github.com/driftline/driftline/pipeline/contract"
 )
 
@@ -53,28 +54,28 @@ func TestStatusAndAutomationThroughTheAPI(t *testing.T) {
 		f.tickPartition(p, t0.Add(20*time.Minute))
 	}
 
-	status := func() api.BillingConservation {
-		var st api.Status
+	status := func() apitypes.BillingConservation {
+		var st apitypes.Status
 		if err := json.Unmarshal(get(t, hs.URL+"/v1/status", 200), &st); err != nil {
 			t.Fatal(err)
 		}
 		return st.Billing
 	}
-	automation := func(q string) api.Automation {
-		var a api.Automation
+	automation := func(q string) apitypes.Automation {
+		var a apitypes.Automation
 		if err := json.Unmarshal(get(t, hs.URL+"/v1/billing/automation?"+q, 200), &a); err != nil {
 			t.Fatal(err)
 		}
 		return a
 	}
-	tenant := func(b api.BillingConservation, id string) api.TenantConservation {
+	tenant := func(b apitypes.BillingConservation, id string) apitypes.TenantConservation {
 		for _, tc := range b.Tenants {
 			if tc.TenantID == id {
 				return tc
 			}
 		}
 		t.Fatalf("no tenant %q in %+v", id, b.Tenants)
-		return api.TenantConservation{}
+		return apitypes.TenantConservation{}
 	}
 
 	testenv.CheckFor(t, 30*time.Second, func() error {
@@ -108,8 +109,8 @@ func TestStatusAndAutomationThroughTheAPI(t *testing.T) {
 	if b.Balanced || len(b.Unbalanced) != 2 {
 		t.Fatalf("section %+v", b)
 	}
-	conservation := func(q string) api.ConservationPage {
-		var p api.ConservationPage
+	conservation := func(q string) apitypes.ConservationPage {
+		var p apitypes.ConservationPage
 		if err := json.Unmarshal(get(t, hs.URL+"/v1/billing/conservation?"+q, 200), &p); err != nil {
 			t.Fatal(err)
 		}

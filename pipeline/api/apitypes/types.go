@@ -1,4 +1,4 @@
-package api
+package apitypes
 
 import "time"
 
@@ -134,7 +134,7 @@ type Status struct {
 	Findings            FindingCounts    `json:"findings"`
 	Lag                 LagStatus        `json:"lag"`
 
-	// Billing is the conservation of the billing windows (billing_status.go).
+	// Billing is the conservation of the billing windows (billing.go).
 	Billing BillingConservation `json:"billing"`
 }
 
