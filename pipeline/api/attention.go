@@ -1,8 +1,6 @@
 package api
 
 import (
-	"github.com/driftline/driftline/pipeline/api/apitypes"
-
 	"cmp"
 	"context"
 	"fmt"
@@ -13,6 +11,8 @@ import (
 	"sync"
 
 	"github.com/ClickHouse/clickhouse-go/v2/lib/driver"
+
+	"github.com/driftline/driftline/pipeline/api/apitypes"
 )
 
 // Attention queue sizes.

@@ -1,8 +1,6 @@
 package api
 
 import (
-	"github.com/driftline/driftline/pipeline/api/apitypes"
-
 	"fmt"
 	"net/http"
 	"strings"
@@ -15,6 +13,8 @@ import (
 	"github.com/apache/arrow-go/v18/parquet"
 	"github.com/apache/arrow-go/v18/parquet/compress"
 	"github.com/apache/arrow-go/v18/parquet/pqarrow"
+
+	"github.com/driftline/driftline/pipeline/api/apitypes"
 )
 
 // MaxBundleFindings bounds one evidence bundle: an incident or release

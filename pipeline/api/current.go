@@ -1,8 +1,6 @@
 package api
 
 import (
-	"github.com/driftline/driftline/pipeline/api/apitypes"
-
 	"context"
 	"fmt"
 	"math"
@@ -11,6 +9,8 @@ import (
 	"time"
 
 	"github.com/ClickHouse/clickhouse-go/v2/lib/driver"
+
+	"github.com/driftline/driftline/pipeline/api/apitypes"
 )
 
 // The attention queue, drift pages in evidence_id order and drift detail

@@ -1,9 +1,9 @@
 package api
 
 import (
-	"github.com/driftline/driftline/pipeline/api/apitypes"
-
 	"net/http"
+
+	"github.com/driftline/driftline/pipeline/api/apitypes"
 )
 
 // driftSorts are the orders of /v1/drift. The default keeps the "e1:"

@@ -1,11 +1,11 @@
 package api
 
 import (
-	"github.com/driftline/driftline/pipeline/api/apitypes"
-
 	"errors"
 	"fmt"
 	"strings"
+
+	"github.com/driftline/driftline/pipeline/api/apitypes"
 )
 
 // ErrNotFound is returned by Client methods when the server answers 404,

@@ -1,8 +1,6 @@
 package api
 
 import (
-	"github.com/driftline/driftline/pipeline/api/apitypes"
-
 	"encoding/csv"
 	"net/http"
 	"net/url"
@@ -14,6 +12,8 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/ipc"
 	"github.com/apache/arrow-go/v18/arrow/memory"
+
+	"github.com/driftline/driftline/pipeline/api/apitypes"
 )
 
 // Media types of the export formats.

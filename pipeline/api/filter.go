@@ -1,8 +1,6 @@
 package api
 
 import (
-	"github.com/driftline/driftline/pipeline/api/apitypes"
-
 	"encoding/base64"
 	"net/url"
 	"slices"
@@ -11,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/driftline/driftline/pipeline/api/apitypes"
 	"github.com/driftline/driftline/pipeline/contract"
 )
 

@@ -1,11 +1,11 @@
 package api
 
 import (
-	"github.com/driftline/driftline/pipeline/api/apitypes"
-
 	"net/http"
 	"slices"
 	"sort"
+
+	"github.com/driftline/driftline/pipeline/api/apitypes"
 )
 
 func (s *Server) handleHeatmap(w http.ResponseWriter, r *http.Request) error {
@@ -59,10 +59,10 @@ func foldHeatmap(status string, groups []findingGroup) apitypes.Heatmap {
 	}
 	sort.Strings(extra)
 	h := apitypes.Heatmap{
-		Status:                   status,
-		Domains:                  make([]string, 0, len(domains)),
+		Status:          status,
+		Domains:         make([]string, 0, len(domains)),
 		Classifications: slices.Concat(apitypes.Classifications, extra),
-		Cells:                    make([]apitypes.HeatCell, 0, len(cells)),
+		Cells:           make([]apitypes.HeatCell, 0, len(cells)),
 	}
 	if h.Status == "" {
 		h.Status = apitypes.StatusAll

@@ -1,8 +1,6 @@
 package api
 
 import (
-	"github.com/driftline/driftline/pipeline/api/apitypes"
-
 	"context"
 	"fmt"
 	"net/http"
@@ -11,6 +9,8 @@ import (
 	"time"
 
 	"github.com/ClickHouse/clickhouse-go/v2/lib/driver"
+
+	"github.com/driftline/driftline/pipeline/api/apitypes"
 )
 
 // nodeParams are the filters of /v1/nodes, /v1/connectivity and the node

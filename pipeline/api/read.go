@@ -1,8 +1,6 @@
 package api
 
 import (
-	"github.com/driftline/driftline/pipeline/api/apitypes"
-
 	"context"
 	"fmt"
 	"math"
@@ -10,6 +8,8 @@ import (
 	"time"
 
 	"github.com/ClickHouse/clickhouse-go/v2/lib/driver"
+
+	"github.com/driftline/driftline/pipeline/api/apitypes"
 )
 
 // The SQL here runs on ClickHouse 18.16 and on current releases: FINAL

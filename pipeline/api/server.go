@@ -1,8 +1,6 @@
 package api
 
 import (
-	"github.com/driftline/driftline/pipeline/api/apitypes"
-
 	"context"
 	"encoding/json"
 	"errors"
@@ -17,6 +15,8 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"github.com/twmb/franz-go/pkg/kadm"
+
+	"github.com/driftline/driftline/pipeline/api/apitypes"
 )
 
 // Reader is what the server needs of ClickHouse; a clickhouse-go

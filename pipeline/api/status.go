@@ -1,13 +1,13 @@
 package api
 
 import (
-	"github.com/driftline/driftline/pipeline/api/apitypes"
-
 	"context"
 	"net/http"
 	"sort"
 	"sync"
 	"time"
+
+	"github.com/driftline/driftline/pipeline/api/apitypes"
 )
 
 func (s *Server) handleStatus(w http.ResponseWriter, r *http.Request) error {

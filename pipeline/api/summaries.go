@@ -1,14 +1,13 @@
 package api
 
 import (
-	"github.com/driftline/driftline/pipeline/api/apitypes"
-
 	"context"
 	"slices"
 	"strings"
 
 	"github.com/ClickHouse/clickhouse-go/v2/lib/driver"
 
+	"github.com/driftline/driftline/pipeline/api/apitypes"
 	"github.com/driftline/driftline/pipeline/readmodel/sink"
 )
 
