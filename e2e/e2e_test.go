@@ -23,7 +23,7 @@ import (
 	"github.com/driftline/driftline/internal/fleet"
 	"github.com/driftline/driftline/internal/stack"
 	"github.com/driftline/driftline/internal/testenv"
-	"github.com/driftline/driftline/pipeline/api"
+	"github.com/driftline/driftline/pipeline/api/client"
 	"github.com/driftline/driftline/pipeline/contract/decimal"
 	"github.com/driftline/driftline/pipeline/readmodel"
 	"github.com/driftline/driftline/pipeline/service"
@@ -114,7 +114,7 @@ func TestFleetFindingsMatchGroundTruth(t *testing.T) {
 
 	waitCaughtUp(t, s.BrokerAddr(), "driftline-joiner")
 
-	qc := &api.Client{BaseURL: s.QueryURL()}
+	qc := &client.Client{BaseURL: s.QueryURL()}
 	got, err := qc.DriftAll(ctx, url.Values{"status": {"all"}, "limit": {"1000"}})
 	if err != nil {
 		t.Fatal(err)

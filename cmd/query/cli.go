@@ -14,13 +14,13 @@ import (
 	"text/tabwriter"
 	"time"
 
-	"github.com/driftline/driftline/pipeline/api"
+	"github.com/driftline/driftline/pipeline/api/client"
 	"github.com/driftline/driftline/pipeline/api/apitypes"
 	"github.com/driftline/driftline/pipeline/service"
 )
 
 // commands are the client subcommands; anything else runs the server.
-var commands = map[string]func(ctx context.Context, c *api.Client, q url.Values, args []string) (table, any, error){
+var commands = map[string]func(ctx context.Context, c *client.Client, q url.Values, args []string) (table, any, error){
 	"drift":      cmdDrift,
 	"heatmap":    cmdHeatmap,
 	"attention":  cmdAttention,
@@ -86,10 +86,10 @@ func runClient(name string, args []string, stdout io.Writer) error {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), *timeout)
 	defer cancel()
-	c := &api.Client{BaseURL: *apiURL}
+	c := &client.Client{BaseURL: *apiURL}
 	t, raw, err := commands[name](ctx, c, q, pos)
 	if err != nil {
-		if ae, ok := errors.AsType[*api.APIError](err); ok && ae.Body.Allowed != nil {
+		if ae, ok := errors.AsType[*client.APIError](err); ok && ae.Body.Allowed != nil {
 			return fmt.Errorf("%w (allowed: %s)", err, strings.Join(ae.Body.Allowed, ", "))
 		}
 		return err
@@ -135,7 +135,7 @@ func ts(t *time.Time) string {
 
 func score(f float64) string { return strconv.FormatFloat(f, 'f', 1, 64) }
 
-func cmdDrift(ctx context.Context, c *api.Client, q url.Values, pos []string) (table, any, error) {
+func cmdDrift(ctx context.Context, c *client.Client, q url.Values, pos []string) (table, any, error) {
 	t := table{head: []string{"evidence_id", "severity", "status", "classification", "owning_domain", "expected", "observed", "posture", "first_seen_at", "score"}}
 	var (
 		fs  []apitypes.Finding
@@ -164,7 +164,7 @@ func cmdDrift(ctx context.Context, c *api.Client, q url.Values, pos []string) (t
 	return t, raw, nil
 }
 
-func cmdHeatmap(ctx context.Context, c *api.Client, q url.Values, _ []string) (table, any, error) {
+func cmdHeatmap(ctx context.Context, c *client.Client, q url.Values, _ []string) (table, any, error) {
 	takeAll(q)
 	h, err := c.Heatmap(ctx, q)
 	if err != nil {
@@ -193,7 +193,7 @@ func cmdHeatmap(ctx context.Context, c *api.Client, q url.Values, _ []string) (t
 	return t, h, nil
 }
 
-func cmdAttention(ctx context.Context, c *api.Client, q url.Values, _ []string) (table, any, error) {
+func cmdAttention(ctx context.Context, c *client.Client, q url.Values, _ []string) (table, any, error) {
 	takeAll(q)
 	a, err := c.Attention(ctx, q)
 	if err != nil {
@@ -218,7 +218,7 @@ func cmdAttention(ctx context.Context, c *api.Client, q url.Values, _ []string) 
 	return t, a, nil
 }
 
-func cmdBilling(ctx context.Context, c *api.Client, q url.Values, _ []string) (table, any, error) {
+func cmdBilling(ctx context.Context, c *client.Client, q url.Values, _ []string) (table, any, error) {
 	all := takeAll(q)
 	t := table{head: []string{"mismatch_id", "kind", "tenant_id", "product_id", "unit_id", "quantity", "rated_amount", "ledger_amount", "amount_at_risk", "currency", "status", "first_seen_at"}}
 	var pages []*apitypes.BillingPage
@@ -257,7 +257,7 @@ func cmdBilling(ctx context.Context, c *api.Client, q url.Values, _ []string) (t
 	return t, pages, nil
 }
 
-func cmdAutomation(ctx context.Context, c *api.Client, q url.Values, _ []string) (table, any, error) {
+func cmdAutomation(ctx context.Context, c *client.Client, q url.Values, _ []string) (table, any, error) {
 	t := table{head: []string{"scope", "kind", "stops", "open", "amount_at_risk"}}
 	a, err := c.Automation(ctx, q)
 	if err != nil {
@@ -288,7 +288,7 @@ func cmdAutomation(ctx context.Context, c *api.Client, q url.Values, _ []string)
 	return t, a, nil
 }
 
-func cmdNode(ctx context.Context, c *api.Client, q url.Values, pos []string) (table, any, error) {
+func cmdNode(ctx context.Context, c *client.Client, q url.Values, pos []string) (table, any, error) {
 	all := takeAll(q)
 	if len(pos) > 1 {
 		return table{}, nil, errors.New("node: give at most one node_id")

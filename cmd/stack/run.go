@@ -12,7 +12,7 @@ import (
 
 	"github.com/driftline/driftline/internal/fleet"
 	"github.com/driftline/driftline/internal/stack"
-	"github.com/driftline/driftline/pipeline/api"
+	"github.com/driftline/driftline/pipeline/api/client"
 	"github.com/driftline/driftline/pipeline/api/apitypes"
 	"github.com/driftline/driftline/pipeline/readmodel"
 	"github.com/driftline/driftline/pipeline/service"
@@ -93,7 +93,7 @@ func runFleet(ctx context.Context, out io.Writer, st stack.State, fcfg fleet.Con
 	}
 	fmt.Fprintf(out, "fed in %s\n", time.Since(start).Round(time.Millisecond))
 
-	qc := &api.Client{BaseURL: st.Query}
+	qc := &client.Client{BaseURL: st.Query}
 	status, err := waitCaughtUp(ctx, out, qc, catchUp)
 	if err != nil {
 		return err
@@ -110,7 +110,7 @@ func runFleet(ctx context.Context, out io.Writer, st stack.State, fcfg fleet.Con
 
 // waitCaughtUp polls /v1/status until the joiner's consumer lag is 0, or
 // the finding counts have not changed for stableFor, or timeout passes.
-func waitCaughtUp(ctx context.Context, out io.Writer, qc *api.Client, timeout time.Duration) (*apitypes.Status, error) {
+func waitCaughtUp(ctx context.Context, out io.Writer, qc *client.Client, timeout time.Duration) (*apitypes.Status, error) {
 	const stableFor = 10 * time.Second
 	fmt.Fprintf(out, "waiting for the pipeline to catch up (at most %s)\n", timeout)
 	deadline := time.Now().Add(timeout)

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"math/big"
 	"net/http"
-	"net/url"
 	"sort"
 	"strings"
 	"time"
@@ -391,11 +390,4 @@ func (s *Server) automation(ctx context.Context, tenant, product string) (apityp
 		sort.Slice(a.Products, func(i, j int) bool { return a.Products[i].ProductID < a.Products[j].ProductID })
 	}
 	return a, nil
-}
-
-// Automation calls GET /v1/billing/automation with tenant_id (required)
-// and product_id in q.
-func (c *Client) Automation(ctx context.Context, q url.Values) (*apitypes.Automation, error) {
-	var a apitypes.Automation
-	return &a, c.get(ctx, "/v1/billing/automation", q, &a)
 }

@@ -19,6 +19,7 @@ import (
 
 	"github.com/driftline/driftline/internal/testenv"
 	"github.com/driftline/driftline/pipeline/api"
+	"github.com/driftline/driftline/pipeline/api/client"
 	"github.com/driftline/driftline/pipeline/api/apitypes"
 	"github.com/driftline/driftline/pipeline/readmodel"
 )
@@ -164,7 +165,7 @@ func seed(t *testing.T, db driver.Conn) {
 type fixture struct {
 	db     driver.Conn
 	url    string
-	client *api.Client
+	client *client.Client
 }
 
 func newFixture(t *testing.T, opts api.Options) *fixture {
@@ -179,7 +180,7 @@ func newFixture(t *testing.T, opts api.Options) *fixture {
 	}
 	hs := httptest.NewServer(srv.Handler())
 	t.Cleanup(hs.Close)
-	return &fixture{db: db, url: hs.URL, client: &api.Client{BaseURL: hs.URL}}
+	return &fixture{db: db, url: hs.URL, client: &client.Client{BaseURL: hs.URL}}
 }
 
 func ids(fs []apitypes.Finding) []string {
@@ -366,7 +367,7 @@ func TestBadParameters(t *testing.T) {
 			t.Errorf("%s: allowed %v lacks %s", tc.path, eb.Allowed, tc.allowed)
 		}
 	}
-	var ae *api.APIError
+	var ae *client.APIError
 	_, err := fx.client.Drift(context.Background(), url.Values{"severity": {"bogus"}})
 	if !errors.As(err, &ae) || ae.StatusCode != 400 || ae.Body.Parameter != "severity" {
 		t.Errorf("client error: %v", err)
@@ -410,7 +411,7 @@ func TestDriftDetail(t *testing.T) {
 	}
 
 	_, err = fx.client.DriftDetail(ctx, "missing_provider_resource:maas/nope")
-	if !errors.Is(err, api.ErrNotFound) {
+	if !errors.Is(err, client.ErrNotFound) {
 		t.Errorf("unknown id: %v", err)
 	}
 	getJSON(t, fx.url+"/v1/nothing", 404)

@@ -24,6 +24,7 @@ import (
 	"github.com/apache/arrow-go/v18/parquet/pqarrow"
 
 	"github.com/driftline/driftline/pipeline/api"
+	"github.com/driftline/driftline/pipeline/api/client"
 	"github.com/driftline/driftline/pipeline/api/apitypes"
 )
 
@@ -202,7 +203,7 @@ func TestNodeDetail(t *testing.T) {
 	if len(d.Findings) != 1 || len(d.Findings[0].History) != 2 || !d.Comparison[0].Match {
 		t.Errorf("n1: %+v", d)
 	}
-	if _, err := fx.client.Node(ctx, "nope"); !errors.Is(err, api.ErrNotFound) {
+	if _, err := fx.client.Node(ctx, "nope"); !errors.Is(err, client.ErrNotFound) {
 		t.Errorf("unknown node: %v", err)
 	}
 }

@@ -1,4 +1,6 @@
-package api
+// Package client calls the query API over HTTP (package api serves it)
+// and decodes its answers into the types of package apitypes.
+package client
 
 import (
 	"github.com/driftline/driftline/pipeline/api/apitypes"
@@ -156,4 +158,11 @@ func (c *Client) BillingMismatches(ctx context.Context, q url.Values) (*apitypes
 func (c *Client) Rated(ctx context.Context, q url.Values) (*apitypes.RatedTotals, error) {
 	var r apitypes.RatedTotals
 	return &r, c.get(ctx, "/v1/billing/rated", q, &r)
+}
+
+// Automation calls GET /v1/billing/automation with tenant_id (required)
+// and product_id in q.
+func (c *Client) Automation(ctx context.Context, q url.Values) (*apitypes.Automation, error) {
+	var a apitypes.Automation
+	return &a, c.get(ctx, "/v1/billing/automation", q, &a)
 }
