@@ -17,6 +17,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kadm"
 
 	"github.com/driftline/driftline/pipeline/api/apitypes"
+	"github.com/driftline/driftline/pipeline/api/web"
 )
 
 // Reader is what the server needs of ClickHouse; a clickhouse-go
@@ -147,7 +148,7 @@ func (s *Server) Handler() http.Handler {
 	s.route(mux, "GET /v1/billing/conservation", "billing_conservation", s.handleConservation)
 	s.route(mux, "GET /v1/bundle", "bundle", s.handleBundle)
 	s.route(mux, "GET /healthz", "healthz", s.handleHealthz)
-	mux.Handle("GET /ui/", uiHandler())
+	mux.Handle("GET /ui/", web.Handler())
 	mux.Handle("GET /{$}", http.RedirectHandler("/ui/", http.StatusFound))
 	s.route(mux, "/", "not_found", func(w http.ResponseWriter, r *http.Request) error {
 		writeJSON(w, http.StatusNotFound, apitypes.ErrorBody{Error: "no such endpoint: " + r.URL.Path})
