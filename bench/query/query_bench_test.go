@@ -23,6 +23,7 @@ import (
 	"github.com/driftline/driftline/internal/testenv"
 	"github.com/driftline/driftline/pipeline/api"
 	"github.com/driftline/driftline/pipeline/readmodel"
+	"github.com/driftline/driftline/pipeline/readmodel/sink"
 )
 
 // EnvFindings sets how many findings the benchmark loads (default
@@ -112,7 +113,7 @@ func server(b *testing.B) string {
 		// The marks are kept by a materialized view during the load; the
 		// counts and attention tops are what the joiner
 		// would hold for these findings.
-		if fixture.err = api.RebuildSummaries(ctx, db, benchPartitions); fixture.err != nil {
+		if fixture.err = sink.RebuildSummaries(ctx, db, benchPartitions); fixture.err != nil {
 			return
 		}
 		b.Logf("loaded %d findings and %d nodes in %v, summaries rebuilt in %v", findings, nodes,

@@ -14,6 +14,7 @@ import (
 	"github.com/driftline/driftline/pipeline/api"
 	"github.com/driftline/driftline/pipeline/api/apitypes"
 	"github.com/driftline/driftline/pipeline/readmodel"
+	"github.com/driftline/driftline/pipeline/readmodel/sink"
 )
 
 func TestMain(m *testing.M) { testenv.Main(m) }
@@ -56,7 +57,7 @@ func startAPI(t *testing.T) string {
 		[]any{"rated_not_ledgered:u2", "rated_not_ledgered", "t1", "0.20", "EUR", "open", now, now, uint64(1)})
 	// The joiner keeps the heat map's counts and the attention tops; rows
 	// written by hand need them rebuilt.
-	if err := api.RebuildSummaries(ctx, db, 1); err != nil {
+	if err := sink.RebuildSummaries(ctx, db, 1); err != nil {
 		t.Fatal(err)
 	}
 	srv, err := api.New(api.Options{DB: db, Now: func() time.Time { return now }})

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/driftline/driftline/pipeline/api"
+	"github.com/driftline/driftline/pipeline/readmodel/sink"
 )
 
 // churn writes findings and nodes in several versions, each version in its
@@ -42,7 +43,7 @@ func churn(t *testing.T, fx *fixture) {
 			t.Fatal(err)
 		}
 	}
-	if err := api.RebuildSummaries(ctx, fx.db, 3); err != nil {
+	if err := sink.RebuildSummaries(ctx, fx.db, 3); err != nil {
 		t.Fatal(err)
 	}
 }

@@ -19,9 +19,10 @@ import (
 
 	"github.com/driftline/driftline/internal/testenv"
 	"github.com/driftline/driftline/pipeline/api"
-	"github.com/driftline/driftline/pipeline/api/client"
 	"github.com/driftline/driftline/pipeline/api/apitypes"
+	"github.com/driftline/driftline/pipeline/api/client"
 	"github.com/driftline/driftline/pipeline/readmodel"
+	"github.com/driftline/driftline/pipeline/readmodel/sink"
 )
 
 func TestMain(m *testing.M) { testenv.Main(m) }
@@ -157,7 +158,7 @@ func seed(t *testing.T, db driver.Conn) {
 	progress("joiner", 2, time.Time{}, h(20*time.Second), 0, 0, 1) // idle partition
 	progress("rater", 0, h(2*time.Minute), h(3*time.Second), 7, 0, 1)
 	// The summaries the joiner would keep for these findings.
-	if err := api.RebuildSummaries(context.Background(), db, 2); err != nil {
+	if err := sink.RebuildSummaries(context.Background(), db, 2); err != nil {
 		t.Fatal(err)
 	}
 }

@@ -9,6 +9,7 @@ import (
 
 	"github.com/driftline/driftline/pipeline/api"
 	"github.com/driftline/driftline/pipeline/api/apitypes"
+	"github.com/driftline/driftline/pipeline/readmodel/sink"
 )
 
 // bulkFindings inserts n findings over five domains inside ClickHouse, a
@@ -32,7 +33,7 @@ func bulkFindings(t *testing.T, fx *fixture, n int) {
 			t.Fatal(err)
 		}
 	}
-	if err := api.RebuildSummaries(ctx, fx.db, 4); err != nil {
+	if err := sink.RebuildSummaries(ctx, fx.db, 4); err != nil {
 		t.Fatal(err)
 	}
 }

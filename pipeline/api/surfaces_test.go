@@ -24,8 +24,8 @@ import (
 	"github.com/apache/arrow-go/v18/parquet/pqarrow"
 
 	"github.com/driftline/driftline/pipeline/api"
-	"github.com/driftline/driftline/pipeline/api/client"
 	"github.com/driftline/driftline/pipeline/api/apitypes"
+	"github.com/driftline/driftline/pipeline/api/client"
 )
 
 // nodeRow is one node_agent_status row version.

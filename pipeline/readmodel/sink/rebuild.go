@@ -1,12 +1,10 @@
-package api
+package sink
 
 import (
 	"context"
 	"fmt"
 
 	"github.com/ClickHouse/clickhouse-go/v2/lib/driver"
-
-	"github.com/driftline/driftline/pipeline/readmodel/sink"
 )
 
 // RebuildSummaries recomputes finding_counts and attention_top from the
@@ -29,7 +27,7 @@ func RebuildSummaries(ctx context.Context, db driver.Conn, partitions int) error
 			SELECT %s AS p, %s AS d, evidence_id, attention_score FROM drift_evidence FINAL WHERE status = 'open'
 			ORDER BY p, d, attention_score DESC, evidence_id LIMIT %d BY p, d)
 		GROUP BY p, d)
-	ARRAY JOIN arrayEnumerate(ids) AS i`, perDomain, part, by, sink.AttentionSlots)
+	ARRAY JOIN arrayEnumerate(ids) AS i`, perDomain, part, by, AttentionSlots)
 	}
 	for _, stmt := range []string{
 		"TRUNCATE TABLE finding_counts",
