@@ -14,8 +14,8 @@ import (
 	"text/tabwriter"
 	"time"
 
-	"github.com/driftline/driftline/pipeline/api/client"
 	"github.com/driftline/driftline/pipeline/api/apitypes"
+	"github.com/driftline/driftline/pipeline/api/client"
 	"github.com/driftline/driftline/pipeline/service"
 )
 

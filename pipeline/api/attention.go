@@ -2,17 +2,14 @@ package api
 
 import (
 	"cmp"
-	"context"
-	"fmt"
 	"net/http"
 	"net/url"
 	"slices"
 	"sort"
 	"sync"
 
-	"github.com/ClickHouse/clickhouse-go/v2/lib/driver"
-
 	"github.com/driftline/driftline/pipeline/api/apitypes"
+	"github.com/driftline/driftline/pipeline/readmodel/reader"
 )
 
 // Attention queue sizes.
@@ -46,16 +43,16 @@ func (s *Server) handleAttention(w http.ResponseWriter, r *http.Request) error {
 			dq[k] = v
 		}
 	}
-	f, err := parseFilter(dq, "n", "by", "kind")
+	f, err := parseFilter(dq, s.opts.Now(), "n", "by", "kind")
 	if err != nil {
 		return err
 	}
 	f.Status = apitypes.StatusOpen
-	ps := slices.DeleteFunc(slices.Clone(nodeParams), func(p listParam) bool {
+	var nf reader.NodeFilter
+	ps := slices.DeleteFunc(nodeParams(&nf), func(p listParam) bool {
 		return !slices.Contains(nodeOnlyParams, p.name) && p.name != "owning_domain" && p.name != "domain_id"
 	})
-	nconds, nargs, err := listConds(nq, ps)
-	if err != nil {
+	if err := parseLists(nq, ps); err != nil {
 		return err
 	}
 	n, err := parseInt(q, "n", DefaultAttentionN, 1, MaxAttentionN)
@@ -91,23 +88,10 @@ func (s *Server) handleAttention(w http.ResponseWriter, r *http.Request) error {
 		ferr, nerr error
 	)
 	if wantFindings {
-		wg.Go(func() {
-			if rankedFilter(f, n) {
-				fs, ferr = s.rankedFindings(ctx, f.OwningDomains, n, by == "domain")
-				return
-			}
-			conds, args := f.where(s.opts.Now())
-			fs, ferr = s.topFindings(ctx, conds, args, n, by == "domain")
-		})
+		wg.Go(func() { fs, ferr = s.read.TopFindings(ctx, f, n, by == "domain") })
 	}
 	if wantNodes {
-		wg.Go(func() {
-			if by == "domain" {
-				ns, nerr = s.topNodes(ctx, nconds, nargs, n, true)
-				return
-			}
-			ns, nerr = s.rankedNodes(ctx, nconds, nargs, n)
-		})
+		wg.Go(func() { ns, nerr = s.read.TopNodes(ctx, nf, n, by == "domain") })
 	}
 	wg.Wait()
 	if err := cmp.Or(ferr, nerr); err != nil {
@@ -168,51 +152,4 @@ func foldAttention(items []apitypes.AttentionItem, n int, byDomain bool) apitype
 		out.Domains = []apitypes.AttentionDomain{}
 	}
 	return out
-}
-
-// topFindings reads the n open findings of highest attention_score, over
-// all (perDomain false) or per owning domain (LIMIT BY, which 18.16 has).
-func (s *Server) topFindings(ctx context.Context, conds []string, args []any, n int, perDomain bool) ([]apitypes.Finding, error) {
-	order, limit := " ORDER BY attention_score DESC, evidence_id", fmt.Sprintf(" LIMIT %d", n)
-	if perDomain {
-		order = " ORDER BY owning_domain, attention_score DESC, evidence_id"
-		limit = fmt.Sprintf(" LIMIT %d BY owning_domain", n)
-	}
-	rows, err := s.readQuery(ctx, "attention_findings", "SELECT "+findingColumns+" FROM drift_evidence FINAL"+
-		whereClause(conds)+order+limit, args...)
-	if err != nil {
-		return nil, err
-	}
-	var out []apitypes.Finding
-	err = s.scanAll("attention_findings", rows, func(r driver.Rows) error {
-		f, err := scanFinding(r)
-		out = append(out, f)
-		return err
-	})
-	return out, err
-}
-
-// topNodes reads the n current nodes of highest attention_score under
-// conds whose gate does not pass, over all (perDomain false) or per owning
-// domain, collapsing node_agent_status with FINAL.
-func (s *Server) topNodes(ctx context.Context, conds []string, args []any, n int, perDomain bool) ([]apitypes.Node, error) {
-	order, limit := " ORDER BY attention_score DESC, node_id", fmt.Sprintf(" LIMIT %d", n)
-	if perDomain {
-		order = " ORDER BY owning_domain, attention_score DESC, node_id"
-		limit = fmt.Sprintf(" LIMIT %d BY owning_domain", n)
-	}
-	// A node whose gate passes needs no attention whatever its score.
-	conds = append(slices.Clone(conds), "gate != '"+apitypes.GatePass+"'")
-	rows, err := s.readQuery(ctx, "attention_nodes", "SELECT "+nodeColumns+" FROM node_agent_status FINAL"+
-		whereClause(conds)+order+limit, args...)
-	if err != nil {
-		return nil, err
-	}
-	var out []apitypes.Node
-	err = s.scanAll("attention_nodes", rows, func(r driver.Rows) error {
-		nd, err := scanNode(r)
-		out = append(out, nd)
-		return err
-	})
-	return out, err
 }

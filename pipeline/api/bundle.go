@@ -3,9 +3,7 @@ package api
 import (
 	"fmt"
 	"net/http"
-	"strings"
 
-	"github.com/ClickHouse/clickhouse-go/v2/lib/driver"
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/ipc"
@@ -15,17 +13,21 @@ import (
 	"github.com/apache/arrow-go/v18/parquet/pqarrow"
 
 	"github.com/driftline/driftline/pipeline/api/apitypes"
+	"github.com/driftline/driftline/pipeline/readmodel/reader"
 )
 
 // MaxBundleFindings bounds one evidence bundle: an incident or release
 // names a handful of findings, not a fleet.
 const MaxBundleFindings = 10000
 
-// bundleParams select the findings of a bundle; at least one is required.
-var bundleParams = []listParam{
-	{"evidence_id", "evidence_id", nil},
-	{"correlation_id", "correlation_id", nil},
-	{"node_id", "provider_id", nil}, // with provider = 'maas'
+// bundleParams select the findings of a bundle into sel; at least one is
+// required.
+func bundleParams(sel *reader.BundleSelection) []listParam {
+	return []listParam{
+		{"evidence_id", &sel.EvidenceIDs, nil},
+		{"correlation_id", &sel.CorrelationIDs, nil},
+		{"node_id", &sel.NodeIDs, nil},
+	}
 }
 
 // historyType is the Arrow type of a finding's history in a bundle.
@@ -86,50 +88,24 @@ func bundleColumns() []column[bundleRow] {
 // recommended action, as one Arrow IPC file or Parquet file.
 func (s *Server) handleBundle(w http.ResponseWriter, r *http.Request) error {
 	q := r.URL.Query()
-	if err := checkKnown(q, paramNames(bundleParams, "format")...); err != nil {
+	var sel reader.BundleSelection
+	ps := bundleParams(&sel)
+	if err := checkKnown(q, paramNames(ps, "format")...); err != nil {
 		return err
 	}
 	format, err := parseChoice(q, "format", "arrow", []string{"arrow", "parquet"})
 	if err != nil {
 		return err
 	}
-	// Each selector widens the bundle (OR): an incident is its correlation
-	// ids plus the findings and nodes an operator added to it.
-	var (
-		ors  []string
-		args []any
-	)
-	for _, p := range bundleParams {
-		conds, a, err := listConds(q, []listParam{p})
-		if err != nil {
-			return err
-		}
-		if len(conds) == 0 {
-			continue
-		}
-		c := conds[0]
-		if p.name == "node_id" {
-			c = "(provider = 'maas' AND " + c + ")"
-		}
-		ors = append(ors, c)
-		args = append(args, a...)
+	if err := parseLists(q, ps); err != nil {
+		return err
 	}
-	if len(ors) == 0 {
+	if sel.Empty() {
 		return &ParamError{Param: "evidence_id", Reason: "name the bundle's findings with evidence_id, correlation_id or node_id",
-			Allowed: paramNames(bundleParams)}
+			Allowed: paramNames(ps)}
 	}
 	ctx := r.Context()
-	rows, err := s.readQuery(ctx, "bundle", "SELECT "+findingColumns+" FROM drift_evidence FINAL WHERE "+
-		strings.Join(ors, " OR ")+fmt.Sprintf(" ORDER BY evidence_id LIMIT %d", MaxBundleFindings+1), args...)
-	if err != nil {
-		return err
-	}
-	var findings []apitypes.Finding
-	err = s.scanAll("bundle", rows, func(r driver.Rows) error {
-		f, err := scanFinding(r)
-		findings = append(findings, f)
-		return err
-	})
+	findings, err := s.read.BundleFindings(ctx, sel, MaxBundleFindings+1)
 	if err != nil {
 		return err
 	}
@@ -140,7 +116,7 @@ func (s *Server) handleBundle(w http.ResponseWriter, r *http.Request) error {
 		writeJSON(w, http.StatusNotFound, apitypes.ErrorBody{Error: "no finding matches the bundle selection"})
 		return nil
 	}
-	hist, err := s.histories(ctx, findingIDs(findings))
+	hist, err := s.read.Histories(ctx, findingIDs(findings))
 	if err != nil {
 		return err
 	}

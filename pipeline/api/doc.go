@@ -1,14 +1,19 @@
-// Package query serves the read-only query API of the reconciliation
+// Package api serves the read-only query API of the reconciliation
 // pipeline (CONTRACT section 7): JSON over HTTP, read from the ClickHouse
-// read model, plus a small Go client for it.
+// read model. The server never writes.
 //
-// Every answer sees exactly the current row per key of the
-// ReplacingMergeTree tables, whether or not ClickHouse has merged the
-// superseded versions yet: scans read with FINAL; the attention queue,
-// drift pages in evidence_id order and drift detail read every row of the
-// keys they need, without FINAL, from tables with granules of 256 rows
-// (migration 006), and keep each key's current one, as a merge would
-// (current.go). The server never writes.
+// The package holds the HTTP server and its handlers: parameters and
+// filters, paging cursors, read-your-writes waits and the JSON answers.
+// Beside it:
+//
+//	apitypes  the answers' Go types and the vocabulary they carry
+//	client    a Go client for the API (cmd/driftctl is built on it)
+//	export    Arrow IPC, Parquet and CSV encodings of the listings
+//	web       the web UI served under /ui/
+//
+// The handlers read through the ReadModel interface; package
+// pipeline/readmodel/reader implements it with the SQL, and documents how
+// every answer sees exactly the current row of each key.
 //
 // # Endpoints
 //

@@ -4,51 +4,29 @@ import (
 	"net/http"
 
 	"github.com/driftline/driftline/pipeline/api/apitypes"
+	"github.com/driftline/driftline/pipeline/readmodel/reader"
 )
-
-// driftSorts are the orders of /v1/drift. The default keeps the "e1:"
-// cursors of the first API version.
-var driftSorts = []sortSpec{
-	{name: "evidence_id"},
-	{name: "attention_score", column: "attention_score", desc: true, bind: "?"},
-	{name: "first_seen_at", column: "first_seen_at", bind: "toDateTime(?)"}, // oldest first
-	{name: "last_seen_at", column: "last_seen_at", desc: true, bind: "toDateTime(?)"},
-}
-
-func findingKey(order sortSpec, f apitypes.Finding) keyset {
-	k := keyset{sort: order.name, id: f.EvidenceID}
-	switch order.column {
-	case "attention_score":
-		k.key = f.AttentionScore
-	case "first_seen_at":
-		k.key = float64(f.FirstSeenAt.Unix())
-	case "last_seen_at":
-		k.key = float64(f.LastSeenAt.Unix())
-	}
-	return k
-}
 
 func (s *Server) handleDrift(w http.ResponseWriter, r *http.Request) error {
 	q := r.URL.Query()
-	f, err := parseFilter(q, "limit", "cursor", "sort", "format")
+	f, err := parseFilter(q, s.opts.Now(), "limit", "cursor", "sort", "format")
 	if err != nil {
 		return err
 	}
-	sortName, err := parseChoice(q, "sort", "evidence_id", sortNames(driftSorts))
+	order, err := parseSort(q, reader.DriftSorts)
 	if err != nil {
 		return err
 	}
-	order := findSort(driftSorts, sortName)
-	var after *keyset
-	if order.column == "" {
+	var after *reader.Keyset
+	if order.ByKey() {
 		id, err := parseCursor(q)
 		if err != nil {
 			return err
 		}
 		if id != "" {
-			after = &keyset{sort: order.name, id: id}
+			after = &reader.Keyset{Sort: order.Name, ID: id}
 		}
-	} else if after, err = parseKeyset(q, sortName); err != nil {
+	} else if after, err = parseKeyset(q, order.Name); err != nil {
 		return err
 	}
 	format, err := negotiate(r, q)
@@ -64,7 +42,7 @@ func (s *Server) handleDrift(w http.ResponseWriter, r *http.Request) error {
 			}
 		}
 		rw := newRowWriter(w, format, "drift", findingExport)
-		err := s.eachFinding(r.Context(), f, order, after, limit, func(f apitypes.Finding) error { return rw.write(&f) })
+		err := s.read.EachFinding(r.Context(), f, order, after, limit, func(f apitypes.Finding) error { return rw.write(&f) })
 		return s.endExport(r, "drift", rw.close(err != nil), err)
 	}
 	limit, err := parseLimit(q)
@@ -73,7 +51,7 @@ func (s *Server) handleDrift(w http.ResponseWriter, r *http.Request) error {
 	}
 	// One row more than the page says whether another page follows, so the
 	// last page never carries a cursor to an empty page.
-	rows, err := s.findings(r.Context(), f, order, after, limit+1)
+	rows, err := s.read.Findings(r.Context(), f, order, after, limit+1)
 	if err != nil {
 		return err
 	}
@@ -81,10 +59,10 @@ func (s *Server) handleDrift(w http.ResponseWriter, r *http.Request) error {
 	if len(rows) > limit {
 		page.Findings = rows[:limit]
 		last := rows[limit-1]
-		if order.column == "" {
+		if order.ByKey() {
 			page.NextCursor = encodeCursor(last.EvidenceID)
 		} else {
-			page.NextCursor = encodeKeyset(findingKey(order, last))
+			page.NextCursor = encodeKeyset(order.FindingKey(last))
 		}
 	}
 	page.Count = len(page.Findings)
@@ -97,7 +75,7 @@ func (s *Server) handleDriftDetail(w http.ResponseWriter, r *http.Request) error
 		return err
 	}
 	id := r.PathValue("evidence_id")
-	f, ok, err := s.finding(r.Context(), id)
+	f, ok, err := s.read.Finding(r.Context(), id)
 	if err != nil {
 		return err
 	}
@@ -105,7 +83,7 @@ func (s *Server) handleDriftDetail(w http.ResponseWriter, r *http.Request) error
 		writeJSON(w, http.StatusNotFound, apitypes.ErrorBody{Error: "no finding with evidence_id " + id})
 		return nil
 	}
-	hist, err := s.history(r.Context(), id)
+	hist, err := s.read.History(r.Context(), id)
 	if err != nil {
 		return err
 	}

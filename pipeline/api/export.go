@@ -14,6 +14,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/memory"
 
 	"github.com/driftline/driftline/pipeline/api/apitypes"
+	"github.com/driftline/driftline/pipeline/readmodel/reader"
 )
 
 // Media types of the export formats.
@@ -293,9 +294,9 @@ func (a *arrowRows[T]) close(failed bool) error {
 }
 
 // exportMismatches streams the selected mismatches in format.
-func (s *Server) exportMismatches(w http.ResponseWriter, r *http.Request, format string, bf billingFilter, order sortSpec, k *keyset, limit int) error {
+func (s *Server) exportMismatches(w http.ResponseWriter, r *http.Request, format string, f reader.MismatchFilter, order reader.Sort, k *reader.Keyset, limit int) error {
 	rw := newRowWriter(w, format, "billing_mismatches", mismatchExport)
-	err := s.eachMismatch(r.Context(), bf, order, k, limit, func(m apitypes.BillingMismatch) error { return rw.write(&m) })
+	err := s.read.EachMismatch(r.Context(), f, order, k, limit, func(m apitypes.BillingMismatch) error { return rw.write(&m) })
 	return s.endExport(r, "billing_mismatches", rw.close(err != nil), err)
 }
 

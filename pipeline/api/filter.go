@@ -11,25 +11,13 @@ import (
 
 	"github.com/driftline/driftline/pipeline/api/apitypes"
 	"github.com/driftline/driftline/pipeline/contract"
+	"github.com/driftline/driftline/pipeline/readmodel/reader"
 )
 
-// Filter selects drift findings; the zero Filter selects every finding.
-type Filter struct {
-	Products         []string
-	ResourceFamilies []string
-	Classifications  []string
-	Severities       []string
-	OwningDomains    []string
-	DomainIDs        []string
-	Providers        []string
-	Status           string        // StatusOpen, StatusResolved, or StatusAll / "" for both
-	Age              time.Duration // > 0: first_seen_at at or before now - Age
-}
-
-// filterParams maps each filter parameter to its field and allowed values
-// (nil: free text).
-func (f *Filter) params() []filterParam {
-	return []filterParam{
+// driftParams maps each list filter of the drift listings to its field
+// of f and allowed values (nil: free text).
+func driftParams(f *reader.Filter) []listParam {
+	return []listParam{
 		{"product", &f.Products, nil},
 		{"resource_family", &f.ResourceFamilies, contract.Families},
 		{"classification", &f.Classifications, apitypes.Classifications},
@@ -40,27 +28,20 @@ func (f *Filter) params() []filterParam {
 	}
 }
 
-type filterParam struct {
-	name    string
-	dst     *[]string
-	allowed []string
-}
-
-// columns of the list filters, in filterParams order.
-var filterColumns = []string{"product_id", "resource_family", "classification", "severity", "owning_domain", "domain_id", "provider"}
-
 var statusValues = []string{apitypes.StatusOpen, apitypes.StatusResolved, apitypes.StatusAll}
 
 // paramAliases maps accepted spellings to the canonical parameter.
 var paramAliases = map[string]string{"product_id": "product"}
 
-// parseFilter reads the filter parameters of q. extra names further
-// parameters the endpoint accepts; any other parameter is refused, so a
-// misspelt filter never silently widens an answer.
-func parseFilter(q url.Values, extra ...string) (Filter, error) {
-	f := Filter{Status: apitypes.StatusOpen}
+// parseFilter reads the filter parameters of q; now anchors the age
+// filter. extra names further parameters the endpoint accepts; any other
+// parameter is refused, so a misspelt filter never silently widens an
+// answer.
+func parseFilter(q url.Values, now time.Time, extra ...string) (reader.Filter, error) {
+	f := reader.Filter{Status: apitypes.StatusOpen}
+	ps := driftParams(&f)
 	known := map[string]bool{"status": true, "age": true}
-	for _, p := range f.params() {
+	for _, p := range ps {
 		known[p.name] = true
 	}
 	for _, e := range extra {
@@ -80,7 +61,7 @@ func parseFilter(q url.Values, extra ...string) (Filter, error) {
 			return f, &ParamError{Param: name, Reason: "unknown parameter", Allowed: allowed}
 		}
 	}
-	for _, p := range f.params() {
+	for _, p := range ps {
 		raw := slices.Concat(q[p.name], aliasValues(q, p.name))
 		if len(raw) == 0 {
 			continue
@@ -111,7 +92,7 @@ func parseFilter(q url.Values, extra ...string) (Filter, error) {
 		if err != nil || d <= 0 {
 			return f, &ParamError{Param: "age", Value: s, Reason: "must be a Go duration greater than zero, such as 90s, 15m or 2h"}
 		}
-		f.Age = d
+		f.FirstSeenBy = now.Add(-d)
 	} else if len(q["age"]) > 1 {
 		return f, &ParamError{Param: "age", Reason: "give it once"}
 	}
@@ -152,38 +133,6 @@ func splitValues(name string, raw []string) ([]string, error) {
 		}
 	}
 	return out, nil
-}
-
-// where renders f as SQL conditions over drift_evidence with positional
-// arguments. now anchors the age filter.
-func (f *Filter) where(now time.Time) (conds []string, args []any) {
-	for i, p := range f.params() {
-		if len(*p.dst) == 0 {
-			continue
-		}
-		conds = append(conds, inList(filterColumns[i], len(*p.dst)))
-		for _, v := range *p.dst {
-			args = append(args, v)
-		}
-	}
-	if f.Status == apitypes.StatusOpen || f.Status == apitypes.StatusResolved {
-		conds = append(conds, "status = ?")
-		args = append(args, f.Status)
-	}
-	if f.Age > 0 {
-		// toDateTime of a Unix second works on every ClickHouse version,
-		// unlike string literals whose parsing depends on the server zone.
-		conds = append(conds, "first_seen_at <= toDateTime(?)")
-		args = append(args, now.Add(-f.Age).Unix())
-	}
-	return conds, args
-}
-
-func inList(col string, n int) string {
-	if n == 1 {
-		return col + " = ?"
-	}
-	return col + " IN (" + strings.TrimSuffix(strings.Repeat("?, ", n), ", ") + ")"
 }
 
 // Page limits of /v1/drift.

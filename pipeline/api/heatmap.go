@@ -6,18 +6,15 @@ import (
 	"sort"
 
 	"github.com/driftline/driftline/pipeline/api/apitypes"
+	"github.com/driftline/driftline/pipeline/readmodel/reader"
 )
 
 func (s *Server) handleHeatmap(w http.ResponseWriter, r *http.Request) error {
-	f, err := parseFilter(r.URL.Query())
+	f, err := parseFilter(r.URL.Query(), s.opts.Now())
 	if err != nil {
 		return err
 	}
-	read := s.groups
-	if countedFilter(f) {
-		read = s.countGroups
-	}
-	groups, err := read(r.Context(), "heatmap", f)
+	groups, err := s.read.Heatmap(r.Context(), f)
 	if err != nil {
 		return err
 	}
@@ -33,28 +30,28 @@ func severityRank(sev string) int {
 	return 0
 }
 
-func foldHeatmap(status string, groups []findingGroup) apitypes.Heatmap {
+func foldHeatmap(status string, groups []reader.FindingGroup) apitypes.Heatmap {
 	type key struct{ domain, class string }
 	cells := map[key]*apitypes.HeatCell{}
 	domains := map[string]bool{}
 	var extra []string
 	for _, g := range groups {
-		k := key{g.domain, g.classification}
+		k := key{g.OwningDomain, g.Classification}
 		c := cells[k]
 		if c == nil {
-			c = &apitypes.HeatCell{OwningDomain: g.domain, Classification: g.classification, MaxSeverity: g.severity}
+			c = &apitypes.HeatCell{OwningDomain: g.OwningDomain, Classification: g.Classification, MaxSeverity: g.Severity}
 			cells[k] = c
 		}
-		c.Count += g.count
-		if g.severity == apitypes.SeverityCritical {
-			c.Critical += g.count
+		c.Count += g.Count
+		if g.Severity == apitypes.SeverityCritical {
+			c.Critical += g.Count
 		}
-		if severityRank(g.severity) > severityRank(c.MaxSeverity) {
-			c.MaxSeverity = g.severity
+		if severityRank(g.Severity) > severityRank(c.MaxSeverity) {
+			c.MaxSeverity = g.Severity
 		}
-		domains[g.domain] = true
-		if !slices.Contains(apitypes.Classifications, g.classification) && !slices.Contains(extra, g.classification) {
-			extra = append(extra, g.classification)
+		domains[g.OwningDomain] = true
+		if !slices.Contains(apitypes.Classifications, g.Classification) && !slices.Contains(extra, g.Classification) {
+			extra = append(extra, g.Classification)
 		}
 	}
 	sort.Strings(extra)

@@ -1,150 +1,63 @@
 package api
 
 import (
-	"context"
-	"fmt"
 	"net/http"
 	"slices"
 	"sort"
-	"time"
-
-	"github.com/ClickHouse/clickhouse-go/v2/lib/driver"
 
 	"github.com/driftline/driftline/pipeline/api/apitypes"
+	"github.com/driftline/driftline/pipeline/contract"
+	"github.com/driftline/driftline/pipeline/readmodel/reader"
 )
 
 // nodeParams are the filters of /v1/nodes, /v1/connectivity and the node
-// half of /v1/attention.
-var nodeParams = []listParam{
-	{"node_id", "node_id", nil},
-	{"owning_domain", "owning_domain", nil},
-	{"domain_id", "domain_id", nil},
-	{"gate", "gate", apitypes.Gates},
-	{"connectivity_mode", "connectivity_mode", apitypes.ConnectivityModes},
-	{"node_agent_state", "node_agent_state", apitypes.NodeAgentStates},
-	{"node_agent_reason", "node_agent_reason", nil},
-	{"health", "health", apitypes.Healths},
-	{"workload_impact", "workload_impact", apitypes.WorkloadImpacts},
-	{"update_path", "update_path", apitypes.UpdatePaths},
-	{"terminal_stream_probe", "terminal_stream_probe", apitypes.TerminalStreamProbes},
-}
-
-// nodeSorts are the orders of /v1/nodes.
-var nodeSorts = []sortSpec{
-	{name: "node_id"},
-	{name: "attention_score", column: "attention_score", desc: true, bind: "?"},
-	{name: "last_seen_at", column: "last_seen_at", bind: "toDateTime(?)"}, // longest silent first
-}
-
-func sortNames(ss []sortSpec) []string {
-	out := make([]string, len(ss))
-	for i, s := range ss {
-		out[i] = s.name
+// half of /v1/attention, read into f.
+func nodeParams(f *reader.NodeFilter) []listParam {
+	return []listParam{
+		{"node_id", &f.NodeIDs, nil},
+		{"owning_domain", &f.OwningDomains, nil},
+		{"domain_id", &f.DomainIDs, nil},
+		{"gate", &f.Gates, apitypes.Gates},
+		{"connectivity_mode", &f.ConnectivityModes, apitypes.ConnectivityModes},
+		{"node_agent_state", &f.NodeAgentStates, apitypes.NodeAgentStates},
+		{"node_agent_reason", &f.NodeAgentReasons, nil},
+		{"health", &f.Healths, apitypes.Healths},
+		{"workload_impact", &f.WorkloadImpacts, apitypes.WorkloadImpacts},
+		{"update_path", &f.UpdatePaths, apitypes.UpdatePaths},
+		{"terminal_stream_probe", &f.TerminalStreamProbes, apitypes.TerminalStreamProbes},
 	}
-	return out
-}
-
-func findSort(ss []sortSpec, name string) sortSpec {
-	for _, s := range ss {
-		if s.name == name {
-			return s
-		}
-	}
-	panic("BUG: unknown sort " + name)
-}
-
-const nodeColumns = `node_id, domain_id, owning_domain, node_agent_state, node_agent_reason, update_path,
-	expected_agent_version, observed_agent_version, cert_issuer_fingerprint, ingress_trust_fingerprint,
-	host_fingerprint, terminal_stream_probe, workload_impact, health, gate, connectivity_mode,
-	rtt_ms, loss_pct, bandwidth_kbps, backlog_messages, seconds_behind, replay_required,
-	last_seen_at, attention_score, version, updated_at`
-
-// scanNode scans the nodeColumns of a row, then the extra columns that
-// follow them into extra.
-func scanNode(rows driver.Rows, extra ...any) (apitypes.Node, error) {
-	var (
-		n                 apitypes.Node
-		replay            uint8
-		lastSeen, updated time.Time
-	)
-	err := rows.Scan(append([]any{&n.NodeID, &n.DomainID, &n.OwningDomain, &n.NodeAgentState, &n.NodeAgentReason, &n.UpdatePath,
-		&n.ExpectedAgentVersion, &n.ObservedAgentVersion, &n.CertIssuerFingerprint, &n.IngressTrustFingerprint,
-		&n.HostFingerprint, &n.TerminalStreamProbe, &n.WorkloadImpact, &n.Health, &n.Gate, &n.ConnectivityMode,
-		&n.RTTMs, &n.LossPct, &n.BandwidthKbps, &n.BacklogMessages, &n.SecondsBehind, &replay,
-		&lastSeen, &n.AttentionScore, &n.Version, &updated}, extra...)...)
-	n.ReplayRequired = replay != 0
-	n.LastSeenAt = nullTime(lastSeen)
-	n.UpdatedAt = nullTime(updated)
-	n.RTTMs, n.LossPct, n.BandwidthKbps, n.AttentionScore = finite(n.RTTMs), finite(n.LossPct), finite(n.BandwidthKbps), finite(n.AttentionScore)
-	return n, err
-}
-
-// nodes reads current node rows under conds, in order s, after k, at most
-// limit.
-func (s *Server) nodes(ctx context.Context, name string, conds []string, args []any, order sortSpec, k *keyset, limit int) ([]apitypes.Node, error) {
-	if k != nil {
-		c, a := order.after(*k, "node_id")
-		conds = append(conds, c)
-		args = append(args, a...)
-	}
-	sql := "SELECT " + nodeColumns + " FROM node_agent_status FINAL" + whereClause(conds) +
-		order.orderBy("node_id") + fmt.Sprintf(" LIMIT %d", limit)
-	rows, err := s.readQuery(ctx, name, sql, args...)
-	if err != nil {
-		return nil, err
-	}
-	out := []apitypes.Node{}
-	err = s.scanAll(name, rows, func(r driver.Rows) error {
-		n, err := scanNode(r)
-		out = append(out, n)
-		return err
-	})
-	return out, err
-}
-
-func nodeKey(order sortSpec, n apitypes.Node) keyset {
-	k := keyset{sort: order.name, id: n.NodeID}
-	switch order.column {
-	case "attention_score":
-		k.key = n.AttentionScore
-	case "last_seen_at":
-		if n.LastSeenAt != nil {
-			k.key = float64(n.LastSeenAt.Unix())
-		}
-	}
-	return k
 }
 
 func (s *Server) handleNodes(w http.ResponseWriter, r *http.Request) error {
 	q := r.URL.Query()
-	if err := checkKnown(q, paramNames(nodeParams, "sort", "limit", "cursor")...); err != nil {
+	var f reader.NodeFilter
+	ps := nodeParams(&f)
+	if err := checkKnown(q, paramNames(ps, "sort", "limit", "cursor")...); err != nil {
 		return err
 	}
-	conds, args, err := listConds(q, nodeParams)
+	if err := parseLists(q, ps); err != nil {
+		return err
+	}
+	order, err := parseSort(q, reader.NodeSorts)
 	if err != nil {
 		return err
 	}
-	sortName, err := parseChoice(q, "sort", "node_id", sortNames(nodeSorts))
-	if err != nil {
-		return err
-	}
-	order := findSort(nodeSorts, sortName)
 	limit, err := parseLimit(q)
 	if err != nil {
 		return err
 	}
-	k, err := parseKeyset(q, sortName)
+	k, err := parseKeyset(q, order.Name)
 	if err != nil {
 		return err
 	}
-	rows, err := s.nodes(r.Context(), "nodes", conds, args, order, k, limit+1)
+	rows, err := s.read.Nodes(r.Context(), f, order, k, limit+1)
 	if err != nil {
 		return err
 	}
-	page := apitypes.NodePage{Nodes: rows, Sort: sortName}
+	page := apitypes.NodePage{Nodes: rows, Sort: order.Name}
 	if len(rows) > limit {
 		page.Nodes = rows[:limit]
-		page.NextCursor = encodeKeyset(nodeKey(order, rows[limit-1]))
+		page.NextCursor = encodeKeyset(order.NodeKey(rows[limit-1]))
 	}
 	page.Count = len(page.Nodes)
 	writeJSON(w, http.StatusOK, page)
@@ -174,27 +87,27 @@ func (s *Server) handleNodeDetail(w http.ResponseWriter, r *http.Request) error 
 	}
 	ctx := r.Context()
 	id := r.PathValue("node_id")
-	ns, err := s.nodes(ctx, "node_detail", []string{"node_id = ?"}, []any{id}, nodeSorts[0], nil, 1)
+	node, found, err := s.read.Node(ctx, id)
 	if err != nil {
 		return err
 	}
-	findings, err := s.findingsOf(ctx, "maas", id)
+	findings, err := s.read.FindingsOf(ctx, contract.ProviderMAAS, id)
 	if err != nil {
 		return err
 	}
-	if len(ns) == 0 && len(findings) == 0 {
+	if !found && len(findings) == 0 {
 		writeJSON(w, http.StatusNotFound, apitypes.ErrorBody{Error: "no node-agent status and no finding for node_id " + id})
 		return nil
 	}
 	d := apitypes.NodeDetail{Comparison: []apitypes.Comparison{}, Findings: []apitypes.DriftDetail{}}
-	if len(ns) == 1 {
-		d.Node = &ns[0]
+	if found {
+		d.Node = &node
 		d.Gate = explainGate(d.Node.Gate)
 		d.Comparison = append(d.Comparison, compare("agent_version", d.Node.ExpectedAgentVersion, d.Node.ObservedAgentVersion, "node_agent_status"))
 	} else {
 		d.Gate = explainGate("")
 	}
-	hist, err := s.histories(ctx, findingIDs(findings))
+	hist, err := s.read.Histories(ctx, findingIDs(findings))
 	if err != nil {
 		return err
 	}
@@ -232,93 +145,29 @@ func findingIDs(fs []apitypes.Finding) []string {
 	return out
 }
 
-// findingsOf reads every current finding of one provider identity, open
-// ones first.
-func (s *Server) findingsOf(ctx context.Context, provider, providerID string) ([]apitypes.Finding, error) {
-	rows, err := s.readQuery(ctx, "node_findings", "SELECT "+findingColumns+
-		" FROM drift_evidence FINAL WHERE provider = ? AND provider_id = ? ORDER BY status = 'open' DESC, evidence_id LIMIT 1000",
-		provider, providerID)
-	if err != nil {
-		return nil, err
-	}
-	out := []apitypes.Finding{}
-	err = s.scanAll("node_findings", rows, func(r driver.Rows) error {
-		f, err := scanFinding(r)
-		out = append(out, f)
-		return err
-	})
-	return out, err
-}
-
-// histories reads the transitions of several findings, ordered by version.
-func (s *Server) histories(ctx context.Context, ids []string) (map[string][]apitypes.HistoryEntry, error) {
-	out := map[string][]apitypes.HistoryEntry{}
-	if len(ids) == 0 {
-		return out, nil
-	}
-	args := make([]any, len(ids))
-	for i, id := range ids {
-		args[i] = id
-	}
-	rows, err := s.readQuery(ctx, "drift_history", `SELECT evidence_id, version, transition, classification, severity,
-	status, posture, expected_state, observed_state, observed_version, retry_count, at, correlation_id
-	FROM drift_history FINAL WHERE `+inList("evidence_id", len(ids))+` ORDER BY evidence_id, version`, args...)
-	if err != nil {
-		return nil, err
-	}
-	err = s.scanAll("drift_history", rows, func(r driver.Rows) error {
-		var (
-			id string
-			h  apitypes.HistoryEntry
-		)
-		err := r.Scan(&id, &h.Version, &h.Transition, &h.Classification, &h.Severity, &h.Status, &h.Posture,
-			&h.ExpectedState, &h.ObservedState, &h.ObservedVersion, &h.RetryCount, &h.At, &h.CorrelationID)
-		h.At = h.At.UTC()
-		out[id] = append(out[id], h)
-		return err
-	})
-	return out, err
-}
-
 func (s *Server) handleConnectivity(w http.ResponseWriter, r *http.Request) error {
 	q := r.URL.Query()
-	ps := slices.DeleteFunc(slices.Clone(nodeParams), func(p listParam) bool { return p.name == "connectivity_mode" })
+	var f reader.NodeFilter
+	ps := slices.DeleteFunc(nodeParams(&f), func(p listParam) bool { return p.name == "connectivity_mode" })
 	if err := checkKnown(q, paramNames(ps)...); err != nil {
 		return err
 	}
-	conds, args, err := listConds(q, ps)
+	if err := parseLists(q, ps); err != nil {
+		return err
+	}
+	cells, err := s.read.Connectivity(r.Context(), f)
 	if err != nil {
 		return err
 	}
-	rows, err := s.readQuery(r.Context(), "connectivity", `SELECT owning_domain, connectivity_mode, count()
-	FROM node_agent_status FINAL`+whereClause(conds)+` GROUP BY owning_domain, connectivity_mode`, args...)
-	if err != nil {
-		return err
-	}
-	type cell struct {
-		domain, mode string
-		n            uint64
-	}
-	var cells []cell
-	err = s.scanAll("connectivity", rows, func(r driver.Rows) error {
-		var c cell
-		err := r.Scan(&c.domain, &c.mode, &c.n)
-		cells = append(cells, c)
-		return err
-	})
-	if err != nil {
-		return err
-	}
-	writeJSON(w, http.StatusOK, foldConnectivity(cells, func(c cell) (string, string, uint64) { return c.domain, c.mode, c.n }))
+	writeJSON(w, http.StatusOK, foldConnectivity(cells))
 	return nil
 }
 
-func foldConnectivity[C any](cells []C, get func(C) (domain, mode string, n uint64)) apitypes.Connectivity {
+func foldConnectivity(cells []reader.ConnectivityCell) apitypes.Connectivity {
 	modes := slices.Clone(apitypes.ConnectivityModes)
 	for _, c := range cells {
-		_, m, _ := get(c)
-		if !slices.Contains(modes, m) {
-			modes = append(modes, m)
+		if !slices.Contains(modes, c.Mode) {
+			modes = append(modes, c.Mode)
 		}
 	}
 	sort.Strings(modes[len(apitypes.ConnectivityModes):])
@@ -332,8 +181,8 @@ func foldConnectivity[C any](cells []C, get func(C) (domain, mode string, n uint
 	out := apitypes.Connectivity{Modes: spectrum(), Domains: []apitypes.ConnectivityDomain{}}
 	byDomain := map[string]*apitypes.ConnectivityDomain{}
 	for _, c := range cells {
-		d, m, n := get(c)
-		i := slices.Index(modes, m)
+		d, n := c.OwningDomain, c.Count
+		i := slices.Index(modes, c.Mode)
 		out.Total += n
 		out.Modes[i].Count += n
 		cd := byDomain[d]

@@ -9,13 +9,16 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/driftline/driftline/pipeline/readmodel/reader"
 )
 
-// listParam is a filter parameter over one column: repeated or
-// comma-separated values are alternatives. allowed nil means free text.
+// listParam is a filter parameter whose repeated or comma-separated
+// values are alternatives, read into dst. allowed nil means free text.
 type listParam struct {
-	name, column string
-	allowed      []string
+	name    string
+	dst     *[]string
+	allowed []string
 }
 
 // checkKnown refuses any parameter of q not in names, listing the known
@@ -40,29 +43,27 @@ func paramNames(ps []listParam, extra ...string) []string {
 	return append(out, extra...)
 }
 
-// listConds renders the list parameters of q as SQL conditions.
-func listConds(q url.Values, ps []listParam) (conds []string, args []any, err error) {
+// parseLists reads the list parameters of q into their destinations,
+// checking enumerations.
+func parseLists(q url.Values, ps []listParam) error {
 	for _, p := range ps {
 		if len(q[p.name]) == 0 {
 			continue
 		}
 		vals, err := splitValues(p.name, q[p.name])
 		if err != nil {
-			return nil, nil, err
+			return err
 		}
 		if p.allowed != nil {
 			for _, v := range vals {
 				if !slices.Contains(p.allowed, v) {
-					return nil, nil, &ParamError{Param: p.name, Value: v, Reason: "unknown value", Allowed: p.allowed}
+					return &ParamError{Param: p.name, Value: v, Reason: "unknown value", Allowed: p.allowed}
 				}
 			}
 		}
-		conds = append(conds, inList(p.column, len(vals)))
-		for _, v := range vals {
-			args = append(args, v)
-		}
+		*p.dst = vals
 	}
-	return conds, args, nil
+	return nil
 }
 
 // parseChoice reads a parameter given at most once whose value is one of
@@ -133,68 +134,28 @@ func parseDays(q url.Values, name string) ([]time.Time, error) {
 	return out, nil
 }
 
-// sortSpec is one sort order of a listing: by column (then by the id
-// column, ascending) or by the id column alone (column "").
-type sortSpec struct {
-	name   string // the sort parameter's value
-	column string // sort key column; "" sorts by id only
-	desc   bool
-	// bind renders the key placeholder; the key travels in the cursor as a
-	// float64 (Unix seconds for times, exact for scores).
-	bind string
-}
-
-func (s sortSpec) orderBy(idCol string) string {
-	if s.column == "" {
-		return " ORDER BY " + idCol
+// parseSort reads the sort parameter of a listing with orders ss; the
+// first is the default.
+func parseSort(q url.Values, ss []reader.Sort) (reader.Sort, error) {
+	name, err := parseChoice(q, "sort", ss[0].Name, reader.SortNames(ss))
+	if err != nil {
+		return reader.Sort{}, err
 	}
-	dir := ""
-	if s.desc {
-		dir = " DESC"
-	}
-	return " ORDER BY " + s.column + dir + ", " + idCol
-}
-
-// keyset is the position after the last row of a page.
-type keyset struct {
-	sort string
-	key  float64
-	id   string
-}
-
-// after renders the condition selecting rows after k in order s.
-func (s sortSpec) after(k keyset, idCol string) (string, []any) {
-	if s.column == "" {
-		return idCol + " > ?", []any{k.id}
-	}
-	cmp := " > "
-	if s.desc {
-		cmp = " < "
-	}
-	b := s.bind
-	return "(" + s.column + cmp + b + " OR (" + s.column + " = " + b + " AND " + idCol + " > ?))",
-		[]any{s.keyArg(k.key), s.keyArg(k.key), k.id}
-}
-
-func (s sortSpec) keyArg(v float64) any {
-	if strings.Contains(s.bind, "toDateTime") {
-		return int64(v)
-	}
-	return v
+	return reader.FindSort(ss, name), nil
 }
 
 // Keyset cursors are "k1:" sort NUL key NUL id, base64url; drift keeps its
 // own "e1:" cursors for compatibility.
 const keysetTag = "k1:"
 
-func encodeKeyset(k keyset) string {
-	return base64.RawURLEncoding.EncodeToString([]byte(keysetTag + k.sort + "\x00" +
-		strconv.FormatFloat(k.key, 'g', -1, 64) + "\x00" + k.id))
+func encodeKeyset(k reader.Keyset) string {
+	return base64.RawURLEncoding.EncodeToString([]byte(keysetTag + k.Sort + "\x00" +
+		strconv.FormatFloat(k.Key, 'g', -1, 64) + "\x00" + k.ID))
 }
 
 // parseKeyset reads the cursor parameter for sort order sortName; nil for
 // the first page.
-func parseKeyset(q url.Values, sortName string) (*keyset, error) {
+func parseKeyset(q url.Values, sortName string) (*reader.Keyset, error) {
 	s, ok := single(q, "cursor")
 	if !ok {
 		if len(q["cursor"]) > 1 {
@@ -218,13 +179,5 @@ func parseKeyset(q url.Values, sortName string) (*keyset, error) {
 	if parts[0] != sortName {
 		return nil, &ParamError{Param: "cursor", Value: s, Reason: "the cursor belongs to sort=" + parts[0] + "; keep the sort of the first page"}
 	}
-	return &keyset{sort: parts[0], key: key, id: parts[2]}, nil
-}
-
-// finite maps NaN and infinities, which JSON cannot carry, to 0.
-func finite(f float64) float64 {
-	if math.IsNaN(f) || math.IsInf(f, 0) {
-		return 0
-	}
-	return f
+	return &reader.Keyset{Sort: parts[0], Key: key, ID: parts[2]}, nil
 }

@@ -10,7 +10,6 @@ import (
 	"time"
 
 	"github.com/ClickHouse/clickhouse-go/v2"
-	"github.com/ClickHouse/clickhouse-go/v2/lib/driver"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
@@ -18,14 +17,8 @@ import (
 
 	"github.com/driftline/driftline/pipeline/api/apitypes"
 	"github.com/driftline/driftline/pipeline/api/web"
+	"github.com/driftline/driftline/pipeline/readmodel/reader"
 )
-
-// Reader is what the server needs of ClickHouse; a clickhouse-go
-// driver.Conn is one.
-type Reader interface {
-	Query(ctx context.Context, query string, args ...any) (driver.Rows, error)
-	Ping(ctx context.Context) error
-}
 
 // Lagger reports consumer-group lag; a *kadm.Client is one.
 type Lagger interface {
@@ -41,10 +34,14 @@ const (
 // DefaultJoinerGroup is the consumer group of the joiner.
 const DefaultJoinerGroup = "driftline-joiner"
 
-// Options configures a Server. Only DB is required.
+// Options configures a Server. DB or ReadModel is required.
 type Options struct {
-	// DB reads the ClickHouse read model. Required.
-	DB Reader
+	// DB reads the ClickHouse read model; a clickhouse-go driver.Conn is
+	// one. Required unless ReadModel is set.
+	DB reader.DB
+	// ReadModel answers the handlers' reads. Default: a *reader.Reader
+	// over DB that counts failed queries in the server's metrics.
+	ReadModel ReadModel
 	// Lag asks the broker for consumer lag. Default nil: the status
 	// reports lag as not configured.
 	Lag Lagger
@@ -77,8 +74,8 @@ type Options struct {
 }
 
 func (o *Options) setDefaults() error {
-	if o.DB == nil {
-		return errors.New("query: Options.DB is required")
+	if o.DB == nil && o.ReadModel == nil {
+		return errors.New("api: Options.DB or Options.ReadModel is required")
 	}
 	if len(o.LagGroups) == 0 {
 		o.LagGroups = []string{DefaultJoinerGroup}
@@ -114,6 +111,7 @@ func (o *Options) setDefaults() error {
 // Server answers the query API.
 type Server struct {
 	opts    Options
+	read    ReadModel
 	metrics *metrics
 }
 
@@ -126,7 +124,11 @@ func New(opts Options) (*Server, error) {
 	if err := m.register(opts.Registry); err != nil {
 		return nil, err
 	}
-	return &Server{opts: opts, metrics: m}, nil
+	read := opts.ReadModel
+	if read == nil {
+		read = reader.New(opts.DB, reader.Options{Failed: func(q string) { m.chErrors.WithLabelValues(q).Inc() }})
+	}
+	return &Server{opts: opts, read: read, metrics: m}, nil
 }
 
 // Handler returns the HTTP handler of every endpoint.
@@ -229,7 +231,7 @@ func (r *statusRecorder) WriteHeader(code int) {
 }
 
 func (s *Server) handleHealthz(w http.ResponseWriter, r *http.Request) error {
-	if err := s.opts.DB.Ping(r.Context()); err != nil {
+	if err := s.read.Ping(r.Context()); err != nil {
 		s.metrics.chErrors.WithLabelValues("ping").Inc()
 		writeJSON(w, http.StatusServiceUnavailable, map[string]string{"status": "unavailable", "error": "clickhouse ping: " + err.Error()})
 		return nil

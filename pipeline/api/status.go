@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/driftline/driftline/pipeline/api/apitypes"
+	"github.com/driftline/driftline/pipeline/readmodel/reader"
 )
 
 func (s *Server) handleStatus(w http.ResponseWriter, r *http.Request) error {
@@ -25,14 +26,19 @@ func (s *Server) handleStatus(w http.ResponseWriter, r *http.Request) error {
 	)
 	wg.Go(func() { lag = s.lag(ctx) })
 	var bill apitypes.BillingConservation
-	wg.Go(func() { bill = s.billingConservation(ctx) })
+	wg.Go(func() {
+		var err error
+		if bill, err = s.read.Conservation(ctx); err != nil {
+			bill.Error = err.Error()
+		}
+	})
 	defer wg.Wait()
 
-	progress, err := s.progress(ctx)
+	progress, err := s.read.Progress(ctx)
 	if err != nil {
 		return err
 	}
-	groups, err := s.countGroups(ctx, "status_counts", Filter{Status: apitypes.StatusAll})
+	groups, err := s.read.StatusCounts(ctx)
 	if err != nil {
 		return err
 	}
@@ -67,20 +73,20 @@ func ageSeconds(now time.Time, t *time.Time) *float64 {
 // foldProgress sums consumer_progress rows per consumer. A partition that
 // never advanced its watermark (zero DateTime) does not hold the consumer's
 // watermark at 1970.
-func foldProgress(rows []progressRow, now time.Time) []apitypes.ConsumerStatus {
+func foldProgress(rows []reader.Progress, now time.Time) []apitypes.ConsumerStatus {
 	by := map[string]*apitypes.ConsumerStatus{}
 	var names []string
 	for _, p := range rows {
-		c := by[p.consumer]
+		c := by[p.Consumer]
 		if c == nil {
-			c = &apitypes.ConsumerStatus{Consumer: p.consumer}
-			by[p.consumer] = c
-			names = append(names, p.consumer)
+			c = &apitypes.ConsumerStatus{Consumer: p.Consumer}
+			by[p.Consumer] = c
+			names = append(names, p.Consumer)
 		}
 		c.Partitions++
-		c.Events += p.events
-		c.FindingsOpen += p.findingsOpen
-		if wm := nullTime(p.watermark); wm != nil {
+		c.Events += p.Events
+		c.FindingsOpen += p.FindingsOpen
+		if wm := p.Watermark; wm != nil {
 			if c.Watermark == nil || wm.Before(*c.Watermark) {
 				c.Watermark = wm
 			}
@@ -88,7 +94,7 @@ func foldProgress(rows []progressRow, now time.Time) []apitypes.ConsumerStatus {
 				c.MaxWatermark = wm
 			}
 		}
-		if u := nullTime(p.updatedAt); u != nil && (c.UpdatedAt == nil || u.After(*c.UpdatedAt)) {
+		if u := p.UpdatedAt; u != nil && (c.UpdatedAt == nil || u.After(*c.UpdatedAt)) {
 			c.UpdatedAt = u
 		}
 	}
@@ -102,7 +108,7 @@ func foldProgress(rows []progressRow, now time.Time) []apitypes.ConsumerStatus {
 	return out
 }
 
-func foldCounts(groups []findingGroup) apitypes.FindingCounts {
+func foldCounts(groups []reader.FindingGroup) apitypes.FindingCounts {
 	fc := apitypes.FindingCounts{
 		OpenByClassification: map[string]uint64{},
 		OpenBySeverity:       map[string]uint64{},
@@ -115,20 +121,20 @@ func foldCounts(groups []findingGroup) apitypes.FindingCounts {
 		fc.OpenBySeverity[sev] = 0
 	}
 	for _, g := range groups {
-		switch g.status {
+		switch g.Status {
 		case apitypes.StatusOpen:
-			fc.Open += g.count
-			fc.OpenByClassification[g.classification] += g.count
-			fc.OpenBySeverity[g.severity] += g.count
-			fc.OpenByPosture[g.posture] += g.count
-			if g.severity == apitypes.SeverityCritical {
-				fc.CriticalOpen += g.count
+			fc.Open += g.Count
+			fc.OpenByClassification[g.Classification] += g.Count
+			fc.OpenBySeverity[g.Severity] += g.Count
+			fc.OpenByPosture[g.Posture] += g.Count
+			if g.Severity == apitypes.SeverityCritical {
+				fc.CriticalOpen += g.Count
 			}
-			if g.posture == apitypes.PostureBlockAdmission {
-				fc.BlockedAdmissions += g.count
+			if g.Posture == apitypes.PostureBlockAdmission {
+				fc.BlockedAdmissions += g.Count
 			}
 		case apitypes.StatusResolved:
-			fc.Resolved += g.count
+			fc.Resolved += g.Count
 		}
 	}
 	return fc

@@ -6,8 +6,6 @@ import (
 	"net/http"
 	"net/url"
 	"time"
-
-	"github.com/ClickHouse/clickhouse-go/v2/lib/driver"
 )
 
 // Read-your-writes: any endpoint takes
@@ -85,7 +83,7 @@ func (s *Server) waitWatermark(ctx context.Context, wm time.Time, timeout time.D
 		return e
 	}
 	for {
-		l, n, err := s.lowWatermark(ctx)
+		l, n, err := s.read.LowWatermark(ctx, s.opts.WaitConsumer)
 		if err == nil {
 			low, parts = l, n
 			if parts >= s.opts.WaitPartitions && parts > 0 && !low.Before(wm) {
@@ -110,21 +108,6 @@ func (s *Server) waitWatermark(ctx context.Context, wm time.Time, timeout time.D
 		case <-tick.C:
 		}
 	}
-}
-
-// lowWatermark is the smallest watermark of the wait consumer's
-// partitions and how many partitions reported.
-func (s *Server) lowWatermark(ctx context.Context) (time.Time, int, error) {
-	rows, err := s.readQuery(ctx, "wait_watermark", `SELECT min(watermark), count() FROM consumer_progress FINAL WHERE consumer = ?`, s.opts.WaitConsumer)
-	if err != nil {
-		return time.Time{}, 0, err
-	}
-	var (
-		low time.Time
-		n   uint64
-	)
-	err = s.scanAll("wait_watermark", rows, func(r driver.Rows) error { return r.Scan(&low, &n) })
-	return low, int(n), err
 }
 
 // WaitTimeoutError is a read-your-writes wait that ran out: the server

@@ -1,4 +1,4 @@
-package api
+package reader
 
 import (
 	"context"
@@ -19,28 +19,32 @@ import (
 // (drift_evidence_marks). docs/drift-model.md describes the tables.
 
 // countedFilter reports whether finding_counts answers f: every filter
-// but age is one of its columns.
-func countedFilter(f Filter) bool { return f.Age == 0 }
+// but the first-seen bound is one of its columns.
+func countedFilter(f Filter) bool { return f.FirstSeenBy.IsZero() }
+
+// Heatmap counts the current findings matching f by owning_domain,
+// classification, severity, status and posture, from finding_counts when
+// it answers f.
+func (rd *Reader) Heatmap(ctx context.Context, f Filter) ([]FindingGroup, error) {
+	if countedFilter(f) {
+		return rd.countGroups(ctx, "heatmap", f)
+	}
+	return rd.groups(ctx, "heatmap", f)
+}
+
+// StatusCounts counts every current finding as Heatmap does.
+func (rd *Reader) StatusCounts(ctx context.Context) ([]FindingGroup, error) {
+	return rd.countGroups(ctx, "status_counts", Filter{Status: apitypes.StatusAll})
+}
 
 // countGroups sums finding_counts over the joiner partitions, by the
 // columns the summaries fold.
-func (s *Server) countGroups(ctx context.Context, name string, f Filter) ([]findingGroup, error) {
-	conds, args := f.where(s.opts.Now())
+func (rd *Reader) countGroups(ctx context.Context, name string, f Filter) ([]FindingGroup, error) {
+	conds, args := f.where()
 	sql := `SELECT owning_domain, classification, severity, status, posture, sum(findings) AS n
 	FROM finding_counts FINAL` + whereClause(conds) + `
 	GROUP BY owning_domain, classification, severity, status, posture HAVING n > 0`
-	rows, err := s.readQuery(ctx, name, sql, args...)
-	if err != nil {
-		return nil, err
-	}
-	var out []findingGroup
-	err = s.scanAll(name, rows, func(r driver.Rows) error {
-		var g findingGroup
-		err := r.Scan(&g.domain, &g.classification, &g.severity, &g.status, &g.posture, &g.count)
-		out = append(out, g)
-		return err
-	})
-	return out, err
+	return rd.scanGroups(ctx, name, sql, args)
 }
 
 // rankedFilter reports whether attention_top answers the findings of an
@@ -49,7 +53,7 @@ func (s *Server) countGroups(ctx context.Context, name string, f Filter) ([]find
 func rankedFilter(f Filter, n int) bool {
 	g := f
 	g.OwningDomains, g.Status = nil, ""
-	return n <= sink.AttentionSlots && g.Age == 0 && len(g.Products) == 0 && len(g.ResourceFamilies) == 0 &&
+	return n <= sink.AttentionSlots && g.FirstSeenBy.IsZero() && len(g.Products) == 0 && len(g.ResourceFamilies) == 0 &&
 		len(g.Classifications) == 0 && len(g.Severities) == 0 && len(g.DomainIDs) == 0 && len(g.Providers) == 0
 }
 
@@ -57,7 +61,7 @@ func rankedFilter(f Filter, n int) bool {
 // all (perDomain false) or per owning domain, restricted to domains if
 // given, and then their current rows. The rows decide: a finding whose
 // current row is no longer open (written after the slots) is left out.
-func (s *Server) rankedFindings(ctx context.Context, domains []string, n int, perDomain bool) ([]apitypes.Finding, error) {
+func (rd *Reader) rankedFindings(ctx context.Context, domains []string, n int, perDomain bool) ([]apitypes.Finding, error) {
 	conds, args := []string{"evidence_id != ''"}, []any{}
 	if perDomain || len(domains) > 0 {
 		conds = append(conds, "per_domain = 1")
@@ -70,7 +74,7 @@ func (s *Server) rankedFindings(ctx context.Context, domains []string, n int, pe
 	} else {
 		conds = append(conds, "per_domain = 0")
 	}
-	rows, err := s.readQuery(ctx, "attention_top", "SELECT owning_domain, evidence_id, attention_score FROM attention_top FINAL"+
+	rows, err := rd.query(ctx, "attention_top", "SELECT owning_domain, evidence_id, attention_score FROM attention_top FINAL"+
 		whereClause(conds), args...)
 	if err != nil {
 		return nil, err
@@ -80,7 +84,7 @@ func (s *Server) rankedFindings(ctx context.Context, domains []string, n int, pe
 		score      float64
 	}
 	var slots []slot
-	err = s.scanAll("attention_top", rows, func(r driver.Rows) error {
+	err = rd.scanAll("attention_top", rows, func(r driver.Rows) error {
 		var sl slot
 		err := r.Scan(&sl.domain, &sl.id, &sl.score)
 		slots = append(slots, sl)
@@ -117,5 +121,5 @@ func (s *Server) rankedFindings(ctx context.Context, domains []string, n int, pe
 	if len(ids) == 0 {
 		return nil, nil
 	}
-	return s.currentFindings(ctx, "attention_findings", []string{"status = ?"}, []any{apitypes.StatusOpen}, ids)
+	return rd.currentFindings(ctx, "attention_findings", []string{"status = ?"}, []any{apitypes.StatusOpen}, ids)
 }

@@ -1,4 +1,4 @@
-package api
+package reader
 
 import (
 	"context"
@@ -72,7 +72,7 @@ func distinctSorted(keys []string) []string {
 
 // currentFindings returns, in evidence_id order, the current rows of the
 // findings ids whose current row meets conds.
-func (s *Server) currentFindings(ctx context.Context, name string, conds []string, args []any, ids []string) ([]apitypes.Finding, error) {
+func (rd *Reader) currentFindings(ctx context.Context, name string, conds []string, args []any, ids []string) ([]apitypes.Finding, error) {
 	type current struct {
 		f     apitypes.Finding
 		match bool
@@ -80,12 +80,12 @@ func (s *Server) currentFindings(ctx context.Context, name string, conds []strin
 	best := make(map[string]current, len(ids))
 	ids = distinctSorted(ids)
 	for keys := range slices.Chunk(ids, maxKeysPerQuery) {
-		rows, err := s.readQuery(ctx, name, "SELECT "+findingColumns+", "+matchColumn(conds)+
+		rows, err := rd.query(ctx, name, "SELECT "+findingColumns+", "+matchColumn(conds)+
 			" FROM drift_evidence WHERE "+inList("evidence_id", len(keys)), keyArgs(args, keys)...)
 		if err != nil {
 			return nil, err
 		}
-		err = s.scanAll(name, rows, func(r driver.Rows) error {
+		err = rd.scanAll(name, rows, func(r driver.Rows) error {
 			var m uint8
 			f, err := scanFinding(r, &m)
 			if c, ok := best[f.EvidenceID]; !ok || supersedes(f.Version, f.UpdatedAt, c.f.Version, c.f.UpdatedAt) {
@@ -108,7 +108,7 @@ func (s *Server) currentFindings(ctx context.Context, name string, conds []strin
 
 // currentNodes returns, in node_id order, the current rows of the nodes
 // ids whose current row meets conds.
-func (s *Server) currentNodes(ctx context.Context, name string, conds []string, args []any, ids []string) ([]apitypes.Node, error) {
+func (rd *Reader) currentNodes(ctx context.Context, name string, conds []string, args []any, ids []string) ([]apitypes.Node, error) {
 	type current struct {
 		n     apitypes.Node
 		match bool
@@ -116,12 +116,12 @@ func (s *Server) currentNodes(ctx context.Context, name string, conds []string, 
 	best := make(map[string]current, len(ids))
 	ids = distinctSorted(ids)
 	for keys := range slices.Chunk(ids, maxKeysPerQuery) {
-		rows, err := s.readQuery(ctx, name, "SELECT "+nodeColumns+", "+matchColumn(conds)+
+		rows, err := rd.query(ctx, name, "SELECT "+nodeColumns+", "+matchColumn(conds)+
 			" FROM node_agent_status WHERE "+inList("node_id", len(keys)), keyArgs(args, keys)...)
 		if err != nil {
 			return nil, err
 		}
-		err = s.scanAll(name, rows, func(r driver.Rows) error {
+		err = rd.scanAll(name, rows, func(r driver.Rows) error {
 			var m uint8
 			n, err := scanNode(r, &m)
 			if c, ok := best[n.NodeID]; !ok || supersedes(n.Version, n.UpdatedAt, c.n.Version, c.n.UpdatedAt) {
@@ -161,22 +161,22 @@ const (
 // where some row passes, so a long run of findings the filter excludes
 // (resolved ones, for the default page of open findings) costs a read of
 // its status column. The candidates' current rows then decide.
-func (s *Server) pageByMarks(ctx context.Context, f Filter, after string, limit int) ([]apitypes.Finding, error) {
-	conds, args := f.where(s.opts.Now())
+func (rd *Reader) pageByMarks(ctx context.Context, f Filter, after string, limit int) ([]apitypes.Finding, error) {
+	conds, args := f.where()
 	out := []apitypes.Finding{}
 	lo, span := after, markSpan
 	for {
-		hi, err := s.markAfter(ctx, lo, span)
+		hi, err := rd.markAfter(ctx, lo, span)
 		if err != nil {
 			return nil, err
 		}
 		need := limit - len(out)
-		ids, full, err := s.candidates(ctx, conds, args, lo, hi, need)
+		ids, full, err := rd.candidates(ctx, conds, args, lo, hi, need)
 		if err != nil {
 			return nil, err
 		}
 		if len(ids) > 0 {
-			fs, err := s.currentFindings(ctx, "drift_list", conds, args, ids)
+			fs, err := rd.currentFindings(ctx, "drift_list", conds, args, ids)
 			if err != nil {
 				return nil, err
 			}
@@ -201,7 +201,7 @@ func (s *Server) pageByMarks(ctx context.Context, f Filter, after string, limit 
 // n rows in (lo, hi] (hi "" is no bound) that meet conds, whatever their
 // version; full reports that there were n such rows, so rows past the
 // last id returned may meet conds too.
-func (s *Server) candidates(ctx context.Context, conds []string, args []any, lo, hi string, n int) (ids []string, full bool, err error) {
+func (rd *Reader) candidates(ctx context.Context, conds []string, args []any, lo, hi string, n int) (ids []string, full bool, err error) {
 	sql := "SELECT evidence_id FROM drift_evidence"
 	a := slices.Clone(args)
 	if len(conds) > 0 {
@@ -214,12 +214,12 @@ func (s *Server) candidates(ctx context.Context, conds []string, args []any, lo,
 		a = append(a, hi)
 	}
 	sql += fmt.Sprintf(" ORDER BY evidence_id LIMIT %d", n)
-	rows, err := s.readQuery(ctx, "drift_candidates", sql, a...)
+	rows, err := rd.query(ctx, "drift_candidates", sql, a...)
 	if err != nil {
 		return nil, false, err
 	}
 	got := 0
-	err = s.scanAll("drift_candidates", rows, func(r driver.Rows) error {
+	err = rd.scanAll("drift_candidates", rows, func(r driver.Rows) error {
 		var id string
 		got++
 		if err := r.Scan(&id); err != nil {
@@ -235,14 +235,14 @@ func (s *Server) candidates(ctx context.Context, conds []string, args []any, lo,
 
 // markAfter returns the n-th sampled evidence id after lo, "" if there
 // are fewer.
-func (s *Server) markAfter(ctx context.Context, lo string, n int) (string, error) {
-	rows, err := s.readQuery(ctx, "drift_marks", fmt.Sprintf(`SELECT evidence_id FROM drift_evidence_marks
+func (rd *Reader) markAfter(ctx context.Context, lo string, n int) (string, error) {
+	rows, err := rd.query(ctx, "drift_marks", fmt.Sprintf(`SELECT evidence_id FROM drift_evidence_marks
 	WHERE evidence_id > ? GROUP BY evidence_id ORDER BY evidence_id LIMIT %d, 1`, n-1), lo)
 	if err != nil {
 		return "", err
 	}
 	var hi string
-	err = s.scanAll("drift_marks", rows, func(r driver.Rows) error { return r.Scan(&hi) })
+	err = rd.scanAll("drift_marks", rows, func(r driver.Rows) error { return r.Scan(&hi) })
 	return hi, err
 }
 
@@ -257,11 +257,11 @@ func (s *Server) markAfter(ctx context.Context, lo string, n int) (string, error
 // current rows scored at least t. If they are n or more (or all rows
 // were taken), they hold the top n; if not, older rows crowded the top k,
 // and k grows.
-func (s *Server) rankedNodes(ctx context.Context, conds []string, args []any, n int) ([]apitypes.Node, error) {
+func (rd *Reader) rankedNodes(ctx context.Context, conds []string, args []any, n int) ([]apitypes.Node, error) {
 	conds = append(slices.Clone(conds), "gate != '"+apitypes.GatePass+"'")
 	where := whereClause(conds)
 	for k := 2 * n; ; k *= 4 {
-		rows, err := s.readQuery(ctx, "attention_node_threshold", fmt.Sprintf("SELECT attention_score FROM node_agent_status"+
+		rows, err := rd.query(ctx, "attention_node_threshold", fmt.Sprintf("SELECT attention_score FROM node_agent_status"+
 			where+" ORDER BY attention_score DESC LIMIT %d, 1", k-1), args...)
 		if err != nil {
 			return nil, err
@@ -270,7 +270,7 @@ func (s *Server) rankedNodes(ctx context.Context, conds []string, args []any, n 
 			t   float64
 			all = true // fewer than k rows: every row is a candidate
 		)
-		err = s.scanAll("attention_node_threshold", rows, func(r driver.Rows) error {
+		err = rd.scanAll("attention_node_threshold", rows, func(r driver.Rows) error {
 			all = false
 			return r.Scan(&t)
 		})
@@ -285,12 +285,12 @@ func (s *Server) rankedNodes(ctx context.Context, conds []string, args []any, n 
 			sql = "SELECT DISTINCT node_id FROM node_agent_status PREWHERE attention_score >= ?" + where
 			a = append([]any{t}, args...)
 		}
-		rows, err = s.readQuery(ctx, "attention_node_candidates", sql, a...)
+		rows, err = rd.query(ctx, "attention_node_candidates", sql, a...)
 		if err != nil {
 			return nil, err
 		}
 		var ids []string
-		err = s.scanAll("attention_node_candidates", rows, func(r driver.Rows) error {
+		err = rd.scanAll("attention_node_candidates", rows, func(r driver.Rows) error {
 			var id string
 			ids = append(ids, id)
 			return r.Scan(&ids[len(ids)-1])
@@ -298,7 +298,7 @@ func (s *Server) rankedNodes(ctx context.Context, conds []string, args []any, n 
 		if err != nil {
 			return nil, err
 		}
-		ns, err := s.currentNodes(ctx, "attention_nodes", conds, args, ids)
+		ns, err := rd.currentNodes(ctx, "attention_nodes", conds, args, ids)
 		if err != nil {
 			return nil, err
 		}

@@ -1,10 +1,9 @@
-package api
+package reader
 
 import (
 	"context"
 	"fmt"
 	"math/big"
-	"net/http"
 	"sort"
 	"strings"
 	"time"
@@ -12,12 +11,6 @@ import (
 	"github.com/ClickHouse/clickhouse-go/v2/lib/driver"
 
 	"github.com/driftline/driftline/pipeline/api/apitypes"
-)
-
-// Limits of /v1/billing/conservation.
-const (
-	DefaultConservationLimit = 100
-	MaxConservationLimit     = 10000
 )
 
 // conservation columns of billing_window, in ConservationTotals order.
@@ -109,24 +102,24 @@ func conserved(c *apitypes.ConservationTotals) bool {
 	return rated.Cmp(&parts) == 0
 }
 
-// billingConservation reads the billing section of the status.
-func (s *Server) billingConservation(ctx context.Context) apitypes.BillingConservation {
+// Conservation reads the billing section of the status: the
+// conservation per tenant and currency and the most recent unbalanced
+// windows. On an error it returns what it read so far.
+func (rd *Reader) Conservation(ctx context.Context) (apitypes.BillingConservation, error) {
 	out := apitypes.BillingConservation{WindowSeconds: 3600, Tenants: []apitypes.TenantConservation{}, Unbalanced: []apitypes.ConservationWindow{}}
-	if err := s.readConservation(ctx, &out); err != nil {
-		out.Error = err.Error()
-	}
-	return out
+	err := rd.readConservation(ctx, &out)
+	return out, err
 }
 
-func (s *Server) readConservation(ctx context.Context, out *apitypes.BillingConservation) error {
+func (rd *Reader) readConservation(ctx context.Context, out *apitypes.BillingConservation) error {
 	sql := fmt.Sprintf(`SELECT w_tenant, w_currency, count(), countIf(w_unexplained > 0), %s
 	FROM (%s) GROUP BY w_tenant, w_currency ORDER BY w_tenant, w_currency`, totalsSQL(), windowSQL(nil))
-	rows, err := s.readQuery(ctx, "billing_conservation", sql)
+	rows, err := rd.query(ctx, "billing_conservation", sql)
 	if err != nil {
 		return err
 	}
 	out.Balanced = true
-	err = s.scanAll("billing_conservation", rows, func(r driver.Rows) error {
+	err = rd.scanAll("billing_conservation", rows, func(r driver.Rows) error {
 		var tc apitypes.TenantConservation
 		dests, finish := scanTotals(&tc.ConservationTotals)
 		if err := r.Scan(append([]any{&tc.TenantID, &tc.Currency, &tc.Windows, &tc.WindowsUnbalanced}, dests...)...); err != nil {
@@ -145,14 +138,44 @@ func (s *Server) readConservation(ctx context.Context, out *apitypes.BillingCons
 	if err != nil || out.WindowsUnbalanced == 0 {
 		return err
 	}
-	out.Unbalanced, _, err = s.conservationWindows(ctx, nil, nil, true, apitypes.MaxUnbalancedShown)
+	out.Unbalanced, _, err = rd.windows(ctx, nil, nil, true, apitypes.MaxUnbalancedShown)
 	return err
 }
 
-// conservationWindows reads the windows of billing_window rows under
-// conds (only the unbalanced ones when unbalanced), newest first, at most
-// limit, and whether more matched.
-func (s *Server) conservationWindows(ctx context.Context, conds []string, args []any, unbalanced bool, limit int) ([]apitypes.ConservationWindow, bool, error) {
+// WindowFilter selects conservation windows (billing_window).
+type WindowFilter struct {
+	Tenants    []string
+	Products   []string
+	Currencies []string
+	// From and To, when set, keep the windows starting at or after From
+	// and before To.
+	From, To time.Time
+	// Unbalanced keeps only the windows with a line unexplained past its
+	// grace.
+	Unbalanced bool
+	// Limit bounds the windows returned.
+	Limit int
+}
+
+// ConservationWindows reads the windows f selects, newest first, at most
+// f.Limit, and whether more matched.
+func (rd *Reader) ConservationWindows(ctx context.Context, f WindowFilter) ([]apitypes.ConservationWindow, bool, error) {
+	conds, args := listWhere([]listColumn{{"tenant_id", f.Tenants}, {"product_id", f.Products}, {"currency", f.Currencies}})
+	if !f.From.IsZero() {
+		conds = append(conds, "window_start >= toDateTime(?)")
+		args = append(args, f.From.Unix())
+	}
+	if !f.To.IsZero() {
+		conds = append(conds, "window_start < toDateTime(?)")
+		args = append(args, f.To.Unix())
+	}
+	return rd.windows(ctx, conds, args, f.Unbalanced, f.Limit)
+}
+
+// windows reads the windows of billing_window rows under conds (only the
+// unbalanced ones when unbalanced), newest first, at most limit, and
+// whether more matched.
+func (rd *Reader) windows(ctx context.Context, conds []string, args []any, unbalanced bool, limit int) ([]apitypes.ConservationWindow, bool, error) {
 	where := ""
 	if unbalanced {
 		where = " WHERE w_unexplained > 0"
@@ -160,12 +183,12 @@ func (s *Server) conservationWindows(ctx context.Context, conds []string, args [
 	sql := fmt.Sprintf(`SELECT w_tenant, w_product, w_currency, w_start, %s FROM (%s)%s
 	GROUP BY w_tenant, w_product, w_currency, w_start ORDER BY w_start DESC, w_tenant, w_product, w_currency LIMIT %d`,
 		totalsSQL(), windowSQL(conds), where, limit+1)
-	rows, err := s.readQuery(ctx, "billing_windows", sql, args...)
+	rows, err := rd.query(ctx, "billing_windows", sql, args...)
 	if err != nil {
 		return nil, false, err
 	}
 	out := []apitypes.ConservationWindow{}
-	err = s.scanAll("billing_windows", rows, func(r driver.Rows) error {
+	err = rd.scanAll("billing_windows", rows, func(r driver.Rows) error {
 		var w apitypes.ConservationWindow
 		dests, finish := scanTotals(&w.ConservationTotals)
 		if err := r.Scan(append([]any{&w.TenantID, &w.ProductID, &w.Currency, &w.WindowStart}, dests...)...); err != nil {
@@ -188,53 +211,6 @@ func (s *Server) conservationWindows(ctx context.Context, conds []string, args [
 	return out, false, nil
 }
 
-// conservationParams are the filters of /v1/billing/conservation.
-var conservationParams = []listParam{
-	{"tenant", "tenant_id", nil},
-	{"product", "product_id", nil},
-	{"currency", "currency", nil},
-}
-
-func (s *Server) handleConservation(w http.ResponseWriter, r *http.Request) error {
-	q := canonical(r.URL.Query(), billingAliases)
-	if err := checkKnown(q, paramNames(conservationParams, "from", "to", "unbalanced", "limit")...); err != nil {
-		return err
-	}
-	conds, args, err := listConds(q, conservationParams)
-	if err != nil {
-		return err
-	}
-	for _, b := range []struct{ name, op string }{{"from", ">="}, {"to", "<"}} {
-		v, ok := single(q, b.name)
-		if !ok {
-			if len(q[b.name]) > 0 {
-				return &ParamError{Param: b.name, Reason: "give one time"}
-			}
-			continue
-		}
-		at, err := time.Parse(time.RFC3339, v)
-		if err != nil {
-			return &ParamError{Param: b.name, Value: v, Reason: "not an RFC 3339 time"}
-		}
-		conds = append(conds, "window_start "+b.op+" toDateTime(?)")
-		args = append(args, at.Unix())
-	}
-	unbalanced, err := parseChoice(q, "unbalanced", "false", []string{"false", "true"})
-	if err != nil {
-		return err
-	}
-	limit, err := parseInt(q, "limit", DefaultConservationLimit, 1, MaxConservationLimit)
-	if err != nil {
-		return err
-	}
-	ws, truncated, err := s.conservationWindows(r.Context(), conds, args, unbalanced == "true", limit)
-	if err != nil {
-		return err
-	}
-	writeJSON(w, http.StatusOK, apitypes.ConservationPage{Windows: ws, Count: len(ws), Truncated: truncated})
-	return nil
-}
-
 func stops(kind string) bool {
 	for _, k := range apitypes.AutomationStoppingKinds {
 		if k == kind {
@@ -244,32 +220,10 @@ func stops(kind string) bool {
 	return false
 }
 
-func (s *Server) handleAutomation(w http.ResponseWriter, r *http.Request) error {
-	q := canonical(r.URL.Query(), map[string]string{"tenant": "tenant_id", "product": "product_id"})
-	if err := allowOnly(q, "tenant_id", "product_id"); err != nil {
-		return err
-	}
-	tenant, ok := single(q, "tenant_id")
-	if !ok || tenant == "" {
-		return &ParamError{Param: "tenant_id", Reason: "give exactly one tenant_id"}
-	}
-	product := ""
-	if len(q["product_id"]) > 0 {
-		if product, ok = single(q, "product_id"); !ok || product == "" {
-			return &ParamError{Param: "product_id", Reason: "give at most one non-empty product_id"}
-		}
-	}
-	a, err := s.automation(r.Context(), tenant, product)
-	if err != nil {
-		return err
-	}
-	writeJSON(w, http.StatusOK, a)
-	return nil
-}
-
-// automation reads the open mismatches of tenant (and product) and the
-// unattributed unbalanced windows.
-func (s *Server) automation(ctx context.Context, tenant, product string) (apitypes.Automation, error) {
+// Automation reads whether financial automation stops for tenant, and
+// product if not empty: the tenant's open mismatches and the unbalanced
+// windows no tenant is named for.
+func (rd *Reader) Automation(ctx context.Context, tenant, product string) (apitypes.Automation, error) {
 	a := apitypes.Automation{TenantID: tenant, ProductID: product, AmountAtRisk: []apitypes.MoneyRisk{}, Reasons: []apitypes.StopReason{}, Products: []apitypes.ProductAutomation{}}
 	rated, ledger := decSQL("rated_amount"), decSQL("ledger_amount")
 	atRisk := fmt.Sprintf("multiIf(kind = 'amount_mismatch', abs(%s - %s), rated_amount != '', %s, %s)", rated, ledger, rated, ledger)
@@ -283,7 +237,7 @@ func (s *Server) automation(ctx context.Context, tenant, product string) (apityp
 	toUInt64(max(greatest(%s, %s))), max(updated_at)
 	FROM billing_mismatch FINAL%s GROUP BY tenant_id, product_id, kind, currency
 	ORDER BY tenant_id, product_id, kind, currency`, atRisk, scaleSQL("rated_amount"), scaleSQL("ledger_amount"), whereClause(conds))
-	rows, err := s.readQuery(ctx, "billing_automation", sql, args...)
+	rows, err := rd.query(ctx, "billing_automation", sql, args...)
 	if err != nil {
 		return a, err
 	}
@@ -315,7 +269,7 @@ func (s *Server) automation(ctx context.Context, tenant, product string) (apityp
 	products := map[string]*acc{}
 	var asOf time.Time
 	unattributed := newAcc()
-	err = s.scanAll("billing_automation", rows, func(r driver.Rows) error {
+	err = rd.scanAll("billing_automation", rows, func(r driver.Rows) error {
 		var (
 			ten, prod, kind, cur, sum string
 			n, scale                  uint64

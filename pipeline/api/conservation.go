@@ -1,0 +1,94 @@
+package api
+
+import (
+	"net/http"
+	"time"
+
+	"github.com/driftline/driftline/pipeline/api/apitypes"
+	"github.com/driftline/driftline/pipeline/readmodel/reader"
+)
+
+// The billing status surfaces: the conservation windows (billing_window)
+// and the financial-automation flag (billing_mismatch).
+// docs/billing-model.md defines both.
+
+// Limits of /v1/billing/conservation.
+const (
+	DefaultConservationLimit = 100
+	MaxConservationLimit     = 10000
+)
+
+// windowParams are the filters of /v1/billing/conservation, read into f.
+func windowParams(f *reader.WindowFilter) []listParam {
+	return []listParam{
+		{"tenant", &f.Tenants, nil},
+		{"product", &f.Products, nil},
+		{"currency", &f.Currencies, nil},
+	}
+}
+
+func (s *Server) handleConservation(w http.ResponseWriter, r *http.Request) error {
+	q := canonical(r.URL.Query(), billingAliases)
+	var f reader.WindowFilter
+	ps := windowParams(&f)
+	if err := checkKnown(q, paramNames(ps, "from", "to", "unbalanced", "limit")...); err != nil {
+		return err
+	}
+	if err := parseLists(q, ps); err != nil {
+		return err
+	}
+	for _, b := range []struct {
+		name string
+		dst  *time.Time
+	}{{"from", &f.From}, {"to", &f.To}} {
+		v, ok := single(q, b.name)
+		if !ok {
+			if len(q[b.name]) > 0 {
+				return &ParamError{Param: b.name, Reason: "give one time"}
+			}
+			continue
+		}
+		at, err := time.Parse(time.RFC3339, v)
+		if err != nil {
+			return &ParamError{Param: b.name, Value: v, Reason: "not an RFC 3339 time"}
+		}
+		*b.dst = at
+	}
+	unbalanced, err := parseChoice(q, "unbalanced", "false", []string{"false", "true"})
+	if err != nil {
+		return err
+	}
+	f.Unbalanced = unbalanced == "true"
+	if f.Limit, err = parseInt(q, "limit", DefaultConservationLimit, 1, MaxConservationLimit); err != nil {
+		return err
+	}
+	ws, truncated, err := s.read.ConservationWindows(r.Context(), f)
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, apitypes.ConservationPage{Windows: ws, Count: len(ws), Truncated: truncated})
+	return nil
+}
+
+func (s *Server) handleAutomation(w http.ResponseWriter, r *http.Request) error {
+	q := canonical(r.URL.Query(), map[string]string{"tenant": "tenant_id", "product": "product_id"})
+	if err := allowOnly(q, "tenant_id", "product_id"); err != nil {
+		return err
+	}
+	tenant, ok := single(q, "tenant_id")
+	if !ok || tenant == "" {
+		return &ParamError{Param: "tenant_id", Reason: "give exactly one tenant_id"}
+	}
+	product := ""
+	if len(q["product_id"]) > 0 {
+		if product, ok = single(q, "product_id"); !ok || product == "" {
+			return &ParamError{Param: "product_id", Reason: "give at most one non-empty product_id"}
+		}
+	}
+	a, err := s.read.Automation(r.Context(), tenant, product)
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, a)
+	return nil
+}

@@ -1,0 +1,251 @@
+package reader
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"strings"
+	"time"
+
+	"github.com/ClickHouse/clickhouse-go/v2/lib/driver"
+
+	"github.com/driftline/driftline/pipeline/api/apitypes"
+)
+
+const findingColumns = `evidence_id, correlation_id, resource_family, product_id, owning_domain,
+	owning_package, domain_id, record_type, record_id, expected_state, expected_version,
+	provider, provider_id, observed_state, observed_version, observed_at,
+	classification, severity, status, first_seen_at, last_seen_at, resolved_at,
+	retry_count, posture, next_attempt_at, runbook, attention_score, version, updated_at`
+
+// scanFinding scans the findingColumns of a row, then the extra columns
+// that follow them into extra.
+func scanFinding(rows driver.Rows, extra ...any) (apitypes.Finding, error) {
+	var (
+		f                                                          apitypes.Finding
+		observedAt, firstSeen, lastSeen, resolved, next, updatedAt time.Time
+	)
+	err := rows.Scan(append([]any{&f.EvidenceID, &f.CorrelationID, &f.ResourceFamily, &f.ProductID, &f.OwningDomain,
+		&f.OwningPackage, &f.DomainID, &f.RecordType, &f.RecordID, &f.ExpectedState, &f.ExpectedVersion,
+		&f.Provider, &f.ProviderID, &f.ObservedState, &f.ObservedVersion, &observedAt,
+		&f.Classification, &f.Severity, &f.Status, &firstSeen, &lastSeen, &resolved,
+		&f.RetryCount, &f.Posture, &next, &f.Runbook, &f.AttentionScore, &f.Version, &updatedAt}, extra...)...)
+	if err != nil {
+		return f, err
+	}
+	f.ObservedAt = nullTime(observedAt)
+	f.FirstSeenAt = firstSeen.UTC()
+	f.LastSeenAt = lastSeen.UTC()
+	f.ResolvedAt = nullTime(resolved)
+	f.NextAttemptAt = nullTime(next)
+	f.UpdatedAt = nullTime(updatedAt)
+	if math.IsNaN(f.AttentionScore) || math.IsInf(f.AttentionScore, 0) {
+		f.AttentionScore = 0 // JSON has no NaN; a broken score must not break the listing
+	}
+	return f, nil
+}
+
+// Findings reads up to limit current findings matching f after the
+// position after (nil: from the first), in order.
+func (rd *Reader) Findings(ctx context.Context, f Filter, order Sort, after *Keyset, limit int) ([]apitypes.Finding, error) {
+	if order.column == "" && limit > 0 {
+		cursor := ""
+		if after != nil {
+			cursor = after.ID
+		}
+		return rd.pageByMarks(ctx, f, cursor, limit)
+	}
+	out := []apitypes.Finding{}
+	err := rd.EachFinding(ctx, f, order, after, limit, func(f apitypes.Finding) error {
+		out = append(out, f)
+		return nil
+	})
+	return out, err
+}
+
+// EachFinding streams the current findings matching f after the position
+// after, in order, at most limit (0: all), calling fn as rows arrive.
+func (rd *Reader) EachFinding(ctx context.Context, f Filter, order Sort, after *Keyset, limit int, fn func(apitypes.Finding) error) error {
+	conds, args := f.where()
+	if after != nil {
+		c, a := order.after(*after, "evidence_id")
+		conds = append(conds, c)
+		args = append(args, a...)
+	}
+	sql := "SELECT " + findingColumns + " FROM drift_evidence FINAL" + whereClause(conds) + order.orderBy("evidence_id")
+	if limit > 0 {
+		sql += fmt.Sprintf(" LIMIT %d", limit)
+	}
+	rows, err := rd.query(ctx, "drift_list", sql, args...)
+	if err != nil {
+		return err
+	}
+	return rd.scanAll("drift_list", rows, func(r driver.Rows) error {
+		f, err := scanFinding(r)
+		if err != nil {
+			return err
+		}
+		return fn(f)
+	})
+}
+
+// Finding reads the current row of one finding; ok is false if there is
+// none.
+func (rd *Reader) Finding(ctx context.Context, id string) (f apitypes.Finding, ok bool, err error) {
+	fs, err := rd.currentFindings(ctx, "drift_detail", nil, nil, []string{id})
+	if err != nil || len(fs) == 0 {
+		return f, false, err
+	}
+	return fs[0], true, nil
+}
+
+// History reads the transitions of one finding, ordered by version.
+func (rd *Reader) History(ctx context.Context, id string) ([]apitypes.HistoryEntry, error) {
+	rows, err := rd.query(ctx, "drift_history", `SELECT version, transition, classification, severity,
+	status, posture, expected_state, observed_state, observed_version, retry_count, at, correlation_id
+	FROM drift_history FINAL WHERE evidence_id = ? ORDER BY version`, id)
+	if err != nil {
+		return nil, err
+	}
+	out := []apitypes.HistoryEntry{}
+	err = rd.scanAll("drift_history", rows, func(r driver.Rows) error {
+		var h apitypes.HistoryEntry
+		err := r.Scan(&h.Version, &h.Transition, &h.Classification, &h.Severity, &h.Status, &h.Posture,
+			&h.ExpectedState, &h.ObservedState, &h.ObservedVersion, &h.RetryCount, &h.At, &h.CorrelationID)
+		h.At = h.At.UTC()
+		out = append(out, h)
+		return err
+	})
+	return out, err
+}
+
+// Histories reads the transitions of several findings, ordered by
+// version, by evidence_id.
+func (rd *Reader) Histories(ctx context.Context, ids []string) (map[string][]apitypes.HistoryEntry, error) {
+	out := map[string][]apitypes.HistoryEntry{}
+	if len(ids) == 0 {
+		return out, nil
+	}
+	args := make([]any, len(ids))
+	for i, id := range ids {
+		args[i] = id
+	}
+	rows, err := rd.query(ctx, "drift_history", `SELECT evidence_id, version, transition, classification, severity,
+	status, posture, expected_state, observed_state, observed_version, retry_count, at, correlation_id
+	FROM drift_history FINAL WHERE `+inList("evidence_id", len(ids))+` ORDER BY evidence_id, version`, args...)
+	if err != nil {
+		return nil, err
+	}
+	err = rd.scanAll("drift_history", rows, func(r driver.Rows) error {
+		var (
+			id string
+			h  apitypes.HistoryEntry
+		)
+		err := r.Scan(&id, &h.Version, &h.Transition, &h.Classification, &h.Severity, &h.Status, &h.Posture,
+			&h.ExpectedState, &h.ObservedState, &h.ObservedVersion, &h.RetryCount, &h.At, &h.CorrelationID)
+		h.At = h.At.UTC()
+		out[id] = append(out[id], h)
+		return err
+	})
+	return out, err
+}
+
+// FindingsOf reads every current finding of one provider identity, open
+// ones first, at most 1000.
+func (rd *Reader) FindingsOf(ctx context.Context, provider, providerID string) ([]apitypes.Finding, error) {
+	rows, err := rd.query(ctx, "node_findings", "SELECT "+findingColumns+
+		" FROM drift_evidence FINAL WHERE provider = ? AND provider_id = ? ORDER BY status = 'open' DESC, evidence_id LIMIT 1000",
+		provider, providerID)
+	if err != nil {
+		return nil, err
+	}
+	out := []apitypes.Finding{}
+	err = rd.scanAll("node_findings", rows, func(r driver.Rows) error {
+		f, err := scanFinding(r)
+		out = append(out, f)
+		return err
+	})
+	return out, err
+}
+
+// BundleSelection names the findings of an evidence bundle; each list
+// widens it (OR): an incident is its correlation ids plus the findings
+// and nodes an operator added to it.
+type BundleSelection struct {
+	EvidenceIDs    []string
+	CorrelationIDs []string
+	NodeIDs        []string // the findings of provider maas for these nodes
+}
+
+// Empty reports whether s names nothing.
+func (s BundleSelection) Empty() bool {
+	return len(s.EvidenceIDs) == 0 && len(s.CorrelationIDs) == 0 && len(s.NodeIDs) == 0
+}
+
+// BundleFindings reads the current rows of the findings s selects,
+// whatever their status, in evidence_id order, at most limit.
+func (rd *Reader) BundleFindings(ctx context.Context, s BundleSelection, limit int) ([]apitypes.Finding, error) {
+	var (
+		ors  []string
+		args []any
+	)
+	for _, c := range []listColumn{{"evidence_id", s.EvidenceIDs}, {"correlation_id", s.CorrelationIDs}, {"provider_id", s.NodeIDs}} {
+		conds, a := listWhere([]listColumn{c})
+		if len(conds) == 0 {
+			continue
+		}
+		cond := conds[0]
+		if c.column == "provider_id" {
+			cond = "(provider = 'maas' AND " + cond + ")"
+		}
+		ors = append(ors, cond)
+		args = append(args, a...)
+	}
+	if len(ors) == 0 {
+		return nil, nil
+	}
+	rows, err := rd.query(ctx, "bundle", "SELECT "+findingColumns+" FROM drift_evidence FINAL WHERE "+
+		strings.Join(ors, " OR ")+fmt.Sprintf(" ORDER BY evidence_id LIMIT %d", limit), args...)
+	if err != nil {
+		return nil, err
+	}
+	var out []apitypes.Finding
+	err = rd.scanAll("bundle", rows, func(r driver.Rows) error {
+		f, err := scanFinding(r)
+		out = append(out, f)
+		return err
+	})
+	return out, err
+}
+
+// FindingGroup counts current findings sharing these attributes.
+type FindingGroup struct {
+	OwningDomain, Classification, Severity, Status, Posture string
+	Count                                                   uint64
+}
+
+// groups counts current findings matching f by owning_domain,
+// classification, severity, status and posture, scanning drift_evidence:
+// few enough rows to fold into any of the summaries in Go.
+func (rd *Reader) groups(ctx context.Context, name string, f Filter) ([]FindingGroup, error) {
+	conds, args := f.where()
+	sql := `SELECT owning_domain, classification, severity, status, posture, count()
+	FROM drift_evidence FINAL` + whereClause(conds) + `
+	GROUP BY owning_domain, classification, severity, status, posture`
+	return rd.scanGroups(ctx, name, sql, args)
+}
+
+func (rd *Reader) scanGroups(ctx context.Context, name, sql string, args []any) ([]FindingGroup, error) {
+	rows, err := rd.query(ctx, name, sql, args...)
+	if err != nil {
+		return nil, err
+	}
+	var out []FindingGroup
+	err = rd.scanAll(name, rows, func(r driver.Rows) error {
+		var g FindingGroup
+		err := r.Scan(&g.OwningDomain, &g.Classification, &g.Severity, &g.Status, &g.Posture, &g.Count)
+		out = append(out, g)
+		return err
+	})
+	return out, err
+}

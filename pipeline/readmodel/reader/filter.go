@@ -1,0 +1,154 @@
+package reader
+
+import (
+	"strings"
+	"time"
+
+	"github.com/driftline/driftline/pipeline/api/apitypes"
+)
+
+// A filter's list fields each select rows whose column holds one of the
+// values (OR); an empty list does not filter. The fields of one filter
+// all apply (AND).
+
+// Filter selects drift findings; the zero Filter selects every finding.
+type Filter struct {
+	Products         []string
+	ResourceFamilies []string
+	Classifications  []string
+	Severities       []string
+	OwningDomains    []string
+	DomainIDs        []string
+	Providers        []string
+	// Status is apitypes.StatusOpen, StatusResolved, or StatusAll / "" for
+	// both.
+	Status string
+	// FirstSeenBy, when set, keeps the findings first seen at or before it.
+	FirstSeenBy time.Time
+}
+
+// where renders f as SQL conditions over drift_evidence with positional
+// arguments.
+func (f *Filter) where() (conds []string, args []any) {
+	conds, args = listWhere([]listColumn{
+		{"product_id", f.Products},
+		{"resource_family", f.ResourceFamilies},
+		{"classification", f.Classifications},
+		{"severity", f.Severities},
+		{"owning_domain", f.OwningDomains},
+		{"domain_id", f.DomainIDs},
+		{"provider", f.Providers},
+	})
+	if f.Status == apitypes.StatusOpen || f.Status == apitypes.StatusResolved {
+		conds = append(conds, "status = ?")
+		args = append(args, f.Status)
+	}
+	if !f.FirstSeenBy.IsZero() {
+		// toDateTime of a Unix second works on every ClickHouse version,
+		// unlike string literals whose parsing depends on the server zone.
+		conds = append(conds, "first_seen_at <= toDateTime(?)")
+		args = append(args, f.FirstSeenBy.Unix())
+	}
+	return conds, args
+}
+
+// NodeFilter selects nodes (node_agent_status).
+type NodeFilter struct {
+	NodeIDs              []string
+	OwningDomains        []string
+	DomainIDs            []string
+	Gates                []string
+	ConnectivityModes    []string
+	NodeAgentStates      []string
+	NodeAgentReasons     []string
+	Healths              []string
+	WorkloadImpacts      []string
+	UpdatePaths          []string
+	TerminalStreamProbes []string
+}
+
+func (f *NodeFilter) where() ([]string, []any) {
+	return listWhere([]listColumn{
+		{"node_id", f.NodeIDs},
+		{"owning_domain", f.OwningDomains},
+		{"domain_id", f.DomainIDs},
+		{"gate", f.Gates},
+		{"connectivity_mode", f.ConnectivityModes},
+		{"node_agent_state", f.NodeAgentStates},
+		{"node_agent_reason", f.NodeAgentReasons},
+		{"health", f.Healths},
+		{"workload_impact", f.WorkloadImpacts},
+		{"update_path", f.UpdatePaths},
+		{"terminal_stream_probe", f.TerminalStreamProbes},
+	})
+}
+
+// MismatchFilter selects billing mismatches (billing_mismatch).
+type MismatchFilter struct {
+	Kinds           []string
+	Tenants         []string
+	Products        []string
+	Units           []string
+	Currencies      []string
+	MeteringSources []string
+	UsageIDs        []string
+	// Status is apitypes.StatusOpen, StatusResolved, or StatusAll / "" for
+	// both.
+	Status string
+	// FirstSeenBy, when set, keeps the mismatches first seen at or before
+	// it.
+	FirstSeenBy time.Time
+	// Days keeps the mismatches first seen on one of these UTC days.
+	Days []time.Time
+}
+
+func (f *MismatchFilter) where() ([]string, []any) {
+	conds, args := listWhere([]listColumn{
+		{"kind", f.Kinds},
+		{"tenant_id", f.Tenants},
+		{"product_id", f.Products},
+		{"unit_id", f.Units},
+		{"currency", f.Currencies},
+		{"metering_source", f.MeteringSources},
+		{"usage_id", f.UsageIDs},
+	})
+	if f.Status == apitypes.StatusOpen || f.Status == apitypes.StatusResolved {
+		conds = append(conds, "status = ?")
+		args = append(args, f.Status)
+	}
+	if !f.FirstSeenBy.IsZero() {
+		conds = append(conds, "first_seen_at <= toDateTime(?)")
+		args = append(args, f.FirstSeenBy.Unix())
+	}
+	if len(f.Days) > 0 {
+		// Ranges of Unix seconds, not toDate, so the server's time zone
+		// does not matter.
+		var ors []string
+		for _, d := range f.Days {
+			ors = append(ors, "(first_seen_at >= toDateTime(?) AND first_seen_at < toDateTime(?))")
+			args = append(args, d.Unix(), d.Add(24*time.Hour).Unix())
+		}
+		conds = append(conds, "("+strings.Join(ors, " OR ")+")")
+	}
+	return conds, args
+}
+
+// listColumn is a list filter over one column.
+type listColumn struct {
+	column string
+	values []string
+}
+
+// listWhere renders the non-empty list filters as SQL conditions.
+func listWhere(cols []listColumn) (conds []string, args []any) {
+	for _, c := range cols {
+		if len(c.values) == 0 {
+			continue
+		}
+		conds = append(conds, inList(c.column, len(c.values)))
+		for _, v := range c.values {
+			args = append(args, v)
+		}
+	}
+	return conds, args
+}

@@ -1,0 +1,136 @@
+package reader
+
+import (
+	"strings"
+
+	"github.com/driftline/driftline/pipeline/api/apitypes"
+)
+
+// Sort is one order of a listing: by a column, then by the listing's key
+// ascending, or by the key alone.
+type Sort struct {
+	Name   string // the value of the API's sort parameter
+	column string // sort key column; "" sorts by the listing's key only
+	desc   bool
+	// bind renders the sort key's placeholder; the key travels in a
+	// Keyset as a float64 (Unix seconds for times, exact for scores).
+	bind string
+}
+
+// ByKey reports whether s orders by the listing's key alone.
+func (s Sort) ByKey() bool { return s.column == "" }
+
+// The orders of each listing; the first is the default.
+var (
+	DriftSorts = []Sort{
+		{Name: "evidence_id"},
+		{Name: "attention_score", column: "attention_score", desc: true, bind: "?"},
+		{Name: "first_seen_at", column: "first_seen_at", bind: "toDateTime(?)"}, // oldest first
+		{Name: "last_seen_at", column: "last_seen_at", desc: true, bind: "toDateTime(?)"},
+	}
+	NodeSorts = []Sort{
+		{Name: "node_id"},
+		{Name: "attention_score", column: "attention_score", desc: true, bind: "?"},
+		{Name: "last_seen_at", column: "last_seen_at", bind: "toDateTime(?)"}, // longest silent first
+	}
+	MismatchSorts = []Sort{
+		{Name: "mismatch_id"},
+		{Name: "first_seen_at", column: "first_seen_at", bind: "toDateTime(?)"}, // oldest first
+	}
+)
+
+// SortNames returns the names of ss.
+func SortNames(ss []Sort) []string {
+	out := make([]string, len(ss))
+	for i, s := range ss {
+		out[i] = s.Name
+	}
+	return out
+}
+
+// FindSort returns the order of ss named name, which must be one.
+func FindSort(ss []Sort, name string) Sort {
+	for _, s := range ss {
+		if s.Name == name {
+			return s
+		}
+	}
+	panic("BUG: unknown sort " + name)
+}
+
+// Keyset is the position after the last row of a page: the row's sort key
+// and its key (evidence_id, node_id, mismatch_id).
+type Keyset struct {
+	Sort string // the Sort's name
+	Key  float64
+	ID   string
+}
+
+func (s Sort) orderBy(idCol string) string {
+	if s.column == "" {
+		return " ORDER BY " + idCol
+	}
+	dir := ""
+	if s.desc {
+		dir = " DESC"
+	}
+	return " ORDER BY " + s.column + dir + ", " + idCol
+}
+
+// after renders the condition selecting rows after k in order s.
+func (s Sort) after(k Keyset, idCol string) (string, []any) {
+	if s.column == "" {
+		return idCol + " > ?", []any{k.ID}
+	}
+	cmp := " > "
+	if s.desc {
+		cmp = " < "
+	}
+	b := s.bind
+	return "(" + s.column + cmp + b + " OR (" + s.column + " = " + b + " AND " + idCol + " > ?))",
+		[]any{s.keyArg(k.Key), s.keyArg(k.Key), k.ID}
+}
+
+func (s Sort) keyArg(v float64) any {
+	if strings.Contains(s.bind, "toDateTime") {
+		return int64(v)
+	}
+	return v
+}
+
+// FindingKey is the position after f in order s.
+func (s Sort) FindingKey(f apitypes.Finding) Keyset {
+	k := Keyset{Sort: s.Name, ID: f.EvidenceID}
+	switch s.column {
+	case "attention_score":
+		k.Key = f.AttentionScore
+	case "first_seen_at":
+		k.Key = float64(f.FirstSeenAt.Unix())
+	case "last_seen_at":
+		k.Key = float64(f.LastSeenAt.Unix())
+	}
+	return k
+}
+
+// NodeKey is the position after n in order s.
+func (s Sort) NodeKey(n apitypes.Node) Keyset {
+	k := Keyset{Sort: s.Name, ID: n.NodeID}
+	switch s.column {
+	case "attention_score":
+		k.Key = n.AttentionScore
+	case "last_seen_at":
+		if n.LastSeenAt != nil {
+			k.Key = float64(n.LastSeenAt.Unix())
+		}
+	}
+	return k
+}
+
+// MismatchKey is the position after m in order s.
+func (s Sort) MismatchKey(m apitypes.BillingMismatch) Keyset {
+	k := Keyset{Sort: s.Name, ID: m.MismatchID}
+	if s.column == "first_seen_at" {
+		k.Key = float64(m.FirstSeenAt.Unix())
+	}
+	return k
+}

@@ -1,0 +1,55 @@
+package reader
+
+import (
+	"context"
+	"time"
+
+	"github.com/ClickHouse/clickhouse-go/v2/lib/driver"
+)
+
+// Progress is the current consumer_progress row of one partition of a
+// consumer.
+type Progress struct {
+	Consumer  string
+	Partition uint32
+	// Watermark is nil while the partition has not advanced it (the zero
+	// DateTime); UpdatedAt is nil if never written.
+	Watermark, UpdatedAt *time.Time
+	Events, FindingsOpen uint64
+}
+
+// Progress reads every consumer's progress, by consumer and partition.
+func (rd *Reader) Progress(ctx context.Context) ([]Progress, error) {
+	rows, err := rd.query(ctx, "consumer_progress", `SELECT consumer, partition, watermark, events,
+	findings_open, updated_at FROM consumer_progress FINAL ORDER BY consumer, partition`)
+	if err != nil {
+		return nil, err
+	}
+	var out []Progress
+	err = rd.scanAll("consumer_progress", rows, func(r driver.Rows) error {
+		var (
+			p                  Progress
+			watermark, updated time.Time
+		)
+		err := r.Scan(&p.Consumer, &p.Partition, &watermark, &p.Events, &p.FindingsOpen, &updated)
+		p.Watermark, p.UpdatedAt = nullTime(watermark), nullTime(updated)
+		out = append(out, p)
+		return err
+	})
+	return out, err
+}
+
+// LowWatermark is the smallest watermark of consumer's partitions and how
+// many partitions reported.
+func (rd *Reader) LowWatermark(ctx context.Context, consumer string) (time.Time, int, error) {
+	rows, err := rd.query(ctx, "wait_watermark", `SELECT min(watermark), count() FROM consumer_progress FINAL WHERE consumer = ?`, consumer)
+	if err != nil {
+		return time.Time{}, 0, err
+	}
+	var (
+		low time.Time
+		n   uint64
+	)
+	err = rd.scanAll("wait_watermark", rows, func(r driver.Rows) error { return r.Scan(&low, &n) })
+	return low, int(n), err
+}
