@@ -4,6 +4,7 @@ import (
 	"net/http"
 
 	"github.com/driftline/driftline/pipeline/api/apitypes"
+	"github.com/driftline/driftline/pipeline/api/export"
 	"github.com/driftline/driftline/pipeline/readmodel/reader"
 )
 
@@ -41,9 +42,9 @@ func (s *Server) handleDrift(w http.ResponseWriter, r *http.Request) error {
 				return err
 			}
 		}
-		rw := newRowWriter(w, format, "drift", findingExport)
-		err := s.read.EachFinding(r.Context(), f, order, after, limit, func(f apitypes.Finding) error { return rw.write(&f) })
-		return s.endExport(r, "drift", rw.close(err != nil), err)
+		rw := export.NewRowWriter(w, format, "drift", export.FindingColumns)
+		err := s.read.EachFinding(r.Context(), f, order, after, limit, func(f apitypes.Finding) error { return rw.Write(&f) })
+		return s.endExport(r, "drift", rw.Close(err != nil), err)
 	}
 	limit, err := parseLimit(q)
 	if err != nil {

@@ -26,6 +26,7 @@ import (
 	"github.com/driftline/driftline/pipeline/api"
 	"github.com/driftline/driftline/pipeline/api/apitypes"
 	"github.com/driftline/driftline/pipeline/api/client"
+	"github.com/driftline/driftline/pipeline/api/export"
 )
 
 // nodeRow is one node_agent_status row version.
@@ -443,13 +444,13 @@ func TestSurfaceBadParameters(t *testing.T) {
 func readArrowStream(t *testing.T, u string, name string) ([]string, int) {
 	t.Helper()
 	req, _ := http.NewRequest("GET", u, nil)
-	req.Header.Set("Accept", api.MediaArrowStream)
+	req.Header.Set("Accept", export.MediaArrowStream)
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer resp.Body.Close()
-	if resp.StatusCode != 200 || resp.Header.Get("Content-Type") != api.MediaArrowStream {
+	if resp.StatusCode != 200 || resp.Header.Get("Content-Type") != export.MediaArrowStream {
 		b, _ := io.ReadAll(resp.Body)
 		t.Fatalf("GET %s: %d %s: %s", u, resp.StatusCode, resp.Header.Get("Content-Type"), b)
 	}

@@ -1,11 +1,14 @@
-package api
+// Package export encodes the query API's listings for bulk readers:
+// Apache Arrow IPC streams and CSV written row by row as ClickHouse
+// returns them, and evidence bundles as one Arrow IPC file or Parquet
+// file. A failed export never looks complete: the Arrow stream lacks its
+// end marker and the CSV ends with an "#error" line.
+package export
 
 import (
 	"encoding/csv"
 	"net/http"
-	"net/url"
 	"strconv"
-	"strings"
 	"time"
 
 	"github.com/apache/arrow-go/v18/arrow"
@@ -14,7 +17,6 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/memory"
 
 	"github.com/driftline/driftline/pipeline/api/apitypes"
-	"github.com/driftline/driftline/pipeline/readmodel/reader"
 )
 
 // Media types of the export formats.
@@ -25,11 +27,10 @@ const (
 	MediaParquet     = "application/vnd.apache.parquet"
 )
 
-// Answer formats of the listings.
+// Export formats of the listings (JSON is the API's own).
 const (
-	formatJSON  = "json"
-	formatCSV   = "csv"
-	formatArrow = "arrow"
+	CSV   = "csv"
+	Arrow = "arrow"
 )
 
 // arrowBatchRows is the number of rows per Arrow record batch: large
@@ -37,37 +38,16 @@ const (
 // first rows early and the server holds only one batch.
 const arrowBatchRows = 8192
 
-// negotiate picks the answer format: the format parameter if given, else
-// the Accept header (Arrow stream or CSV), else JSON.
-func negotiate(r *http.Request, q url.Values) (string, error) {
-	allowed := []string{formatJSON, formatCSV, formatArrow}
-	if len(q["format"]) > 0 {
-		return parseChoice(q, "format", formatJSON, allowed)
-	}
-	for _, part := range strings.Split(r.Header.Get("Accept"), ",") {
-		mt, _, _ := strings.Cut(strings.TrimSpace(part), ";")
-		switch strings.ToLower(strings.TrimSpace(mt)) {
-		case MediaArrowStream:
-			return formatArrow, nil
-		case MediaCSV:
-			return formatCSV, nil
-		case "application/json":
-			return formatJSON, nil
-		}
-	}
-	return formatJSON, nil
-}
-
-// column is one exported column of rows of type T: its Arrow field, how to
+// Column is one exported column of rows of type T: its Arrow field, how to
 // append a row's value to an Arrow builder, and its CSV text.
-type column[T any] struct {
+type Column[T any] struct {
 	field  arrow.Field
 	append func(b array.Builder, row *T)
 	text   func(row *T) string
 }
 
-func strCol[T any](name string, get func(*T) string) column[T] {
-	return column[T]{
+func strCol[T any](name string, get func(*T) string) Column[T] {
+	return Column[T]{
 		field:  arrow.Field{Name: name, Type: arrow.BinaryTypes.String},
 		append: func(b array.Builder, r *T) { b.(*array.StringBuilder).Append(get(r)) },
 		text:   get,
@@ -77,8 +57,8 @@ func strCol[T any](name string, get func(*T) string) column[T] {
 var tsType = &arrow.TimestampType{Unit: arrow.Second, TimeZone: "UTC"}
 
 // timeCol exports a time; nil is null in Arrow and empty in CSV.
-func timeCol[T any](name string, get func(*T) *time.Time) column[T] {
-	return column[T]{
+func timeCol[T any](name string, get func(*T) *time.Time) Column[T] {
+	return Column[T]{
 		field: arrow.Field{Name: name, Type: tsType, Nullable: true},
 		append: func(b array.Builder, r *T) {
 			if t := get(r); t != nil {
@@ -96,16 +76,16 @@ func timeCol[T any](name string, get func(*T) *time.Time) column[T] {
 	}
 }
 
-func u64Col[T any](name string, get func(*T) uint64) column[T] {
-	return column[T]{
+func u64Col[T any](name string, get func(*T) uint64) Column[T] {
+	return Column[T]{
 		field:  arrow.Field{Name: name, Type: arrow.PrimitiveTypes.Uint64},
 		append: func(b array.Builder, r *T) { b.(*array.Uint64Builder).Append(get(r)) },
 		text:   func(r *T) string { return strconv.FormatUint(get(r), 10) },
 	}
 }
 
-func f64Col[T any](name string, get func(*T) float64) column[T] {
-	return column[T]{
+func f64Col[T any](name string, get func(*T) float64) Column[T] {
+	return Column[T]{
 		field:  arrow.Field{Name: name, Type: arrow.PrimitiveTypes.Float64},
 		append: func(b array.Builder, r *T) { b.(*array.Float64Builder).Append(get(r)) },
 		text:   func(r *T) string { return strconv.FormatFloat(get(r), 'g', -1, 64) },
@@ -114,8 +94,8 @@ func f64Col[T any](name string, get func(*T) float64) column[T] {
 
 func ptr(t time.Time) *time.Time { return &t }
 
-// findingExport are the exported columns of a finding, in contract order.
-var findingExport = []column[apitypes.Finding]{
+// FindingColumns are the exported columns of a finding, in contract order.
+var FindingColumns = []Column[apitypes.Finding]{
 	strCol("evidence_id", func(f *apitypes.Finding) string { return f.EvidenceID }),
 	strCol("correlation_id", func(f *apitypes.Finding) string { return f.CorrelationID }),
 	strCol("resource_family", func(f *apitypes.Finding) string { return f.ResourceFamily }),
@@ -146,9 +126,9 @@ var findingExport = []column[apitypes.Finding]{
 	u64Col("version", func(f *apitypes.Finding) uint64 { return f.Version }),
 }
 
-// mismatchExport are the exported columns of a billing mismatch. Amounts
+// MismatchColumns are the exported columns of a billing mismatch. Amounts
 // stay decimal strings: exact, and as the contract writes them.
-var mismatchExport = []column[apitypes.BillingMismatch]{
+var MismatchColumns = []Column[apitypes.BillingMismatch]{
 	strCol("mismatch_id", func(m *apitypes.BillingMismatch) string { return m.MismatchID }),
 	strCol("kind", func(m *apitypes.BillingMismatch) string { return m.Kind }),
 	strCol("usage_id", func(m *apitypes.BillingMismatch) string { return m.UsageID }),
@@ -168,7 +148,7 @@ var mismatchExport = []column[apitypes.BillingMismatch]{
 	u64Col("version", func(m *apitypes.BillingMismatch) uint64 { return m.Version }),
 }
 
-func schemaOf[T any](cols []column[T]) *arrow.Schema {
+func schemaOf[T any](cols []Column[T]) *arrow.Schema {
 	fields := make([]arrow.Field, len(cols))
 	for i, c := range cols {
 		fields[i] = c.field
@@ -176,19 +156,20 @@ func schemaOf[T any](cols []column[T]) *arrow.Schema {
 	return arrow.NewSchema(fields, nil)
 }
 
-// rowWriter writes rows of T in one export format as they are read.
-type rowWriter[T any] interface {
-	write(row *T) error
-	// close ends the answer; after an error it ends it so that the client
+// RowWriter writes rows of T in one export format as they are read.
+type RowWriter[T any] interface {
+	Write(row *T) error
+	// Close ends the answer; after an error it ends it so that the client
 	// sees a broken stream rather than a complete one.
-	close(failed bool) error
+	Close(failed bool) error
 }
 
-// newRowWriter starts an export answer: headers now, rows as they come.
-func newRowWriter[T any](w http.ResponseWriter, format, name string, cols []column[T]) rowWriter[T] {
+// NewRowWriter starts an export answer in format (CSV or Arrow) named
+// name: headers now, rows as they come.
+func NewRowWriter[T any](w http.ResponseWriter, format, name string, cols []Column[T]) RowWriter[T] {
 	w.Header().Set("Cache-Control", "no-store")
 	switch format {
-	case formatCSV:
+	case CSV:
 		w.Header().Set("Content-Type", MediaCSV+"; charset=utf-8")
 		w.Header().Set("Content-Disposition", `attachment; filename="`+name+`.csv"`)
 		w.WriteHeader(http.StatusOK)
@@ -199,7 +180,7 @@ func newRowWriter[T any](w http.ResponseWriter, format, name string, cols []colu
 		}
 		_ = cw.w.Write(head)
 		return cw
-	case formatArrow:
+	case Arrow:
 		w.Header().Set("Content-Type", MediaArrowStream)
 		w.WriteHeader(http.StatusOK)
 		schema := schemaOf(cols)
@@ -210,7 +191,7 @@ func newRowWriter[T any](w http.ResponseWriter, format, name string, cols []colu
 			flusher: flusherOf(w),
 		}
 	}
-	panic("BUG: newRowWriter: format " + format)
+	panic("BUG: export.NewRowWriter: format " + format)
 }
 
 func flusherOf(w http.ResponseWriter) func() {
@@ -219,13 +200,13 @@ func flusherOf(w http.ResponseWriter) func() {
 
 type csvRows[T any] struct {
 	w       *csv.Writer
-	cols    []column[T]
+	cols    []Column[T]
 	rec     []string
 	n       int
 	flusher func()
 }
 
-func (c *csvRows[T]) write(row *T) error {
+func (c *csvRows[T]) Write(row *T) error {
 	c.rec = c.rec[:0]
 	for _, col := range c.cols {
 		c.rec = append(c.rec, col.text(row))
@@ -240,7 +221,7 @@ func (c *csvRows[T]) write(row *T) error {
 	return c.w.Error()
 }
 
-func (c *csvRows[T]) close(failed bool) error {
+func (c *csvRows[T]) Close(failed bool) error {
 	if failed {
 		// A trailing line a CSV reader cannot mistake for data.
 		_ = c.w.Write([]string{"#error: export cut short; see the server log"})
@@ -252,12 +233,12 @@ func (c *csvRows[T]) close(failed bool) error {
 type arrowRows[T any] struct {
 	w       *ipc.Writer
 	b       *array.RecordBuilder
-	cols    []column[T]
+	cols    []Column[T]
 	n       int
 	flusher func()
 }
 
-func (a *arrowRows[T]) write(row *T) error {
+func (a *arrowRows[T]) Write(row *T) error {
 	for i, c := range a.cols {
 		c.append(a.b.Field(i), row)
 	}
@@ -278,7 +259,7 @@ func (a *arrowRows[T]) flush() error {
 	return nil
 }
 
-func (a *arrowRows[T]) close(failed bool) error {
+func (a *arrowRows[T]) Close(failed bool) error {
 	defer a.b.Release()
 	if failed {
 		// Without the end-of-stream marker a reader reports a truncated
@@ -291,23 +272,4 @@ func (a *arrowRows[T]) close(failed bool) error {
 		}
 	}
 	return a.w.Close()
-}
-
-// exportMismatches streams the selected mismatches in format.
-func (s *Server) exportMismatches(w http.ResponseWriter, r *http.Request, format string, f reader.MismatchFilter, order reader.Sort, k *reader.Keyset, limit int) error {
-	rw := newRowWriter(w, format, "billing_mismatches", mismatchExport)
-	err := s.read.EachMismatch(r.Context(), f, order, k, limit, func(m apitypes.BillingMismatch) error { return rw.write(&m) })
-	return s.endExport(r, "billing_mismatches", rw.close(err != nil), err)
-}
-
-// endExport logs a failed export: the status line is already sent, so the
-// error cannot become an error answer.
-func (s *Server) endExport(r *http.Request, name string, closeErr, err error) error {
-	if err == nil {
-		err = closeErr
-	}
-	if err != nil {
-		s.opts.Logger.Warn("export failed", "export", name, "url", r.URL.String(), "err", err)
-	}
-	return nil
 }
