@@ -75,6 +75,7 @@ fuzz:
 	$(GO) test -run '^$$' -fuzz '^FuzzDecodeFast$$' -fuzztime $(FUZZTIME) ./pipeline/contract/
 	$(GO) test -run '^$$' -fuzz '^FuzzPrepare$$' -fuzztime $(FUZZTIME) ./pipeline/ingest/
 	$(GO) test -run '^$$' -fuzz '^FuzzParseFilter$$' -fuzztime $(FUZZTIME) ./pipeline/api/
+	$(GO) test -run '^$$' -fuzz '^FuzzWhere$$' -fuzztime $(FUZZTIME) ./pipeline/readmodel/reader/
 	$(GO) test -run '^$$' -fuzz '^FuzzParse$$' -fuzztime $(FUZZTIME) ./pipeline/contract/decimal/
 	$(GO) test -run '^$$' -fuzz '^FuzzArith$$' -fuzztime $(FUZZTIME) ./pipeline/contract/decimal/
 

@@ -1,10 +1,8 @@
 // Command query serves the read-only query API and web UI over the
-// ClickHouse read model (CONTRACT section 7), and reads it from a shell;
-// see package pipeline/api for the endpoints.
+// ClickHouse read model (CONTRACT section 7); see package pipeline/api for
+// the endpoints and cmd/driftctl for reading it from a shell.
 //
-//	query -query.addr 127.0.0.1:18081 -clickhouse.addr 127.0.0.1:19000   serve (also: query serve ...)
-//	query drift severity=critical -o csv                                 client subcommands:
-//	query heatmap | attention | billing | automation | node [node_id]    drift, heatmap, attention, billing, automation, node
+//	query -query.addr 127.0.0.1:18081 -clickhouse.addr 127.0.0.1:19000
 package main
 
 import (
@@ -29,16 +27,8 @@ import (
 )
 
 func main() {
-	if name, ok := isClient(os.Args[1:]); ok {
-		if err := runClient(name, os.Args[2:], os.Stdout); err != nil {
-			if errors.Is(err, flag.ErrHelp) {
-				os.Exit(2)
-			}
-			fmt.Fprintln(os.Stderr, "query "+name+": "+err.Error())
-			os.Exit(1)
-		}
-		return
-	}
+	// "serve" was the server's subcommand while the binary also held the
+	// client; it is still accepted.
 	if len(os.Args) > 1 && os.Args[1] == "serve" {
 		os.Args = append(os.Args[:1], os.Args[2:]...)
 	}
@@ -59,6 +49,9 @@ func run() error {
 	waitPartitions := fs.Int("query.joinerPartitions", 1, "partitions the joiner reports in consumer_progress; wait_watermark waits for at least this many, so set it to the topics' partition count")
 	shutdownTimeout := fs.Duration("query.shutdownTimeout", 10*time.Second, "how long in-flight requests may finish after SIGTERM before they are cut")
 	flag.Parse()
+	if flag.NArg() > 0 {
+		return fmt.Errorf("unexpected argument %q: query only serves; the client subcommands (drift, heatmap, attention, billing, automation, node) are driftctl's", flag.Arg(0))
+	}
 	if !contract.ValidEnvironment(common.Environment) {
 		return fmt.Errorf("-env %q: must be local_parity, dev or prod", common.Environment)
 	}

@@ -1,4 +1,4 @@
-package main
+package cli
 
 import (
 	"bytes"
@@ -74,7 +74,7 @@ func TestClient(t *testing.T) {
 	run := func(args ...string) string {
 		t.Helper()
 		var out bytes.Buffer
-		if err := runClient(args[0], append([]string{"-api", u}, args[1:]...), &out); err != nil {
+		if err := Run(args[0], append([]string{"-api", u}, args[1:]...), &out); err != nil {
 			t.Fatalf("%v: %v", args, err)
 		}
 		return out.String()
@@ -121,7 +121,7 @@ func TestClient(t *testing.T) {
 		t.Errorf("node list:\n%s", out)
 	}
 	var buf bytes.Buffer
-	err = runClient("drift", []string{"-api", u, "severity=bogus"}, &buf)
+	err = Run("drift", []string{"-api", u, "severity=bogus"}, &buf)
 	if err == nil || !strings.Contains(err.Error(), "allowed: critical, warning") {
 		t.Errorf("bad filter: %v", err)
 	}

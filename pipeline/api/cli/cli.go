@@ -1,4 +1,6 @@
-package main
+// Package cli is the command-line client of the query API (cmd/driftctl):
+// one subcommand per reading surface, printed as a table, JSON or CSV.
+package cli
 
 import (
 	"context"
@@ -19,7 +21,7 @@ import (
 	"github.com/driftline/driftline/pipeline/service"
 )
 
-// commands are the client subcommands; anything else runs the server.
+// commands are the subcommands.
 var commands = map[string]func(ctx context.Context, c *client.Client, q url.Values, args []string) (table, any, error){
 	"drift":      cmdDrift,
 	"heatmap":    cmdHeatmap,
@@ -29,19 +31,18 @@ var commands = map[string]func(ctx context.Context, c *client.Client, q url.Valu
 	"node":       cmdNode,
 }
 
-const cliUsage = `usage: query [serve] [server flags]          run the query API server
-       query drift|heatmap|attention|billing|automation|node [flags] [name=value ...]
+const usage = `usage: driftctl drift|heatmap|attention|billing|automation|node [flags] [name=value ...]
 
-Client subcommands call the query API and print a table (default), JSON or
+Each subcommand calls the query API and prints a table (default), JSON or
 CSV. Trailing name=value arguments are passed as API parameters, e.g.
 
-  query drift severity=critical owning_domain=compute
-  query attention n=50 by=domain
-  query billing kind=amount_mismatch tenant=t1
-  query automation tenant_id=t1  is financial automation stopped for t1 (product_id= for one product)
-  query node                     node list (filters: gate=, connectivity_mode=, ...)
-  query node n-0042              one node: gate, desired vs actual, findings
-  query heatmap status=all
+  driftctl drift severity=critical owning_domain=compute
+  driftctl attention n=50 by=domain
+  driftctl billing kind=amount_mismatch tenant=t1
+  driftctl automation tenant_id=t1  is financial automation stopped for t1 (product_id= for one product)
+  driftctl node                     node list (filters: gate=, connectivity_mode=, ...)
+  driftctl node n-0042              one node: gate, desired vs actual, findings
+  driftctl heatmap status=all
 
 Flags:
 `
@@ -54,22 +55,53 @@ type table struct {
 	foot []string
 }
 
-// runClient runs a client subcommand and returns the exit error.
-func runClient(name string, args []string, stdout io.Writer) error {
-	fs := flag.NewFlagSet("query "+name, flag.ContinueOnError)
+// flags are the options every subcommand takes.
+type flags struct {
+	api, out string
+	all      bool
+	timeout  time.Duration
+}
+
+func newFlagSet(name string) (*flag.FlagSet, *flags) {
+	fs := flag.NewFlagSet(name, flag.ContinueOnError)
 	fs.Usage = func() {
-		fmt.Fprint(fs.Output(), cliUsage)
+		fmt.Fprint(fs.Output(), usage)
 		fs.PrintDefaults()
 	}
-	apiURL := fs.String("api", service.Env("DRIFTLINE_QUERY_URL", "http://"+service.DefaultQueryAddr), "base URL of the query API (env DRIFTLINE_QUERY_URL)")
-	out := fs.String("o", "table", "output: table, json or csv")
-	all := fs.Bool("all", false, "drift, billing, node list: follow next_cursor to the last page (large fleets: prefer -o csv with the API's export)")
-	timeout := fs.Duration("timeout", 30*time.Second, "bound on the whole command")
+	var f flags
+	fs.StringVar(&f.api, "api", service.Env("DRIFTLINE_QUERY_URL", "http://"+service.DefaultQueryAddr), "base URL of the query API (env DRIFTLINE_QUERY_URL)")
+	fs.StringVar(&f.out, "o", "table", "output: table, json or csv")
+	fs.BoolVar(&f.all, "all", false, "drift, billing, node list: follow next_cursor to the last page (large fleets: prefer -o csv with the API's export)")
+	fs.DurationVar(&f.timeout, "timeout", 30*time.Second, "bound on the whole command")
+	return fs, &f
+}
+
+// PrintUsage writes the subcommands, examples and flags to w.
+func PrintUsage(w io.Writer) {
+	fs, _ := newFlagSet("driftctl")
+	fs.SetOutput(w)
+	fs.Usage()
+}
+
+// IsCommand reports whether name is a subcommand.
+func IsCommand(name string) bool {
+	_, ok := commands[name]
+	return ok
+}
+
+// Run runs subcommand name with its arguments, printing the answer to
+// stdout. -h answers flag.ErrHelp after printing the usage.
+func Run(name string, args []string, stdout io.Writer) error {
+	cmd, ok := commands[name]
+	if !ok {
+		return fmt.Errorf("unknown subcommand %q", name)
+	}
+	fs, opt := newFlagSet("driftctl " + name)
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
-	if *out != "table" && *out != "json" && *out != "csv" {
-		return fmt.Errorf("-o %q: want table, json or csv", *out)
+	if opt.out != "table" && opt.out != "json" && opt.out != "csv" {
+		return fmt.Errorf("-o %q: want table, json or csv", opt.out)
 	}
 	q := url.Values{}
 	var pos []string
@@ -81,20 +113,20 @@ func runClient(name string, args []string, stdout io.Writer) error {
 		}
 		q.Add(k, v)
 	}
-	if *all {
+	if opt.all {
 		q.Set("__all", "1")
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), *timeout)
+	ctx, cancel := context.WithTimeout(context.Background(), opt.timeout)
 	defer cancel()
-	c := &client.Client{BaseURL: *apiURL}
-	t, raw, err := commands[name](ctx, c, q, pos)
+	c := &client.Client{BaseURL: opt.api}
+	t, raw, err := cmd(ctx, c, q, pos)
 	if err != nil {
 		if ae, ok := errors.AsType[*client.APIError](err); ok && ae.Body.Allowed != nil {
 			return fmt.Errorf("%w (allowed: %s)", err, strings.Join(ae.Body.Allowed, ", "))
 		}
 		return err
 	}
-	switch *out {
+	switch opt.out {
 	case "json":
 		enc := json.NewEncoder(stdout)
 		enc.SetIndent("", "  ")
@@ -348,13 +380,4 @@ func cmdNode(ctx context.Context, c *client.Client, q url.Values, pos []string) 
 			n.ObservedAgentVersion, n.ExpectedAgentVersion, ts(n.LastSeenAt), score(n.AttentionScore)})
 	}
 	return t, raw, nil
-}
-
-// isClient reports whether args name a client subcommand.
-func isClient(args []string) (string, bool) {
-	if len(args) == 0 {
-		return "", false
-	}
-	_, ok := commands[args[0]]
-	return args[0], ok
 }
