@@ -5,6 +5,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"net/url"
 	"os"
 	"sort"
 	"strings"
@@ -14,7 +15,6 @@ import (
 	"github.com/driftline/driftline/internal/stack"
 	"github.com/driftline/driftline/pipeline/api/apitypes"
 	"github.com/driftline/driftline/pipeline/api/client"
-	"github.com/driftline/driftline/pipeline/readmodel"
 	"github.com/driftline/driftline/pipeline/service"
 )
 
@@ -103,7 +103,7 @@ func runFleet(ctx context.Context, out io.Writer, st stack.State, fcfg fleet.Con
 	for _, a := range truth.Usage.Anomalies {
 		expBilling[a.Kind]++
 	}
-	billing, berr := waitBilling(ctx, st, expBilling, catchUp)
+	billing, berr := waitBilling(ctx, qc, expBilling, catchUp)
 	printSummary(out, st, status, expectedOpen(truth), billing, expBilling, berr, apiKey)
 	return nil
 }
@@ -197,7 +197,7 @@ func events(st *apitypes.Status) uint64 {
 // fleet's truth, or have not changed for 10s, or timeout passes: the
 // billing reconciler runs in the rater, beside the joiner the status
 // endpoint reports on.
-func waitBilling(ctx context.Context, st stack.State, want map[string]uint64, timeout time.Duration) (map[string]uint64, error) {
+func waitBilling(ctx context.Context, qc *client.Client, want map[string]uint64, timeout time.Duration) (map[string]uint64, error) {
 	const stableFor = 10 * time.Second
 	deadline := time.Now().Add(timeout)
 	var (
@@ -207,7 +207,7 @@ func waitBilling(ctx context.Context, st stack.State, want map[string]uint64, ti
 	)
 	for {
 		var got map[string]uint64
-		got, err = billingCounts(ctx, st)
+		got, err = billingCounts(ctx, qc)
 		if err == nil {
 			if fmt.Sprint(got) != fmt.Sprint(last) {
 				stableSince = time.Now()
@@ -228,36 +228,21 @@ func waitBilling(ctx context.Context, st stack.State, want map[string]uint64, ti
 	}
 }
 
-// billingCounts counts open billing mismatches by kind straight from the
-// read model (CONTRACT section 6).
-func billingCounts(ctx context.Context, st stack.State) (map[string]uint64, error) {
+// billingCounts counts open billing mismatches by kind (CONTRACT section
+// 6): the totals of /v1/billing/mismatches cover every open mismatch, per
+// currency and kind.
+func billingCounts(ctx context.Context, qc *client.Client) (map[string]uint64, error) {
 	ctx, cancel := context.WithTimeout(ctx, 15*time.Second)
 	defer cancel()
-	conn, err := readmodel.Open(ctx, service.ClickHouse{
-		Addr:     st.ClickHouse,
-		Database: st.Database,
-		User:     service.Env("DRIFTLINE_CLICKHOUSE_USER", "default"),
-		Password: service.Env("DRIFTLINE_CLICKHOUSE_PASSWORD", ""),
-	})
+	p, err := qc.BillingMismatches(ctx, url.Values{"status": {apitypes.StatusOpen}, "limit": {"1"}})
 	if err != nil {
 		return nil, err
 	}
-	defer conn.Close()
-	rows, err := conn.Query(ctx, "SELECT kind, count() FROM billing_mismatch FINAL WHERE status = 'open' GROUP BY kind")
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
 	out := map[string]uint64{}
-	for rows.Next() {
-		var kind string
-		var n uint64
-		if err := rows.Scan(&kind, &n); err != nil {
-			return nil, err
-		}
-		out[kind] = n
+	for _, t := range p.Totals.ByKind {
+		out[t.Kind] += t.Count
 	}
-	return out, rows.Err()
+	return out, nil
 }
 
 // expectedOpen counts the fleet's ground-truth open findings by
