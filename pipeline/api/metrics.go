@@ -10,6 +10,8 @@ type metrics struct {
 	// waits counts read-your-writes waits by outcome (reached, timeout).
 	waits       *prometheus.CounterVec
 	waitSeconds prometheus.Histogram
+	// waiting counts the requests waiting for their watermark now.
+	waiting prometheus.Gauge
 }
 
 func newMetrics() *metrics {
@@ -40,6 +42,10 @@ func newMetrics() *metrics {
 			Help:    "Time read-your-writes waits took until the watermark was reached.",
 			Buckets: []float64{.01, .05, .1, .25, .5, 1, 2.5, 5, 10, 30},
 		}),
+		waiting: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "driftline_query_watermark_waiting",
+			Help: "Requests waiting now for their wait_watermark (read-your-writes): each found it not yet reached and holds its connection until it is or wait_timeout passes.",
+		}),
 	}
 }
 
@@ -55,7 +61,7 @@ func (m *metrics) register(r prometheus.Registerer) error {
 	}
 	m.waits.WithLabelValues("reached")
 	m.waits.WithLabelValues("timeout")
-	for _, c := range []prometheus.Collector{m.requests, m.latency, m.chErrors, m.lagErrs, m.waits, m.waitSeconds} {
+	for _, c := range []prometheus.Collector{m.requests, m.latency, m.chErrors, m.lagErrs, m.waits, m.waitSeconds, m.waiting} {
 		if err := r.Register(c); err != nil {
 			return err
 		}

@@ -22,7 +22,9 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/memory"
 	"github.com/apache/arrow-go/v18/parquet/file"
 	"github.com/apache/arrow-go/v18/parquet/pqarrow"
+	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/driftline/driftline/internal/testenv"
 	"github.com/driftline/driftline/pipeline/api"
 	"github.com/driftline/driftline/pipeline/api/apitypes"
 	"github.com/driftline/driftline/pipeline/api/client"
@@ -610,7 +612,8 @@ func checkBundle(t *testing.T, rec arrow.RecordBatch) {
 }
 
 func TestWaitWatermark(t *testing.T) {
-	fx := newSurfaceFixture(t, api.Options{WaitConsumer: "joiner", WaitPartitions: 3})
+	reg := prometheus.NewRegistry()
+	fx := newSurfaceFixture(t, api.Options{WaitConsumer: "joiner", WaitPartitions: 3, Registry: reg})
 	// The joiner's lowest partition watermark: partition 2 never advanced
 	// (epoch), so nothing past 1970 is reached yet.
 	u := fx.url + "/v1/drift?severity=critical&wait_watermark=" + t0.Add(-2*time.Minute).Format(time.RFC3339) + "&wait_timeout=300ms"
@@ -634,7 +637,12 @@ func TestWaitWatermark(t *testing.T) {
 		b, _ := io.ReadAll(resp.Body)
 		done <- append([]byte(fmt.Sprint(resp.StatusCode, " ")), b...)
 	}()
-	time.Sleep(300 * time.Millisecond)
+	testenv.CheckFor(t, 10*time.Second, func() error {
+		if n := gauge(t, reg, "driftline_query_watermark_waiting"); n != 1 {
+			return fmt.Errorf("%v requests waiting, want 1", n)
+		}
+		return nil
+	})
 	insert(t, fx.db, `INSERT INTO consumer_progress (consumer, partition, watermark, events, findings_open, updated_at, version)`,
 		"joiner", uint32(2), t0.Add(-90*time.Second), uint64(1), uint64(0), t0, uint64(2))
 	if got := string(<-done); !strings.HasPrefix(got, "200 ") || !strings.Contains(got, idMissing) {
@@ -642,4 +650,20 @@ func TestWaitWatermark(t *testing.T) {
 	}
 	// Already reached: answers at once.
 	getJSON(t, fx.url+"/v1/status?wait_watermark="+t0.Add(-time.Hour).Format(time.RFC3339), 200)
+}
+
+// gauge reads the value of an unlabelled gauge from reg.
+func gauge(t *testing.T, reg *prometheus.Registry, name string) float64 {
+	t.Helper()
+	mfs, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, mf := range mfs {
+		if mf.GetName() == name && len(mf.GetMetric()) == 1 {
+			return mf.GetMetric()[0].GetGauge().GetValue()
+		}
+	}
+	t.Fatalf("no gauge %s", name)
+	return 0
 }

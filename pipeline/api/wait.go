@@ -70,9 +70,15 @@ func (s *Server) waitWatermark(ctx context.Context, wm time.Time, timeout time.D
 	tick := time.NewTicker(waitPoll)
 	defer tick.Stop()
 	var (
-		low   time.Time
-		parts int
+		low     time.Time
+		parts   int
+		waiting bool // counted in the waiting gauge
 	)
+	defer func() {
+		if waiting {
+			s.metrics.waiting.Dec()
+		}
+	}()
 	timedOut := func() error {
 		s.metrics.waits.WithLabelValues("timeout").Inc()
 		e := &WaitTimeoutError{Consumer: s.opts.WaitConsumer, Want: wm.UTC(), Timeout: timeout, Partitions: parts}
@@ -101,6 +107,10 @@ func (s *Server) waitWatermark(ctx context.Context, wm time.Time, timeout time.D
 		}
 		if expired {
 			return timedOut()
+		}
+		if !waiting {
+			waiting = true
+			s.metrics.waiting.Inc()
 		}
 		select {
 		case <-ctx.Done():
