@@ -49,8 +49,8 @@ func newMetrics() *metrics {
 	}
 }
 
-// queryNames are the names readQuery counts errors under; each starts at
-// zero so a rate over it works from the first scrape.
+// queryNames are names the reader counts failed queries under; each
+// starts at zero so a rate over it works from the first scrape.
 var queryNames = []string{"drift_list", "drift_detail", "drift_history", "status_counts", "consumer_progress", "heatmap", "ping",
 	"attention_findings", "attention_nodes", "connectivity", "nodes", "node_detail", "node_findings",
 	"billing_mismatches", "billing_totals", "billing_rated", "bundle", "wait_watermark"}

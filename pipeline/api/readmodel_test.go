@@ -1,0 +1,55 @@
+package api_test
+
+import (
+	"context"
+	"net/http/httptest"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/driftline/driftline/pipeline/api"
+	"github.com/driftline/driftline/pipeline/api/apitypes"
+	"github.com/driftline/driftline/pipeline/readmodel/reader"
+)
+
+// fakeRead answers the heat map from fixed groups; any other read panics
+// on the nil ReadModel it embeds.
+type fakeRead struct {
+	api.ReadModel
+	groups []reader.FindingGroup
+	got    reader.Filter
+}
+
+func (f *fakeRead) Heatmap(_ context.Context, flt reader.Filter) ([]reader.FindingGroup, error) {
+	f.got = flt
+	return f.groups, nil
+}
+
+// TestHeatmapOverAFakeReadModel checks the handler's side of the heat map
+// (parameters in, fold out) without ClickHouse.
+func TestHeatmapOverAFakeReadModel(t *testing.T) {
+	fr := &fakeRead{groups: []reader.FindingGroup{
+		{OwningDomain: "compute", Classification: apitypes.ClassIdentity, Severity: apitypes.SeverityWarning, Status: apitypes.StatusOpen, Count: 3},
+		{OwningDomain: "compute", Classification: apitypes.ClassIdentity, Severity: apitypes.SeverityCritical, Status: apitypes.StatusOpen, Count: 2},
+		{OwningDomain: "apps", Classification: "a_new_class", Severity: apitypes.SeverityWarning, Status: apitypes.StatusOpen, Count: 1},
+	}}
+	srv, err := api.New(api.Options{ReadModel: fr, Now: func() time.Time { return t0 }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	hs := httptest.NewServer(srv.Handler())
+	defer hs.Close()
+	h := decode[apitypes.Heatmap](t, getJSON(t, hs.URL+"/v1/heatmap?owning_domain=compute,apps&age=1h", 200))
+	if !slices.Equal(fr.got.OwningDomains, []string{"compute", "apps"}) || !fr.got.FirstSeenBy.Equal(t0.Add(-time.Hour)) ||
+		fr.got.Status != apitypes.StatusOpen {
+		t.Errorf("filter passed to the read model: %+v", fr.got)
+	}
+	want := []apitypes.HeatCell{
+		{OwningDomain: "apps", Classification: "a_new_class", Count: 1, MaxSeverity: apitypes.SeverityWarning},
+		{OwningDomain: "compute", Classification: apitypes.ClassIdentity, Count: 5, Critical: 2, MaxSeverity: apitypes.SeverityCritical},
+	}
+	if !slices.Equal(h.Domains, []string{"apps", "compute"}) || !slices.Equal(h.Cells, want) ||
+		!slices.Equal(h.Classifications, append(slices.Clone(apitypes.Classifications), "a_new_class")) {
+		t.Errorf("heat map %+v", h)
+	}
+}
