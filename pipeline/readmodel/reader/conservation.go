@@ -13,6 +13,10 @@ import (
 	"github.com/driftline/driftline/pipeline/api/apitypes"
 )
 
+// The billing status surfaces: the conservation of the billing windows
+// (billing_window) and the financial-automation flag (billing_mismatch).
+// docs/billing-model.md defines both.
+
 // conservation columns of billing_window, in ConservationTotals order.
 var (
 	conservationCounts = []string{"accepted", "rejected", "rating_pending", "not_rated", "rated", "rated_without_usage",
