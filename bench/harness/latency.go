@@ -40,7 +40,7 @@ const (
 // finding takes from its event's occurred_at until a query sees it.
 func (e *env) latencyPhase(ctx context.Context, logf func(string, ...any)) (*latencyResult, error) {
 	o := e.o
-	names := topics.Defaults()
+	names := contract.DefaultTopics()
 	names.PlatformRecords = "bench-latency.platform.records"
 	names.Observations = "bench-latency.provider.observations"
 	names.Telemetry = "bench-latency.nodeagent.telemetry"
@@ -215,7 +215,7 @@ func (e *env) latencyPhase(ctx context.Context, logf func(string, ...any)) (*lat
 // envelope, as the fleet generator does.
 type latencyGen struct {
 	parts   int32
-	names   topics.Names
+	names   contract.Topics
 	counter uint64
 	recSeq  uint64
 	obsSeq  uint64

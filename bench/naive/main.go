@@ -33,9 +33,9 @@ import (
 	"github.com/ClickHouse/clickhouse-go/v2/lib/driver"
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/driftline/driftline/pipeline/contract"
 	"github.com/driftline/driftline/pipeline/readmodel"
 	"github.com/driftline/driftline/pipeline/service"
-	"github.com/driftline/driftline/pipeline/stream/topics"
 )
 
 type envelope struct {
@@ -99,7 +99,7 @@ func main() {
 	group := flag.String("group", "bench-naive", "consumer group")
 	addr := flag.String("clickhouse.addr", service.DefaultClickHouseAddr, "ClickHouse native address")
 	db := flag.String("db", "bench_naive", "ClickHouse database (created with its one table)")
-	names := topics.Defaults()
+	names := contract.DefaultTopics()
 	names.RegisterFlags(flag.CommandLine)
 	flag.Parse()
 	log.SetPrefix("naive: ")
@@ -110,7 +110,7 @@ func main() {
 	}
 }
 
-func run(ctx context.Context, brokers, group string, chc service.ClickHouse, names topics.Names) error {
+func run(ctx context.Context, brokers, group string, chc service.ClickHouse, names contract.Topics) error {
 	conn, err := readmodel.Open(ctx, chc)
 	if err != nil {
 		return err

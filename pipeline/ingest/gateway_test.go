@@ -20,7 +20,6 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/driftline/driftline/pipeline/contract"
-	"github.com/driftline/driftline/pipeline/stream/topics"
 )
 
 const testPartitions = 4
@@ -52,14 +51,14 @@ type testEnv struct {
 	cluster *kfake.Cluster
 	gw      *Gateway
 	srv     *httptest.Server
-	names   topics.Names
+	names   contract.Topics
 	adm     *kadm.Client
 	admCl   *kgo.Client
 }
 
 func newTestEnv(t *testing.T, edit func(*Options)) *testEnv {
 	t.Helper()
-	names := topics.Defaults()
+	names := contract.DefaultTopics()
 	all := []string{names.PlatformRecords, names.Observations, names.Telemetry, names.Usage, names.Rated, names.Ledger, names.Quarantine}
 	cluster, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(testPartitions, all...))
 	if err != nil {

@@ -25,7 +25,6 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/driftline/driftline/pipeline/contract"
-	"github.com/driftline/driftline/pipeline/stream/topics"
 )
 
 // checkFor polls cond until it holds or the deadline passes.
@@ -97,12 +96,12 @@ type served struct {
 	logs    *syncBuffer
 	stop    context.CancelFunc
 	done    chan error
-	names   topics.Names
+	names   contract.Topics
 }
 
 func newServed(t *testing.T, edit func(*Options), so ServeOptions) *served {
 	t.Helper()
-	names := topics.Defaults()
+	names := contract.DefaultTopics()
 	all := []string{names.PlatformRecords, names.Observations, names.Telemetry, names.Usage, names.Rated, names.Ledger, names.Quarantine}
 	cluster, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(testPartitions, all...))
 	if err != nil {

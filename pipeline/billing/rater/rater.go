@@ -74,8 +74,8 @@ type Options struct {
 	// transaction can hold back read_committed consumers if it is not
 	// fenced by a restart. Default 10s.
 	TransactionTimeout time.Duration
-	// Topics names the topics. Default topics.Defaults().
-	Topics topics.Names
+	// Topics names the topics. Default contract.DefaultTopics().
+	Topics contract.Topics
 	// Environment is the pipeline's environment, stamped on rated lines;
 	// usage for another is quarantined. Default local_parity.
 	Environment string
@@ -116,8 +116,8 @@ func (o *Options) defaults() error {
 	if o.TransactionTimeout <= 0 {
 		o.TransactionTimeout = 10 * time.Second
 	}
-	if o.Topics == (topics.Names{}) {
-		o.Topics = topics.Defaults()
+	if o.Topics == (contract.Topics{}) {
+		o.Topics = contract.DefaultTopics()
 	}
 	if o.Environment == "" {
 		o.Environment = contract.EnvLocalParity
