@@ -137,7 +137,7 @@ func TestFleetFindingsMatchGroundTruth(t *testing.T) {
 	}
 	openByClass := map[string]int{}
 	for _, f := range truth.Findings {
-		if f.Status == fleet.StatusOpen {
+		if f.Status == string(contract.StatusOpen) {
 			openByClass[f.Classification]++
 		}
 	}

@@ -230,7 +230,7 @@ func (g *latencyGen) rec(topic, key string, value []byte) *kgo.Record {
 	k := []byte(key)
 	return &kgo.Record{Topic: topic, Key: k, Value: value, Partition: contract.Partition(k, g.parts), Headers: []kgo.RecordHeader{
 		{Key: contract.HeaderActorID, Value: []byte("SYSTEM::bench-harness")},
-		{Key: contract.HeaderSourceType, Value: []byte("SYSTEM")},
+		{Key: contract.HeaderSourceType, Value: []byte(contract.SourceSystem)},
 	}}
 }
 

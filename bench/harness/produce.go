@@ -51,7 +51,7 @@ func produceFleet(ctx context.Context, brokers string, names contract.Topics, pa
 	defer cl.Close()
 	headers := []kgo.RecordHeader{
 		{Key: contract.HeaderActorID, Value: []byte("SYSTEM::bench-harness")},
-		{Key: contract.HeaderSourceType, Value: []byte("SYSTEM")},
+		{Key: contract.HeaderSourceType, Value: []byte(contract.SourceSystem)},
 		{Key: contract.HeaderPolicyRev, Value: []byte("bench")},
 	}
 	var failed atomic.Pointer[error]

@@ -13,6 +13,7 @@ import (
 	"github.com/driftline/driftline/internal/fleet"
 	"github.com/driftline/driftline/internal/stack"
 	"github.com/driftline/driftline/pipeline/api"
+	"github.com/driftline/driftline/pipeline/contract"
 	"github.com/driftline/driftline/pipeline/readmodel"
 	"github.com/driftline/driftline/pipeline/service"
 )
@@ -264,7 +265,7 @@ func billingCounts(ctx context.Context, st stack.State) (map[string]uint64, erro
 func expectedOpen(t *fleet.Truth) map[string]uint64 {
 	m := map[string]uint64{}
 	for _, f := range t.Findings {
-		if f.Status == "open" {
+		if f.Status == string(contract.StatusOpen) {
 			m[f.Classification]++
 		}
 	}

@@ -11,6 +11,8 @@ import (
 	"sync"
 
 	"github.com/ClickHouse/clickhouse-go/v2/lib/driver"
+
+	"github.com/driftline/driftline/pipeline/contract"
 )
 
 // Attention queue sizes.
@@ -27,8 +29,8 @@ var nodeOnlyParams = []string{"gate", "connectivity_mode", "health", "node_agent
 
 func (s *Server) handleAttention(w http.ResponseWriter, r *http.Request) error {
 	q := r.URL.Query()
-	if st, ok := single(q, "status"); ok && st != StatusOpen {
-		return &ParamError{Param: "status", Value: st, Reason: "the attention queue holds open findings only", Allowed: []string{StatusOpen}}
+	if st, ok := single(q, "status"); ok && st != string(contract.StatusOpen) {
+		return &ParamError{Param: "status", Value: st, Reason: "the attention queue holds open findings only", Allowed: []string{string(contract.StatusOpen)}}
 	}
 	// Drift filters and the node-only ones are parsed apart: parseFilter
 	// must not see the node parameters and the node conditions must not
@@ -48,7 +50,7 @@ func (s *Server) handleAttention(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	f.Status = StatusOpen
+	f.Status = string(contract.StatusOpen)
 	ps := slices.DeleteFunc(slices.Clone(nodeParams), func(p listParam) bool {
 		return !slices.Contains(nodeOnlyParams, p.name) && p.name != "owning_domain" && p.name != "domain_id"
 	})
@@ -200,7 +202,7 @@ func (s *Server) topNodes(ctx context.Context, conds []string, args []any, n int
 		limit = fmt.Sprintf(" LIMIT %d BY owning_domain", n)
 	}
 	// A node whose gate passes needs no attention whatever its score.
-	conds = append(slices.Clone(conds), "gate != '"+GatePass+"'")
+	conds = append(slices.Clone(conds), "gate != '"+string(contract.GatePass)+"'")
 	rows, err := s.readQuery(ctx, "attention_nodes", "SELECT "+nodeColumns+" FROM node_agent_status FINAL"+
 		whereClause(conds)+order+limit, args...)
 	if err != nil {

@@ -12,12 +12,13 @@ import (
 
 	"github.com/ClickHouse/clickhouse-go/v2/lib/driver"
 
+	"github.com/driftline/driftline/pipeline/contract"
 	"github.com/driftline/driftline/pipeline/contract/decimal"
 )
 
 // billingParams are the list filters of /v1/billing/mismatches.
 var billingParams = []listParam{
-	{"kind", "kind", BillingKinds},
+	{"kind", "kind", billingKinds},
 	{"tenant", "tenant_id", nil},
 	{"product", "product_id", nil},
 	{"unit", "unit_id", nil},
@@ -60,7 +61,7 @@ func (s *Server) parseBillingFilter(q url.Values) (billingFilter, error) {
 	if err != nil {
 		return bf, err
 	}
-	status, err := parseChoice(q, "status", StatusOpen, statusValues)
+	status, err := parseChoice(q, "status", string(contract.StatusOpen), statusValues)
 	if err != nil {
 		return bf, err
 	}
@@ -121,7 +122,7 @@ func amountAtRisk(m BillingMismatch) string {
 	rated, rerr := decimal.Parse(m.RatedAmount)
 	ledger, lerr := decimal.Parse(m.LedgerAmount)
 	switch {
-	case m.Kind == "amount_mismatch" && rerr == nil && lerr == nil:
+	case m.Kind == string(contract.KindAmountMismatch) && rerr == nil && lerr == nil:
 		d, err := decimal.Sub(rated, ledger)
 		if err != nil {
 			return ""
@@ -232,7 +233,7 @@ func (s *Server) handleBillingMismatches(w http.ResponseWriter, r *http.Request)
 // ClickHouse (Decimal128) and per currency here (math/big).
 func (s *Server) billingTotals(ctx context.Context, bf billingFilter) (BillingTotals, error) {
 	rated, ledger := decSQL("rated_amount"), decSQL("ledger_amount")
-	atRisk := fmt.Sprintf("multiIf(kind = 'amount_mismatch', abs(%s - %s), rated_amount != '', %s, %s)", rated, ledger, rated, ledger)
+	atRisk := fmt.Sprintf("multiIf(kind = '%s', abs(%s - %s), rated_amount != '', %s, %s)", contract.KindAmountMismatch, rated, ledger, rated, ledger)
 	sql := fmt.Sprintf(`SELECT currency, kind, count(), toString(sum(%s)), toString(sum(%s)), toString(sum(%s)),
 	countIf(rated_amount = '' AND ledger_amount = ''), countIf(%s OR %s), toUInt64(max(greatest(%s, %s)))
 	FROM billing_mismatch FINAL%s GROUP BY currency, kind ORDER BY currency, kind`,

@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"github.com/ClickHouse/clickhouse-go/v2/lib/driver"
+
+	"github.com/driftline/driftline/pipeline/contract"
 )
 
 // The billing status surfaces: the conservation section of /v1/status
@@ -331,7 +333,8 @@ func (s *Server) handleConservation(w http.ResponseWriter, r *http.Request) erro
 // disagrees or is missing a step. duplicate_usage does not stop it (the
 // rater refused the duplicate; the first usage_id is the truth and is
 // rated once); it is reported among the reasons.
-var AutomationStoppingKinds = []string{"usage_not_rated", "rated_not_ledgered", "amount_mismatch", "unknown_unit", "window_unbalanced"}
+var AutomationStoppingKinds = contract.Strings([]contract.BillingKind{contract.KindUsageNotRated, contract.KindRatedNotLedgered,
+	contract.KindAmountMismatch, contract.KindUnknownUnit, contract.KindWindowUnbalanced})
 
 // Automation is the answer of GET /v1/billing/automation: whether
 // financial automation (invoicing, payouts, credits) for a tenant, and
@@ -418,8 +421,8 @@ func (s *Server) handleAutomation(w http.ResponseWriter, r *http.Request) error 
 func (s *Server) automation(ctx context.Context, tenant, product string) (Automation, error) {
 	a := Automation{TenantID: tenant, ProductID: product, AmountAtRisk: []MoneyRisk{}, Reasons: []StopReason{}, Products: []ProductAutomation{}}
 	rated, ledger := decSQL("rated_amount"), decSQL("ledger_amount")
-	atRisk := fmt.Sprintf("multiIf(kind = 'amount_mismatch', abs(%s - %s), rated_amount != '', %s, %s)", rated, ledger, rated, ledger)
-	conds := []string{"status = 'open'", "(tenant_id = ? OR (tenant_id = '' AND kind = 'window_unbalanced'))"}
+	atRisk := fmt.Sprintf("multiIf(kind = '%s', abs(%s - %s), rated_amount != '', %s, %s)", contract.KindAmountMismatch, rated, ledger, rated, ledger)
+	conds := []string{"status = '" + string(contract.StatusOpen) + "'", "(tenant_id = ? OR (tenant_id = '' AND kind = '" + string(contract.KindWindowUnbalanced) + "'))"}
 	args := []any{tenant}
 	if product != "" {
 		conds = append(conds, "(product_id = ? OR tenant_id = '')")

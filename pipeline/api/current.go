@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/ClickHouse/clickhouse-go/v2/lib/driver"
+
+	"github.com/driftline/driftline/pipeline/contract"
 )
 
 // The attention queue, drift pages in evidence_id order and drift detail
@@ -256,7 +258,7 @@ func (s *Server) markAfter(ctx context.Context, lo string, n int) (string, error
 // were taken), they hold the top n; if not, older rows crowded the top k,
 // and k grows.
 func (s *Server) rankedNodes(ctx context.Context, conds []string, args []any, n int) ([]Node, error) {
-	conds = append(slices.Clone(conds), "gate != '"+GatePass+"'")
+	conds = append(slices.Clone(conds), "gate != '"+string(contract.GatePass)+"'")
 	where := whereClause(conds)
 	for k := 2 * n; ; k *= 4 {
 		rows, err := s.readQuery(ctx, "attention_node_threshold", fmt.Sprintf("SELECT attention_score FROM node_agent_status"+

@@ -2,6 +2,8 @@ package api
 
 import (
 	"net/http"
+
+	"github.com/driftline/driftline/pipeline/contract"
 )
 
 // driftSorts are the orders of /v1/drift. The default keeps the "e1:"
@@ -113,16 +115,16 @@ func (s *Server) handleDriftDetail(w http.ResponseWriter, r *http.Request) error
 
 // postureSummary says what each posture means for the resource.
 var postureSummary = map[string]string{
-	PostureQuarantine:     "Quarantine the resource: keep it out of scheduling and traffic, and do not delete it until ownership is settled.",
-	PostureBlockAdmission: "Block admissions to the affected capacity until the finding resolves.",
-	PostureRetry:          "The platform retries reconciliation by itself at next_attempt_at; no operator action yet.",
-	PostureOperatorReview: "An operator must review the evidence and decide; automation will not act on it.",
+	string(contract.PostureQuarantine):     "Quarantine the resource: keep it out of scheduling and traffic, and do not delete it until ownership is settled.",
+	string(contract.PostureBlockAdmission): "Block admissions to the affected capacity until the finding resolves.",
+	string(contract.PostureRetry):          "The platform retries reconciliation by itself at next_attempt_at; no operator action yet.",
+	string(contract.PostureOperatorReview): "An operator must review the evidence and decide; automation will not act on it.",
 }
 
 // recommend derives the recommended action from a finding's posture and
 // runbook, which the joiner sets.
 func recommend(f Finding) Action {
-	if f.Status == StatusResolved {
+	if f.Status == string(contract.StatusResolved) {
 		return Action{
 			Posture: f.Posture,
 			Runbook: f.Runbook,
@@ -133,7 +135,7 @@ func recommend(f Finding) Action {
 	if a.Summary == "" {
 		a.Summary = "Follow the runbook."
 	}
-	if f.Posture == PostureRetry {
+	if f.Posture == string(contract.PostureRetry) {
 		a.NextAttemptAt = f.NextAttemptAt
 	}
 	return a

@@ -21,7 +21,7 @@ type Filter struct {
 	OwningDomains    []string
 	DomainIDs        []string
 	Providers        []string
-	Status           string        // StatusOpen, StatusResolved, or StatusAll / "" for both
+	Status           string        // open, resolved, or StatusAll / "" for both
 	Age              time.Duration // > 0: first_seen_at at or before now - Age
 }
 
@@ -31,8 +31,8 @@ func (f *Filter) params() []filterParam {
 	return []filterParam{
 		{"product", &f.Products, nil},
 		{"resource_family", &f.ResourceFamilies, contract.Families},
-		{"classification", &f.Classifications, Classifications},
-		{"severity", &f.Severities, Severities},
+		{"classification", &f.Classifications, classifications},
+		{"severity", &f.Severities, severities},
 		{"owning_domain", &f.OwningDomains, nil},
 		{"domain_id", &f.DomainIDs, nil},
 		{"provider", &f.Providers, contract.Providers},
@@ -48,7 +48,7 @@ type filterParam struct {
 // columns of the list filters, in filterParams order.
 var filterColumns = []string{"product_id", "resource_family", "classification", "severity", "owning_domain", "domain_id", "provider"}
 
-var statusValues = []string{StatusOpen, StatusResolved, StatusAll}
+var statusValues = []string{string(contract.StatusOpen), string(contract.StatusResolved), StatusAll}
 
 // paramAliases maps accepted spellings to the canonical parameter.
 var paramAliases = map[string]string{"product_id": "product"}
@@ -57,7 +57,7 @@ var paramAliases = map[string]string{"product_id": "product"}
 // parameters the endpoint accepts; any other parameter is refused, so a
 // misspelt filter never silently widens an answer.
 func parseFilter(q url.Values, extra ...string) (Filter, error) {
-	f := Filter{Status: StatusOpen}
+	f := Filter{Status: string(contract.StatusOpen)}
 	known := map[string]bool{"status": true, "age": true}
 	for _, p := range f.params() {
 		known[p.name] = true
@@ -165,7 +165,7 @@ func (f *Filter) where(now time.Time) (conds []string, args []any) {
 			args = append(args, v)
 		}
 	}
-	if f.Status == StatusOpen || f.Status == StatusResolved {
+	if f.Status == string(contract.StatusOpen) || f.Status == string(contract.StatusResolved) {
 		conds = append(conds, "status = ?")
 		args = append(args, f.Status)
 	}

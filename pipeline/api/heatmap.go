@@ -4,6 +4,8 @@ import (
 	"net/http"
 	"slices"
 	"sort"
+
+	"github.com/driftline/driftline/pipeline/contract"
 )
 
 func (s *Server) handleHeatmap(w http.ResponseWriter, r *http.Request) error {
@@ -25,8 +27,8 @@ func (s *Server) handleHeatmap(w http.ResponseWriter, r *http.Request) error {
 
 // severityRank orders severities; unknown ones rank below every known one.
 func severityRank(sev string) int {
-	if i := slices.Index(Severities, sev); i >= 0 {
-		return len(Severities) - i
+	if i := slices.Index(severities, sev); i >= 0 {
+		return len(severities) - i
 	}
 	return 0
 }
@@ -44,14 +46,14 @@ func foldHeatmap(status string, groups []findingGroup) Heatmap {
 			cells[k] = c
 		}
 		c.Count += g.count
-		if g.severity == SeverityCritical {
+		if g.severity == string(contract.SeverityCritical) {
 			c.Critical += g.count
 		}
 		if severityRank(g.severity) > severityRank(c.MaxSeverity) {
 			c.MaxSeverity = g.severity
 		}
 		domains[g.domain] = true
-		if !slices.Contains(Classifications, g.classification) && !slices.Contains(extra, g.classification) {
+		if !slices.Contains(classifications, g.classification) && !slices.Contains(extra, g.classification) {
 			extra = append(extra, g.classification)
 		}
 	}
@@ -59,7 +61,7 @@ func foldHeatmap(status string, groups []findingGroup) Heatmap {
 	h := Heatmap{
 		Status:          status,
 		Domains:         make([]string, 0, len(domains)),
-		Classifications: slices.Concat(Classifications, extra),
+		Classifications: slices.Concat(classifications, extra),
 		Cells:           make([]HeatCell, 0, len(cells)),
 	}
 	if h.Status == "" {

@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/ClickHouse/clickhouse-go/v2/lib/driver"
+
+	"github.com/driftline/driftline/pipeline/contract"
 )
 
 // nodeParams are the filters of /v1/nodes, /v1/connectivity and the node
@@ -17,14 +19,14 @@ var nodeParams = []listParam{
 	{"node_id", "node_id", nil},
 	{"owning_domain", "owning_domain", nil},
 	{"domain_id", "domain_id", nil},
-	{"gate", "gate", Gates},
-	{"connectivity_mode", "connectivity_mode", ConnectivityModes},
-	{"node_agent_state", "node_agent_state", NodeAgentStates},
+	{"gate", "gate", gates},
+	{"connectivity_mode", "connectivity_mode", connectivityModes},
+	{"node_agent_state", "node_agent_state", nodeAgentStates},
 	{"node_agent_reason", "node_agent_reason", nil},
-	{"health", "health", Healths},
-	{"workload_impact", "workload_impact", WorkloadImpacts},
-	{"update_path", "update_path", UpdatePaths},
-	{"terminal_stream_probe", "terminal_stream_probe", TerminalStreamProbes},
+	{"health", "health", healths},
+	{"workload_impact", "workload_impact", workloadImpacts},
+	{"update_path", "update_path", updatePaths},
+	{"terminal_stream_probe", "terminal_stream_probe", terminalStreamProbes},
 }
 
 // nodeSorts are the orders of /v1/nodes.
@@ -151,15 +153,15 @@ func (s *Server) handleNodes(w http.ResponseWriter, r *http.Request) error {
 
 // gateSummary says what each gate means (seed 000).
 var gateSummary = map[string]string{
-	GatePass:            "Node-agent healthy, expected version matches, no recovery reason, required probes passed.",
-	GateWarning:         "Management evidence is stale but no workload or edge impact is observed.",
-	GateRetry:           "Bounded automatic recovery or self-update is in progress.",
-	GateInvestigate:     "Recovery evidence is incomplete, contradictory or missing: an operator must look.",
-	GateBlockProduction: "Blocks production: a severe recovery finding, cloned identity, trust-domain drift, or missing recovery evidence.",
+	string(contract.GatePass):            "Node-agent healthy, expected version matches, no recovery reason, required probes passed.",
+	string(contract.GateWarning):         "Management evidence is stale but no workload or edge impact is observed.",
+	string(contract.GateRetry):           "Bounded automatic recovery or self-update is in progress.",
+	string(contract.GateInvestigate):     "Recovery evidence is incomplete, contradictory or missing: an operator must look.",
+	string(contract.GateBlockProduction): "Blocks production: a severe recovery finding, cloned identity, trust-domain drift, or missing recovery evidence.",
 }
 
 func explainGate(gate string) GateExplanation {
-	g := GateExplanation{Gate: gate, Summary: gateSummary[gate], Blocking: gate == GateBlockProduction}
+	g := GateExplanation{Gate: gate, Summary: gateSummary[gate], Blocking: gate == string(contract.GateBlockProduction)}
 	if g.Summary == "" {
 		g.Summary = "No node-agent evidence for this node."
 	}
@@ -200,7 +202,7 @@ func (s *Server) handleNodeDetail(w http.ResponseWriter, r *http.Request) error 
 	for _, f := range findings {
 		// Each finding carries the record's desired state and the
 		// provider's observed one; open findings are the current picture.
-		if !seen["state"] && (f.Status == StatusOpen || len(findings) == 1) {
+		if !seen["state"] && (f.Status == string(contract.StatusOpen) || len(findings) == 1) {
 			seen["state"] = true
 			d.Comparison = append(d.Comparison, compare("state", f.ExpectedState, f.ObservedState, f.EvidenceID))
 			if f.ExpectedVersion != "" || f.ObservedVersion != "" {
@@ -312,14 +314,14 @@ func (s *Server) handleConnectivity(w http.ResponseWriter, r *http.Request) erro
 }
 
 func foldConnectivity[C any](cells []C, get func(C) (domain, mode string, n uint64)) Connectivity {
-	modes := slices.Clone(ConnectivityModes)
+	modes := slices.Clone(connectivityModes)
 	for _, c := range cells {
 		_, m, _ := get(c)
 		if !slices.Contains(modes, m) {
 			modes = append(modes, m)
 		}
 	}
-	sort.Strings(modes[len(ConnectivityModes):])
+	sort.Strings(modes[len(connectivityModes):])
 	spectrum := func() []ConnectivityCount {
 		out := make([]ConnectivityCount, len(modes))
 		for i, m := range modes {

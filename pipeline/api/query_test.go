@@ -19,6 +19,7 @@ import (
 
 	"github.com/driftline/driftline/internal/testenv"
 	"github.com/driftline/driftline/pipeline/api"
+	"github.com/driftline/driftline/pipeline/contract"
 	"github.com/driftline/driftline/pipeline/readmodel"
 )
 
@@ -423,7 +424,7 @@ func TestHeatmap(t *testing.T) {
 		t.Fatal(err)
 	}
 	if h.Status != "open" || !slices.Equal(h.Domains, []string{"apps", "compute", "storage"}) ||
-		!slices.Equal(h.Classifications, api.Classifications) {
+		!slices.Equal(h.Classifications, contract.Strings(contract.Classifications)) {
 		t.Errorf("axes: %+v", h)
 	}
 	want := []api.HeatCell{

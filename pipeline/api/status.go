@@ -6,6 +6,8 @@ import (
 	"sort"
 	"sync"
 	"time"
+
+	"github.com/driftline/driftline/pipeline/contract"
 )
 
 func (s *Server) handleStatus(w http.ResponseWriter, r *http.Request) error {
@@ -106,26 +108,26 @@ func foldCounts(groups []findingGroup) FindingCounts {
 		OpenBySeverity:       map[string]uint64{},
 		OpenByPosture:        map[string]uint64{},
 	}
-	for _, c := range Classifications {
+	for _, c := range classifications {
 		fc.OpenByClassification[c] = 0
 	}
-	for _, sev := range Severities {
+	for _, sev := range severities {
 		fc.OpenBySeverity[sev] = 0
 	}
 	for _, g := range groups {
 		switch g.status {
-		case StatusOpen:
+		case string(contract.StatusOpen):
 			fc.Open += g.count
 			fc.OpenByClassification[g.classification] += g.count
 			fc.OpenBySeverity[g.severity] += g.count
 			fc.OpenByPosture[g.posture] += g.count
-			if g.severity == SeverityCritical {
+			if g.severity == string(contract.SeverityCritical) {
 				fc.CriticalOpen += g.count
 			}
-			if g.posture == PostureBlockAdmission {
+			if g.posture == string(contract.PostureBlockAdmission) {
 				fc.BlockedAdmissions += g.count
 			}
-		case StatusResolved:
+		case string(contract.StatusResolved):
 			fc.Resolved += g.count
 		}
 	}

@@ -7,6 +7,7 @@ import (
 
 	"github.com/ClickHouse/clickhouse-go/v2/lib/driver"
 
+	"github.com/driftline/driftline/pipeline/contract"
 	"github.com/driftline/driftline/pipeline/readmodel/sink"
 )
 
@@ -116,5 +117,5 @@ func (s *Server) rankedFindings(ctx context.Context, domains []string, n int, pe
 	if len(ids) == 0 {
 		return nil, nil
 	}
-	return s.currentFindings(ctx, "attention_findings", []string{"status = ?"}, []any{StatusOpen}, ids)
+	return s.currentFindings(ctx, "attention_findings", []string{"status = ?"}, []any{string(contract.StatusOpen)}, ids)
 }

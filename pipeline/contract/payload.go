@@ -23,32 +23,32 @@ func isProvider(v string) bool {
 }
 
 func isUpdatePath(v string) bool {
-	switch v {
-	case "none", "self_update", "recovery_enrollment", "operator_rebootstrap", "full_reimage":
+	switch UpdatePath(v) {
+	case UpdatePathNone, UpdatePathSelfUpdate, UpdatePathRecoveryEnrollment, UpdatePathOperatorRebootstrap, UpdatePathFullReimage:
 		return true
 	}
 	return false
 }
 
 func isProbe(v string) bool {
-	switch v {
-	case "passed", "failed", "not_required", "not_executed":
+	switch TerminalStreamProbe(v) {
+	case ProbePassed, ProbeFailed, ProbeNotRequired, ProbeNotExecuted:
 		return true
 	}
 	return false
 }
 
 func isImpact(v string) bool {
-	switch v {
-	case "none_observed", "degraded", "unavailable", "unknown":
+	switch WorkloadImpact(v) {
+	case ImpactNoneObserved, ImpactDegraded, ImpactUnavailable, ImpactUnknown:
 		return true
 	}
 	return false
 }
 
 func isHealth(v string) bool {
-	switch v {
-	case "OK", "DEGRADED", "FAILED", "UNKNOWN":
+	switch Health(v) {
+	case HealthOK, HealthDegraded, HealthFailed, HealthUnknown:
 		return true
 	}
 	return false

@@ -34,10 +34,10 @@ const (
 func testKeyring(t *testing.T) *Keyring {
 	t.Helper()
 	kr, err := NewKeyring([]KeySpec{
-		{SHA256: HashKey(fleetKey), ActorID: "SYSTEM::fleet", SourceType: SourceSystem, EventTypes: contract.AllTypes},
-		{SHA256: HashKey(scannerKey), ActorID: "SYSTEM::maas-scanner", SourceType: SourceSystem,
+		{SHA256: HashKey(fleetKey), ActorID: "SYSTEM::fleet", SourceType: contract.SourceSystem, EventTypes: contract.AllTypes},
+		{SHA256: HashKey(scannerKey), ActorID: "SYSTEM::maas-scanner", SourceType: contract.SourceSystem,
 			EventTypes: []string{contract.TypeProviderObservation, contract.TypeScanCompleted}, Producers: []string{"maas-scanner-eu1"}},
-		{SHA256: HashKey(revokedKey), ActorID: "HUMAN::gone", SourceType: SourceHuman, EventTypes: contract.AllTypes, Revoked: true},
+		{SHA256: HashKey(revokedKey), ActorID: "HUMAN::gone", SourceType: contract.SourceHuman, EventTypes: contract.AllTypes, Revoked: true},
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -351,7 +351,7 @@ func TestMixedBatch(t *testing.T) {
 		if want := contract.Partition(r.Key, testPartitions); r.Partition != want {
 			t.Fatalf("%s: partition %d, murmur2 says %d", topic, r.Partition, want)
 		}
-		if header(r, contract.HeaderActorID) != "SYSTEM::fleet" || header(r, contract.HeaderSourceType) != SourceSystem ||
+		if header(r, contract.HeaderActorID) != "SYSTEM::fleet" || header(r, contract.HeaderSourceType) != contract.SourceSystem ||
 			header(r, contract.HeaderPolicyRev) != e.gw.PolicyRev() {
 			t.Fatalf("%s: headers %v", topic, r.Headers)
 		}

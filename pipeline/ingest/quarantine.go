@@ -60,7 +60,7 @@ type Quarantiner struct {
 // NewQuarantiner returns a Quarantiner producing through cl (which may be
 // nil when only Record and Value are used).
 func NewQuarantiner(cl *kgo.Client, opts QuarantinerOptions) (*Quarantiner, error) {
-	if prefix, name, ok := strings.Cut(opts.ActorID, "::"); !ok || prefix != SourceSystem || name == "" {
+	if prefix, name, ok := strings.Cut(opts.ActorID, "::"); !ok || prefix != contract.SourceSystem || name == "" {
 		return nil, errors.New("quarantiner: ActorID must be SYSTEM::<component>")
 	}
 	if opts.Topic == "" {
@@ -97,7 +97,7 @@ func (q *Quarantiner) Value(rec *kgo.Record, verr *contract.ValidationError) []b
 		Reason: verr.Reason, Field: verr.Field, Detail: verr.Detail,
 		Line:      strings.ToValidUTF8(string(kept), string(utf8.RuneError)),
 		Truncated: len(kept) < len(rec.Value), LineBytes: len(rec.Value),
-		ActorID: q.opts.ActorID, SourceType: SourceSystem,
+		ActorID: q.opts.ActorID, SourceType: contract.SourceSystem,
 		SourceTopic: rec.Topic, SourcePartition: &part, SourceOffset: &off,
 		ReceivedAt: q.opts.Now().UTC().Format(time.RFC3339Nano),
 	}
@@ -129,7 +129,7 @@ func (q *Quarantiner) Record(rec *kgo.Record, verr *contract.ValidationError) *k
 		Value: q.Value(rec, verr),
 		Headers: []kgo.RecordHeader{
 			{Key: contract.HeaderActorID, Value: []byte(q.opts.ActorID)},
-			{Key: contract.HeaderSourceType, Value: []byte(SourceSystem)},
+			{Key: contract.HeaderSourceType, Value: []byte(contract.SourceSystem)},
 			{Key: contract.HeaderReason, Value: []byte(verr.Reason)},
 		},
 	}

@@ -22,7 +22,7 @@
 // Usage that cannot be rated exactly is never guessed at: an unknown or
 // retired unit, a negative or inexact quantity, a currency the rater may
 // not bill, an amount out of range, and invalid events go to
-// ingest.quarantine with a reason (errors.go), in the same transaction,
+// ingest.quarantine with a reason (contract.RatingReasons), in the same transaction,
 // and are counted.
 //
 // With transactions off (Options.DisableTransactions) the loop is the same
@@ -391,7 +391,7 @@ func (r *Rater) process(rec *kgo.Record, book *pricebook.Book, now time.Time, ar
 	}
 	u, ok := payload.(*contract.Usage)
 	if !ok {
-		return r.quarantine(rec, env.EventID, ReasonWrongEventType, "event_type", env.EventType+" on the usage topic", out), arena
+		return r.quarantine(rec, env.EventID, contract.ReasonWrongEventType, "event_type", env.EventType+" on the usage topic", out), arena
 	}
 	key := contract.UsageKey(u.MeteringSource, u.MeteringID)
 	part := contract.Partition([]byte(key), r.partitions)
@@ -403,10 +403,10 @@ func (r *Rater) process(rec *kgo.Record, book *pricebook.Book, now time.Time, ar
 		out.redelivered++
 		return nil, arena
 	case verdictDuplicate:
-		return r.quarantine(rec, env.EventID, ReasonDuplicateUsage, "payload.metering_id",
+		return r.quarantine(rec, env.EventID, contract.ReasonDuplicateUsage, "payload.metering_id",
 			fmt.Sprintf("usage key %s is already claimed by usage_id %s", key, first), out), arena
 	case verdictNotOwned:
-		return r.quarantine(rec, env.EventID, ReasonNotOwned, "",
+		return r.quarantine(rec, env.EventID, contract.ReasonNotOwned, "",
 			fmt.Sprintf("usage key %s hashes to partition %d, which another rater owns", key, part), out), arena
 	}
 	rating := Rate(book, r.currencies, u)

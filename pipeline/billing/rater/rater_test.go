@@ -17,7 +17,7 @@ import (
 
 func deployBook(t testing.TB) *pricebook.Store {
 	t.Helper()
-	s, err := pricebook.Open(filepath.Join("..", "..", "deploy", "pricebook.json"), nil)
+	s, err := pricebook.Open(filepath.Join("..", "..", "..", "deploy", "pricebook.json"), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -71,8 +71,8 @@ func TestRateAndQuarantine(t *testing.T) {
 	}()
 
 	wantQ := map[string]contract.Reason{
-		"e-u1-bis": rater.ReasonDuplicateUsage, "e-u4": rater.ReasonUnknownUnit, "e-u5": rater.ReasonRetiredUnit,
-		"e-u6": rater.ReasonBadQuantity, "e-u7": rater.ReasonBadQuantity, "e-u8": rater.ReasonAmountOutOfRange,
+		"e-u1-bis": contract.ReasonDuplicateUsage, "e-u4": contract.ReasonUnknownUnit, "e-u5": contract.ReasonRetiredUnit,
+		"e-u6": contract.ReasonBadQuantity, "e-u7": contract.ReasonBadQuantity, "e-u8": contract.ReasonAmountOutOfRange,
 		"": contract.ReasonWrongEnvironment,
 	}
 	testenv.CheckFor(t, 30*time.Second, func() error {

@@ -165,7 +165,7 @@ func (o *output) add(m *Mismatch) {
 	if !o.emit {
 		return
 	}
-	o.m.transitions.WithLabelValues(m.Kind, m.Status).Inc()
+	o.m.transitions.WithLabelValues(string(m.Kind), string(m.Status)).Inc()
 	if i, ok := o.current[m.MismatchID]; ok {
 		o.batch.Mismatches[i] = *m
 		return
