@@ -288,7 +288,9 @@ func (e *Engine) conditions(id *ownerstate.Identity, w int64) (open [drift.NumCl
 	}
 	if owned && o != nil {
 		open[drift.Stale] = e.disagrees(id)
-		open[drift.Quota] = r.Quota != 0 && o.Usage != 0 && compareDecimal(e.store.Str(o.Usage), e.store.Str(r.Quota)) > 0
+		if r.Quota != 0 && o.Usage != 0 {
+			open[drift.Quota], _ = ExceedsQuota(e.store.Str(o.Usage), e.store.Str(r.Quota))
+		}
 		open[drift.Route] = r.RouteTarget != 0 && o.RouteTarget != 0 && r.RouteTarget != o.RouteTarget
 		if ref := e.store.OwnerRef(id); ref != "" && ref != id.RecordID() {
 			open[drift.IdentityMismatch] = true
