@@ -288,7 +288,7 @@ func TestEachReasonIsQuarantined(t *testing.T) {
 			if got := header(q, contract.HeaderReason); got != string(tc.reason) {
 				t.Fatalf("quarantine reason header %q, want %q", got, tc.reason)
 			}
-			var doc QuarantineValue
+			var doc contract.Quarantined
 			if err := json.Unmarshal(q.Value, &doc); err != nil {
 				t.Fatalf("quarantine value: %v", err)
 			}

@@ -23,7 +23,7 @@ const (
 	DefaultLinger              = 5 * time.Millisecond
 	DefaultMaxBufferedRecords  = 100_000
 	DefaultDedupeCapacity      = 200_000
-	DefaultQuarantineLineLimit = 8 << 10
+	DefaultQuarantineLineLimit = contract.DefaultQuarantineLineLimit
 	DefaultRetryAfter          = 5 * time.Second
 	DefaultPartitionCacheTTL   = 30 * time.Second
 )

@@ -6,7 +6,6 @@ import (
 	"strings"
 	"sync"
 	"time"
-	"unicode/utf8"
 
 	"github.com/prometheus/client_golang/prometheus"
 	json "github.com/segmentio/encoding/json"
@@ -22,11 +21,11 @@ type QuarantinerOptions struct {
 	// Required.
 	ActorID string
 
-	// Topic is the quarantine topic. Default event.TopicQuarantine.
+	// Topic is the quarantine topic. Default contract.TopicQuarantine.
 	Topic string
 
 	// LineLimit bounds the bytes of the rejected value copied into the
-	// quarantine record. Default DefaultQuarantineLineLimit.
+	// quarantine record. Default contract.DefaultQuarantineLineLimit.
 	LineLimit int
 
 	// Registerer, when set, receives
@@ -40,8 +39,8 @@ type QuarantinerOptions struct {
 // Quarantiner writes Kafka records that failed validation (typically
 // event.Validator.DecodeEvent in a consumer: a producer bypassed the
 // gateway) to the quarantine topic, keyed like the original, in the
-// gateway's value shape (QuarantineValue) with the source topic, partition
-// and offset. It is safe for concurrent use.
+// gateway's value shape (contract.Quarantined) with the source topic,
+// partition and offset. It is safe for concurrent use.
 //
 // Use Record inside a transaction (the record is then committed with the
 // consumer's offsets), or Produce then Flush before committing offsets, so
@@ -67,7 +66,7 @@ func NewQuarantiner(cl *kgo.Client, opts QuarantinerOptions) (*Quarantiner, erro
 		opts.Topic = contract.TopicQuarantine
 	}
 	if opts.LineLimit <= 0 {
-		opts.LineLimit = DefaultQuarantineLineLimit
+		opts.LineLimit = contract.DefaultQuarantineLineLimit
 	}
 	if opts.Now == nil {
 		opts.Now = time.Now
@@ -88,19 +87,13 @@ func NewQuarantiner(cl *kgo.Client, opts QuarantinerOptions) (*Quarantiner, erro
 
 // Value encodes the quarantine value of rec rejected with verr.
 func (q *Quarantiner) Value(rec *kgo.Record, verr *contract.ValidationError) []byte {
-	kept := rec.Value
-	if len(kept) > q.opts.LineLimit {
-		kept = kept[:q.opts.LineLimit]
-	}
-	part, off := rec.Partition, rec.Offset
-	doc := QuarantineValue{
+	doc := contract.Quarantined{
 		Reason: verr.Reason, Field: verr.Field, Detail: verr.Detail,
-		Line:      strings.ToValidUTF8(string(kept), string(utf8.RuneError)),
-		Truncated: len(kept) < len(rec.Value), LineBytes: len(rec.Value),
 		ActorID: q.opts.ActorID, SourceType: contract.SourceSystem,
-		SourceTopic: rec.Topic, SourcePartition: &part, SourceOffset: &off,
 		ReceivedAt: q.opts.Now().UTC().Format(time.RFC3339Nano),
 	}
+	doc.SetLine(rec.Value, q.opts.LineLimit)
+	doc.SetSource(rec.Topic, rec.Partition, rec.Offset)
 	if verr.Reason != contract.ReasonBadJSON && verr.Reason != contract.ReasonOversized {
 		if env, _ := (contract.Validator{}).Decode(rec.Value); env.EventID != "" {
 			doc.EventID = env.EventID

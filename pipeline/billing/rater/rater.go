@@ -425,38 +425,15 @@ func (r *Rater) process(rec *kgo.Record, book *pricebook.Book, now time.Time, ar
 	}, arena
 }
 
-// QuarantineValue is the JSON value of a record the rater quarantines.
-// Its reason is also the "reason" header.
-type QuarantineValue struct {
-	Reason          contract.Reason `json:"reason"`
-	Field           string          `json:"field,omitempty"`
-	Detail          string          `json:"detail"`
-	Line            string          `json:"line"`
-	LineBytes       int             `json:"line_bytes"`
-	EventID         string          `json:"event_id,omitempty"`
-	ActorID         string          `json:"actor_id"`
-	SourceType      string          `json:"source_type"`
-	SourceTopic     string          `json:"source_topic"`
-	SourcePartition int32           `json:"source_partition"`
-	SourceOffset    int64           `json:"source_offset"`
-	ReceivedAt      string          `json:"received_at"`
-}
-
-// quarantineLineLimit bounds the bytes of the original record copied.
-const quarantineLineLimit = 8 << 10
-
 func (r *Rater) quarantine(rec *kgo.Record, eventID string, reason contract.Reason, field, detail string, out *outcome) *kgo.Record {
-	line := rec.Value
-	if len(line) > quarantineLineLimit {
-		line = line[:quarantineLineLimit]
-	}
-	v, err := json.Marshal(QuarantineValue{
-		Reason: reason, Field: field, Detail: detail,
-		Line: string(line), LineBytes: len(rec.Value), EventID: eventID,
-		ActorID: ActorID, SourceType: "SYSTEM",
-		SourceTopic: rec.Topic, SourcePartition: rec.Partition, SourceOffset: rec.Offset,
+	doc := contract.Quarantined{
+		Reason: reason, Field: field, Detail: detail, EventID: eventID,
+		ActorID: ActorID, SourceType: contract.SourceSystem,
 		ReceivedAt: r.opts.Now().UTC().Format(time.RFC3339Nano),
-	})
+	}
+	doc.SetLine(rec.Value, contract.DefaultQuarantineLineLimit)
+	doc.SetSource(rec.Topic, rec.Partition, rec.Offset)
+	v, err := json.Marshal(doc)
 	if err != nil {
 		panic("BUG: quarantine value does not encode: " + err.Error())
 	}
@@ -467,7 +444,7 @@ func (r *Rater) quarantine(rec *kgo.Record, eventID string, reason contract.Reas
 func systemHeaders(reason contract.Reason) []kgo.RecordHeader {
 	h := []kgo.RecordHeader{
 		{Key: contract.HeaderActorID, Value: []byte(ActorID)},
-		{Key: contract.HeaderSourceType, Value: []byte("SYSTEM")},
+		{Key: contract.HeaderSourceType, Value: []byte(contract.SourceSystem)},
 	}
 	if reason != "" {
 		h = append(h, kgo.RecordHeader{Key: contract.HeaderReason, Value: []byte(reason)})
