@@ -37,7 +37,7 @@ type QuarantinerOptions struct {
 }
 
 // Quarantiner writes Kafka records that failed validation (typically
-// event.Validator.DecodeEvent in a consumer: a producer bypassed the
+// contract.Validator.DecodeEvent in a consumer: a producer bypassed the
 // gateway) to the quarantine topic, keyed like the original, in the
 // gateway's value shape (contract.Quarantined) with the source topic,
 // partition and offset. It is safe for concurrent use.

@@ -11,7 +11,7 @@ import (
 	"github.com/driftline/driftline/pipeline/contract"
 )
 
-// The gateway must place keyed records exactly where event.Partition (the
+// The gateway must place keyed records exactly where contract.Partition (the
 // contract's murmur2) says, or consumers would flag them as mis-partitioned.
 func TestPartitionerAgreesWithMurmur2(t *testing.T) {
 	rng := rand.New(rand.NewPCG(1, 2))
@@ -31,7 +31,7 @@ func TestPartitionerAgreesWithMurmur2(t *testing.T) {
 				t.Fatalf("keyed record must require consistency")
 			}
 			if got, want := tp.Partition(r, n), int(contract.Partition(k, int32(n))); got != want {
-				t.Fatalf("key %q n=%d: partitioner %d, event.Partition %d", k, n, got, want)
+				t.Fatalf("key %q n=%d: partitioner %d, contract.Partition %d", k, n, got, want)
 			}
 		}
 	}
