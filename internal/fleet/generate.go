@@ -28,7 +28,7 @@ func (p Phase) String() string {
 // and are valid only until the callback returns; copy them to keep them.
 type Event struct {
 	Line       []byte    // the contract envelope as one JSON object, no trailing newline
-	Key        []byte    // Kafka key (event.KeyOf of the payload)
+	Key        []byte    // Kafka key (contract.KeyOf of the payload)
 	Type       string    // event_type
 	OccurredAt time.Time // occurred_at
 	Phase      Phase     // records or round

@@ -37,14 +37,7 @@ var classNames = [NumClasses]contract.Classification{
 	Route:            contract.ClassRoute,
 }
 
-// Classification returns the contract classification of c.
-func (c Class) Classification() contract.Classification {
-	if c < NumClasses {
-		return classNames[c]
-	}
-	return contract.Classification(c.String())
-}
-
+// String returns the contract classification of c.
 func (c Class) String() string {
 	if c < NumClasses {
 		return string(classNames[c])
