@@ -24,10 +24,10 @@ import (
 	"github.com/driftline/driftline/internal/stack"
 	"github.com/driftline/driftline/internal/testenv"
 	"github.com/driftline/driftline/pipeline/api/client"
+	"github.com/driftline/driftline/pipeline/contract"
 	"github.com/driftline/driftline/pipeline/contract/decimal"
 	"github.com/driftline/driftline/pipeline/readmodel"
 	"github.com/driftline/driftline/pipeline/service"
-	"github.com/driftline/driftline/pipeline/stream/topics"
 )
 
 func TestMain(m *testing.M) { testenv.Main(m) }
@@ -137,7 +137,7 @@ func TestFleetFindingsMatchGroundTruth(t *testing.T) {
 	}
 	openByClass := map[string]int{}
 	for _, f := range truth.Findings {
-		if f.Status == fleet.StatusOpen {
+		if f.Status == string(contract.StatusOpen) {
 			openByClass[f.Classification]++
 		}
 	}
@@ -280,7 +280,7 @@ func waitCaughtUp(t *testing.T, broker, group string) {
 	}
 	defer cl.Close()
 	adm := kadm.NewClient(cl)
-	names := topics.Defaults()
+	names := contract.DefaultTopics()
 	testenv.CheckFor(t, 3*time.Minute, func() error {
 		lags, err := adm.Lag(context.Background(), group)
 		if err != nil {

@@ -17,9 +17,9 @@ import (
 
 	"github.com/driftline/driftline/internal/fleet"
 	"github.com/driftline/driftline/internal/stack"
+	"github.com/driftline/driftline/pipeline/contract"
 	"github.com/driftline/driftline/pipeline/joiner"
 	"github.com/driftline/driftline/pipeline/service"
-	"github.com/driftline/driftline/pipeline/stream/topics"
 )
 
 // Environment of the fault tests.
@@ -442,7 +442,7 @@ type topicTruth struct {
 
 func expectedTopics(t *testing.T, gen *fleet.Generator) topicTruth {
 	t.Helper()
-	names := topics.Defaults()
+	names := contract.DefaultTopics()
 	want := topicTruth{ids: map[string]map[string]bool{}}
 	err := gen.Emit(func(ev *fleet.Event) error {
 		want.events++
@@ -484,7 +484,7 @@ func eventID(line []byte) (string, error) {
 // exactly one line per rated usage_id, as many as the truth rates.
 func checkTopics(t *testing.T, ctx context.Context, broker string, want topicTruth, truth *fleet.Truth) {
 	t.Helper()
-	names := topics.Defaults()
+	names := contract.DefaultTopics()
 	inputs := []string{names.PlatformRecords, names.Observations, names.Telemetry, names.Usage, names.Ledger}
 	recs := readTopics(t, ctx, broker, append(inputs, names.Rated)...)
 	for _, topic := range inputs {

@@ -24,9 +24,9 @@ import (
 	"github.com/driftline/driftline/internal/fleet"
 	"github.com/driftline/driftline/internal/stack"
 	"github.com/driftline/driftline/internal/testenv"
+	"github.com/driftline/driftline/pipeline/contract"
 	"github.com/driftline/driftline/pipeline/readmodel"
 	"github.com/driftline/driftline/pipeline/service"
-	"github.com/driftline/driftline/pipeline/stream/topics"
 )
 
 // seedsFromEnv returns the comma-separated seeds in the environment
@@ -271,7 +271,7 @@ func waitGroupCaughtUp(t *testing.T, broker, group string) {
 	}
 	defer cl.Close()
 	adm := kadm.NewClient(cl)
-	names := topics.Defaults()
+	names := contract.DefaultTopics()
 	testenv.CheckFor(t, time.Minute, func() error {
 		lags, err := adm.Lag(context.Background(), group)
 		if err != nil {

@@ -40,7 +40,7 @@ const (
 // finding takes from its event's occurred_at until a query sees it.
 func (e *env) latencyPhase(ctx context.Context, logf func(string, ...any)) (*latencyResult, error) {
 	o := e.o
-	names := topics.Defaults()
+	names := contract.DefaultTopics()
 	names.PlatformRecords = "bench-latency.platform.records"
 	names.Observations = "bench-latency.provider.observations"
 	names.Telemetry = "bench-latency.nodeagent.telemetry"
@@ -215,7 +215,7 @@ func (e *env) latencyPhase(ctx context.Context, logf func(string, ...any)) (*lat
 // envelope, as the fleet generator does.
 type latencyGen struct {
 	parts   int32
-	names   topics.Names
+	names   contract.Topics
 	counter uint64
 	recSeq  uint64
 	obsSeq  uint64
@@ -230,7 +230,7 @@ func (g *latencyGen) rec(topic, key string, value []byte) *kgo.Record {
 	k := []byte(key)
 	return &kgo.Record{Topic: topic, Key: k, Value: value, Partition: contract.Partition(k, g.parts), Headers: []kgo.RecordHeader{
 		{Key: contract.HeaderActorID, Value: []byte("SYSTEM::bench-harness")},
-		{Key: contract.HeaderSourceType, Value: []byte("SYSTEM")},
+		{Key: contract.HeaderSourceType, Value: []byte(contract.SourceSystem)},
 	}}
 }
 

@@ -10,7 +10,6 @@ import (
 
 	"github.com/driftline/driftline/internal/fleet"
 	"github.com/driftline/driftline/pipeline/contract"
-	"github.com/driftline/driftline/pipeline/stream/topics"
 )
 
 // produced counts what the harness wrote to the broker.
@@ -29,7 +28,7 @@ type produced struct {
 // key (Kafka's default partitioner), a scan marker to every partition, and
 // the gateway's headers. Redeliveries are written too (the gateway would
 // drop most of them; the joiner's own dedupe then skips them).
-func produceFleet(ctx context.Context, brokers string, names topics.Names, partitions int32, g *fleet.Generator) (produced, error) {
+func produceFleet(ctx context.Context, brokers string, names contract.Topics, partitions int32, g *fleet.Generator) (produced, error) {
 	out := produced{ByTopic: map[string]int64{}}
 
 	// Generation speed alone, so the produce stage is not charged with it.
@@ -52,7 +51,7 @@ func produceFleet(ctx context.Context, brokers string, names topics.Names, parti
 	defer cl.Close()
 	headers := []kgo.RecordHeader{
 		{Key: contract.HeaderActorID, Value: []byte("SYSTEM::bench-harness")},
-		{Key: contract.HeaderSourceType, Value: []byte("SYSTEM")},
+		{Key: contract.HeaderSourceType, Value: []byte(contract.SourceSystem)},
 		{Key: contract.HeaderPolicyRev, Value: []byte("bench")},
 	}
 	var failed atomic.Pointer[error]

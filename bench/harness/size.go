@@ -17,9 +17,9 @@ import (
 	"github.com/driftline/driftline/internal/fleet"
 	"github.com/driftline/driftline/internal/freeport"
 	"github.com/driftline/driftline/internal/stack"
+	"github.com/driftline/driftline/pipeline/contract"
 	"github.com/driftline/driftline/pipeline/readmodel"
 	"github.com/driftline/driftline/pipeline/service"
-	"github.com/driftline/driftline/pipeline/stream/topics"
 )
 
 // env is what the phases of one data set share.
@@ -29,7 +29,7 @@ type env struct {
 	st    *stack.Stack
 	conn  driver.Conn
 	adm   *kadm.Client
-	names topics.Names
+	names contract.Topics
 	// infra are the broker's and ClickHouse's pids, charged per phase.
 	infra map[string]int
 	truth *fleet.Truth
@@ -73,7 +73,7 @@ func runSize(ctx context.Context, o options, runDir string, size int, latency bo
 			logf("stop stack: %v", err)
 		}
 	}()
-	e := &env{o: o, dir: dir, st: st, names: topics.Defaults(), infra: map[string]int{}}
+	e := &env{o: o, dir: dir, st: st, names: contract.DefaultTopics(), infra: map[string]int{}}
 	for _, c := range st.State().Children {
 		if c.Name == stack.NameBroker || c.Name == stack.NameClickHouse {
 			e.infra[c.Name] = c.Pid

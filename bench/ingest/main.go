@@ -31,7 +31,6 @@ import (
 	"github.com/driftline/driftline/pipeline/contract"
 	"github.com/driftline/driftline/pipeline/ingest"
 	"github.com/driftline/driftline/pipeline/service"
-	"github.com/driftline/driftline/pipeline/stream/topics"
 )
 
 func main() {
@@ -113,7 +112,7 @@ type inProcess struct {
 }
 
 func startInProcess(ctx context.Context, partitions int32, linger, trimEvery time.Duration) (*inProcess, error) {
-	names := topics.Defaults()
+	names := contract.DefaultTopics()
 	all := []string{names.PlatformRecords, names.Observations, names.Telemetry, names.Usage, names.Rated, names.Ledger, names.Quarantine}
 	cluster, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(partitions, all...))
 	if err != nil {

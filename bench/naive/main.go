@@ -33,9 +33,9 @@ import (
 	"github.com/ClickHouse/clickhouse-go/v2/lib/driver"
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/driftline/driftline/pipeline/contract"
 	"github.com/driftline/driftline/pipeline/readmodel"
 	"github.com/driftline/driftline/pipeline/service"
-	"github.com/driftline/driftline/pipeline/stream/topics"
 )
 
 type envelope struct {
@@ -99,7 +99,7 @@ func main() {
 	group := flag.String("group", "bench-naive", "consumer group")
 	addr := flag.String("clickhouse.addr", service.DefaultClickHouseAddr, "ClickHouse native address")
 	db := flag.String("db", "bench_naive", "ClickHouse database (created with its one table)")
-	names := topics.Defaults()
+	names := contract.DefaultTopics()
 	names.RegisterFlags(flag.CommandLine)
 	flag.Parse()
 	log.SetPrefix("naive: ")
@@ -110,7 +110,7 @@ func main() {
 	}
 }
 
-func run(ctx context.Context, brokers, group string, chc service.ClickHouse, names topics.Names) error {
+func run(ctx context.Context, brokers, group string, chc service.ClickHouse, names contract.Topics) error {
 	conn, err := readmodel.Open(ctx, chc)
 	if err != nil {
 		return err
@@ -215,7 +215,7 @@ func (n *naive) apply(ctx context.Context, r *kgo.Record) error {
 		}
 		for _, rec := range n.records {
 			if rec.partition == r.Partition && rec.Provider == s.Provider && !rec.Deleted && live(rec.ExpectedState) && rec.lastSeen.Before(s.ScanStartedAt) {
-				if err := n.open(ctx, "missing_provider_resource", rec.Provider, rec.ProviderID, "", rec.ExpectedState, env.OccurredAt); err != nil {
+				if err := n.open(ctx, string(contract.ClassMissing), rec.Provider, rec.ProviderID, "", rec.ExpectedState, env.OccurredAt); err != nil {
 					return err
 				}
 			}
@@ -226,7 +226,7 @@ func (n *naive) apply(ctx context.Context, r *kgo.Record) error {
 				continue
 			}
 			if rec := n.records[key]; rec == nil || rec.Deleted || !live(rec.ExpectedState) {
-				if err := n.open(ctx, "orphan_provider_resource", o.Provider, o.ProviderID, o.ObservedState, "", env.OccurredAt); err != nil {
+				if err := n.open(ctx, string(contract.ClassOrphan), o.Provider, o.ProviderID, o.ObservedState, "", env.OccurredAt); err != nil {
 					return err
 				}
 			}
@@ -252,32 +252,32 @@ func (n *naive) judge(ctx context.Context, rec *record, o *observation, at time.
 	case rec.Deleted || !live(rec.ExpectedState):
 		return nil // an orphan if still seen live at the scan marker
 	case o.ObservedState != rec.ExpectedState || (rec.ExpectedVersion != "" && o.ObservedVersion != "" && o.ObservedVersion != rec.ExpectedVersion):
-		return n.open(ctx, "stale_lifecycle_state", o.Provider, o.ProviderID, o.ObservedState, rec.ExpectedState, at)
+		return n.open(ctx, string(contract.ClassStale), o.Provider, o.ProviderID, o.ObservedState, rec.ExpectedState, at)
 	case rec.RouteTarget != "" && o.RouteTarget != "" && o.RouteTarget != rec.RouteTarget:
-		return n.open(ctx, "route_or_dns_mismatch", o.Provider, o.ProviderID, o.ObservedState, rec.ExpectedState, at)
+		return n.open(ctx, string(contract.ClassRoute), o.Provider, o.ProviderID, o.ObservedState, rec.ExpectedState, at)
 	case o.OwnerRef != "" && o.OwnerRef != rec.RecordID:
-		return n.open(ctx, "identity_mismatch", o.Provider, o.ProviderID, o.ObservedState, rec.ExpectedState, at)
+		return n.open(ctx, string(contract.ClassIdentity), o.Provider, o.ProviderID, o.ObservedState, rec.ExpectedState, at)
 	default:
-		return n.resolve(ctx, "stale_lifecycle_state", o.Provider, o.ProviderID, o.ObservedState, rec.ExpectedState, at)
+		return n.resolve(ctx, string(contract.ClassStale), o.Provider, o.ProviderID, o.ObservedState, rec.ExpectedState, at)
 	}
 }
 
 func (n *naive) open(ctx context.Context, class, provider, id, observed, expected string, at time.Time) error {
 	eid := class + "/" + provider + "/" + id
-	if n.findings[eid] == "open" {
+	if n.findings[eid] == string(contract.StatusOpen) {
 		return nil
 	}
-	n.findings[eid] = "open"
-	return n.write(ctx, eid, class, provider, id, "open", observed, expected, at)
+	n.findings[eid] = string(contract.StatusOpen)
+	return n.write(ctx, eid, class, provider, id, string(contract.StatusOpen), observed, expected, at)
 }
 
 func (n *naive) resolve(ctx context.Context, class, provider, id, observed, expected string, at time.Time) error {
 	eid := class + "/" + provider + "/" + id
-	if n.findings[eid] != "open" {
+	if n.findings[eid] != string(contract.StatusOpen) {
 		return nil
 	}
-	n.findings[eid] = "resolved"
-	return n.write(ctx, eid, class, provider, id, "resolved", observed, expected, at)
+	n.findings[eid] = string(contract.StatusResolved)
+	return n.write(ctx, eid, class, provider, id, string(contract.StatusResolved), observed, expected, at)
 }
 
 // insert writes one row with one INSERT, as a first version would.

@@ -40,7 +40,7 @@ func loadBook(b *testing.B) *pricebook.Book {
 
 // BenchmarkRateHotPath is the whole per-event work of the rater: decode
 // and validate the envelope and payload (with the rater's reused
-// event.Decoder, strings aliasing the record), look up the unit, price it,
+// contract.Decoder, strings aliasing the record), look up the unit, price it,
 // and encode the rated line into a reused buffer.
 func BenchmarkRateHotPath(b *testing.B) {
 	benchHotPath(b, contract.NewDecoder(contract.Validator{Environment: contract.EnvLocalParity, ZeroCopy: true}).DecodeEvent)

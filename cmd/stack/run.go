@@ -15,6 +15,7 @@ import (
 	"github.com/driftline/driftline/internal/stack"
 	"github.com/driftline/driftline/pipeline/api/apitypes"
 	"github.com/driftline/driftline/pipeline/api/client"
+	"github.com/driftline/driftline/pipeline/contract"
 	"github.com/driftline/driftline/pipeline/service"
 )
 
@@ -234,7 +235,7 @@ func waitBilling(ctx context.Context, qc *client.Client, want map[string]uint64,
 func billingCounts(ctx context.Context, qc *client.Client) (map[string]uint64, error) {
 	ctx, cancel := context.WithTimeout(ctx, 15*time.Second)
 	defer cancel()
-	p, err := qc.BillingMismatches(ctx, url.Values{"status": {apitypes.StatusOpen}, "limit": {"1"}})
+	p, err := qc.BillingMismatches(ctx, url.Values{"status": {string(contract.StatusOpen)}, "limit": {"1"}})
 	if err != nil {
 		return nil, err
 	}
@@ -250,7 +251,7 @@ func billingCounts(ctx context.Context, qc *client.Client) (map[string]uint64, e
 func expectedOpen(t *fleet.Truth) map[string]uint64 {
 	m := map[string]uint64{}
 	for _, f := range t.Findings {
-		if f.Status == "open" {
+		if f.Status == string(contract.StatusOpen) {
 			m[f.Classification]++
 		}
 	}

@@ -438,7 +438,7 @@ func TestTruthFindings(t *testing.T) {
 		cfg.Rounds = rounds
 		truth := newGen(t, cfg).Truth()
 		for _, f := range truth.Findings {
-			wantRetry, wantStatus, wantPosture := rounds-1, StatusOpen, ""
+			wantRetry, wantStatus, wantPosture := rounds-1, string(contract.StatusOpen), ""
 			switch f.Kind {
 			case "cert_mismatch": // one heartbeat a round, the first opens
 				wantPosture = "quarantine"
@@ -449,7 +449,7 @@ func TestTruthFindings(t *testing.T) {
 			case "stale_resolved":
 				wantRetry, wantPosture = 0, "retry"
 				if rounds > 1 {
-					wantStatus = StatusResolved
+					wantStatus = string(contract.StatusResolved)
 				}
 			case "stale_state", "stale_version":
 				wantPosture = "retry"
@@ -475,7 +475,7 @@ func TestCompareDiff(t *testing.T) {
 	truth := newGen(t, DefaultConfig()).Truth()
 	got := slices.Clone(truth.Findings[1:])
 	got[0].RetryCount += 1
-	got = append(got, Finding{EvidenceID: "orphan_provider_resource:maas/nope", Classification: ClassOrphan})
+	got = append(got, Finding{EvidenceID: "orphan_provider_resource:maas/nope", Classification: string(contract.ClassOrphan)})
 	d := truth.Compare(got, CompareOptions{})
 	if len(d.Missing) != 1 || len(d.Unexpected) != 1 || len(d.Mismatched) != 1 || d.Mismatched[0].Field != "retry_count" {
 		t.Fatalf("diff:\n%s", d)

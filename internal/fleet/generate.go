@@ -28,7 +28,7 @@ func (p Phase) String() string {
 // and are valid only until the callback returns; copy them to keep them.
 type Event struct {
 	Line       []byte    // the contract envelope as one JSON object, no trailing newline
-	Key        []byte    // Kafka key (event.KeyOf of the payload)
+	Key        []byte    // Kafka key (contract.KeyOf of the payload)
 	Type       string    // event_type
 	OccurredAt time.Time // occurred_at
 	Phase      Phase     // records or round
@@ -508,17 +508,21 @@ func (e *emitter) heartbeat(i, r, clone int, at time.Time) error {
 	b = appendFingerprint(b, g.hash(tagHost, rid(famNodes, i), uint64(clone)))
 	b = append(b, `","update_path":"`...)
 	if nk == NodeAgentOutdated {
-		b = append(b, "self_update"...)
+		b = append(b, contract.UpdatePathSelfUpdate...)
 	} else {
-		b = append(b, "none"...)
+		b = append(b, contract.UpdatePathNone...)
 	}
-	b = append(b, `","terminal_stream_probe":"passed","workload_impact":"none_observed","health":"`...)
+	b = append(b, `","terminal_stream_probe":"`...)
+	b = append(b, contract.ProbePassed...)
+	b = append(b, `","workload_impact":"`...)
+	b = append(b, contract.ImpactNoneObserved...)
+	b = append(b, `","health":"`...)
 	rtt, loss := 10+int64(link%70), int64(0)
 	if nk == NodeDegraded {
-		b = append(b, "DEGRADED"...)
+		b = append(b, contract.HealthDegraded...)
 		rtt, loss = 300+int64(link%600), 5+int64(link>>20%15)
 	} else {
-		b = append(b, "OK"...)
+		b = append(b, contract.HealthOK...)
 	}
 	b = append(b, `","rtt_ms":`...)
 	b = strconv.AppendInt(b, rtt, 10)

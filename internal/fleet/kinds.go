@@ -87,22 +87,6 @@ func (k NodeKind) String() string {
 	return "unknown"
 }
 
-// Finding classifications (CONTRACT section 4).
-const (
-	ClassOrphan   = "orphan_provider_resource"
-	ClassMissing  = "missing_provider_resource"
-	ClassStale    = "stale_lifecycle_state"
-	ClassIdentity = "identity_mismatch"
-	ClassQuota    = "quota_or_capacity_mismatch"
-	ClassRoute    = "route_or_dns_mismatch"
-)
-
-// Finding statuses.
-const (
-	StatusOpen     = "open"
-	StatusResolved = "resolved"
-)
-
 // family describes one resource family and the provider that lists it.
 type family struct {
 	name          string // resource_family

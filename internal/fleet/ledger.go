@@ -188,9 +188,9 @@ func (g *Generator) ledgerAnomaly(u *usageRec, a UsageAnomaly) (UsageAnomaly, bo
 	}
 	rated, posted, currency := g.ledgerAmounts(u, outcome)
 	a.RatedAmount, a.Currency = rated.String(), currency
-	a.Kind = "rated_not_ledgered"
+	a.Kind = string(contract.KindRatedNotLedgered)
 	if outcome == ledgerWrong {
-		a.Kind, a.LedgerAmount = "amount_mismatch", posted.String()
+		a.Kind, a.LedgerAmount = string(contract.KindAmountMismatch), posted.String()
 	}
 	return a, true
 }

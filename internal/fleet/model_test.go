@@ -158,27 +158,27 @@ func (m *refModel) conditions(st *refIdentity, w time.Time) map[string]bool {
 		if st.obs != nil {
 			last = st.obsAt
 		}
-		c[ClassMissing] = st.missingByScan || !w.Before(last.Add(m.w.Staleness))
+		c[string(contract.ClassMissing)] = st.missingByScan || !w.Before(last.Add(m.w.Staleness))
 	}
 	if st.obs != nil && liveStates[st.obs.ObservedState] && !owned && !st.orphanSince.IsZero() {
-		c[ClassOrphan] = !w.Before(st.orphanSince.Add(m.w.OrphanGrace))
+		c[string(contract.ClassOrphan)] = !w.Before(st.orphanSince.Add(m.w.OrphanGrace))
 	}
 	if owned && st.obs != nil {
-		c[ClassStale] = m.disagrees(st)
-		c[ClassQuota] = st.rec.Quota != "" && st.obs.Usage != "" && greater(st.obs.Usage, st.rec.Quota)
-		c[ClassRoute] = st.rec.RouteTarget != "" && st.obs.RouteTarget != "" && st.rec.RouteTarget != st.obs.RouteTarget
-		c[ClassIdentity] = st.obs.OwnerRef != "" && st.obs.OwnerRef != st.rec.RecordID
+		c[string(contract.ClassStale)] = m.disagrees(st)
+		c[string(contract.ClassQuota)] = st.rec.Quota != "" && st.obs.Usage != "" && greater(st.obs.Usage, st.rec.Quota)
+		c[string(contract.ClassRoute)] = st.rec.RouteTarget != "" && st.obs.RouteTarget != "" && st.rec.RouteTarget != st.obs.RouteTarget
+		c[string(contract.ClassIdentity)] = st.obs.OwnerRef != "" && st.obs.OwnerRef != st.rec.RecordID
 	}
 	return c
 }
 
 func (m *refModel) evaluate(st *refIdentity, w, prevW time.Time, ownObs, scanned bool) {
 	now := m.conditions(st, w)
-	for _, class := range []string{ClassMissing, ClassOrphan, ClassStale, ClassQuota, ClassRoute, ClassIdentity} {
+	for _, class := range []string{string(contract.ClassMissing), string(contract.ClassOrphan), string(contract.ClassStale), string(contract.ClassQuota), string(contract.ClassRoute), string(contract.ClassIdentity)} {
 		f := st.findings[class]
 		switch {
 		case now[class] && (f == nil || !f.open):
-			if ownObs && (class == ClassOrphan || class == ClassMissing) && !m.conditions(st, prevW)[class] {
+			if ownObs && (class == string(contract.ClassOrphan) || class == string(contract.ClassMissing)) && !m.conditions(st, prevW)[class] {
 				m.t.Errorf("%s/%s: %s opened by a watermark move of the identity's own observation: retry_count would be ambiguous", st.provider, st.providerID, class)
 			}
 			if f == nil {
@@ -186,12 +186,12 @@ func (m *refModel) evaluate(st *refIdentity, w, prevW time.Time, ownObs, scanned
 				st.findings[class] = f
 			}
 			f.open, f.retry = true, 0
-		case now[class] && class != ClassMissing && ownObs, now[class] && class == ClassMissing && scanned:
+		case now[class] && class != string(contract.ClassMissing) && ownObs, now[class] && class == string(contract.ClassMissing) && scanned:
 			f.retry++ // a new observation confirms; for missing, a later scan that again does not see it
 		case !now[class] && f != nil && f.open:
 			f.open = false
 		}
-		if class == ClassStale && f != nil && f.open {
+		if class == string(contract.ClassStale) && f != nil && f.open {
 			f.posture = "retry"
 			if st.disagreements >= m.w.ReviewAfter {
 				f.posture = "operator_review"
@@ -206,9 +206,9 @@ func (m *refModel) findings() []Finding {
 		for _, st := range p.ids {
 			for class, f := range st.findings {
 				sev, posture := severityPosture(class, f.posture)
-				status := StatusResolved
+				status := string(contract.StatusResolved)
 				if f.open {
-					status = StatusOpen
+					status = string(contract.StatusOpen)
 				}
 				out = append(out, Finding{EvidenceID: class + ":" + contract.IdentityKey(st.provider, st.providerID),
 					Classification: class, Severity: sev, Provider: st.provider, ProviderID: st.providerID,

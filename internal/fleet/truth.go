@@ -131,44 +131,46 @@ func (g *Generator) nodeStatuses(e *emitter) []NodeStatus {
 		bySilence := true
 		switch {
 		case silence >= stale:
-			ns.Mode = "DISCONNECTED"
+			ns.Mode = string(contract.ModeDisconnected)
 		case silence >= nodeAutonomousAfter:
-			ns.Mode = "AUTONOMOUS"
+			ns.Mode = string(contract.ModeAutonomous)
 		case silence >= nodeDelayedAfter:
-			ns.Mode = "DELAYED"
+			ns.Mode = string(contract.ModeDelayed)
 		default:
 			bySilence = false
 			switch {
 			case returning:
-				ns.Mode = "RETURNING"
+				ns.Mode = string(contract.ModeReturning)
 			case nk == NodeReplaying:
-				ns.Mode = "REPLAYING"
+				ns.Mode = string(contract.ModeReplaying)
 			case nk == NodeDegraded:
-				ns.Mode = "DELAYED" // rtt >= 300 ms, loss >= 5 %
+				ns.Mode = string(contract.ModeDelayed) // rtt >= 300 ms, loss >= 5 %
 			default:
-				ns.Mode = "LIVE"
+				ns.Mode = string(contract.ModeLive)
 			}
 		}
-		set := func(state, reason, gate string) { ns.State, ns.Reason, ns.Gate = state, reason, gate }
+		set := func(state contract.NodeAgentState, reason contract.NodeAgentReason, gate contract.Gate) {
+			ns.State, ns.Reason, ns.Gate = string(state), string(reason), string(gate)
+		}
 		switch {
 		case inWindow > 1:
-			set("security_action_required", "cloned_identity_detected", "block_production")
+			set(contract.NodeStateSecurityActionRequired, contract.NodeReasonClonedIdentity, contract.GateBlockProduction)
 			ns.IdentityMismatch = true
 		case nk == NodeCertMismatch:
-			set("security_action_required", "cert_issuer_mismatch", "block_production")
+			set(contract.NodeStateSecurityActionRequired, contract.NodeReasonCertIssuerMismatch, contract.GateBlockProduction)
 			ns.IdentityMismatch = true
-		case ns.Mode == "DISCONNECTED":
-			set("stale", "agent_down", "warning")
+		case ns.Mode == string(contract.ModeDisconnected):
+			set(contract.NodeStateStale, contract.NodeReasonAgentDown, contract.GateWarning)
 		case nk == NodeAgentOutdated: // update_path self_update
-			set("recovering", "agent_outdated", "retry")
-		case ns.Mode == "RETURNING" || ns.Mode == "REPLAYING":
-			set("recovering", "replay_in_progress", "retry")
+			set(contract.NodeStateRecovering, contract.NodeReasonAgentOutdated, contract.GateRetry)
+		case ns.Mode == string(contract.ModeReturning) || ns.Mode == string(contract.ModeReplaying):
+			set(contract.NodeStateRecovering, contract.NodeReasonReplayInProgress, contract.GateRetry)
 		case nk == NodeDegraded:
-			set("operator_action_required", "health_degraded", "warning")
+			set(contract.NodeStateOperatorActionRequired, contract.NodeReasonHealthDegraded, contract.GateWarning)
 		case bySilence:
-			set("stale", "heartbeat_overdue", "warning")
+			set(contract.NodeStateStale, contract.NodeReasonHeartbeatOverdue, contract.GateWarning)
 		default:
-			set("healthy", "", "pass")
+			set(contract.NodeStateHealthy, "", contract.GatePass)
 		}
 		buf = e.appendProviderID(buf[:0], famNodes, i)
 		ns.NodeID = string(buf)
@@ -242,31 +244,31 @@ func (g *Generator) Truth() *Truth {
 		fam := &families[f]
 		for i, k := range g.kinds[f] {
 			t.Kinds[k.String()]++
-			fd := Finding{Provider: fam.provider, Kind: k.String(), Status: StatusOpen, RetryCount: rounds - 1}
+			fd := Finding{Provider: fam.provider, Kind: k.String(), Status: string(contract.StatusOpen), RetryCount: rounds - 1}
 			switch k {
 			case KindHealthy:
 				continue
 			case KindMissing:
 				// Opened by round 0's scan; each later scan confirms.
-				fd.Classification = ClassMissing
+				fd.Classification = string(contract.ClassMissing)
 			case KindOrphanUnowned, KindOrphanReleased, KindOrphanDeleted:
-				fd.Classification = ClassOrphan
+				fd.Classification = string(contract.ClassOrphan)
 			case KindStaleState, KindStaleVersion:
-				fd.Classification = ClassStale
+				fd.Classification = string(contract.ClassStale)
 				if rounds >= g.cfg.Windows.ReviewAfter {
-					fd.Posture = "operator_review"
+					fd.Posture = string(contract.PostureOperatorReview)
 				}
 			case KindStaleResolved:
-				fd.Classification, fd.RetryCount = ClassStale, 0
+				fd.Classification, fd.RetryCount = string(contract.ClassStale), 0
 				if rounds > 1 {
-					fd.Status = StatusResolved
+					fd.Status = string(contract.StatusResolved)
 				}
 			case KindQuota:
-				fd.Classification = ClassQuota
+				fd.Classification = string(contract.ClassQuota)
 			case KindRoute:
-				fd.Classification = ClassRoute
+				fd.Classification = string(contract.ClassRoute)
 			case KindOwnerRef:
-				fd.Classification = ClassIdentity
+				fd.Classification = string(contract.ClassIdentity)
 			}
 			fd.Severity, fd.Posture = severityPosture(fd.Classification, fd.Posture)
 			buf = e.appendProviderID(buf[:0], f, i)
@@ -294,9 +296,9 @@ func (g *Generator) Truth() *Truth {
 		case NodeAgentOutdated:
 			nf.ObservedAgentVersion = outdatedAgentVersion
 		case NodeClonedIdentity:
-			nf.Heartbeats, nf.HostFingerprints, nf.Classification = 2*rounds, 2, ClassIdentity
+			nf.Heartbeats, nf.HostFingerprints, nf.Classification = 2*rounds, 2, string(contract.ClassIdentity)
 		case NodeCertMismatch:
-			nf.Classification = ClassIdentity
+			nf.Classification = string(contract.ClassIdentity)
 		case NodeDisconnected:
 			nf.Heartbeats = 1
 		}
@@ -308,11 +310,11 @@ func (g *Generator) Truth() *Truth {
 	// shows it (for a clone, the second host's first heartbeat) and
 	// confirmed by every later heartbeat.
 	for _, nf := range t.Nodes.Nodes {
-		if nf.Classification != ClassIdentity {
+		if nf.Classification != string(contract.ClassIdentity) {
 			continue
 		}
-		fd := Finding{Classification: ClassIdentity, Provider: contract.ProviderMAAS, ProviderID: nf.NodeID,
-			Status: StatusOpen, RetryCount: nf.Heartbeats - nf.HostFingerprints, Kind: nf.Kind}
+		fd := Finding{Classification: string(contract.ClassIdentity), Provider: contract.ProviderMAAS, ProviderID: nf.NodeID,
+			Status: string(contract.StatusOpen), RetryCount: nf.Heartbeats - nf.HostFingerprints, Kind: nf.Kind}
 		fd.Severity, fd.Posture = severityPosture(fd.Classification, "")
 		fd.EvidenceID = fd.Classification + ":" + contract.IdentityKey(fd.Provider, fd.ProviderID)
 		t.Findings = append(t.Findings, fd)
@@ -327,19 +329,14 @@ func (g *Generator) Truth() *Truth {
 // severityPosture returns the severity and default posture of a
 // classification (CONTRACT section 4); posture, when set, wins.
 func severityPosture(class, posture string) (string, string) {
-	sev, def := "critical", "quarantine"
-	switch class {
-	case ClassOrphan:
-		sev = "warning"
-	case ClassMissing, ClassQuota:
-		def = "block_admission"
-	case ClassStale:
-		sev, def = "warning", "retry"
+	p, ok := contract.PolicyOf(contract.Classification(class))
+	if !ok {
+		panic("BUG: no contract policy for classification " + class)
 	}
 	if posture == "" {
-		posture = def
+		posture = string(p.Posture)
 	}
-	return sev, posture
+	return string(p.Severity), posture
 }
 
 func (g *Generator) usageTruth(e *emitter) UsageTruth {
@@ -359,7 +356,7 @@ func (g *Generator) usageTruth(e *emitter) UsageTruth {
 		_ = w.round(r, func(u *usageRec) error {
 			ut.Events++
 			if u.duplicate || u.anomaly == usageUnknownUnit {
-				a := UsageAnomaly{Kind: "duplicate_usage", UnitID: u.unit, Quantity: FormatMicros(u.micros),
+				a := UsageAnomaly{Kind: string(contract.KindDuplicateUsage), UnitID: u.unit, Quantity: FormatMicros(u.micros),
 					MeteringSource: g.meterProducers[u.f][u.i/g.per[u.f]], TenantID: string(appendTenant(nil, u.tenant))}
 				a.MeteringID = string(e.appendMeteringID(buf[:0], u))
 				a.UsageID = string(e.appendUsageID(buf[:0], u))
@@ -368,7 +365,7 @@ func (g *Generator) usageTruth(e *emitter) UsageTruth {
 					dup.duplicate = false
 					a.OtherUsageID = string(e.appendUsageID(buf[:0], &dup))
 				} else {
-					a.Kind = "unknown_unit"
+					a.Kind = string(contract.KindUnknownUnit)
 				}
 				ut.Anomalies = append(ut.Anomalies, a)
 				return nil
@@ -384,7 +381,7 @@ func (g *Generator) usageTruth(e *emitter) UsageTruth {
 					a.MeteringID = string(e.appendMeteringID(buf[:0], u))
 					a.UsageID = string(e.appendUsageID(buf[:0], u))
 					ut.Anomalies = append(ut.Anomalies, a)
-					if a.Kind == "rated_not_ledgered" {
+					if a.Kind == string(contract.KindRatedNotLedgered) {
 						ut.Ledgered--
 					}
 				}

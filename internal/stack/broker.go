@@ -10,6 +10,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/driftline/driftline/pipeline/contract"
 	"github.com/driftline/driftline/pipeline/stream/topics"
 )
 
@@ -46,7 +47,7 @@ func (s *Stack) waitBroker(ctx context.Context, p *process) error {
 	}
 	defer cl.Close()
 	adm := kadm.NewClient(cl)
-	names := topics.Defaults()
+	names := contract.DefaultTopics()
 	ctx, cancel := context.WithTimeout(ctx, s.opts.StartTimeout)
 	defer cancel()
 	for {

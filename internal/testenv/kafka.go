@@ -9,13 +9,14 @@ import (
 	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/driftline/driftline/pipeline/contract"
 	"github.com/driftline/driftline/pipeline/stream/topics"
 )
 
 // Kafka starts an in-process Kafka-protocol cluster of one broker on a free
 // loopback port, creates every pipeline topic (default names) with
 // partitions partitions, and closes the cluster when the test ends.
-func Kafka(t testing.TB, partitions int32) (brokers []string, names topics.Names) {
+func Kafka(t testing.TB, partitions int32) (brokers []string, names contract.Topics) {
 	t.Helper()
 	c, err := kfake.NewCluster(kfake.NumBrokers(1))
 	if err != nil {
@@ -30,7 +31,7 @@ func Kafka(t testing.TB, partitions int32) (brokers []string, names topics.Names
 	defer cl.Close()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	names = topics.Defaults()
+	names = contract.DefaultTopics()
 	if err := topics.Ensure(ctx, kadm.NewClient(cl), names, partitions, 1); err != nil {
 		t.Fatalf("create topics: %v", err)
 	}

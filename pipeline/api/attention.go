@@ -9,6 +9,7 @@ import (
 	"sync"
 
 	"github.com/driftline/driftline/pipeline/api/apitypes"
+	"github.com/driftline/driftline/pipeline/contract"
 	"github.com/driftline/driftline/pipeline/readmodel/reader"
 )
 
@@ -26,8 +27,8 @@ var nodeOnlyParams = []string{"gate", "connectivity_mode", "health", "node_agent
 
 func (s *Server) handleAttention(w http.ResponseWriter, r *http.Request) error {
 	q := r.URL.Query()
-	if st, ok := single(q, "status"); ok && st != apitypes.StatusOpen {
-		return &ParamError{Param: "status", Value: st, Reason: "the attention queue holds open findings only", Allowed: []string{apitypes.StatusOpen}}
+	if st, ok := single(q, "status"); ok && st != string(contract.StatusOpen) {
+		return &ParamError{Param: "status", Value: st, Reason: "the attention queue holds open findings only", Allowed: []string{string(contract.StatusOpen)}}
 	}
 	// Drift filters and the node-only ones are parsed apart: parseFilter
 	// must not see the node parameters and the node conditions must not
@@ -47,7 +48,7 @@ func (s *Server) handleAttention(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	f.Status = apitypes.StatusOpen
+	f.Status = string(contract.StatusOpen)
 	var nf reader.NodeFilter
 	ps := slices.DeleteFunc(nodeParams(&nf), func(p listParam) bool {
 		return !slices.Contains(nodeOnlyParams, p.name) && p.name != "owning_domain" && p.name != "domain_id"

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/driftline/driftline/pipeline/api/apitypes"
+	"github.com/driftline/driftline/pipeline/contract"
 	"github.com/driftline/driftline/pipeline/readmodel/reader"
 )
 
@@ -46,7 +47,7 @@ func (s *Server) parseMismatchFilter(q url.Values) (reader.MismatchFilter, error
 	if err := parseLists(q, mismatchParams(&f)); err != nil {
 		return f, err
 	}
-	status, err := parseChoice(q, "status", apitypes.StatusOpen, statusValues)
+	status, err := parseChoice(q, "status", string(contract.StatusOpen), statusValues)
 	if err != nil {
 		return f, err
 	}

@@ -5,6 +5,7 @@ import (
 
 	"github.com/driftline/driftline/pipeline/api/apitypes"
 	"github.com/driftline/driftline/pipeline/api/export"
+	"github.com/driftline/driftline/pipeline/contract"
 	"github.com/driftline/driftline/pipeline/readmodel/reader"
 )
 
@@ -94,16 +95,16 @@ func (s *Server) handleDriftDetail(w http.ResponseWriter, r *http.Request) error
 
 // postureSummary says what each posture means for the resource.
 var postureSummary = map[string]string{
-	apitypes.PostureQuarantine:     "Quarantine the resource: keep it out of scheduling and traffic, and do not delete it until ownership is settled.",
-	apitypes.PostureBlockAdmission: "Block admissions to the affected capacity until the finding resolves.",
-	apitypes.PostureRetry:          "The platform retries reconciliation by itself at next_attempt_at; no operator action yet.",
-	apitypes.PostureOperatorReview: "An operator must review the evidence and decide; automation will not act on it.",
+	string(contract.PostureQuarantine):     "Quarantine the resource: keep it out of scheduling and traffic, and do not delete it until ownership is settled.",
+	string(contract.PostureBlockAdmission): "Block admissions to the affected capacity until the finding resolves.",
+	string(contract.PostureRetry):          "The platform retries reconciliation by itself at next_attempt_at; no operator action yet.",
+	string(contract.PostureOperatorReview): "An operator must review the evidence and decide; automation will not act on it.",
 }
 
 // recommend derives the recommended action from a finding's posture and
 // runbook, which the joiner sets.
 func recommend(f apitypes.Finding) apitypes.Action {
-	if f.Status == apitypes.StatusResolved {
+	if f.Status == string(contract.StatusResolved) {
 		return apitypes.Action{
 			Posture: f.Posture,
 			Runbook: f.Runbook,
@@ -114,7 +115,7 @@ func recommend(f apitypes.Finding) apitypes.Action {
 	if a.Summary == "" {
 		a.Summary = "Follow the runbook."
 	}
-	if f.Posture == apitypes.PostureRetry {
+	if f.Posture == string(contract.PostureRetry) {
 		a.NextAttemptAt = f.NextAttemptAt
 	}
 	return a

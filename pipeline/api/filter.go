@@ -28,7 +28,7 @@ func driftParams(f *reader.Filter) []listParam {
 	}
 }
 
-var statusValues = []string{apitypes.StatusOpen, apitypes.StatusResolved, apitypes.StatusAll}
+var statusValues = []string{string(contract.StatusOpen), string(contract.StatusResolved), apitypes.StatusAll}
 
 // paramAliases maps accepted spellings to the canonical parameter.
 var paramAliases = map[string]string{"product_id": "product"}
@@ -38,7 +38,7 @@ var paramAliases = map[string]string{"product_id": "product"}
 // parameter is refused, so a misspelt filter never silently widens an
 // answer.
 func parseFilter(q url.Values, now time.Time, extra ...string) (reader.Filter, error) {
-	f := reader.Filter{Status: apitypes.StatusOpen}
+	f := reader.Filter{Status: string(contract.StatusOpen)}
 	ps := driftParams(&f)
 	known := map[string]bool{"status": true, "age": true}
 	for _, p := range ps {

@@ -6,6 +6,7 @@ import (
 	"sort"
 
 	"github.com/driftline/driftline/pipeline/api/apitypes"
+	"github.com/driftline/driftline/pipeline/contract"
 	"github.com/driftline/driftline/pipeline/readmodel/reader"
 )
 
@@ -43,7 +44,7 @@ func foldHeatmap(status string, groups []reader.FindingGroup) apitypes.Heatmap {
 			cells[k] = c
 		}
 		c.Count += g.Count
-		if g.Severity == apitypes.SeverityCritical {
+		if g.Severity == string(contract.SeverityCritical) {
 			c.Critical += g.Count
 		}
 		if severityRank(g.Severity) > severityRank(c.MaxSeverity) {

@@ -66,15 +66,15 @@ func (s *Server) handleNodes(w http.ResponseWriter, r *http.Request) error {
 
 // gateSummary says what each gate means (seed 000).
 var gateSummary = map[string]string{
-	apitypes.GatePass:            "Node-agent healthy, expected version matches, no recovery reason, required probes passed.",
-	apitypes.GateWarning:         "Management evidence is stale but no workload or edge impact is observed.",
-	apitypes.GateRetry:           "Bounded automatic recovery or self-update is in progress.",
-	apitypes.GateInvestigate:     "Recovery evidence is incomplete, contradictory or missing: an operator must look.",
-	apitypes.GateBlockProduction: "Blocks production: a severe recovery finding, cloned identity, trust-domain drift, or missing recovery evidence.",
+	string(contract.GatePass):            "Node-agent healthy, expected version matches, no recovery reason, required probes passed.",
+	string(contract.GateWarning):         "Management evidence is stale but no workload or edge impact is observed.",
+	string(contract.GateRetry):           "Bounded automatic recovery or self-update is in progress.",
+	string(contract.GateInvestigate):     "Recovery evidence is incomplete, contradictory or missing: an operator must look.",
+	string(contract.GateBlockProduction): "Blocks production: a severe recovery finding, cloned identity, trust-domain drift, or missing recovery evidence.",
 }
 
 func explainGate(gate string) apitypes.GateExplanation {
-	g := apitypes.GateExplanation{Gate: gate, Summary: gateSummary[gate], Blocking: gate == apitypes.GateBlockProduction}
+	g := apitypes.GateExplanation{Gate: gate, Summary: gateSummary[gate], Blocking: gate == string(contract.GateBlockProduction)}
 	if g.Summary == "" {
 		g.Summary = "No node-agent evidence for this node."
 	}
@@ -115,7 +115,7 @@ func (s *Server) handleNodeDetail(w http.ResponseWriter, r *http.Request) error 
 	for _, f := range findings {
 		// Each finding carries the record's desired state and the
 		// provider's observed one; open findings are the current picture.
-		if !seen["state"] && (f.Status == apitypes.StatusOpen || len(findings) == 1) {
+		if !seen["state"] && (f.Status == string(contract.StatusOpen) || len(findings) == 1) {
 			seen["state"] = true
 			d.Comparison = append(d.Comparison, compare("state", f.ExpectedState, f.ObservedState, f.EvidenceID))
 			if f.ExpectedVersion != "" || f.ObservedVersion != "" {

@@ -9,6 +9,7 @@ import (
 
 	"github.com/driftline/driftline/pipeline/api"
 	"github.com/driftline/driftline/pipeline/api/apitypes"
+	"github.com/driftline/driftline/pipeline/contract"
 	"github.com/driftline/driftline/pipeline/readmodel/reader"
 )
 
@@ -29,9 +30,9 @@ func (f *fakeRead) Heatmap(_ context.Context, flt reader.Filter) ([]reader.Findi
 // (parameters in, fold out) without ClickHouse.
 func TestHeatmapOverAFakeReadModel(t *testing.T) {
 	fr := &fakeRead{groups: []reader.FindingGroup{
-		{OwningDomain: "compute", Classification: apitypes.ClassIdentity, Severity: apitypes.SeverityWarning, Status: apitypes.StatusOpen, Count: 3},
-		{OwningDomain: "compute", Classification: apitypes.ClassIdentity, Severity: apitypes.SeverityCritical, Status: apitypes.StatusOpen, Count: 2},
-		{OwningDomain: "apps", Classification: "a_new_class", Severity: apitypes.SeverityWarning, Status: apitypes.StatusOpen, Count: 1},
+		{OwningDomain: "compute", Classification: string(contract.ClassIdentity), Severity: string(contract.SeverityWarning), Status: string(contract.StatusOpen), Count: 3},
+		{OwningDomain: "compute", Classification: string(contract.ClassIdentity), Severity: string(contract.SeverityCritical), Status: string(contract.StatusOpen), Count: 2},
+		{OwningDomain: "apps", Classification: "a_new_class", Severity: string(contract.SeverityWarning), Status: string(contract.StatusOpen), Count: 1},
 	}}
 	srv, err := api.New(api.Options{ReadModel: fr, Now: func() time.Time { return t0 }})
 	if err != nil {
@@ -41,12 +42,12 @@ func TestHeatmapOverAFakeReadModel(t *testing.T) {
 	defer hs.Close()
 	h := decode[apitypes.Heatmap](t, getJSON(t, hs.URL+"/v1/heatmap?owning_domain=compute,apps&age=1h", 200))
 	if !slices.Equal(fr.got.OwningDomains, []string{"compute", "apps"}) || !fr.got.FirstSeenBy.Equal(t0.Add(-time.Hour)) ||
-		fr.got.Status != apitypes.StatusOpen {
+		fr.got.Status != string(contract.StatusOpen) {
 		t.Errorf("filter passed to the read model: %+v", fr.got)
 	}
 	want := []apitypes.HeatCell{
-		{OwningDomain: "apps", Classification: "a_new_class", Count: 1, MaxSeverity: apitypes.SeverityWarning},
-		{OwningDomain: "compute", Classification: apitypes.ClassIdentity, Count: 5, Critical: 2, MaxSeverity: apitypes.SeverityCritical},
+		{OwningDomain: "apps", Classification: "a_new_class", Count: 1, MaxSeverity: string(contract.SeverityWarning)},
+		{OwningDomain: "compute", Classification: string(contract.ClassIdentity), Count: 5, Critical: 2, MaxSeverity: string(contract.SeverityCritical)},
 	}
 	if !slices.Equal(h.Domains, []string{"apps", "compute"}) || !slices.Equal(h.Cells, want) ||
 		!slices.Equal(h.Classifications, append(slices.Clone(apitypes.Classifications), "a_new_class")) {

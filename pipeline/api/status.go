@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/driftline/driftline/pipeline/api/apitypes"
+	"github.com/driftline/driftline/pipeline/contract"
 	"github.com/driftline/driftline/pipeline/readmodel/reader"
 )
 
@@ -122,18 +123,18 @@ func foldCounts(groups []reader.FindingGroup) apitypes.FindingCounts {
 	}
 	for _, g := range groups {
 		switch g.Status {
-		case apitypes.StatusOpen:
+		case string(contract.StatusOpen):
 			fc.Open += g.Count
 			fc.OpenByClassification[g.Classification] += g.Count
 			fc.OpenBySeverity[g.Severity] += g.Count
 			fc.OpenByPosture[g.Posture] += g.Count
-			if g.Severity == apitypes.SeverityCritical {
+			if g.Severity == string(contract.SeverityCritical) {
 				fc.CriticalOpen += g.Count
 			}
-			if g.Posture == apitypes.PostureBlockAdmission {
+			if g.Posture == string(contract.PostureBlockAdmission) {
 				fc.BlockedAdmissions += g.Count
 			}
-		case apitypes.StatusResolved:
+		case string(contract.StatusResolved):
 			fc.Resolved += g.Count
 		}
 	}

@@ -169,7 +169,7 @@ func TestUI(t *testing.T) {
 
 	dom = b.page(t, ui+"#/finance", "3-finance")
 	has("finance", dom, `data-view="finance"`, "0.423455", "99999999999999.99", "1234567890123.423456",
-		`data-mismatch="b1"`, `data-mismatch="b3"`, "12345678901234.000001")
+		`data-mismatch="b1"`, `data-mismatch="b3"`, "2345678901234.000001")
 	dom = b.page(t, ui+"#/finance?kind=amount_mismatch", "3-finance-filtered")
 	has("filtered finance", dom, `data-mismatch="b3"`, "0.123455")
 	hasNot("filtered finance", dom, `data-mismatch="b1"`, `data-mismatch="b5"`)

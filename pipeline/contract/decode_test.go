@@ -79,7 +79,8 @@ func TestDecodeReasons(t *testing.T) {
 
 func TestIsDecimal(t *testing.T) {
 	for s, want := range map[string]bool{"0": true, "12.500000": true, "-3.1": true, "": false, ".5": false,
-		"5.": false, "+1": false, "1e3": false, "NaN": false, "1.2.3": false, "--1": false} {
+		"5.": false, "+1": false, "1e3": false, "NaN": false, "1.2.3": false, "--1": false,
+		"1.0000000000000000001": false, "9223372036854775808": false, "9223372036854775807": true} {
 		if IsDecimal(s) != want {
 			t.Errorf("IsDecimal(%q) = %v", s, !want)
 		}

@@ -1,12 +1,18 @@
-// Package event defines the wire contract every Driftline component shares:
-// the envelope, the payload of each event type, the Kafka key of each event,
-// the topic it belongs to, and the one validator that the ingest gateway and
-// the Kafka consumers both apply (CONTRACT sections 1-3).
+// Package contract is the wire contract every Driftline component shares
+// (CONTRACT sections 1-6), spelled once: the topics and how they group
+// (Topics), the Kafka key of each event, the envelope and the payload of
+// each event type, the vocabulary of findings and node-agent evidence
+// (classifications with their severity, posture and runbook, statuses,
+// gates, states, connectivity modes, billing kinds), the quarantine record
+// (Quarantined) with its reasons and headers, and the one validator that
+// the ingest gateway and the Kafka consumers both apply. What a decimal
+// string is lives in package decimal beside it.
 //
 // The validator is strict and fail-closed: every rejection carries a stable
 // Reason code that ends up in ingest receipts, in ingest.quarantine and in
-// metrics. Money and quantities stay decimal strings; no float ever touches
-// them here.
+// metrics. Money and quantities stay decimal strings, and a string is a
+// decimal exactly when package decimal can compute with it (IsDecimal); no
+// float ever touches them here.
 //
 // Before any field is read, a line passes a single structural scan (Scan):
 // at most MaxEventLen bytes (oversized_event, checked before anything else),
@@ -32,7 +38,7 @@
 // holds the single-pass decoder to the reference); `go test` runs their
 // seed corpora, and a longer run is
 //
-//	go test -run '^$' -fuzz FuzzScan -fuzztime 2m ./pipeline/event/
-//	go test -run '^$' -fuzz FuzzDecode -fuzztime 2m ./pipeline/event/
-//	go test -run '^$' -fuzz FuzzDecodeFast -fuzztime 2m ./pipeline/event/
+//	go test -run '^$' -fuzz FuzzScan -fuzztime 2m ./pipeline/contract/
+//	go test -run '^$' -fuzz FuzzDecode -fuzztime 2m ./pipeline/contract/
+//	go test -run '^$' -fuzz FuzzDecodeFast -fuzztime 2m ./pipeline/contract/
 package contract

@@ -32,6 +32,28 @@ var Reasons = []Reason{
 	ReasonDuplicateKey, ReasonTooDeep,
 }
 
+// Rating reasons: the rater quarantines usage it cannot rate with one of
+// these, beside the validator's. Usage quarantined for any of them is not
+// rated; the billing reconciler turns unknown and retired units into
+// unknown_unit findings and repeated metering keys into duplicate_usage
+// findings.
+const (
+	ReasonUnknownUnit        Reason = "unknown_unit"         // the price book has no such unit
+	ReasonRetiredUnit        Reason = "retired_unit"         // the unit's current version is retired
+	ReasonBadQuantity        Reason = "bad_quantity"         // negative, or not representable exactly
+	ReasonCurrencyNotAllowed Reason = "currency_not_allowed" // the unit's currency is not one the rater may bill
+	ReasonAmountOutOfRange   Reason = "amount_out_of_range"  // quantity × price does not fit the amount range
+	ReasonDuplicateUsage     Reason = "duplicate_usage"      // another usage_id already has this metering key
+	ReasonWrongEventType     Reason = "wrong_event_type"     // a valid event that is not usage.recorded
+	ReasonNotOwned           Reason = "misrouted_not_owned"  // mis-partitioned usage whose key's partition another rater owns
+)
+
+// RatingReasons lists the rating reasons in a stable order.
+var RatingReasons = []Reason{
+	ReasonUnknownUnit, ReasonRetiredUnit, ReasonBadQuantity, ReasonCurrencyNotAllowed,
+	ReasonAmountOutOfRange, ReasonDuplicateUsage, ReasonWrongEventType, ReasonNotOwned,
+}
+
 // ValidationError says why one event was rejected.
 type ValidationError struct {
 	Reason Reason // stable code

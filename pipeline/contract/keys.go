@@ -1,37 +1,5 @@
 package contract
 
-// Topic defaults (CONTRACT section 1). Deployments may rename topics; see
-// Topics.
-const (
-	TopicPlatformRecords = "platform.records"
-	TopicObservations    = "provider.observations"
-	TopicTelemetry       = "nodeagent.telemetry"
-	TopicUsage           = "usage.events"
-	TopicRated           = "billing.rated"
-	TopicLedger          = "billing.ledger"
-	TopicQuarantine      = "ingest.quarantine"
-)
-
-// TopicOf returns the default topic of an event type, or "" if the type is
-// unknown.
-func TopicOf(eventType string) string {
-	switch eventType {
-	case TypePlatformRecord:
-		return TopicPlatformRecords
-	case TypeProviderObservation, TypeScanCompleted:
-		return TopicObservations
-	case TypeHeartbeat:
-		return TopicTelemetry
-	case TypeUsageRecorded:
-		return TopicUsage
-	case TypeBillingRated:
-		return TopicRated
-	case TypeLedgerEntry:
-		return TopicLedger
-	}
-	return ""
-}
-
 // IdentityKey is the Kafka key of a provider resource: provider/provider_id.
 func IdentityKey(provider, providerID string) string { return provider + "/" + providerID }
 

@@ -2,6 +2,8 @@ package contract
 
 import (
 	json "github.com/segmentio/encoding/json"
+
+	"github.com/driftline/driftline/pipeline/contract/decimal"
 )
 
 // Enumerations a payload field must belong to (switches: a map lookup
@@ -23,32 +25,32 @@ func isProvider(v string) bool {
 }
 
 func isUpdatePath(v string) bool {
-	switch v {
-	case "none", "self_update", "recovery_enrollment", "operator_rebootstrap", "full_reimage":
+	switch UpdatePath(v) {
+	case UpdatePathNone, UpdatePathSelfUpdate, UpdatePathRecoveryEnrollment, UpdatePathOperatorRebootstrap, UpdatePathFullReimage:
 		return true
 	}
 	return false
 }
 
 func isProbe(v string) bool {
-	switch v {
-	case "passed", "failed", "not_required", "not_executed":
+	switch TerminalStreamProbe(v) {
+	case ProbePassed, ProbeFailed, ProbeNotRequired, ProbeNotExecuted:
 		return true
 	}
 	return false
 }
 
 func isImpact(v string) bool {
-	switch v {
-	case "none_observed", "degraded", "unavailable", "unknown":
+	switch WorkloadImpact(v) {
+	case ImpactNoneObserved, ImpactDegraded, ImpactUnavailable, ImpactUnknown:
 		return true
 	}
 	return false
 }
 
 func isHealth(v string) bool {
-	switch v {
-	case "OK", "DEGRADED", "FAILED", "UNKNOWN":
+	switch Health(v) {
+	case HealthOK, HealthDegraded, HealthFailed, HealthUnknown:
 		return true
 	}
 	return false
@@ -248,31 +250,12 @@ func (p *LedgerEntry) validate() *ValidationError {
 	return c.err
 }
 
-// IsDecimal reports whether s is a plain decimal string: an optional minus
-// sign, digits, and an optional fraction ("12", "-0.5", "12.500000").
-// Exponents, "+", leading dots and NaN are not decimals.
+// IsDecimal reports whether s is a contract decimal: what decimal.Parse
+// reads ("12", "-0.5", "12.500000"; at most 18 fractional digits and a
+// coefficient of at most 2^63-1; see package decimal). Exponents, "+",
+// leading dots and NaN are not decimals. The validator accepts no amount
+// the rater cannot compute with.
 func IsDecimal(s string) bool {
-	i := 0
-	if i < len(s) && s[i] == '-' {
-		i++
-	}
-	digits := 0
-	for ; i < len(s) && s[i] >= '0' && s[i] <= '9'; i++ {
-		digits++
-	}
-	if digits == 0 {
-		return false
-	}
-	if i == len(s) {
-		return true
-	}
-	if s[i] != '.' {
-		return false
-	}
-	i++
-	frac := 0
-	for ; i < len(s) && s[i] >= '0' && s[i] <= '9'; i++ {
-		frac++
-	}
-	return frac > 0 && i == len(s)
+	_, err := decimal.Parse(s)
+	return err == nil
 }

@@ -12,7 +12,7 @@
 // runs under the one revision it was admitted with. Refused callers
 // (unknown, revoked) are counted and written to the audit log
 // (event=auth_refused, with the revoked actor).
-// Every line is validated with the shared event.Validator and authorised
+// Every line is validated with the shared contract.Validator and authorised
 // against the key's allowlist; valid events are produced to their topic with
 // the contract's key and the original line as value, rejected lines go to
 // ingest.quarantine with their reason code. Sender identity (actor_id,
@@ -37,7 +37,7 @@
 //     request's line order.
 //   - provider.scan_completed is written to every partition of its topic so
 //     each partition's consumer sees the end of the scan.
-//   - Records are partitioned with Kafka's murmur2 (event.Partition), so
+//   - Records are partitioned with Kafka's murmur2 (contract.Partition), so
 //     co-partitioned topics join on the right partition.
 //
 // Duplicate suppression here is a convenience for retried requests: a

@@ -20,7 +20,6 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/driftline/driftline/pipeline/contract"
-	"github.com/driftline/driftline/pipeline/stream/topics"
 )
 
 const testPartitions = 4
@@ -35,10 +34,10 @@ const (
 func testKeyring(t *testing.T) *Keyring {
 	t.Helper()
 	kr, err := NewKeyring([]KeySpec{
-		{SHA256: HashKey(fleetKey), ActorID: "SYSTEM::fleet", SourceType: SourceSystem, EventTypes: contract.AllTypes},
-		{SHA256: HashKey(scannerKey), ActorID: "SYSTEM::maas-scanner", SourceType: SourceSystem,
+		{SHA256: HashKey(fleetKey), ActorID: "SYSTEM::fleet", SourceType: contract.SourceSystem, EventTypes: contract.AllTypes},
+		{SHA256: HashKey(scannerKey), ActorID: "SYSTEM::maas-scanner", SourceType: contract.SourceSystem,
 			EventTypes: []string{contract.TypeProviderObservation, contract.TypeScanCompleted}, Producers: []string{"maas-scanner-eu1"}},
-		{SHA256: HashKey(revokedKey), ActorID: "HUMAN::gone", SourceType: SourceHuman, EventTypes: contract.AllTypes, Revoked: true},
+		{SHA256: HashKey(revokedKey), ActorID: "HUMAN::gone", SourceType: contract.SourceHuman, EventTypes: contract.AllTypes, Revoked: true},
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -52,14 +51,14 @@ type testEnv struct {
 	cluster *kfake.Cluster
 	gw      *Gateway
 	srv     *httptest.Server
-	names   topics.Names
+	names   contract.Topics
 	adm     *kadm.Client
 	admCl   *kgo.Client
 }
 
 func newTestEnv(t *testing.T, edit func(*Options)) *testEnv {
 	t.Helper()
-	names := topics.Defaults()
+	names := contract.DefaultTopics()
 	all := []string{names.PlatformRecords, names.Observations, names.Telemetry, names.Usage, names.Rated, names.Ledger, names.Quarantine}
 	cluster, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(testPartitions, all...))
 	if err != nil {
@@ -289,7 +288,7 @@ func TestEachReasonIsQuarantined(t *testing.T) {
 			if got := header(q, contract.HeaderReason); got != string(tc.reason) {
 				t.Fatalf("quarantine reason header %q, want %q", got, tc.reason)
 			}
-			var doc QuarantineValue
+			var doc contract.Quarantined
 			if err := json.Unmarshal(q.Value, &doc); err != nil {
 				t.Fatalf("quarantine value: %v", err)
 			}
@@ -352,7 +351,7 @@ func TestMixedBatch(t *testing.T) {
 		if want := contract.Partition(r.Key, testPartitions); r.Partition != want {
 			t.Fatalf("%s: partition %d, murmur2 says %d", topic, r.Partition, want)
 		}
-		if header(r, contract.HeaderActorID) != "SYSTEM::fleet" || header(r, contract.HeaderSourceType) != SourceSystem ||
+		if header(r, contract.HeaderActorID) != "SYSTEM::fleet" || header(r, contract.HeaderSourceType) != contract.SourceSystem ||
 			header(r, contract.HeaderPolicyRev) != e.gw.PolicyRev() {
 			t.Fatalf("%s: headers %v", topic, r.Headers)
 		}

@@ -15,12 +15,6 @@ import (
 	"github.com/driftline/driftline/pipeline/contract"
 )
 
-// Source types of an actor, stamped as the source_type header.
-const (
-	SourceSystem = "SYSTEM"
-	SourceHuman  = "HUMAN"
-)
-
 // LocalActorID is the actor of the built-in local_parity key.
 const LocalActorID = "SYSTEM::local-fleet"
 
@@ -187,7 +181,7 @@ func NewKeyringWithClients(specs []KeySpec, clients []ClientSpec) (*Keyring, err
 
 func newPrincipal(actorID, sourceType string, types, producers []string) (*Principal, error) {
 	prefix, name, ok := strings.Cut(actorID, "::")
-	if !ok || name == "" || (prefix != SourceSystem && prefix != SourceHuman) {
+	if !ok || name == "" || (prefix != contract.SourceSystem && prefix != contract.SourceHuman) {
 		return nil, fmt.Errorf("actor_id %q must be SYSTEM::<name> or HUMAN::<id>", actorID)
 	}
 	if sourceType != prefix {
@@ -249,7 +243,7 @@ func LocalKeyring(apiKey string) *Keyring {
 	kr, err := NewKeyring([]KeySpec{{
 		SHA256:     HashKey(apiKey),
 		ActorID:    LocalActorID,
-		SourceType: SourceSystem,
+		SourceType: contract.SourceSystem,
 		EventTypes: contract.AllTypes,
 	}})
 	if err != nil {

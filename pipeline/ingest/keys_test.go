@@ -12,7 +12,7 @@ import (
 )
 
 func TestNewKeyringRejectsBadSpecs(t *testing.T) {
-	good := KeySpec{SHA256: HashKey("k"), ActorID: "SYSTEM::fleet", SourceType: SourceSystem, EventTypes: []string{contract.TypeProviderObservation}}
+	good := KeySpec{SHA256: HashKey("k"), ActorID: "SYSTEM::fleet", SourceType: contract.SourceSystem, EventTypes: []string{contract.TypeProviderObservation}}
 	for _, tc := range []struct {
 		name string
 		edit func(*KeySpec)
@@ -21,7 +21,7 @@ func TestNewKeyringRejectsBadSpecs(t *testing.T) {
 		{"raw key instead of digest", func(s *KeySpec) { s.SHA256 = "k" }, "64 hex digits"},
 		{"actor without prefix", func(s *KeySpec) { s.ActorID = "fleet" }, "SYSTEM::<name>"},
 		{"actor with empty name", func(s *KeySpec) { s.ActorID = "HUMAN::" }, "SYSTEM::<name>"},
-		{"source type mismatch", func(s *KeySpec) { s.SourceType = SourceHuman }, "must match"},
+		{"source type mismatch", func(s *KeySpec) { s.SourceType = contract.SourceHuman }, "must match"},
 		{"no event types", func(s *KeySpec) { s.EventTypes = nil }, "event_types is empty"},
 		{"unknown event type", func(s *KeySpec) { s.EventTypes = []string{"x.y"} }, "unknown"},
 		{"empty producer", func(s *KeySpec) { s.Producers = []string{""} }, "empty name"},
@@ -56,7 +56,7 @@ func TestAuthenticate(t *testing.T) {
 		if !errors.Is(err, tc.want) {
 			t.Fatalf("Authenticate(%q) = %v, want %v", tc.key, err, tc.want)
 		}
-		if err == nil && (p.ActorID != "HUMAN::ops-1" || p.SourceType != SourceHuman || !p.MayType(contract.TypePlatformRecord) ||
+		if err == nil && (p.ActorID != "HUMAN::ops-1" || p.SourceType != contract.SourceHuman || !p.MayType(contract.TypePlatformRecord) ||
 			p.MayType(contract.TypeUsageRecorded) || !p.MayProduce("console") || p.MayProduce("other")) {
 			t.Fatalf("principal %+v has the wrong permissions", p)
 		}

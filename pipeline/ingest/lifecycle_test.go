@@ -25,7 +25,6 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/driftline/driftline/pipeline/contract"
-	"github.com/driftline/driftline/pipeline/stream/topics"
 )
 
 // checkFor polls cond until it holds or the deadline passes.
@@ -97,12 +96,12 @@ type served struct {
 	logs    *syncBuffer
 	stop    context.CancelFunc
 	done    chan error
-	names   topics.Names
+	names   contract.Topics
 }
 
 func newServed(t *testing.T, edit func(*Options), so ServeOptions) *served {
 	t.Helper()
-	names := topics.Defaults()
+	names := contract.DefaultTopics()
 	all := []string{names.PlatformRecords, names.Observations, names.Telemetry, names.Usage, names.Rated, names.Ledger, names.Quarantine}
 	cluster, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(testPartitions, all...))
 	if err != nil {
@@ -364,7 +363,7 @@ func keysDoc(t *testing.T, kf KeyFile) []byte {
 // broken file leaves the policy in force.
 func TestKeysReload(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "keys.json")
-	fleet := KeySpec{SHA256: HashKey(fleetKey), ActorID: "SYSTEM::fleet", SourceType: SourceSystem, EventTypes: contract.AllTypes}
+	fleet := KeySpec{SHA256: HashKey(fleetKey), ActorID: "SYSTEM::fleet", SourceType: contract.SourceSystem, EventTypes: contract.AllTypes}
 	write := func(data []byte) {
 		tmp := path + ".tmp"
 		if err := os.WriteFile(tmp, data, 0o600); err != nil {
@@ -396,7 +395,7 @@ func TestKeysReload(t *testing.T) {
 	revoked := fleet
 	revoked.Revoked = true
 	write(keysDoc(t, KeyFile{Keys: []KeySpec{revoked,
-		{SHA256: HashKey("new-key"), ActorID: "SYSTEM::fleet-v2", SourceType: SourceSystem, EventTypes: contract.AllTypes}}}))
+		{SHA256: HashKey("new-key"), ActorID: "SYSTEM::fleet-v2", SourceType: contract.SourceSystem, EventTypes: contract.AllTypes}}}))
 	checkFor(t, "the new policy", func() bool { return s.gw.PolicyRev() != rev1 })
 	rev2 := s.gw.PolicyRev()
 

@@ -8,7 +8,7 @@ import (
 )
 
 // metrics are the gateway's Prometheus series. Label values are bounded:
-// topics are configuration, reasons are event.Reasons.
+// topics are configuration, reasons are contract.Reasons.
 type metrics struct {
 	accepted       *prometheus.CounterVec // events acknowledged by the broker, by topic
 	rejected       *prometheus.CounterVec // lines quarantined, by reason

@@ -11,7 +11,6 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/driftline/driftline/pipeline/contract"
-	"github.com/driftline/driftline/pipeline/stream/topics"
 )
 
 // Defaults of Options.
@@ -24,7 +23,7 @@ const (
 	DefaultLinger              = 5 * time.Millisecond
 	DefaultMaxBufferedRecords  = 100_000
 	DefaultDedupeCapacity      = 200_000
-	DefaultQuarantineLineLimit = 8 << 10
+	DefaultQuarantineLineLimit = contract.DefaultQuarantineLineLimit
 	DefaultRetryAfter          = 5 * time.Second
 	DefaultPartitionCacheTTL   = 30 * time.Second
 )
@@ -38,8 +37,8 @@ type Options struct {
 	// Brokers are the Kafka seed brokers. Required.
 	Brokers []string
 
-	// Topics names the topics. Default: topics.Defaults().
-	Topics topics.Names
+	// Topics names the topics. Default: contract.DefaultTopics().
+	Topics contract.Topics
 
 	// Keys is the API key and client identity allowlist. Required; see
 	// OpenKeyring. Gateway.SetKeys replaces it at run time.
@@ -135,11 +134,11 @@ func (o *Options) validate() error {
 	if err := checkKeys(o.Environment, o.ClientCertAuth, o.Keys); err != nil {
 		return err
 	}
-	if o.Topics == (topics.Names{}) {
-		o.Topics = topics.Defaults()
+	if o.Topics == (contract.Topics{}) {
+		o.Topics = contract.DefaultTopics()
 	}
-	for _, t := range append(o.Topics.Specs(1), topics.Spec{Name: o.Topics.Quarantine}) {
-		if t.Name == "" {
+	for _, t := range o.Topics.All() {
+		if t == "" {
 			return errors.New("a topic name is empty")
 		}
 	}

@@ -26,7 +26,7 @@ func isFanout(r *kgo.Record) bool {
 
 // Partitioner returns the gateway's partitioner: records marked for fan-out
 // go to their Record.Partition; every other record is partitioned exactly as
-// Kafka's default partitioner does (murmur2 of the key, see event.Partition),
+// Kafka's default partitioner does (murmur2 of the key, see contract.Partition),
 // with sticky partitioning for records without a key.
 func Partitioner() kgo.Partitioner {
 	return partitioner{kgo.StickyKeyPartitioner(nil)}

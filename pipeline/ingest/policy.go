@@ -9,7 +9,6 @@ import (
 
 	"github.com/driftline/driftline/pipeline/contract"
 	"github.com/driftline/driftline/pipeline/service"
-	"github.com/driftline/driftline/pipeline/stream/topics"
 )
 
 // policyRevLen is the length in hex digits of a policy revision: enough to
@@ -89,7 +88,7 @@ func (k *Keyring) revokedCount() int {
 // authentication mode and the allowlist (digests, identities and
 // permissions). Two gateways with the same revision accept, reject and
 // route the same input the same way.
-func policyRev(environment string, names topics.Names, keys *Keyring, certAuth bool) string {
+func policyRev(environment string, names contract.Topics, keys *Keyring, certAuth bool) string {
 	doc := struct {
 		SchemaVersion int            `json:"schema_version"`
 		MaxEventLen   int            `json:"max_event_len"`

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"strings"
 	"time"
-	"unicode/utf8"
 
 	json "github.com/segmentio/encoding/json"
 	"github.com/twmb/franz-go/pkg/kgo"
@@ -126,23 +125,19 @@ func (g *Gateway) check(p *Principal, raw []byte) (contract.Envelope, any, *cont
 
 // quarantineDoc encodes the quarantine record value of a rejected line.
 func (g *Gateway) quarantineDoc(pol *policy, p *Principal, raw []byte, verr *contract.ValidationError, eventID, receivedAt string) []byte {
-	kept := raw
-	if len(kept) > g.opts.QuarantineLineLimit {
-		kept = kept[:g.opts.QuarantineLineLimit]
-		g.m.quarantineSize.Add(float64(len(raw) - len(kept)))
-	}
-	doc := QuarantineValue{
+	doc := contract.Quarantined{
 		Reason:     verr.Reason,
 		Field:      verr.Field,
 		Detail:     verr.Detail,
-		Line:       strings.ToValidUTF8(string(kept), string(utf8.RuneError)),
-		Truncated:  len(kept) < len(raw),
-		LineBytes:  len(raw),
 		EventID:    eventID,
 		ActorID:    p.ActorID,
 		SourceType: p.SourceType,
 		PolicyRev:  pol.rev,
 		ReceivedAt: receivedAt,
+	}
+	doc.SetLine(raw, g.opts.QuarantineLineLimit)
+	if doc.Truncated {
+		g.m.quarantineSize.Add(float64(len(raw) - g.opts.QuarantineLineLimit))
 	}
 	v, err := json.Marshal(doc)
 	if err != nil {

@@ -6,7 +6,6 @@ import (
 	"strings"
 	"sync"
 	"time"
-	"unicode/utf8"
 
 	"github.com/prometheus/client_golang/prometheus"
 	json "github.com/segmentio/encoding/json"
@@ -22,11 +21,11 @@ type QuarantinerOptions struct {
 	// Required.
 	ActorID string
 
-	// Topic is the quarantine topic. Default event.TopicQuarantine.
+	// Topic is the quarantine topic. Default contract.TopicQuarantine.
 	Topic string
 
 	// LineLimit bounds the bytes of the rejected value copied into the
-	// quarantine record. Default DefaultQuarantineLineLimit.
+	// quarantine record. Default contract.DefaultQuarantineLineLimit.
 	LineLimit int
 
 	// Registerer, when set, receives
@@ -38,10 +37,10 @@ type QuarantinerOptions struct {
 }
 
 // Quarantiner writes Kafka records that failed validation (typically
-// event.Validator.DecodeEvent in a consumer: a producer bypassed the
+// contract.Validator.DecodeEvent in a consumer: a producer bypassed the
 // gateway) to the quarantine topic, keyed like the original, in the
-// gateway's value shape (QuarantineValue) with the source topic, partition
-// and offset. It is safe for concurrent use.
+// gateway's value shape (contract.Quarantined) with the source topic,
+// partition and offset. It is safe for concurrent use.
 //
 // Use Record inside a transaction (the record is then committed with the
 // consumer's offsets), or Produce then Flush before committing offsets, so
@@ -60,14 +59,14 @@ type Quarantiner struct {
 // NewQuarantiner returns a Quarantiner producing through cl (which may be
 // nil when only Record and Value are used).
 func NewQuarantiner(cl *kgo.Client, opts QuarantinerOptions) (*Quarantiner, error) {
-	if prefix, name, ok := strings.Cut(opts.ActorID, "::"); !ok || prefix != SourceSystem || name == "" {
+	if prefix, name, ok := strings.Cut(opts.ActorID, "::"); !ok || prefix != contract.SourceSystem || name == "" {
 		return nil, errors.New("quarantiner: ActorID must be SYSTEM::<component>")
 	}
 	if opts.Topic == "" {
 		opts.Topic = contract.TopicQuarantine
 	}
 	if opts.LineLimit <= 0 {
-		opts.LineLimit = DefaultQuarantineLineLimit
+		opts.LineLimit = contract.DefaultQuarantineLineLimit
 	}
 	if opts.Now == nil {
 		opts.Now = time.Now
@@ -88,19 +87,13 @@ func NewQuarantiner(cl *kgo.Client, opts QuarantinerOptions) (*Quarantiner, erro
 
 // Value encodes the quarantine value of rec rejected with verr.
 func (q *Quarantiner) Value(rec *kgo.Record, verr *contract.ValidationError) []byte {
-	kept := rec.Value
-	if len(kept) > q.opts.LineLimit {
-		kept = kept[:q.opts.LineLimit]
-	}
-	part, off := rec.Partition, rec.Offset
-	doc := QuarantineValue{
+	doc := contract.Quarantined{
 		Reason: verr.Reason, Field: verr.Field, Detail: verr.Detail,
-		Line:      strings.ToValidUTF8(string(kept), string(utf8.RuneError)),
-		Truncated: len(kept) < len(rec.Value), LineBytes: len(rec.Value),
-		ActorID: q.opts.ActorID, SourceType: SourceSystem,
-		SourceTopic: rec.Topic, SourcePartition: &part, SourceOffset: &off,
+		ActorID: q.opts.ActorID, SourceType: contract.SourceSystem,
 		ReceivedAt: q.opts.Now().UTC().Format(time.RFC3339Nano),
 	}
+	doc.SetLine(rec.Value, q.opts.LineLimit)
+	doc.SetSource(rec.Topic, rec.Partition, rec.Offset)
 	if verr.Reason != contract.ReasonBadJSON && verr.Reason != contract.ReasonOversized {
 		if env, _ := (contract.Validator{}).Decode(rec.Value); env.EventID != "" {
 			doc.EventID = env.EventID
@@ -129,7 +122,7 @@ func (q *Quarantiner) Record(rec *kgo.Record, verr *contract.ValidationError) *k
 		Value: q.Value(rec, verr),
 		Headers: []kgo.RecordHeader{
 			{Key: contract.HeaderActorID, Value: []byte(q.opts.ActorID)},
-			{Key: contract.HeaderSourceType, Value: []byte(SourceSystem)},
+			{Key: contract.HeaderSourceType, Value: []byte(contract.SourceSystem)},
 			{Key: contract.HeaderReason, Value: []byte(verr.Reason)},
 		},
 	}

@@ -57,7 +57,7 @@ func TestQuarantinerFromConsumer(t *testing.T) {
 		t.Fatalf("validator reasons %v", wantReasons)
 	}
 	for i, qr := range e.read(e.names.Quarantine, len(bad)) {
-		var doc QuarantineValue
+		var doc contract.Quarantined
 		if err := json.Unmarshal(qr.Value, &doc); err != nil {
 			t.Fatal(err)
 		}

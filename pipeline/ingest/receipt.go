@@ -43,33 +43,3 @@ type ErrorResponse struct {
 	Message   string `json:"message"`
 	PolicyRev string `json:"policy_rev,omitempty"`
 }
-
-// QuarantineValue is the JSON value of every ingest.quarantine record the
-// pipeline writes, from the gateway (a rejected request line) or from a
-// consumer through a Quarantiner (a rejected Kafka record). Its reason is
-// also the record's "reason" header.
-type QuarantineValue struct {
-	Reason contract.Reason `json:"reason"`
-	Field  string          `json:"field,omitempty"`
-	Detail string          `json:"detail"`
-	// Line is the rejected input, cut at the quarantine line limit (then
-	// Truncated), with invalid UTF-8 replaced by U+FFFD.
-	Line      string `json:"line"`
-	Truncated bool   `json:"truncated,omitempty"`
-	LineBytes int    `json:"line_bytes"`
-	EventID   string `json:"event_id,omitempty"`
-	// ActorID and SourceType: the authenticated sender for gateway lines;
-	// the quarantining component (SYSTEM::joiner, ...) for Kafka records,
-	// whose producer is not authenticated.
-	ActorID    string `json:"actor_id"`
-	SourceType string `json:"source_type"`
-	PolicyRev  string `json:"policy_rev,omitempty"`
-	// Source* locate a rejected Kafka record; absent for gateway lines.
-	SourceTopic     string `json:"source_topic,omitempty"`
-	SourcePartition *int32 `json:"source_partition,omitempty"`
-	SourceOffset    *int64 `json:"source_offset,omitempty"`
-	// OriginActorID is the actor_id header the rejected record carried,
-	// if any.
-	OriginActorID string `json:"origin_actor_id,omitempty"`
-	ReceivedAt    string `json:"received_at"`
-}

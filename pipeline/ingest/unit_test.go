@@ -9,10 +9,9 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/driftline/driftline/pipeline/contract"
-	"github.com/driftline/driftline/pipeline/stream/topics"
 )
 
-// The gateway must place keyed records exactly where event.Partition (the
+// The gateway must place keyed records exactly where contract.Partition (the
 // contract's murmur2) says, or consumers would flag them as mis-partitioned.
 func TestPartitionerAgreesWithMurmur2(t *testing.T) {
 	rng := rand.New(rand.NewPCG(1, 2))
@@ -32,7 +31,7 @@ func TestPartitionerAgreesWithMurmur2(t *testing.T) {
 				t.Fatalf("keyed record must require consistency")
 			}
 			if got, want := tp.Partition(r, n), int(contract.Partition(k, int32(n))); got != want {
-				t.Fatalf("key %q n=%d: partitioner %d, event.Partition %d", k, n, got, want)
+				t.Fatalf("key %q n=%d: partitioner %d, contract.Partition %d", k, n, got, want)
 			}
 		}
 	}
@@ -94,17 +93,17 @@ func TestRecentSetEvictsOldest(t *testing.T) {
 
 func TestPolicyRev(t *testing.T) {
 	kr := LocalKeyring("k")
-	base := policyRev(contract.EnvLocalParity, topics.Defaults(), kr, false)
-	if len(base) != policyRevLen || base != policyRev(contract.EnvLocalParity, topics.Defaults(), LocalKeyring("k"), false) {
+	base := policyRev(contract.EnvLocalParity, contract.DefaultTopics(), kr, false)
+	if len(base) != policyRevLen || base != policyRev(contract.EnvLocalParity, contract.DefaultTopics(), LocalKeyring("k"), false) {
 		t.Fatalf("policy rev %q is not a stable %d-digit digest", base, policyRevLen)
 	}
-	renamed := topics.Defaults()
+	renamed := contract.DefaultTopics()
 	renamed.Usage = "usage.v2"
 	for name, other := range map[string]string{
-		"environment": policyRev(contract.EnvDev, topics.Defaults(), kr, false),
+		"environment": policyRev(contract.EnvDev, contract.DefaultTopics(), kr, false),
 		"topics":      policyRev(contract.EnvLocalParity, renamed, kr, false),
-		"keys":        policyRev(contract.EnvLocalParity, topics.Defaults(), LocalKeyring("other"), false),
-		"auth mode":   policyRev(contract.EnvLocalParity, topics.Defaults(), kr, true),
+		"keys":        policyRev(contract.EnvLocalParity, contract.DefaultTopics(), LocalKeyring("other"), false),
+		"auth mode":   policyRev(contract.EnvLocalParity, contract.DefaultTopics(), kr, true),
 	} {
 		if other == base {
 			t.Errorf("changing %s does not change the policy rev", name)

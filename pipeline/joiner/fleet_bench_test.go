@@ -12,7 +12,6 @@ import (
 	"github.com/driftline/driftline/internal/fleet"
 	"github.com/driftline/driftline/pipeline/contract"
 	"github.com/driftline/driftline/pipeline/stream/logmerge"
-	"github.com/driftline/driftline/pipeline/stream/topics"
 )
 
 // fleetRecords returns the joiner's records of a generated fleet of about
@@ -24,7 +23,7 @@ func fleetRecords(b testing.TB, events int) []*kgo.Record {
 	if err != nil {
 		b.Fatal(err)
 	}
-	names := topics.Defaults()
+	names := contract.DefaultTopics()
 	joined := names.Joined()
 	streams := make([][]*kgo.Record, len(joined))
 	err = g.Emit(func(e *fleet.Event) error {

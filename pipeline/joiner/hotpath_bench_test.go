@@ -11,7 +11,6 @@ import (
 
 	"github.com/driftline/driftline/internal/cputime"
 	"github.com/driftline/driftline/pipeline/contract"
-	"github.com/driftline/driftline/pipeline/stream/topics"
 )
 
 // reset empties the output, as a seal leaves a partition's.
@@ -43,7 +42,7 @@ func benchEvents(n, identities int, topic string, start time.Time) []*kgo.Record
 		node := "gpu-eu-west-" + strconv.Itoa(100000+i%identities)
 		at := start.Add(time.Duration(i) * time.Millisecond).Format("2006-01-02T15:04:05.000Z")
 		var v string
-		if topic == topics.Defaults().PlatformRecords {
+		if topic == contract.DefaultTopics().PlatformRecords {
 			v = fmt.Sprintf(`{"event_id":"rec-%d","event_type":"platform.record","schema_version":1,"producer":"gpuaas-registry","seq":%d,"occurred_at":%q,"correlation_id":"sync-1","environment":"local_parity","payload":{"record_type":"gpu_allocation","record_id":"alloc-%s","record_version":1,"resource_family":"gpuaas_allocation","product_id":"gpu-h100","owning_domain":"gpuaas","owning_package":"gpu-scheduler","domain_id":"eu-west","tags":[],"provider":"maas","provider_id":%q,"expected_state":"allocated","expected_version":"img-2026.11","deleted":false}}`,
 				i, i+1, at, node, node)
 		} else {
@@ -63,10 +62,10 @@ func BenchmarkHotPath(b *testing.B) {
 	const identities = 100000
 	start := time.Date(2026, 11, 21, 10, 0, 0, 0, time.UTC)
 	j, part := benchJoiner(b)
-	for _, r := range benchEvents(identities, identities, topics.Defaults().PlatformRecords, start) {
+	for _, r := range benchEvents(identities, identities, contract.DefaultTopics().PlatformRecords, start) {
 		j.apply(part, r)
 	}
-	obs := benchEvents(b.N, identities, topics.Defaults().Observations, start.Add(time.Second))
+	obs := benchEvents(b.N, identities, contract.DefaultTopics().Observations, start.Add(time.Second))
 	var bytes int64
 	for _, r := range obs {
 		bytes += int64(len(r.Value))
@@ -170,10 +169,10 @@ func BenchmarkHotPathNaive(b *testing.B) {
 	const identities = 100000
 	start := time.Date(2026, 11, 21, 10, 0, 0, 0, time.UTC)
 	n := &naiveState{seen: map[string]struct{}{}, records: map[string]naiveRecord{}, obs: map[string]naiveObs{}}
-	for _, r := range benchEvents(identities, identities, topics.Defaults().PlatformRecords, start) {
+	for _, r := range benchEvents(identities, identities, contract.DefaultTopics().PlatformRecords, start) {
 		n.apply(b, r.Value)
 	}
-	obs := benchEvents(b.N, identities, topics.Defaults().Observations, start.Add(time.Second))
+	obs := benchEvents(b.N, identities, contract.DefaultTopics().Observations, start.Add(time.Second))
 	b.ReportAllocs()
 	b.ResetTimer()
 	cpu := cputime.Now()

@@ -65,8 +65,8 @@ type Options struct {
 	// Group is the consumer group all joiners share. Default
 	// "driftline-joiner".
 	Group string
-	// Topics names the topics. Default topics.Defaults().
-	Topics topics.Names
+	// Topics names the topics. Default contract.DefaultTopics().
+	Topics contract.Topics
 	// Environment is the pipeline's environment; events for another are
 	// invalid. Default local_parity.
 	Environment string
@@ -159,8 +159,8 @@ func (o *Options) defaults() error {
 	if o.Group == "" {
 		o.Group = "driftline-joiner"
 	}
-	if o.Topics == (topics.Names{}) {
-		o.Topics = topics.Defaults()
+	if o.Topics == (contract.Topics{}) {
+		o.Topics = contract.DefaultTopics()
 	}
 	if o.Environment == "" {
 		o.Environment = contract.EnvLocalParity

@@ -25,7 +25,6 @@ import (
 	"github.com/driftline/driftline/pipeline/readmodel/sink"
 	"github.com/driftline/driftline/pipeline/stream/checkpoint"
 	"github.com/driftline/driftline/pipeline/stream/snap"
-	"github.com/driftline/driftline/pipeline/stream/topics"
 )
 
 func TestMain(m *testing.M) { testenv.Main(m) }
@@ -36,7 +35,7 @@ var t0 = time.Date(2026, 11, 21, 10, 0, 0, 0, time.UTC)
 type fixture struct {
 	t       *testing.T
 	cl      *kgo.Client
-	names   topics.Names
+	names   contract.Topics
 	seq     map[string]uint64
 	brokers []string
 	ch      driver.Conn

@@ -5,6 +5,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/driftline/driftline/pipeline/contract"
 	"github.com/driftline/driftline/pipeline/joiner/drift"
 )
 
@@ -42,14 +43,14 @@ type metrics struct {
 	byTransition [drift.NumClasses][len(transitionNames)]prometheus.Counter
 }
 
-var transitionNames = [...]string{drift.TransitionOpened, drift.TransitionUpdated, drift.TransitionResolved, drift.TransitionReopened}
+var transitionNames = [...]contract.Transition{contract.TransitionOpened, contract.TransitionUpdated, contract.TransitionResolved, contract.TransitionReopened}
 
 // transition returns the counter of f's transition.
 func (m *metrics) transition(f *drift.Finding) prometheus.Counter {
 	if t := slices.Index(transitionNames[:], f.Transition); t >= 0 && f.Class < drift.NumClasses {
 		return m.byTransition[f.Class][t]
 	}
-	return m.transitions.WithLabelValues(f.Class.String(), f.Transition)
+	return m.transitions.WithLabelValues(f.Class.String(), string(f.Transition))
 }
 
 func newMetrics(reg prometheus.Registerer) *metrics {
@@ -82,7 +83,7 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 	}
 	for c := range drift.NumClasses {
 		for t, name := range transitionNames {
-			m.byTransition[c][t] = m.transitions.WithLabelValues(c.String(), name)
+			m.byTransition[c][t] = m.transitions.WithLabelValues(c.String(), string(name))
 		}
 	}
 	if reg != nil {

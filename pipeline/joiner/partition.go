@@ -112,9 +112,9 @@ func upsert[R any](rows *sink.Rows[R], at *rowSlot, seal uint32, v *R) {
 // word there, which holds its summary slot).
 func (o *output) add(p *partition, f *drift.Finding, aux *uint32) {
 	switch f.Transition {
-	case drift.TransitionOpened, drift.TransitionReopened:
+	case contract.TransitionOpened, contract.TransitionReopened:
 		p.findingsOpen++
-	case drift.TransitionResolved:
+	case contract.TransitionResolved:
 		p.findingsOpen--
 	}
 	sl := p.summary.apply(f, aux)

@@ -37,7 +37,7 @@ func TestRestoreSurvivesBrokerErrors(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(cl.Close)
-	names := topics.Defaults()
+	names := contract.DefaultTopics()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	if err := topics.Ensure(ctx, kadm.NewClient(cl), names, 4, 1); err != nil {

@@ -4,6 +4,7 @@ import (
 	"container/heap"
 	"slices"
 
+	"github.com/driftline/driftline/pipeline/contract"
 	"github.com/driftline/driftline/pipeline/joiner/drift"
 	"github.com/driftline/driftline/pipeline/readmodel/sink"
 )
@@ -71,9 +72,9 @@ func countKey(f *drift.Finding) sink.CountKey {
 	return sink.CountKey{
 		OwningDomain:   f.OwningDomain,
 		Classification: f.Class.String(),
-		Severity:       f.Severity,
-		Status:         f.Status,
-		Posture:        f.Posture,
+		Severity:       string(f.Severity),
+		Status:         string(f.Status),
+		Posture:        string(f.Posture),
 		ProductID:      f.ProductID,
 		ResourceFamily: f.ResourceFamily,
 		Provider:       f.Provider,
@@ -91,7 +92,7 @@ func (s *summary) group(k sink.CountKey) int32 {
 	return g
 }
 
-func (s *summary) open(g int32) bool { return s.groups[g].key.Status == drift.StatusOpen }
+func (s *summary) open(g int32) bool { return s.groups[g].key.Status == string(contract.StatusOpen) }
 
 func (s *summary) top(sc scope) *top {
 	if sc == global && s.gtop != nil {

@@ -7,6 +7,7 @@ import (
 	"slices"
 	"testing"
 
+	"github.com/driftline/driftline/pipeline/contract"
 	"github.com/driftline/driftline/pipeline/joiner/drift"
 	"github.com/driftline/driftline/pipeline/joiner/nodeagent"
 	"github.com/driftline/driftline/pipeline/readmodel/sink"
@@ -69,7 +70,7 @@ func (tr truth) counts() map[sink.CountKey]uint64 {
 func (tr truth) top(sc scope) []string {
 	var es []topEntry
 	for id, f := range tr {
-		if f.Status == drift.StatusOpen && (!sc.perDomain || f.OwningDomain == sc.domain) {
+		if f.Status == contract.StatusOpen && (!sc.perDomain || f.OwningDomain == sc.domain) {
 			es = append(es, topEntry{f.AttentionScore, id})
 		}
 	}
@@ -116,19 +117,19 @@ func randomTransitions(seed uint64, ids, n int) []drift.Finding {
 			p := drift.PolicyOf(k)
 			f = &drift.Finding{EvidenceID: id, Class: k, Severity: p.Severity, Posture: p.Posture,
 				OwningDomain: fmt.Sprintf("domain-%d", r.IntN(5)), ProductID: "p", Provider: "maas",
-				Status: drift.StatusOpen, Transition: drift.TransitionOpened}
+				Status: contract.StatusOpen, Transition: contract.TransitionOpened}
 			state[id] = f
 		} else {
 			switch {
-			case f.Status == drift.StatusResolved:
-				f.Status, f.RetryCount, f.Transition = drift.StatusOpen, 0, drift.TransitionReopened
+			case f.Status == contract.StatusResolved:
+				f.Status, f.RetryCount, f.Transition = contract.StatusOpen, 0, contract.TransitionReopened
 			case r.IntN(3) == 0:
-				f.Status, f.Transition = drift.StatusResolved, drift.TransitionResolved
+				f.Status, f.Transition = contract.StatusResolved, contract.TransitionResolved
 			case r.IntN(4) == 0:
-				f.OwningDomain, f.Transition = fmt.Sprintf("domain-%d", r.IntN(5)), drift.TransitionUpdated
+				f.OwningDomain, f.Transition = fmt.Sprintf("domain-%d", r.IntN(5)), contract.TransitionUpdated
 			default:
 				f.RetryCount++
-				f.Transition = drift.TransitionUpdated
+				f.Transition = contract.TransitionUpdated
 			}
 		}
 		f.Version = max(f.Version+1, at)

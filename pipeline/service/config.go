@@ -21,7 +21,6 @@ import (
 	"strings"
 
 	"github.com/driftline/driftline/pipeline/contract"
-	"github.com/driftline/driftline/pipeline/stream/topics"
 )
 
 // Local-stack defaults: loopback ports that do not collide with a Kafka or
@@ -43,12 +42,12 @@ const (
 
 // Common is the configuration every process shares.
 type Common struct {
-	Environment  string       // environment profile
-	Brokers      string       // comma-separated seed brokers
-	Partitions   int          // partitions of each topic when created
-	CreateTopics bool         // create missing topics at start
-	ClickHouse   ClickHouse   // ClickHouse connection
-	Topics       topics.Names // topic names
+	Environment  string          // environment profile
+	Brokers      string          // comma-separated seed brokers
+	Partitions   int             // partitions of each topic when created
+	CreateTopics bool            // create missing topics at start
+	ClickHouse   ClickHouse      // ClickHouse connection
+	Topics       contract.Topics // topic names
 }
 
 // ClickHouse says how to reach ClickHouse.
@@ -92,7 +91,7 @@ func EnvInt(key string, def int) int {
 // RegisterFlags registers the shared flags on fs with defaults from the
 // environment, and returns the Common they fill.
 func RegisterFlags(fs *flag.FlagSet) *Common {
-	c := &Common{Topics: topics.Defaults()}
+	c := &Common{Topics: contract.DefaultTopics()}
 	fs.StringVar(&c.Environment, "env", Env("DRIFTLINE_ENV", contract.EnvLocalParity), "environment profile: local_parity, dev or prod; events for another environment are rejected")
 	fs.StringVar(&c.Brokers, "kafka.brokers", Env("DRIFTLINE_BROKERS", DefaultBrokers), "comma-separated Kafka/Redpanda seed brokers")
 	fs.IntVar(&c.Partitions, "kafka.partitions", EnvInt("DRIFTLINE_PARTITIONS", DefaultPartitions), "partitions of each topic created at start; co-partitioned topics must agree, so choose once")

@@ -1,6 +1,10 @@
 package apitypes
 
-import "time"
+import (
+	"time"
+
+	"github.com/driftline/driftline/pipeline/contract"
+)
 
 // The answers of the billing surfaces: the conservation section of /v1/status
 // (billing_window) and the financial-automation flag of
@@ -99,7 +103,8 @@ type ConservationPage struct {
 // disagrees or is missing a step. duplicate_usage does not stop it (the
 // rater refused the duplicate; the first usage_id is the truth and is
 // rated once); it is reported among the reasons.
-var AutomationStoppingKinds = []string{"usage_not_rated", "rated_not_ledgered", "amount_mismatch", "unknown_unit", "window_unbalanced"}
+var AutomationStoppingKinds = contract.Strings([]contract.BillingKind{contract.KindUsageNotRated, contract.KindRatedNotLedgered,
+	contract.KindAmountMismatch, contract.KindUnknownUnit, contract.KindWindowUnbalanced})
 
 // Automation is the answer of GET /v1/billing/automation: whether
 // financial automation (invoicing, payouts, credits) for a tenant, and

@@ -1,45 +1,32 @@
 package apitypes
 
-import "time"
+import (
+	"time"
 
-// Classifications of drift findings (CONTRACT section 4), in contract order.
-const (
-	ClassOrphan   = "orphan_provider_resource"
-	ClassMissing  = "missing_provider_resource"
-	ClassStale    = "stale_lifecycle_state"
-	ClassIdentity = "identity_mismatch"
-	ClassQuota    = "quota_or_capacity_mismatch"
-	ClassRoute    = "route_or_dns_mismatch"
-	ClassBilling  = "billing_mismatch"
+	"github.com/driftline/driftline/pipeline/contract"
 )
 
-// Classifications lists every classification in contract order; it is the
-// column axis of the heat map.
-var Classifications = []string{ClassOrphan, ClassMissing, ClassStale, ClassIdentity, ClassQuota, ClassRoute, ClassBilling}
-
-// Severities, most severe first.
-const (
-	SeverityCritical = "critical"
-	SeverityWarning  = "warning"
+// The contract's vocabulary as plain strings, for filters and answers,
+// which take and return any string.
+var (
+	Classifications = contract.Strings(contract.Classifications)
+	Severities      = contract.Strings(contract.Severities)
+	BillingKinds    = contract.Strings(contract.BillingKinds)
+	Gates           = contract.Strings(contract.Gates)
+	// ConnectivityModes is the connectivity spectrum of seed 004, in the
+	// order a node moves through it.
+	ConnectivityModes = contract.Strings(contract.ConnectivityModes)
+	// Enumerations of node_agent_status columns (seed 000, CONTRACT 3.3).
+	NodeAgentStates      = contract.Strings(contract.NodeAgentStates)
+	Healths              = contract.Strings(contract.Healths)
+	WorkloadImpacts      = contract.Strings(contract.WorkloadImpacts)
+	UpdatePaths          = contract.Strings(contract.UpdatePaths)
+	TerminalStreamProbes = contract.Strings(contract.TerminalStreamProbes)
 )
 
-// Severities lists the severities, most severe first.
-var Severities = []string{SeverityCritical, SeverityWarning}
-
-// Finding statuses, and the status filter value that selects both.
-const (
-	StatusOpen     = "open"
-	StatusResolved = "resolved"
-	StatusAll      = "all"
-)
-
-// Postures: what the platform does about an open finding.
-const (
-	PostureQuarantine     = "quarantine"
-	PostureBlockAdmission = "block_admission"
-	PostureRetry          = "retry"
-	PostureOperatorReview = "operator_review"
-)
+// StatusAll is the status filter value that selects open and resolved
+// findings alike.
+const StatusAll = "all"
 
 // Finding is the current row of one drift finding (drift_evidence).
 type Finding struct {
@@ -245,31 +232,6 @@ type ErrorBody struct {
 	Allowed   []string `json:"allowed,omitempty"`   // allowed values of an enumeration
 }
 
-// Node-agent gates (seed 000), least to most severe.
-const (
-	GatePass            = "pass"
-	GateWarning         = "warning"
-	GateRetry           = "retry"
-	GateInvestigate     = "investigate"
-	GateBlockProduction = "block_production"
-)
-
-// Gates lists the node-agent gates, least to most severe.
-var Gates = []string{GatePass, GateWarning, GateRetry, GateInvestigate, GateBlockProduction}
-
-// ConnectivityModes is the connectivity spectrum of seed 004, in the order
-// a node moves through it.
-var ConnectivityModes = []string{"LIVE", "DELAYED", "EDGE_CACHED", "AUTONOMOUS", "DISCONNECTED", "RETURNING", "REPLAYING"}
-
-// Enumerations of node_agent_status columns (seed 000, CONTRACT 3.3).
-var (
-	NodeAgentStates      = []string{"healthy", "stale", "recovering", "operator_action_required", "security_action_required"}
-	Healths              = []string{"OK", "DEGRADED", "FAILED", "UNKNOWN"}
-	WorkloadImpacts      = []string{"none_observed", "degraded", "unavailable", "unknown"}
-	UpdatePaths          = []string{"none", "self_update", "recovery_enrollment", "operator_rebootstrap", "full_reimage"}
-	TerminalStreamProbes = []string{"passed", "failed", "not_required", "not_executed"}
-)
-
 // Node is the current node-agent evidence and gate of one node
 // (node_agent_status).
 type Node struct {
@@ -347,7 +309,7 @@ type ConnectivityCount struct {
 type ConnectivityDomain struct {
 	OwningDomain string              `json:"owning_domain"`
 	Total        uint64              `json:"total"`
-	Modes        []ConnectivityCount `json:"modes"` // every mode of ConnectivityModes, in order, then others
+	Modes        []ConnectivityCount `json:"modes"` // every mode of contract.ConnectivityModes, in order, then others
 }
 
 // Connectivity is the answer of GET /v1/connectivity: node counts per
@@ -392,9 +354,6 @@ type Attention struct {
 	// asked, sorted by owning_domain; else absent.
 	Domains []AttentionDomain `json:"domains,omitempty"`
 }
-
-// Billing mismatch kinds (CONTRACT section 5).
-var BillingKinds = []string{"usage_not_rated", "rated_not_ledgered", "amount_mismatch", "duplicate_usage", "unknown_unit", "window_unbalanced"}
 
 // BillingMismatch is the current row of one billing finding
 // (billing_mismatch). Amounts are decimal strings as written; empty when

@@ -9,7 +9,6 @@ import (
 	json "github.com/segmentio/encoding/json"
 	"github.com/twmb/franz-go/pkg/kgo"
 
-	"github.com/driftline/driftline/pipeline/billing/rater"
 	"github.com/driftline/driftline/pipeline/contract"
 )
 
@@ -90,9 +89,9 @@ func decodeRated(t testing.TB, r *kgo.Record) ratedLine {
 	return l
 }
 
-func decodeQuarantine(t testing.TB, r *kgo.Record) rater.QuarantineValue {
+func decodeQuarantine(t testing.TB, r *kgo.Record) contract.Quarantined {
 	t.Helper()
-	var q rater.QuarantineValue
+	var q contract.Quarantined
 	if err := json.Unmarshal(r.Value, &q); err != nil {
 		t.Fatalf("quarantine value %s: %v", r.Value, err)
 	}

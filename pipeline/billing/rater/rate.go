@@ -39,25 +39,25 @@ func Rate(book *pricebook.Book, currencies map[string]bool, u *contract.Usage) R
 	unit, err := book.Lookup(u.UnitID)
 	switch {
 	case errors.Is(err, pricebook.ErrUnknownUnit):
-		return Rating{Reason: ReasonUnknownUnit, Detail: "unit " + strconv.Quote(u.UnitID) + " is not in the price book"}
+		return Rating{Reason: contract.ReasonUnknownUnit, Detail: "unit " + strconv.Quote(u.UnitID) + " is not in the price book"}
 	case errors.Is(err, pricebook.ErrRetiredUnit):
-		return Rating{Reason: ReasonRetiredUnit, Unit: unit, Detail: "unit " + strconv.Quote(u.UnitID) + " version " + strconv.FormatInt(unit.Version, 10) + " is retired"}
+		return Rating{Reason: contract.ReasonRetiredUnit, Unit: unit, Detail: "unit " + strconv.Quote(u.UnitID) + " version " + strconv.FormatInt(unit.Version, 10) + " is retired"}
 	case err != nil:
 		panic("BUG: unexpected price book lookup error: " + err.Error())
 	}
 	q, err := decimal.Parse(u.Quantity)
 	if err != nil {
-		return Rating{Reason: ReasonBadQuantity, Unit: unit, Detail: "quantity " + strconv.Quote(u.Quantity) + ": " + err.Error()}
+		return Rating{Reason: contract.ReasonBadQuantity, Unit: unit, Detail: "quantity " + strconv.Quote(u.Quantity) + ": " + err.Error()}
 	}
 	if q.Sign() < 0 {
-		return Rating{Reason: ReasonBadQuantity, Unit: unit, Detail: "quantity " + strconv.Quote(u.Quantity) + " is negative"}
+		return Rating{Reason: contract.ReasonBadQuantity, Unit: unit, Detail: "quantity " + strconv.Quote(u.Quantity) + " is negative"}
 	}
 	if currencies != nil && !currencies[unit.Currency] {
-		return Rating{Reason: ReasonCurrencyNotAllowed, Unit: unit, Detail: "unit " + strconv.Quote(u.UnitID) + " is priced in " + unit.Currency + ", which this rater may not bill"}
+		return Rating{Reason: contract.ReasonCurrencyNotAllowed, Unit: unit, Detail: "unit " + strconv.Quote(u.UnitID) + " is priced in " + unit.Currency + ", which this rater may not bill"}
 	}
 	amount, err := decimal.MulRound(q, unit.UnitPrice, unit.Precision)
 	if err != nil {
-		return Rating{Reason: ReasonAmountOutOfRange, Unit: unit, Detail: "quantity " + u.Quantity + " × " + unit.UnitPriceText + ": " + err.Error()}
+		return Rating{Reason: contract.ReasonAmountOutOfRange, Unit: unit, Detail: "quantity " + u.Quantity + " × " + unit.UnitPriceText + ": " + err.Error()}
 	}
 	return Rating{Unit: unit, Quantity: q, Amount: amount}
 }

@@ -22,7 +22,7 @@
 // Usage that cannot be rated exactly is never guessed at: an unknown or
 // retired unit, a negative or inexact quantity, a currency the rater may
 // not bill, an amount out of range, and invalid events go to
-// ingest.quarantine with a reason (errors.go), in the same transaction,
+// ingest.quarantine with a reason (contract.RatingReasons), in the same transaction,
 // and are counted.
 //
 // With transactions off (Options.DisableTransactions) the loop is the same
@@ -74,8 +74,8 @@ type Options struct {
 	// transaction can hold back read_committed consumers if it is not
 	// fenced by a restart. Default 10s.
 	TransactionTimeout time.Duration
-	// Topics names the topics. Default topics.Defaults().
-	Topics topics.Names
+	// Topics names the topics. Default contract.DefaultTopics().
+	Topics contract.Topics
 	// Environment is the pipeline's environment, stamped on rated lines;
 	// usage for another is quarantined. Default local_parity.
 	Environment string
@@ -116,8 +116,8 @@ func (o *Options) defaults() error {
 	if o.TransactionTimeout <= 0 {
 		o.TransactionTimeout = 10 * time.Second
 	}
-	if o.Topics == (topics.Names{}) {
-		o.Topics = topics.Defaults()
+	if o.Topics == (contract.Topics{}) {
+		o.Topics = contract.DefaultTopics()
 	}
 	if o.Environment == "" {
 		o.Environment = contract.EnvLocalParity
@@ -391,7 +391,7 @@ func (r *Rater) process(rec *kgo.Record, book *pricebook.Book, now time.Time, ar
 	}
 	u, ok := payload.(*contract.Usage)
 	if !ok {
-		return r.quarantine(rec, env.EventID, ReasonWrongEventType, "event_type", env.EventType+" on the usage topic", out), arena
+		return r.quarantine(rec, env.EventID, contract.ReasonWrongEventType, "event_type", env.EventType+" on the usage topic", out), arena
 	}
 	key := contract.UsageKey(u.MeteringSource, u.MeteringID)
 	part := contract.Partition([]byte(key), r.partitions)
@@ -403,10 +403,10 @@ func (r *Rater) process(rec *kgo.Record, book *pricebook.Book, now time.Time, ar
 		out.redelivered++
 		return nil, arena
 	case verdictDuplicate:
-		return r.quarantine(rec, env.EventID, ReasonDuplicateUsage, "payload.metering_id",
+		return r.quarantine(rec, env.EventID, contract.ReasonDuplicateUsage, "payload.metering_id",
 			fmt.Sprintf("usage key %s is already claimed by usage_id %s", key, first), out), arena
 	case verdictNotOwned:
-		return r.quarantine(rec, env.EventID, ReasonNotOwned, "",
+		return r.quarantine(rec, env.EventID, contract.ReasonNotOwned, "",
 			fmt.Sprintf("usage key %s hashes to partition %d, which another rater owns", key, part), out), arena
 	}
 	rating := Rate(book, r.currencies, u)
@@ -425,38 +425,15 @@ func (r *Rater) process(rec *kgo.Record, book *pricebook.Book, now time.Time, ar
 	}, arena
 }
 
-// QuarantineValue is the JSON value of a record the rater quarantines.
-// Its reason is also the "reason" header.
-type QuarantineValue struct {
-	Reason          contract.Reason `json:"reason"`
-	Field           string          `json:"field,omitempty"`
-	Detail          string          `json:"detail"`
-	Line            string          `json:"line"`
-	LineBytes       int             `json:"line_bytes"`
-	EventID         string          `json:"event_id,omitempty"`
-	ActorID         string          `json:"actor_id"`
-	SourceType      string          `json:"source_type"`
-	SourceTopic     string          `json:"source_topic"`
-	SourcePartition int32           `json:"source_partition"`
-	SourceOffset    int64           `json:"source_offset"`
-	ReceivedAt      string          `json:"received_at"`
-}
-
-// quarantineLineLimit bounds the bytes of the original record copied.
-const quarantineLineLimit = 8 << 10
-
 func (r *Rater) quarantine(rec *kgo.Record, eventID string, reason contract.Reason, field, detail string, out *outcome) *kgo.Record {
-	line := rec.Value
-	if len(line) > quarantineLineLimit {
-		line = line[:quarantineLineLimit]
-	}
-	v, err := json.Marshal(QuarantineValue{
-		Reason: reason, Field: field, Detail: detail,
-		Line: string(line), LineBytes: len(rec.Value), EventID: eventID,
-		ActorID: ActorID, SourceType: "SYSTEM",
-		SourceTopic: rec.Topic, SourcePartition: rec.Partition, SourceOffset: rec.Offset,
+	doc := contract.Quarantined{
+		Reason: reason, Field: field, Detail: detail, EventID: eventID,
+		ActorID: ActorID, SourceType: contract.SourceSystem,
 		ReceivedAt: r.opts.Now().UTC().Format(time.RFC3339Nano),
-	})
+	}
+	doc.SetLine(rec.Value, contract.DefaultQuarantineLineLimit)
+	doc.SetSource(rec.Topic, rec.Partition, rec.Offset)
+	v, err := json.Marshal(doc)
 	if err != nil {
 		panic("BUG: quarantine value does not encode: " + err.Error())
 	}
@@ -467,7 +444,7 @@ func (r *Rater) quarantine(rec *kgo.Record, eventID string, reason contract.Reas
 func systemHeaders(reason contract.Reason) []kgo.RecordHeader {
 	h := []kgo.RecordHeader{
 		{Key: contract.HeaderActorID, Value: []byte(ActorID)},
-		{Key: contract.HeaderSourceType, Value: []byte("SYSTEM")},
+		{Key: contract.HeaderSourceType, Value: []byte(contract.SourceSystem)},
 	}
 	if reason != "" {
 		h = append(h, kgo.RecordHeader{Key: contract.HeaderReason, Value: []byte(reason)})

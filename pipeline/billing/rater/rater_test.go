@@ -17,7 +17,7 @@ import (
 
 func deployBook(t testing.TB) *pricebook.Store {
 	t.Helper()
-	s, err := pricebook.Open(filepath.Join("..", "..", "deploy", "pricebook.json"), nil)
+	s, err := pricebook.Open(filepath.Join("..", "..", "..", "deploy", "pricebook.json"), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -45,8 +45,8 @@ func TestRateAndQuarantine(t *testing.T) {
 		u("u4", "gpu_minute", "1"),      // unknown
 		u("u5", "gpu_hour_legacy", "1"), // retired
 		u("u6", "gpu_hour", "-1.5"),     // negative
-		u("u7", "gpu_hour", "0.0000000000000000001"),
-		u("u8", "gpu_hour", "90000000000000000.00"), // amount out of range
+		u("u7", "gpu_hour", "0.0000000000000000001"), // not a decimal: the validator refuses it
+		u("u8", "gpu_hour", "90000000000000000.00"),  // amount out of range
 		wrongEnv,
 	)
 
@@ -70,10 +70,11 @@ func TestRateAndQuarantine(t *testing.T) {
 		}
 	}()
 
+	// Records the validator refuses are quarantined without an event_id.
 	wantQ := map[string]contract.Reason{
-		"e-u1-bis": rater.ReasonDuplicateUsage, "e-u4": rater.ReasonUnknownUnit, "e-u5": rater.ReasonRetiredUnit,
-		"e-u6": rater.ReasonBadQuantity, "e-u7": rater.ReasonBadQuantity, "e-u8": rater.ReasonAmountOutOfRange,
-		"": contract.ReasonWrongEnvironment,
+		"e-u1-bis": contract.ReasonDuplicateUsage, "e-u4": contract.ReasonUnknownUnit, "e-u5": contract.ReasonRetiredUnit,
+		"e-u6": contract.ReasonBadQuantity, "e-u8": contract.ReasonAmountOutOfRange,
+		"/" + string(contract.ReasonInvalidField): contract.ReasonInvalidField, "/" + string(contract.ReasonWrongEnvironment): contract.ReasonWrongEnvironment,
 	}
 	testenv.CheckFor(t, 30*time.Second, func() error {
 		if n := len(readAll(t, brokers, names.Quarantine, 300*time.Millisecond)); n != len(wantQ) {
@@ -83,7 +84,11 @@ func TestRateAndQuarantine(t *testing.T) {
 	})
 	for _, rec := range readAll(t, brokers, names.Quarantine, 300*time.Millisecond) {
 		q := decodeQuarantine(t, rec)
-		if want, ok := wantQ[q.EventID]; !ok || q.Reason != want {
+		key := q.EventID
+		if key == "" {
+			key = "/" + string(q.Reason)
+		}
+		if want, ok := wantQ[key]; !ok || q.Reason != want {
 			t.Errorf("quarantined %s for %s (%s), want %q", q.EventID, q.Reason, q.Detail, want)
 		}
 		if h := rec.Headers; len(h) != 3 || h[2].Key != contract.HeaderReason || string(h[2].Value) != string(q.Reason) {

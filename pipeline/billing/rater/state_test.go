@@ -7,7 +7,7 @@ import (
 	"github.com/driftline/driftline/pipeline/contract"
 )
 
-// The rater decodes with a reused ZeroCopy event.Decoder: the usage_id it
+// The rater decodes with a reused ZeroCopy contract.Decoder: the usage_id it
 // stages must not alias the record it came from.
 func TestCheckKeepsItsOwnUsageID(t *testing.T) {
 	s := newKeyState()

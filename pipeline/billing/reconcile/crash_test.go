@@ -249,8 +249,8 @@ func TestCrashRestartWritesTheSameRows(t *testing.T) {
 	for _, m := range want["billing_mismatch"] {
 		kinds[strings.Fields(m)[1]]++
 	}
-	for _, k := range Kinds {
-		if kinds[k] == 0 {
+	for _, k := range contract.BillingKinds {
+		if kinds[string(k)] == 0 {
 			t.Errorf("no %s in the uninterrupted run: %v", k, kinds)
 		}
 	}

@@ -1,29 +1,9 @@
 package reconcile
 
-import "time"
+import (
+	"time"
 
-// Kinds of billing_mismatch (CONTRACT section 5).
-const (
-	KindUsageNotRated    = "usage_not_rated"
-	KindRatedNotLedgered = "rated_not_ledgered"
-	KindAmountMismatch   = "amount_mismatch"
-	KindDuplicateUsage   = "duplicate_usage"
-	KindUnknownUnit      = "unknown_unit"
-	// KindWindowUnbalanced extends the contract's five kinds: a
-	// conservation window that does not balance after its graces. It holds
-	// a rated line with no accepted usage behind it, or a ledger entry with
-	// no rated line behind it (window.go, docs/billing-model.md). Its
-	// mismatch_id is WindowMismatchID.
-	KindWindowUnbalanced = "window_unbalanced"
-)
-
-// Kinds lists every kind in a stable order.
-var Kinds = []string{KindUsageNotRated, KindRatedNotLedgered, KindAmountMismatch, KindDuplicateUsage, KindUnknownUnit, KindWindowUnbalanced}
-
-// Statuses of a mismatch.
-const (
-	StatusOpen     = "open"
-	StatusResolved = "resolved"
+	"github.com/driftline/driftline/pipeline/contract"
 )
 
 // Mismatch is the current row of one billing_mismatch.
@@ -32,7 +12,7 @@ type Mismatch struct {
 	// window for window_unbalanced (WindowMismatchID) and per (kind,
 	// usage_id) for every other kind: "<kind>:<key or id>".
 	MismatchID     string
-	Kind           string
+	Kind           contract.BillingKind
 	UsageID        string
 	MeteringSource string
 	MeteringID     string
@@ -43,7 +23,7 @@ type Mismatch struct {
 	RatedAmount    string // decimal string, empty when there is no rated line
 	LedgerAmount   string // decimal string, empty when there is no ledger entry
 	Currency       string // the rated line's currency, else the ledger entry's
-	Status         string // open | resolved
+	Status         contract.FindingStatus
 	FirstSeenAt    time.Time
 	LastSeenAt     time.Time
 	// Version orders the rows of one mismatch: max(previous+1, event time
@@ -53,4 +33,6 @@ type Mismatch struct {
 
 // MismatchID returns the mismatch_id of kind for a usage key
 // (duplicate_usage) or usage_id (every other kind).
-func MismatchID(kind, keyOrUsageID string) string { return kind + ":" + keyOrUsageID }
+func MismatchID(kind contract.BillingKind, keyOrUsageID string) string {
+	return string(kind) + ":" + keyOrUsageID
+}

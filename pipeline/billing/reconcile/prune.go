@@ -3,6 +3,8 @@ package reconcile
 import (
 	"container/heap"
 	"time"
+
+	"github.com/driftline/driftline/pipeline/contract"
 )
 
 // The horizon bounds the tracker's memory in event time. A window closes
@@ -96,9 +98,9 @@ func (t *Tracker) sweep() {
 func (t *Tracker) prune(s *usageState) {
 	delete(t.usage, s.id)
 	t.pruned++
-	for _, kind := range []string{KindUsageNotRated, KindRatedNotLedgered, KindAmountMismatch, KindUnknownUnit} {
+	for _, kind := range []contract.BillingKind{contract.KindUsageNotRated, contract.KindRatedNotLedgered, contract.KindAmountMismatch, contract.KindUnknownUnit} {
 		id := MismatchID(kind, s.id)
-		if m := t.mismatches[id]; m != nil && m.Status != StatusOpen {
+		if m := t.mismatches[id]; m != nil && m.Status != contract.StatusOpen {
 			delete(t.mismatches, id)
 		}
 	}
@@ -118,7 +120,7 @@ func (t *Tracker) dropWindow(w *windowState) {
 	}
 	delete(t.windows, w.key)
 	id := WindowMismatchID(w.key, t.partition)
-	if m := t.mismatches[id]; m != nil && m.Status != StatusOpen {
+	if m := t.mismatches[id]; m != nil && m.Status != contract.StatusOpen {
 		delete(t.mismatches, id)
 	}
 }

@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"testing"
 	"time"
+
+	"github.com/driftline/driftline/pipeline/contract"
 )
 
 func TestHorizonDropsSettledUsage(t *testing.T) {
@@ -38,7 +40,7 @@ func TestHorizonDropsSettledUsage(t *testing.T) {
 	if p, late := tr.Pruned(); p != 4 || late != 0 {
 		t.Fatalf("pruned %d, late %d", p, late)
 	}
-	rec.want(t, "rated_not_ledgered:open", StatusOpen)
+	rec.want(t, "rated_not_ledgered:open", contract.StatusOpen)
 	after := windowsOf(t, tr)[key(0)]
 	before.LastEventAt, before.Version = after.LastEventAt, after.Version
 	before.NotLedgered, before.LedgerPending = 1, 0
@@ -57,7 +59,7 @@ func TestHorizonDropsSettledUsage(t *testing.T) {
 	// The late posting settles "open"; its window row is still held, so
 	// it is counted, and the next sweep drops both.
 	tr.ApplyLedger(ledger("open", "4.90", "USD"), t0.Add(3*time.Hour))
-	rec.want(t, "rated_not_ledgered:open", StatusResolved)
+	rec.want(t, "rated_not_ledgered:open", contract.StatusResolved)
 	if w := windowsOf(t, tr)[key(0)]; w.Ledgered != 4 || w.NotLedgered != 0 || w.LedgeredAmount != "19.60" {
 		t.Fatalf("window %+v", w)
 	}

@@ -35,8 +35,8 @@ type Options struct {
 	// Group is the consumer group all billing reconcilers share. Default
 	// "driftline-billing".
 	Group string
-	// Topics names the topics. Default topics.Defaults().
-	Topics topics.Names
+	// Topics names the topics. Default contract.DefaultTopics().
+	Topics contract.Topics
 	// Environment is the pipeline's environment; events for another are
 	// invalid. Default local_parity.
 	Environment string
@@ -79,8 +79,8 @@ func (o *Options) defaults() error {
 	if o.Group == "" {
 		o.Group = "driftline-billing"
 	}
-	if o.Topics == (topics.Names{}) {
-		o.Topics = topics.Defaults()
+	if o.Topics == (contract.Topics{}) {
+		o.Topics = contract.DefaultTopics()
 	}
 	if o.Environment == "" {
 		o.Environment = contract.EnvLocalParity
@@ -165,7 +165,7 @@ func (o *output) add(m *Mismatch) {
 	if !o.emit {
 		return
 	}
-	o.m.transitions.WithLabelValues(m.Kind, m.Status).Inc()
+	o.m.transitions.WithLabelValues(string(m.Kind), string(m.Status)).Inc()
 	if i, ok := o.current[m.MismatchID]; ok {
 		o.batch.Mismatches[i] = *m
 		return

@@ -17,7 +17,6 @@ import (
 	"github.com/driftline/driftline/internal/testenv"
 	"github.com/driftline/driftline/pipeline/contract"
 	"github.com/driftline/driftline/pipeline/readmodel"
-	"github.com/driftline/driftline/pipeline/stream/topics"
 )
 
 func TestMain(m *testing.M) { testenv.Main(m) }
@@ -25,7 +24,7 @@ func TestMain(m *testing.M) { testenv.Main(m) }
 type fixture struct {
 	t       *testing.T
 	cl      *kgo.Client
-	names   topics.Names
+	names   contract.Topics
 	brokers []string
 	ch      driver.Conn
 	seq     map[string]uint64

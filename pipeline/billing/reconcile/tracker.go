@@ -188,14 +188,14 @@ func (t *Tracker) ApplyUsage(u *contract.Usage, at time.Time) {
 		// Another usage_id has this key: the rater rated (or will rate)
 		// the first one only.
 		s.explained = true
-		t.set(MismatchID(KindDuplicateUsage, key), KindDuplicateUsage, u.UsageID, s, true, at)
+		t.set(MismatchID(contract.KindDuplicateUsage, key), contract.KindDuplicateUsage, u.UsageID, s, true, at)
 		return
 	}
 	t.keys[key] = u.UsageID
 	switch {
 	case errors.Is(err, pricebook.ErrUnknownUnit), errors.Is(err, pricebook.ErrRetiredUnit):
 		s.explained = true
-		t.set(MismatchID(KindUnknownUnit, u.UsageID), KindUnknownUnit, u.UsageID, s, true, at)
+		t.set(MismatchID(contract.KindUnknownUnit, u.UsageID), contract.KindUnknownUnit, u.UsageID, s, true, at)
 		return
 	case err != nil:
 		panic("BUG: unexpected price book lookup error: " + err.Error())
@@ -225,7 +225,7 @@ func (t *Tracker) ApplyRated(r *contract.Rated, at time.Time) bool {
 		// the rated line.
 		s.source, s.meterID, s.tenant, s.product, s.unit, s.quantity = r.MeteringSource, r.MeteringID, r.TenantID, r.ProductID, r.UnitID, r.Quantity
 	}
-	t.resolve(MismatchID(KindUsageNotRated, r.UsageID), s, at)
+	t.resolve(MismatchID(contract.KindUsageNotRated, r.UsageID), s, at)
 	if s.ledger != nil {
 		t.compare(r.UsageID, s)
 		return true
@@ -234,7 +234,7 @@ func (t *Tracker) ApplyRated(r *contract.Rated, at time.Time) bool {
 	if !t.watermark.Before(due) {
 		// Rated after its ledger grace had already passed in event time.
 		s.ledgerOverdue = true
-		t.set(MismatchID(KindRatedNotLedgered, r.UsageID), KindRatedNotLedgered, r.UsageID, s, true, due)
+		t.set(MismatchID(contract.KindRatedNotLedgered, r.UsageID), contract.KindRatedNotLedgered, r.UsageID, s, true, due)
 		return true
 	}
 	heap.Push(&t.ledgerDue, deadline{at: due, usageID: r.UsageID})
@@ -259,7 +259,7 @@ func (t *Tracker) ApplyLedger(l *contract.LedgerEntry, at time.Time) {
 		t.orphan(&t.ledgerOrphanDue, &s.ledgerOrphanOverdue, s.id, at.Add(t.rules.LedgerGrace))
 		return
 	}
-	t.resolve(MismatchID(KindRatedNotLedgered, l.UsageID), s, at)
+	t.resolve(MismatchID(contract.KindRatedNotLedgered, l.UsageID), s, at)
 	t.compare(l.UsageID, s)
 }
 
@@ -273,7 +273,7 @@ func (t *Tracker) compare(usageID string, s *usageState) {
 	if s.rated.at.After(at) {
 		at = s.rated.at
 	}
-	t.set(MismatchID(KindAmountMismatch, usageID), KindAmountMismatch, usageID, s, true, at)
+	t.set(MismatchID(contract.KindAmountMismatch, usageID), contract.KindAmountMismatch, usageID, s, true, at)
 }
 
 // amountsEqual compares two decimal strings exactly (1.50 equals 1.5); a
@@ -304,7 +304,7 @@ func (t *Tracker) Advance(at time.Time) {
 		if s := t.usage[d.usageID]; s != nil && s.usageSeen && !s.explained && s.rated == nil && !s.ratingOverdue {
 			t.detach(s, d.at)
 			s.ratingOverdue = true
-			t.set(MismatchID(KindUsageNotRated, d.usageID), KindUsageNotRated, d.usageID, s, true, d.at)
+			t.set(MismatchID(contract.KindUsageNotRated, d.usageID), contract.KindUsageNotRated, d.usageID, s, true, d.at)
 			t.attach(s, d.at)
 		}
 	}
@@ -313,7 +313,7 @@ func (t *Tracker) Advance(at time.Time) {
 		if s := t.usage[d.usageID]; s != nil && s.rated != nil && s.ledger == nil && !s.ledgerOverdue {
 			t.detach(s, d.at)
 			s.ledgerOverdue = true
-			t.set(MismatchID(KindRatedNotLedgered, d.usageID), KindRatedNotLedgered, d.usageID, s, true, d.at)
+			t.set(MismatchID(contract.KindRatedNotLedgered, d.usageID), contract.KindRatedNotLedgered, d.usageID, s, true, d.at)
 			t.attach(s, d.at)
 		}
 	}
@@ -351,18 +351,18 @@ func (t *Tracker) orphan(h *deadlines, overdue *bool, usageID string, due time.T
 }
 
 // set opens (or confirms) a mismatch at event time at.
-func (t *Tracker) set(id, kind, usageID string, s *usageState, open bool, at time.Time) {
+func (t *Tracker) set(id string, kind contract.BillingKind, usageID string, s *usageState, open bool, at time.Time) {
 	m := t.mismatches[id]
 	if m == nil {
 		m = &Mismatch{MismatchID: id, Kind: kind, FirstSeenAt: at}
 		t.mismatches[id] = m
-	} else if m.Status == StatusOpen && m.UsageID == usageID && !at.After(m.LastSeenAt) {
+	} else if m.Status == contract.StatusOpen && m.UsageID == usageID && !at.After(m.LastSeenAt) {
 		return // nothing new
 	}
-	if m.Status != StatusOpen && open {
+	if m.Status != contract.StatusOpen && open {
 		t.open++ // a reopened mismatch keeps its first_seen_at: evidence outlives the episode
 	}
-	m.Status = StatusOpen
+	m.Status = contract.StatusOpen
 	m.UsageID = usageID
 	t.describe(m, s)
 	if at.After(m.LastSeenAt) {
@@ -374,11 +374,11 @@ func (t *Tracker) set(id, kind, usageID string, s *usageState, open bool, at tim
 // resolve resolves an open mismatch at event time at.
 func (t *Tracker) resolve(id string, s *usageState, at time.Time) {
 	m := t.mismatches[id]
-	if m == nil || m.Status != StatusOpen {
+	if m == nil || m.Status != contract.StatusOpen {
 		return
 	}
 	t.open--
-	m.Status = StatusResolved
+	m.Status = contract.StatusResolved
 	t.describe(m, s)
 	if at.After(m.LastSeenAt) {
 		m.LastSeenAt = at

@@ -56,7 +56,7 @@ func ledger(id, amount, currency string) *contract.LedgerEntry {
 		Amount: amount, Currency: currency}
 }
 
-func (r *recorder) want(t *testing.T, id, status string) Mismatch {
+func (r *recorder) want(t *testing.T, id string, status contract.FindingStatus) Mismatch {
 	t.Helper()
 	m, ok := r.rows[id]
 	if !ok {
@@ -83,7 +83,7 @@ func TestUsageNotRatedInEventTime(t *testing.T) {
 	tr.Advance(t0.Add(5*time.Minute + 29*time.Second))
 	rec.none(t, "usage_not_rated:u1")
 	tr.Advance(t0.Add(5*time.Minute + 30*time.Second))
-	m := rec.want(t, "usage_not_rated:u1", StatusOpen)
+	m := rec.want(t, "usage_not_rated:u1", contract.StatusOpen)
 	if !m.FirstSeenAt.Equal(t0.Add(5*time.Minute)) || m.Quantity != "2.000000" || m.TenantID != "t-1" || m.UnitID != "gpu_hour" || m.Currency != "USD" {
 		t.Fatalf("row %+v", m)
 	}
@@ -91,7 +91,7 @@ func TestUsageNotRatedInEventTime(t *testing.T) {
 	if !tr.ApplyRated(rated("u1", "m-u1", "4.90"), t0) {
 		t.Fatal("rated line not new")
 	}
-	m = rec.want(t, "usage_not_rated:u1", StatusResolved)
+	m = rec.want(t, "usage_not_rated:u1", contract.StatusResolved)
 	if m.RatedAmount != "4.90" {
 		t.Fatalf("row %+v", m)
 	}
@@ -121,12 +121,12 @@ func TestRatedNotLedgered(t *testing.T) {
 	tr.Advance(t0.Add(15*time.Minute + 29*time.Second))
 	rec.none(t, "rated_not_ledgered:u1")
 	tr.Advance(t0.Add(15*time.Minute + 30*time.Second))
-	m := rec.want(t, "rated_not_ledgered:u1", StatusOpen)
+	m := rec.want(t, "rated_not_ledgered:u1", contract.StatusOpen)
 	if m.RatedAmount != "4.90" || m.LedgerAmount != "" || !m.FirstSeenAt.Equal(t0.Add(15*time.Minute)) {
 		t.Fatalf("row %+v", m)
 	}
 	tr.ApplyLedger(ledger("u1", "4.90", "USD"), t0.Add(16*time.Minute))
-	m = rec.want(t, "rated_not_ledgered:u1", StatusResolved)
+	m = rec.want(t, "rated_not_ledgered:u1", contract.StatusResolved)
 	if m.LedgerAmount != "4.90" || !m.LastSeenAt.Equal(t0.Add(16*time.Minute)) {
 		t.Fatalf("row %+v", m)
 	}
@@ -137,10 +137,10 @@ func TestRatedAfterLedgerGraceOpensAtOnce(t *testing.T) {
 	tr, rec := newTestTracker(t)
 	tr.ApplyUsage(usage("u1", "m-u1", "gpu_hour"), t0)
 	tr.Advance(t0.Add(20 * time.Minute))
-	rec.want(t, "usage_not_rated:u1", StatusOpen)
+	rec.want(t, "usage_not_rated:u1", contract.StatusOpen)
 	tr.ApplyRated(rated("u1", "m-u1", "4.90"), t0)
-	rec.want(t, "usage_not_rated:u1", StatusResolved)
-	m := rec.want(t, "rated_not_ledgered:u1", StatusOpen)
+	rec.want(t, "usage_not_rated:u1", contract.StatusResolved)
+	m := rec.want(t, "rated_not_ledgered:u1", contract.StatusOpen)
 	if !m.FirstSeenAt.Equal(t0.Add(15 * time.Minute)) {
 		t.Fatalf("row %+v", m)
 	}
@@ -164,7 +164,7 @@ func TestAmountMismatch(t *testing.T) {
 					rec.none(t, "amount_mismatch:u1")
 					continue
 				}
-				m := rec.want(t, "amount_mismatch:u1", StatusOpen)
+				m := rec.want(t, "amount_mismatch:u1", contract.StatusOpen)
 				if m.RatedAmount != "4.90" || m.LedgerAmount != amount || !m.FirstSeenAt.Equal(t0.Add(2*time.Minute)) {
 					t.Fatalf("row %+v", m)
 				}
@@ -189,14 +189,14 @@ func TestExplainedUsageIsNotUsageNotRated(t *testing.T) {
 	tr.ApplyRated(rated("u1", "m-1", "4.90"), t0)
 	tr.ApplyLedger(ledger("u1", "4.90", "USD"), t0)
 	tr.Advance(t0.Add(time.Hour))
-	d := rec.want(t, "duplicate_usage:gpu-meter/m-1", StatusOpen)
+	d := rec.want(t, "duplicate_usage:gpu-meter/m-1", contract.StatusOpen)
 	if d.UsageID != "u2" || !d.FirstSeenAt.Equal(t0.Add(time.Second)) {
 		t.Fatalf("row %+v", d)
 	}
-	if u := rec.want(t, "unknown_unit:u3", StatusOpen); u.UnitID != "gpu_minute" || u.Currency != "" {
+	if u := rec.want(t, "unknown_unit:u3", contract.StatusOpen); u.UnitID != "gpu_minute" || u.Currency != "" {
 		t.Fatalf("row %+v", u)
 	}
-	rec.want(t, "unknown_unit:u4", StatusOpen)
+	rec.want(t, "unknown_unit:u4", contract.StatusOpen)
 	for _, id := range []string{"u1", "u2", "u3", "u4"} {
 		rec.none(t, "usage_not_rated:"+id)
 	}

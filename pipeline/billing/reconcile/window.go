@@ -6,6 +6,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/driftline/driftline/pipeline/contract"
 	"github.com/driftline/driftline/pipeline/contract/decimal"
 )
 
@@ -25,8 +26,8 @@ type WindowKey struct {
 // finding of window k on partition p: every partition keeps its own row of
 // a window (the usage_ids of one window hash to every partition).
 func WindowMismatchID(k WindowKey, p int32) string {
-	return KindWindowUnbalanced + ":" + k.TenantID + "/" + k.ProductID + "/" + k.Currency + "/" +
-		time.Unix(k.Start, 0).UTC().Format("2006-01-02T15") + "/p" + strconv.Itoa(int(p))
+	return MismatchID(contract.KindWindowUnbalanced, k.TenantID+"/"+k.ProductID+"/"+k.Currency+"/"+
+		time.Unix(k.Start, 0).UTC().Format("2006-01-02T15")+"/p"+strconv.Itoa(int(p)))
 }
 
 // Window is the conservation row of one (tenant, product, currency, hour):
@@ -355,16 +356,16 @@ func (t *Tracker) windowFinding(w *windowState, open bool, at time.Time) {
 		if !open {
 			return
 		}
-		m = &Mismatch{MismatchID: id, Kind: KindWindowUnbalanced, FirstSeenAt: at}
+		m = &Mismatch{MismatchID: id, Kind: contract.KindWindowUnbalanced, FirstSeenAt: at}
 		t.mismatches[id] = m
 	}
 	switch {
-	case open && m.Status != StatusOpen:
+	case open && m.Status != contract.StatusOpen:
 		t.open++
-		m.Status = StatusOpen
-	case !open && m.Status == StatusOpen:
+		m.Status = contract.StatusOpen
+	case !open && m.Status == contract.StatusOpen:
 		t.open--
-		m.Status = StatusResolved
+		m.Status = contract.StatusResolved
 	default:
 		return
 	}

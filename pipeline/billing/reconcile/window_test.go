@@ -143,8 +143,8 @@ func TestWindowUnbalancedRatedWithoutUsage(t *testing.T) {
 		t.Fatalf("window %+v", w)
 	}
 	tr.Advance(t0.Add(5*time.Minute + 30*time.Second))
-	m := rec.want(t, WindowMismatchID(key(0), 0), StatusOpen)
-	if m.Kind != KindWindowUnbalanced || m.RatedAmount != "4.90" || m.TenantID != "t-1" || m.ProductID != "gpuaas" ||
+	m := rec.want(t, WindowMismatchID(key(0), 0), contract.StatusOpen)
+	if m.Kind != contract.KindWindowUnbalanced || m.RatedAmount != "4.90" || m.TenantID != "t-1" || m.ProductID != "gpuaas" ||
 		!m.FirstSeenAt.Equal(t0.Add(5*time.Minute)) || m.MismatchID != "window_unbalanced:t-1/gpuaas/USD/2026-11-21T10/p0" {
 		t.Fatalf("row %+v", m)
 	}
@@ -157,7 +157,7 @@ func TestWindowUnbalancedRatedWithoutUsage(t *testing.T) {
 	}
 	// The usage arrives late: the window balances and the finding resolves.
 	tr.ApplyUsage(usage("u1", "m-1", "gpu_hour"), t0)
-	m = rec.want(t, WindowMismatchID(key(0), 0), StatusResolved)
+	m = rec.want(t, WindowMismatchID(key(0), 0), contract.StatusResolved)
 	if !m.FirstSeenAt.Equal(t0.Add(5 * time.Minute)) {
 		t.Fatalf("row %+v", m)
 	}
@@ -177,7 +177,7 @@ func TestWindowUnbalancedLedgerWithoutRated(t *testing.T) {
 	tr.ApplyLedger(ledger("u9", "1.25", "USD"), posted)
 	orphanKey := WindowKey{Currency: "USD", Start: t0.Add(time.Hour).Unix()}
 	tr.Advance(posted.Add(15*time.Minute + 30*time.Second))
-	m := rec.want(t, WindowMismatchID(orphanKey, 0), StatusOpen)
+	m := rec.want(t, WindowMismatchID(orphanKey, 0), contract.StatusOpen)
 	if m.LedgerAmount != "1.25" || m.RatedAmount != "" || m.TenantID != "" {
 		t.Fatalf("row %+v", m)
 	}
@@ -190,10 +190,10 @@ func TestWindowUnbalancedLedgerWithoutRated(t *testing.T) {
 	// With the usage, the posting moves to the usage's window, still
 	// without rated line.
 	tr.ApplyUsage(usage("u9", "m-9", "gpu_hour"), t0)
-	rec.want(t, WindowMismatchID(orphanKey, 0), StatusResolved)
-	rec.want(t, WindowMismatchID(key(0), 0), StatusOpen)
+	rec.want(t, WindowMismatchID(orphanKey, 0), contract.StatusResolved)
+	rec.want(t, WindowMismatchID(key(0), 0), contract.StatusOpen)
 	tr.ApplyRated(rated("u9", "m-9", "1.25"), t0)
-	rec.want(t, WindowMismatchID(key(0), 0), StatusResolved)
+	rec.want(t, WindowMismatchID(key(0), 0), contract.StatusResolved)
 	ws := windowsOf(t, tr)
 	if w := ws[orphanKey]; w.LedgerEntries != 0 || w.Unexplained != 0 || w.LedgerAmount != "0" {
 		t.Fatalf("orphan window %+v", w)

@@ -67,7 +67,7 @@ func (m u128) roundHalfEven(k int) u128 {
 
 // toDec converts a magnitude and sign at scale to a Dec, or ErrRange.
 func toDec(m u128, neg bool, scale int) (Dec, error) {
-	if m.hi != 0 || m.lo > maxCoef {
+	if m.hi != 0 || m.lo > MaxCoef {
 		return Dec{}, ErrRange
 	}
 	c := int64(m.lo)
@@ -154,7 +154,7 @@ func upscale(c int64, k int) (int64, bool) {
 		return c, true
 	}
 	hi, lo := bits.Mul64(abs64(c), pow10[k])
-	if hi != 0 || lo > maxCoef {
+	if hi != 0 || lo > MaxCoef {
 		return 0, false
 	}
 	if c < 0 {
@@ -166,7 +166,7 @@ func upscale(c int64, k int) (int64, bool) {
 // add64 adds within (-2^63, 2^63), reporting overflow.
 func add64(a, b int64) (int64, bool) {
 	s := a + b
-	if (a > 0 && b > 0 && s < 0) || (a < 0 && b < 0 && s >= 0) || s == -maxCoef-1 {
+	if (a > 0 && b > 0 && s < 0) || (a < 0 && b < 0 && s >= 0) || s == -MaxCoef-1 {
 		return 0, true
 	}
 	return s, false

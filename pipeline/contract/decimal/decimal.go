@@ -1,7 +1,28 @@
-// Package decimal is the exact fixed-point arithmetic of the money path:
-// quantities, unit prices and amounts are parsed from contract decimal
-// strings, multiplied, rounded half-to-even to a unit's precision, added
-// and compared without ever passing through a float.
+// Package decimal is the exact fixed-point arithmetic of the money path,
+// and the one rule of what a decimal string is. Quantities, unit prices
+// and amounts are parsed from contract decimal strings, multiplied,
+// rounded half-to-even to a unit's precision, added and compared without
+// ever passing through a float.
+//
+// A contract decimal (CONTRACT section 3: money and quantities are decimal
+// strings) is what Parse accepts, and nothing else reads one differently:
+// the validator (contract.IsDecimal), the rater, the classifier's quota
+// rule and the query API's ClickHouse sums (built from Pattern and
+// MaxCoef) all apply this rule. A decimal is
+//
+//   - an optional '-', one or more ASCII digits, and optionally a '.'
+//     followed by 1 to MaxScale (18) digits: no '+', exponent, spaces,
+//     leading or trailing point ("12", "-0.5", "0012.500000"; not "+1",
+//     "1e3", ".5", "5.", "");
+//   - whose coefficient, its digits read as one integer without the point,
+//     is at most MaxCoef (2^63-1 = 9223372036854775807). Leading zeros do
+//     not count; so every decimal of up to 18 significant digits is one,
+//     and one of 19 is when its digits do not exceed 9223372036854775807
+//     ("9223372036854775807", "9.223372036854775807" and
+//     "1.000000000000000000" are decimals; "10.000000000000000000" and
+//     "1.0000000000000000001" are not).
+//
+// "-0" is zero. Pattern is the first condition as a regular expression.
 //
 // A Dec is a signed 64-bit coefficient and a decimal scale (0..MaxScale):
 // the value coef × 10^-scale. "12.500000" is coefficient 12500000 at scale
@@ -14,8 +35,21 @@
 // The hot path (Parse, MulRound, Append) does not allocate.
 package decimal
 
+import "strconv"
+
 // MaxScale is the largest number of fractional digits a Dec holds.
 const MaxScale = 18
+
+// MaxCoef is the largest coefficient magnitude of a Dec (2^63-1): the
+// largest decimal, its digits read as one integer.
+const MaxCoef = 1<<63 - 1
+
+// Pattern is the syntax of a decimal as a regular expression that Go's
+// regexp and RE2 (ClickHouse's match) read alike. A string it matches is a
+// decimal when its coefficient is also at most MaxCoef. It holds no '?',
+// backslash or quote, so that it can stand in SQL text as it is (a '?'
+// would be taken for a bound argument).
+var Pattern = "^-{0,1}[0-9]+([.][0-9]{1," + strconv.Itoa(MaxScale) + "}){0,1}$"
 
 // Dec is an exact decimal number: Coef() × 10^-Scale(). The zero value is 0
 // at scale 0. Two Decs with different scales may be numerically equal
@@ -31,16 +65,13 @@ var pow10 = [20]uint64{
 	1e11, 1e12, 1e13, 1e14, 1e15, 1e16, 1e17, 1e18, 1e19,
 }
 
-// maxCoef is the largest coefficient magnitude (2^63-1).
-const maxCoef = 1<<63 - 1
-
 // New returns coef × 10^-scale. It panics if scale is outside
 // [0, MaxScale] or coef is math.MinInt64: both are programming errors.
 func New(coef int64, scale int) Dec {
 	if scale < 0 || scale > MaxScale {
 		panic("BUG: decimal.New: scale out of range")
 	}
-	if coef == -maxCoef-1 {
+	if coef == -MaxCoef-1 {
 		panic("BUG: decimal.New: coefficient math.MinInt64")
 	}
 	return Dec{coef: coef, scale: uint8(scale)}
@@ -77,12 +108,12 @@ func (d Dec) Abs() Dec {
 	return d
 }
 
-// Parse parses a contract decimal string ("12", "-0.5", "12.500000"): an
-// optional minus sign, at least one digit, and an optional '.' followed by
-// at least one digit. Exponents, '+', spaces, leading or trailing dots are
-// ErrSyntax. More than MaxScale fractional digits is ErrScale; a value
-// whose coefficient does not fit 63 bits is ErrRange. The scale of the
-// result is the number of fractional digits written.
+// Parse parses a contract decimal string ("12", "-0.5", "12.500000"), the
+// rule of the package doc: an optional minus sign, at least one digit, and
+// an optional '.' followed by at least one digit. Exponents, '+', spaces,
+// leading or trailing dots are ErrSyntax. More than MaxScale fractional
+// digits is ErrScale; a coefficient above MaxCoef is ErrRange. The scale
+// of the result is the number of fractional digits written.
 func Parse(s string) (Dec, error) {
 	var d Dec
 	i := 0
@@ -118,7 +149,7 @@ func Parse(s string) (Dec, error) {
 	if scale > MaxScale {
 		return d, ErrScale
 	}
-	if overflow || c > maxCoef {
+	if overflow || c > MaxCoef {
 		return d, ErrRange
 	}
 	d.coef, d.scale = int64(c), uint8(scale)

@@ -256,7 +256,7 @@ func FuzzArith(f *testing.F) {
 	f.Add(int64(-9223372036854775807), uint8(18), int64(9223372036854775807), uint8(9), uint8(6))
 	f.Add(int64(333333), uint8(6), int64(2450000), uint8(6), uint8(2))
 	f.Fuzz(func(t *testing.T, ac int64, as uint8, bc int64, bs uint8, prec uint8) {
-		if ac == -maxCoef-1 || bc == -maxCoef-1 {
+		if ac == -MaxCoef-1 || bc == -MaxCoef-1 {
 			return
 		}
 		a, b := New(ac, int(as%(MaxScale+1))), New(bc, int(bs%(MaxScale+1)))
@@ -294,6 +294,6 @@ func fits(r *big.Rat, s int) bool {
 	if !x.IsInt() {
 		return false
 	}
-	lim := new(big.Int).SetUint64(maxCoef)
+	lim := new(big.Int).SetUint64(MaxCoef)
 	return x.Num().CmpAbs(lim) <= 0
 }

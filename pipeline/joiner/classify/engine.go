@@ -288,7 +288,9 @@ func (e *Engine) conditions(id *ownerstate.Identity, w int64) (open [drift.NumCl
 	}
 	if owned && o != nil {
 		open[drift.Stale] = e.disagrees(id)
-		open[drift.Quota] = r.Quota != 0 && o.Usage != 0 && compareDecimal(e.store.Str(o.Usage), e.store.Str(r.Quota)) > 0
+		if r.Quota != 0 && o.Usage != 0 {
+			open[drift.Quota], _ = ExceedsQuota(e.store.Str(o.Usage), e.store.Str(r.Quota))
+		}
 		open[drift.Route] = r.RouteTarget != 0 && o.RouteTarget != 0 && r.RouteTarget != o.RouteTarget
 		if ref := e.store.OwnerRef(id); ref != "" && ref != id.RecordID() {
 			open[drift.IdentityMismatch] = true
@@ -324,24 +326,24 @@ func (e *Engine) evaluate(id *ownerstate.Identity, at int64, c cause, correlatio
 			fs = e.store.Findings(id)
 		}
 		f := &fs[k]
-		var transition string
+		var transition contract.Transition
 		switch {
 		case open[k] && f.Status != ownerstate.Open:
-			transition = drift.TransitionOpened
+			transition = contract.TransitionOpened
 			if f.Status == ownerstate.Resolved {
-				transition = drift.TransitionReopened
+				transition = contract.TransitionReopened
 			} else {
 				f.FirstSeen = at
 			}
 			f.Status, f.LastSeen, f.ResolvedAt, f.RetryCount = ownerstate.Open, at, ownerstate.NoTime, 0
 		case open[k] && confirms(id, k, c):
-			transition = drift.TransitionUpdated
+			transition = contract.TransitionUpdated
 			f.LastSeen = at
 			f.RetryCount++
 		case open[k] && c == causeRecord:
-			transition = drift.TransitionUpdated // expected side changed
+			transition = contract.TransitionUpdated // expected side changed
 		case !open[k] && f.Status == ownerstate.Open:
-			transition = drift.TransitionResolved
+			transition = contract.TransitionResolved
 			f.Status, f.ResolvedAt = ownerstate.Resolved, at
 		default:
 			continue
@@ -358,7 +360,7 @@ func (e *Engine) evaluate(id *ownerstate.Identity, at int64, c cause, correlatio
 	e.store.Arm(id, ownerstate.TimerOrphan, orphanAhead)
 }
 
-func (e *Engine) emitFinding(id *ownerstate.Identity, k drift.Class, f *ownerstate.FindingState, transition string) {
+func (e *Engine) emitFinding(id *ownerstate.Identity, k drift.Class, f *ownerstate.FindingState, transition contract.Transition) {
 	p := drift.PolicyOf(k)
 	st := e.store
 	out := &e.scratch
@@ -369,7 +371,7 @@ func (e *Engine) emitFinding(id *ownerstate.Identity, k drift.Class, f *ownersta
 		ProviderID:    id.ProviderID(),
 		Class:         k,
 		Severity:      p.Severity,
-		Status:        drift.StatusOpen,
+		Status:        contract.StatusOpen,
 		FirstSeenAt:   toTime(f.FirstSeen),
 		LastSeenAt:    toTime(f.LastSeen),
 		ResolvedAt:    toTime(f.ResolvedAt),
@@ -380,7 +382,7 @@ func (e *Engine) emitFinding(id *ownerstate.Identity, k drift.Class, f *ownersta
 		Transition:    transition,
 	}
 	if f.Status == ownerstate.Resolved {
-		out.Status = drift.StatusResolved
+		out.Status = contract.StatusResolved
 	}
 	if r := st.Record(id); r != nil {
 		out.ResourceFamily, out.ProductID = st.Str(r.ResourceFamily), st.Str(r.ProductID)
@@ -394,9 +396,9 @@ func (e *Engine) emitFinding(id *ownerstate.Identity, k drift.Class, f *ownersta
 		}
 		out.ObservedState, out.ObservedVersion, out.ObservedAt = st.Str(o.ObservedState), st.Str(o.ObservedVersion), toTime(id.ObsAt)
 	}
-	if k == drift.Stale && out.Status == drift.StatusOpen {
-		if id.Disagreements() >= drift.StaleReviewAfter {
-			out.Posture = drift.PostureOperatorReview
+	if k == drift.Stale && out.Status == contract.StatusOpen {
+		if id.Disagreements() >= contract.StaleReviewAfter {
+			out.Posture = contract.PostureOperatorReview
 		} else {
 			out.NextAttemptAt = toTime(f.LastSeen + int64(e.opts.RetryInterval))
 		}

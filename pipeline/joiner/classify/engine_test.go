@@ -38,7 +38,7 @@ func newHarness() *harness {
 			panic("BUG: the aux word of " + f.EvidenceID + " holds the handle of " + h.handles[*aux-1])
 		}
 		h.rows[f.EvidenceID] = *f
-		h.transitions = append(h.transitions, f.Transition+" "+f.EvidenceID)
+		h.transitions = append(h.transitions, string(f.Transition)+" "+f.EvidenceID)
 	})
 	return h
 }
@@ -58,7 +58,7 @@ func scan(started time.Time) *contract.ScanCompleted {
 	return &contract.ScanCompleted{Provider: contract.ProviderAppRuntime, ScanID: "s", ScanStartedAt: started}
 }
 
-func (h *harness) want(t *testing.T, class drift.Class, id, status string) drift.Finding {
+func (h *harness) want(t *testing.T, class drift.Class, id string, status contract.FindingStatus) drift.Finding {
 	t.Helper()
 	f, ok := h.rows[drift.EvidenceID(class, "app_runtime/"+id)]
 	if !ok {
@@ -79,14 +79,14 @@ func TestMissingByScan(t *testing.T) {
 	h.ApplyRecord(rec("b", "running", 1), t0.Add(-2*time.Minute), "")
 	h.ApplyObservation(obs("b", "running"), t0.Add(time.Second), "scan-1")
 	h.ApplyScan(scan(t0), t0.Add(20*time.Second), "scan-1")
-	f := h.want(t, drift.Missing, "a", drift.StatusOpen)
-	if f.Severity != drift.SeverityCritical || f.Posture != drift.PostureBlockAdmission || !f.FirstSeenAt.Equal(t0.Add(20*time.Second)) {
+	f := h.want(t, drift.Missing, "a", contract.StatusOpen)
+	if f.Severity != contract.SeverityCritical || f.Posture != contract.PostureBlockAdmission || !f.FirstSeenAt.Equal(t0.Add(20*time.Second)) {
 		t.Fatalf("missing finding = %+v", f)
 	}
 	h.want(t, drift.Missing, "b", "")
 	// Observed again: resolved, and kept.
 	h.ApplyObservation(obs("a", "running"), t0.Add(time.Minute), "scan-2")
-	h.want(t, drift.Missing, "a", drift.StatusResolved)
+	h.want(t, drift.Missing, "a", contract.StatusResolved)
 }
 
 // TestScanEvaluatesWhatItCanChange: a completed scan opens missing for
@@ -103,8 +103,8 @@ func TestScanEvaluatesWhatItCanChange(t *testing.T) {
 	// deadline: applied, but missing stays open (observed at t0+1s,
 	// deadline t0+10m1s, watermark t0+11m20s).
 	h.ApplyObservation(obs("late", "running"), t0.Add(time.Second), "scan-1")
-	h.want(t, drift.Missing, "late", drift.StatusOpen)
-	h.want(t, drift.Missing, "unseen", drift.StatusOpen) // by staleness too
+	h.want(t, drift.Missing, "late", contract.StatusOpen)
+	h.want(t, drift.Missing, "unseen", contract.StatusOpen) // by staleness too
 	before := len(h.transitions)
 	h.ApplyScan(scan(t0), t0.Add(12*time.Minute), "scan-1")
 	got := h.transitions[before:]
@@ -121,7 +121,7 @@ func TestScanEvaluatesWhatItCanChange(t *testing.T) {
 			t.Fatalf("scan transitions %v, want %v (in any order)", got, want)
 		}
 	}
-	if f := h.want(t, drift.Missing, "late", drift.StatusOpen); f.RetryCount != 1 {
+	if f := h.want(t, drift.Missing, "late", contract.StatusOpen); f.RetryCount != 1 {
 		t.Fatalf("late: retry_count %d after the scan confirmed it", f.RetryCount)
 	}
 	h.want(t, drift.Missing, "seen", "")
@@ -135,7 +135,7 @@ func TestMissingByStaleness(t *testing.T) {
 	h.ApplyObservation(obs("z", "stopped"), t0.Add(11*time.Minute), "")
 	h.want(t, drift.Missing, "a", "") // watermark t0+10m30s < deadline t0+11m
 	h.ApplyObservation(obs("z", "stopped"), t0.Add(11*time.Minute+31*time.Second), "")
-	f := h.want(t, drift.Missing, "a", drift.StatusOpen)
+	f := h.want(t, drift.Missing, "a", contract.StatusOpen)
 	if !f.FirstSeenAt.Equal(t0.Add(11 * time.Minute)) {
 		t.Fatalf("first_seen_at = %v, want the deadline", f.FirstSeenAt)
 	}
@@ -147,13 +147,13 @@ func TestOrphanAfterGrace(t *testing.T) {
 	h.ApplyObservation(obs("o", "running"), t0.Add(5*time.Minute), "")
 	h.want(t, drift.Orphan, "o", "") // watermark t0+4m30s
 	h.ApplyObservation(obs("o", "running"), t0.Add(6*time.Minute), "")
-	f := h.want(t, drift.Orphan, "o", drift.StatusOpen)
-	if !f.FirstSeenAt.Equal(t0.Add(5*time.Minute)) || f.Posture != drift.PostureQuarantine {
+	f := h.want(t, drift.Orphan, "o", contract.StatusOpen)
+	if !f.FirstSeenAt.Equal(t0.Add(5*time.Minute)) || f.Posture != contract.PostureQuarantine {
 		t.Fatalf("orphan = %+v", f)
 	}
 	// A record takes ownership: resolved.
 	h.ApplyRecord(rec("o", "running", 1), t0.Add(7*time.Minute), "")
-	h.want(t, drift.Orphan, "o", drift.StatusResolved)
+	h.want(t, drift.Orphan, "o", contract.StatusResolved)
 }
 
 func TestOrphanOfReleasedRecordIsNotStale(t *testing.T) {
@@ -162,7 +162,7 @@ func TestOrphanOfReleasedRecordIsNotStale(t *testing.T) {
 	for i := 0; i < 3; i++ {
 		h.ApplyObservation(obs("r", "running"), t0.Add(time.Duration(i)*6*time.Minute), "")
 	}
-	h.want(t, drift.Orphan, "r", drift.StatusOpen)
+	h.want(t, drift.Orphan, "r", contract.StatusOpen)
 	h.want(t, drift.Stale, "r", "")
 }
 
@@ -170,14 +170,14 @@ func TestStaleRetryThenOperatorReview(t *testing.T) {
 	h := newHarness()
 	h.ApplyRecord(rec("s", "running", 1), t0.Add(-time.Minute), "")
 	h.ApplyObservation(obs("s", "stopped"), t0, "c1")
-	f := h.want(t, drift.Stale, "s", drift.StatusOpen)
-	if f.Posture != drift.PostureRetry || f.RetryCount != 0 || !f.NextAttemptAt.Equal(t0.Add(time.Minute)) {
+	f := h.want(t, drift.Stale, "s", contract.StatusOpen)
+	if f.Posture != contract.PostureRetry || f.RetryCount != 0 || !f.NextAttemptAt.Equal(t0.Add(time.Minute)) {
 		t.Fatalf("stale after 1 = %+v", f)
 	}
 	h.ApplyObservation(obs("s", "stopped"), t0.Add(6*time.Minute), "c2")
 	h.ApplyObservation(obs("s", "stopped"), t0.Add(12*time.Minute), "c3")
-	f = h.want(t, drift.Stale, "s", drift.StatusOpen)
-	if f.Posture != drift.PostureOperatorReview || f.RetryCount != 2 || f.CorrelationID != "c3" || !f.NextAttemptAt.IsZero() {
+	f = h.want(t, drift.Stale, "s", contract.StatusOpen)
+	if f.Posture != contract.PostureOperatorReview || f.RetryCount != 2 || f.CorrelationID != "c3" || !f.NextAttemptAt.IsZero() {
 		t.Fatalf("stale after 3 = %+v", f)
 	}
 	// Older observation arriving late changes nothing.
@@ -187,7 +187,7 @@ func TestStaleRetryThenOperatorReview(t *testing.T) {
 		t.Fatalf("late observation caused transitions %v", h.transitions[before:])
 	}
 	h.ApplyObservation(obs("s", "running"), t0.Add(13*time.Minute), "c4")
-	h.want(t, drift.Stale, "s", drift.StatusResolved)
+	h.want(t, drift.Stale, "s", contract.StatusResolved)
 }
 
 func TestStaleVersionAndLateRecordVersion(t *testing.T) {
@@ -196,17 +196,17 @@ func TestStaleVersionAndLateRecordVersion(t *testing.T) {
 	o := obs("v", "running")
 	o.ObservedVersion = "sha256:bb"
 	h.ApplyObservation(o, t0, "")
-	h.want(t, drift.Stale, "v", drift.StatusOpen)
+	h.want(t, drift.Stale, "v", contract.StatusOpen)
 	// A lower record version that would agree arrives late: ignored.
 	old := rec("v", "running", 1)
 	old.ExpectedVersion = "sha256:bb"
 	h.ApplyRecord(old, t0.Add(time.Second), "")
-	h.want(t, drift.Stale, "v", drift.StatusOpen)
+	h.want(t, drift.Stale, "v", contract.StatusOpen)
 	// A higher version that agrees resolves it.
 	nw := rec("v", "running", 3)
 	nw.ExpectedVersion = "sha256:bb"
 	h.ApplyRecord(nw, t0.Add(2*time.Second), "")
-	h.want(t, drift.Stale, "v", drift.StatusResolved)
+	h.want(t, drift.Stale, "v", contract.StatusResolved)
 }
 
 func TestQuotaRouteOwnerRef(t *testing.T) {
@@ -224,7 +224,7 @@ func TestQuotaRouteOwnerRef(t *testing.T) {
 	o2.Usage, o2.RouteTarget, o2.OwnerRef = "100.6", "app-y.internal", "rec-y"
 	h.ApplyObservation(&o2, t0.Add(2*time.Second), "")
 	for _, k := range []drift.Class{drift.Quota, drift.Route, drift.IdentityMismatch} {
-		if f := h.want(t, k, "x", drift.StatusOpen); f.Severity != drift.SeverityCritical {
+		if f := h.want(t, k, "x", contract.StatusOpen); f.Severity != contract.SeverityCritical {
 			t.Fatalf("%v severity %s", k, f.Severity)
 		}
 	}
@@ -236,7 +236,7 @@ func TestTombstoneMakesObservedResourceOrphan(t *testing.T) {
 	h.ApplyObservation(obs("t", "running"), t0.Add(time.Second), "")
 	h.ApplyTombstone(contract.ProviderAppRuntime, "t", t0.Add(time.Minute))
 	h.ApplyObservation(obs("t", "running"), t0.Add(7*time.Minute), "")
-	h.want(t, drift.Orphan, "t", drift.StatusOpen)
+	h.want(t, drift.Orphan, "t", contract.StatusOpen)
 	h.want(t, drift.Missing, "t", "")
 }
 
@@ -273,7 +273,7 @@ func TestNodeIdentityMismatch(t *testing.T) {
 		t.Fatalf("rows %v", h.transitions)
 	}
 	h.SetNodeIdentity("n1", true, t0.Add(time.Minute), "hb-1", true) // opens
-	if f := get(); f.Status != drift.StatusOpen || f.RetryCount != 0 || f.Severity != drift.SeverityCritical || f.CorrelationID != "hb-1" {
+	if f := get(); f.Status != contract.StatusOpen || f.RetryCount != 0 || f.Severity != contract.SeverityCritical || f.CorrelationID != "hb-1" {
 		t.Fatalf("after opening: %+v", f)
 	}
 	h.SetNodeIdentity("n1", true, t0.Add(2*time.Minute), "hb-2", true) // confirms
@@ -282,7 +282,7 @@ func TestNodeIdentityMismatch(t *testing.T) {
 		t.Fatalf("after confirming: %+v", f)
 	}
 	h.SetNodeIdentity("n1", false, t0.Add(12*time.Minute), "", false) // the clone left the window
-	if f := get(); f.Status != drift.StatusResolved || !f.ResolvedAt.Equal(t0.Add(12*time.Minute)) {
+	if f := get(); f.Status != contract.StatusResolved || !f.ResolvedAt.Equal(t0.Add(12*time.Minute)) {
 		t.Fatalf("after resolving: %+v", f)
 	}
 }

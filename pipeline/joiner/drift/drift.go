@@ -1,15 +1,19 @@
-// Package drift defines the drift findings of CONTRACT section 4: the
-// classifications with their severity, posture and runbook, the finding
-// record the joiner maintains, and the attention score that orders the
-// operator queue.
+// Package drift is the joiner's record of a drift finding and the
+// attention score that orders the operator queue. The vocabulary (the
+// classifications with their severity, posture and runbook, statuses and
+// transitions) is the contract's; Class is the joiner's compact index of
+// the six classifications it derives.
 package drift
 
 import (
 	"fmt"
 	"time"
+
+	"github.com/driftline/driftline/pipeline/contract"
 )
 
-// Class is a drift classification.
+// Class is a drift classification the joiner derives, as a small index:
+// per-identity state keeps one slot per Class.
 type Class uint8
 
 // Classifications, in a fixed order (the order is an array index; append
@@ -24,18 +28,19 @@ const (
 	NumClasses
 )
 
-var classNames = [NumClasses]string{
-	Orphan:           "orphan_provider_resource",
-	Missing:          "missing_provider_resource",
-	Stale:            "stale_lifecycle_state",
-	IdentityMismatch: "identity_mismatch",
-	Quota:            "quota_or_capacity_mismatch",
-	Route:            "route_or_dns_mismatch",
+var classNames = [NumClasses]contract.Classification{
+	Orphan:           contract.ClassOrphan,
+	Missing:          contract.ClassMissing,
+	Stale:            contract.ClassStale,
+	IdentityMismatch: contract.ClassIdentity,
+	Quota:            contract.ClassQuota,
+	Route:            contract.ClassRoute,
 }
 
+// String returns the contract classification of c.
 func (c Class) String() string {
 	if c < NumClasses {
-		return classNames[c]
+		return string(classNames[c])
 	}
 	return fmt.Sprintf("class(%d)", c)
 }
@@ -43,59 +48,30 @@ func (c Class) String() string {
 // ParseClass returns the Class named s.
 func ParseClass(s string) (Class, bool) {
 	for i, n := range classNames {
-		if n == s {
+		if string(n) == s {
 			return Class(i), true
 		}
 	}
 	return 0, false
 }
 
-// Severity levels.
-const (
-	SeverityInfo     = "info"
-	SeverityWarning  = "warning"
-	SeverityCritical = "critical"
-)
+// policies holds the contract policy of each Class, looked up once.
+var policies = func() (p [NumClasses]contract.Policy) {
+	for c := range NumClasses {
+		var ok bool
+		if p[c], ok = contract.PolicyOf(classNames[c]); !ok {
+			panic("BUG: drift class " + string(classNames[c]) + " has no contract policy")
+		}
+	}
+	return p
+}()
 
-// Postures (seed 000, evidence record action).
-const (
-	PostureNone           = "none"
-	PostureRetry          = "retry"
-	PostureQuarantine     = "quarantine"
-	PostureBlockAdmission = "block_admission"
-	PostureOperatorReview = "operator_review"
-)
+// PolicyOf returns the contract policy of c.
+func PolicyOf(c Class) contract.Policy { return policies[c] }
 
-// Finding statuses.
-const (
-	StatusOpen     = "open"
-	StatusResolved = "resolved"
-)
-
-// Policy is what CONTRACT section 4 fixes for one classification.
-type Policy struct {
-	Severity string
-	Posture  string // default posture
-	Runbook  string // stable runbook reference
-	weight   float64
-}
-
-var policies = [NumClasses]Policy{
-	Orphan:           {SeverityWarning, PostureQuarantine, "runbooks/orphan_provider_resource", 50},
-	Missing:          {SeverityCritical, PostureBlockAdmission, "runbooks/missing_provider_resource", 200},
-	Stale:            {SeverityWarning, PostureRetry, "runbooks/stale_lifecycle_state", 30},
-	IdentityMismatch: {SeverityCritical, PostureQuarantine, "runbooks/identity_mismatch", 500},
-	Quota:            {SeverityCritical, PostureBlockAdmission, "runbooks/quota_or_capacity_mismatch", 200},
-	Route:            {SeverityCritical, PostureQuarantine, "runbooks/route_or_dns_mismatch", 300},
-}
-
-// PolicyOf returns the policy of c.
-func PolicyOf(c Class) Policy { return policies[c] }
-
-// StaleReviewAfter is the number of consecutive disagreeing observations
-// after which a stale_lifecycle_state finding moves from retry to
-// operator_review.
-const StaleReviewAfter = 3
+// weights rank the classifications within a severity in the attention
+// score.
+var weights = [NumClasses]float64{Orphan: 50, Missing: 200, Stale: 30, IdentityMismatch: 500, Quota: 200, Route: 300}
 
 // EvidenceID is the stable id of the finding of class c on an identity
 // (provider/provider_id): readable, and collision-free by construction.
@@ -111,19 +87,18 @@ func EvidenceID(c Class, identityKey string) string { return c.String() + ":" + 
 // critical finding (>= 1000), and above all every critical identity or
 // security finding (>= 1500), outranks every warning. Resolved findings
 // score 0.
-func AttentionScore(c Class, status string, retryCount uint32) float64 {
-	if status != StatusOpen {
+func AttentionScore(c Class, status contract.FindingStatus, retryCount uint32) float64 {
+	if status != contract.StatusOpen {
 		return 0
 	}
-	p := policies[c]
 	base := 10.0
-	switch p.Severity {
-	case SeverityCritical:
+	switch policies[c].Severity {
+	case contract.SeverityCritical:
 		base = 1000
-	case SeverityWarning:
+	case contract.SeverityWarning:
 		base = 100
 	}
-	return base + p.weight + 5*float64(min(retryCount, 10))
+	return base + weights[c] + 5*float64(min(retryCount, 10))
 }
 
 // Finding is the current state of one drift finding, as written to
@@ -146,13 +121,13 @@ type Finding struct {
 	ObservedVersion string
 	ObservedAt      time.Time
 	Class           Class
-	Severity        string
-	Status          string
+	Severity        contract.Severity
+	Status          contract.FindingStatus
 	FirstSeenAt     time.Time
 	LastSeenAt      time.Time
 	ResolvedAt      time.Time
 	RetryCount      uint32
-	Posture         string
+	Posture         contract.Posture
 	NextAttemptAt   time.Time
 	Runbook         string
 	AttentionScore  float64
@@ -160,13 +135,5 @@ type Finding struct {
 	// version is the current row.
 	Version uint64
 	// Transition names what changed: opened, updated, resolved, reopened.
-	Transition string
+	Transition contract.Transition
 }
-
-// Transitions.
-const (
-	TransitionOpened   = "opened"
-	TransitionUpdated  = "updated"
-	TransitionResolved = "resolved"
-	TransitionReopened = "reopened"
-)

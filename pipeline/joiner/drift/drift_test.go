@@ -1,16 +1,20 @@
 package drift
 
-import "testing"
+import (
+	"testing"
+
+	"github.com/driftline/driftline/pipeline/contract"
+)
 
 func TestCriticalOutranksEveryWarning(t *testing.T) {
 	var maxWarning, minCritical float64 = 0, 1e18
 	for c := Class(0); c < NumClasses; c++ {
 		for _, rc := range []uint32{0, 1, 3, 10, 1000} {
-			s := AttentionScore(c, StatusOpen, rc)
+			s := AttentionScore(c, contract.StatusOpen, rc)
 			switch PolicyOf(c).Severity {
-			case SeverityWarning:
+			case contract.SeverityWarning:
 				maxWarning = max(maxWarning, s)
-			case SeverityCritical:
+			case contract.SeverityCritical:
 				minCritical = min(minCritical, s)
 			}
 		}
@@ -18,7 +22,7 @@ func TestCriticalOutranksEveryWarning(t *testing.T) {
 	if minCritical <= maxWarning {
 		t.Fatalf("lowest critical score %v does not outrank highest warning %v", minCritical, maxWarning)
 	}
-	if s := AttentionScore(IdentityMismatch, StatusResolved, 5); s != 0 {
+	if s := AttentionScore(IdentityMismatch, contract.StatusResolved, 5); s != 0 {
 		t.Fatalf("resolved finding scores %v, want 0", s)
 	}
 }

@@ -135,7 +135,7 @@ func TestFleetTruth(t *testing.T) {
 						t.Errorf("node %s: agent versions %q/%q, want %q/%q", s.NodeID, s.ObservedAgentVersion,
 							s.ExpectedAgentVersion, f.ObservedAgentVersion, f.ExpectedAgentVersion)
 					}
-					if (f.Classification == fleet.ClassIdentity) != s.IdentityMismatch {
+					if (f.Classification == string(contract.ClassIdentity)) != s.IdentityMismatch {
 						t.Errorf("node %s: identity mismatch %v, truth classification %q", s.NodeID, s.IdentityMismatch, f.Classification)
 					}
 				}

@@ -1,6 +1,9 @@
 package nodeagent
 
-import "github.com/driftline/driftline/pipeline/joiner/intern"
+import (
+	"github.com/driftline/driftline/pipeline/contract"
+	"github.com/driftline/driftline/pipeline/joiner/intern"
+)
 
 // sym is an interned string: versions, fingerprints, domains and the
 // enumerations of a heartbeat repeat across nodes, so a node keeps 4-byte
@@ -55,45 +58,45 @@ const (
 
 var fixedSyms = [numFixedSyms]string{
 	symEmpty:          "",
-	symHealthOK:       "OK",
-	symHealthDegraded: "DEGRADED",
-	symHealthFailed:   "FAILED",
-	symHealthUnknown:  "UNKNOWN",
+	symHealthOK:       string(contract.HealthOK),
+	symHealthDegraded: string(contract.HealthDegraded),
+	symHealthFailed:   string(contract.HealthFailed),
+	symHealthUnknown:  string(contract.HealthUnknown),
 
-	symPathNone:                "none",
-	symPathSelfUpdate:          "self_update",
-	symPathRecoveryEnrollment:  "recovery_enrollment",
-	symPathOperatorRebootstrap: "operator_rebootstrap",
-	symPathFullReimage:         "full_reimage",
+	symPathNone:                string(contract.UpdatePathNone),
+	symPathSelfUpdate:          string(contract.UpdatePathSelfUpdate),
+	symPathRecoveryEnrollment:  string(contract.UpdatePathRecoveryEnrollment),
+	symPathOperatorRebootstrap: string(contract.UpdatePathOperatorRebootstrap),
+	symPathFullReimage:         string(contract.UpdatePathFullReimage),
 
-	symProbePassed:      "passed",
-	symProbeFailed:      "failed",
-	symProbeNotRequired: "not_required",
-	symProbeNotExecuted: "not_executed",
+	symProbePassed:      string(contract.ProbePassed),
+	symProbeFailed:      string(contract.ProbeFailed),
+	symProbeNotRequired: string(contract.ProbeNotRequired),
+	symProbeNotExecuted: string(contract.ProbeNotExecuted),
 
-	symImpactNoneObserved: "none_observed",
-	symImpactDegraded:     "degraded",
-	symImpactUnavailable:  "unavailable",
-	symImpactUnknown:      "unknown",
+	symImpactNoneObserved: string(contract.ImpactNoneObserved),
+	symImpactDegraded:     string(contract.ImpactDegraded),
+	symImpactUnavailable:  string(contract.ImpactUnavailable),
+	symImpactUnknown:      string(contract.ImpactUnknown),
 
-	symReasonClonedIdentity:         ReasonClonedIdentity,
-	symReasonCertIssuerMismatch:     ReasonCertIssuerMismatch,
-	symReasonCertUntrustedByIngress: ReasonCertUntrustedByIngress,
-	symReasonHealthFailed:           ReasonHealthFailed,
-	symReasonWorkloadUnavailable:    ReasonWorkloadUnavailable,
-	symReasonNoOwningRecord:         ReasonNoOwningRecord,
-	symReasonAgentDown:              ReasonAgentDown,
-	symReasonAgentOutdated:          ReasonAgentOutdated,
-	symReasonReplayInProgress:       ReasonReplayInProgress,
-	symReasonUpdateInProgress:       ReasonUpdateInProgress,
-	symReasonOperatorRecovery:       ReasonOperatorRecovery,
-	symReasonHealthDegraded:         ReasonHealthDegraded,
-	symReasonWorkloadDegraded:       ReasonWorkloadDegraded,
-	symReasonTerminalProbeFailed:    ReasonTerminalProbeFailed,
-	symReasonHeartbeatOverdue:       ReasonHeartbeatOverdue,
-	symReasonLinkDegraded:           ReasonLinkDegraded,
-	symReasonSyncDebt:               ReasonSyncDebt,
-	symReasonEvidenceIncomplete:     ReasonEvidenceIncomplete,
+	symReasonClonedIdentity:         string(contract.NodeReasonClonedIdentity),
+	symReasonCertIssuerMismatch:     string(contract.NodeReasonCertIssuerMismatch),
+	symReasonCertUntrustedByIngress: string(contract.NodeReasonCertUntrustedByIngress),
+	symReasonHealthFailed:           string(contract.NodeReasonHealthFailed),
+	symReasonWorkloadUnavailable:    string(contract.NodeReasonWorkloadUnavailable),
+	symReasonNoOwningRecord:         string(contract.NodeReasonNoOwningRecord),
+	symReasonAgentDown:              string(contract.NodeReasonAgentDown),
+	symReasonAgentOutdated:          string(contract.NodeReasonAgentOutdated),
+	symReasonReplayInProgress:       string(contract.NodeReasonReplayInProgress),
+	symReasonUpdateInProgress:       string(contract.NodeReasonUpdateInProgress),
+	symReasonOperatorRecovery:       string(contract.NodeReasonOperatorRecovery),
+	symReasonHealthDegraded:         string(contract.NodeReasonHealthDegraded),
+	symReasonWorkloadDegraded:       string(contract.NodeReasonWorkloadDegraded),
+	symReasonTerminalProbeFailed:    string(contract.NodeReasonTerminalProbeFailed),
+	symReasonHeartbeatOverdue:       string(contract.NodeReasonHeartbeatOverdue),
+	symReasonLinkDegraded:           string(contract.NodeReasonLinkDegraded),
+	symReasonSyncDebt:               string(contract.NodeReasonSyncDebt),
+	symReasonEvidenceIncomplete:     string(contract.NodeReasonEvidenceIncomplete),
 }
 
 // minCompactAt is the table size below which a tracker never compacts.

@@ -3,6 +3,8 @@ package nodeagent
 import (
 	"testing"
 	"time"
+
+	"github.com/driftline/driftline/pipeline/contract"
 )
 
 // healthy is the evidence of a node that passes every rule.
@@ -18,45 +20,45 @@ func TestGateRules(t *testing.T) {
 		rule   string
 		edit   func(*evidence)
 		state  State
-		reason string
+		reason contract.NodeAgentReason
 		gate   Gate
 	}{
-		{"1 cloned", func(e *evidence) { e.cloned, e.certMismatch = true, true }, StateSecurityActionRequired, ReasonClonedIdentity, GateBlockProduction},
-		{"2 cert issuer", func(e *evidence) { e.certMismatch, e.ingressMismatch = true, true }, StateSecurityActionRequired, ReasonCertIssuerMismatch, GateBlockProduction},
-		{"3 ingress trust", func(e *evidence) { e.ingressMismatch, e.health = true, symHealthFailed }, StateSecurityActionRequired, ReasonCertUntrustedByIngress, GateBlockProduction},
-		{"4 reported cloned", func(e *evidence) { e.reported = symReasonClonedIdentity }, StateSecurityActionRequired, ReasonClonedIdentity, GateBlockProduction},
-		{"4 reported ingress", func(e *evidence) { e.reported = symReasonCertUntrustedByIngress }, StateSecurityActionRequired, ReasonCertUntrustedByIngress, GateBlockProduction},
-		{"5 health failed", func(e *evidence) { e.health, e.owned = symHealthFailed, false }, StateOperatorActionRequired, ReasonHealthFailed, GateBlockProduction},
-		{"6 workload unavailable", func(e *evidence) { e.impact, e.mode = symImpactUnavailable, Disconnected }, StateOperatorActionRequired, ReasonWorkloadUnavailable, GateBlockProduction},
-		{"7 no owning record", func(e *evidence) { e.owned, e.mode = false, Disconnected }, StateOperatorActionRequired, ReasonNoOwningRecord, GateInvestigate},
-		{"8 disconnected, no impact", func(e *evidence) { e.mode, e.versionMismatch = Disconnected, true }, StateStale, ReasonAgentDown, GateWarning},
-		{"8 disconnected, impact unknown", func(e *evidence) { e.mode, e.impact = Disconnected, symImpactUnknown }, StateStale, ReasonAgentDown, GateInvestigate},
-		{"9 outdated, self update", func(e *evidence) { e.versionMismatch, e.path, e.mode = true, symPathSelfUpdate, Replaying }, StateRecovering, ReasonAgentOutdated, GateRetry},
-		{"9 outdated, recovery enrollment", func(e *evidence) { e.versionMismatch, e.path = true, symPathRecoveryEnrollment }, StateRecovering, ReasonAgentOutdated, GateRetry},
-		{"10 outdated, no update path", func(e *evidence) { e.versionMismatch = true }, StateOperatorActionRequired, ReasonAgentOutdated, GateInvestigate},
-		{"10 outdated, reimage", func(e *evidence) { e.versionMismatch, e.path = true, symPathFullReimage }, StateOperatorActionRequired, ReasonAgentOutdated, GateInvestigate},
-		{"11 returning", func(e *evidence) { e.mode, e.health = Returning, symHealthDegraded }, StateRecovering, ReasonReplayInProgress, GateRetry},
-		{"11 replaying", func(e *evidence) { e.mode, e.path = Replaying, symPathOperatorRebootstrap }, StateRecovering, ReasonReplayInProgress, GateRetry},
-		{"12 self update", func(e *evidence) { e.path = symPathSelfUpdate }, StateRecovering, ReasonUpdateInProgress, GateRetry},
+		{"1 cloned", func(e *evidence) { e.cloned, e.certMismatch = true, true }, StateSecurityActionRequired, contract.NodeReasonClonedIdentity, GateBlockProduction},
+		{"2 cert issuer", func(e *evidence) { e.certMismatch, e.ingressMismatch = true, true }, StateSecurityActionRequired, contract.NodeReasonCertIssuerMismatch, GateBlockProduction},
+		{"3 ingress trust", func(e *evidence) { e.ingressMismatch, e.health = true, symHealthFailed }, StateSecurityActionRequired, contract.NodeReasonCertUntrustedByIngress, GateBlockProduction},
+		{"4 reported cloned", func(e *evidence) { e.reported = symReasonClonedIdentity }, StateSecurityActionRequired, contract.NodeReasonClonedIdentity, GateBlockProduction},
+		{"4 reported ingress", func(e *evidence) { e.reported = symReasonCertUntrustedByIngress }, StateSecurityActionRequired, contract.NodeReasonCertUntrustedByIngress, GateBlockProduction},
+		{"5 health failed", func(e *evidence) { e.health, e.owned = symHealthFailed, false }, StateOperatorActionRequired, contract.NodeReasonHealthFailed, GateBlockProduction},
+		{"6 workload unavailable", func(e *evidence) { e.impact, e.mode = symImpactUnavailable, Disconnected }, StateOperatorActionRequired, contract.NodeReasonWorkloadUnavailable, GateBlockProduction},
+		{"7 no owning record", func(e *evidence) { e.owned, e.mode = false, Disconnected }, StateOperatorActionRequired, contract.NodeReasonNoOwningRecord, GateInvestigate},
+		{"8 disconnected, no impact", func(e *evidence) { e.mode, e.versionMismatch = Disconnected, true }, StateStale, contract.NodeReasonAgentDown, GateWarning},
+		{"8 disconnected, impact unknown", func(e *evidence) { e.mode, e.impact = Disconnected, symImpactUnknown }, StateStale, contract.NodeReasonAgentDown, GateInvestigate},
+		{"9 outdated, self update", func(e *evidence) { e.versionMismatch, e.path, e.mode = true, symPathSelfUpdate, Replaying }, StateRecovering, contract.NodeReasonAgentOutdated, GateRetry},
+		{"9 outdated, recovery enrollment", func(e *evidence) { e.versionMismatch, e.path = true, symPathRecoveryEnrollment }, StateRecovering, contract.NodeReasonAgentOutdated, GateRetry},
+		{"10 outdated, no update path", func(e *evidence) { e.versionMismatch = true }, StateOperatorActionRequired, contract.NodeReasonAgentOutdated, GateInvestigate},
+		{"10 outdated, reimage", func(e *evidence) { e.versionMismatch, e.path = true, symPathFullReimage }, StateOperatorActionRequired, contract.NodeReasonAgentOutdated, GateInvestigate},
+		{"11 returning", func(e *evidence) { e.mode, e.health = Returning, symHealthDegraded }, StateRecovering, contract.NodeReasonReplayInProgress, GateRetry},
+		{"11 replaying", func(e *evidence) { e.mode, e.path = Replaying, symPathOperatorRebootstrap }, StateRecovering, contract.NodeReasonReplayInProgress, GateRetry},
+		{"12 self update", func(e *evidence) { e.path = symPathSelfUpdate }, StateRecovering, contract.NodeReasonUpdateInProgress, GateRetry},
 		{"12 recovery with reported reason", func(e *evidence) { e.path, e.reported = symPathRecoveryEnrollment, certExpired }, StateRecovering, "cert_expired", GateRetry},
-		{"13 operator rebootstrap", func(e *evidence) { e.path = symPathOperatorRebootstrap }, StateOperatorActionRequired, ReasonOperatorRecovery, GateInvestigate},
+		{"13 operator rebootstrap", func(e *evidence) { e.path = symPathOperatorRebootstrap }, StateOperatorActionRequired, contract.NodeReasonOperatorRecovery, GateInvestigate},
 		{"13 full reimage with reason", func(e *evidence) { e.path, e.reported = symPathFullReimage, certExpired }, StateOperatorActionRequired, "cert_expired", GateInvestigate},
 		{"14 reported reason", func(e *evidence) { e.reported, e.health = certExpired, symHealthDegraded }, StateOperatorActionRequired, "cert_expired", GateInvestigate},
-		{"15 degraded, no impact", func(e *evidence) { e.health, e.mode = symHealthDegraded, Delayed }, StateOperatorActionRequired, ReasonHealthDegraded, GateWarning},
-		{"15 degraded, impact degraded", func(e *evidence) { e.health, e.impact = symHealthDegraded, symImpactDegraded }, StateOperatorActionRequired, ReasonHealthDegraded, GateInvestigate},
-		{"16 workload degraded", func(e *evidence) { e.impact, e.probe = symImpactDegraded, symProbeFailed }, StateOperatorActionRequired, ReasonWorkloadDegraded, GateInvestigate},
-		{"17 probe failed", func(e *evidence) { e.probe, e.mode = symProbeFailed, Delayed }, StateOperatorActionRequired, ReasonTerminalProbeFailed, GateInvestigate},
-		{"18 delayed by silence", func(e *evidence) { e.mode, e.cause = Delayed, causeSilence }, StateStale, ReasonHeartbeatOverdue, GateWarning},
-		{"18 autonomous by silence", func(e *evidence) { e.mode, e.cause = Autonomous, causeSilence }, StateStale, ReasonHeartbeatOverdue, GateWarning},
-		{"18 delayed by link", func(e *evidence) { e.mode, e.cause = Delayed, causeLink }, StateStale, ReasonLinkDegraded, GateWarning},
-		{"18 edge cached", func(e *evidence) { e.mode, e.cause = EdgeCached, causeSync }, StateStale, ReasonSyncDebt, GateWarning},
-		{"18 autonomous by sync debt, impact unknown", func(e *evidence) { e.mode, e.cause, e.impact = Autonomous, causeSync, symImpactUnknown }, StateStale, ReasonSyncDebt, GateInvestigate},
-		{"19 health unknown", func(e *evidence) { e.health = symHealthUnknown }, StateOperatorActionRequired, ReasonEvidenceIncomplete, GateInvestigate},
-		{"19 impact unknown", func(e *evidence) { e.impact = symImpactUnknown }, StateOperatorActionRequired, ReasonEvidenceIncomplete, GateInvestigate},
-		{"19 probe not executed", func(e *evidence) { e.probe = symProbeNotExecuted }, StateOperatorActionRequired, ReasonEvidenceIncomplete, GateInvestigate},
-		{"19 probe missing", func(e *evidence) { e.probe = symEmpty }, StateOperatorActionRequired, ReasonEvidenceIncomplete, GateInvestigate},
-		{"20 pass", func(*evidence) {}, StateHealthy, ReasonNone, GatePass},
-		{"20 pass, probe not required", func(e *evidence) { e.probe = symProbeNotRequired }, StateHealthy, ReasonNone, GatePass},
+		{"15 degraded, no impact", func(e *evidence) { e.health, e.mode = symHealthDegraded, Delayed }, StateOperatorActionRequired, contract.NodeReasonHealthDegraded, GateWarning},
+		{"15 degraded, impact degraded", func(e *evidence) { e.health, e.impact = symHealthDegraded, symImpactDegraded }, StateOperatorActionRequired, contract.NodeReasonHealthDegraded, GateInvestigate},
+		{"16 workload degraded", func(e *evidence) { e.impact, e.probe = symImpactDegraded, symProbeFailed }, StateOperatorActionRequired, contract.NodeReasonWorkloadDegraded, GateInvestigate},
+		{"17 probe failed", func(e *evidence) { e.probe, e.mode = symProbeFailed, Delayed }, StateOperatorActionRequired, contract.NodeReasonTerminalProbeFailed, GateInvestigate},
+		{"18 delayed by silence", func(e *evidence) { e.mode, e.cause = Delayed, causeSilence }, StateStale, contract.NodeReasonHeartbeatOverdue, GateWarning},
+		{"18 autonomous by silence", func(e *evidence) { e.mode, e.cause = Autonomous, causeSilence }, StateStale, contract.NodeReasonHeartbeatOverdue, GateWarning},
+		{"18 delayed by link", func(e *evidence) { e.mode, e.cause = Delayed, causeLink }, StateStale, contract.NodeReasonLinkDegraded, GateWarning},
+		{"18 edge cached", func(e *evidence) { e.mode, e.cause = EdgeCached, causeSync }, StateStale, contract.NodeReasonSyncDebt, GateWarning},
+		{"18 autonomous by sync debt, impact unknown", func(e *evidence) { e.mode, e.cause, e.impact = Autonomous, causeSync, symImpactUnknown }, StateStale, contract.NodeReasonSyncDebt, GateInvestigate},
+		{"19 health unknown", func(e *evidence) { e.health = symHealthUnknown }, StateOperatorActionRequired, contract.NodeReasonEvidenceIncomplete, GateInvestigate},
+		{"19 impact unknown", func(e *evidence) { e.impact = symImpactUnknown }, StateOperatorActionRequired, contract.NodeReasonEvidenceIncomplete, GateInvestigate},
+		{"19 probe not executed", func(e *evidence) { e.probe = symProbeNotExecuted }, StateOperatorActionRequired, contract.NodeReasonEvidenceIncomplete, GateInvestigate},
+		{"19 probe missing", func(e *evidence) { e.probe = symEmpty }, StateOperatorActionRequired, contract.NodeReasonEvidenceIncomplete, GateInvestigate},
+		{"20 pass", func(*evidence) {}, StateHealthy, "", GatePass},
+		{"20 pass, probe not required", func(e *evidence) { e.probe = symProbeNotRequired }, StateHealthy, "", GatePass},
 	} {
 		t.Run(tc.rule, func(t *testing.T) {
 			tab := newSymtab()
@@ -64,7 +66,7 @@ func TestGateRules(t *testing.T) {
 			e := healthy()
 			tc.edit(&e)
 			v := judge(&e)
-			if v.state != tc.state || tab.Str(v.reason) != tc.reason || v.gate != tc.gate {
+			if v.state != tc.state || tab.Str(v.reason) != string(tc.reason) || v.gate != tc.gate {
 				t.Fatalf("got %s/%s/%s, want %s/%s/%s", v.state, tab.Str(v.reason), v.gate, tc.state, tc.reason, tc.gate)
 			}
 			if identity := tc.rule[:2] == "1 " || tc.rule[:2] == "2 " || tc.rule[:2] == "3 "; v.identity != identity {

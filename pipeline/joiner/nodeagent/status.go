@@ -1,8 +1,13 @@
 package nodeagent
 
-import "time"
+import (
+	"time"
 
-// Mode is a connectivity mode of seed 004.
+	"github.com/driftline/driftline/pipeline/contract"
+)
+
+// Mode is a connectivity mode of seed 004, as a small index (the names are
+// contract.ConnectivityModes).
 type Mode uint8
 
 // Connectivity modes, in spectrum order.
@@ -17,16 +22,25 @@ const (
 	numModes
 )
 
-var modeNames = [numModes]string{"LIVE", "DELAYED", "EDGE_CACHED", "AUTONOMOUS", "DISCONNECTED", "RETURNING", "REPLAYING"}
+var modeNames = [numModes]contract.ConnectivityMode{
+	Live:         contract.ModeLive,
+	Delayed:      contract.ModeDelayed,
+	EdgeCached:   contract.ModeEdgeCached,
+	Autonomous:   contract.ModeAutonomous,
+	Disconnected: contract.ModeDisconnected,
+	Returning:    contract.ModeReturning,
+	Replaying:    contract.ModeReplaying,
+}
 
 func (m Mode) String() string {
 	if m < numModes {
-		return modeNames[m]
+		return string(modeNames[m])
 	}
 	return "UNKNOWN"
 }
 
-// Gate is a release gate of seed 000.
+// Gate is a release gate of seed 000, as a small index (the names are
+// contract.Gates).
 type Gate uint8
 
 // Gates, from best to worst.
@@ -39,16 +53,23 @@ const (
 	numGates
 )
 
-var gateNames = [numGates]string{"pass", "warning", "retry", "investigate", "block_production"}
+var gateNames = [numGates]contract.Gate{
+	GatePass:            contract.GatePass,
+	GateWarning:         contract.GateWarning,
+	GateRetry:           contract.GateRetry,
+	GateInvestigate:     contract.GateInvestigate,
+	GateBlockProduction: contract.GateBlockProduction,
+}
 
 func (g Gate) String() string {
 	if g < numGates {
-		return gateNames[g]
+		return string(gateNames[g])
 	}
 	return "unknown"
 }
 
-// State is a node_agent_state of seed 000.
+// State is a node_agent_state of seed 000, as a small index (the names
+// are contract.NodeAgentStates).
 type State uint8
 
 // Node-agent states.
@@ -61,38 +82,20 @@ const (
 	numStates
 )
 
-var stateNames = [numStates]string{"healthy", "stale", "recovering", "operator_action_required", "security_action_required"}
+var stateNames = [numStates]contract.NodeAgentState{
+	StateHealthy:                contract.NodeStateHealthy,
+	StateStale:                  contract.NodeStateStale,
+	StateRecovering:             contract.NodeStateRecovering,
+	StateOperatorActionRequired: contract.NodeStateOperatorActionRequired,
+	StateSecurityActionRequired: contract.NodeStateSecurityActionRequired,
+}
 
 func (s State) String() string {
 	if s < numStates {
-		return stateNames[s]
+		return string(stateNames[s])
 	}
 	return "unknown"
 }
-
-// Reasons the tracker derives (node_agent_reason). A heartbeat's own
-// node_agent_reason is passed through where the rules say so.
-const (
-	ReasonNone                   = ""
-	ReasonClonedIdentity         = "cloned_identity_detected"
-	ReasonCertIssuerMismatch     = "cert_issuer_mismatch"
-	ReasonCertUntrustedByIngress = "cert_untrusted_by_ingress"
-	ReasonHealthFailed           = "health_failed"
-	ReasonWorkloadUnavailable    = "workload_unavailable"
-	ReasonNoOwningRecord         = "no_owning_record"
-	ReasonAgentDown              = "agent_down"
-	ReasonAgentOutdated          = "agent_outdated"
-	ReasonReplayInProgress       = "replay_in_progress"
-	ReasonUpdateInProgress       = "update_in_progress"
-	ReasonOperatorRecovery       = "operator_recovery_pending"
-	ReasonHealthDegraded         = "health_degraded"
-	ReasonWorkloadDegraded       = "workload_degraded"
-	ReasonTerminalProbeFailed    = "terminal_probe_failed"
-	ReasonHeartbeatOverdue       = "heartbeat_overdue"
-	ReasonLinkDegraded           = "link_degraded"
-	ReasonSyncDebt               = "sync_debt"
-	ReasonEvidenceIncomplete     = "evidence_incomplete"
-)
 
 // Status is the derived node_agent_status row of one node (CONTRACT
 // sections 4 and 6). Strings are shared with the tracker and must not be

@@ -19,7 +19,7 @@ const (
 	maxArenaChunks = 1 << (32 - arenaChunkBits)
 
 	// MaxKeyLen and MaxRecordIDLen bound an identity key and a record id.
-	// An event is at most event.MaxEventLen (64 KiB) bytes of JSON, so no
+	// An event is at most contract.MaxEventLen (64 KiB) bytes of JSON, so no
 	// valid event carries a longer one; the store panics rather than
 	// truncate one that is longer.
 	MaxKeyLen      = 1<<16 - 1

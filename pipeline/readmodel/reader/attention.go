@@ -8,6 +8,7 @@ import (
 	"github.com/ClickHouse/clickhouse-go/v2/lib/driver"
 
 	"github.com/driftline/driftline/pipeline/api/apitypes"
+	"github.com/driftline/driftline/pipeline/contract"
 )
 
 // TopFindings reads the n findings of highest attention_score among the
@@ -15,7 +16,7 @@ import (
 // domain; ties go by evidence_id. attention_top answers when it can
 // (rankedFilter), else a scan of drift_evidence.
 func (rd *Reader) TopFindings(ctx context.Context, f Filter, n int, perDomain bool) ([]apitypes.Finding, error) {
-	f.Status = apitypes.StatusOpen
+	f.Status = string(contract.StatusOpen)
 	if rankedFilter(f, n) {
 		return rd.rankedFindings(ctx, f.OwningDomains, n, perDomain)
 	}
@@ -67,7 +68,7 @@ func (rd *Reader) topNodes(ctx context.Context, conds []string, args []any, n in
 		limit = fmt.Sprintf(" LIMIT %d BY owning_domain", n)
 	}
 	// A node whose gate passes needs no attention whatever its score.
-	conds = append(slices.Clone(conds), "gate != '"+apitypes.GatePass+"'")
+	conds = append(slices.Clone(conds), "gate != '"+string(contract.GatePass)+"'")
 	rows, err := rd.query(ctx, "attention_nodes", "SELECT "+nodeColumns+" FROM node_agent_status FINAL"+
 		whereClause(conds)+order+limit, args...)
 	if err != nil {

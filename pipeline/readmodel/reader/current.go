@@ -11,6 +11,7 @@ import (
 	"github.com/ClickHouse/clickhouse-go/v2/lib/driver"
 
 	"github.com/driftline/driftline/pipeline/api/apitypes"
+	"github.com/driftline/driftline/pipeline/contract"
 )
 
 // The attention queue, drift pages in evidence_id order and drift detail
@@ -258,7 +259,7 @@ func (rd *Reader) markAfter(ctx context.Context, lo string, n int) (string, erro
 // were taken), they hold the top n; if not, older rows crowded the top k,
 // and k grows.
 func (rd *Reader) rankedNodes(ctx context.Context, conds []string, args []any, n int) ([]apitypes.Node, error) {
-	conds = append(slices.Clone(conds), "gate != '"+apitypes.GatePass+"'")
+	conds = append(slices.Clone(conds), "gate != '"+string(contract.GatePass)+"'")
 	where := whereClause(conds)
 	for k := 2 * n; ; k *= 4 {
 		rows, err := rd.query(ctx, "attention_node_threshold", fmt.Sprintf("SELECT attention_score FROM node_agent_status"+

@@ -4,7 +4,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/driftline/driftline/pipeline/api/apitypes"
+	"github.com/driftline/driftline/pipeline/contract"
 )
 
 // A filter's list fields each select rows whose column holds one of the
@@ -20,7 +20,7 @@ type Filter struct {
 	OwningDomains    []string
 	DomainIDs        []string
 	Providers        []string
-	// Status is apitypes.StatusOpen, StatusResolved, or StatusAll / "" for
+	// Status is string(contract.StatusOpen), StatusResolved, or StatusAll / "" for
 	// both.
 	Status string
 	// FirstSeenBy, when set, keeps the findings first seen at or before it.
@@ -39,7 +39,7 @@ func (f *Filter) where() (conds []string, args []any) {
 		{"domain_id", f.DomainIDs},
 		{"provider", f.Providers},
 	})
-	if f.Status == apitypes.StatusOpen || f.Status == apitypes.StatusResolved {
+	if f.Status == string(contract.StatusOpen) || f.Status == string(contract.StatusResolved) {
 		conds = append(conds, "status = ?")
 		args = append(args, f.Status)
 	}
@@ -92,7 +92,7 @@ type MismatchFilter struct {
 	Currencies      []string
 	MeteringSources []string
 	UsageIDs        []string
-	// Status is apitypes.StatusOpen, StatusResolved, or StatusAll / "" for
+	// Status is string(contract.StatusOpen), StatusResolved, or StatusAll / "" for
 	// both.
 	Status string
 	// FirstSeenBy, when set, keeps the mismatches first seen at or before
@@ -112,7 +112,7 @@ func (f *MismatchFilter) where() ([]string, []any) {
 		{"metering_source", f.MeteringSources},
 		{"usage_id", f.UsageIDs},
 	})
-	if f.Status == apitypes.StatusOpen || f.Status == apitypes.StatusResolved {
+	if f.Status == string(contract.StatusOpen) || f.Status == string(contract.StatusResolved) {
 		conds = append(conds, "status = ?")
 		args = append(args, f.Status)
 	}

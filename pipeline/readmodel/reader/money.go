@@ -3,28 +3,44 @@ package reader
 import (
 	"fmt"
 	"math/big"
+	"strconv"
 	"strings"
+
+	"github.com/driftline/driftline/pipeline/contract/decimal"
 )
 
 // Money totals are summed by ClickHouse as Decimal128(38, 18) (18.16 and
 // current releases both have it) and folded further here with math/big:
-// no float ever carries an amount. Contract amounts are decimal strings
-// with at most 18 fractional digits; sumScale is the scale of every sum.
-const sumScale = 18
+// no float ever carries an amount. A contract decimal has at most
+// decimal.MaxScale (18) fractional digits and at most 19 significant
+// digits, so it fits; sumScale is the scale of every sum.
+const sumScale = decimal.MaxScale
 
-// decimalPattern is what the read model accepts as a contract decimal; any
-// other non-empty string is counted as invalid and summed as 0. It has no
-// '?' so that client-side argument binding never mistakes it.
-const decimalPattern = `^-{0,1}[0-9]{1,20}(\\.[0-9]{1,18}){0,1}$`
+// maxCoef is decimal.MaxCoef's digits: a decimal's coefficient, its digits
+// without sign, point and leading zeros, compares with it as a string
+// when both have as many digits.
+var maxCoef = strconv.FormatInt(decimal.MaxCoef, 10)
+
+// validSQL is true when column holds a contract decimal by the rule of
+// package decimal (decimal.Pattern, and a coefficient of at most
+// decimal.MaxCoef): the read model sums exactly the strings the validator
+// and the rater accept. Any other non-empty string is counted as invalid
+// and summed as 0. decimal.Pattern has no '?' (which client-side argument
+// binding would take for an argument) and needs no escaping in SQL.
+func validSQL(column string) string {
+	coef := fmt.Sprintf("replaceRegexpOne(replaceOne(replaceOne(%s, '-', ''), '.', ''), '^0+', '')", column)
+	return fmt.Sprintf("(match(%s, '%s') AND (length(%s) < %d OR (length(%s) = %d AND %s <= '%s')))",
+		column, decimal.Pattern, coef, len(maxCoef), coef, len(maxCoef), coef, maxCoef)
+}
 
 // decSQL renders column as Decimal128(38, 18), 0 when empty or invalid.
 func decSQL(column string) string {
-	return fmt.Sprintf("toDecimal128(if(match(%s, '%s'), %s, '0'), %d)", column, decimalPattern, column, sumScale)
+	return fmt.Sprintf("toDecimal128(if(%s, %s, '0'), %d)", validSQL(column), column, sumScale)
 }
 
 // invalidSQL is true for a non-empty value that is not a decimal.
 func invalidSQL(column string) string {
-	return fmt.Sprintf("(%s != '' AND NOT match(%s, '%s'))", column, column, decimalPattern)
+	return fmt.Sprintf("(%s != '' AND NOT %s)", column, validSQL(column))
 }
 
 // scaleSQL is the number of fractional digits of column.

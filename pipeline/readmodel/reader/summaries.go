@@ -8,6 +8,7 @@ import (
 	"github.com/ClickHouse/clickhouse-go/v2/lib/driver"
 
 	"github.com/driftline/driftline/pipeline/api/apitypes"
+	"github.com/driftline/driftline/pipeline/contract"
 	"github.com/driftline/driftline/pipeline/readmodel/sink"
 )
 
@@ -121,5 +122,5 @@ func (rd *Reader) rankedFindings(ctx context.Context, domains []string, n int, p
 	if len(ids) == 0 {
 		return nil, nil
 	}
-	return rd.currentFindings(ctx, "attention_findings", []string{"status = ?"}, []any{apitypes.StatusOpen}, ids)
+	return rd.currentFindings(ctx, "attention_findings", []string{"status = ?"}, []any{string(contract.StatusOpen)}, ids)
 }

@@ -15,6 +15,7 @@ import (
 
 	"github.com/ClickHouse/clickhouse-go/v2/lib/driver"
 
+	"github.com/driftline/driftline/pipeline/contract"
 	"github.com/driftline/driftline/pipeline/joiner/drift"
 	"github.com/driftline/driftline/pipeline/joiner/nodeagent"
 	"github.com/driftline/driftline/pipeline/readmodel"
@@ -68,11 +69,11 @@ func (b *Batch) Reset() {
 type Transition struct {
 	EvidenceID      string
 	CorrelationID   string
-	Transition      string
+	Transition      contract.Transition
 	Class           drift.Class
-	Severity        string
-	Status          string
-	Posture         string
+	Severity        contract.Severity
+	Status          contract.FindingStatus
+	Posture         contract.Posture
 	ExpectedState   string
 	ObservedState   string
 	ObservedVersion string
@@ -86,7 +87,7 @@ type Transition struct {
 // TransitionOf returns the history row of f's latest transition.
 func TransitionOf(f *drift.Finding) Transition {
 	at := f.LastSeenAt
-	if f.Transition == drift.TransitionResolved {
+	if f.Transition == contract.TransitionResolved {
 		at = f.ResolvedAt
 	}
 	return Transition{EvidenceID: f.EvidenceID, CorrelationID: f.CorrelationID, Transition: f.Transition, Class: f.Class,
@@ -132,13 +133,13 @@ var evidenceTable = readmodel.NewTable("drift_evidence",
 	readmodel.String("observed_version", func(f *finding) string { return f.ObservedVersion }),
 	readmodel.DateTime("observed_at", func(f *finding) time.Time { return readmodel.Epoch(f.ObservedAt) }),
 	readmodel.String("classification", func(f *finding) string { return f.Class.String() }),
-	readmodel.String("severity", func(f *finding) string { return f.Severity }),
-	readmodel.String("status", func(f *finding) string { return f.Status }),
+	readmodel.String("severity", func(f *finding) string { return string(f.Severity) }),
+	readmodel.String("status", func(f *finding) string { return string(f.Status) }),
 	readmodel.DateTime("first_seen_at", func(f *finding) time.Time { return readmodel.Epoch(f.FirstSeenAt) }),
 	readmodel.DateTime("last_seen_at", func(f *finding) time.Time { return readmodel.Epoch(f.LastSeenAt) }),
 	readmodel.DateTime("resolved_at", func(f *finding) time.Time { return readmodel.Epoch(f.ResolvedAt) }),
 	readmodel.UInt32("retry_count", func(f *finding) uint32 { return f.RetryCount }),
-	readmodel.String("posture", func(f *finding) string { return f.Posture }),
+	readmodel.String("posture", func(f *finding) string { return string(f.Posture) }),
 	readmodel.DateTime("next_attempt_at", func(f *finding) time.Time { return readmodel.Epoch(f.NextAttemptAt) }),
 	readmodel.String("runbook", func(f *finding) string { return f.Runbook }),
 	readmodel.Float64("attention_score", func(f *finding) float64 { return f.AttentionScore }),
@@ -149,11 +150,11 @@ var evidenceTable = readmodel.NewTable("drift_evidence",
 var historyTable = readmodel.NewTable("drift_history",
 	readmodel.String("evidence_id", func(t *transition) string { return t.EvidenceID }),
 	readmodel.UInt64("version", func(t *transition) uint64 { return t.Version }),
-	readmodel.String("transition", func(t *transition) string { return t.Transition }),
+	readmodel.String("transition", func(t *transition) string { return string(t.Transition) }),
 	readmodel.String("classification", func(t *transition) string { return t.Class.String() }),
-	readmodel.String("severity", func(t *transition) string { return t.Severity }),
-	readmodel.String("status", func(t *transition) string { return t.Status }),
-	readmodel.String("posture", func(t *transition) string { return t.Posture }),
+	readmodel.String("severity", func(t *transition) string { return string(t.Severity) }),
+	readmodel.String("status", func(t *transition) string { return string(t.Status) }),
+	readmodel.String("posture", func(t *transition) string { return string(t.Posture) }),
 	readmodel.String("expected_state", func(t *transition) string { return t.ExpectedState }),
 	readmodel.String("observed_state", func(t *transition) string { return t.ObservedState }),
 	readmodel.String("observed_version", func(t *transition) string { return t.ObservedVersion }),

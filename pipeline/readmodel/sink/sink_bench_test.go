@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/driftline/driftline/internal/cputime"
+	"github.com/driftline/driftline/pipeline/contract"
 	"github.com/driftline/driftline/pipeline/joiner/drift"
 	"github.com/driftline/driftline/pipeline/joiner/nodeagent"
 )
@@ -25,7 +26,7 @@ func benchBatch(n int) *Batch {
 			Provider: "maas", ProviderID: fmt.Sprintf("node-%d", i), ObservedState: "stopped", ObservedVersion: "v1",
 			ObservedAt: at, Class: drift.Class(1 + i%6), Severity: "warning", Status: "open", FirstSeenAt: at.Add(-time.Hour),
 			LastSeenAt: at, RetryCount: uint32(i % 3), Posture: "retry", NextAttemptAt: at.Add(time.Minute),
-			Runbook: "rb/stale-lifecycle-state", AttentionScore: float64(i % 100), Version: uint64(i), Transition: drift.TransitionOpened}
+			Runbook: "rb/stale-lifecycle-state", AttentionScore: float64(i % 100), Version: uint64(i), Transition: contract.TransitionOpened}
 		b.Current.Append(&f)
 		tr := TransitionOf(&f)
 		b.History.Append(&tr)

@@ -10,7 +10,7 @@ import (
 	"github.com/ClickHouse/clickhouse-go/v2/lib/driver"
 
 	"github.com/driftline/driftline/internal/testenv"
-	"github.com/driftline/driftline/pipeline/joiner/drift"
+	"github.com/driftline/driftline/pipeline/contract"
 	"github.com/driftline/driftline/pipeline/readmodel"
 )
 
@@ -40,7 +40,7 @@ func TestWriteRoundTrip(t *testing.T) {
 	b := benchBatch(3)
 	b.Current.At(1).ResolvedAt = time.Date(2026, 11, 21, 10, 5, 0, 0, time.UTC)
 	resolved := *b.Current.At(2)
-	resolved.Transition, resolved.ResolvedAt = drift.TransitionResolved, time.Date(2026, 11, 21, 10, 7, 0, 0, time.UTC)
+	resolved.Transition, resolved.ResolvedAt = contract.TransitionResolved, time.Date(2026, 11, 21, 10, 7, 0, 0, time.UTC)
 	*b.History.At(2) = TransitionOf(&resolved)
 	n2 := b.Nodes.At(2)
 	n2.ReplayRequired, n2.BacklogMessages, n2.SecondsBehind, n2.LossPct = true, 1234, 56, 2.5

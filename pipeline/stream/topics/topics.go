@@ -1,12 +1,11 @@
-// Package topics names the Kafka topics of the pipeline and creates them.
-// Names, partition counts and replication are configuration; the defaults
-// are those of CONTRACT section 1.
+// Package topics creates the Kafka topics of the pipeline and checks them
+// against what the consumers need: co-partitioned topics share a partition
+// count. The names themselves are contract.Topics.
 package topics
 
 import (
 	"context"
 	"errors"
-	"flag"
 	"fmt"
 
 	"github.com/twmb/franz-go/pkg/kadm"
@@ -15,66 +14,6 @@ import (
 	"github.com/driftline/driftline/pipeline/contract"
 )
 
-// Names holds the topic name of each stream.
-type Names struct {
-	PlatformRecords string
-	Observations    string
-	Telemetry       string
-	Usage           string
-	Rated           string
-	Ledger          string
-	Quarantine      string
-}
-
-// Defaults returns the contract's default topic names.
-func Defaults() Names {
-	return Names{
-		PlatformRecords: contract.TopicPlatformRecords,
-		Observations:    contract.TopicObservations,
-		Telemetry:       contract.TopicTelemetry,
-		Usage:           contract.TopicUsage,
-		Rated:           contract.TopicRated,
-		Ledger:          contract.TopicLedger,
-		Quarantine:      contract.TopicQuarantine,
-	}
-}
-
-// RegisterFlags registers one -topic.<stream> flag per topic on fs.
-func (n *Names) RegisterFlags(fs *flag.FlagSet) {
-	fs.StringVar(&n.PlatformRecords, "topic.records", n.PlatformRecords, "platform records topic (compacted)")
-	fs.StringVar(&n.Observations, "topic.observations", n.Observations, "provider observations topic")
-	fs.StringVar(&n.Telemetry, "topic.telemetry", n.Telemetry, "node-agent telemetry topic")
-	fs.StringVar(&n.Usage, "topic.usage", n.Usage, "usage events topic")
-	fs.StringVar(&n.Rated, "topic.rated", n.Rated, "rated usage topic")
-	fs.StringVar(&n.Ledger, "topic.ledger", n.Ledger, "ledger entries topic")
-	fs.StringVar(&n.Quarantine, "topic.quarantine", n.Quarantine, "quarantine topic for rejected input")
-}
-
-// ForType returns the topic an event type is written to, or "" if unknown.
-func (n Names) ForType(eventType string) string {
-	switch eventType {
-	case contract.TypePlatformRecord:
-		return n.PlatformRecords
-	case contract.TypeProviderObservation, contract.TypeScanCompleted:
-		return n.Observations
-	case contract.TypeHeartbeat:
-		return n.Telemetry
-	case contract.TypeUsageRecorded:
-		return n.Usage
-	case contract.TypeBillingRated:
-		return n.Rated
-	case contract.TypeLedgerEntry:
-		return n.Ledger
-	}
-	return ""
-}
-
-// Joined returns the co-partitioned topics the joiner consumes.
-func (n Names) Joined() []string { return []string{n.PlatformRecords, n.Observations, n.Telemetry} }
-
-// Billing returns the co-partitioned billing topics.
-func (n Names) Billing() []string { return []string{n.Usage, n.Rated, n.Ledger} }
-
 // Spec says how to create one topic.
 type Spec struct {
 	Name       string
@@ -82,9 +21,10 @@ type Spec struct {
 	Compacted  bool
 }
 
-// Specs returns the creation spec of every topic. Co-partitioned topics
-// share the partition count.
-func (n Names) Specs(partitions int32) []Spec {
+// Specs returns the creation spec of every topic of n. Co-partitioned
+// topics share the partition count; platform records are compacted
+// (CONTRACT section 1).
+func Specs(n contract.Topics, partitions int32) []Spec {
 	return []Spec{
 		{n.PlatformRecords, partitions, true},
 		{n.Observations, partitions, false},
@@ -99,9 +39,8 @@ func (n Names) Specs(partitions int32) []Spec {
 // Ensure creates the topics that do not exist yet and checks that existing
 // co-partitioned topics agree on their partition count: a joiner cannot
 // join streams partitioned differently.
-func Ensure(ctx context.Context, adm *kadm.Client, n Names, partitions int32, replication int16) error {
-	specs := n.Specs(partitions)
-	for _, s := range specs {
+func Ensure(ctx context.Context, adm *kadm.Client, n contract.Topics, partitions int32, replication int16) error {
+	for _, s := range Specs(n, partitions) {
 		cfg := map[string]*string{}
 		if s.Compacted {
 			compact := "compact"
@@ -120,7 +59,7 @@ func Ensure(ctx context.Context, adm *kadm.Client, n Names, partitions int32, re
 
 // CheckCopartitioned verifies that each co-partitioned group of topics has
 // one partition count.
-func CheckCopartitioned(ctx context.Context, adm *kadm.Client, n Names) error {
+func CheckCopartitioned(ctx context.Context, adm *kadm.Client, n contract.Topics) error {
 	for _, group := range [][]string{n.Joined(), n.Billing()} {
 		td, err := adm.ListTopics(ctx, group...)
 		if err != nil {

@@ -1,0 +1,65 @@
+package contract
+
+import (
+	"slices"
+	"testing"
+)
+
+func TestPolicies(t *testing.T) {
+	for _, c := range Classifications {
+		p, ok := PolicyOf(c)
+		if !ok || !slices.Contains(Severities, p.Severity) || p.Posture == "" || p.Runbook != "runbooks/"+string(c) {
+			t.Errorf("PolicyOf(%s) = %+v, %v", c, p, ok)
+		}
+	}
+	if _, ok := PolicyOf("no_such_classification"); ok {
+		t.Error("an unknown classification has a policy")
+	}
+	// CONTRACT section 4, spelled out once more so that a slip in the
+	// table shows.
+	for c, want := range map[Classification]Policy{
+		ClassOrphan:   {SeverityWarning, PostureQuarantine, "runbooks/orphan_provider_resource"},
+		ClassMissing:  {SeverityCritical, PostureBlockAdmission, "runbooks/missing_provider_resource"},
+		ClassStale:    {SeverityWarning, PostureRetry, "runbooks/stale_lifecycle_state"},
+		ClassIdentity: {SeverityCritical, PostureQuarantine, "runbooks/identity_mismatch"},
+		ClassQuota:    {SeverityCritical, PostureBlockAdmission, "runbooks/quota_or_capacity_mismatch"},
+		ClassRoute:    {SeverityCritical, PostureQuarantine, "runbooks/route_or_dns_mismatch"},
+		ClassBilling:  {SeverityCritical, PostureOperatorReview, "runbooks/billing_mismatch"},
+	} {
+		if got, _ := PolicyOf(c); got != want {
+			t.Errorf("PolicyOf(%s) = %+v, want %+v", c, got, want)
+		}
+	}
+}
+
+// TestVocabularyLists checks that every list holds distinct values, and
+// that the heartbeat enumerations are exactly what the validator accepts.
+func TestVocabularyLists(t *testing.T) {
+	for name, l := range map[string][]string{
+		"Classifications": Strings(Classifications), "Severities": Strings(Severities),
+		"BillingKinds": Strings(BillingKinds), "Gates": Strings(Gates), "NodeAgentStates": Strings(NodeAgentStates),
+		"ConnectivityModes": Strings(ConnectivityModes), "Healths": Strings(Healths), "UpdatePaths": Strings(UpdatePaths),
+		"TerminalStreamProbes": Strings(TerminalStreamProbes), "WorkloadImpacts": Strings(WorkloadImpacts),
+	} {
+		if len(l) == 0 || len(slices.Compact(slices.Sorted(slices.Values(l)))) != len(l) {
+			t.Errorf("%s = %v: empty or repeated", name, l)
+		}
+	}
+	accepts := func(name string, valid func(string) bool, want []string) {
+		t.Helper()
+		for _, v := range want {
+			if !valid(v) {
+				t.Errorf("the validator refuses %s %q", name, v)
+			}
+		}
+		for _, v := range []string{"", "ok", "none ", "PASSED"} {
+			if valid(v) {
+				t.Errorf("the validator accepts %s %q", name, v)
+			}
+		}
+	}
+	accepts("health", isHealth, Strings(Healths))
+	accepts("update_path", isUpdatePath, Strings(UpdatePaths))
+	accepts("terminal_stream_probe", isProbe, Strings(TerminalStreamProbes))
+	accepts("workload_impact", isImpact, Strings(WorkloadImpacts))
+}
