@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -187,6 +188,23 @@ func (s *Stack) Stop(ctx context.Context) error {
 	unlock(s.lock)
 	s.logf("stack stopped")
 	return errors.Join(errs...)
+}
+
+// WaitAndStop runs until ctx ends, reporting to out each child that exits
+// on its own (the rest keep running), then stops the stack in order,
+// giving the stop two minutes.
+func (s *Stack) WaitAndStop(ctx context.Context, out io.Writer) error {
+	for {
+		select {
+		case e := <-s.Exited():
+			fmt.Fprintf(out, "stack: %v (no restart; the rest keeps running, Ctrl-C stops all)\n", e)
+		case <-ctx.Done():
+			fmt.Fprintln(out, "stack: stopping")
+			stopCtx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+			defer cancel()
+			return s.Stop(stopCtx)
+		}
+	}
 }
 
 // Exited delivers a child that stopped without being asked to. The stack
