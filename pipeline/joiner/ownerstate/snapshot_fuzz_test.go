@@ -67,7 +67,9 @@ func FuzzLoadSnapshot(f *testing.F) {
 		}
 		fire := func(s *Store) []string {
 			var fired []string
-			s.Fire(1<<62, func(id *Identity, kind uint8, at int64) { fired = append(fired, fmt.Sprint(id.idx, "/", kind, "@", at)) })
+			s.Fire(1<<62, func(id *Identity, kind uint8, at int64) {
+				fired = append(fired, fmt.Sprint(id.idx, "/", kind, "@", at))
+			})
 			return fired
 		}
 		if a, b := fire(again), fire(r); !slices.Equal(a, b) {
