@@ -224,17 +224,11 @@ func (s *Stack) BrokerAddr() string { return s.opts.BrokerAddr }
 // ClickHouseAddr returns ClickHouse's native-protocol host:port.
 func (s *Stack) ClickHouseAddr() string { return s.opts.ClickHouseAddr }
 
-// ClickHouseHTTPAddr returns ClickHouse's HTTP host:port.
-func (s *Stack) ClickHouseHTTPAddr() string { return s.opts.ClickHouseHTTPAddr }
-
 // IngestURL returns the base URL of the ingest gateway.
 func (s *Stack) IngestURL() string { return "http://" + s.opts.IngestAddr }
 
 // QueryURL returns the base URL of the query API.
 func (s *Stack) QueryURL() string { return "http://" + s.opts.QueryAddr }
-
-// JoinerURL returns the base URL of the joiner's health and metrics.
-func (s *Stack) JoinerURL() string { return "http://" + s.opts.JoinerAddr }
 
 // RaterURL returns the base URL of the rater's health and metrics.
 func (s *Stack) RaterURL() string { return "http://" + s.opts.RaterAddr }
