@@ -6,11 +6,13 @@
 #   make run     start the stack, feed a synthetic fleet, print a summary; Ctrl-C stops
 #   make test    all tests (starts ClickHouse and brokers; installs ClickHouse when absent and root)
 #   make soak    long fault schedules for SOAK (20m): every component killed and restarted under load
-#   make check   go vet, then the pipeline packages' tests under the race detector
+#   make check   go vet, staticcheck (installed into GOBIN when absent), then every
+#                test under the race detector
 #   make bench   the end-to-end harness (bench/harness): real processes, naive baseline,
 #                figures in bench/RESULTS.md and bench/scaling.png (1M and 10M events)
 #   make bench-micro  Go benchmarks of bench/ and pipeline/, with allocations
-#   make fuzz    run each fuzz target of outside input for FUZZTIME (1m)
+#   make fuzz    run every fuzz target of the tree (each decoder of outside input)
+#                for FUZZTIME (1m) each
 #   make clean   remove bin/ (make distclean also removes the stack's data)
 
 GO        ?= go
@@ -28,6 +30,11 @@ BENCH_SIZES ?= 1m,10m
 BENCH_FLAGS ?= -scaling.upTo=10m
 
 FUZZTIME  ?= 1m
+# staticcheck of make check: the one on PATH, else the one in GOBIN,
+# installed at STATICCHECK_VERSION when missing.
+STATICCHECK_VERSION ?= latest
+GOBIN_DIR   := $(or $(shell $(GO) env GOBIN),$(shell $(GO) env GOPATH)/bin)
+STATICCHECK ?= $(or $(shell command -v staticcheck 2>/dev/null),$(GOBIN_DIR)/staticcheck)
 # make soak runs fault schedules back to back until SOAK has passed (the
 # run under way finishes); DRIFTLINE_FAULT_SEED=n replays one.
 SOAK      ?= 20m
@@ -58,7 +65,10 @@ soak: build
 
 check:
 	$(GO) vet ./...
-	$(GO) test -race -timeout $(TEST_TIMEOUT) -p $(TEST_P) ./pipeline/...
+	@test -x "$(STATICCHECK)" || { echo "installing staticcheck@$(STATICCHECK_VERSION) into $(GOBIN_DIR)"; \
+		GOBIN="$(GOBIN_DIR)" $(GO) install honnef.co/go/tools/cmd/staticcheck@$(STATICCHECK_VERSION); }
+	$(STATICCHECK) ./...
+	$(GO) test -race -timeout $(TEST_TIMEOUT) -p $(TEST_P) ./...
 
 bench: build
 	$(GO) build -o $(BIN)/naive ./bench/naive
@@ -67,17 +77,17 @@ bench: build
 bench-micro:
 	$(GO) test -run '^$$' -bench '$(BENCH)' -benchmem -benchtime $(BENCHTIME) ./bench/... ./pipeline/...
 
-# The seed corpora of these targets run in every `make test`; this target
-# explores further.
+# Every fuzz target of the module's packages (a func Fuzz... in a _test.go
+# file), found anew on each run so that a new one cannot be left out. Their
+# seed corpora (and testdata/fuzz) run in every `make test`; this target
+# explores further, one target at a time.
 fuzz:
-	$(GO) test -run '^$$' -fuzz '^FuzzScan$$' -fuzztime $(FUZZTIME) ./pipeline/contract/
-	$(GO) test -run '^$$' -fuzz '^FuzzDecode$$' -fuzztime $(FUZZTIME) ./pipeline/contract/
-	$(GO) test -run '^$$' -fuzz '^FuzzDecodeFast$$' -fuzztime $(FUZZTIME) ./pipeline/contract/
-	$(GO) test -run '^$$' -fuzz '^FuzzPrepare$$' -fuzztime $(FUZZTIME) ./pipeline/ingest/
-	$(GO) test -run '^$$' -fuzz '^FuzzParseFilter$$' -fuzztime $(FUZZTIME) ./pipeline/api/
-	$(GO) test -run '^$$' -fuzz '^FuzzWhere$$' -fuzztime $(FUZZTIME) ./pipeline/readmodel/reader/
-	$(GO) test -run '^$$' -fuzz '^FuzzParse$$' -fuzztime $(FUZZTIME) ./pipeline/contract/decimal/
-	$(GO) test -run '^$$' -fuzz '^FuzzArith$$' -fuzztime $(FUZZTIME) ./pipeline/contract/decimal/
+	@$(GO) list -f '{{.ImportPath}} {{.Dir}}' ./... | while read -r pkg dir; do \
+		for name in $$(sed -n 's/^func \(Fuzz[A-Za-z0-9_]*\)(.*/\1/p' "$$dir"/*_test.go 2>/dev/null); do \
+			echo "$(GO) test -run '^$$' -fuzz '^$$name\$$' -fuzztime $(FUZZTIME) $$pkg"; \
+			$(GO) test -run '^$$' -fuzz "^$$name\$$" -fuzztime $(FUZZTIME) "$$pkg" </dev/null || exit 1; \
+		done; \
+	done
 
 clean:
 	rm -rf $(BIN) bench/out

@@ -37,64 +37,51 @@ import (
 
 func main() {
 	common := service.RegisterFlags(flag.CommandLine)
-	var (
-		addr             = flag.String("ingest.addr", service.Env("DRIFTLINE_INGEST_ADDR", service.DefaultIngestAddr), "HTTP listen address of the gateway (/v1/events, /healthz, /metrics)")
-		keysFile         = flag.String("ingest.keysFile", service.Env("DRIFTLINE_INGEST_KEYS_FILE", ""), "JSON identity file: API key digests and client certificate identities, each with its actor and permissions; required outside local_parity, where empty admits only the built-in local key")
-		keysReload       = flag.Duration("ingest.keysReloadInterval", 5*time.Second, "how often the keys file is checked for changes (SIGHUP reloads at once); a change starts a new policy_rev. 0 reloads on SIGHUP only")
-		tlsCert          = flag.String("ingest.tlsCert", service.Env("DRIFTLINE_INGEST_TLS_CERT", ""), "PEM certificate of the gateway; with -ingest.tlsKey serves HTTPS")
-		tlsKey           = flag.String("ingest.tlsKey", service.Env("DRIFTLINE_INGEST_TLS_KEY", ""), "PEM private key of -ingest.tlsCert")
-		clientCA         = flag.String("ingest.clientCA", service.Env("DRIFTLINE_INGEST_CLIENT_CA", ""), "PEM CA bundle for client certificates: turns on mTLS, where the verified certificate (mapped by the keys file's \"clients\") is the caller's identity and API keys are not accepted. Required in prod")
-		maxBody          = flag.Int64("ingest.maxBodyBytes", ingest.DefaultMaxBodyBytes, "largest request body; larger answers 413")
-		maxInflight      = flag.Int("ingest.maxInflight", ingest.DefaultMaxInflight, "requests processed at once; beyond it the gateway answers 503 with Retry-After")
-		maxInflightBytes = flag.Int64("ingest.maxInflightBytes", ingest.DefaultMaxInflightBytes, "request body bytes held at once (the gateway's memory bound); beyond it the gateway answers 503 with Retry-After. Must be at least -ingest.maxBodyBytes")
-		maxLines         = flag.Int("ingest.maxLines", ingest.DefaultMaxLines, "lines per request; more answers 413")
-		produceTimeout   = flag.Duration("ingest.produceTimeout", ingest.DefaultProduceTimeout, "how long a request waits for broker acknowledgements before answering 503")
-		linger           = flag.Duration("ingest.linger", ingest.DefaultLinger, "producer batching delay; higher is kinder to the broker, lower answers faster")
-		dedupeCapacity   = flag.Int("ingest.dedupeCapacity", ingest.DefaultDedupeCapacity, "recently accepted dedupe identities remembered to answer retried lines 'duplicate'; more costs memory")
-		replication      = flag.Int("ingest.replication", -1, "replication factor of topics created at start; -1 takes the broker default")
-		shutdownTimeout  = flag.Duration("ingest.shutdownTimeout", 30*time.Second, "on SIGTERM, how long to finish admitted requests and flush the producer; keep it above -ingest.produceTimeout")
-		logLevel         = flag.String("log.level", service.Env("DRIFTLINE_LOG_LEVEL", "info"), "log level: debug, info, warn, error")
-	)
+	logOpts := service.LogFlags(flag.CommandLine)
+	opts, serveOpts := ingest.DefaultOptions(), ingest.DefaultServeOptions()
+	f := runFlags{}
+	flag.StringVar(&f.addr, "ingest.addr", service.Env("DRIFTLINE_INGEST_ADDR", service.DefaultIngestAddr), "HTTP listen address of the gateway (/v1/events, /healthz, /metrics)")
+	flag.StringVar(&f.keysFile, "ingest.keysFile", service.Env("DRIFTLINE_INGEST_KEYS_FILE", ""), "JSON identity file: API key digests and client certificate identities, each with its actor and permissions; required outside local_parity, where empty admits only the built-in local key")
+	flag.DurationVar(&f.keysReload, "ingest.keysReloadInterval", ingest.DefaultKeysReloadInterval, "how often the keys file is checked for changes (SIGHUP reloads at once); a change starts a new policy_rev. 0 reloads on SIGHUP only")
+	flag.StringVar(&f.tlsCert, "ingest.tlsCert", service.Env("DRIFTLINE_INGEST_TLS_CERT", ""), "PEM certificate of the gateway; with -ingest.tlsKey serves HTTPS")
+	flag.StringVar(&f.tlsKey, "ingest.tlsKey", service.Env("DRIFTLINE_INGEST_TLS_KEY", ""), "PEM private key of -ingest.tlsCert")
+	flag.StringVar(&f.clientCA, "ingest.clientCA", service.Env("DRIFTLINE_INGEST_CLIENT_CA", ""), "PEM CA bundle for client certificates: turns on mTLS, where the verified certificate (mapped by the keys file's \"clients\") is the caller's identity and API keys are not accepted. Required in prod")
+	flag.Int64Var(&opts.MaxBodyBytes, "ingest.maxBodyBytes", opts.MaxBodyBytes, "largest request body; larger answers 413")
+	flag.IntVar(&opts.MaxInflight, "ingest.maxInflight", opts.MaxInflight, "requests processed at once; beyond it the gateway answers 503 with Retry-After")
+	flag.Int64Var(&opts.MaxInflightBytes, "ingest.maxInflightBytes", opts.MaxInflightBytes, "request body bytes held at once (the gateway's memory bound); beyond it the gateway answers 503 with Retry-After. Must be at least -ingest.maxBodyBytes")
+	flag.IntVar(&opts.MaxLines, "ingest.maxLines", opts.MaxLines, "lines per request; more answers 413")
+	flag.DurationVar(&opts.ProduceTimeout, "ingest.produceTimeout", opts.ProduceTimeout, "how long a request waits for broker acknowledgements before answering 503")
+	flag.DurationVar(&opts.Linger, "ingest.linger", opts.Linger, "producer batching delay; higher is kinder to the broker, lower answers faster")
+	flag.IntVar(&opts.DedupeCapacity, "ingest.dedupeCapacity", opts.DedupeCapacity, "recently accepted dedupe identities remembered to answer retried lines 'duplicate'; more costs memory")
+	replication := flag.Int("ingest.replication", -1, "replication factor of topics created at start; -1 takes the broker default")
+	flag.DurationVar(&serveOpts.ShutdownTimeout, "ingest.shutdownTimeout", serveOpts.ShutdownTimeout, "on SIGTERM, how long to finish admitted requests and flush the producer; keep it above -ingest.produceTimeout")
 	flag.Parse()
 
-	var level slog.Level
-	if err := level.UnmarshalText([]byte(*logLevel)); err != nil {
-		fmt.Fprintf(os.Stderr, "-log.level: %v\n", err)
+	log, err := service.SetupLogging(logOpts, os.Stderr)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
 		os.Exit(2)
 	}
-	log := slog.New(slog.NewJSONHandler(os.Stderr, &slog.HandlerOptions{Level: level}))
-	slog.SetDefault(log)
-
-	if err := run(common, ingest.Options{
-		Environment:      common.Environment,
-		Brokers:          common.SeedBrokers(),
-		Topics:           common.Topics,
-		ClientCertAuth:   *clientCA != "",
-		MaxBodyBytes:     *maxBody,
-		MaxInflight:      *maxInflight,
-		MaxInflightBytes: *maxInflightBytes,
-		MaxLines:         *maxLines,
-		ProduceTimeout:   *produceTimeout,
-		Linger:           *linger,
-		DedupeCapacity:   *dedupeCapacity,
-		Logger:           log,
-	}, runFlags{
-		keysFile: *keysFile, keysReload: *keysReload, addr: *addr,
-		tlsCert: *tlsCert, tlsKey: *tlsKey, clientCA: *clientCA,
-		replication: int16(*replication), shutdownTimeout: *shutdownTimeout,
-	}); err != nil {
+	opts.Environment = common.Environment
+	opts.Brokers = common.SeedBrokers()
+	opts.Topics = common.Topics
+	opts.ClientCertAuth = f.clientCA != ""
+	opts.Logger = log
+	f.replication = int16(*replication)
+	if err := run(common, opts, serveOpts, f); err != nil {
 		log.Error("ingest gateway stopped", "err", err)
 		os.Exit(1)
 	}
 }
 
+// runFlags are the command's settings that are no gateway option.
 type runFlags struct {
 	keysFile, addr, tlsCert, tlsKey, clientCA string
-	keysReload, shutdownTimeout               time.Duration
+	keysReload                                time.Duration
 	replication                               int16
 }
 
-func run(common *service.Common, opts ingest.Options, f runFlags) error {
+func run(common *service.Common, opts ingest.Options, serveOpts ingest.ServeOptions, f runFlags) error {
 	if err := common.Validate(); err != nil {
 		return err
 	}
@@ -141,11 +128,9 @@ func run(common *service.Common, opts ingest.Options, f runFlags) error {
 		_ = gw.Close(context.Background())
 		return fmt.Errorf("listen on -ingest.addr: %w", err)
 	}
-	return gw.Serve(ctx, ln, ingest.ServeOptions{
-		TLS:             tlsCfg,
-		ShutdownTimeout: f.shutdownTimeout,
-		OnListening: func(a net.Addr) {
-			slog.Info("ingest listening", "addr", a.String(), "tls", tlsCfg != nil, "mtls", opts.ClientCertAuth, "policy_rev", gw.PolicyRev())
-		},
-	})
+	serveOpts.TLS = tlsCfg
+	serveOpts.OnListening = func(a net.Addr) {
+		slog.Info("ingest listening", "addr", a.String(), "tls", tlsCfg != nil, "mtls", opts.ClientCertAuth, "policy_rev", gw.PolicyRev())
+	}
+	return gw.Serve(ctx, ln, serveOpts)
 }

@@ -42,6 +42,7 @@ func main() {
 func run() error {
 	fs := flag.CommandLine
 	common := service.RegisterFlags(fs)
+	logOpts := service.LogFlags(fs)
 	addr := fs.String("joiner.addr", service.Env("DRIFTLINE_JOINER_ADDR", service.DefaultJoinerAddr), "HTTP listen address for /metrics and /healthz (env DRIFTLINE_JOINER_ADDR)")
 	group := fs.String("joiner.group", "driftline-joiner", "consumer group shared by all joiners; every member owns a range of partitions")
 	def := classify.DefaultOptions()
@@ -64,6 +65,9 @@ func run() error {
 	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of the whole run to this file (go tool pprof reads it)")
 	idleAfter := fs.Duration("joiner.idleAfter", 5*time.Minute, "wall time a partition may apply nothing before its watermark follows this joiner's latest partition (a marker record in its observations stream); negative disables")
 	flag.Parse()
+	if _, err := service.SetupLogging(logOpts, os.Stderr); err != nil {
+		return err
+	}
 	if err := common.Validate(); err != nil {
 		return err
 	}

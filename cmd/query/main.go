@@ -41,6 +41,7 @@ func main() {
 func run() error {
 	fs := flag.CommandLine
 	common := service.RegisterFlags(fs)
+	logOpts := service.LogFlags(fs)
 	addr := fs.String("query.addr", service.Env("DRIFTLINE_QUERY_ADDR", service.DefaultQueryAddr), "HTTP listen address of the query API (env DRIFTLINE_QUERY_ADDR)")
 	joinerGroup := fs.String("query.joinerGroup", api.DefaultJoinerGroup, "consumer group of the joiner, whose lag /v1/status reports; empty reports no lag")
 	queryTimeout := fs.Duration("query.timeout", 10*time.Second, "bound on the ClickHouse work of one request; raise it for very large listings")
@@ -49,6 +50,9 @@ func run() error {
 	waitPartitions := fs.Int("query.joinerPartitions", 1, "partitions the joiner reports in consumer_progress; wait_watermark waits for at least this many, so set it to the topics' partition count")
 	shutdownTimeout := fs.Duration("query.shutdownTimeout", 10*time.Second, "how long in-flight requests may finish after SIGTERM before they are cut")
 	flag.Parse()
+	if _, err := service.SetupLogging(logOpts, os.Stderr); err != nil {
+		return err
+	}
 	if flag.NArg() > 0 {
 		return fmt.Errorf("unexpected argument %q: query only serves; the client subcommands (drift, heatmap, attention, billing, automation, node) are driftctl's", flag.Arg(0))
 	}

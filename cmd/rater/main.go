@@ -46,6 +46,7 @@ func main() {
 func run() error {
 	fs := flag.CommandLine
 	common := service.RegisterFlags(fs)
+	logOpts := service.LogFlags(fs)
 	addr := fs.String("rater.addr", service.Env("DRIFTLINE_RATER_ADDR", service.DefaultRaterAddr), "HTTP listen address for /metrics and /healthz (env DRIFTLINE_RATER_ADDR)")
 	bookPath := fs.String("rater.priceBook", service.Env("DRIFTLINE_RATER_PRICEBOOK", "deploy/pricebook.json"), "price book file (env DRIFTLINE_RATER_PRICEBOOK); reloaded on change and on SIGHUP")
 	reload := fs.Duration("rater.priceBookCheck", 2*time.Second, "how often the price book file is checked for changes; SIGHUP reloads at once")
@@ -67,6 +68,9 @@ func run() error {
 	billingFlush := fs.Duration("billing.flushInterval", 500*time.Millisecond, "longest time reconciled events wait before their rows are written and offsets committed")
 	billingCatchUp := fs.Duration("billing.catchUpInterval", 3*time.Second, "longest round while the reconciler is behind by more than one round's events (a restart after downtime, a new group): fewer, larger ClickHouse writes while it catches up; not above -billing.flushInterval turns it off")
 	flag.Parse()
+	if _, err := service.SetupLogging(logOpts, os.Stderr); err != nil {
+		return err
+	}
 	if err := common.Validate(); err != nil {
 		return err
 	}

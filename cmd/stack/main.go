@@ -5,20 +5,16 @@
 //	stack up [-detach]   start the stack; -detach returns once it is healthy
 //	stack down           stop a detached stack
 //	stack status         show what runs and where
-//	stack run            start the stack, feed a synthetic fleet, summarise
+//	stack run            start the stack, feed a synthetic fleet, summarise (internal/demo)
 package main
 
 import (
 	"context"
 	"flag"
 	"fmt"
-	"io"
 	"os"
 	"os/signal"
-	"path/filepath"
-	"strings"
 	"syscall"
-	"time"
 
 	"github.com/driftline/driftline/internal/stack"
 	"github.com/driftline/driftline/pipeline/service"
@@ -36,7 +32,7 @@ commands:
 
 Run "stack <command> -h" for the flags of a command. Ports, directories and
 ClickHouse settings come from DRIFTLINE_* environment variables; see
-"go doc ./pipeline/stack".
+"go doc ./internal/stack".
 `
 
 func main() {
@@ -68,48 +64,27 @@ func main() {
 	}
 }
 
-// common are the flags every subcommand shares.
-type common struct {
-	dir    string
-	binDir string
-}
-
-func registerCommon(fs *flag.FlagSet) *common {
-	c := &common{}
-	fs.StringVar(&c.dir, "stack.dir", service.Env(stack.EnvDir, defaultDir()),
-		"state directory: data, logs and the pid file of the stack (env "+stack.EnvDir+"); one stack runs per directory")
-	fs.StringVar(&c.binDir, "stack.binDir", service.Env(stack.EnvBinDir, ""),
-		"directory of the broker and service binaries (env "+stack.EnvBinDir+"; default: the directory of this executable)")
-	return c
-}
-
-func (c *common) options(log io.Writer) stack.Options {
+// flags registers the flags every command shares on a new flag set: the
+// stack's directories and the logging flags, which the children inherit.
+func flags(name string) (*flag.FlagSet, *stack.Options, *service.LogOptions) {
+	fs := flag.NewFlagSet(name, flag.ExitOnError)
 	o := stack.DefaultOptions()
-	o.Dir = c.dir
-	o.BinDir = c.binDir
-	o.Log = log
-	return o
+	fs.StringVar(&o.Dir, "stack.dir", o.Dir,
+		"state directory: data, logs and the pid file of the stack (env "+stack.EnvDir+"); one stack runs per directory")
+	fs.StringVar(&o.BinDir, "stack.binDir", o.BinDir,
+		"directory of the broker and service binaries (env "+stack.EnvBinDir+"; default: the directory of this executable)")
+	return fs, &o, service.LogFlags(fs)
 }
 
-// defaultDir is .driftline at the root of the repository holding the working
-// directory (found by its go.mod), so `make up` and `bin/stack status` from
-// a subdirectory agree; outside a checkout it is ./.driftline.
-func defaultDir() string {
-	wd, err := os.Getwd()
-	if err != nil {
-		return ".driftline"
+// setup sets up logging after the flags are parsed, and passes the
+// logging settings to the children through their environment.
+func setup(o *stack.Options, logOpts *service.LogOptions) error {
+	if _, err := service.SetupLogging(logOpts, os.Stderr); err != nil {
+		return err
 	}
-	for d := wd; ; {
-		if b, err := os.ReadFile(filepath.Join(d, "go.mod")); err == nil &&
-			strings.Contains(string(b), "module github.com/driftline/driftline\n") {
-			return filepath.Join(d, ".driftline")
-		}
-		parent := filepath.Dir(d)
-		if parent == d {
-			return filepath.Join(wd, ".driftline")
-		}
-		d = parent
-	}
+	o.Log = os.Stderr
+	o.Env = append(o.Env, logOpts.Env()...)
+	return nil
 }
 
 // signalContext is cancelled by the first SIGINT or SIGTERM; a second one
@@ -126,34 +101,4 @@ func signalContext() (context.Context, context.CancelFunc) {
 		os.Exit(130)
 	}()
 	return ctx, func() { signal.Stop(ch); cancel() }
-}
-
-// waitAndStop runs until ctx ends, reporting children that exit, then stops
-// the stack in order.
-func waitAndStop(ctx context.Context, s *stack.Stack, out io.Writer) error {
-	for {
-		select {
-		case e := <-s.Exited():
-			fmt.Fprintf(out, "stack: %v (no restart; the rest keeps running, Ctrl-C stops all)\n", e)
-		case <-ctx.Done():
-			fmt.Fprintln(out, "stack: stopping")
-			stopCtx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-			defer cancel()
-			return s.Stop(stopCtx)
-		}
-	}
-}
-
-func printAddresses(w io.Writer, st stack.State) {
-	fmt.Fprintf(w, "  state dir    %s\n", st.Dir)
-	fmt.Fprintf(w, "  broker       %s\n", st.Broker)
-	fmt.Fprintf(w, "  clickhouse   %s (native), http://%s (http), database %s\n", st.ClickHouse, st.HTTP, st.Database)
-	for _, u := range []struct{ name, url string }{
-		{"ingest", st.Ingest}, {"joiner", st.Joiner}, {"rater", st.Rater}, {"query", st.Query},
-	} {
-		if u.url != "" {
-			fmt.Fprintf(w, "  %-12s %s\n", u.name, u.url)
-		}
-	}
-	fmt.Fprintf(w, "  logs         %s\n", filepath.Join(st.Dir, "log"))
 }

@@ -24,10 +24,7 @@ func TestMain(m *testing.M) { testenv.Main(m) }
 
 func options(t *testing.T, dir string) chserver.Options {
 	t.Helper()
-	bin, err := chserver.Find()
-	if err != nil {
-		t.Skip(err)
-	}
+	bin := testenv.ClickHouseServer(t)
 	return chserver.Options{
 		Dir:           dir,
 		TCPPort:       testenv.FreePort(t),
@@ -225,9 +222,7 @@ func TestDieWithParent(t *testing.T) {
 		fmt.Println("pid", s.PID())
 		os.Exit(0)
 	}
-	if _, err := chserver.Find(); err != nil {
-		t.Skip(err)
-	}
+	testenv.ClickHouseServer(t)
 	cmd := exec.Command(os.Args[0], "-test.run=^TestDieWithParent$")
 	cmd.Env = append(os.Environ(), "CHSERVER_ORPHAN_DIR="+t.TempDir())
 	out, err := cmd.CombinedOutput()

@@ -355,12 +355,6 @@ func (s *Server) PID() int { return s.pid }
 // than starting it.
 func (s *Server) Attached() bool { return s.attached }
 
-// Config returns the settings that reach this server's database as the
-// default user.
-func (s *Server) Config(database string) service.ClickHouse {
-	return service.ClickHouse{Addr: s.tcpAddr, Database: database, User: "default"}
-}
-
 // Done returns a channel closed when the server process has exited.
 func (s *Server) Done() <-chan struct{} {
 	if s.attached {

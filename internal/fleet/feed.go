@@ -14,6 +14,18 @@ import (
 	json "github.com/segmentio/encoding/json"
 )
 
+// Defaults of FeedOptions.
+const (
+	DefaultBatchLines = 1000
+	DefaultMaxRetries = 30
+	DefaultMaxBackoff = 5 * time.Second
+)
+
+// DefaultFeedOptions returns FeedOptions with the defaults written out.
+func DefaultFeedOptions() FeedOptions {
+	return FeedOptions{BatchLines: DefaultBatchLines, MaxRetries: DefaultMaxRetries, MaxBackoff: DefaultMaxBackoff}
+}
+
 // FeedOptions configures Feed. The zero value uses the defaults.
 type FeedOptions struct {
 	// BatchLines is the number of NDJSON lines per request. Default 1000.
@@ -60,16 +72,16 @@ type ingestResponse struct {
 // backoff; any other non-2xx fails with a *StatusError.
 func Feed(ctx context.Context, baseURL, apiKey string, src Source, opts FeedOptions) (FeedStats, error) {
 	if opts.BatchLines <= 0 {
-		opts.BatchLines = 1000
+		opts.BatchLines = DefaultBatchLines
 	}
 	if opts.Client == nil {
 		opts.Client = &http.Client{Timeout: 60 * time.Second}
 	}
 	if opts.MaxRetries <= 0 {
-		opts.MaxRetries = 30
+		opts.MaxRetries = DefaultMaxRetries
 	}
 	if opts.MaxBackoff <= 0 {
-		opts.MaxBackoff = 5 * time.Second
+		opts.MaxBackoff = DefaultMaxBackoff
 	}
 	f := &feeder{ctx: ctx, url: strings.TrimRight(baseURL, "/") + "/v1/events", key: apiKey, opts: opts}
 	err := src.Emit(func(ev *Event) error {

@@ -37,15 +37,6 @@ func (k Kind) String() string {
 	return "unknown"
 }
 
-// Kinds lists the drift kinds in a stable order, KindHealthy first.
-func Kinds() []Kind {
-	ks := make([]Kind, numKinds)
-	for i := range ks {
-		ks[i] = Kind(i)
-	}
-	return ks
-}
-
 // hasRecord reports whether a resource of kind k has a platform record.
 func (k Kind) hasRecord() bool { return k != KindOrphanUnowned }
 

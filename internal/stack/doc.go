@@ -2,7 +2,8 @@
 // server, one Kafka-protocol broker (cmd/broker) and the pipeline services
 // (cmd/ingest, cmd/joiner, cmd/rater, cmd/query), each a child process with
 // its log in Dir/log/<name>.log. cmd/stack is its command line; end-to-end
-// tests start the same stack in a temporary directory with free ports.
+// tests start the same stack in a temporary directory with free ports, and
+// package internal/demo feeds a fleet through it for `stack run`.
 //
 // Start brings the components up in dependency order and returns only once
 // each is ready: ClickHouse answers (installed with apt-get when absent and
@@ -31,7 +32,7 @@
 // Environment variables read by DefaultOptions (each also reaches the
 // services, which read the DRIFTLINE_* settings of pipeline/service):
 //
-//	DRIFTLINE_DIR                   state directory (.driftline)
+//	DRIFTLINE_DIR                   state directory (.driftline at the root of the checkout)
 //	DRIFTLINE_BIN_DIR               directory of the binaries (that of the running executable)
 //	DRIFTLINE_ENV                   environment profile (local_parity)
 //	DRIFTLINE_BROKERS               broker address; its first entry is where the broker listens (127.0.0.1:19092)
@@ -50,4 +51,6 @@
 //	DRIFTLINE_QUERY_ADDR            query API HTTP address (127.0.0.1:18081)
 //	DRIFTLINE_JOINER_ADDR           joiner health/metrics address (127.0.0.1:18082)
 //	DRIFTLINE_RATER_ADDR            rater health/metrics address (127.0.0.1:18083)
+//	DRIFTLINE_LOG_LEVEL             log level of every child (info; cmd/stack sets it from -log.level)
+//	DRIFTLINE_LOG_FORMAT            log format of every child (text; cmd/stack sets it from -log.format)
 package stack

@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/driftline/driftline/internal/freeport"
@@ -33,7 +34,8 @@ var DefaultServices = []string{NameIngest, NameJoiner, NameRater, NameQuery}
 // DefaultOptions fills the defaults from the environment instead.
 type Options struct {
 	// Dir is the state directory: broker data, ClickHouse data, logs and
-	// the state file. Default: .driftline in the working directory.
+	// the state file. Default: .driftline in the working directory
+	// (DefaultOptions: RepoDir).
 	Dir string
 	// BinDir holds the broker and service executables (make build).
 	// Default: the directory of the running executable.
@@ -118,7 +120,7 @@ const (
 // setting from its environment variable when set (see the package doc).
 func DefaultOptions() Options {
 	return Options{
-		Dir:                service.Env(EnvDir, ".driftline"),
+		Dir:                service.Env(EnvDir, RepoDir()),
 		BinDir:             service.Env(EnvBinDir, ""),
 		BrokerAddr:         firstBroker(service.Env("DRIFTLINE_BROKERS", service.DefaultBrokers)),
 		ClickHouseAddr:     service.Env("DRIFTLINE_CLICKHOUSE_ADDR", service.DefaultClickHouseAddr),
@@ -136,6 +138,28 @@ func DefaultOptions() Options {
 		ExternalClickHouse: envBool(EnvExternalClickHouse, false),
 		ExternalBroker:     envBool(EnvExternalBroker, false),
 		NoInstall:          !envBool(EnvInstallClickHouse, true),
+	}
+}
+
+// RepoDir is the default state directory: .driftline at the root of the
+// Driftline checkout holding the working directory (found by its go.mod),
+// so `make up` and `bin/stack status` run from a subdirectory agree;
+// outside a checkout it is ./.driftline.
+func RepoDir() string {
+	wd, err := os.Getwd()
+	if err != nil {
+		return ".driftline"
+	}
+	for d := wd; ; {
+		if b, err := os.ReadFile(filepath.Join(d, "go.mod")); err == nil &&
+			strings.Contains(string(b), "module github.com/driftline/driftline\n") {
+			return filepath.Join(d, ".driftline")
+		}
+		parent := filepath.Dir(d)
+		if parent == d {
+			return filepath.Join(wd, ".driftline")
+		}
+		d = parent
 	}
 }
 

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -189,6 +190,23 @@ func (s *Stack) Stop(ctx context.Context) error {
 	return errors.Join(errs...)
 }
 
+// WaitAndStop runs until ctx ends, reporting to out each child that exits
+// on its own (the rest keep running), then stops the stack in order,
+// giving the stop two minutes.
+func (s *Stack) WaitAndStop(ctx context.Context, out io.Writer) error {
+	for {
+		select {
+		case e := <-s.Exited():
+			fmt.Fprintf(out, "stack: %v (no restart; the rest keeps running, Ctrl-C stops all)\n", e)
+		case <-ctx.Done():
+			fmt.Fprintln(out, "stack: stopping")
+			stopCtx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+			defer cancel()
+			return s.Stop(stopCtx)
+		}
+	}
+}
+
 // Exited delivers a child that stopped without being asked to. The stack
 // does not restart it; the caller decides whether to stop everything.
 func (s *Stack) Exited() <-chan *ExitError { return s.exited }
@@ -206,17 +224,11 @@ func (s *Stack) BrokerAddr() string { return s.opts.BrokerAddr }
 // ClickHouseAddr returns ClickHouse's native-protocol host:port.
 func (s *Stack) ClickHouseAddr() string { return s.opts.ClickHouseAddr }
 
-// ClickHouseHTTPAddr returns ClickHouse's HTTP host:port.
-func (s *Stack) ClickHouseHTTPAddr() string { return s.opts.ClickHouseHTTPAddr }
-
 // IngestURL returns the base URL of the ingest gateway.
 func (s *Stack) IngestURL() string { return "http://" + s.opts.IngestAddr }
 
 // QueryURL returns the base URL of the query API.
 func (s *Stack) QueryURL() string { return "http://" + s.opts.QueryAddr }
-
-// JoinerURL returns the base URL of the joiner's health and metrics.
-func (s *Stack) JoinerURL() string { return "http://" + s.opts.JoinerAddr }
 
 // RaterURL returns the base URL of the rater's health and metrics.
 func (s *Stack) RaterURL() string { return "http://" + s.opts.RaterAddr }

@@ -20,7 +20,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 
-	"github.com/driftline/driftline/internal/chserver"
+	"github.com/driftline/driftline/internal/testenv"
 	"github.com/driftline/driftline/pipeline/contract"
 )
 
@@ -382,9 +382,7 @@ func TestStartClickHouseAndBroker(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts ClickHouse")
 	}
-	if _, err := chserver.Find(); err != nil {
-		t.Skipf("no ClickHouse server: %v", err)
-	}
+	testenv.ClickHouseServer(t)
 	opts := testOptions(t, buildBroker(t))
 	opts.Services = []string{}
 	opts.NoInstall = true
@@ -474,9 +472,7 @@ func TestComponentRestart(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts ClickHouse")
 	}
-	if _, err := chserver.Find(); err != nil {
-		t.Skipf("no ClickHouse server: %v", err)
-	}
+	testenv.ClickHouseServer(t)
 	binDir := fakeBinDir(t)
 	if err := os.Symlink(filepath.Join(buildBroker(t), NameBroker), filepath.Join(binDir, NameBroker)); err != nil {
 		t.Fatal(err)

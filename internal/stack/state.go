@@ -142,59 +142,103 @@ func Down(ctx context.Context, dir string, timeout time.Duration) error {
 	deadline := time.Now().Add(timeout)
 	for locked(dir) {
 		if time.Now().After(deadline) || ctx.Err() != nil {
+			left := liveChildren(st.Children)
 			_ = syscall.Kill(st.Pid, syscall.SIGKILL)
-			killChildren(st.Children, syscall.SIGKILL)
-			return fmt.Errorf("stack supervisor (pid %d) did not stop within %s; killed it and its children", st.Pid, timeout)
+			killChildren(left, syscall.SIGKILL)
+			err := fmt.Errorf("stack supervisor (pid %d) did not stop within %s; killed it and its children", st.Pid, timeout)
+			// Return once they are gone, so their ports and the
+			// directory are free for the next start.
+			pids := []int{st.Pid}
+			for _, c := range left {
+				pids = append(pids, c.Pid)
+			}
+			if !waitGone(pids, killWait) {
+				err = fmt.Errorf("%w, but some still ran %s later", err, killWait)
+			}
+			return err
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
 	return nil
 }
 
+// killWait bounds the wait for processes to go after SIGKILL, which the
+// kernel delivers at once; only a process stuck in the kernel (a hung
+// disk) outlives it.
+const killWait = 5 * time.Second
+
+// waitGone polls until none of pids runs (a zombie, killed but not yet
+// reaped by its new parent, counts as gone), or timeout passes; it
+// reports whether they all went.
+func waitGone(pids []int, timeout time.Duration) bool {
+	deadline := time.Now().Add(timeout)
+	for wait := time.Millisecond; ; wait = min(2*wait, 50*time.Millisecond) {
+		left := 0
+		for _, pid := range pids {
+			if alive(pid) && !zombie(pid) {
+				left++
+			}
+		}
+		if left == 0 {
+			return true
+		}
+		if time.Now().After(deadline) {
+			return false
+		}
+		time.Sleep(wait)
+	}
+}
+
+// zombie reports whether pid has exited and waits only to be reaped;
+// without /proc it reports false.
+func zombie(pid int) bool {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return false
+	}
+	// The state follows the command name, which is in parentheses and
+	// may itself hold spaces or parentheses.
+	i := strings.LastIndexByte(string(b), ')')
+	return i >= 0 && i+2 < len(b) && b[i+2] == 'Z'
+}
+
+// liveChildren returns the recorded children that still run the recorded
+// executable; a pid reused by an unrelated process is left out.
+func liveChildren(children []ChildStatus) []ChildStatus {
+	var out []ChildStatus
+	for _, c := range children {
+		if c.Pid > 0 && alive(c.Pid) && sameProcess(c) {
+			out = append(out, c)
+		}
+	}
+	return out
+}
+
 // stopStale stops the children a dead supervisor left behind: SIGTERM, then
 // SIGKILL for those still alive after timeout. It returns once they are gone,
 // so their ports are free, and returns how many it stopped.
 func stopStale(children []ChildStatus, timeout time.Duration, skip ...string) int {
-	var left []ChildStatus
-	for _, c := range children {
-		if slices.Contains(skip, c.Name) {
-			continue
-		}
-		if c.Pid > 0 && alive(c.Pid) && sameProcess(c) {
-			left = append(left, c)
-		}
-	}
+	left := slices.DeleteFunc(liveChildren(children), func(c ChildStatus) bool { return slices.Contains(skip, c.Name) })
 	if len(left) == 0 {
 		return 0
 	}
-	killChildren(left, syscall.SIGTERM)
-	deadline := time.Now().Add(timeout)
-	for {
-		n := 0
-		for _, c := range left {
-			if alive(c.Pid) {
-				n++
-			}
-		}
-		if n == 0 {
-			return len(left)
-		}
-		if time.Now().After(deadline) {
-			killChildren(left, syscall.SIGKILL)
-			time.Sleep(200 * time.Millisecond)
-			return len(left)
-		}
-		time.Sleep(50 * time.Millisecond)
+	pids := make([]int, len(left))
+	for i, c := range left {
+		pids[i] = c.Pid
 	}
+	killChildren(left, syscall.SIGTERM)
+	if !waitGone(pids, timeout) {
+		killChildren(left, syscall.SIGKILL)
+		waitGone(pids, killWait)
+	}
+	return len(left)
 }
 
 // killChildren signals the recorded children that still run the recorded
 // executable; a pid reused by an unrelated process is left alone.
 func killChildren(children []ChildStatus, sig syscall.Signal) {
-	for _, c := range children {
-		if c.Pid > 0 && alive(c.Pid) && sameProcess(c) {
-			_ = syscall.Kill(c.Pid, sig)
-		}
+	for _, c := range liveChildren(children) {
+		_ = syscall.Kill(c.Pid, sig)
 	}
 }
 

@@ -1,7 +1,6 @@
 package testenv
 
 import (
-	"bytes"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
@@ -115,15 +114,7 @@ func databaseName(t testing.TB) string {
 func startShared(t testing.TB) (*chserver.Server, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()
-	bin, err := chserver.Find()
-	if errors.Is(err, chserver.ErrNotFound) && os.Geteuid() == 0 {
-		t.Logf("testenv: no ClickHouse server binary; installing clickhouse-server with apt-get (once per machine)")
-		var out bytes.Buffer
-		if ierr := chserver.Install(ctx, &out); ierr != nil {
-			return nil, fmt.Errorf("testenv: %w\napt-get output:\n%s", ierr, out.Bytes())
-		}
-		bin, err = chserver.Find()
-	}
+	bin, err := findClickHouse(ctx, t)
 	if err != nil {
 		return nil, fmt.Errorf("testenv: %w; or set %s to a running server's native address", err, EnvClickHouseAddr)
 	}

@@ -3,6 +3,8 @@ package testenv_test
 import (
 	"context"
 	"errors"
+	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -89,5 +91,34 @@ func TestCheckFor(t *testing.T) {
 	})
 	if calls != 3 {
 		t.Fatalf("CheckFor called f %d times, want 3", calls)
+	}
+}
+
+// recorder is a testing.TB that records how a test ended.
+type recorder struct {
+	testing.TB
+	skipped, failed string
+}
+
+func (r *recorder) Helper()                        {}
+func (r *recorder) Skipf(format string, a ...any)  { r.skipped = fmt.Sprintf(format, a...) }
+func (r *recorder) Fatalf(format string, a ...any) { r.failed = fmt.Sprintf(format, a...) }
+
+// TestUnavailable: a missing component skips a test outside CI and fails
+// it under CI.
+func TestUnavailable(t *testing.T) {
+	for _, c := range []struct {
+		ci         string
+		wantFailed bool
+	}{{"", false}, {"false", false}, {"true", true}, {"1", true}} {
+		t.Setenv(testenv.EnvCI, c.ci)
+		r := &recorder{}
+		testenv.Unavailable(r, "no %s", "chromium")
+		if got := r.failed != ""; got != c.wantFailed || (r.skipped != "") == c.wantFailed {
+			t.Errorf("CI=%q: skipped %q, failed %q", c.ci, r.skipped, r.failed)
+		}
+		if !strings.HasPrefix(r.skipped+r.failed, "no chromium") {
+			t.Errorf("CI=%q: the reason is lost: %q", c.ci, r.skipped+r.failed)
+		}
 	}
 }

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/driftline/driftline/internal/testenv"
 	"github.com/driftline/driftline/pipeline/api"
 )
 
@@ -19,32 +20,12 @@ import (
 // test fails.
 const EnvTestArtifacts = "DRIFTLINE_TEST_ARTIFACTS"
 
-const chromiumPath = "/usr/bin/chromium"
-
-// chromium returns Debian's chromium, installing it when missing and the
-// test runs as root; otherwise it skips the test.
+// chromium returns Debian's chromium (testenv.Chromium installs it under
+// CI as root; elsewhere a missing browser skips the test, and fails it
+// under CI).
 func chromium(t *testing.T) string {
 	t.Helper()
-	if _, err := os.Stat(chromiumPath); err == nil {
-		return chromiumPath
-	}
-	if os.Geteuid() != 0 {
-		t.Skipf("UI test skipped: %s is missing and the test is not root, so it cannot install it; install Debian's chromium package (apt-get install chromium) to run it", chromiumPath)
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Minute)
-	defer cancel()
-	t.Logf("installing chromium (apt-get install -y chromium)")
-	for _, args := range [][]string{{"update"}, {"install", "-y", "chromium"}} {
-		cmd := exec.CommandContext(ctx, "apt-get", args...)
-		cmd.Env = append(os.Environ(), "DEBIAN_FRONTEND=noninteractive")
-		if out, err := cmd.CombinedOutput(); err != nil {
-			t.Skipf("UI test skipped: apt-get %s failed: %v\n%s", strings.Join(args, " "), err, tail(out))
-		}
-	}
-	if _, err := os.Stat(chromiumPath); err != nil {
-		t.Skipf("UI test skipped: chromium installed but %s is missing", chromiumPath)
-	}
-	return chromiumPath
+	return testenv.Chromium(t)
 }
 
 func tail(b []byte) []byte {

@@ -26,7 +26,30 @@ const (
 	DefaultQuarantineLineLimit = contract.DefaultQuarantineLineLimit
 	DefaultRetryAfter          = 5 * time.Second
 	DefaultPartitionCacheTTL   = 30 * time.Second
+	// DefaultKeysReloadInterval is how often a command running WatchKeys
+	// checks the keys file for changes.
+	DefaultKeysReloadInterval = 5 * time.Second
 )
+
+// DefaultOptions returns Options with every default written out, for a
+// command's flags to start from; the caller sets Environment, Brokers and
+// Keys.
+func DefaultOptions() Options {
+	return Options{
+		Topics:              contract.DefaultTopics(),
+		MaxBodyBytes:        DefaultMaxBodyBytes,
+		MaxInflight:         DefaultMaxInflight,
+		MaxInflightBytes:    DefaultMaxInflightBytes,
+		MaxLines:            DefaultMaxLines,
+		ProduceTimeout:      DefaultProduceTimeout,
+		Linger:              DefaultLinger,
+		MaxBufferedRecords:  DefaultMaxBufferedRecords,
+		DedupeCapacity:      DefaultDedupeCapacity,
+		QuarantineLineLimit: DefaultQuarantineLineLimit,
+		RetryAfter:          DefaultRetryAfter,
+		PartitionCacheTTL:   DefaultPartitionCacheTTL,
+	}
+}
 
 // Options configure a Gateway. Zero fields take the documented default.
 type Options struct {

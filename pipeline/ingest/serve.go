@@ -35,6 +35,17 @@ type ServeOptions struct {
 	OnListening func(addr net.Addr)
 }
 
+// Defaults of ServeOptions.
+const (
+	DefaultShutdownTimeout = 30 * time.Second
+	DefaultReadTimeout     = time.Minute
+)
+
+// DefaultServeOptions returns ServeOptions with the defaults written out.
+func DefaultServeOptions() ServeOptions {
+	return ServeOptions{ShutdownTimeout: DefaultShutdownTimeout, ReadTimeout: DefaultReadTimeout}
+}
+
 // Serve serves the gateway on ln until ctx ends, then shuts down in steps:
 // refuse new requests (503 shutting_down, /healthz 503) and stop
 // accepting connections; let admitted requests finish and answer, within
@@ -44,10 +55,10 @@ type ServeOptions struct {
 // the gateway before it returns.
 func (g *Gateway) Serve(ctx context.Context, ln net.Listener, so ServeOptions) error {
 	if so.ShutdownTimeout <= 0 {
-		so.ShutdownTimeout = 30 * time.Second
+		so.ShutdownTimeout = DefaultShutdownTimeout
 	}
 	if so.ReadTimeout <= 0 {
-		so.ReadTimeout = time.Minute
+		so.ReadTimeout = DefaultReadTimeout
 	}
 	if g.opts.ClientCertAuth && (so.TLS == nil || so.TLS.ClientAuth != tls.RequireAndVerifyClientCert || so.TLS.ClientCAs == nil) {
 		_ = g.Close(context.Background())

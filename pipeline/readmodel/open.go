@@ -31,12 +31,11 @@ var baseSettings = clickhouse.Settings{
 }
 
 type options struct {
-	dialTimeout  time.Duration
-	readTimeout  time.Duration
-	maxOpenConns int
-	settings     clickhouse.Settings
-	create       bool
-	compression  clickhouse.CompressionMethod // from the config
+	dialTimeout time.Duration
+	readTimeout time.Duration
+	settings    clickhouse.Settings
+	create      bool
+	compression clickhouse.CompressionMethod // from the config
 }
 
 // Opt configures Open.
@@ -49,15 +48,6 @@ func DialTimeout(d time.Duration) Opt { return func(o *options) { o.dialTimeout 
 // progress during long queries, so this bounds silence, not query time.
 // Default: 2m.
 func ReadTimeout(d time.Duration) Opt { return func(o *options) { o.readTimeout = d } }
-
-// MaxOpenConns bounds the connection pool. Default: 10.
-func MaxOpenConns(n int) Opt { return func(o *options) { o.maxOpenConns = n } }
-
-// Setting adds a server setting sent with every query. Integer values only,
-// so that servers of protocol revisions before 54429 (18.16) accept it.
-func Setting(name string, value int) Opt {
-	return func(o *options) { o.settings[name] = value }
-}
 
 // NoCreate makes Open fail if the database is missing instead of creating
 // it, for users without the right to create databases.
@@ -73,11 +63,10 @@ var identifier = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
 // so.
 func Open(ctx context.Context, cfg service.ClickHouse, opts ...Opt) (driver.Conn, error) {
 	o := options{
-		dialTimeout:  DefaultDialTimeout,
-		readTimeout:  DefaultReadTimeout,
-		maxOpenConns: DefaultMaxOpenConns,
-		settings:     clickhouse.Settings{},
-		create:       true,
+		dialTimeout: DefaultDialTimeout,
+		readTimeout: DefaultReadTimeout,
+		settings:    clickhouse.Settings{},
+		create:      true,
 	}
 	for k, v := range baseSettings {
 		o.settings[k] = v
@@ -126,8 +115,8 @@ func dial(ctx context.Context, cfg service.ClickHouse, database string, o option
 		Settings:        o.settings,
 		DialTimeout:     o.dialTimeout,
 		ReadTimeout:     o.readTimeout,
-		MaxOpenConns:    o.maxOpenConns,
-		MaxIdleConns:    min(5, o.maxOpenConns),
+		MaxOpenConns:    DefaultMaxOpenConns,
+		MaxIdleConns:    min(5, DefaultMaxOpenConns),
 		ConnMaxLifetime: time.Hour,
 		Compression:     &clickhouse.Compression{Method: o.compression},
 		ClientInfo: clickhouse.ClientInfo{Products: []struct{ Name, Version string }{

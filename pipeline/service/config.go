@@ -1,7 +1,9 @@
-// Package config holds the settings every Driftline process shares: the
-// environment profile, the broker, ClickHouse and topic names. Each setting
-// is a flag whose default comes from an environment variable, so the local
-// stack, tests and production all configure processes the same way.
+// Package service holds what every Driftline binary shares: the settings
+// of the environment profile, the broker, ClickHouse and topic names
+// (RegisterFlags), the logging flags (LogFlags, SetupLogging), and the
+// operational HTTP endpoints (Serve). Each setting is a flag whose default
+// comes from an environment variable, so the local stack, tests and
+// production all configure processes the same way.
 //
 //	DRIFTLINE_ENV                 environment profile (local_parity | dev | prod)
 //	DRIFTLINE_BROKERS             comma-separated Kafka seed brokers
@@ -11,6 +13,8 @@
 //	DRIFTLINE_CLICKHOUSE_USER     ClickHouse user
 //	DRIFTLINE_CLICKHOUSE_PASSWORD ClickHouse password
 //	DRIFTLINE_CLICKHOUSE_COMPRESSION auto | lz4 | zstd | none
+//	DRIFTLINE_LOG_LEVEL           debug | info | warn | error
+//	DRIFTLINE_LOG_FORMAT          text | json
 package service
 
 import (

@@ -1,7 +1,8 @@
-// Package ops serves the operational endpoints every Driftline process
-// that has no HTTP API of its own exposes: Prometheus /metrics and a
-// /healthz answered by the process's own health check, and the Go
-// profiler under /debug/pprof/ (the address is loopback by default).
+// The operational endpoints every Driftline process that has no HTTP API
+// of its own exposes: Prometheus /metrics and a /healthz answered by the
+// process's own health check, and the Go profiler under /debug/pprof/ (the
+// address is loopback by default).
+
 package service
 
 import (

@@ -77,7 +77,7 @@ func (o *Options) setDefaults() error {
 	if o.ChunkBytes == 0 {
 		o.ChunkBytes = DefaultChunkBytes
 	}
-	if o.ChunkBytes < 1 || o.ChunkBytes > 64<<20 {
+	if o.ChunkBytes < 1 || o.ChunkBytes > maxChunkBytes {
 		return fmt.Errorf("checkpoint: ChunkBytes %d out of range [1, 64 MiB]", o.ChunkBytes)
 	}
 	if o.FetchBytes == 0 {

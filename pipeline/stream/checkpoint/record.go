@@ -32,6 +32,9 @@ const (
 	kindTombstone = "tombstone"
 
 	manifestVersion = 1
+
+	// maxChunkBytes bounds ChunkSize: Options.ChunkBytes is at most this.
+	maxChunkBytes = 64 << 20
 )
 
 // Slots: a (group, partition) alternates its checkpoints between two key
@@ -101,7 +104,7 @@ func (m *manifest) check() error {
 		return fmt.Errorf("manifest without id or slot")
 	case m.Cut.validate() != nil:
 		return fmt.Errorf("manifest cut: %w", m.Cut.validate())
-	case m.Size < 0 || m.Chunks < 0 || m.ChunkSize < 1:
+	case m.Size < 0 || m.Chunks < 0 || m.ChunkSize < 1 || m.ChunkSize > maxChunkBytes:
 		return fmt.Errorf("manifest sizes %d/%d/%d", m.Size, m.Chunks, m.ChunkSize)
 	case m.Chunks == 0 && m.Size != 0:
 		return fmt.Errorf("manifest of %d bytes without chunks", m.Size)
@@ -109,6 +112,10 @@ func (m *manifest) check() error {
 		return fmt.Errorf("manifest size %d does not fit %d chunks of %d", m.Size, m.Chunks, m.ChunkSize)
 	case m.Chunks > 0 && (m.First < 0 || m.Last < m.First || m.Last >= m.offset):
 		return fmt.Errorf("manifest chunk offsets [%d, %d] not before the manifest", m.First, m.Last)
+	case int64(m.Chunks) > m.Last-m.First+1:
+		// Each chunk is a record of its own in [First, Last]; a count
+		// beyond that is damage, and would size the loader's buffers.
+		return fmt.Errorf("manifest of %d chunks in offsets [%d, %d]", m.Chunks, m.First, m.Last)
 	}
 	return nil
 }

@@ -119,9 +119,6 @@ func (s *Store) Close() {
 	s.cl.Close()
 }
 
-// Topic returns the checkpoint topic's name.
-func (s *Store) Topic() string { return s.opts.Topic }
-
 func (s *Store) checkPartition(op string, p int32) error {
 	s.mu.Lock()
 	closed := s.closed

@@ -64,14 +64,33 @@ func TestFlushContext(t *testing.T) {
 	<-giveUp
 	done()
 
+	// A flush whose parent ends while it retries: the attempt after the
+	// shutdown still runs under a live context and succeeds within the
+	// grace, and only done ends the flush's context.
+	shutdownGrace = 10 * time.Second
 	ctx, cancel = context.WithCancel(context.Background())
 	defer cancel()
-	wctx, _, done = FlushContext(ctx) // a flush that ends in time
+	wctx, giveUp, done = FlushContext(ctx)
+	calls := 0
+	err := Until(giveUp, slog.New(slog.DiscardHandler), "write", func() error {
+		if wctx.Err() != nil {
+			t.Fatalf("attempt %d ran under an ended context", calls+1)
+		}
+		if calls++; calls == 1 {
+			cancel() // shutdown during the flush
+			return errors.New("clickhouse restarting")
+		}
+		return nil
+	})
+	if err != nil || calls != 2 {
+		t.Fatalf("Until = %v after %d attempts, want nil after 2 (the retry after the shutdown)", err, calls)
+	}
+	if wctx.Err() != nil {
+		t.Fatalf("the flush's context ended before done: %v", wctx.Err())
+	}
 	done()
-	cancel()
-	time.Sleep(2 * shutdownGrace)
 	if !errors.Is(wctx.Err(), context.Canceled) {
-		t.Fatalf("after cancel wctx.Err() = %v", wctx.Err())
+		t.Fatalf("after done wctx.Err() = %v", wctx.Err())
 	}
 }
 
