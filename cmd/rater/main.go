@@ -180,31 +180,22 @@ func run() error {
 	return runErr
 }
 
-// runBilling connects to ClickHouse (retrying until ctx ends, so that the
+// runBilling connects to ClickHouse (waiting until ctx ends, so that the
 // rater rates while ClickHouse is away) and runs the billing reconciler.
 func runBilling(ctx context.Context, common *service.Common, opts reconcile.Options) error {
-	for backoff := time.Second; ; backoff = min(2*backoff, 30*time.Second) {
-		octx, cancel := context.WithTimeout(ctx, 15*time.Second)
-		conn, err := readmodel.Open(octx, common.ClickHouse)
-		cancel()
-		if err == nil {
-			defer conn.Close()
-			rec, err := reconcile.New(ctx, opts, reconcile.NewClickHouse(conn))
-			if err != nil {
-				return err
-			}
-			slog.Info("billing reconciler started", "group", opts.Group, "clickhouse", common.ClickHouse.Addr)
-			return rec.Run(ctx)
-		}
+	conn, err := readmodel.OpenWait(ctx, common.ClickHouse, slog.With("component", "billing"),
+		"rating goes on; set -billing.enabled=false to rate only")
+	if err != nil {
 		if ctx.Err() != nil {
 			return nil
 		}
-		slog.Warn("billing: ClickHouse not reachable; retrying (rating goes on; set -billing.enabled=false to rate only)",
-			"addr", common.ClickHouse.Addr, "err", err, "backoff", backoff)
-		select {
-		case <-ctx.Done():
-			return nil
-		case <-time.After(backoff):
-		}
+		return err
 	}
+	defer conn.Close()
+	rec, err := reconcile.New(ctx, opts, reconcile.NewClickHouse(conn))
+	if err != nil {
+		return err
+	}
+	slog.Info("billing reconciler started", "group", opts.Group, "clickhouse", common.ClickHouse.Addr)
+	return rec.Run(ctx)
 }
