@@ -16,7 +16,7 @@ const gpu = `{"unit_id":"gpu_hour","version":1,"precision":2,"unit_price":"2.450
 func book(units ...string) string { return `{"units":[` + strings.Join(units, ",") + `]}` }
 
 func TestDeployPriceBook(t *testing.T) {
-	b, err := Load(filepath.Join("..", "..", "deploy", "pricebook.json"))
+	b, err := Load(filepath.Join("..", "..", "..", "deploy", "pricebook.json"))
 	if err != nil {
 		t.Fatal(err)
 	}

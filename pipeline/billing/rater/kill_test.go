@@ -31,7 +31,7 @@ func TestExactlyOnceUnderSIGKILL(t *testing.T) {
 	if out, err := build.CombinedOutput(); err != nil {
 		t.Fatalf("build rater: %v\n%s", err, out)
 	}
-	book, err := filepath.Abs(filepath.Join("..", "..", "deploy", "pricebook.json"))
+	book, err := filepath.Abs(filepath.Join("..", "..", "..", "deploy", "pricebook.json"))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -17,7 +17,7 @@ import (
 
 func deployBook(t testing.TB) *pricebook.Store {
 	t.Helper()
-	s, err := pricebook.Open(filepath.Join("..", "..", "deploy", "pricebook.json"), nil)
+	s, err := pricebook.Open(filepath.Join("..", "..", "..", "deploy", "pricebook.json"), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
