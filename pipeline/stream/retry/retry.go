@@ -118,11 +118,6 @@ func Until(giveUp <-chan struct{}, log *slog.Logger, what string, fn func() erro
 	return nil
 }
 
-// RestoreTimeout is how long a group member retries restoring newly
-// assigned partitions before it leaves the group: the client's default
-// rebalance timeout, past which the group would drop it anyway.
-const RestoreTimeout = time.Minute
-
 // Restore calls restore, which must rebuild its state from scratch each
 // time (a restore reads the broker anew), until it succeeds, ctx ends or
 // timeout passes, logging each failure as "<what> failed". A broker
