@@ -2,107 +2,15 @@ package reconcile
 
 import (
 	"context"
-	"errors"
-	"log/slog"
 	"strconv"
 	"time"
 
-	"github.com/prometheus/client_golang/prometheus"
 	"github.com/twmb/franz-go/pkg/kgo"
 
-	"github.com/driftline/driftline/pipeline/billing/pricebook"
 	"github.com/driftline/driftline/pipeline/contract"
 	"github.com/driftline/driftline/pipeline/stream"
 	"github.com/driftline/driftline/pipeline/stream/logmerge"
-	"github.com/driftline/driftline/pipeline/stream/topics"
 )
-
-// Sink is where the reconciler writes mismatches and rated lines.
-type Sink interface {
-	Write(ctx context.Context, b *Batch) error
-}
-
-// Options configure a Reconciler.
-type Options struct {
-	// Brokers are the Kafka seed brokers. Required.
-	Brokers []string
-	// Prices is the price book unknown_unit is judged against: the same
-	// file the rater loads. Required.
-	Prices *pricebook.Store
-	// Group is the consumer group all billing reconcilers share. Default
-	// "driftline-billing".
-	Group string
-	// Topics names the topics. Default topics.Defaults().
-	Topics topics.Names
-	// Environment is the pipeline's environment; events for another are
-	// invalid. Default local_parity.
-	Environment string
-	// Rules holds the event-time windows. Default DefaultRules().
-	Rules Rules
-	// FlushInterval bounds how long processed events wait before their
-	// rows are written and their offsets committed. Default 500ms.
-	FlushInterval time.Duration
-	// FlushEvents flushes once this many events were processed. Default
-	// 50000.
-	FlushEvents int
-	// CatchUpInterval and CatchUpEvents bound a round instead while the
-	// reconciler is behind by more than FlushEvents records (see
-	// logmerge.Rounds): fewer, larger writes while it catches up.
-	// Defaults 3s and 500000; a negative CatchUpInterval, or one not above
-	// FlushInterval, turns catching up off.
-	CatchUpInterval time.Duration
-	CatchUpEvents   int
-	// Logger receives operational logs. Default slog.Default().
-	Logger *slog.Logger
-	// Registerer receives the reconciler's metrics. Default none.
-	Registerer prometheus.Registerer
-	// QueueRecords bounds the records a stream of one partition may hold
-	// in its merge while it waits for an earlier stream (usage already
-	// fetched while the rater is still producing the rated lines before
-	// it): at that many the stream's fetching pauses until the merge has
-	// drained it to a quarter (logmerge.Throttle). Default 16384.
-	QueueRecords int
-	// ClientOpts are extra franz-go options (tests, TLS, SASL).
-	ClientOpts []kgo.Opt
-}
-
-func (o *Options) defaults() error {
-	if len(o.Brokers) == 0 {
-		return errors.New("billing: no brokers")
-	}
-	if o.Prices == nil {
-		return errors.New("billing: no price book")
-	}
-	if o.Group == "" {
-		o.Group = "driftline-billing"
-	}
-	if o.Topics == (topics.Names{}) {
-		o.Topics = topics.Defaults()
-	}
-	if o.Environment == "" {
-		o.Environment = contract.EnvLocalParity
-	}
-	o.Rules.defaults()
-	if o.FlushInterval <= 0 {
-		o.FlushInterval = 500 * time.Millisecond
-	}
-	if o.FlushEvents <= 0 {
-		o.FlushEvents = 50000
-	}
-	if o.CatchUpInterval == 0 {
-		o.CatchUpInterval = 3 * time.Second
-	}
-	if o.CatchUpEvents <= 0 {
-		o.CatchUpEvents = 500_000
-	}
-	if o.QueueRecords <= 0 {
-		o.QueueRecords = 16384
-	}
-	if o.Logger == nil {
-		o.Logger = slog.Default()
-	}
-	return nil
-}
 
 // Reconciler is one member of the billing reconciler consumer group: the
 // processor of a stream.Member (see member.go).
