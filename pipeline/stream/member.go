@@ -143,7 +143,9 @@ func (m *Member) Run(ctx context.Context) error {
 		panic("BUG: stream: Member.Run before Join")
 	}
 	defer m.adm.Close()
-	defer m.cl.Close()
+	// A member that leaves on its own (go cl.Close in assigned) ends its
+	// last poll without AllowRebalance, and leaving waits for one.
+	defer m.cl.CloseAllowingRebalance()
 	defer func() {
 		m.mu.Lock()
 		defer m.mu.Unlock()
