@@ -32,8 +32,8 @@ type counter struct {
 	// by restores; calls records the order of the calls that change
 	// partitions.
 	applied, restored int
-	calls    []string
-	stopped  int
+	calls             []string
+	stopped           int
 }
 
 func (c *counter) Apply(_ context.Context, fetches kgo.Fetches) (int, int64) {
