@@ -54,7 +54,7 @@ type Joiner struct {
 	validator contract.Validator
 	member    *stream.Member
 	markers   *kgo.Client // writes watermark markers to idle partitions
-	// eventCounters are m.events of each stream (see eventsBy).
+	// eventCounters are m.events of each stream (see countEvents).
 	eventCounters [numStreams]prometheus.Counter
 
 	// partitions is the partition count of the joined topics, for the
