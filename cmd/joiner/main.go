@@ -13,23 +13,18 @@ import (
 	"net/http"
 	"os"
 	"os/signal"
-	"runtime/pprof"
 	"sync/atomic"
 	"syscall"
 	"time"
 
-	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/driftline/driftline/pipeline/ingest"
 	"github.com/driftline/driftline/pipeline/joiner"
-	"github.com/driftline/driftline/pipeline/joiner/classify"
-	"github.com/driftline/driftline/pipeline/joiner/dedupe"
 	"github.com/driftline/driftline/pipeline/readmodel"
 	"github.com/driftline/driftline/pipeline/readmodel/sink"
 	"github.com/driftline/driftline/pipeline/service"
 	"github.com/driftline/driftline/pipeline/stream/checkpoint"
-	"github.com/driftline/driftline/pipeline/stream/topics"
 )
 
 func main() {
@@ -43,27 +38,26 @@ func run() error {
 	fs := flag.CommandLine
 	common := service.RegisterFlags(fs)
 	logOpts := service.LogFlags(fs)
+	o := joiner.DefaultOptions()
 	addr := fs.String("joiner.addr", service.Env("DRIFTLINE_JOINER_ADDR", service.DefaultJoinerAddr), "HTTP listen address for /metrics and /healthz (env DRIFTLINE_JOINER_ADDR)")
-	group := fs.String("joiner.group", "driftline-joiner", "consumer group shared by all joiners; every member owns a range of partitions")
-	def := classify.DefaultOptions()
-	staleness := fs.Duration("joiner.staleness", def.Staleness, "event time a live-expecting record may go unobserved before it is missing")
-	orphanGrace := fs.Duration("joiner.orphanGrace", def.OrphanGrace, "event time a resource may be observed live without an owner before it is an orphan")
-	lateness := fs.Duration("joiner.allowedLateness", def.AllowedLateness, "how far the watermark trails the newest event time; larger tolerates more disorder but delays time-based findings")
-	retry := fs.Duration("joiner.retryInterval", def.RetryInterval, "spacing of next_attempt_at for findings with a retry posture")
-	flushInterval := fs.Duration("joiner.flushInterval", 500*time.Millisecond, "longest time processed events wait before findings are written and offsets committed; larger batches are cheaper for ClickHouse but findings appear later")
-	flushEvents := fs.Int("joiner.flushEvents", 200000, "flush after this many events; bounds memory held between commits")
-	catchUpInterval := fs.Duration("joiner.catchUpInterval", 3*time.Second, "longest round while the joiner is behind by more than -joiner.flushEvents records (a restart after downtime, a new group): fewer, larger ClickHouse writes while it catches up; not above -joiner.flushInterval turns it off")
-	catchUpEvents := fs.Int("joiner.catchUpEvents", 1_000_000, "flush a catch-up round after this many events; bounds memory held between commits while catching up")
-	sessionTimeout := fs.Duration("joiner.sessionTimeout", 45*time.Second, "how long the group waits for a crashed joiner before its partitions move to the others; shorter fails over sooner, too short evicts joiners that only pause (the broker bounds it, Kafka's default minimum is 6s)")
-	rebalanceTimeout := fs.Duration("joiner.rebalanceTimeout", 60*time.Second, "how long a rebalance waits for every joiner to finish its round and rejoin; bounds the stall when a joiner crashed, too short drops joiners with slow ClickHouse writes")
-	checkpoints := fs.String("joiner.checkpointTopic", service.Env("DRIFTLINE_CHECKPOINT_TOPIC", checkpoint.DefaultTopic), "topic of partition state checkpoints, so a restore replays only the records after the newest one; empty disables checkpoints (env DRIFTLINE_CHECKPOINT_TOPIC)")
-	checkpointInterval := fs.Duration("joiner.checkpointInterval", 30*time.Second, "how often a partition that applied events is checkpointed; shorter makes restores replay less, longer writes less")
-	checkpointEvents := fs.Uint64("joiner.checkpointEvents", 2_000_000, "checkpoint a partition sooner once it applied this many events since its last checkpoint")
-	dd := dedupe.DefaultOptions()
-	dedupeHorizon := fs.Duration("joiner.dedupeHorizon", dd.Horizon, "event time for which event identities are remembered exactly; events older than watermark - horizon are dropped as late (counted)")
-	queueRecords := fs.Int("joiner.queueRecords", 16384, "records of one topic partition that may wait in the merge for an earlier stream before its fetching pauses (bounds memory while one topic runs ahead, and leaves the fetches to the stream waited for)")
+	fs.StringVar(&o.Group, "joiner.group", o.Group, "consumer group shared by all joiners; every member owns a range of partitions")
+	fs.DurationVar(&o.Classify.Staleness, "joiner.staleness", o.Classify.Staleness, "event time a live-expecting record may go unobserved before it is missing")
+	fs.DurationVar(&o.Classify.OrphanGrace, "joiner.orphanGrace", o.Classify.OrphanGrace, "event time a resource may be observed live without an owner before it is an orphan")
+	fs.DurationVar(&o.Classify.AllowedLateness, "joiner.allowedLateness", o.Classify.AllowedLateness, "how far the watermark trails the newest event time; larger tolerates more disorder but delays time-based findings")
+	fs.DurationVar(&o.Classify.RetryInterval, "joiner.retryInterval", o.Classify.RetryInterval, "spacing of next_attempt_at for findings with a retry posture")
+	fs.DurationVar(&o.FlushInterval, "joiner.flushInterval", o.FlushInterval, "longest time processed events wait before findings are written and offsets committed; larger batches are cheaper for ClickHouse but findings appear later")
+	fs.IntVar(&o.FlushEvents, "joiner.flushEvents", o.FlushEvents, "flush after this many events; bounds memory held between commits")
+	fs.DurationVar(&o.CatchUpInterval, "joiner.catchUpInterval", o.CatchUpInterval, "longest round while the joiner is behind by more than -joiner.flushEvents records (a restart after downtime, a new group): fewer, larger ClickHouse writes while it catches up; not above -joiner.flushInterval turns it off")
+	fs.IntVar(&o.CatchUpEvents, "joiner.catchUpEvents", o.CatchUpEvents, "flush a catch-up round after this many events; bounds memory held between commits while catching up")
+	fs.DurationVar(&o.SessionTimeout, "joiner.sessionTimeout", o.SessionTimeout, "how long the group waits for a crashed joiner before its partitions move to the others; shorter fails over sooner, too short evicts joiners that only pause (the broker bounds it, Kafka's default minimum is 6s)")
+	fs.DurationVar(&o.RebalanceTimeout, "joiner.rebalanceTimeout", o.RebalanceTimeout, "how long a rebalance waits for every joiner to finish its round and rejoin; bounds the stall when a joiner crashed, too short drops joiners with slow ClickHouse writes")
+	cpTopic := fs.String("joiner.checkpointTopic", service.Env("DRIFTLINE_CHECKPOINT_TOPIC", checkpoint.DefaultTopic), "topic of partition state checkpoints, so a restore replays only the records after the newest one; empty disables checkpoints (env DRIFTLINE_CHECKPOINT_TOPIC)")
+	fs.DurationVar(&o.CheckpointInterval, "joiner.checkpointInterval", o.CheckpointInterval, "how often a partition that applied events is checkpointed; shorter makes restores replay less, longer writes less")
+	fs.Uint64Var(&o.CheckpointEvents, "joiner.checkpointEvents", o.CheckpointEvents, "checkpoint a partition sooner once it applied this many events since its last checkpoint")
+	fs.DurationVar(&o.Dedupe.Horizon, "joiner.dedupeHorizon", o.Dedupe.Horizon, "event time for which event identities are remembered exactly; events older than watermark - horizon are dropped as late (counted)")
+	fs.IntVar(&o.QueueRecords, "joiner.queueRecords", o.QueueRecords, "records of one topic partition that may wait in the merge for an earlier stream before its fetching pauses (bounds memory while one topic runs ahead, and leaves the fetches to the stream waited for)")
+	fs.DurationVar(&o.IdleAfter, "joiner.idleAfter", o.IdleAfter, "wall time a partition may apply nothing before its watermark follows this joiner's latest partition (a marker record in its observations stream); negative disables")
 	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of the whole run to this file (go tool pprof reads it)")
-	idleAfter := fs.Duration("joiner.idleAfter", 5*time.Minute, "wall time a partition may apply nothing before its watermark follows this joiner's latest partition (a marker record in its observations stream); negative disables")
 	flag.Parse()
 	if _, err := service.SetupLogging(logOpts, os.Stderr); err != nil {
 		return err
@@ -71,20 +65,14 @@ func run() error {
 	if err := common.Validate(); err != nil {
 		return err
 	}
-
 	if *cpuProfile != "" {
-		f, err := os.Create(*cpuProfile)
+		stopProfile, err := service.StartCPUProfile(*cpuProfile)
 		if err != nil {
-			return fmt.Errorf("cpuprofile: %w", err)
-		}
-		if err := pprof.StartCPUProfile(f); err != nil {
-			f.Close()
-			return fmt.Errorf("cpuprofile: %w", err)
+			return err
 		}
 		defer func() {
-			pprof.StopCPUProfile()
-			if err := f.Close(); err != nil {
-				slog.Error("joiner: cpuprofile: " + err.Error())
+			if err := stopProfile(); err != nil {
+				slog.Error("joiner: " + err.Error())
 			}
 		}()
 	}
@@ -100,9 +88,7 @@ func run() error {
 		}
 		return err
 	}
-
 	reg := service.NewRegistry()
-
 	openCtx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
 	conn, err := readmodel.Open(openCtx, common.ClickHouse)
@@ -110,17 +96,8 @@ func run() error {
 		return startErr(fmt.Errorf("open clickhouse %s: %w", common.ClickHouse.Addr, err))
 	}
 	defer conn.Close()
-
-	if common.CreateTopics {
-		cl, err := kgo.NewClient(kgo.SeedBrokers(common.SeedBrokers()...))
-		if err != nil {
-			return fmt.Errorf("kafka client: %w", err)
-		}
-		err = topics.Ensure(openCtx, kadm.NewClient(cl), common.Topics, int32(common.Partitions), 1)
-		cl.Close()
-		if err != nil {
-			return startErr(err)
-		}
+	if err := common.EnsureTopics(openCtx); err != nil {
+		return startErr(err)
 	}
 
 	qcl, err := kgo.NewClient(kgo.SeedBrokers(common.SeedBrokers()...), kgo.RequiredAcks(kgo.AllISRAcks()),
@@ -129,59 +106,32 @@ func run() error {
 		return fmt.Errorf("kafka client: %w", err)
 	}
 	defer qcl.Close()
-	quarantine, err := ingest.NewQuarantiner(qcl, ingest.QuarantinerOptions{ActorID: "SYSTEM::joiner", Topic: common.Topics.Quarantine, Registerer: reg})
-	if err != nil {
+	if o.Quarantine, err = ingest.NewQuarantiner(qcl, ingest.QuarantinerOptions{ActorID: "SYSTEM::joiner", Topic: common.Topics.Quarantine, Registerer: reg}); err != nil {
 		return err
 	}
-
-	var cps *checkpoint.Store
-	if *checkpoints != "" {
+	if *cpTopic != "" {
 		// Checkpoints of partition p go to partition p: the topic needs
 		// as many partitions as the joined topics have.
-		acl, err := kgo.NewClient(kgo.SeedBrokers(common.SeedBrokers()...))
-		if err != nil {
-			return fmt.Errorf("kafka client: %w", err)
-		}
-		n, err := topics.PartitionCount(openCtx, kadm.NewClient(acl), common.Topics.Observations)
-		acl.Close()
+		n, err := common.PartitionCount(openCtx, common.Topics.Observations)
 		if err != nil {
 			return startErr(err)
 		}
-		cps, err = checkpoint.New(openCtx, checkpoint.Options{Brokers: common.SeedBrokers(), Topic: *checkpoints,
+		cps, err := checkpoint.New(openCtx, checkpoint.Options{Brokers: common.SeedBrokers(), Topic: *cpTopic,
 			Partitions: n, Create: common.CreateTopics, Registerer: reg})
 		if err != nil {
 			return startErr(fmt.Errorf("checkpoints: %w", err))
 		}
 		defer cps.Close()
+		o.Checkpoints = cps
 	}
 
-	if *catchUpInterval <= 0 {
-		*catchUpInterval = -1 // off (the zero Option is the default)
+	if o.CatchUpInterval <= 0 {
+		o.CatchUpInterval = -1 // off (the zero Option is the default)
 	}
-	j, err := joiner.New(openCtx, joiner.Options{
-		Brokers:          common.SeedBrokers(),
-		Group:            *group,
-		Topics:           common.Topics,
-		Environment:      common.Environment,
-		Classify:         classify.Options{Staleness: *staleness, OrphanGrace: *orphanGrace, AllowedLateness: *lateness, RetryInterval: *retry},
-		FlushInterval:    *flushInterval,
-		QueueRecords:     *queueRecords,
-		FlushEvents:      *flushEvents,
-		CatchUpInterval:  *catchUpInterval,
-		CatchUpEvents:    *catchUpEvents,
-		SessionTimeout:   *sessionTimeout,
-		RebalanceTimeout: *rebalanceTimeout,
-		Logger:           slog.Default(),
-		Registerer:       reg,
-		Quarantine:       quarantine,
-		Reroute:          qcl,
-
-		Checkpoints:        cps,
-		CheckpointInterval: *checkpointInterval,
-		CheckpointEvents:   *checkpointEvents,
-		IdleAfter:          *idleAfter,
-		Dedupe:             dedupe.Options{Horizon: *dedupeHorizon, Bucket: min(dd.Bucket, *dedupeHorizon)},
-	}, sink.NewClickHouse(conn))
+	o.Dedupe.Bucket = min(o.Dedupe.Bucket, o.Dedupe.Horizon)
+	o.Brokers, o.Topics, o.Environment = common.SeedBrokers(), common.Topics, common.Environment
+	o.Registerer, o.Reroute = reg, qcl
+	j, err := joiner.New(openCtx, o, sink.NewClickHouse(conn))
 	if err != nil {
 		return startErr(err)
 	}
@@ -194,7 +144,7 @@ func run() error {
 		fmt.Fprintln(w, "ok")
 	}, func(error) { stop() })
 	defer srv.Shutdown()
-	slog.Info("joiner running", "group", *group, "brokers", common.Brokers, "clickhouse", common.ClickHouse.Addr, "http", *addr)
+	slog.Info("joiner running", "group", o.Group, "brokers", common.Brokers, "clickhouse", common.ClickHouse.Addr, "http", *addr)
 
 	// A stop writes the last batch and a checkpoint of every partition
 	// changed since its last one, which the successor restores from; the

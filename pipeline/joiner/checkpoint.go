@@ -45,7 +45,7 @@ type save struct {
 // any that changed when final: the joiner is stopping, so that its
 // successor replays nothing). b holds everything the partitions applied,
 // so each snapshot is exactly the cut b commits; the partitions are
-// serialised in parallel. mu is held.
+// serialised in parallel. The member's lock is held.
 func (j *Joiner) snapshots(b *batch, final bool) {
 	if j.opts.Checkpoints == nil {
 		return

@@ -8,8 +8,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/driftline/driftline/pipeline/readmodel/sink"
+	"github.com/driftline/driftline/pipeline/stream"
 	"github.com/driftline/driftline/pipeline/stream/logmerge"
-	"github.com/driftline/driftline/pipeline/stream/retry"
 )
 
 // A batch is one sealed round: everything the owned partitions applied
@@ -71,7 +71,7 @@ func (b *batch) rows() (current int, empty bool) {
 
 // flush settles the batch in flight, seals what was applied since into
 // the next one and starts writing it. When final (the joiner is stopping)
-// it waits for that write as well. mu is held.
+// it waits for that write as well. The member's lock is held.
 func (j *Joiner) flush(ctx context.Context, final bool) error {
 	if err := j.settle(); err != nil {
 		return err
@@ -90,7 +90,7 @@ func (j *Joiner) flush(ctx context.Context, final bool) error {
 }
 
 // seal moves the partitions' outputs, progress and due checkpoints into a
-// new batch with the offsets that cover them. mu is held.
+// new batch with the offsets that cover them. The member's lock is held.
 func (j *Joiner) seal(final bool) *batch {
 	b := j.spare
 	if b == nil {
@@ -107,68 +107,53 @@ func (j *Joiner) seal(final bool) *batch {
 			j.observe(part)
 			part.dirty = false
 		}
-		for s, next := range part.merge.Next {
-			if next.Offset <= part.merge.Committed[s] {
-				continue
-			}
-			if b.offsets == nil {
-				b.offsets = map[string]map[int32]kgo.EpochOffset{}
-			}
-			if b.offsets[names[s]] == nil {
-				b.offsets[names[s]] = map[int32]kgo.EpochOffset{}
-			}
-			b.offsets[names[s]][p] = next
-		}
+		b.offsets = part.merge.Uncommitted(p, names[:], b.offsets)
 	}
 	j.snapshots(b, final)
 	return b
 }
 
-// write quarantines, reroutes and writes b (retrying until it succeeds
-// or, once ctx is done, for a bounded time), then commits its offsets,
-// also of records that wrote nothing (duplicates), or the group would
-// never catch up; the findings are in ClickHouse by then, and a failed
-// commit only means a replay of the batch, which writes the same rows
-// again. Checkpoints taken at the seal are saved after the commit. It
-// runs in its own goroutine, without mu.
+// write quarantines, reroutes and writes b (each retried until it
+// succeeds or, once ctx is done, for a bounded time), then commits its
+// offsets, also of records that wrote nothing (duplicates), or the group
+// would never catch up (stream.Member.WriteThenCommit); the findings are
+// in ClickHouse by then, and a failed commit only means a replay of the
+// batch, which writes the same rows again. Checkpoints taken at the seal
+// are saved after the commit. It runs in its own goroutine, without the
+// member's lock.
 func (j *Joiner) write(ctx context.Context, b *batch) {
 	defer close(b.done)
-	wctx, giveUp, cancel := retry.FlushContext(ctx)
-	defer cancel()
 	defer func() { j.save(b.saves, b.committed) }()
-	if b.err = j.quarantine(wctx, giveUp, b.rejected); b.err != nil {
-		return
-	}
-	if b.err = j.reroute(wctx, giveUp, b.rerouted); b.err != nil {
-		return
-	}
-	if rows, empty := b.rows(); !empty {
-		b.err = retry.Until(giveUp, j.opts.Logger, "write findings to ClickHouse", func() error {
+	rows, empty := b.rows()
+	rerouted := j.rerouteCopies(b.rerouted)
+	b.committed, b.err = j.member.WriteThenCommit(ctx, b.offsets,
+		stream.Write{What: "quarantine invalid records", Do: func(ctx context.Context) error {
+			return j.quarantine(ctx, b.rejected)
+		}},
+		stream.Write{What: "reroute mis-partitioned records", Do: func(ctx context.Context) error {
+			if len(rerouted) == 0 {
+				return nil
+			}
+			return j.opts.Reroute.ProduceSync(ctx, rerouted...).FirstErr()
+		}},
+		stream.Write{What: "write findings to ClickHouse", Do: func(ctx context.Context) error {
+			if empty {
+				return nil
+			}
 			start := time.Now()
-			if err := j.sink.Write(wctx, b.parts...); err != nil {
+			if err := j.sink.Write(ctx, b.parts...); err != nil {
 				j.m.flushErrors.Inc()
 				return err
 			}
 			j.m.flushSeconds.Observe(time.Since(start).Seconds())
 			j.m.flushRows.Observe(float64(rows))
 			return nil
-		})
-		if b.err != nil {
-			return
-		}
-	}
-	if len(b.offsets) > 0 {
-		if failed := logmerge.Commit(wctx, j.cl, b.offsets); failed != nil {
-			j.opts.Logger.Warn("offset commit failed; the batch will be replayed idempotently", "err", failed)
-			return
-		}
-	}
-	b.committed = true
+		}})
 }
 
 // settle waits for the batch in flight, records its commit in the
 // partitions still owned, and returns the error of a write that gave up.
-// mu is held.
+// The member's lock is held.
 func (j *Joiner) settle() error {
 	b := j.inflight
 	if b == nil {
@@ -177,14 +162,8 @@ func (j *Joiner) settle() error {
 	<-b.done
 	j.inflight = nil
 	if b.committed {
-		for t, ps := range b.offsets {
-			s := j.stream(t)
-			for p, next := range ps {
-				if part := j.parts[p]; part != nil {
-					part.merge.Committed[s] = next.Offset
-				}
-			}
-		}
+		names := j.streamTopics()
+		logmerge.CommittedAll(b.offsets, names[:], j.parts, func(p *partition) *logmerge.Merge { return &p.merge })
 	}
 	err := b.err
 	j.freeParts = b.reset(j.freeParts)
@@ -199,8 +178,8 @@ func (j *Joiner) settle() error {
 }
 
 // settleInCallback settles the batch in flight before a group callback
-// changes the partitions; an error is returned by the next flush. mu is
-// held.
+// changes the partitions; an error is returned by the next flush. The
+// member's lock is held.
 func (j *Joiner) settleInCallback() {
 	if err := j.settle(); err != nil && j.failed == nil {
 		j.failed = err
@@ -211,12 +190,13 @@ func (j *Joiner) settleInCallback() {
 // key hashes to: "<topic>/<partition>/<offset>" of the original.
 const HeaderReroutedFrom = "rerouted_from"
 
-// reroute writes the mis-partitioned records to the partition their key
-// hashes to and waits for the broker, retrying until it succeeds or
-// giveUp; their offsets are committed only afterwards. A retry may write
-// a record twice; the copies share their dedupe identity, so the owner of
-// the right partition applies it once.
-func (j *Joiner) reroute(ctx context.Context, giveUp <-chan struct{}, recs []*kgo.Record) error {
+// rerouteCopies returns the copies of the mis-partitioned records that
+// write produces to the partition their key hashes to (the record
+// partitioner of Options.Reroute), each saying where it came from; their
+// offsets are committed only afterwards. A retry may write a record
+// twice; the copies share their dedupe identity, so the owner of the
+// right partition applies it once.
+func (j *Joiner) rerouteCopies(recs []*kgo.Record) []*kgo.Record {
 	if len(recs) == 0 {
 		return nil
 	}
@@ -226,23 +206,18 @@ func (j *Joiner) reroute(ctx context.Context, giveUp <-chan struct{}, recs []*kg
 			Value: fmt.Appendf(nil, "%s/%d/%d", r.Topic, r.Partition, r.Offset)})
 		copies[i] = &kgo.Record{Topic: r.Topic, Key: r.Key, Value: r.Value, Headers: headers, Timestamp: r.Timestamp}
 	}
-	return retry.Until(giveUp, j.opts.Logger, "reroute mis-partitioned records", func() error {
-		return j.opts.Reroute.ProduceSync(ctx, copies...).FirstErr()
-	})
+	return copies
 }
 
 // quarantine writes the rejected records to the quarantine topic and
-// waits for the broker, retrying until it succeeds or giveUp; their
-// offsets are committed only afterwards, so none is lost (a retry may
-// write one twice, which is harmless).
-func (j *Joiner) quarantine(ctx context.Context, giveUp <-chan struct{}, recs []rejected) error {
+// waits for the broker; their offsets are committed only afterwards, so
+// none is lost (a retry may write one twice, which is harmless).
+func (j *Joiner) quarantine(ctx context.Context, recs []rejected) error {
 	if len(recs) == 0 || j.opts.Quarantine == nil {
 		return nil
 	}
-	return retry.Until(giveUp, j.opts.Logger, "quarantine invalid records", func() error {
-		for _, r := range recs {
-			j.opts.Quarantine.Produce(ctx, r.rec, r.verr)
-		}
-		return j.opts.Quarantine.Flush(ctx)
-	})
+	for _, r := range recs {
+		j.opts.Quarantine.Produce(ctx, r.rec, r.verr)
+	}
+	return j.opts.Quarantine.Flush(ctx)
 }

@@ -62,7 +62,8 @@ func (j *Joiner) control(part *partition, r *kgo.Record) bool {
 
 // advanceIdle writes a watermark marker to each owned partition that has
 // been idle for IdleAfter while another owned partition's watermark is
-// later. A failed write is retried at the next round. mu is held.
+// later. A failed write is retried at the next round. The member's lock
+// is held.
 func (j *Joiner) advanceIdle(ctx context.Context) {
 	if j.opts.IdleAfter < 0 || len(j.parts) < 2 {
 		return

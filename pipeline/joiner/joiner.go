@@ -27,201 +27,23 @@ package joiner
 import (
 	"cmp"
 	"context"
-	"errors"
 	"fmt"
-	"log/slog"
-	"runtime"
 	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
-	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/driftline/driftline/pipeline/contract"
-	"github.com/driftline/driftline/pipeline/ingest"
-	"github.com/driftline/driftline/pipeline/joiner/classify"
-	"github.com/driftline/driftline/pipeline/joiner/dedupe"
-	"github.com/driftline/driftline/pipeline/joiner/nodeagent"
 	"github.com/driftline/driftline/pipeline/readmodel/sink"
-	"github.com/driftline/driftline/pipeline/stream/checkpoint"
+	"github.com/driftline/driftline/pipeline/stream"
 	"github.com/driftline/driftline/pipeline/stream/logmerge"
-	"github.com/driftline/driftline/pipeline/stream/retry"
-	"github.com/driftline/driftline/pipeline/stream/topics"
 )
 
-// Sink is where the joiner writes findings: the batches of one write
-// (the outputs of its partitions) as one.
-type Sink interface {
-	Write(ctx context.Context, bs ...*sink.Batch) error
-}
-
-// Options configure a Joiner.
-type Options struct {
-	// Brokers are the Kafka seed brokers. Required.
-	Brokers []string
-	// Group is the consumer group all joiners share. Default
-	// "driftline-joiner".
-	Group string
-	// Topics names the topics. Default contract.DefaultTopics().
-	Topics contract.Topics
-	// Environment is the pipeline's environment; events for another are
-	// invalid. Default local_parity.
-	Environment string
-	// Classify holds the event-time windows. Default
-	// classify.DefaultOptions().
-	Classify classify.Options
-	// NodeAgent holds the node-agent evidence thresholds. Default
-	// nodeagent.DefaultOptions() with the disconnection and host windows
-	// set to Classify.Staleness.
-	NodeAgent nodeagent.Options
-	// Dedupe sets the dedupe horizon (docs/drift-model.md, dedupe).
-	// Default dedupe.DefaultOptions().
-	Dedupe dedupe.Options
-	// FlushInterval bounds how long processed events wait before their
-	// findings are written and their offsets committed. Default 500ms.
-	FlushInterval time.Duration
-	// FlushEvents flushes once this many events were processed. Default
-	// 200000 (fewer, larger writes: ClickHouse prefers them).
-	FlushEvents int
-	// CatchUpInterval and CatchUpEvents bound a round instead while the
-	// joiner is behind by more than FlushEvents records (see
-	// logmerge.Rounds): fewer, larger writes while it catches up.
-	// Defaults 3s and 1000000; a negative CatchUpInterval, or one not
-	// above FlushInterval, turns catching up off.
-	CatchUpInterval time.Duration
-	CatchUpEvents   int
-	// SessionTimeout is how long the group waits for a silent member
-	// (a crashed process) before it hands the member's partitions to the
-	// others. Shorter fails over sooner but risks evicting a member that
-	// is only slow (a long restore or ClickHouse write blocks nothing
-	// here: heartbeats run on their own). Default 45s.
-	SessionTimeout time.Duration
-	// RebalanceTimeout is how long a rebalance waits for every member to
-	// finish its round (write, commit) and rejoin. A member that crashed
-	// after the group last settled is dropped only when it passes, so it
-	// bounds the stall a crash causes; too short drops members whose
-	// ClickHouse write is slow. Default 60s.
-	RebalanceTimeout time.Duration
-	// Logger receives operational logs. Default slog.Default().
-	Logger *slog.Logger
-	// Registerer receives the joiner's metrics. Default none.
-	Registerer prometheus.Registerer
-	// Quarantine receives the records that fail validation (a producer
-	// bypassed the gateway), with their reason. Default none: such
-	// records are only counted.
-	Quarantine *ingest.Quarantiner
-	// Reroute, when set, moves records whose key does not hash to the
-	// partition they arrived on (a producer bypassed the Kafka-standard
-	// partitioner) to the partition it does hash to, so that they join
-	// the rest of their identity's state there. It must produce with the
-	// default murmur2 partitioner. Default none: such records are applied
-	// where they arrived, which joins them correctly only while nothing
-	// else of their identity lives on the right partition. Either way they
-	// are counted.
-	Reroute *kgo.Client
-	// Checkpoints, when set, stores snapshots of each owned partition's
-	// state after a commit, and a restore starts from the newest one at or
-	// before the committed offsets, replaying only the records after it.
-	// Default none: a restore replays the streams from their start.
-	Checkpoints *checkpoint.Store
-	// CheckpointInterval is how often a partition that applied events is
-	// checkpointed. Default 30s.
-	CheckpointInterval time.Duration
-	// CheckpointEvents checkpoints a partition sooner, once it applied
-	// this many events since its last checkpoint. Default 2,000,000.
-	CheckpointEvents uint64
-	// Parallelism is how many partitions are applied at once. Default
-	// GOMAXPROCS.
-	Parallelism int
-	// IdleAfter is how long a partition may apply nothing before the
-	// joiner advances its watermark to the latest of its other partitions
-	// with a marker record in the partition's observations stream (see
-	// idle.go). Default 5m; negative disables it.
-	IdleAfter time.Duration
-	// QueueRecords bounds the records a stream of one partition may hold
-	// in its merge, waiting for an earlier stream (platform records being
-	// read while the observations after them are already fetched): at
-	// that many the stream's fetching pauses until the merge has drained
-	// it to a quarter (logmerge.Throttle). Default 16384 (a few fetches;
-	// 8 partitions of 3 streams then hold at most ~0.4M records, ~200 MB).
-	QueueRecords int
-	// ClientOpts are extra franz-go options (tests, TLS, SASL).
-	ClientOpts []kgo.Opt
-}
-
-func (o *Options) defaults() error {
-	if len(o.Brokers) == 0 {
-		return errors.New("joiner: no brokers")
-	}
-	if o.Group == "" {
-		o.Group = "driftline-joiner"
-	}
-	if o.Topics == (contract.Topics{}) {
-		o.Topics = contract.DefaultTopics()
-	}
-	if o.Environment == "" {
-		o.Environment = contract.EnvLocalParity
-	}
-	if o.Classify == (classify.Options{}) {
-		o.Classify = classify.DefaultOptions()
-	}
-	if o.NodeAgent == (nodeagent.Options{}) {
-		o.NodeAgent = nodeagent.DefaultOptions()
-		o.NodeAgent.DisconnectedAfter = o.Classify.Staleness
-		o.NodeAgent.HostWindow = o.Classify.Staleness
-	}
-	if err := o.NodeAgent.Validate(); err != nil {
-		return fmt.Errorf("joiner: %w", err)
-	}
-	if o.Dedupe == (dedupe.Options{}) {
-		o.Dedupe = dedupe.DefaultOptions()
-	}
-	if err := o.Dedupe.Validate(); err != nil {
-		return fmt.Errorf("joiner: %w", err)
-	}
-	if o.FlushInterval <= 0 {
-		o.FlushInterval = 500 * time.Millisecond
-	}
-	if o.FlushEvents <= 0 {
-		o.FlushEvents = 200000
-	}
-	if o.CatchUpInterval == 0 {
-		o.CatchUpInterval = 3 * time.Second
-	}
-	if o.CatchUpEvents <= 0 {
-		o.CatchUpEvents = 1_000_000
-	}
-	if o.SessionTimeout <= 0 {
-		o.SessionTimeout = 45 * time.Second
-	}
-	if o.RebalanceTimeout <= 0 {
-		o.RebalanceTimeout = 60 * time.Second
-	}
-	if o.Logger == nil {
-		o.Logger = slog.Default()
-	}
-	if o.Parallelism <= 0 {
-		o.Parallelism = runtime.GOMAXPROCS(0)
-	}
-	if o.IdleAfter == 0 {
-		o.IdleAfter = 5 * time.Minute
-	}
-	if o.CheckpointInterval <= 0 {
-		o.CheckpointInterval = 30 * time.Second
-	}
-	if o.CheckpointEvents == 0 {
-		o.CheckpointEvents = 2_000_000
-	}
-	if o.QueueRecords <= 0 {
-		o.QueueRecords = 16384
-	}
-	return nil
-}
-
-// Joiner is one member of the joiner consumer group.
+// Joiner is one member of the joiner consumer group: the processor of a
+// stream.Member (see member.go).
 type Joiner struct {
 	opts Options
 	sink Sink
@@ -230,20 +52,19 @@ type Joiner struct {
 	// with its own Decoder, zero-copy: nothing the partition keeps aliases
 	// a record).
 	validator contract.Validator
-	adm       *kadm.Client
-	cl        *kgo.Client
+	member    *stream.Member
 	markers   *kgo.Client // writes watermark markers to idle partitions
-	// eventCounters are m.events of each stream (see eventsBy).
+	// eventCounters are m.events of each stream (see countEvents).
 	eventCounters [numStreams]prometheus.Counter
 
 	// partitions is the partition count of the joined topics, for the
 	// mis-partitioning check.
 	partitions int32
 
-	// mu protects parts, inflight, spare and freeParts: the poll loop holds it while
-	// it applies and seals batches; the group callbacks hold it while they
+	// The member's lock protects the fields below: its poll loop holds it
+	// while it applies and seals batches, its group callbacks while they
 	// restore or drop partitions.
-	mu    sync.Mutex
+
 	parts map[int32]*partition
 	// inflight is the sealed batch being written and committed in the
 	// background (see flush.go), nil if none; spare is a settled one kept
@@ -259,11 +80,6 @@ type Joiner struct {
 	busy []readyPart
 	// flow pauses streams that ran ahead in their merges (throttle).
 	flow logmerge.Throttle
-	// rounds sizes the poll loop's rounds; backlog is the owned
-	// partitions' records not applied yet, as of the last poll (read and
-	// written by the poll loop only).
-	rounds  logmerge.Rounds
-	backlog int64
 	// pool holds the memory of fetched records: applyAll recycles each
 	// record it applied and did not keep (to quarantine or reroute).
 	pool logmerge.FetchPool
@@ -272,9 +88,6 @@ type Joiner struct {
 	kept map[int32]*partition
 	// saves tracks the checkpoint writes in flight.
 	saves sync.WaitGroup
-	// left is why the member left the group on its own (a restore that
-	// kept failing); Run returns it.
-	left error
 }
 
 type rejected struct {
@@ -295,54 +108,36 @@ func New(ctx context.Context, opts Options, s Sink) (*Joiner, error) {
 		parts:     make(map[int32]*partition),
 		kept:      make(map[int32]*partition),
 		flow:      logmerge.NewThrottle(opts.QueueRecords),
-		rounds: logmerge.Rounds{Interval: opts.FlushInterval, Records: opts.FlushEvents,
-			CatchUpInterval: opts.CatchUpInterval, CatchUpRecords: opts.CatchUpEvents},
 	}
 	j.initCounters()
-	admCl, err := kgo.NewClient(append([]kgo.Opt{kgo.SeedBrokers(opts.Brokers...)}, opts.ClientOpts...)...)
-	if err != nil {
-		return nil, fmt.Errorf("joiner: admin client: %w", err)
-	}
-	j.adm = kadm.NewClient(admCl)
-	if err := topics.CheckCopartitioned(ctx, j.adm, opts.Topics); err != nil {
-		j.adm.Close()
-		return nil, fmt.Errorf("joiner: %w", err)
-	}
-	if j.partitions, err = topics.PartitionCount(ctx, j.adm, opts.Topics.Observations); err != nil {
-		j.adm.Close()
-		return nil, fmt.Errorf("joiner: %w", err)
-	}
-	copts := append([]kgo.Opt{
-		kgo.SeedBrokers(opts.Brokers...),
-		kgo.ConsumerGroup(opts.Group),
-		kgo.ConsumeTopics(opts.Topics.Joined()...),
-		kgo.Balancers(kgo.RangeBalancer()),
-		kgo.SessionTimeout(opts.SessionTimeout),
-		kgo.RebalanceTimeout(opts.RebalanceTimeout),
-		kgo.DisableAutoCommit(),
-		kgo.BlockRebalanceOnPoll(),
-		kgo.FetchIsolationLevel(kgo.ReadCommitted()),
-		kgo.KeepControlRecords(),
-		// A fetch is decompressed whole; batches of repetitive JSON
-		// compress 10x and more, so the 50 MiB default kept gigabytes
-		// buffered at 10M events.
-		kgo.FetchMaxBytes(fetchMaxBytes),
-		kgo.FetchMaxWait(logmerge.FetchMaxWait),
-		kgo.WithPools(&j.pool),
-		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()),
-		kgo.OnPartitionsAssigned(j.assigned),
-		kgo.OnPartitionsRevoked(j.revoked),
-		kgo.OnPartitionsLost(j.lost),
-	}, opts.ClientOpts...)
-	if j.cl, err = kgo.NewClient(copts...); err != nil {
-		j.adm.Close()
-		return nil, fmt.Errorf("joiner: consumer: %w", err)
-	}
+	var err error
 	if j.markers, err = kgo.NewClient(append([]kgo.Opt{kgo.SeedBrokers(opts.Brokers...),
 		kgo.RecordPartitioner(kgo.ManualPartitioner())}, opts.ClientOpts...)...); err != nil {
-		j.adm.Close()
-		j.cl.Close()
 		return nil, fmt.Errorf("joiner: marker producer: %w", err)
+	}
+	j.member, err = stream.NewMember(ctx, stream.Options{
+		Name:               "joiner",
+		Brokers:            opts.Brokers,
+		Group:              opts.Group,
+		Names:              opts.Topics,
+		Topics:             opts.Topics.Joined(),
+		SessionTimeout:     opts.SessionTimeout,
+		RebalanceTimeout:   opts.RebalanceTimeout,
+		KeepControlRecords: true,
+		Rounds: logmerge.Rounds{Interval: opts.FlushInterval, Records: opts.FlushEvents,
+			CatchUpInterval: opts.CatchUpInterval, CatchUpRecords: opts.CatchUpEvents},
+		Logger:       opts.Logger,
+		ConsumerOpts: []kgo.Opt{kgo.WithPools(&j.pool)},
+		ClientOpts:   opts.ClientOpts,
+	})
+	if err != nil {
+		j.markers.Close()
+		return nil, err
+	}
+	j.partitions = j.member.Partitions()
+	if err := j.member.Join(ctx, (*processor)(j)); err != nil {
+		j.markers.Close()
+		return nil, err
 	}
 	return j, nil
 }
@@ -353,55 +148,12 @@ func New(ctx context.Context, opts Options, s Sink) (*Joiner, error) {
 // offsets committed in the background while the next round is applied
 // (one batch at a time, in order: see flush.go), and a rebalance may
 // proceed. When ctx ends, the last batch is written before Run returns.
-func (j *Joiner) Run(ctx context.Context) error {
-	defer j.adm.Close()
-	defer j.markers.Close()
-	defer j.cl.Close()
-	defer j.saves.Wait() // checkpoint writes end with the client or their timeout
-	for ctx.Err() == nil {
-		catchUp, backlog, closed := j.rounds.Round(ctx, j.cl, j.backlog, func(fetches kgo.Fetches) (int, int64) {
-			j.mu.Lock()
-			defer j.mu.Unlock()
-			logmerge.Fetched(fetches,
-				func(t string, p int32, recs []*kgo.Record, unfetched int64) {
-					if part := j.parts[p]; part != nil {
-						part.merge.Push(j.stream(t), recs, unfetched)
-					}
-				},
-				func(t string, p int32, err error) {
-					j.opts.Logger.Warn("fetch error", "topic", t, "partition", p, "err", err)
-				})
-			n := j.applyAll(time.Now())
-			j.throttle()
-			return n, j.measureBacklog()
-		})
-		if closed {
-			j.mu.Lock()
-			defer j.mu.Unlock()
-			_ = j.settle() // its commit fails with the client; a successor replays it
-			return j.left
-		}
-		j.backlog = backlog
-		if catchUp {
-			j.m.catchUpRounds.Inc()
-		}
-		j.mu.Lock()
-		err := j.flush(ctx, ctx.Err() != nil)
-		if err == nil && ctx.Err() == nil {
-			j.advanceIdle(ctx)
-		}
-		j.mu.Unlock()
-		j.cl.AllowRebalance()
-		if err != nil {
-			return err
-		}
-	}
-	return nil
-}
+// It returns why the joiner stopped: nil when ctx ended.
+func (j *Joiner) Run(ctx context.Context) error { return j.member.Run(ctx) }
 
 // applyAll applies what the merges of the owned partitions can release,
 // the partitions in parallel (their states are independent), and returns
-// the number of records applied. mu is held.
+// the number of records applied. The member's lock is held.
 func (j *Joiner) applyAll(now time.Time) int {
 	drain := func(part *partition) int {
 		// Positions are exact (see Run): the merge waits for a stream
@@ -466,25 +218,21 @@ type readyPart struct {
 }
 
 // throttle pauses the streams that ran ahead in their merges and resumes
-// those drained again. mu is held.
+// those drained again. The member's lock is held.
 func (j *Joiner) throttle() {
 	names := j.streamTopics()
-	paused, now := logmerge.ThrottleAll(&j.flow, j.cl, names[:], j.parts, func(p *partition) logmerge.Streams { return p.merge.Streams() })
+	paused, now := logmerge.ThrottleAll(&j.flow, j.member.Client(), names[:], j.parts, func(p *partition) logmerge.Streams { return p.merge.Streams() })
 	j.m.pauses.Add(float64(paused))
 	j.m.paused.Set(float64(now))
 }
 
 // measureBacklog returns the sum of the owned partitions' backlogs, which
-// sizes the rounds (logmerge.Rounds). mu is held.
+// sizes the rounds (logmerge.Rounds). The member's lock is held.
 func (j *Joiner) measureBacklog() int64 {
 	n := logmerge.BacklogAll(j.parts, func(p *partition) *logmerge.Merge { return &p.merge })
 	j.m.backlog.Set(float64(n))
 	return n
 }
-
-// fetchMaxBytes bounds one fetch (compressed) of the group consumer and of
-// a restore's replay.
-const fetchMaxBytes = 8 << 20
 
 // initCounters looks up the per-stream series once.
 func (j *Joiner) initCounters() {
@@ -509,88 +257,4 @@ func (j *Joiner) stream(topic string) int {
 		return streamTelemetry
 	}
 	panic("BUG: joiner consumed topic " + topic)
-}
-
-// assigned restores the state of newly assigned partitions.
-func (j *Joiner) assigned(ctx context.Context, _ *kgo.Client, assigned map[string][]int32) {
-	j.mu.Lock()
-	defer j.mu.Unlock()
-	j.settleInCallback() // none with eager rebalancing (revoked settled it); kept for safety
-	var fresh []int32
-	seen := map[int32]bool{}
-	for _, ps := range assigned {
-		for _, p := range ps {
-			if j.parts[p] == nil && !seen[p] {
-				seen[p] = true
-				fresh = append(fresh, p)
-			}
-		}
-	}
-	// The assignment is complete (eager range rebalancing): state kept
-	// for partitions that did not come back is not needed any more.
-	defer clear(j.kept)
-	if len(fresh) == 0 {
-		return
-	}
-	start := time.Now()
-	var restored map[int32]*partition
-	err := retry.Restore(ctx, j.opts.RebalanceTimeout, j.opts.Logger, "restore partitions", func() (err error) {
-		restored, err = j.restore(ctx, fresh)
-		return err
-	})
-	if err != nil {
-		// Without its state the worker would emit wrong findings: leave
-		// the group loudly rather than guess.
-		j.opts.Logger.Error("restore failed; leaving the group", "partitions", fresh, "err", err)
-		j.left = fmt.Errorf("joiner: left the group: partitions %v not restored: %w", fresh, err)
-		go j.cl.Close()
-		return
-	}
-	for p, part := range restored {
-		j.parts[p] = part
-		j.observe(part)
-	}
-	j.m.assigned.Set(float64(len(j.parts)))
-	j.opts.Logger.Info("partitions assigned", "partitions", fresh, "restore", time.Since(start).Round(time.Millisecond))
-	j.m.restoreSeconds.Observe(time.Since(start).Seconds())
-}
-
-// revoked drops revoked partitions. Everything applied was sealed into
-// the batch in flight before the rebalance was allowed: it is written and
-// committed first, so the state kept is exactly the committed one (if the
-// commit failed, restore sees the state ahead of the cut and drops it).
-func (j *Joiner) revoked(_ context.Context, _ *kgo.Client, revoked map[string][]int32) {
-	j.mu.Lock()
-	defer j.mu.Unlock()
-	j.settleInCallback()
-	for _, ps := range revoked {
-		for _, p := range ps {
-			if part := j.parts[p]; part != nil {
-				j.kept[p] = part
-				delete(j.parts, p)
-			}
-		}
-	}
-	// A client keeps paused partitions paused across rebalances, and the
-	// merges that paused these are dropped (a kept partition restarts
-	// with a fresh merge).
-	j.cl.ResumeFetchPartitions(revoked)
-	j.m.assigned.Set(float64(len(j.parts)))
-}
-
-// lost drops partitions the group gave away without a clean revoke (the
-// session expired): what was applied after the last commit may be
-// replayed by their new owner, so their state is not kept.
-func (j *Joiner) lost(_ context.Context, _ *kgo.Client, lost map[string][]int32) {
-	j.mu.Lock()
-	defer j.mu.Unlock()
-	j.settleInCallback()
-	for _, ps := range lost {
-		for _, p := range ps {
-			delete(j.parts, p)
-			delete(j.kept, p)
-		}
-	}
-	j.cl.ResumeFetchPartitions(lost) // as in revoked
-	j.m.assigned.Set(float64(len(j.parts)))
 }

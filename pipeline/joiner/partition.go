@@ -441,7 +441,7 @@ func (j *Joiner) countEvents(part *partition) {
 // empty one (a part of a batch written before, or a new one). Copied
 // into one batch instead, a catch-up round's rows (hundreds of
 // thousands of findings) cost 50-70 ms of the poll loop at every seal.
-// mu is held.
+// The member's lock is held.
 func (j *Joiner) gather(part *partition, b *batch) *sink.Batch {
 	var next *sink.Batch
 	if n := len(j.freeParts); n > 0 {

@@ -2,19 +2,19 @@ package joiner
 
 import (
 	"context"
-	"fmt"
 	"sync"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/driftline/driftline/pipeline/readmodel/sink"
+	"github.com/driftline/driftline/pipeline/stream"
 	"github.com/driftline/driftline/pipeline/stream/logmerge"
 )
 
-// restore rebuilds the state of partitions ps up to the group's committed
-// offsets, through the same merge as the group consumer, so the state is
-// exactly the one the previous owner had when it committed. Nothing is
+// restore rebuilds the state of partitions r.Partitions up to the group's
+// committed offsets, through the same merge as the group consumer, so the
+// state is exactly the one the previous owner had when it committed. Nothing is
 // emitted: those transitions were written before the offsets were
 // committed. For each partition, the cheapest exact source is used:
 //
@@ -27,28 +27,19 @@ import (
 // The streams are replayed only up to the committed offsets, not to their
 // end: a record applied ahead of the observations that preceded it would
 // move the watermark and change their findings, and the live run after
-// the restore would differ from an uninterrupted one. mu is held.
-func (j *Joiner) restore(ctx context.Context, ps []int32) (map[int32]*partition, error) {
+// the restore would differ from an uninterrupted one. The member's lock
+// is held.
+func (j *Joiner) restore(ctx context.Context, r *stream.Restore) (map[int32]*partition, error) {
 	silent := &output{batch: &sink.Batch{}, m: j.m, emit: false}
-	parts := make(map[int32]*partition, len(ps))
-	committed, err := j.adm.FetchOffsets(ctx, j.opts.Group)
-	if err != nil {
-		return nil, fmt.Errorf("fetch committed offsets: %w", err)
-	}
+	parts := make(map[int32]*partition, len(r.Partitions))
 	names := j.streamTopics()
-	ends, err := j.adm.ListEndOffsets(ctx, names[:]...)
-	if err != nil {
-		return nil, fmt.Errorf("list end offsets: %w", err)
-	}
 	targets := map[int32][numStreams]int64{}
 	from := map[int32][numStreams]int64{}
 	var load []int32 // partitions to look up in the checkpoints
-	for _, p := range ps {
+	for _, p := range r.Partitions {
 		var target [numStreams]int64
 		for s, t := range names {
-			if o, ok := committed.Lookup(t, p); ok && o.Err == nil && o.At > 0 {
-				target[s] = o.At
-			}
+			target[s] = r.Committed(t, p)
 		}
 		targets[p] = target
 		if part := j.kept[p]; part != nil {
@@ -101,7 +92,7 @@ func (j *Joiner) restore(ctx context.Context, ps []int32) (map[int32]*partition,
 		target := targets[p]
 		copy(part.merge.Committed, target[:])
 	}
-	if err := j.replay(ctx, from, targets, parts); err != nil {
+	if err := j.replay(ctx, r, from, targets, parts); err != nil {
 		return nil, err
 	}
 	// From here on the partitions emit into the live batch. The live
@@ -113,10 +104,7 @@ func (j *Joiner) restore(ctx context.Context, ps []int32) (map[int32]*partition,
 			panic("BUG: restore left records in the merge")
 		}
 		for s, t := range names {
-			part.merge.More[s] = false
-			if o, ok := ends.Lookup(t, p); ok && o.Err == nil && o.Offset > targets[p][s] {
-				part.merge.More[s] = true
-			}
+			part.merge.More[s] = r.More(t, p)
 		}
 		part.out, part.dirty = &part.live, true
 	}
@@ -124,10 +112,8 @@ func (j *Joiner) restore(ctx context.Context, ps []int32) (map[int32]*partition,
 }
 
 // replay reads each stream of parts from from up to (not including)
-// targets and applies the records in merge order. It waits for the broker
-// as long as ctx allows (logmerge.ReadTo never takes a silent partition as
-// done), so the state is never left incomplete.
-func (j *Joiner) replay(ctx context.Context, from, targets map[int32][numStreams]int64, parts map[int32]*partition) error {
+// targets and applies the records in merge order (stream.Restore.Replay).
+func (j *Joiner) replay(ctx context.Context, r *stream.Restore, from, targets map[int32][numStreams]int64, parts map[int32]*partition) error {
 	names := j.streamTopics()
 	consume := map[string]map[int32]kgo.Offset{}
 	ends := map[string]map[int32]int64{}
@@ -145,21 +131,7 @@ func (j *Joiner) replay(ctx context.Context, from, targets map[int32][numStreams
 			parts[p].merge.More[s] = true
 		}
 	}
-	if len(ends) == 0 {
-		return nil
-	}
-	cl, err := kgo.NewClient(append(append([]kgo.Opt{
-		kgo.SeedBrokers(j.opts.Brokers...),
-		kgo.ConsumePartitions(consume),
-		kgo.FetchMaxBytes(fetchMaxBytes),
-	}, logmerge.ReplayOpts()...), j.opts.ClientOpts...)...)
-	if err != nil {
-		return fmt.Errorf("restore client: %w", err)
-	}
-	defer cl.Close()
-	ctx, cancel := context.WithTimeout(ctx, 10*time.Minute)
-	defer cancel()
-	return logmerge.ReadTo(ctx, cl, ends,
+	return r.Replay(ctx, consume, ends,
 		func(topic string, p int32, recs []*kgo.Record, unfetched int64) {
 			parts[p].merge.Push(j.stream(topic), recs, unfetched)
 		},

@@ -32,140 +32,38 @@ package rater
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"log/slog"
-	"sync"
 	"sync/atomic"
 	"time"
 
-	"github.com/prometheus/client_golang/prometheus"
 	json "github.com/segmentio/encoding/json"
-	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/driftline/driftline/pipeline/billing/pricebook"
 	"github.com/driftline/driftline/pipeline/contract"
-	"github.com/driftline/driftline/pipeline/stream/topics"
+	"github.com/driftline/driftline/pipeline/stream"
 )
 
-// Options configure a Rater.
-type Options struct {
-	// Brokers are the Kafka seed brokers. Required.
-	Brokers []string
-	// Prices is the price book in use. Required.
-	Prices *pricebook.Store
-	// Group is the consumer group of all raters. Default "driftline-rater".
-	Group string
-	// TransactionalID identifies this rater's transactions. It must be
-	// stable across restarts of one instance (so a restart fences the
-	// crashed incarnation) and distinct between instances running at
-	// once. Default "driftline-rater".
-	TransactionalID string
-	// InstanceID is the static group membership id (group.instance.id).
-	// A restarted instance with the same id takes over its partitions at
-	// once, instead of waiting for the crashed member's session to time
-	// out. Default: TransactionalID. Set "-" for dynamic membership.
-	InstanceID string
-	// DisableTransactions rates at-least-once without transactions, to
-	// measure their overhead. Default false (transactions on).
-	DisableTransactions bool
-	// TransactionTimeout bounds how long a crashed rater's open
-	// transaction can hold back read_committed consumers if it is not
-	// fenced by a restart. Default 10s.
-	TransactionTimeout time.Duration
-	// Topics names the topics. Default contract.DefaultTopics().
-	Topics contract.Topics
-	// Environment is the pipeline's environment, stamped on rated lines;
-	// usage for another is quarantined. Default local_parity.
-	Environment string
-	// Currencies, when not empty, are the only currencies the rater may
-	// bill; usage of a unit priced in another is quarantined
-	// (currency_not_allowed). Default: any currency the price book names.
-	Currencies []string
-	// MaxBatch bounds the records of one transaction. Larger batches
-	// amortise the commit; smaller ones redo less after a crash. Default
-	// 10000.
-	MaxBatch int
-	// Logger receives operational logs. Default slog.Default().
-	Logger *slog.Logger
-	// Registerer receives the rater's metrics. Default none.
-	Registerer prometheus.Registerer
-	// ClientOpts are extra franz-go options (tests, TLS, SASL).
-	ClientOpts []kgo.Opt
-	// Now is the clock of rated_at. Default time.Now.
-	Now func() time.Time
-}
-
-func (o *Options) defaults() error {
-	if len(o.Brokers) == 0 {
-		return errors.New("rater: no brokers")
-	}
-	if o.Prices == nil {
-		return errors.New("rater: no price book")
-	}
-	if o.Group == "" {
-		o.Group = "driftline-rater"
-	}
-	if o.TransactionalID == "" {
-		o.TransactionalID = "driftline-rater"
-	}
-	if o.InstanceID == "" {
-		o.InstanceID = o.TransactionalID
-	}
-	if o.TransactionTimeout <= 0 {
-		o.TransactionTimeout = 10 * time.Second
-	}
-	if o.Topics == (contract.Topics{}) {
-		o.Topics = contract.DefaultTopics()
-	}
-	if o.Environment == "" {
-		o.Environment = contract.EnvLocalParity
-	}
-	if o.MaxBatch <= 0 {
-		o.MaxBatch = 10000
-	}
-	if o.Logger == nil {
-		o.Logger = slog.Default()
-	}
-	if o.Now == nil {
-		o.Now = time.Now
-	}
-	return nil
-}
-
-// consumer is what the loop needs of the Kafka client: the transact
-// session, or a plain group client when transactions are off.
-type consumer interface {
-	PollRecords(ctx context.Context, n int) kgo.Fetches
-	Produce(ctx context.Context, r *kgo.Record, promise func(*kgo.Record, error))
-	AllowRebalance()
-	Close()
-}
-
-// Rater is one member of the rater consumer group.
+// Rater is one member of the rater consumer group: the processor of a
+// stream.Member (see member.go).
 type Rater struct {
 	opts      Options
 	m         *metrics
 	validator contract.Validator // the restore's: payloads it keeps are its own
-	// decoder is the loop's (mu held): its payloads and their strings
-	// (ZeroCopy) live only while one record is processed.
+	// decoder is the loop's: its payloads and their strings (ZeroCopy)
+	// live only while one record is processed.
 	decoder    *contract.Decoder
 	currencies map[string]bool
-	adm        *kadm.Client
-	sess       *kgo.GroupTransactSession // nil without transactions
-	cl         *kgo.Client               // the session's client, or the plain client
-	consumer   consumer
+	member     *stream.Member
 	partitions int32 // partition count of the billing topics
 
-	// mu protects state: the loop holds it while it processes a batch and
-	// applies its outcome; the group callbacks while they restore or drop
-	// partitions.
-	mu    sync.Mutex
+	// The member's lock protects state and round: its poll loop holds it
+	// while it processes a batch and ends its transaction, its group
+	// callbacks while they restore or drop partitions.
 	state *keyState
-	// left is why the member left the group on its own (a restore that
-	// kept failing); Run returns it. mu protects it.
-	left error
+	// round is the batch in progress, between Apply and Flush; nil
+	// between rounds.
+	round *round
 }
 
 // New connects to the brokers and returns a Rater. With transactions on,
@@ -189,55 +87,34 @@ func New(ctx context.Context, opts Options) (*Rater, error) {
 		}
 	}
 	r.m.bookUnits.Set(float64(opts.Prices.Book().Units()))
-	admCl, err := kgo.NewClient(append([]kgo.Opt{kgo.SeedBrokers(opts.Brokers...)}, opts.ClientOpts...)...)
-	if err != nil {
-		return nil, fmt.Errorf("rater: admin client: %w", err)
+	mopts := stream.Options{
+		Name:    "rater",
+		Brokers: opts.Brokers,
+		Group:   opts.Group,
+		Names:   opts.Topics,
+		Topics:  []string{opts.Topics.Usage},
+		// A rater's state is per usage partition and a restore replays
+		// the partition from its start: cooperative rebalancing moves
+		// only the partitions that change owner.
+		Balancer:           kgo.CooperativeStickyBalancer(),
+		PollRecords:        opts.MaxBatch,
+		TransactionTimeout: opts.TransactionTimeout,
+		Logger:             opts.Logger,
+		ClientOpts:         opts.ClientOpts,
 	}
-	r.adm = kadm.NewClient(admCl)
-	fail := func(err error) (*Rater, error) {
-		r.adm.Close()
-		return nil, fmt.Errorf("rater: %w", err)
+	if !opts.DisableTransactions {
+		mopts.TransactionalID = opts.TransactionalID
 	}
-	if err := topics.CheckCopartitioned(ctx, r.adm, opts.Topics); err != nil {
-		return fail(err)
-	}
-	if r.partitions, err = topics.PartitionCount(ctx, r.adm, opts.Topics.Usage); err != nil {
-		return fail(err)
-	}
-	copts := append([]kgo.Opt{
-		kgo.SeedBrokers(opts.Brokers...),
-		kgo.ConsumerGroup(opts.Group),
-		kgo.ConsumeTopics(opts.Topics.Usage),
-		kgo.DisableAutoCommit(),
-		kgo.BlockRebalanceOnPoll(),
-		kgo.FetchIsolationLevel(kgo.ReadCommitted()),
-		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()),
-		kgo.OnPartitionsAssigned(r.assigned),
-		kgo.OnPartitionsRevoked(r.revoked),
-		kgo.OnPartitionsLost(r.revoked),
-	}, opts.ClientOpts...)
 	if opts.InstanceID != "-" {
-		copts = append(copts, kgo.InstanceID(opts.InstanceID))
+		mopts.InstanceID = opts.InstanceID
 	}
-	if opts.DisableTransactions {
-		if r.cl, err = kgo.NewClient(copts...); err != nil {
-			return fail(fmt.Errorf("consumer: %w", err))
-		}
-		r.consumer = r.cl
-		return r, nil
+	var err error
+	if r.member, err = stream.NewMember(ctx, mopts); err != nil {
+		return nil, err
 	}
-	copts = append(copts,
-		kgo.TransactionalID(opts.TransactionalID),
-		kgo.TransactionTimeout(opts.TransactionTimeout),
-	)
-	if r.sess, err = kgo.NewGroupTransactSession(copts...); err != nil {
-		return fail(fmt.Errorf("transact session: %w", err))
-	}
-	r.cl = r.sess.Client()
-	r.consumer = r.sess
-	if _, _, err := r.cl.ProducerID(ctx); err != nil {
-		r.sess.Close()
-		return fail(fmt.Errorf("init transactional id %q: %w", opts.TransactionalID, err))
+	r.partitions = r.member.Partitions()
+	if err := r.member.Join(ctx, (*processor)(r)); err != nil {
+		return nil, err
 	}
 	return r, nil
 }
@@ -258,33 +135,7 @@ func (r *Rater) WatchPrices() {
 // Run rates until ctx is done or a non-retryable Kafka error occurs. A
 // round in progress when ctx ends is finished (committed or aborted)
 // within a bounded time, so a clean stop leaves nothing open.
-func (r *Rater) Run(ctx context.Context) error {
-	defer r.adm.Close()
-	defer r.consumer.Close()
-	for ctx.Err() == nil {
-		fetches := r.consumer.PollRecords(ctx, r.opts.MaxBatch)
-		if fetches.IsClientClosed() {
-			r.mu.Lock()
-			defer r.mu.Unlock()
-			return r.left
-		}
-		fetches.EachError(func(t string, p int32, err error) {
-			if !errors.Is(err, context.Canceled) && !errors.Is(err, context.DeadlineExceeded) {
-				r.opts.Logger.Warn("fetch error", "topic", t, "partition", p, "err", err)
-			}
-		})
-		if fetches.NumRecords() == 0 {
-			r.consumer.AllowRebalance()
-			continue
-		}
-		err := r.round(ctx, fetches)
-		r.consumer.AllowRebalance()
-		if err != nil {
-			return err
-		}
-	}
-	return nil
-}
+func (r *Rater) Run(ctx context.Context) error { return r.member.Run(ctx) }
 
 // outcome counts one round's results, applied to metrics on commit.
 type outcome struct {
@@ -293,95 +144,123 @@ type outcome struct {
 	mispartitioned     int
 }
 
-// round rates one batch and ends its transaction.
-func (r *Rater) round(ctx context.Context, fetches kgo.Fetches) error {
-	start := time.Now()
-	endCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
-	defer cancel()
-	if r.sess != nil {
-		if err := r.sess.Begin(); err != nil {
-			return fmt.Errorf("begin transaction: %w", err)
+// round is one batch in its transaction: its records processed and their
+// rated lines and quarantine records produced (begin), then flushed and
+// committed with the batch's offsets, or aborted (end).
+type round struct {
+	start   time.Time
+	records int
+	// ctx bounds producing and ending the transaction; a stop does not
+	// cut it, so the round ends (commits or aborts) cleanly.
+	ctx    context.Context
+	cancel context.CancelFunc
+	// err is why the transaction could not begin.
+	err        error
+	produceErr atomic.Pointer[error]
+	out        outcome
+}
+
+// roundTimeout bounds producing and ending one round's transaction.
+const roundTimeout = 30 * time.Second
+
+// begin starts a round: it begins the transaction and produces the
+// outputs of the records of fetches. The member's lock is held.
+func (r *Rater) begin(ctx context.Context, fetches kgo.Fetches) {
+	if r.round != nil {
+		panic("BUG: rater: a round began before the last one ended")
+	}
+	rd := &round{start: time.Now(), records: fetches.NumRecords(), out: outcome{quarantined: map[contract.Reason]int{}}}
+	rd.ctx, rd.cancel = context.WithTimeout(context.WithoutCancel(ctx), roundTimeout)
+	r.round = rd
+	if sess := r.member.Session(); sess != nil {
+		if err := sess.Begin(); err != nil {
+			rd.err = fmt.Errorf("begin transaction: %w", err)
+			return
 		}
 	}
 	var (
-		produceErr atomic.Pointer[error]
-		promise    = func(_ *kgo.Record, err error) {
+		cl      = r.member.Client()
+		promise = func(_ *kgo.Record, err error) {
 			if err != nil {
-				produceErr.CompareAndSwap(nil, &err)
+				rd.produceErr.CompareAndSwap(nil, &err)
 			}
 		}
-		out   = outcome{quarantined: map[contract.Reason]int{}}
 		book  = r.opts.Prices.Book()
 		now   = r.opts.Now()
-		arena = make([]byte, 0, 512*fetches.NumRecords())
+		arena = make([]byte, 0, 512*rd.records)
 	)
-	r.mu.Lock()
 	fetches.EachRecord(func(rec *kgo.Record) {
 		var o *kgo.Record
-		o, arena = r.process(rec, book, now, arena, &out)
+		o, arena = r.process(rec, book, now, arena, &rd.out)
 		if o != nil {
-			r.consumer.Produce(endCtx, o, promise)
+			cl.Produce(rd.ctx, o, promise)
 		}
 	})
-	r.mu.Unlock()
+}
 
+// end ends the round's transaction: it commits the outputs with the
+// offsets of the batch, or aborts them if a produce failed or the group
+// rebalanced; the key state follows. The member's lock is held.
+func (r *Rater) end() error {
+	rd := r.round
+	if rd == nil {
+		return nil
+	}
+	r.round = nil
+	defer rd.cancel()
+	if rd.err != nil {
+		return rd.err
+	}
 	// Flush first so a failed produce aborts rather than commits.
-	if err := r.cl.Flush(endCtx); err != nil {
+	if err := r.member.Client().Flush(rd.ctx); err != nil {
 		return fmt.Errorf("flush: %w", err)
 	}
 	committed := false
-	if r.sess != nil {
+	if sess := r.member.Session(); sess != nil {
 		try := kgo.TryCommit
-		if p := produceErr.Load(); p != nil {
+		if p := rd.produceErr.Load(); p != nil {
 			r.opts.Logger.Warn("produce failed; aborting the transaction, the batch will be rated again", "err", *p)
 			try = kgo.TryAbort
 		}
 		var err error
-		committed, err = r.sess.End(endCtx, try)
+		committed, err = sess.End(rd.ctx, try)
 		if err != nil {
-			r.abort()
+			r.state.abort()
 			return fmt.Errorf("end transaction: %w", err)
 		}
 	} else {
-		if p := produceErr.Load(); p != nil {
-			r.abort()
+		if p := rd.produceErr.Load(); p != nil {
+			r.state.abort()
 			return fmt.Errorf("produce: %w", *p)
 		}
-		if err := r.cl.CommitUncommittedOffsets(endCtx); err != nil {
+		if err := r.member.Client().CommitUncommittedOffsets(rd.ctx); err != nil {
 			r.opts.Logger.Warn("offset commit failed; the batch will be rated again (at-least-once mode)", "err", err)
 		}
 		committed = true
 	}
 	if !committed {
 		r.m.txns.WithLabelValues("aborted").Inc()
-		r.abort()
+		r.state.abort()
 		return nil
 	}
-	r.mu.Lock()
 	r.state.commit()
 	r.m.keys.Set(float64(r.state.keys()))
-	r.mu.Unlock()
 	r.m.txns.WithLabelValues("committed").Inc()
-	r.m.usage.WithLabelValues("rated").Add(float64(out.rated))
-	r.m.usage.WithLabelValues("redelivery").Add(float64(out.redelivered))
-	for reason, n := range out.quarantined {
+	r.m.usage.WithLabelValues("rated").Add(float64(rd.out.rated))
+	r.m.usage.WithLabelValues("redelivery").Add(float64(rd.out.redelivered))
+	for reason, n := range rd.out.quarantined {
 		r.m.usage.WithLabelValues("quarantined").Add(float64(n))
 		r.m.quarantined.WithLabelValues(string(reason)).Add(float64(n))
 	}
-	r.m.mispartitioned.Add(float64(out.mispartitioned))
-	r.m.batchSeconds.Observe(time.Since(start).Seconds())
-	r.m.batchEvents.Observe(float64(fetches.NumRecords()))
+	r.m.mispartitioned.Add(float64(rd.out.mispartitioned))
+	r.m.batchSeconds.Observe(time.Since(rd.start).Seconds())
+	r.m.batchEvents.Observe(float64(rd.records))
 	return nil
 }
 
-func (r *Rater) abort() {
-	r.mu.Lock()
-	r.state.abort()
-	r.mu.Unlock()
-}
-
 // process turns one usage record into its rated line or quarantine record
-// (nil for a redelivery). Values are carved from arena. mu is held.
+// (nil for a redelivery). Values are carved from arena. The member's lock
+// is held.
 func (r *Rater) process(rec *kgo.Record, book *pricebook.Book, now time.Time, arena []byte, out *outcome) (*kgo.Record, []byte) {
 	// The envelope and payload alias rec.Value and the decoder: what
 	// outlives this call is copied (the staged usage_id, the rated line).

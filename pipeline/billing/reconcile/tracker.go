@@ -20,7 +20,7 @@ type Rules struct {
 	// ledger entry before it is rated_not_ledgered. Default 15m.
 	LedgerGrace time.Duration
 	// AllowedLateness: the watermark trails the newest event time of the
-	// partition by this much. Default 30s.
+	// partition by this much. DefaultRules has 30s; zero is none.
 	AllowedLateness time.Duration
 	// Horizon bounds memory: once the watermark passes a conservation
 	// window's end + Horizon, the settled usage of the window is dropped

@@ -169,13 +169,16 @@ func Commit(ctx context.Context, cl *kgo.Client, offsets map[string]map[int32]kg
 // records. The last offset counts markers too (the consumer keeps them:
 // kgo.KeepControlRecords), so that count is exact and the merge never has
 // to guess that a silent stream is done. Fetch errors are passed to warn,
-// except those of a poll's own deadline or cancellation.
+// except those of a poll's own deadline or cancellation; a nil warn
+// leaves them to the caller (a stream.Member reports them itself).
 func Fetched(fetches kgo.Fetches, push func(topic string, partition int32, recs []*kgo.Record, unfetched int64), warn func(topic string, partition int32, err error)) {
-	fetches.EachError(func(t string, p int32, err error) {
-		if !errors.Is(err, context.DeadlineExceeded) && !errors.Is(err, context.Canceled) {
-			warn(t, p, err)
-		}
-	})
+	if warn != nil {
+		fetches.EachError(func(t string, p int32, err error) {
+			if !errors.Is(err, context.DeadlineExceeded) && !errors.Is(err, context.Canceled) {
+				warn(t, p, err)
+			}
+		})
+	}
 	fetches.EachPartition(func(fp kgo.FetchTopicPartition) {
 		if len(fp.Records) == 0 {
 			return

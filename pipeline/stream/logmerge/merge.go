@@ -79,3 +79,36 @@ func BacklogAll[P any](parts map[int32]P, merge func(P) *Merge) int64 {
 	}
 	return n
 }
+
+// Uncommitted adds to offsets (made when nil) the position of each stream
+// of the merge, partition p, that moved past its last commit: what a
+// commit of everything applied records. topics names the streams. It
+// returns offsets.
+func (m *Merge) Uncommitted(p int32, topics []string, offsets map[string]map[int32]kgo.EpochOffset) map[string]map[int32]kgo.EpochOffset {
+	for s, next := range m.Next {
+		if next.Offset <= m.Committed[s] {
+			continue
+		}
+		if offsets == nil {
+			offsets = map[string]map[int32]kgo.EpochOffset{}
+		}
+		if offsets[topics[s]] == nil {
+			offsets[topics[s]] = map[int32]kgo.EpochOffset{}
+		}
+		offsets[topics[s]][p] = next
+	}
+	return offsets
+}
+
+// CommittedAll records in the merges of parts (merge returns a
+// partition's) that offsets, taken with Uncommitted over topics, are
+// committed. Partitions no longer in parts are skipped.
+func CommittedAll[P any](offsets map[string]map[int32]kgo.EpochOffset, topics []string, parts map[int32]P, merge func(P) *Merge) {
+	for s, t := range topics {
+		for p, next := range offsets[t] {
+			if part, ok := parts[p]; ok {
+				merge(part).Committed[s] = next.Offset
+			}
+		}
+	}
+}

@@ -109,3 +109,31 @@ func TestMergeWaitsForAStreamWithMore(t *testing.T) {
 		t.Fatalf("got stream %d after telemetry was read to its end", s)
 	}
 }
+
+// TestUncommitted: a commit covers the streams applied past their last
+// commit, and recording it leaves nothing to commit.
+func TestUncommitted(t *testing.T) {
+	topics := []string{"a", "b"}
+	parts := map[int32]*Merge{}
+	for p := range int32(2) {
+		m := NewMerge(2)
+		m.Push(0, []*kgo.Record{{Offset: 4, LeaderEpoch: 1}}, 0)
+		m.Committed[1] = 7
+		parts[p] = &m
+	}
+	parts[1].Pop()
+	var offsets map[string]map[int32]kgo.EpochOffset
+	for p, m := range parts {
+		offsets = m.Uncommitted(p, topics, offsets)
+	}
+	if len(offsets) != 1 || len(offsets["a"]) != 1 || offsets["a"][1] != (kgo.EpochOffset{Epoch: 1, Offset: 5}) {
+		t.Fatalf("offsets %v, want a/1 at 5 only", offsets)
+	}
+	CommittedAll(offsets, topics, parts, func(m *Merge) *Merge { return m })
+	if parts[1].Committed[0] != 5 || parts[1].Committed[1] != 7 {
+		t.Fatalf("committed %v, want [5 7]", parts[1].Committed)
+	}
+	if got := parts[1].Uncommitted(1, topics, nil); got != nil {
+		t.Fatalf("uncommitted after the commit: %v", got)
+	}
+}

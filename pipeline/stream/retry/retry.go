@@ -1,27 +1,77 @@
-// Package retry gets through the writes a consumer must complete before it
-// commits offsets (findings to ClickHouse, quarantine and rerouted records
-// to the broker): it retries them with backoff, and on shutdown it still
-// tries for a bounded time, so a clean stop leaves nothing to replay.
+// Package retry is the one backoff loop of the pipeline. A consumer retries
+// the writes it must complete before it commits offsets (findings to
+// ClickHouse, quarantine and rerouted records to the broker), a group
+// member retries restoring newly assigned partitions and waits out a
+// pending transaction's offsets, and a process waits for ClickHouse: all
+// with Do, each with its own Backoff. On shutdown a flush still tries for
+// a bounded time (FlushContext), so a clean stop leaves nothing to replay.
 package retry
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"sync"
 	"time"
 )
 
-// Backoff bounds between attempts.
-const (
-	FirstBackoff = 100 * time.Millisecond
-	MaxBackoff   = 5 * time.Second
-	// ShutdownGrace is how long writes still try once ctx is done.
-	ShutdownGrace = 10 * time.Second
-)
+// Backoff is the wait between attempts: First after the first failure,
+// doubled after each further one up to Max.
+type Backoff struct {
+	First, Max time.Duration
+}
+
+// Writes is the backoff of a flush's writes (Until): a write that fails
+// is retried soon, and a server that stays away is asked every few
+// seconds.
+var Writes = Backoff{First: 100 * time.Millisecond, Max: 5 * time.Second}
+
+// ShutdownGrace is how long writes still try once ctx is done.
+const ShutdownGrace = 10 * time.Second
 
 // shutdownGrace is ShutdownGrace; tests shorten it.
 var shutdownGrace = ShutdownGrace
+
+// permanent wraps an error that ends the retrying at once.
+type permanent struct{ err error }
+
+func (p *permanent) Error() string { return p.err.Error() }
+func (p *permanent) Unwrap() error { return p.err }
+
+// Permanent marks err, returned by the fn of Do, as one that no retry
+// can cure: Do returns err at once.
+func Permanent(err error) error {
+	if err == nil {
+		return nil
+	}
+	return &permanent{err}
+}
+
+// Do calls fn until it returns nil, and returns nil; or until it returns
+// an error marked Permanent, or giveUp closes while it waits to try again,
+// and returns fn's last error (unwrapped from Permanent). After each
+// failure it calls failed, when not nil, with the error and the wait
+// before the next attempt (to log it); the waits follow b.
+func Do(giveUp <-chan struct{}, b Backoff, fn func() error, failed func(err error, wait time.Duration)) error {
+	for wait := b.First; ; wait = min(2*wait, b.Max) {
+		err := fn()
+		if err == nil {
+			return nil
+		}
+		if p, ok := errors.AsType[*permanent](err); ok {
+			return p.err
+		}
+		if failed != nil {
+			failed(err, wait)
+		}
+		select {
+		case <-giveUp:
+			return err
+		case <-time.After(wait):
+		}
+	}
+}
 
 // FlushContext returns the context flush writes run under and the channel
 // that ends their retrying. While ctx is live the writes are not cut by
@@ -54,29 +104,19 @@ func FlushContext(ctx context.Context) (wctx context.Context, giveUp <-chan stru
 	}
 }
 
-// Until calls fn until it returns nil, waiting FirstBackoff, doubling up to
-// MaxBackoff, between attempts and logging each failure as "<what>
-// failed". When giveUp closes it returns fn's last error, wrapped with
-// what; the caller then leaves its offsets uncommitted.
+// Until calls fn until it returns nil, with the Writes backoff, logging
+// each failure as "<what> failed". When giveUp closes it returns fn's
+// last error, wrapped with what; the caller then leaves its offsets
+// uncommitted.
 func Until(giveUp <-chan struct{}, log *slog.Logger, what string, fn func() error) error {
-	for backoff := FirstBackoff; ; backoff = min(2*backoff, MaxBackoff) {
-		err := fn()
-		if err == nil {
-			return nil
-		}
-		log.Warn(what+" failed; retrying (offsets stay uncommitted)", "err", err, "backoff", backoff)
-		select {
-		case <-giveUp:
-			return fmt.Errorf("%s: %w", what, err)
-		case <-time.After(backoff):
-		}
+	err := Do(giveUp, Writes, fn, func(err error, wait time.Duration) {
+		log.Warn(what+" failed; retrying (offsets stay uncommitted)", "err", err, "backoff", wait)
+	})
+	if err != nil {
+		return fmt.Errorf("%s: %w", what, err)
 	}
+	return nil
 }
-
-// RestoreTimeout is how long a group member retries restoring newly
-// assigned partitions before it leaves the group: the client's default
-// rebalance timeout, past which the group would drop it anyway.
-const RestoreTimeout = time.Minute
 
 // Restore calls restore, which must rebuild its state from scratch each
 // time (a restore reads the broker anew), until it succeeds, ctx ends or

@@ -1,0 +1,118 @@
+package rater
+
+import (
+	"errors"
+	"log/slog"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/driftline/driftline/pipeline/billing/pricebook"
+	"github.com/driftline/driftline/pipeline/contract"
+)
+
+// Options configure a Rater. A field left at its zero value takes its
+// default (DefaultOptions).
+type Options struct {
+	// Brokers are the Kafka seed brokers. Required.
+	Brokers []string
+	// Prices is the price book in use. Required.
+	Prices *pricebook.Store
+	// Group is the consumer group of all raters. Default "driftline-rater".
+	Group string
+	// TransactionalID identifies this rater's transactions. It must be
+	// stable across restarts of one instance (so a restart fences the
+	// crashed incarnation) and distinct between instances running at
+	// once. Default "driftline-rater".
+	TransactionalID string
+	// InstanceID is the static group membership id (group.instance.id).
+	// A restarted instance with the same id takes over its partitions at
+	// once, instead of waiting for the crashed member's session to time
+	// out. Default (left empty by DefaultOptions, since it follows
+	// TransactionalID): TransactionalID. Set "-" for dynamic membership.
+	InstanceID string
+	// DisableTransactions rates at-least-once without transactions, to
+	// measure their overhead. Default false (transactions on).
+	DisableTransactions bool
+	// TransactionTimeout bounds how long a crashed rater's open
+	// transaction can hold back read_committed consumers if it is not
+	// fenced by a restart. Default 10s.
+	TransactionTimeout time.Duration
+	// Topics names the topics. Default contract.DefaultTopics().
+	Topics contract.Topics
+	// Environment is the pipeline's environment, stamped on rated lines;
+	// usage for another is quarantined. Default local_parity.
+	Environment string
+	// Currencies, when not empty, are the only currencies the rater may
+	// bill; usage of a unit priced in another is quarantined
+	// (currency_not_allowed). Default: any currency the price book names.
+	Currencies []string
+	// MaxBatch bounds the records of one transaction. Larger batches
+	// amortise the commit; smaller ones redo less after a crash. Default
+	// 10000.
+	MaxBatch int
+	// Logger receives operational logs. Default slog.Default() as of New.
+	Logger *slog.Logger
+	// Registerer receives the rater's metrics. Default none.
+	Registerer prometheus.Registerer
+	// ClientOpts are extra franz-go options (tests, TLS, SASL). Default
+	// none.
+	ClientOpts []kgo.Opt
+	// Now is the clock of rated_at. Default time.Now.
+	Now func() time.Time
+}
+
+// DefaultOptions returns the default of every option but Brokers and
+// Prices (and those that default to none).
+func DefaultOptions() Options {
+	return Options{
+		Group:              "driftline-rater",
+		TransactionalID:    "driftline-rater",
+		TransactionTimeout: 10 * time.Second,
+		Topics:             contract.DefaultTopics(),
+		Environment:        contract.EnvLocalParity,
+		MaxBatch:           10000,
+		Now:                time.Now,
+	}
+}
+
+// defaults fills the options left zero from DefaultOptions and checks
+// them.
+func (o *Options) defaults() error {
+	if len(o.Brokers) == 0 {
+		return errors.New("rater: no brokers")
+	}
+	if o.Prices == nil {
+		return errors.New("rater: no price book")
+	}
+	d := DefaultOptions()
+	if o.Group == "" {
+		o.Group = d.Group
+	}
+	if o.TransactionalID == "" {
+		o.TransactionalID = d.TransactionalID
+	}
+	if o.InstanceID == "" {
+		o.InstanceID = o.TransactionalID
+	}
+	if o.TransactionTimeout <= 0 {
+		o.TransactionTimeout = d.TransactionTimeout
+	}
+	if o.Topics == (contract.Topics{}) {
+		o.Topics = d.Topics
+	}
+	if o.Environment == "" {
+		o.Environment = d.Environment
+	}
+	if o.MaxBatch <= 0 {
+		o.MaxBatch = d.MaxBatch
+	}
+	if o.Logger == nil {
+		o.Logger = slog.Default()
+	}
+	if o.Now == nil {
+		o.Now = d.Now
+	}
+	return nil
+}

@@ -1,0 +1,84 @@
+package reconcile
+
+import (
+	"context"
+	"strconv"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/driftline/driftline/pipeline/stream"
+	"github.com/driftline/driftline/pipeline/stream/logmerge"
+)
+
+// processor is the Reconciler as its stream.Member drives it, under the
+// member's lock: a poll's records are merged and applied, a round is
+// written and committed before the next begins, and assigned partitions
+// are restored (restore.go).
+type processor Reconciler
+
+var _ stream.Processor = (*processor)(nil)
+
+// Apply merges the records of one poll into their partitions' merges and
+// applies what the merges release.
+func (p *processor) Apply(_ context.Context, fetches kgo.Fetches) (int, int64) {
+	r := (*Reconciler)(p)
+	logmerge.Fetched(fetches, func(t string, p int32, recs []*kgo.Record, unfetched int64) {
+		if part := r.parts[p]; part != nil {
+			part.merge.Push(r.stream(t), recs, unfetched)
+		}
+	}, nil)
+	n := r.applyAll(r.parts)
+	r.throttle()
+	backlog := logmerge.BacklogAll(r.parts, func(p *partition) *logmerge.Merge { return &p.merge })
+	r.m.backlog.Set(float64(backlog))
+	return n, backlog
+}
+
+// Flush writes the round's rows and commits its offsets.
+func (p *processor) Flush(ctx context.Context, rd stream.Round) error {
+	r := (*Reconciler)(p)
+	if rd.CatchUp {
+		r.m.catchUpRounds.Inc()
+	}
+	return r.flush(ctx)
+}
+
+// Settle has nothing to wait for: Flush writes in the poll loop.
+func (p *processor) Settle() {}
+
+// Restore restores the partitions of rs and owns them.
+func (p *processor) Restore(ctx context.Context, rs *stream.Restore) error {
+	r := (*Reconciler)(p)
+	if len(rs.Partitions) == 0 {
+		return nil
+	}
+	restored, err := r.restore(ctx, rs)
+	if err != nil {
+		return err
+	}
+	for p, part := range restored {
+		r.parts[p] = part
+		r.observe(part)
+	}
+	r.m.assigned.Set(float64(len(r.parts)))
+	r.m.restoreSeconds.Observe(time.Since(rs.Began).Seconds())
+	return nil
+}
+
+// Release drops partitions, revoked or lost alike: a partition that comes
+// back is restored anew.
+func (p *processor) Release(ps []int32, _ bool) {
+	r := (*Reconciler)(p)
+	for _, p := range ps {
+		delete(r.parts, p)
+		for _, g := range []*prometheus.GaugeVec{r.m.open, r.m.watermark, r.m.trackedUsage, r.m.trackedWindows} {
+			g.DeleteLabelValues(strconv.Itoa(int(p)))
+		}
+	}
+	r.m.assigned.Set(float64(len(r.parts)))
+}
+
+// Stop has nothing in flight.
+func (p *processor) Stop() {}

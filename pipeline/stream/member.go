@@ -1,0 +1,304 @@
+package stream
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/driftline/driftline/pipeline/stream/logmerge"
+	"github.com/driftline/driftline/pipeline/stream/retry"
+	"github.com/driftline/driftline/pipeline/stream/topics"
+)
+
+// Member is one member of a consumer group, running a Processor over the
+// partitions the group gives it (see the package documentation).
+type Member struct {
+	opts       Options
+	adm        *kadm.Client
+	cl         *kgo.Client               // the group consumer (the session's client)
+	sess       *kgo.GroupTransactSession // nil without Options.TransactionalID
+	partitions int32
+
+	// mu serialises the processor's calls: the poll loop holds it while
+	// it applies and flushes, the group callbacks while they restore or
+	// release partitions. It protects p's state, owned and left.
+	mu sync.Mutex
+	p  Processor
+	// owned are the partitions restored and not released since.
+	owned map[int32]bool
+	// left is why the member left the group on its own (a restore that
+	// kept failing); Run returns it.
+	left error
+	// backlog is the processor's backlog as of the last round (the poll
+	// loop's own).
+	backlog int64
+}
+
+// NewMember connects to the brokers and checks the topics. The member
+// joins the group with Join.
+func NewMember(ctx context.Context, opts Options) (*Member, error) {
+	if err := opts.defaults(); err != nil {
+		return nil, err
+	}
+	m := &Member{opts: opts, owned: map[int32]bool{}}
+	admCl, err := kgo.NewClient(append([]kgo.Opt{kgo.SeedBrokers(opts.Brokers...)}, opts.ClientOpts...)...)
+	if err != nil {
+		return nil, fmt.Errorf("%s: admin client: %w", opts.Name, err)
+	}
+	m.adm = kadm.NewClient(admCl)
+	if err := topics.CheckCopartitioned(ctx, m.adm, opts.Names); err != nil {
+		m.adm.Close()
+		return nil, fmt.Errorf("%s: %w", opts.Name, err)
+	}
+	if m.partitions, err = topics.PartitionCount(ctx, m.adm, opts.Topics[0]); err != nil {
+		m.adm.Close()
+		return nil, fmt.Errorf("%s: %w", opts.Name, err)
+	}
+	return m, nil
+}
+
+// Partitions returns the partition count of the consumed topics.
+func (m *Member) Partitions() int32 { return m.partitions }
+
+// Join creates the group consumer, which joins the group: from then on
+// the group's callbacks may call p, before Run too. A transactional
+// member first initialises its transactional id, which fences and aborts
+// the open transaction of a crashed predecessor. When Join fails the
+// member is closed.
+func (m *Member) Join(ctx context.Context, p Processor) error {
+	if m.p != nil {
+		panic("BUG: stream: Member.Join called twice")
+	}
+	m.p = p
+	o := m.opts
+	copts := []kgo.Opt{
+		kgo.SeedBrokers(o.Brokers...),
+		kgo.ConsumerGroup(o.Group),
+		kgo.ConsumeTopics(o.Topics...),
+		kgo.Balancers(o.Balancer),
+		kgo.SessionTimeout(o.SessionTimeout),
+		kgo.RebalanceTimeout(o.RebalanceTimeout),
+		kgo.DisableAutoCommit(),
+		kgo.BlockRebalanceOnPoll(),
+		kgo.FetchIsolationLevel(kgo.ReadCommitted()),
+		kgo.FetchMaxBytes(FetchMaxBytes),
+		kgo.FetchMaxWait(logmerge.FetchMaxWait),
+		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()),
+		kgo.OnPartitionsAssigned(m.assigned),
+		kgo.OnPartitionsRevoked(m.revoked),
+		kgo.OnPartitionsLost(m.lost),
+	}
+	if o.KeepControlRecords {
+		copts = append(copts, kgo.KeepControlRecords())
+	}
+	if o.InstanceID != "" {
+		copts = append(copts, kgo.InstanceID(o.InstanceID))
+	}
+	copts = append(append(copts, o.ConsumerOpts...), o.ClientOpts...)
+	fail := func(err error) error {
+		m.adm.Close()
+		return fmt.Errorf("%s: %w", o.Name, err)
+	}
+	if o.TransactionalID == "" {
+		cl, err := kgo.NewClient(copts...)
+		if err != nil {
+			return fail(fmt.Errorf("consumer: %w", err))
+		}
+		m.cl = cl
+		return nil
+	}
+	copts = append(copts, kgo.TransactionalID(o.TransactionalID), kgo.TransactionTimeout(o.TransactionTimeout))
+	sess, err := kgo.NewGroupTransactSession(copts...)
+	if err != nil {
+		return fail(fmt.Errorf("transact session: %w", err))
+	}
+	m.sess, m.cl = sess, sess.Client()
+	if _, _, err := m.cl.ProducerID(ctx); err != nil {
+		sess.Close()
+		return fail(fmt.Errorf("init transactional id %q: %w", o.TransactionalID, err))
+	}
+	return nil
+}
+
+// Client returns the group consumer, for what a processor does with it
+// in Apply and Flush: pause and resume fetching, produce.
+func (m *Member) Client() *kgo.Client { return m.cl }
+
+// Session returns the transact session of a transactional member (nil
+// otherwise): Flush begins and ends its transactions.
+func (m *Member) Session() *kgo.GroupTransactSession { return m.sess }
+
+// Run consumes in rounds until ctx is done or the client is closed (see
+// the package documentation). When ctx ends, the last round is flushed
+// (Round.Final) before Run returns. It returns the error of a Flush, or
+// why the member left the group on its own; nil when ctx ended.
+func (m *Member) Run(ctx context.Context) error {
+	if m.cl == nil {
+		panic("BUG: stream: Member.Run before Join")
+	}
+	defer m.adm.Close()
+	// A member that leaves on its own (go cl.Close in assigned) ends its
+	// last poll without AllowRebalance, and leaving waits for one.
+	defer m.cl.CloseAllowingRebalance()
+	defer func() {
+		m.mu.Lock()
+		defer m.mu.Unlock()
+		m.p.Stop()
+	}()
+	for ctx.Err() == nil {
+		catchUp, closed := m.round(ctx)
+		if closed {
+			m.mu.Lock()
+			defer m.mu.Unlock()
+			return m.left
+		}
+		m.mu.Lock()
+		err := m.p.Flush(ctx, Round{CatchUp: catchUp, Final: ctx.Err() != nil})
+		m.mu.Unlock()
+		m.cl.AllowRebalance()
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// round polls and applies one round's records. closed reports that the
+// client was closed (the last poll is not applied).
+func (m *Member) round(ctx context.Context) (catchUp, closed bool) {
+	apply := func(fetches kgo.Fetches) (int, int64) {
+		m.mu.Lock()
+		defer m.mu.Unlock()
+		fetches.EachError(func(t string, p int32, err error) {
+			if !errors.Is(err, context.DeadlineExceeded) && !errors.Is(err, context.Canceled) {
+				m.opts.Logger.Warn("fetch error", "topic", t, "partition", p, "err", err)
+			}
+		})
+		return m.p.Apply(ctx, fetches)
+	}
+	if m.opts.Rounds.Interval > 0 {
+		var backlog int64
+		catchUp, backlog, closed = m.opts.Rounds.Round(ctx, m.cl, m.backlog, apply)
+		if !closed {
+			m.backlog = backlog
+		}
+		return catchUp, closed
+	}
+	fetches := m.cl.PollRecords(ctx, m.opts.PollRecords)
+	if fetches.IsClientClosed() {
+		return false, true
+	}
+	apply(fetches)
+	return false, false
+}
+
+// A Write is one of the writes of a batch (WriteThenCommit).
+type Write struct {
+	// What names it in logs and errors ("write findings to ClickHouse").
+	What string
+	// Do writes; it is called again until it succeeds, so it must be
+	// idempotent.
+	Do func(ctx context.Context) error
+}
+
+// WriteThenCommit runs writes in order, each retried with backoff until
+// it succeeds (retry.Until), and then commits offsets through the group
+// session, synchronously. Once ctx is done the writes get
+// retry.ShutdownGrace more; a write that gives up ends it with an error
+// and nothing committed. committed is false when the commit failed too,
+// which is logged and not an error: the batch is replayed, idempotently.
+// It runs without the member's lock (a processor may call it in the
+// background).
+func (m *Member) WriteThenCommit(ctx context.Context, offsets map[string]map[int32]kgo.EpochOffset, writes ...Write) (committed bool, err error) {
+	wctx, giveUp, cancel := retry.FlushContext(ctx)
+	defer cancel()
+	for _, w := range writes {
+		if err := retry.Until(giveUp, m.opts.Logger, w.What, func() error { return w.Do(wctx) }); err != nil {
+			return false, err
+		}
+	}
+	if len(offsets) == 0 {
+		return true, nil
+	}
+	if err := logmerge.Commit(wctx, m.cl, offsets); err != nil {
+		m.opts.Logger.Warn("offset commit failed; the batch will be replayed idempotently", "group", m.opts.Group, "err", err)
+		return false, nil
+	}
+	return true, nil
+}
+
+// assigned restores the partitions new to the member.
+func (m *Member) assigned(ctx context.Context, cl *kgo.Client, assigned map[string][]int32) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.p.Settle()
+	var fresh []int32
+	for _, ps := range assigned {
+		for _, p := range ps {
+			if !m.owned[p] && !slices.Contains(fresh, p) {
+				fresh = append(fresh, p)
+			}
+		}
+	}
+	slices.Sort(fresh)
+	r := &Restore{Partitions: fresh, Began: time.Now(), m: m}
+	if len(fresh) == 0 {
+		if err := m.p.Restore(ctx, r); err != nil {
+			panic("BUG: stream: a restore of no partitions failed: " + err.Error())
+		}
+		return
+	}
+	err := retry.Restore(ctx, m.opts.RebalanceTimeout, m.opts.Logger, "restore partitions", func() error {
+		return m.restore(ctx, r)
+	})
+	if err != nil {
+		// Without their state the processor would write wrong rows:
+		// leave the group loudly rather than guess.
+		m.opts.Logger.Error("restore failed; leaving the group", "group", m.opts.Group, "partitions", fresh, "err", err)
+		m.left = fmt.Errorf("%s: left the group: partitions %v not restored: %w", m.opts.Name, fresh, err)
+		go cl.Close()
+		return
+	}
+	for _, p := range fresh {
+		m.owned[p] = true
+	}
+	m.opts.Logger.Info("partitions assigned", "group", m.opts.Group, "partitions", fresh, "restore", time.Since(r.Began).Round(time.Millisecond))
+}
+
+// revoked releases revoked partitions.
+func (m *Member) revoked(_ context.Context, cl *kgo.Client, revoked map[string][]int32) {
+	m.release(cl, revoked, false)
+}
+
+// lost releases partitions the group gave away without a clean revoke.
+func (m *Member) lost(_ context.Context, cl *kgo.Client, lost map[string][]int32) {
+	m.release(cl, lost, true)
+}
+
+func (m *Member) release(cl *kgo.Client, gone map[string][]int32, lost bool) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.p.Settle()
+	var ps []int32
+	for _, tps := range gone {
+		for _, p := range tps {
+			if m.owned[p] {
+				delete(m.owned, p)
+				ps = append(ps, p)
+			}
+		}
+	}
+	if len(ps) > 0 {
+		slices.Sort(ps)
+		m.p.Release(ps, lost)
+	}
+	// A client keeps paused partitions paused across rebalances, and the
+	// merges that paused these (logmerge.Throttle) are gone.
+	cl.ResumeFetchPartitions(gone)
+}

@@ -1,0 +1,218 @@
+package stream_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/driftline/driftline/internal/testenv"
+	"github.com/driftline/driftline/pipeline/stream"
+)
+
+func TestMain(m *testing.M) { testenv.Main(m) }
+
+// counter is a Processor that counts the records of each partition: its
+// state is the number of records below the committed offset, rebuilt by
+// a restore's replay.
+type counter struct {
+	t       *testing.T
+	m       *stream.Member
+	topic   string
+	counts  map[int32]int
+	next    map[string]map[int32]kgo.EpochOffset // since the last flush
+	failing bool                                 // every restore fails
+	// applied and restored count the records applied live and replayed
+	// by restores; calls records the order of the calls that change
+	// partitions.
+	applied, restored int
+	calls             []string
+	stopped           int
+}
+
+func (c *counter) Apply(_ context.Context, fetches kgo.Fetches) (int, int64) {
+	n := 0
+	fetches.EachRecord(func(r *kgo.Record) {
+		if _, ok := c.counts[r.Partition]; !ok {
+			c.t.Errorf("record of partition %d, not owned", r.Partition)
+		}
+		c.counts[r.Partition]++
+		c.applied++
+		if c.next == nil {
+			c.next = map[string]map[int32]kgo.EpochOffset{r.Topic: {}}
+		}
+		c.next[r.Topic][r.Partition] = kgo.EpochOffset{Epoch: r.LeaderEpoch, Offset: r.Offset + 1}
+		n++
+	})
+	return n, 0
+}
+
+func (c *counter) Flush(ctx context.Context, _ stream.Round) error {
+	_, err := c.m.WriteThenCommit(ctx, c.next, stream.Write{What: "write", Do: func(context.Context) error { return nil }})
+	c.next = nil
+	return err
+}
+
+func (c *counter) Settle() { c.calls = append(c.calls, "settle") }
+
+func (c *counter) Restore(ctx context.Context, r *stream.Restore) error {
+	c.calls = append(c.calls, fmt.Sprint("restore ", r.Partitions))
+	if len(r.Partitions) == 0 {
+		return nil
+	}
+	if c.failing {
+		return errors.New("broken")
+	}
+	from, to := map[int32]kgo.Offset{}, map[int32]int64{}
+	counts := map[int32]int{}
+	for _, p := range r.Partitions {
+		counts[p] = 0
+		if at := r.Committed(c.topic, p); at > 0 {
+			from[p], to[p] = kgo.NewOffset().AtStart(), at
+		}
+	}
+	if len(to) > 0 {
+		err := r.Replay(ctx, map[string]map[int32]kgo.Offset{c.topic: from}, map[string]map[int32]int64{c.topic: to},
+			func(_ string, p int32, recs []*kgo.Record, _ int64) { counts[p] += len(recs) }, nil)
+		if err != nil {
+			return err
+		}
+	}
+	for p, n := range counts {
+		c.counts[p] = n
+		c.restored += n
+	}
+	return nil
+}
+
+func (c *counter) Release(ps []int32, lost bool) {
+	c.calls = append(c.calls, fmt.Sprint("release ", ps, lost))
+	for _, p := range ps {
+		delete(c.counts, p)
+	}
+}
+
+func (c *counter) Stop() { c.stopped++ }
+
+// start joins a member running c over topic and returns a function that
+// stops it, and Run's error.
+func start(t *testing.T, brokers []string, topic string, c *counter, rebalance time.Duration) (stop func(), done <-chan error) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	m, err := stream.NewMember(ctx, stream.Options{Name: "test", Brokers: brokers, Group: "member-test", Topics: []string{topic},
+		RebalanceTimeout: rebalance, Logger: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.m, c.t, c.topic, c.counts = m, t, topic, map[int32]int{}
+	if err := m.Join(ctx, c); err != nil {
+		t.Fatal(err)
+	}
+	ran := make(chan error, 1)
+	go func() { ran <- m.Run(ctx) }()
+	return cancel, ran
+}
+
+func produce(t *testing.T, cl *kgo.Client, topic string, n int) {
+	t.Helper()
+	for i := range n {
+		r := &kgo.Record{Topic: topic, Key: fmt.Appendf(nil, "k%d", i), Value: []byte("v")}
+		if err := cl.ProduceSync(context.Background(), r).FirstErr(); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// committed waits until the group has committed want records of topic.
+func committed(t *testing.T, cl *kgo.Client, topic string, want int64) {
+	t.Helper()
+	testenv.CheckFor(t, 30*time.Second, func() error {
+		offsets, err := kadm.NewClient(cl).FetchOffsets(context.Background(), "member-test")
+		if err != nil {
+			return err
+		}
+		var n int64
+		offsets.Each(func(o kadm.OffsetResponse) {
+			if o.Topic == topic {
+				n += o.At
+			}
+		})
+		if n != want {
+			return fmt.Errorf("%d records committed, want %d", n, want)
+		}
+		return nil
+	})
+}
+
+// TestMemberRestoresTheCommittedState: a member commits what it applied;
+// its successor restores exactly that by replaying up to the committed
+// offsets, then applies the rest; each group callback settles first, and
+// Stop is called once.
+func TestMemberRestoresTheCommittedState(t *testing.T) {
+	brokers, names := testenv.Kafka(t, 2)
+	cl, err := kgo.NewClient(kgo.SeedBrokers(brokers...))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	produce(t, cl, names.Usage, 100)
+	first := &counter{}
+	stop, done := start(t, brokers, names.Usage, first, 0)
+	committed(t, cl, names.Usage, 100)
+	stop()
+	if err := <-done; err != nil {
+		t.Fatalf("first run: %v", err)
+	}
+	if first.restored != 0 || first.applied != 100 || first.stopped != 1 {
+		t.Fatalf("first member restored %d, applied %d, stopped %d times; want 0, 100, once", first.restored, first.applied, first.stopped)
+	}
+
+	produce(t, cl, names.Usage, 50)
+	second := &counter{}
+	stop, done = start(t, brokers, names.Usage, second, 0)
+	committed(t, cl, names.Usage, 150)
+	stop()
+	if err := <-done; err != nil {
+		t.Fatalf("second run: %v", err)
+	}
+	if second.restored != 100 || second.applied != 50 {
+		t.Fatalf("second member restored %d, applied %d; want 100, 50", second.restored, second.applied)
+	}
+	// Leaving the group revokes everything: the partitions are released.
+	want := "settle,restore [0 1],settle,release [0 1] false"
+	if got := strings.Join(second.calls, ","); got != want {
+		t.Fatalf("calls %s, want %s", got, want)
+	}
+}
+
+// TestMemberLeavesWhenRestoreFails: a member whose restore keeps failing
+// retries it within the rebalance timeout, then leaves the group, and Run
+// says why.
+func TestMemberLeavesWhenRestoreFails(t *testing.T) {
+	brokers, names := testenv.Kafka(t, 2)
+	c := &counter{failing: true}
+	began := time.Now()
+	stop, done := start(t, brokers, names.Usage, c, 2*time.Second)
+	defer stop()
+	var err error
+	select {
+	case err = <-done:
+	case <-time.After(30 * time.Second):
+		t.Fatal("the member did not leave the group")
+	}
+	if want := "test: left the group: partitions [0 1] not restored: "; err == nil || !strings.HasPrefix(err.Error(), want) || !strings.HasSuffix(err.Error(), "broken") {
+		t.Fatalf("Run = %v, want %q and the restore's error", err, want)
+	}
+	if d := time.Since(began); d < 2*time.Second {
+		t.Fatalf("left after %v, before the rebalance timeout", d)
+	}
+	if c.stopped != 1 {
+		t.Fatalf("Stop called %d times, want once", c.stopped)
+	}
+}
