@@ -82,7 +82,7 @@ func checkJoinerTables(t *testing.T, ctx context.Context, s *stack.Stack, js *jo
 	ref := &joinerSet{t: t, bin: js.bin, env: js.env, dir: js.dir, group: "reference-joiner", db: refCfg.Database, name: "reference"}
 	t.Cleanup(ref.stopAll)
 	ref.start()
-	waitGroupCaughtUp(t, s.BrokerAddr(), ref.group)
+	waitGroupCaughtUp(t, s.BrokerAddr(), ref.group, time.Minute)
 	ref.checkAlive()
 	ref.stopAll()
 	t.Logf("reference run caught up at %v", time.Since(start).Round(time.Millisecond))
@@ -261,9 +261,9 @@ func (js *joinerSet) dumpLogs() {
 	}
 }
 
-// waitGroupCaughtUp waits until group has committed every record of the
-// joined topics.
-func waitGroupCaughtUp(t *testing.T, broker, group string) {
+// waitGroupCaughtUp waits up to timeout until group has committed every
+// record of the joined topics.
+func waitGroupCaughtUp(t *testing.T, broker, group string, timeout time.Duration) {
 	t.Helper()
 	cl, err := kgo.NewClient(kgo.SeedBrokers(broker))
 	if err != nil {
@@ -272,7 +272,7 @@ func waitGroupCaughtUp(t *testing.T, broker, group string) {
 	defer cl.Close()
 	adm := kadm.NewClient(cl)
 	names := contract.DefaultTopics()
-	testenv.CheckFor(t, time.Minute, func() error {
+	testenv.CheckFor(t, timeout, func() error {
 		lags, err := adm.Lag(context.Background(), group)
 		if err != nil {
 			return err
