@@ -435,23 +435,8 @@ func diffRows(got, want tableRows) string {
 // evidenceFindings reads drift_evidence as fleet findings.
 func evidenceFindings(t *testing.T, ctx context.Context, conn driver.Conn, db string) []fleet.Finding {
 	t.Helper()
-	rows, err := conn.Query(ctx, `SELECT evidence_id, classification, severity, provider, provider_id, status,
-		retry_count, posture FROM `+db+`.drift_evidence FINAL`)
+	out, err := fleet.ReadFindings(ctx, conn, db)
 	if err != nil {
-		t.Fatal(err)
-	}
-	defer rows.Close()
-	var out []fleet.Finding
-	for rows.Next() {
-		var f fleet.Finding
-		var retry uint32
-		if err := rows.Scan(&f.EvidenceID, &f.Classification, &f.Severity, &f.Provider, &f.ProviderID, &f.Status, &retry, &f.Posture); err != nil {
-			t.Fatal(err)
-		}
-		f.RetryCount = int(retry)
-		out = append(out, f)
-	}
-	if err := rows.Err(); err != nil {
 		t.Fatal(err)
 	}
 	return out

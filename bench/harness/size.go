@@ -374,23 +374,8 @@ func (e *env) joinerPhase(ctx context.Context, n int, logf func(string, ...any))
 
 // checkFindings compares the current findings in db with the ground truth.
 func (e *env) checkFindings(ctx context.Context, db string) (int, string) {
-	rows, err := e.conn.Query(ctx, `SELECT evidence_id, classification, severity, provider, provider_id, status,
-		retry_count, posture FROM `+db+`.drift_evidence FINAL`)
+	got, err := fleet.ReadFindings(ctx, e.conn, db)
 	if err != nil {
-		return 0, "not checked: " + err.Error()
-	}
-	defer rows.Close()
-	var got []fleet.Finding
-	for rows.Next() {
-		var f fleet.Finding
-		var retry uint32
-		if err := rows.Scan(&f.EvidenceID, &f.Classification, &f.Severity, &f.Provider, &f.ProviderID, &f.Status, &retry, &f.Posture); err != nil {
-			return len(got), "not checked: " + err.Error()
-		}
-		f.RetryCount = int(retry)
-		got = append(got, f)
-	}
-	if err := rows.Err(); err != nil {
 		return len(got), "not checked: " + err.Error()
 	}
 	if e.joinerCounts == nil {
