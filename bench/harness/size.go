@@ -112,6 +112,14 @@ func runSize(ctx context.Context, o options, runDir string, size int, latency bo
 		res.Produce.Lines, res.Produce.Records, res.JoinedRecords, res.Produce.Seconds, float64(res.Produce.Records)/res.Produce.Seconds, res.Produce.GenSecond)
 
 	var errs []error
+	// failed records a phase's error and says it at once; the other
+	// phases still run.
+	failed := func(phase string, err error) {
+		if err != nil {
+			errs = append(errs, fmt.Errorf("%s: %w", phase, err))
+			logf("%s: %v", phase, err)
+		}
+	}
 	for i, n := range o.joiners {
 		if ctx.Err() != nil {
 			break
@@ -127,10 +135,7 @@ func runSize(ctx context.Context, o options, runDir string, size int, latency bo
 		if rs != nil {
 			res.Restores = append(res.Restores, *rs)
 		}
-		if err != nil {
-			errs = append(errs, fmt.Errorf("%d joiner(s): %w", n, err))
-			logf("%d joiner(s): %v", n, err)
-		}
+		failed(fmt.Sprintf("%d joiner(s)", n), err)
 	}
 	if len(res.Joiners) > 0 {
 		// Bytes per finding of the first phase whose findings are right.
@@ -155,30 +160,21 @@ func runSize(ctx context.Context, o options, runDir string, size int, latency bo
 				res.NaiveStorage = ns
 			}
 		}
-		if err != nil {
-			errs = append(errs, fmt.Errorf("naive: %w", err))
-			logf("naive: %v", err)
-		}
+		failed("naive", err)
 	}
 	if o.rater && ctx.Err() == nil {
 		r, err := e.raterPhase(ctx, logf)
 		if r != nil {
 			res.Rater = r
 		}
-		if err != nil {
-			errs = append(errs, fmt.Errorf("rater: %w", err))
-			logf("rater: %v", err)
-		}
+		failed("rater", err)
 	}
 	if latency && ctx.Err() == nil {
 		lr, err := e.latencyPhase(ctx, logf)
 		if lr != nil {
 			rep.Latency = lr
 		}
-		if err != nil {
-			errs = append(errs, fmt.Errorf("latency: %w", err))
-			logf("latency: %v", err)
-		}
+		failed("latency", err)
 	}
 	res.JoinerCounts = e.joinerCounts
 	return res, errors.Join(errs...)
