@@ -256,14 +256,25 @@ func (e *env) consumerPhase(ctx context.Context, label, group, db string, topicN
 	return r, err
 }
 
-// startJoiner starts member i of group; its log is log/<group>-<i><suffix>.log.
-func (e *env) startJoiner(i int, group, db, suffix string) (*child, error) {
-	addr := freeAddr()
-	args := []string{"-joiner.addr", addr, "-joiner.group", group, "-clickhouse.db", db}
-	if e.o.profile {
-		args = append(args, "-cpuprofile", filepath.Join(e.dir, "log", fmt.Sprintf("%s-%d%s.cpu.pprof", group, i, suffix)))
+// startJoiners starts members 1 to n of group; member i logs to
+// log/<group>-<i><suffix>.log. If one fails to start, those started are
+// stopped.
+func (e *env) startJoiners(n int, group, db, suffix string) ([]*child, error) {
+	var procs []*child
+	for i := 1; i <= n; i++ {
+		addr := freeAddr()
+		args := []string{"-joiner.addr", addr, "-joiner.group", group, "-clickhouse.db", db}
+		if e.o.profile {
+			args = append(args, "-cpuprofile", filepath.Join(e.dir, "log", fmt.Sprintf("%s-%d%s.cpu.pprof", group, i, suffix)))
+		}
+		c, err := startChild(fmt.Sprintf("%s-%d%s", group, i, suffix), filepath.Join(e.o.binDir, "joiner"), args, e.childEnv(), filepath.Join(e.dir, "log"), addr)
+		if err != nil {
+			stopAll(procs)
+			return nil, err
+		}
+		procs = append(procs, c)
 	}
-	return startChild(fmt.Sprintf("%s-%d%s", group, i, suffix), filepath.Join(e.o.binDir, "joiner"), args, e.childEnv(), filepath.Join(e.dir, "log"), addr)
+	return procs, nil
 }
 
 func stopAll(procs []*child) {
@@ -286,14 +297,9 @@ func (e *env) joinerPhase(ctx context.Context, n int, logf func(string, ...any))
 	}
 	logf("%d joiner(s), group %s, database %s", n, group, db)
 	quiesce(logf)
-	var procs []*child
-	for i := range n {
-		c, err := e.startJoiner(i+1, group, db, "")
-		if err != nil {
-			stopAll(procs)
-			return nil, nil, err
-		}
-		procs = append(procs, c)
+	procs, err := e.startJoiners(n, group, db, "")
+	if err != nil {
+		return nil, nil, err
 	}
 	r, err := e.consumerPhase(ctx, fmt.Sprintf("joiner x%d", n), group, db, e.names.Joined(), procs, e.o.phaseTimeout, logf)
 	stopAll(procs)
@@ -305,14 +311,9 @@ func (e *env) joinerPhase(ctx context.Context, n int, logf func(string, ...any))
 
 	// Restore: every member restarts at once, as after a deploy.
 	rs := &restoreResult{Processes: n, Partitions: e.o.partitions}
-	procs = procs[:0]
-	for i := range n {
-		c, err := e.startJoiner(i+1, group, db, "-restart")
-		if err != nil {
-			stopAll(procs)
-			return r, nil, err
-		}
-		procs = append(procs, c)
+	procs, err = e.startJoiners(n, group, db, "-restart")
+	if err != nil {
+		return r, nil, err
 	}
 	defer stopAll(procs)
 	start := procs[0].started
