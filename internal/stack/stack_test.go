@@ -209,13 +209,10 @@ func TestBrokerPersistence(t *testing.T) {
 	}
 
 	s := start()
+	rec := produceProbe(t, ctx, s.BrokerAddr())
 	cl, err := kgo.NewClient(kgo.SeedBrokers(s.BrokerAddr()))
 	if err != nil {
 		t.Fatal(err)
-	}
-	rec := &kgo.Record{Topic: contract.TopicPlatformRecords, Key: []byte("maas/node-1"), Value: []byte(`{"event_id":"e1"}`)}
-	if err := cl.ProduceSync(ctx, rec).FirstErr(); err != nil {
-		t.Fatalf("produce: %v", err)
 	}
 	adm := kadm.NewClient(cl)
 	var offsets kadm.Offsets
@@ -535,15 +532,7 @@ func TestComponentRestart(t *testing.T) {
 	}
 
 	// The broker keeps what it acknowledged across a SIGKILL.
-	cl, err := kgo.NewClient(kgo.SeedBrokers(s.BrokerAddr()))
-	if err != nil {
-		t.Fatal(err)
-	}
-	rec := &kgo.Record{Topic: contract.TopicPlatformRecords, Key: []byte("maas/node-1"), Value: []byte(`{"event_id":"e1"}`)}
-	if err := cl.ProduceSync(ctx, rec).FirstErr(); err != nil {
-		t.Fatalf("produce: %v", err)
-	}
-	cl.Close()
+	rec := produceProbe(t, ctx, s.BrokerAddr())
 	if err := s.Kill(NameBroker); err != nil {
 		t.Fatal(err)
 	}
@@ -592,6 +581,22 @@ func TestComponentRestart(t *testing.T) {
 	if got := strings.Join(strings.Fields(string(b)), ","); got != "query,ingest" {
 		t.Fatalf("services stopped in order %s, want query,ingest", got)
 	}
+}
+
+// produceProbe produces one record to broker, on a client it closes
+// again, and returns it with the partition and offset it got.
+func produceProbe(t *testing.T, ctx context.Context, broker string) *kgo.Record {
+	t.Helper()
+	cl, err := kgo.NewClient(kgo.SeedBrokers(broker))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	rec := &kgo.Record{Topic: contract.TopicPlatformRecords, Key: []byte("maas/node-1"), Value: []byte(`{"event_id":"e1"}`)}
+	if err := cl.ProduceSync(ctx, rec).FirstErr(); err != nil {
+		t.Fatalf("produce: %v", err)
+	}
+	return rec
 }
 
 func mustClient(t *testing.T, broker string) *kgo.Client {
