@@ -23,7 +23,6 @@ import (
 	"github.com/driftline/driftline/pipeline/api/client"
 	"github.com/driftline/driftline/pipeline/contract"
 	"github.com/driftline/driftline/pipeline/contract/decimal"
-	"github.com/driftline/driftline/pipeline/readmodel"
 	"github.com/driftline/driftline/pipeline/service"
 )
 
@@ -171,13 +170,7 @@ func TestFleetFindingsMatchGroundTruth(t *testing.T) {
 // sums to the truth's totals per tenant and unit, exactly.
 func checkBilling(t *testing.T, s *stack.Stack, truth *fleet.Truth) {
 	t.Helper()
-	st := s.State()
-	conn, err := readmodel.Open(context.Background(), service.ClickHouse{Addr: st.ClickHouse, Database: st.Database,
-		User: service.Env("DRIFTLINE_CLICKHOUSE_USER", "default"), Password: service.Env("DRIFTLINE_CLICKHOUSE_PASSWORD", "")})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close()
+	conn := testenv.Open(t, s.ClickHouse())
 	want := map[string]string{} // kind:usage_id -> rated/ledger amounts
 	wantKinds := map[string]int{}
 	for _, a := range truth.Usage.Anomalies {

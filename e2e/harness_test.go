@@ -26,7 +26,6 @@ import (
 	"github.com/driftline/driftline/internal/testenv"
 	"github.com/driftline/driftline/pipeline/contract"
 	"github.com/driftline/driftline/pipeline/readmodel"
-	"github.com/driftline/driftline/pipeline/service"
 )
 
 // seedsFromEnv returns the comma-separated seeds in the environment
@@ -72,10 +71,10 @@ func buildCommands(t *testing.T, ctx context.Context, names ...string) string {
 // js must have caught up and stopped.
 func checkJoinerTables(t *testing.T, ctx context.Context, s *stack.Stack, js *joinerSet, truth *fleet.Truth, start time.Time) {
 	t.Helper()
-	conn := openDB(t, ctx, s.ClickHouse())
+	conn := testenv.Open(t, s.ClickHouse())
 	refCfg := s.ClickHouse()
 	refCfg.Database = "reference"
-	refConn := openDB(t, ctx, refCfg)
+	refConn := testenv.Open(t, refCfg)
 	if err := readmodel.Migrate(ctx, refConn, refCfg.Database); err != nil {
 		t.Fatalf("migrate reference database: %v", err)
 	}
@@ -313,16 +312,6 @@ func waitGroupCaughtUp(t *testing.T, broker, group string, timeout time.Duration
 		}
 		return nil
 	})
-}
-
-func openDB(t *testing.T, ctx context.Context, cfg service.ClickHouse) driver.Conn {
-	t.Helper()
-	conn, err := readmodel.Open(ctx, cfg)
-	if err != nil {
-		t.Fatalf("open clickhouse %s: %v", cfg.Database, err)
-	}
-	t.Cleanup(func() { conn.Close() })
-	return conn
 }
 
 // tableRows are the current rows of a table as text, by key.
