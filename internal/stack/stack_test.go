@@ -133,6 +133,20 @@ func fakeBinDir(t *testing.T) string {
 	return dir
 }
 
+// fakeStackOptions are testOptions for fake services next to the real
+// broker; the fakes record their SIGTERMs in the file record.
+func fakeStackOptions(t *testing.T) (opts Options, record string) {
+	t.Helper()
+	binDir := fakeBinDir(t)
+	if err := os.Symlink(filepath.Join(buildBroker(t), NameBroker), filepath.Join(binDir, NameBroker)); err != nil {
+		t.Fatal(err)
+	}
+	opts = testOptions(t, binDir)
+	record = filepath.Join(opts.Dir, "stops")
+	opts.Env = []string{"FAKE_RECORD=" + record}
+	return opts, record
+}
+
 var (
 	brokerOnce sync.Once
 	brokerDir  string
@@ -257,13 +271,7 @@ func TestBrokerPersistence(t *testing.T) {
 // TestStartStopOrder starts the broker and fake services, crashes one to
 // see it reported, and checks that Stop goes in reverse start order.
 func TestStartStopOrder(t *testing.T) {
-	binDir := fakeBinDir(t)
-	if err := os.Symlink(filepath.Join(buildBroker(t), NameBroker), filepath.Join(binDir, NameBroker)); err != nil {
-		t.Fatal(err)
-	}
-	opts := testOptions(t, binDir)
-	record := filepath.Join(opts.Dir, "stops")
-	opts.Env = []string{"FAKE_RECORD=" + record}
+	opts, record := fakeStackOptions(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 
@@ -470,13 +478,7 @@ func TestComponentRestart(t *testing.T) {
 		t.Skip("starts ClickHouse")
 	}
 	testenv.ClickHouseServer(t)
-	binDir := fakeBinDir(t)
-	if err := os.Symlink(filepath.Join(buildBroker(t), NameBroker), filepath.Join(binDir, NameBroker)); err != nil {
-		t.Fatal(err)
-	}
-	opts := testOptions(t, binDir)
-	record := filepath.Join(opts.Dir, "stops")
-	opts.Env = []string{"FAKE_RECORD=" + record}
+	opts, record := fakeStackOptions(t)
 	opts.Services = []string{NameIngest, NameQuery}
 	opts.NoInstall = true
 	opts.StartTimeout = 90 * time.Second
