@@ -110,23 +110,11 @@ func boolInt(b bool) int {
 
 func runCrashSchedule(t *testing.T, ctx context.Context, bin string, seed int64) {
 	start := time.Now()
-	s, err := stack.Start(ctx, stack.Options{
+	s := startStack(t, ctx, stack.Options{
 		Dir:        t.TempDir(),
 		BinDir:     bin,
-		FreePorts:  true,
 		Partitions: crashPartitions,
 		Services:   []string{stack.NameIngest},
-		Log:        testLog{t},
-	})
-	if err != nil {
-		t.Fatalf("start stack: %v", err)
-	}
-	t.Cleanup(func() {
-		stopCtx, cancel := context.WithTimeout(context.Background(), time.Minute)
-		defer cancel()
-		if err := s.Stop(stopCtx); err != nil {
-			t.Errorf("stop stack: %v", err)
-		}
 	})
 	t.Logf("stack up in %v", time.Since(start).Round(time.Millisecond))
 
@@ -184,7 +172,7 @@ func runCrashSchedule(t *testing.T, ctx context.Context, bin string, seed int64)
 	}
 	t.Logf("fed %d events in %v; schedule done", stats.Events, time.Since(start).Round(time.Millisecond))
 
-	waitGroupCaughtUp(t, s.BrokerAddr(), group)
+	waitGroupCaughtUp(t, s.BrokerAddr(), group, time.Minute)
 	js.checkAlive()
 	js.stopAll()
 	t.Logf("crash run caught up at %v", time.Since(start).Round(time.Millisecond))

@@ -17,16 +17,12 @@ import (
 	"testing"
 	"time"
 
-	"github.com/twmb/franz-go/pkg/kadm"
-	"github.com/twmb/franz-go/pkg/kgo"
-
 	"github.com/driftline/driftline/internal/fleet"
 	"github.com/driftline/driftline/internal/stack"
 	"github.com/driftline/driftline/internal/testenv"
 	"github.com/driftline/driftline/pipeline/api/client"
 	"github.com/driftline/driftline/pipeline/contract"
 	"github.com/driftline/driftline/pipeline/contract/decimal"
-	"github.com/driftline/driftline/pipeline/readmodel"
 	"github.com/driftline/driftline/pipeline/service"
 )
 
@@ -54,23 +50,19 @@ func buildBinaries(t *testing.T) string {
 	return bin
 }
 
-// startStack starts the local stack with its own ClickHouse and broker.
-func startStack(t *testing.T, ctx context.Context) *stack.Stack {
+// startStack starts the local stack of opts with its own ClickHouse and
+// broker on free ports, and stops it when the test ends, showing the
+// tail of every service's log if the test failed.
+func startStack(t *testing.T, ctx context.Context, opts stack.Options) *stack.Stack {
 	t.Helper()
-	opts := stack.Options{
-		Dir:        t.TempDir(),
-		BinDir:     buildBinaries(t),
-		FreePorts:  true,
-		Partitions: 6,
-		Env:        []string{"DRIFTLINE_RATER_PRICEBOOK=" + filepath.Join(moduleRoot(t), "deploy", "pricebook.json")},
-		Log:        testLog{t},
-	}
+	opts.FreePorts = true
+	opts.Log = testLog{t}
 	s, err := stack.Start(ctx, opts)
 	if err != nil {
 		t.Fatalf("start stack: %v", err)
 	}
 	t.Cleanup(func() {
-		stopCtx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		stopCtx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 		defer cancel()
 		if err := s.Stop(stopCtx); err != nil {
 			t.Errorf("stop stack: %v", err)
@@ -78,7 +70,7 @@ func startStack(t *testing.T, ctx context.Context) *stack.Stack {
 		if t.Failed() {
 			for _, name := range []string{stack.NameIngest, stack.NameJoiner, stack.NameRater, stack.NameQuery, stack.NameBroker} {
 				if b, err := os.ReadFile(s.LogPath(name)); err == nil {
-					t.Logf("--- %s log (tail) ---\n%s", name, tail(string(b), 3000))
+					t.Logf("--- %s log (tail) ---\n%s", name, tail(string(b), 4000))
 				}
 			}
 		}
@@ -86,10 +78,20 @@ func startStack(t *testing.T, ctx context.Context) *stack.Stack {
 	return s
 }
 
+// pricebookEnv points the rater at the price book the deployment ships.
+func pricebookEnv(t *testing.T) string {
+	return "DRIFTLINE_RATER_PRICEBOOK=" + filepath.Join(moduleRoot(t), "deploy", "pricebook.json")
+}
+
 func TestFleetFindingsMatchGroundTruth(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()
-	s := startStack(t, ctx)
+	s := startStack(t, ctx, stack.Options{
+		Dir:        t.TempDir(),
+		BinDir:     buildBinaries(t),
+		Partitions: crashPartitions,
+		Env:        []string{pricebookEnv(t)},
+	})
 
 	cfg := fleet.DefaultConfig()
 	cfg.Seed = 42
@@ -112,7 +114,7 @@ func TestFleetFindingsMatchGroundTruth(t *testing.T) {
 		t.Fatalf("feed stats %+v: accepted+duplicate != events", stats)
 	}
 
-	waitCaughtUp(t, s.BrokerAddr(), "driftline-joiner")
+	waitGroupCaughtUp(t, s.BrokerAddr(), "driftline-joiner", 3*time.Minute)
 
 	qc := &client.Client{BaseURL: s.QueryURL()}
 	got, err := qc.DriftAll(ctx, url.Values{"status": {"all"}, "limit": {"1000"}})
@@ -168,13 +170,7 @@ func TestFleetFindingsMatchGroundTruth(t *testing.T) {
 // sums to the truth's totals per tenant and unit, exactly.
 func checkBilling(t *testing.T, s *stack.Stack, truth *fleet.Truth) {
 	t.Helper()
-	st := s.State()
-	conn, err := readmodel.Open(context.Background(), service.ClickHouse{Addr: st.ClickHouse, Database: st.Database,
-		User: service.Env("DRIFTLINE_CLICKHOUSE_USER", "default"), Password: service.Env("DRIFTLINE_CLICKHOUSE_PASSWORD", "")})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close()
+	conn := testenv.Open(t, s.ClickHouse())
 	want := map[string]string{} // kind:usage_id -> rated/ledger amounts
 	wantKinds := map[string]int{}
 	for _, a := range truth.Usage.Anomalies {
@@ -268,42 +264,6 @@ func checkBilling(t *testing.T, s *stack.Stack, truth *fleet.Truth) {
 		t.Fatal(err)
 	}
 	t.Logf("billing: %d resolved mismatches", resolved)
-}
-
-// waitCaughtUp waits until the group has committed every record of the
-// joined topics.
-func waitCaughtUp(t *testing.T, broker, group string) {
-	t.Helper()
-	cl, err := kgo.NewClient(kgo.SeedBrokers(broker))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cl.Close()
-	adm := kadm.NewClient(cl)
-	names := contract.DefaultTopics()
-	testenv.CheckFor(t, 3*time.Minute, func() error {
-		lags, err := adm.Lag(context.Background(), group)
-		if err != nil {
-			return err
-		}
-		l, ok := lags[group]
-		if !ok || l.FetchErr != nil || l.DescribeErr != nil {
-			return fmt.Errorf("group %s: %v %v", group, l.FetchErr, l.DescribeErr)
-		}
-		var total int64
-		for _, topic := range names.Joined() {
-			for _, pl := range l.Lag[topic] {
-				if pl.End.Offset > 0 && pl.Commit.At < 0 {
-					return fmt.Errorf("%s/%d: nothing committed yet", topic, pl.Partition)
-				}
-				total += pl.Lag
-			}
-		}
-		if total > 0 {
-			return fmt.Errorf("lag %d", total)
-		}
-		return nil
-	})
 }
 
 type testLog struct{ t *testing.T }

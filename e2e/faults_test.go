@@ -254,31 +254,12 @@ func runFaults(t *testing.T, ctx context.Context, bin string, seed int64, params
 		}
 		t.Logf("keeping the stack and the logs in %s", dir)
 	}
-	s, err := stack.Start(ctx, stack.Options{
+	s := startStack(t, ctx, stack.Options{
 		Dir:        filepath.Join(dir, "stack"),
 		BinDir:     bin,
-		FreePorts:  true,
 		Partitions: crashPartitions,
 		Services:   []string{stack.NameIngest, stack.NameRater},
-		Env:        []string{"DRIFTLINE_RATER_PRICEBOOK=" + filepath.Join(moduleRoot(t), "deploy", "pricebook.json")},
-		Log:        testLog{t},
-	})
-	if err != nil {
-		t.Fatalf("start stack: %v", err)
-	}
-	t.Cleanup(func() {
-		stopCtx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-		defer cancel()
-		if err := s.Stop(stopCtx); err != nil {
-			t.Errorf("stop stack: %v", err)
-		}
-		if t.Failed() {
-			for _, name := range []string{stack.NameIngest, stack.NameRater, stack.NameBroker} {
-				if b, err := os.ReadFile(s.LogPath(name)); err == nil {
-					t.Logf("--- %s log (tail) ---\n%s", name, tail(string(b), 4000))
-				}
-			}
-		}
+		Env:        []string{pricebookEnv(t)},
 	})
 	// The stack restarts nothing: a service that exits on its own during
 	// the schedule is a failure, reported with its log.
@@ -367,7 +348,7 @@ func runFaults(t *testing.T, ctx context.Context, bin string, seed int64, params
 	t.Logf("fed %d events (%d accepted, %d duplicate, %d retried requests) at %v",
 		stats.Events, stats.Accepted, stats.Duplicate, stats.Retries, time.Since(start).Round(time.Millisecond))
 
-	waitGroupCaughtUp(t, s.BrokerAddr(), js.group)
+	waitGroupCaughtUp(t, s.BrokerAddr(), js.group, time.Minute)
 	js.checkAlive()
 	js.stopAll()
 	checkExits()

@@ -26,7 +26,6 @@ import (
 	"github.com/driftline/driftline/internal/testenv"
 	"github.com/driftline/driftline/pipeline/contract"
 	"github.com/driftline/driftline/pipeline/readmodel"
-	"github.com/driftline/driftline/pipeline/service"
 )
 
 // seedsFromEnv returns the comma-separated seeds in the environment
@@ -72,17 +71,17 @@ func buildCommands(t *testing.T, ctx context.Context, names ...string) string {
 // js must have caught up and stopped.
 func checkJoinerTables(t *testing.T, ctx context.Context, s *stack.Stack, js *joinerSet, truth *fleet.Truth, start time.Time) {
 	t.Helper()
-	conn := openDB(t, ctx, s.ClickHouse())
+	conn := testenv.Open(t, s.ClickHouse())
 	refCfg := s.ClickHouse()
 	refCfg.Database = "reference"
-	refConn := openDB(t, ctx, refCfg)
+	refConn := testenv.Open(t, refCfg)
 	if err := readmodel.Migrate(ctx, refConn, refCfg.Database); err != nil {
 		t.Fatalf("migrate reference database: %v", err)
 	}
 	ref := &joinerSet{t: t, bin: js.bin, env: js.env, dir: js.dir, group: "reference-joiner", db: refCfg.Database, name: "reference"}
 	t.Cleanup(ref.stopAll)
 	ref.start()
-	waitGroupCaughtUp(t, s.BrokerAddr(), ref.group)
+	waitGroupCaughtUp(t, s.BrokerAddr(), ref.group, time.Minute)
 	ref.checkAlive()
 	ref.stopAll()
 	t.Logf("reference run caught up at %v", time.Since(start).Round(time.Millisecond))
@@ -261,9 +260,9 @@ func (js *joinerSet) dumpLogs() {
 	}
 }
 
-// waitGroupCaughtUp waits until group has committed every record of the
-// joined topics.
-func waitGroupCaughtUp(t *testing.T, broker, group string) {
+// waitGroupCaughtUp waits up to timeout until group has committed every
+// record of the joined topics.
+func waitGroupCaughtUp(t *testing.T, broker, group string, timeout time.Duration) {
 	t.Helper()
 	cl, err := kgo.NewClient(kgo.SeedBrokers(broker))
 	if err != nil {
@@ -272,7 +271,7 @@ func waitGroupCaughtUp(t *testing.T, broker, group string) {
 	defer cl.Close()
 	adm := kadm.NewClient(cl)
 	names := contract.DefaultTopics()
-	testenv.CheckFor(t, time.Minute, func() error {
+	testenv.CheckFor(t, timeout, func() error {
 		lags, err := adm.Lag(context.Background(), group)
 		if err != nil {
 			return err
@@ -313,16 +312,6 @@ func waitGroupCaughtUp(t *testing.T, broker, group string) {
 		}
 		return nil
 	})
-}
-
-func openDB(t *testing.T, ctx context.Context, cfg service.ClickHouse) driver.Conn {
-	t.Helper()
-	conn, err := readmodel.Open(ctx, cfg)
-	if err != nil {
-		t.Fatalf("open clickhouse %s: %v", cfg.Database, err)
-	}
-	t.Cleanup(func() { conn.Close() })
-	return conn
 }
 
 // tableRows are the current rows of a table as text, by key.
@@ -435,23 +424,8 @@ func diffRows(got, want tableRows) string {
 // evidenceFindings reads drift_evidence as fleet findings.
 func evidenceFindings(t *testing.T, ctx context.Context, conn driver.Conn, db string) []fleet.Finding {
 	t.Helper()
-	rows, err := conn.Query(ctx, `SELECT evidence_id, classification, severity, provider, provider_id, status,
-		retry_count, posture FROM `+db+`.drift_evidence FINAL`)
+	out, err := fleet.ReadFindings(ctx, conn, db)
 	if err != nil {
-		t.Fatal(err)
-	}
-	defer rows.Close()
-	var out []fleet.Finding
-	for rows.Next() {
-		var f fleet.Finding
-		var retry uint32
-		if err := rows.Scan(&f.EvidenceID, &f.Classification, &f.Severity, &f.Provider, &f.ProviderID, &f.Status, &retry, &f.Posture); err != nil {
-			t.Fatal(err)
-		}
-		f.RetryCount = int(retry)
-		out = append(out, f)
-	}
-	if err := rows.Err(); err != nil {
 		t.Fatal(err)
 	}
 	return out

@@ -12,6 +12,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/driftline/driftline/internal/fleet"
 	"github.com/driftline/driftline/pipeline/contract"
 	"github.com/driftline/driftline/pipeline/stream/topics"
 )
@@ -223,7 +224,9 @@ type latencyGen struct {
 
 func (g *latencyGen) id(now time.Time) string {
 	g.counter++
-	return string(appendULID(nil, uint64(now.UnixMilli()), g.counter))
+	ms := uint64(now.UnixMilli())
+	// odd multiplier: a bijection of the counter, so ids never repeat
+	return string(fleet.AppendULID(nil, ms<<16|(g.counter>>48)&0xffff, g.counter*0x9e3779b97f4a7c15))
 }
 
 func (g *latencyGen) rec(topic, key string, value []byte) *kgo.Record {
@@ -246,20 +249,4 @@ func (g *latencyGen) observation(pid, state string, now time.Time) *kgo.Record {
 	v := fmt.Appendf(nil, `{"event_id":%q,"event_type":"provider.observation","schema_version":1,"producer":"bench-latency-scanner","seq":%d,"occurred_at":%q,"correlation_id":"bench-latency","environment":"local_parity","payload":{"provider":"app_runtime","provider_id":%q,"resource_family":"app_runtime","observed_state":%q,"observed_version":"v1","owner_ref":"rec-%s"}}`,
 		g.id(now), g.obsSeq, now.UTC().Format("2006-01-02T15:04:05.000Z07:00"), pid, state, pid)
 	return g.rec(g.names.Observations, contract.IdentityKey("app_runtime", pid), v)
-}
-
-const crockford = "0123456789ABCDEFGHJKMNPQRSTVWXYZ"
-
-// appendULID appends a 26-character ULID: 48 bits of ms time and 80 bits
-// from the counter.
-func appendULID(b []byte, ms, counter uint64) []byte {
-	hi := ms<<16 | (counter>>48)&0xffff
-	lo := counter * 0x9e3779b97f4a7c15 // odd: a bijection, so ids never repeat
-	var out [26]byte
-	for k := 25; k >= 0; k-- {
-		out[k] = crockford[lo&31]
-		lo = lo>>5 | hi<<59
-		hi >>= 5
-	}
-	return append(b, out[:]...)
 }

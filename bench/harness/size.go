@@ -112,6 +112,14 @@ func runSize(ctx context.Context, o options, runDir string, size int, latency bo
 		res.Produce.Lines, res.Produce.Records, res.JoinedRecords, res.Produce.Seconds, float64(res.Produce.Records)/res.Produce.Seconds, res.Produce.GenSecond)
 
 	var errs []error
+	// failed records a phase's error and says it at once; the other
+	// phases still run.
+	failed := func(phase string, err error) {
+		if err != nil {
+			errs = append(errs, fmt.Errorf("%s: %w", phase, err))
+			logf("%s: %v", phase, err)
+		}
+	}
 	for i, n := range o.joiners {
 		if ctx.Err() != nil {
 			break
@@ -127,10 +135,7 @@ func runSize(ctx context.Context, o options, runDir string, size int, latency bo
 		if rs != nil {
 			res.Restores = append(res.Restores, *rs)
 		}
-		if err != nil {
-			errs = append(errs, fmt.Errorf("%d joiner(s): %w", n, err))
-			logf("%d joiner(s): %v", n, err)
-		}
+		failed(fmt.Sprintf("%d joiner(s)", n), err)
 	}
 	if len(res.Joiners) > 0 {
 		// Bytes per finding of the first phase whose findings are right.
@@ -155,30 +160,21 @@ func runSize(ctx context.Context, o options, runDir string, size int, latency bo
 				res.NaiveStorage = ns
 			}
 		}
-		if err != nil {
-			errs = append(errs, fmt.Errorf("naive: %w", err))
-			logf("naive: %v", err)
-		}
+		failed("naive", err)
 	}
 	if o.rater && ctx.Err() == nil {
 		r, err := e.raterPhase(ctx, logf)
 		if r != nil {
 			res.Rater = r
 		}
-		if err != nil {
-			errs = append(errs, fmt.Errorf("rater: %w", err))
-			logf("rater: %v", err)
-		}
+		failed("rater", err)
 	}
 	if latency && ctx.Err() == nil {
 		lr, err := e.latencyPhase(ctx, logf)
 		if lr != nil {
 			rep.Latency = lr
 		}
-		if err != nil {
-			errs = append(errs, fmt.Errorf("latency: %w", err))
-			logf("latency: %v", err)
-		}
+		failed("latency", err)
 	}
 	res.JoinerCounts = e.joinerCounts
 	return res, errors.Join(errs...)
@@ -260,14 +256,25 @@ func (e *env) consumerPhase(ctx context.Context, label, group, db string, topicN
 	return r, err
 }
 
-// startJoiner starts member i of group; its log is log/<group>-<i><suffix>.log.
-func (e *env) startJoiner(i int, group, db, suffix string) (*child, error) {
-	addr := freeAddr()
-	args := []string{"-joiner.addr", addr, "-joiner.group", group, "-clickhouse.db", db}
-	if e.o.profile {
-		args = append(args, "-cpuprofile", filepath.Join(e.dir, "log", fmt.Sprintf("%s-%d%s.cpu.pprof", group, i, suffix)))
+// startJoiners starts members 1 to n of group; member i logs to
+// log/<group>-<i><suffix>.log. If one fails to start, those started are
+// stopped.
+func (e *env) startJoiners(n int, group, db, suffix string) ([]*child, error) {
+	var procs []*child
+	for i := 1; i <= n; i++ {
+		addr := freeAddr()
+		args := []string{"-joiner.addr", addr, "-joiner.group", group, "-clickhouse.db", db}
+		if e.o.profile {
+			args = append(args, "-cpuprofile", filepath.Join(e.dir, "log", fmt.Sprintf("%s-%d%s.cpu.pprof", group, i, suffix)))
+		}
+		c, err := startChild(fmt.Sprintf("%s-%d%s", group, i, suffix), filepath.Join(e.o.binDir, "joiner"), args, e.childEnv(), filepath.Join(e.dir, "log"), addr)
+		if err != nil {
+			stopAll(procs)
+			return nil, err
+		}
+		procs = append(procs, c)
 	}
-	return startChild(fmt.Sprintf("%s-%d%s", group, i, suffix), filepath.Join(e.o.binDir, "joiner"), args, e.childEnv(), filepath.Join(e.dir, "log"), addr)
+	return procs, nil
 }
 
 func stopAll(procs []*child) {
@@ -290,14 +297,9 @@ func (e *env) joinerPhase(ctx context.Context, n int, logf func(string, ...any))
 	}
 	logf("%d joiner(s), group %s, database %s", n, group, db)
 	quiesce(logf)
-	var procs []*child
-	for i := range n {
-		c, err := e.startJoiner(i+1, group, db, "")
-		if err != nil {
-			stopAll(procs)
-			return nil, nil, err
-		}
-		procs = append(procs, c)
+	procs, err := e.startJoiners(n, group, db, "")
+	if err != nil {
+		return nil, nil, err
 	}
 	r, err := e.consumerPhase(ctx, fmt.Sprintf("joiner x%d", n), group, db, e.names.Joined(), procs, e.o.phaseTimeout, logf)
 	stopAll(procs)
@@ -309,14 +311,9 @@ func (e *env) joinerPhase(ctx context.Context, n int, logf func(string, ...any))
 
 	// Restore: every member restarts at once, as after a deploy.
 	rs := &restoreResult{Processes: n, Partitions: e.o.partitions}
-	procs = procs[:0]
-	for i := range n {
-		c, err := e.startJoiner(i+1, group, db, "-restart")
-		if err != nil {
-			stopAll(procs)
-			return r, nil, err
-		}
-		procs = append(procs, c)
+	procs, err = e.startJoiners(n, group, db, "-restart")
+	if err != nil {
+		return r, nil, err
 	}
 	defer stopAll(procs)
 	start := procs[0].started
@@ -374,23 +371,8 @@ func (e *env) joinerPhase(ctx context.Context, n int, logf func(string, ...any))
 
 // checkFindings compares the current findings in db with the ground truth.
 func (e *env) checkFindings(ctx context.Context, db string) (int, string) {
-	rows, err := e.conn.Query(ctx, `SELECT evidence_id, classification, severity, provider, provider_id, status,
-		retry_count, posture FROM `+db+`.drift_evidence FINAL`)
+	got, err := fleet.ReadFindings(ctx, e.conn, db)
 	if err != nil {
-		return 0, "not checked: " + err.Error()
-	}
-	defer rows.Close()
-	var got []fleet.Finding
-	for rows.Next() {
-		var f fleet.Finding
-		var retry uint32
-		if err := rows.Scan(&f.EvidenceID, &f.Classification, &f.Severity, &f.Provider, &f.ProviderID, &f.Status, &retry, &f.Posture); err != nil {
-			return len(got), "not checked: " + err.Error()
-		}
-		f.RetryCount = int(retry)
-		got = append(got, f)
-	}
-	if err := rows.Err(); err != nil {
 		return len(got), "not checked: " + err.Error()
 	}
 	if e.joinerCounts == nil {

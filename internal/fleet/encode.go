@@ -69,17 +69,13 @@ const crockford = "0123456789ABCDEFGHJKMNPQRSTVWXYZ"
 // of which the low 64 are a bijection of counter (so ids never repeat in a
 // run) and the top 16 come from the seed.
 func appendULID(b []byte, ms uint64, seed uint64, counter uint64) []byte {
-	seedBits := uint16(seed >> 48)
-	var id [16]byte
-	id[0], id[1], id[2], id[3], id[4], id[5] = byte(ms>>40), byte(ms>>32), byte(ms>>24), byte(ms>>16), byte(ms>>8), byte(ms)
-	id[6], id[7] = byte(seedBits>>8), byte(seedBits)
-	r := mix64(counter + seed)
-	for j := 0; j < 8; j++ {
-		id[8+j] = byte(r >> (56 - 8*j))
-	}
-	// 128 bits -> 26 base32 characters, the first carrying 3 bits.
-	hi := uint64(id[0])<<56 | uint64(id[1])<<48 | uint64(id[2])<<40 | uint64(id[3])<<32 | uint64(id[4])<<24 | uint64(id[5])<<16 | uint64(id[6])<<8 | uint64(id[7])
-	lo := r
+	return AppendULID(b, ms<<16|seed>>48, mix64(counter+seed))
+}
+
+// AppendULID appends the 128-bit id hi:lo as the 26 characters of a ULID
+// (Crockford's base32, the first character carrying 3 bits); a ULID's
+// 48-bit millisecond time is the top of hi.
+func AppendULID(b []byte, hi, lo uint64) []byte {
 	var out [26]byte
 	for k := 25; k >= 0; k-- {
 		out[k] = crockford[lo&31]

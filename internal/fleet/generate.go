@@ -581,13 +581,7 @@ func (e *emitter) usageEvent(u *usageRec) error {
 	e.begin(contract.TypeUsageRecorded, e.scratch, e.meterSeq[u.f][d], u.at, "")
 	b := e.line
 	b = append(b, `"usage_id":"`...)
-	b = e.appendUsageID(b, u)
-	b = append(b, `","metering_source":"`...)
-	b = append(b, src...)
-	b = append(b, `","metering_id":"`...)
-	mStart := len(b)
-	b = e.appendMeteringID(b, u)
-	mEnd := len(b)
+	b = e.appendMeteringRef(b, u, src)
 	b = append(b, `","unit_id":"`...)
 	b = append(b, u.unit...)
 	b = append(b, `","quantity":"`...)
@@ -607,10 +601,24 @@ func (e *emitter) usageEvent(u *usageRec) error {
 	b = append(b, `,"window_end":`...)
 	b = appendTime(b, u.windowEnd)
 	e.line = b
+	return e.send()
+}
+
+// appendMeteringRef appends u's usage_id value and its metering_source and
+// metering_id fields, and keys the record by metering_source/metering_id:
+// a usage record and its ledger entry name the usage alike and land on
+// the same partition.
+func (e *emitter) appendMeteringRef(b []byte, u *usageRec, src string) []byte {
+	b = e.appendUsageID(b, u)
+	b = append(b, `","metering_source":"`...)
+	b = append(b, src...)
+	b = append(b, `","metering_id":"`...)
+	mStart := len(b)
+	b = e.appendMeteringID(b, u)
 	e.key = append(e.key[:0], src...)
 	e.key = append(e.key, '/')
-	e.key = append(e.key, b[mStart:mEnd]...)
-	return e.send()
+	e.key = append(e.key, b[mStart:]...)
+	return b
 }
 
 func (e *emitter) appendMeteringID(b []byte, u *usageRec) []byte {

@@ -151,13 +151,7 @@ func (e *emitter) ledgerRound() error {
 		b = append(b, '-')
 		b = e.appendMeteringID(b, u)
 		b = append(b, `","usage_id":"`...)
-		b = e.appendUsageID(b, u)
-		b = append(b, `","metering_source":"`...)
-		b = append(b, src...)
-		b = append(b, `","metering_id":"`...)
-		mStart := len(b)
-		b = e.appendMeteringID(b, u)
-		mEnd := len(b)
+		b = e.appendMeteringRef(b, u, src)
 		b = append(b, `","amount":"`...)
 		b = posted.Append(b)
 		b = append(b, `","currency":"`...)
@@ -165,9 +159,6 @@ func (e *emitter) ledgerRound() error {
 		b = append(b, `","posted_at":`...)
 		b = appendTime(b, at)
 		e.line = b
-		e.key = append(e.key[:0], src...)
-		e.key = append(e.key, '/')
-		e.key = append(e.key, b[mStart:mEnd]...)
 		if err := e.send(); err != nil {
 			return err
 		}

@@ -133,6 +133,20 @@ func fakeBinDir(t *testing.T) string {
 	return dir
 }
 
+// fakeStackOptions are testOptions for fake services next to the real
+// broker; the fakes record their SIGTERMs in the file record.
+func fakeStackOptions(t *testing.T) (opts Options, record string) {
+	t.Helper()
+	binDir := fakeBinDir(t)
+	if err := os.Symlink(filepath.Join(buildBroker(t), NameBroker), filepath.Join(binDir, NameBroker)); err != nil {
+		t.Fatal(err)
+	}
+	opts = testOptions(t, binDir)
+	record = filepath.Join(opts.Dir, "stops")
+	opts.Env = []string{"FAKE_RECORD=" + record}
+	return opts, record
+}
+
 var (
 	brokerOnce sync.Once
 	brokerDir  string
@@ -209,13 +223,10 @@ func TestBrokerPersistence(t *testing.T) {
 	}
 
 	s := start()
+	rec := produceProbe(t, ctx, s.BrokerAddr())
 	cl, err := kgo.NewClient(kgo.SeedBrokers(s.BrokerAddr()))
 	if err != nil {
 		t.Fatal(err)
-	}
-	rec := &kgo.Record{Topic: contract.TopicPlatformRecords, Key: []byte("maas/node-1"), Value: []byte(`{"event_id":"e1"}`)}
-	if err := cl.ProduceSync(ctx, rec).FirstErr(); err != nil {
-		t.Fatalf("produce: %v", err)
 	}
 	adm := kadm.NewClient(cl)
 	var offsets kadm.Offsets
@@ -260,13 +271,7 @@ func TestBrokerPersistence(t *testing.T) {
 // TestStartStopOrder starts the broker and fake services, crashes one to
 // see it reported, and checks that Stop goes in reverse start order.
 func TestStartStopOrder(t *testing.T) {
-	binDir := fakeBinDir(t)
-	if err := os.Symlink(filepath.Join(buildBroker(t), NameBroker), filepath.Join(binDir, NameBroker)); err != nil {
-		t.Fatal(err)
-	}
-	opts := testOptions(t, binDir)
-	record := filepath.Join(opts.Dir, "stops")
-	opts.Env = []string{"FAKE_RECORD=" + record}
+	opts, record := fakeStackOptions(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 
@@ -473,13 +478,7 @@ func TestComponentRestart(t *testing.T) {
 		t.Skip("starts ClickHouse")
 	}
 	testenv.ClickHouseServer(t)
-	binDir := fakeBinDir(t)
-	if err := os.Symlink(filepath.Join(buildBroker(t), NameBroker), filepath.Join(binDir, NameBroker)); err != nil {
-		t.Fatal(err)
-	}
-	opts := testOptions(t, binDir)
-	record := filepath.Join(opts.Dir, "stops")
-	opts.Env = []string{"FAKE_RECORD=" + record}
+	opts, record := fakeStackOptions(t)
 	opts.Services = []string{NameIngest, NameQuery}
 	opts.NoInstall = true
 	opts.StartTimeout = 90 * time.Second
@@ -535,15 +534,7 @@ func TestComponentRestart(t *testing.T) {
 	}
 
 	// The broker keeps what it acknowledged across a SIGKILL.
-	cl, err := kgo.NewClient(kgo.SeedBrokers(s.BrokerAddr()))
-	if err != nil {
-		t.Fatal(err)
-	}
-	rec := &kgo.Record{Topic: contract.TopicPlatformRecords, Key: []byte("maas/node-1"), Value: []byte(`{"event_id":"e1"}`)}
-	if err := cl.ProduceSync(ctx, rec).FirstErr(); err != nil {
-		t.Fatalf("produce: %v", err)
-	}
-	cl.Close()
+	rec := produceProbe(t, ctx, s.BrokerAddr())
 	if err := s.Kill(NameBroker); err != nil {
 		t.Fatal(err)
 	}
@@ -592,6 +583,22 @@ func TestComponentRestart(t *testing.T) {
 	if got := strings.Join(strings.Fields(string(b)), ","); got != "query,ingest" {
 		t.Fatalf("services stopped in order %s, want query,ingest", got)
 	}
+}
+
+// produceProbe produces one record to broker, on a client it closes
+// again, and returns it with the partition and offset it got.
+func produceProbe(t *testing.T, ctx context.Context, broker string) *kgo.Record {
+	t.Helper()
+	cl, err := kgo.NewClient(kgo.SeedBrokers(broker))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	rec := &kgo.Record{Topic: contract.TopicPlatformRecords, Key: []byte("maas/node-1"), Value: []byte(`{"event_id":"e1"}`)}
+	if err := cl.ProduceSync(ctx, rec).FirstErr(); err != nil {
+		t.Fatalf("produce: %v", err)
+	}
+	return rec
 }
 
 func mustClient(t *testing.T, broker string) *kgo.Client {

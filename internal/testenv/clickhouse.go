@@ -12,6 +12,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ClickHouse/clickhouse-go/v2/lib/driver"
+
 	"github.com/driftline/driftline/internal/chserver"
 	"github.com/driftline/driftline/pipeline/readmodel"
 	"github.com/driftline/driftline/pipeline/service"
@@ -71,6 +73,28 @@ func ClickHouse(t testing.TB) service.ClickHouse {
 		t.Fatalf("testenv: %v", err)
 	}
 	return cfg
+}
+
+// Open connects to cfg, failing the test if that takes an error or more
+// than 30 s, and closes the connection when the test ends.
+func Open(t testing.TB, cfg service.ClickHouse, opts ...readmodel.Opt) driver.Conn {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	conn, err := readmodel.Open(ctx, cfg, opts...)
+	if err != nil {
+		t.Fatalf("open clickhouse database %s: %v", cfg.Database, err)
+	}
+	t.Cleanup(func() { conn.Close() })
+	return conn
+}
+
+// ClickHouseConn is ClickHouse and Open: a connection to a new migrated
+// database, and the database's settings.
+func ClickHouseConn(t testing.TB) (driver.Conn, service.ClickHouse) {
+	t.Helper()
+	cfg := ClickHouse(t)
+	return Open(t, cfg), cfg
 }
 
 func drop(cfg service.ClickHouse) error {

@@ -18,22 +18,41 @@ import (
 // partitions partitions, and closes the cluster when the test ends.
 func Kafka(t testing.TB, partitions int32) (brokers []string, names contract.Topics) {
 	t.Helper()
+	c, names := KafkaCluster(t, partitions)
+	return c.ListenAddrs(), names
+}
+
+// KafkaCluster is Kafka for tests that also steer the cluster itself
+// (kfake's ControlKey, to inject broker errors).
+func KafkaCluster(t testing.TB, partitions int32) (*kfake.Cluster, contract.Topics) {
+	t.Helper()
 	c, err := kfake.NewCluster(kfake.NumBrokers(1))
 	if err != nil {
 		t.Fatalf("start kfake cluster: %v", err)
 	}
 	t.Cleanup(c.Close)
-	brokers = c.ListenAddrs()
-	cl, err := kgo.NewClient(kgo.SeedBrokers(brokers...))
+	cl, err := kgo.NewClient(kgo.SeedBrokers(c.ListenAddrs()...))
 	if err != nil {
 		t.Fatalf("kafka client: %v", err)
 	}
 	defer cl.Close()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	names = contract.DefaultTopics()
+	names := contract.DefaultTopics()
 	if err := topics.Ensure(ctx, kadm.NewClient(cl), names, partitions, 1); err != nil {
 		t.Fatalf("create topics: %v", err)
 	}
-	return brokers, names
+	return c, names
+}
+
+// KafkaClient returns a client of brokers with opts, closed when the test
+// ends.
+func KafkaClient(t testing.TB, brokers []string, opts ...kgo.Opt) *kgo.Client {
+	t.Helper()
+	cl, err := kgo.NewClient(append([]kgo.Opt{kgo.SeedBrokers(brokers...)}, opts...)...)
+	if err != nil {
+		t.Fatalf("kafka client: %v", err)
+	}
+	t.Cleanup(cl.Close)
+	return cl
 }

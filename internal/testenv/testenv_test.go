@@ -28,22 +28,14 @@ func TestClickHouse(t *testing.T) {
 			t.Fatalf("two databases %+v and %+v: want distinct names on one server", first, second)
 		}
 		ctx := context.Background()
-		conn, err := readmodel.Open(ctx, first, readmodel.NoCreate())
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer conn.Close()
+		conn := testenv.Open(t, first, readmodel.NoCreate())
 		var n uint64
 		if err := conn.QueryRow(ctx, "SELECT count() FROM drift_evidence FINAL").Scan(&n); err != nil {
 			t.Fatalf("database is not migrated: %v", err)
 		}
 	})
 	// The passing subtest's databases are gone.
-	conn, err := readmodel.Open(context.Background(), service.ClickHouse{Addr: first.Addr, Database: "default"}, readmodel.NoCreate())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close()
+	conn := testenv.Open(t, service.ClickHouse{Addr: first.Addr, Database: "default"}, readmodel.NoCreate())
 	var n uint64
 	if err := conn.QueryRow(context.Background(), "SELECT count() FROM system.databases WHERE name = ?", first.Database).Scan(&n); err != nil {
 		t.Fatal(err)
@@ -55,11 +47,7 @@ func TestClickHouse(t *testing.T) {
 
 func TestKafka(t *testing.T) {
 	brokers, names := testenv.Kafka(t, 3)
-	cl, err := kgo.NewClient(kgo.SeedBrokers(brokers...), kgo.ConsumeTopics(names.Usage))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cl.Close()
+	cl := testenv.KafkaClient(t, brokers, kgo.ConsumeTopics(names.Usage))
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	adm := kadm.NewClient(cl)
@@ -78,6 +66,23 @@ func TestKafka(t *testing.T) {
 	}
 	if got := fs.Records(); len(got) != 1 || string(got[0].Key) != "gw/1" {
 		t.Fatalf("consumed %v, want the produced record", got)
+	}
+}
+
+// TestClickHouseConn: the connection is to the new database.
+func TestClickHouseConn(t *testing.T) {
+	conn, cfg := testenv.ClickHouseConn(t)
+	var db string
+	if err := conn.QueryRow(context.Background(), "SELECT currentDatabase()").Scan(&db); err != nil || db != cfg.Database {
+		t.Fatalf("current database %q, %v; want %s", db, err, cfg.Database)
+	}
+}
+
+func TestKafkaCluster(t *testing.T) {
+	c, names := testenv.KafkaCluster(t, 2)
+	adm := kadm.NewClient(testenv.KafkaClient(t, c.ListenAddrs()))
+	if n, err := topics.PartitionCount(context.Background(), adm, names.Observations); err != nil || n != 2 {
+		t.Fatalf("observations partitions = %d, %v; want 2", n, err)
 	}
 }
 

@@ -21,7 +21,6 @@ import (
 	"github.com/driftline/driftline/pipeline/api"
 	"github.com/driftline/driftline/pipeline/api/apitypes"
 	"github.com/driftline/driftline/pipeline/api/client"
-	"github.com/driftline/driftline/pipeline/readmodel"
 	"github.com/driftline/driftline/pipeline/readmodel/sink"
 )
 
@@ -32,13 +31,7 @@ var t0 = time.Date(2026, 11, 21, 12, 0, 0, 0, time.UTC)
 
 func openDB(t *testing.T) driver.Conn {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	conn, err := readmodel.Open(ctx, testenv.ClickHouse(t))
-	if err != nil {
-		t.Fatalf("open clickhouse: %v", err)
-	}
-	t.Cleanup(func() { conn.Close() })
+	conn, _ := testenv.ClickHouseConn(t)
 	return conn
 }
 

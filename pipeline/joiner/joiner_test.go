@@ -21,7 +21,6 @@ import (
 	"github.com/driftline/driftline/internal/testenv"
 	"github.com/driftline/driftline/pipeline/contract"
 	"github.com/driftline/driftline/pipeline/ingest"
-	"github.com/driftline/driftline/pipeline/readmodel"
 	"github.com/driftline/driftline/pipeline/readmodel/sink"
 	"github.com/driftline/driftline/pipeline/stream/checkpoint"
 	"github.com/driftline/driftline/pipeline/stream/snap"
@@ -44,17 +43,8 @@ type fixture struct {
 
 func newFixture(t *testing.T) *fixture {
 	brokers, names := testenv.Kafka(t, 4)
-	cl, err := kgo.NewClient(kgo.SeedBrokers(brokers...))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(cl.Close)
-	cfg := testenv.ClickHouse(t)
-	conn, err := readmodel.Open(context.Background(), cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { conn.Close() })
+	cl := testenv.KafkaClient(t, brokers)
+	conn, cfg := testenv.ClickHouseConn(t)
 	return &fixture{t: t, cl: cl, names: names, seq: map[string]uint64{}, brokers: brokers, ch: conn, db: cfg.Database}
 }
 

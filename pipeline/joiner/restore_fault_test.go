@@ -7,17 +7,12 @@ import (
 	"testing"
 	"time"
 
-	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
-	"github.com/twmb/franz-go/pkg/kfake"
-	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/driftline/driftline/internal/testenv"
 	"github.com/driftline/driftline/pipeline/contract"
-	"github.com/driftline/driftline/pipeline/readmodel"
 	"github.com/driftline/driftline/pipeline/readmodel/sink"
-	"github.com/driftline/driftline/pipeline/stream/topics"
 )
 
 // TestRestoreSurvivesBrokerErrors: the broker fails the restore's first
@@ -26,29 +21,12 @@ import (
 // restore and catches up, instead of leaving the group and ending Run
 // with no error, as if it had been stopped.
 func TestRestoreSurvivesBrokerErrors(t *testing.T) {
-	c, err := kfake.NewCluster(kfake.NumBrokers(1))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(c.Close)
+	c, names := testenv.KafkaCluster(t, 4)
 	brokers := c.ListenAddrs()
-	cl, err := kgo.NewClient(kgo.SeedBrokers(brokers...))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(cl.Close)
-	names := contract.DefaultTopics()
+	cl := testenv.KafkaClient(t, brokers)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	if err := topics.Ensure(ctx, kadm.NewClient(cl), names, 4, 1); err != nil {
-		t.Fatal(err)
-	}
-	cfg := testenv.ClickHouse(t)
-	conn, err := readmodel.Open(context.Background(), cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { conn.Close() })
+	conn, cfg := testenv.ClickHouseConn(t)
 	f := &fixture{t: t, cl: cl, names: names, seq: map[string]uint64{}, brokers: brokers, ch: conn, db: cfg.Database}
 
 	f.send(contract.TypePlatformRecord, "platform", t0, record("ok", "running"), -1)

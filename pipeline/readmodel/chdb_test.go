@@ -22,14 +22,7 @@ func TestMain(m *testing.M) { testenv.Main(m) }
 
 func open(t *testing.T, cfg service.ClickHouse) driver.Conn {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	conn, err := readmodel.Open(ctx, cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { conn.Close() })
-	return conn
+	return testenv.Open(t, cfg)
 }
 
 func count(t *testing.T, conn driver.Conn, q string, args ...any) uint64 {

@@ -13,7 +13,6 @@ import (
 	"github.com/driftline/driftline/internal/testenv"
 	"github.com/driftline/driftline/pipeline/api"
 	"github.com/driftline/driftline/pipeline/api/apitypes"
-	"github.com/driftline/driftline/pipeline/readmodel"
 	"github.com/driftline/driftline/pipeline/readmodel/sink"
 )
 
@@ -24,11 +23,7 @@ func TestMain(m *testing.M) { testenv.Main(m) }
 func startAPI(t *testing.T) string {
 	t.Helper()
 	ctx := context.Background()
-	db, err := readmodel.Open(ctx, testenv.ClickHouse(t))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { db.Close() })
+	db, _ := testenv.ClickHouseConn(t)
 	now := time.Date(2026, 11, 21, 12, 0, 0, 0, time.UTC)
 	ins := func(sql string, rows ...[]any) {
 		t.Helper()

@@ -16,7 +16,6 @@ import (
 
 	"github.com/driftline/driftline/internal/testenv"
 	"github.com/driftline/driftline/pipeline/contract"
-	"github.com/driftline/driftline/pipeline/readmodel"
 )
 
 // crashSink writes through to ClickHouse and, after the crashAfter-th
@@ -219,11 +218,7 @@ func TestCrashRestartWritesTheSameRows(t *testing.T) {
 
 	// Killed three times, each after the 2nd write of an incarnation, and
 	// restarted.
-	conn, err := readmodel.Open(context.Background(), testenv.ClickHouse(t))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close()
+	conn, _ := testenv.ClickHouseConn(t)
 	cs := &crashSink{sink: NewClickHouse(conn), crashAfter: 2}
 	for crash := range 4 {
 		if crash == 3 {

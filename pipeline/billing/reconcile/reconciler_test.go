@@ -16,7 +16,6 @@ import (
 
 	"github.com/driftline/driftline/internal/testenv"
 	"github.com/driftline/driftline/pipeline/contract"
-	"github.com/driftline/driftline/pipeline/readmodel"
 )
 
 func TestMain(m *testing.M) { testenv.Main(m) }
@@ -33,16 +32,8 @@ type fixture struct {
 
 func newFixture(t *testing.T) *fixture {
 	brokers, names := testenv.Kafka(t, 3)
-	cl, err := kgo.NewClient(kgo.SeedBrokers(brokers...))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(cl.Close)
-	conn, err := readmodel.Open(context.Background(), testenv.ClickHouse(t))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { conn.Close() })
+	cl := testenv.KafkaClient(t, brokers)
+	conn, _ := testenv.ClickHouseConn(t)
 	return &fixture{t: t, cl: cl, names: names, brokers: brokers, ch: conn, seq: map[string]uint64{}}
 }
 

@@ -8,7 +8,6 @@ import (
 
 	"github.com/driftline/driftline/internal/testenv"
 	"github.com/driftline/driftline/pipeline/contract/decimal"
-	"github.com/driftline/driftline/pipeline/readmodel"
 )
 
 // TestMoneySQLReadsTheDecimalRule runs the SQL the money totals are built
@@ -18,11 +17,7 @@ import (
 func TestMoneySQLReadsTheDecimalRule(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	conn, err := readmodel.Open(ctx, testenv.ClickHouse(t))
-	if err != nil {
-		t.Fatalf("open clickhouse: %v", err)
-	}
-	defer conn.Close()
+	conn, _ := testenv.ClickHouseConn(t)
 	q := "SELECT " + validSQL("v") + ", " + invalidSQL("v") + ", toString(" + decSQL("v") + ") FROM (SELECT ? AS v)"
 	for _, s := range []string{
 		"0", "-0", "-0.00", "12.500000", "0012.5", "-3.1", "7",

@@ -18,14 +18,8 @@ import (
 // read model; the connection is closed when tb ends.
 func readModel(tb testing.TB) driver.Conn {
 	tb.Helper()
-	cfg := testenv.ClickHouse(tb)
-	ctx := context.Background()
-	conn, err := readmodel.Open(ctx, cfg)
-	if err != nil {
-		tb.Fatal(err)
-	}
-	tb.Cleanup(func() { conn.Close() })
-	if err := readmodel.Migrate(ctx, conn, cfg.Database); err != nil {
+	conn, cfg := testenv.ClickHouseConn(tb)
+	if err := readmodel.Migrate(context.Background(), conn, cfg.Database); err != nil {
 		tb.Fatal(err)
 	}
 	return conn
