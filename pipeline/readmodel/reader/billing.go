@@ -55,13 +55,7 @@ func amountAtRisk(m apitypes.BillingMismatch) string {
 func (rd *Reader) EachMismatch(ctx context.Context, f MismatchFilter, order Sort, after *Keyset, limit int, fn func(apitypes.BillingMismatch) error) error {
 	conds, args := f.where()
 	sql, args := listSQL(mismatchColumns, "billing_mismatch", "mismatch_id", conds, args, order, after, limit)
-	return rd.each(ctx, "billing_mismatches", sql, args, func(r driver.Rows) error {
-		m, err := scanMismatch(r)
-		if err != nil {
-			return err
-		}
-		return fn(m)
-	})
+	return eachRow(ctx, rd, "billing_mismatches", sql, args, scanMismatch, fn)
 }
 
 // BillingTotals sums the current mismatches matching f per currency and

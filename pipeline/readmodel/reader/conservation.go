@@ -63,26 +63,27 @@ func totalsSQL() string {
 	return strings.Join(cols, ", ")
 }
 
-// scanTotals returns the scan destinations of totalsSQL's columns and a
-// function that formats the amounts into c once scanned.
-func scanTotals(c *apitypes.ConservationTotals) ([]any, func() error) {
-	dests := countDests(c)
+// scanTotals scans a row of the key columns (into keys) followed by
+// totalsSQL's columns into c, with its amounts formatted at their scale.
+func scanTotals(r driver.Rows, c *apitypes.ConservationTotals, keys ...any) error {
+	dests := append(keys, countDests(c)...)
 	amounts := make([]string, len(conservationAmounts))
 	scales := make([]uint64, len(conservationAmounts))
 	for i := range conservationAmounts {
 		dests = append(dests, &amounts[i], &scales[i])
 	}
-	return dests, func() error {
-		out := amountDests(c)
-		for i := range amounts {
-			f, err := parseFixed(amounts[i])
-			if err != nil {
-				return err
-			}
-			*out[i] = f.format(int(scales[i]))
-		}
-		return nil
+	if err := r.Scan(dests...); err != nil {
+		return err
 	}
+	out := amountDests(c)
+	for i := range amounts {
+		f, err := parseFixed(amounts[i])
+		if err != nil {
+			return err
+		}
+		*out[i] = f.format(int(scales[i]))
+	}
+	return nil
 }
 
 // conserved checks the identities of docs/billing-model.md on t.
@@ -122,11 +123,7 @@ func (rd *Reader) readConservation(ctx context.Context, out *apitypes.BillingCon
 	balanced := true
 	err := rd.each(ctx, "billing_conservation", sql, nil, func(r driver.Rows) error {
 		var tc apitypes.TenantConservation
-		dests, finish := scanTotals(&tc.ConservationTotals)
-		if err := r.Scan(append([]any{&tc.TenantID, &tc.Currency, &tc.Windows, &tc.WindowsUnbalanced}, dests...)...); err != nil {
-			return err
-		}
-		if err := finish(); err != nil {
+		if err := scanTotals(r, &tc.ConservationTotals, &tc.TenantID, &tc.Currency, &tc.Windows, &tc.WindowsUnbalanced); err != nil {
 			return err
 		}
 		tc.Conserved = conserved(&tc.ConservationTotals)
@@ -191,11 +188,7 @@ func (rd *Reader) windows(ctx context.Context, conds []string, args []any, unbal
 	out := []apitypes.ConservationWindow{}
 	err := rd.each(ctx, "billing_windows", sql, args, func(r driver.Rows) error {
 		var w apitypes.ConservationWindow
-		dests, finish := scanTotals(&w.ConservationTotals)
-		if err := r.Scan(append([]any{&w.TenantID, &w.ProductID, &w.Currency, &w.WindowStart}, dests...)...); err != nil {
-			return err
-		}
-		if err := finish(); err != nil {
+		if err := scanTotals(r, &w.ConservationTotals, &w.TenantID, &w.ProductID, &w.Currency, &w.WindowStart); err != nil {
 			return err
 		}
 		w.WindowStart = w.WindowStart.UTC()

@@ -71,13 +71,7 @@ func (rd *Reader) Findings(ctx context.Context, f Filter, order Sort, after *Key
 func (rd *Reader) EachFinding(ctx context.Context, f Filter, order Sort, after *Keyset, limit int, fn func(apitypes.Finding) error) error {
 	conds, args := f.where()
 	sql, args := listSQL(findingColumns, "drift_evidence", "evidence_id", conds, args, order, after, limit)
-	return rd.each(ctx, "drift_list", sql, args, func(r driver.Rows) error {
-		f, err := scanFinding(r)
-		if err != nil {
-			return err
-		}
-		return fn(f)
-	})
+	return eachRow(ctx, rd, "drift_list", sql, args, findingRow, fn)
 }
 
 // Finding reads the current row of one finding; ok is false if there is

@@ -65,6 +65,18 @@ func (rd *Reader) each(ctx context.Context, name, sql string, args []any, scan f
 	return nil
 }
 
+// eachRow runs one named query and calls fn with the value scan reads
+// from each row, as rows arrive.
+func eachRow[T any](ctx context.Context, rd *Reader, name, sql string, args []any, scan func(driver.Rows) (T, error), fn func(T) error) error {
+	return rd.each(ctx, name, sql, args, func(r driver.Rows) error {
+		v, err := scan(r)
+		if err != nil {
+			return err
+		}
+		return fn(v)
+	})
+}
+
 // list runs one named query and appends the value scan reads from each
 // row to out: callers pass an empty slice where an answer of no rows must
 // encode as [] rather than null.
