@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/driftline/driftline/pipeline/api/apitypes"
+	"github.com/driftline/driftline/pipeline/api/export"
 	"github.com/driftline/driftline/pipeline/contract"
 	"github.com/driftline/driftline/pipeline/readmodel/reader"
 )
@@ -80,23 +81,14 @@ func (s *Server) handleBillingMismatches(w http.ResponseWriter, r *http.Request)
 	if err != nil {
 		return err
 	}
-	format, err := negotiate(r, q)
+	format, limit, err := formatAndLimit(r, q)
 	if err != nil {
 		return err
 	}
 	if format != formatJSON {
-		// Exports are the whole selection unless a limit is given.
-		limit := 0
-		if len(q["limit"]) > 0 {
-			if limit, err = parseLimit(q); err != nil {
-				return err
-			}
-		}
-		return s.exportMismatches(w, r, format, f, order, k, limit)
-	}
-	limit, err := parseLimit(q)
-	if err != nil {
-		return err
+		return exportRows(s, w, r, format, "billing_mismatches", export.MismatchColumns, func(fn func(apitypes.BillingMismatch) error) error {
+			return s.read.EachMismatch(r.Context(), f, order, k, limit, fn)
+		})
 	}
 	page := apitypes.BillingPage{Mismatches: []apitypes.BillingMismatch{}, Sort: order.Name}
 	err = s.read.EachMismatch(r.Context(), f, order, k, limit+1, func(m apitypes.BillingMismatch) error {
@@ -138,10 +130,7 @@ func (s *Server) handleRated(w http.ResponseWriter, r *http.Request) error {
 	q := canonical(r.URL.Query(), billingAliases)
 	var rq reader.RatedQuery
 	ps := ratedParams(&rq)
-	if err := checkKnown(q, paramNames(ps, "group_by", "day", "from", "to", "limit")...); err != nil {
-		return err
-	}
-	if err := parseLists(q, ps); err != nil {
+	if err := parseParams(q, ps, "group_by", "day", "from", "to", "limit"); err != nil {
 		return err
 	}
 	rq.GroupBy = slices.Clone(reader.RatedGroups)

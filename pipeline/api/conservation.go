@@ -31,10 +31,7 @@ func (s *Server) handleConservation(w http.ResponseWriter, r *http.Request) erro
 	q := canonical(r.URL.Query(), billingAliases)
 	var f reader.WindowFilter
 	ps := windowParams(&f)
-	if err := checkKnown(q, paramNames(ps, "from", "to", "unbalanced", "limit")...); err != nil {
-		return err
-	}
-	if err := parseLists(q, ps); err != nil {
+	if err := parseParams(q, ps, "from", "to", "unbalanced", "limit"); err != nil {
 		return err
 	}
 	for _, b := range []struct {

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/driftline/driftline/internal/testenv"
 	"github.com/driftline/driftline/pipeline/api"
 	"github.com/driftline/driftline/pipeline/readmodel/sink"
 )
@@ -55,29 +56,6 @@ func fmtSQL(format string, args ...string) string {
 	return format
 }
 
-// finalIDs reads the keys a FINAL query returns, the reference the reads
-// without FINAL must equal.
-func finalIDs(t *testing.T, fx *fixture, sql string) []string {
-	t.Helper()
-	rows, err := fx.db.Query(context.Background(), sql)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer rows.Close()
-	var out []string
-	for rows.Next() {
-		var id string
-		if err := rows.Scan(&id); err != nil {
-			t.Fatal(err)
-		}
-		out = append(out, id)
-	}
-	if err := rows.Err(); err != nil {
-		t.Fatal(err)
-	}
-	return out
-}
-
 // TestKeyReadsMatchFinal checks the reads by key without FINAL (drift
 // pages, attention queue, drift detail) against FINAL over drift_evidence
 // and node_agent_status, with superseded rows unmerged.
@@ -101,7 +79,7 @@ func TestKeyReadsMatchFinal(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		want := finalIDs(t, fx, "SELECT evidence_id FROM drift_evidence FINAL WHERE "+c.where+" ORDER BY evidence_id")
+		want := testenv.Strings(t, fx.db, "SELECT evidence_id FROM drift_evidence FINAL WHERE "+c.where+" ORDER BY evidence_id")
 		if len(want) == 0 || !slices.Equal(ids(got), want) {
 			t.Errorf("%v: %d findings paged, %d with FINAL", c.q, len(got), len(want))
 		}
@@ -111,7 +89,7 @@ func TestKeyReadsMatchFinal(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := finalIDs(t, fx, `SELECT evidence_id FROM drift_evidence FINAL WHERE status = 'open'
+	want := testenv.Strings(t, fx.db, `SELECT evidence_id FROM drift_evidence FINAL WHERE status = 'open'
 		ORDER BY attention_score DESC, evidence_id LIMIT 100`)
 	if got := attentionIDs(att); !slices.Equal(got, want) {
 		t.Errorf("attention findings:\n got %v\nwant %v", got, want)
@@ -130,7 +108,7 @@ func TestKeyReadsMatchFinal(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		want := finalIDs(t, fx, "SELECT node_id FROM node_agent_status FINAL WHERE "+c.where+
+		want := testenv.Strings(t, fx.db, "SELECT node_id FROM node_agent_status FINAL WHERE "+c.where+
 			" ORDER BY attention_score DESC, node_id LIMIT "+c.q.Get("n"))
 		if got := attentionIDs(att); len(want) == 0 || !slices.Equal(got, want) {
 			t.Errorf("attention %v:\n got %v\nwant %v", c.q, got, want)

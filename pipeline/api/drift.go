@@ -31,25 +31,14 @@ func (s *Server) handleDrift(w http.ResponseWriter, r *http.Request) error {
 	} else if after, err = parseKeyset(q, order.Name); err != nil {
 		return err
 	}
-	format, err := negotiate(r, q)
+	format, limit, err := formatAndLimit(r, q)
 	if err != nil {
 		return err
 	}
 	if format != formatJSON {
-		// Exports are the whole selection unless a limit is given.
-		limit := 0
-		if len(q["limit"]) > 0 {
-			if limit, err = parseLimit(q); err != nil {
-				return err
-			}
-		}
-		rw := export.NewRowWriter(w, format, "drift", export.FindingColumns)
-		err := s.read.EachFinding(r.Context(), f, order, after, limit, func(f apitypes.Finding) error { return rw.Write(&f) })
-		return s.endExport(r, "drift", rw.Close(err != nil), err)
-	}
-	limit, err := parseLimit(q)
-	if err != nil {
-		return err
+		return exportRows(s, w, r, format, "drift", export.FindingColumns, func(fn func(apitypes.Finding) error) error {
+			return s.read.EachFinding(r.Context(), f, order, after, limit, fn)
+		})
 	}
 	// One row more than the page says whether another page follows, so the
 	// last page never carries a cursor to an empty page.

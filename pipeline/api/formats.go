@@ -5,9 +5,7 @@ import (
 	"net/url"
 	"strings"
 
-	"github.com/driftline/driftline/pipeline/api/apitypes"
 	"github.com/driftline/driftline/pipeline/api/export"
-	"github.com/driftline/driftline/pipeline/readmodel/reader"
 )
 
 // formatJSON is the listings' default answer format; package export has
@@ -35,11 +33,26 @@ func negotiate(r *http.Request, q url.Values) (string, error) {
 	return formatJSON, nil
 }
 
-// exportMismatches streams the selected mismatches in format.
-func (s *Server) exportMismatches(w http.ResponseWriter, r *http.Request, format string, f reader.MismatchFilter, order reader.Sort, k *reader.Keyset, limit int) error {
-	rw := export.NewRowWriter(w, format, "billing_mismatches", export.MismatchColumns)
-	err := s.read.EachMismatch(r.Context(), f, order, k, limit, func(m apitypes.BillingMismatch) error { return rw.Write(&m) })
-	return s.endExport(r, "billing_mismatches", rw.Close(err != nil), err)
+// formatAndLimit negotiates the answer format and reads the limit: a
+// page's, or an export's, which is the whole selection (0) unless a limit
+// is given.
+func formatAndLimit(r *http.Request, q url.Values) (format string, limit int, err error) {
+	if format, err = negotiate(r, q); err != nil {
+		return "", 0, err
+	}
+	if format != formatJSON && len(q["limit"]) == 0 {
+		return format, 0, nil
+	}
+	limit, err = parseLimit(q)
+	return format, limit, err
+}
+
+// exportRows streams the rows each yields as the export name in format.
+func exportRows[T any](s *Server, w http.ResponseWriter, r *http.Request, format, name string, cols []export.Column[T],
+	each func(fn func(T) error) error) error {
+	rw := export.NewRowWriter(w, format, name, cols)
+	err := each(func(v T) error { return rw.Write(&v) })
+	return s.endExport(r, name, rw.Close(err != nil), err)
 }
 
 // endExport logs a failed export: the status line is already sent, so the

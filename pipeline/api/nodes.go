@@ -32,10 +32,7 @@ func (s *Server) handleNodes(w http.ResponseWriter, r *http.Request) error {
 	q := r.URL.Query()
 	var f reader.NodeFilter
 	ps := nodeParams(&f)
-	if err := checkKnown(q, paramNames(ps, "sort", "limit", "cursor")...); err != nil {
-		return err
-	}
-	if err := parseLists(q, ps); err != nil {
+	if err := parseParams(q, ps, "sort", "limit", "cursor"); err != nil {
 		return err
 	}
 	order, err := parseSort(q, reader.NodeSorts)
@@ -149,10 +146,7 @@ func (s *Server) handleConnectivity(w http.ResponseWriter, r *http.Request) erro
 	q := r.URL.Query()
 	var f reader.NodeFilter
 	ps := slices.DeleteFunc(nodeParams(&f), func(p listParam) bool { return p.name == "connectivity_mode" })
-	if err := checkKnown(q, paramNames(ps)...); err != nil {
-		return err
-	}
-	if err := parseLists(q, ps); err != nil {
+	if err := parseParams(q, ps); err != nil {
 		return err
 	}
 	cells, err := s.read.Connectivity(r.Context(), f)

@@ -34,6 +34,15 @@ func checkKnown(q url.Values, names ...string) error {
 	return nil
 }
 
+// parseParams rejects the parameters of q other than ps and extra, then
+// reads ps.
+func parseParams(q url.Values, ps []listParam, extra ...string) error {
+	if err := checkKnown(q, paramNames(ps, extra...)...); err != nil {
+		return err
+	}
+	return parseLists(q, ps)
+}
+
 // paramNames returns the names of ps followed by extra.
 func paramNames(ps []listParam, extra ...string) []string {
 	out := make([]string, 0, len(ps)+len(extra))

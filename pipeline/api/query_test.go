@@ -185,6 +185,30 @@ func ids(fs []apitypes.Finding) []string {
 	return out
 }
 
+// idChecker returns a check that lists a query through list and compares
+// the ids of the page, in order, with want; more, if not nil, checks the
+// rest of the page.
+func idChecker[P any](t *testing.T, list func(context.Context, url.Values) (*P, error), ids func(*P) []string,
+	more func(q string, p *P, want []string)) func(q string, want ...string) {
+	return func(q string, want ...string) {
+		t.Helper()
+		v, err := url.ParseQuery(q)
+		if err != nil {
+			t.Fatal(err)
+		}
+		p, err := list(context.Background(), v)
+		if err != nil {
+			t.Fatalf("%s: %v", q, err)
+		}
+		if got := ids(p); !slices.Equal(got, want) {
+			t.Errorf("%s:\n got %v\nwant %v", q, got, want)
+		}
+		if more != nil {
+			more(q, p, want)
+		}
+	}
+}
+
 func sorted(s ...string) []string {
 	slices.Sort(s)
 	return s
@@ -193,22 +217,16 @@ func sorted(s ...string) []string {
 func TestDriftList(t *testing.T) {
 	fx := newFixture(t, api.Options{})
 	ctx := context.Background()
+	list := idChecker(t, fx.client.Drift, func(p *apitypes.DriftPage) []string { return ids(p.Findings) },
+		func(q string, p *apitypes.DriftPage, _ []string) {
+			if p.Count != len(p.Findings) || p.NextCursor != "" {
+				t.Errorf("%s: count %d next_cursor %q", q, p.Count, p.NextCursor)
+			}
+		})
+	// The page is in evidence_id order.
 	check := func(q string, want ...string) {
 		t.Helper()
-		v, err := url.ParseQuery(q)
-		if err != nil {
-			t.Fatal(err)
-		}
-		p, err := fx.client.Drift(ctx, v)
-		if err != nil {
-			t.Fatalf("%s: %v", q, err)
-		}
-		if got := ids(p.Findings); !slices.Equal(got, sorted(want...)) {
-			t.Errorf("%s:\n got %v\nwant %v", q, got, sorted(want...))
-		}
-		if p.Count != len(p.Findings) || p.NextCursor != "" {
-			t.Errorf("%s: count %d next_cursor %q", q, p.Count, p.NextCursor)
-		}
+		list(q, sorted(want...)...)
 	}
 	open := []string{idMissing, idOrphan, idIdentity, idQuota, idStale}
 	check("", open...)

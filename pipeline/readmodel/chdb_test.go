@@ -232,23 +232,7 @@ func TestMigrateFineTablesOfRecord(t *testing.T) {
 			t.Fatalf("%s: %v", q, err)
 		}
 	}
-	rows, err := conn.Query(ctx, "SELECT name FROM system.tables WHERE database = ?", cfg.Database)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var tables []string
-	for rows.Next() {
-		var name string
-		if err := rows.Scan(&name); err != nil {
-			t.Fatal(err)
-		}
-		tables = append(tables, name)
-	}
-	if err := rows.Err(); err != nil {
-		t.Fatal(err)
-	}
-	rows.Close()
-	for _, name := range tables {
+	for _, name := range testenv.Strings(t, conn, "SELECT name FROM system.tables WHERE database = ?", cfg.Database) {
 		exec("DROP TABLE IF EXISTS " + name)
 	}
 	upTo005 := fstest.MapFS{}

@@ -167,27 +167,32 @@ func ts(t *time.Time) string {
 
 func score(f float64) string { return strconv.FormatFloat(f, 'f', 1, 64) }
 
+// listing reads every page of a paged listing (all) or one, whose next
+// cursor goes in t's foot; raw is the answer to print as JSON.
+func listing[P, T any](ctx context.Context, q url.Values, all bool, t *table,
+	every func(context.Context, url.Values) ([]T, error), one func(context.Context, url.Values) (*P, error),
+	items func(*P) ([]T, string)) (rows []T, raw any, err error) {
+	if all {
+		rows, err = every(ctx, q)
+		return rows, rows, err
+	}
+	p, err := one(ctx, q)
+	if err != nil {
+		return nil, nil, err
+	}
+	rows, next := items(p)
+	if next != "" {
+		t.foot = append(t.foot, "more: cursor="+next+" (or -all)")
+	}
+	return rows, p, nil
+}
+
 func cmdDrift(ctx context.Context, c *client.Client, q url.Values, pos []string) (table, any, error) {
 	t := table{head: []string{"evidence_id", "severity", "status", "classification", "owning_domain", "expected", "observed", "posture", "first_seen_at", "score"}}
-	var (
-		fs  []apitypes.Finding
-		raw any
-	)
-	if takeAll(q) {
-		all, err := c.DriftAll(ctx, q)
-		if err != nil {
-			return t, nil, err
-		}
-		fs, raw = all, all
-	} else {
-		p, err := c.Drift(ctx, q)
-		if err != nil {
-			return t, nil, err
-		}
-		fs, raw = p.Findings, p
-		if p.NextCursor != "" {
-			t.foot = append(t.foot, "more: cursor="+p.NextCursor+" (or -all)")
-		}
+	fs, raw, err := listing(ctx, q, takeAll(q), &t, c.DriftAll, c.Drift,
+		func(p *apitypes.DriftPage) ([]apitypes.Finding, string) { return p.Findings, p.NextCursor })
+	if err != nil {
+		return t, nil, err
 	}
 	for _, f := range fs {
 		t.rows = append(t.rows, []string{f.EvidenceID, f.Severity, f.Status, f.Classification, f.OwningDomain,
@@ -355,25 +360,10 @@ func cmdNode(ctx context.Context, c *client.Client, q url.Values, pos []string) 
 		return t, d, nil
 	}
 	t := table{head: []string{"node_id", "owning_domain", "gate", "connectivity_mode", "health", "node_agent_state", "agent_observed", "agent_expected", "last_seen_at", "score"}}
-	var (
-		ns  []apitypes.Node
-		raw any
-	)
-	if all {
-		got, err := c.NodesAll(ctx, q)
-		if err != nil {
-			return t, nil, err
-		}
-		ns, raw = got, got
-	} else {
-		p, err := c.Nodes(ctx, q)
-		if err != nil {
-			return t, nil, err
-		}
-		ns, raw = p.Nodes, p
-		if p.NextCursor != "" {
-			t.foot = append(t.foot, "more: cursor="+p.NextCursor+" (or -all)")
-		}
+	ns, raw, err := listing(ctx, q, all, &t, c.NodesAll, c.Nodes,
+		func(p *apitypes.NodePage) ([]apitypes.Node, string) { return p.Nodes, p.NextCursor })
+	if err != nil {
+		return t, nil, err
 	}
 	for _, n := range ns {
 		t.rows = append(t.rows, []string{n.NodeID, n.OwningDomain, n.Gate, n.ConnectivityMode, n.Health, n.NodeAgentState,

@@ -22,46 +22,56 @@ type Client struct {
 
 // Status calls GET /v1/status.
 func (c *Client) Status(ctx context.Context) (*apitypes.Status, error) {
-	var st apitypes.Status
-	return &st, c.get(ctx, "/v1/status", nil, &st)
+	return get[apitypes.Status](ctx, c, "/v1/status", nil)
 }
 
 // Drift calls GET /v1/drift with the filters, limit and cursor in q; nil
 // q lists open findings.
 func (c *Client) Drift(ctx context.Context, q url.Values) (*apitypes.DriftPage, error) {
-	var p apitypes.DriftPage
-	return &p, c.get(ctx, "/v1/drift", q, &p)
+	return get[apitypes.DriftPage](ctx, c, "/v1/drift", q)
 }
 
 // DriftAll follows next_cursor from the first page of q to the last and
 // returns every finding.
 func (c *Client) DriftAll(ctx context.Context, q url.Values) ([]apitypes.Finding, error) {
+	return all(ctx, q, c.Drift, func(p *apitypes.DriftPage) ([]apitypes.Finding, string) { return p.Findings, p.NextCursor })
+}
+
+// all follows next_cursor from the first page of q to the last and
+// returns the items of every page; on an error, those read so far.
+func all[P, T any](ctx context.Context, q url.Values, page func(context.Context, url.Values) (*P, error), items func(*P) ([]T, string)) ([]T, error) {
 	q = cloneValues(q)
-	var all []apitypes.Finding
+	var out []T
 	for {
-		p, err := c.Drift(ctx, q)
+		p, err := page(ctx, q)
 		if err != nil {
-			return all, err
+			return out, err
 		}
-		all = append(all, p.Findings...)
-		if p.NextCursor == "" {
-			return all, nil
+		got, next := items(p)
+		out = append(out, got...)
+		if next == "" {
+			return out, nil
 		}
-		q.Set("cursor", p.NextCursor)
+		q.Set("cursor", next)
 	}
 }
 
 // DriftDetail calls GET /v1/drift/{evidence_id}. An unknown id returns an
 // error matching ErrNotFound.
 func (c *Client) DriftDetail(ctx context.Context, evidenceID string) (*apitypes.DriftDetail, error) {
-	var d apitypes.DriftDetail
-	return &d, c.get(ctx, "/v1/drift/"+url.PathEscape(evidenceID), nil, &d)
+	return get[apitypes.DriftDetail](ctx, c, "/v1/drift/"+url.PathEscape(evidenceID), nil)
 }
 
 // Heatmap calls GET /v1/heatmap with the filters in q.
 func (c *Client) Heatmap(ctx context.Context, q url.Values) (*apitypes.Heatmap, error) {
-	var h apitypes.Heatmap
-	return &h, c.get(ctx, "/v1/heatmap", q, &h)
+	return get[apitypes.Heatmap](ctx, c, "/v1/heatmap", q)
+}
+
+// get calls GET path with q and decodes the answer; the value is
+// returned on an error too.
+func get[T any](ctx context.Context, c *Client, path string, q url.Values) (*T, error) {
+	v := new(T)
+	return v, c.get(ctx, path, q, v)
 }
 
 func (c *Client) get(ctx context.Context, path string, q url.Values, into any) error {
@@ -107,62 +117,43 @@ func cloneValues(q url.Values) url.Values {
 
 // Nodes calls GET /v1/nodes with the filters, sort, limit and cursor in q.
 func (c *Client) Nodes(ctx context.Context, q url.Values) (*apitypes.NodePage, error) {
-	var p apitypes.NodePage
-	return &p, c.get(ctx, "/v1/nodes", q, &p)
+	return get[apitypes.NodePage](ctx, c, "/v1/nodes", q)
 }
 
 // NodesAll follows next_cursor from the first page of q to the last.
 func (c *Client) NodesAll(ctx context.Context, q url.Values) ([]apitypes.Node, error) {
-	q = cloneValues(q)
-	var all []apitypes.Node
-	for {
-		p, err := c.Nodes(ctx, q)
-		if err != nil {
-			return all, err
-		}
-		all = append(all, p.Nodes...)
-		if p.NextCursor == "" {
-			return all, nil
-		}
-		q.Set("cursor", p.NextCursor)
-	}
+	return all(ctx, q, c.Nodes, func(p *apitypes.NodePage) ([]apitypes.Node, string) { return p.Nodes, p.NextCursor })
 }
 
 // Node calls GET /v1/nodes/{node_id}. An unknown node returns an error
 // matching ErrNotFound.
 func (c *Client) Node(ctx context.Context, nodeID string) (*apitypes.NodeDetail, error) {
-	var d apitypes.NodeDetail
-	return &d, c.get(ctx, "/v1/nodes/"+url.PathEscape(nodeID), nil, &d)
+	return get[apitypes.NodeDetail](ctx, c, "/v1/nodes/"+url.PathEscape(nodeID), nil)
 }
 
 // Connectivity calls GET /v1/connectivity with the filters in q.
 func (c *Client) Connectivity(ctx context.Context, q url.Values) (*apitypes.Connectivity, error) {
-	var v apitypes.Connectivity
-	return &v, c.get(ctx, "/v1/connectivity", q, &v)
+	return get[apitypes.Connectivity](ctx, c, "/v1/connectivity", q)
 }
 
 // Attention calls GET /v1/attention with n, by, kind and filters in q.
 func (c *Client) Attention(ctx context.Context, q url.Values) (*apitypes.Attention, error) {
-	var a apitypes.Attention
-	return &a, c.get(ctx, "/v1/attention", q, &a)
+	return get[apitypes.Attention](ctx, c, "/v1/attention", q)
 }
 
 // BillingMismatches calls GET /v1/billing/mismatches (JSON) with the
 // filters, sort, limit and cursor in q.
 func (c *Client) BillingMismatches(ctx context.Context, q url.Values) (*apitypes.BillingPage, error) {
-	var p apitypes.BillingPage
-	return &p, c.get(ctx, "/v1/billing/mismatches", q, &p)
+	return get[apitypes.BillingPage](ctx, c, "/v1/billing/mismatches", q)
 }
 
 // Rated calls GET /v1/billing/rated with group_by and the filters in q.
 func (c *Client) Rated(ctx context.Context, q url.Values) (*apitypes.RatedTotals, error) {
-	var r apitypes.RatedTotals
-	return &r, c.get(ctx, "/v1/billing/rated", q, &r)
+	return get[apitypes.RatedTotals](ctx, c, "/v1/billing/rated", q)
 }
 
 // Automation calls GET /v1/billing/automation with tenant_id (required)
 // and product_id in q.
 func (c *Client) Automation(ctx context.Context, q url.Values) (*apitypes.Automation, error) {
-	var a apitypes.Automation
-	return &a, c.get(ctx, "/v1/billing/automation", q, &a)
+	return get[apitypes.Automation](ctx, c, "/v1/billing/automation", q)
 }

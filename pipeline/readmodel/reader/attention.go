@@ -5,8 +5,6 @@ import (
 	"fmt"
 	"slices"
 
-	"github.com/ClickHouse/clickhouse-go/v2/lib/driver"
-
 	"github.com/driftline/driftline/pipeline/api/apitypes"
 	"github.com/driftline/driftline/pipeline/contract"
 )
@@ -36,49 +34,27 @@ func (rd *Reader) TopNodes(ctx context.Context, f NodeFilter, n int, perDomain b
 }
 
 // topFindings reads the n findings of highest attention_score under
-// conds, over all (perDomain false) or per owning domain (LIMIT BY, which
-// 18.16 has), collapsing drift_evidence with FINAL.
+// conds, collapsing drift_evidence with FINAL.
 func (rd *Reader) topFindings(ctx context.Context, conds []string, args []any, n int, perDomain bool) ([]apitypes.Finding, error) {
-	order, limit := " ORDER BY attention_score DESC, evidence_id", fmt.Sprintf(" LIMIT %d", n)
-	if perDomain {
-		order = " ORDER BY owning_domain, attention_score DESC, evidence_id"
-		limit = fmt.Sprintf(" LIMIT %d BY owning_domain", n)
-	}
-	rows, err := rd.query(ctx, "attention_findings", "SELECT "+findingColumns+" FROM drift_evidence FINAL"+
-		whereClause(conds)+order+limit, args...)
-	if err != nil {
-		return nil, err
-	}
-	var out []apitypes.Finding
-	err = rd.scanAll("attention_findings", rows, func(r driver.Rows) error {
-		f, err := scanFinding(r)
-		out = append(out, f)
-		return err
-	})
-	return out, err
+	return list(ctx, rd, "attention_findings", "SELECT "+findingColumns+" FROM drift_evidence FINAL"+
+		whereClause(conds)+topOrder("evidence_id", n, perDomain), args, nil, findingRow)
 }
 
 // topNodes reads the n current nodes of highest attention_score under
-// conds whose gate does not pass, over all (perDomain false) or per owning
-// domain, collapsing node_agent_status with FINAL.
+// conds whose gate does not pass, collapsing node_agent_status with FINAL.
 func (rd *Reader) topNodes(ctx context.Context, conds []string, args []any, n int, perDomain bool) ([]apitypes.Node, error) {
-	order, limit := " ORDER BY attention_score DESC, node_id", fmt.Sprintf(" LIMIT %d", n)
-	if perDomain {
-		order = " ORDER BY owning_domain, attention_score DESC, node_id"
-		limit = fmt.Sprintf(" LIMIT %d BY owning_domain", n)
-	}
 	// A node whose gate passes needs no attention whatever its score.
 	conds = append(slices.Clone(conds), "gate != '"+string(contract.GatePass)+"'")
-	rows, err := rd.query(ctx, "attention_nodes", "SELECT "+nodeColumns+" FROM node_agent_status FINAL"+
-		whereClause(conds)+order+limit, args...)
-	if err != nil {
-		return nil, err
+	return list(ctx, rd, "attention_nodes", "SELECT "+nodeColumns+" FROM node_agent_status FINAL"+
+		whereClause(conds)+topOrder("node_id", n, perDomain), args, nil, nodeRow)
+}
+
+// topOrder keeps the n rows of highest attention_score, ties by idCol,
+// over all (perDomain false) or per owning domain (LIMIT BY, which 18.16
+// has).
+func topOrder(idCol string, n int, perDomain bool) string {
+	if perDomain {
+		return fmt.Sprintf(" ORDER BY owning_domain, attention_score DESC, %s LIMIT %d BY owning_domain", idCol, n)
 	}
-	var out []apitypes.Node
-	err = rd.scanAll("attention_nodes", rows, func(r driver.Rows) error {
-		nd, err := scanNode(r)
-		out = append(out, nd)
-		return err
-	})
-	return out, err
+	return fmt.Sprintf(" ORDER BY attention_score DESC, %s LIMIT %d", idCol, n)
 }

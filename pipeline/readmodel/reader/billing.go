@@ -49,33 +49,13 @@ func amountAtRisk(m apitypes.BillingMismatch) string {
 	return ""
 }
 
-// eachMismatch streams the mismatches under bf in order, after k, at most
-// limit (0: all), calling fn as rows arrive.
 // EachMismatch streams the current mismatches matching f after the
 // position after, in order, at most limit (0: all), calling fn as rows
 // arrive.
 func (rd *Reader) EachMismatch(ctx context.Context, f MismatchFilter, order Sort, after *Keyset, limit int, fn func(apitypes.BillingMismatch) error) error {
 	conds, args := f.where()
-	if after != nil {
-		c, a := order.after(*after, "mismatch_id")
-		conds = append(conds, c)
-		args = append(args, a...)
-	}
-	sql := "SELECT " + mismatchColumns + " FROM billing_mismatch FINAL" + whereClause(conds) + order.orderBy("mismatch_id")
-	if limit > 0 {
-		sql += fmt.Sprintf(" LIMIT %d", limit)
-	}
-	rows, err := rd.query(ctx, "billing_mismatches", sql, args...)
-	if err != nil {
-		return err
-	}
-	return rd.scanAll("billing_mismatches", rows, func(r driver.Rows) error {
-		m, err := scanMismatch(r)
-		if err != nil {
-			return err
-		}
-		return fn(m)
-	})
+	sql, args := listSQL(mismatchColumns, "billing_mismatch", "mismatch_id", conds, args, order, after, limit)
+	return eachRow(ctx, rd, "billing_mismatches", sql, args, scanMismatch, fn)
 }
 
 // BillingTotals sums the current mismatches matching f per currency and
@@ -89,17 +69,13 @@ func (rd *Reader) BillingTotals(ctx context.Context, f MismatchFilter) (apitypes
 	FROM billing_mismatch FINAL%s GROUP BY currency, kind ORDER BY currency, kind`,
 		atRisk, rated, ledger, invalidSQL("rated_amount"), invalidSQL("ledger_amount"),
 		scaleSQL("rated_amount"), scaleSQL("ledger_amount"), whereClause(conds))
-	rows, err := rd.query(ctx, "billing_totals", sql, args...)
-	if err != nil {
-		return apitypes.BillingTotals{}, err
-	}
 	type sums struct {
 		t                   apitypes.MoneyTotal
 		risk, rated, ledger fixed
 		scale               int
 	}
 	var kinds []*sums
-	err = rd.scanAll("billing_totals", rows, func(r driver.Rows) error {
+	err := rd.each(ctx, "billing_totals", sql, args, func(r driver.Rows) error {
 		var (
 			k                   sums
 			risk, rated, ledger string
@@ -218,12 +194,8 @@ func (rd *Reader) Rated(ctx context.Context, q RatedQuery) (apitypes.RatedTotals
 	toUInt64(max(%s)), toUInt64(max(%s)) FROM rated_usage FINAL%s GROUP BY %s ORDER BY %s LIMIT %d`,
 		keys, decSQL("quantity"), decSQL("amount"), invalidSQL("quantity"), invalidSQL("amount"),
 		scaleSQL("quantity"), scaleSQL("amount"), whereClause(conds), keys, keys, q.Limit+1)
-	rows, err := rd.query(ctx, "billing_rated", sql, args...)
-	if err != nil {
-		return apitypes.RatedTotals{}, err
-	}
 	out := apitypes.RatedTotals{GroupBy: q.GroupBy, Totals: []apitypes.RatedTotal{}}
-	err = rd.scanAll("billing_rated", rows, func(rs driver.Rows) error {
+	err := rd.each(ctx, "billing_rated", sql, args, func(rs driver.Rows) error {
 		var (
 			t              apitypes.RatedTotal
 			qty, amt       string

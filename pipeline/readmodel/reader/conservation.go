@@ -63,26 +63,27 @@ func totalsSQL() string {
 	return strings.Join(cols, ", ")
 }
 
-// scanTotals returns the scan destinations of totalsSQL's columns and a
-// function that formats the amounts into c once scanned.
-func scanTotals(c *apitypes.ConservationTotals) ([]any, func() error) {
-	dests := countDests(c)
+// scanTotals scans a row of the key columns (into keys) followed by
+// totalsSQL's columns into c, with its amounts formatted at their scale.
+func scanTotals(r driver.Rows, c *apitypes.ConservationTotals, keys ...any) error {
+	dests := append(keys, countDests(c)...)
 	amounts := make([]string, len(conservationAmounts))
 	scales := make([]uint64, len(conservationAmounts))
 	for i := range conservationAmounts {
 		dests = append(dests, &amounts[i], &scales[i])
 	}
-	return dests, func() error {
-		out := amountDests(c)
-		for i := range amounts {
-			f, err := parseFixed(amounts[i])
-			if err != nil {
-				return err
-			}
-			*out[i] = f.format(int(scales[i]))
-		}
-		return nil
+	if err := r.Scan(dests...); err != nil {
+		return err
 	}
+	out := amountDests(c)
+	for i := range amounts {
+		f, err := parseFixed(amounts[i])
+		if err != nil {
+			return err
+		}
+		*out[i] = f.format(int(scales[i]))
+	}
+	return nil
 }
 
 // conserved checks the identities of docs/billing-model.md on t.
@@ -118,27 +119,24 @@ func (rd *Reader) Conservation(ctx context.Context) (apitypes.BillingConservatio
 func (rd *Reader) readConservation(ctx context.Context, out *apitypes.BillingConservation) error {
 	sql := fmt.Sprintf(`SELECT w_tenant, w_currency, count(), countIf(w_unexplained > 0), %s
 	FROM (%s) GROUP BY w_tenant, w_currency ORDER BY w_tenant, w_currency`, totalsSQL(), windowSQL(nil))
-	rows, err := rd.query(ctx, "billing_conservation", sql)
-	if err != nil {
-		return err
-	}
-	out.Balanced = true
-	err = rd.scanAll("billing_conservation", rows, func(r driver.Rows) error {
+	// Balanced stays false when the query fails before any row.
+	balanced := true
+	err := rd.each(ctx, "billing_conservation", sql, nil, func(r driver.Rows) error {
 		var tc apitypes.TenantConservation
-		dests, finish := scanTotals(&tc.ConservationTotals)
-		if err := r.Scan(append([]any{&tc.TenantID, &tc.Currency, &tc.Windows, &tc.WindowsUnbalanced}, dests...)...); err != nil {
-			return err
-		}
-		if err := finish(); err != nil {
+		if err := scanTotals(r, &tc.ConservationTotals, &tc.TenantID, &tc.Currency, &tc.Windows, &tc.WindowsUnbalanced); err != nil {
 			return err
 		}
 		tc.Conserved = conserved(&tc.ConservationTotals)
 		out.Windows += tc.Windows
 		out.WindowsUnbalanced += tc.WindowsUnbalanced
-		out.Balanced = out.Balanced && tc.Conserved && tc.WindowsUnbalanced == 0
+		balanced = balanced && tc.Conserved && tc.WindowsUnbalanced == 0
+		out.Balanced = balanced
 		out.Tenants = append(out.Tenants, tc)
 		return nil
 	})
+	if err == nil {
+		out.Balanced = balanced
+	}
 	if err != nil || out.WindowsUnbalanced == 0 {
 		return err
 	}
@@ -187,18 +185,10 @@ func (rd *Reader) windows(ctx context.Context, conds []string, args []any, unbal
 	sql := fmt.Sprintf(`SELECT w_tenant, w_product, w_currency, w_start, %s FROM (%s)%s
 	GROUP BY w_tenant, w_product, w_currency, w_start ORDER BY w_start DESC, w_tenant, w_product, w_currency LIMIT %d`,
 		totalsSQL(), windowSQL(conds), where, limit+1)
-	rows, err := rd.query(ctx, "billing_windows", sql, args...)
-	if err != nil {
-		return nil, false, err
-	}
 	out := []apitypes.ConservationWindow{}
-	err = rd.scanAll("billing_windows", rows, func(r driver.Rows) error {
+	err := rd.each(ctx, "billing_windows", sql, args, func(r driver.Rows) error {
 		var w apitypes.ConservationWindow
-		dests, finish := scanTotals(&w.ConservationTotals)
-		if err := r.Scan(append([]any{&w.TenantID, &w.ProductID, &w.Currency, &w.WindowStart}, dests...)...); err != nil {
-			return err
-		}
-		if err := finish(); err != nil {
+		if err := scanTotals(r, &w.ConservationTotals, &w.TenantID, &w.ProductID, &w.Currency, &w.WindowStart); err != nil {
 			return err
 		}
 		w.WindowStart = w.WindowStart.UTC()
@@ -241,10 +231,6 @@ func (rd *Reader) Automation(ctx context.Context, tenant, product string) (apity
 	toUInt64(max(greatest(%s, %s))), max(updated_at)
 	FROM billing_mismatch FINAL%s GROUP BY tenant_id, product_id, kind, currency
 	ORDER BY tenant_id, product_id, kind, currency`, atRisk, scaleSQL("rated_amount"), scaleSQL("ledger_amount"), whereClause(conds))
-	rows, err := rd.query(ctx, "billing_automation", sql, args...)
-	if err != nil {
-		return a, err
-	}
 	type acc struct {
 		open  uint64
 		risk  map[string]*fixed
@@ -273,7 +259,7 @@ func (rd *Reader) Automation(ctx context.Context, tenant, product string) (apity
 	products := map[string]*acc{}
 	var asOf time.Time
 	unattributed := newAcc()
-	err = rd.scanAll("billing_automation", rows, func(r driver.Rows) error {
+	err := rd.each(ctx, "billing_automation", sql, args, func(r driver.Rows) error {
 		var (
 			ten, prod, kind, cur, sum string
 			n, scale                  uint64

@@ -74,70 +74,56 @@ func distinctSorted(keys []string) []string {
 // currentFindings returns, in evidence_id order, the current rows of the
 // findings ids whose current row meets conds.
 func (rd *Reader) currentFindings(ctx context.Context, name string, conds []string, args []any, ids []string) ([]apitypes.Finding, error) {
-	type current struct {
-		f     apitypes.Finding
-		match bool
-	}
-	best := make(map[string]current, len(ids))
-	ids = distinctSorted(ids)
-	for keys := range slices.Chunk(ids, maxKeysPerQuery) {
-		rows, err := rd.query(ctx, name, "SELECT "+findingColumns+", "+matchColumn(conds)+
-			" FROM drift_evidence WHERE "+inList("evidence_id", len(keys)), keyArgs(args, keys)...)
-		if err != nil {
-			return nil, err
-		}
-		err = rd.scanAll(name, rows, func(r driver.Rows) error {
-			var m uint8
-			f, err := scanFinding(r, &m)
-			if c, ok := best[f.EvidenceID]; !ok || supersedes(f.Version, f.UpdatedAt, c.f.Version, c.f.UpdatedAt) {
-				best[f.EvidenceID] = current{f, m != 0}
-			}
-			return err
+	return currentRows(ctx, rd, name, "SELECT "+findingColumns+", "+matchColumn(conds)+" FROM drift_evidence WHERE ",
+		"evidence_id", args, ids, scanFinding, func(f *apitypes.Finding) (string, uint64, *time.Time) {
+			return f.EvidenceID, f.Version, f.UpdatedAt
 		})
-		if err != nil {
-			return nil, err
-		}
-	}
-	out := make([]apitypes.Finding, 0, len(best))
-	for _, id := range ids {
-		if c, ok := best[id]; ok && c.match {
-			out = append(out, c.f)
-		}
-	}
-	return out, nil
 }
 
 // currentNodes returns, in node_id order, the current rows of the nodes
 // ids whose current row meets conds.
 func (rd *Reader) currentNodes(ctx context.Context, name string, conds []string, args []any, ids []string) ([]apitypes.Node, error) {
+	return currentRows(ctx, rd, name, "SELECT "+nodeColumns+", "+matchColumn(conds)+" FROM node_agent_status WHERE ",
+		"node_id", args, ids, scanNode, func(n *apitypes.Node) (string, uint64, *time.Time) {
+			return n.NodeID, n.Version, n.UpdatedAt
+		})
+}
+
+// currentRows returns, in key order, the current rows of the keys ids
+// whose current row meets the conditions: selectWhere selects the row
+// columns then the match column, and is followed by the keyCol IN list;
+// args are the conditions' arguments. version names a row's key, version
+// and update time.
+func currentRows[T any](ctx context.Context, rd *Reader, name, selectWhere, keyCol string, args []any, ids []string,
+	scan func(driver.Rows, ...any) (T, error), version func(*T) (string, uint64, *time.Time)) ([]T, error) {
 	type current struct {
-		n     apitypes.Node
+		row   T
 		match bool
 	}
 	best := make(map[string]current, len(ids))
 	ids = distinctSorted(ids)
 	for keys := range slices.Chunk(ids, maxKeysPerQuery) {
-		rows, err := rd.query(ctx, name, "SELECT "+nodeColumns+", "+matchColumn(conds)+
-			" FROM node_agent_status WHERE "+inList("node_id", len(keys)), keyArgs(args, keys)...)
-		if err != nil {
-			return nil, err
-		}
-		err = rd.scanAll(name, rows, func(r driver.Rows) error {
+		err := rd.each(ctx, name, selectWhere+inList(keyCol, len(keys)), keyArgs(args, keys), func(r driver.Rows) error {
 			var m uint8
-			n, err := scanNode(r, &m)
-			if c, ok := best[n.NodeID]; !ok || supersedes(n.Version, n.UpdatedAt, c.n.Version, c.n.UpdatedAt) {
-				best[n.NodeID] = current{n, m != 0}
+			row, err := scan(r, &m)
+			id, v, u := version(&row)
+			if c, ok := best[id]; ok {
+				_, w, t := version(&c.row)
+				if !supersedes(v, u, w, t) {
+					return err
+				}
 			}
+			best[id] = current{row, m != 0}
 			return err
 		})
 		if err != nil {
 			return nil, err
 		}
 	}
-	out := make([]apitypes.Node, 0, len(best))
+	out := make([]T, 0, len(best))
 	for _, id := range ids {
 		if c, ok := best[id]; ok && c.match {
-			out = append(out, c.n)
+			out = append(out, c.row)
 		}
 	}
 	return out, nil
@@ -215,12 +201,8 @@ func (rd *Reader) candidates(ctx context.Context, conds []string, args []any, lo
 		a = append(a, hi)
 	}
 	sql += fmt.Sprintf(" ORDER BY evidence_id LIMIT %d", n)
-	rows, err := rd.query(ctx, "drift_candidates", sql, a...)
-	if err != nil {
-		return nil, false, err
-	}
 	got := 0
-	err = rd.scanAll("drift_candidates", rows, func(r driver.Rows) error {
+	err = rd.each(ctx, "drift_candidates", sql, a, func(r driver.Rows) error {
 		var id string
 		got++
 		if err := r.Scan(&id); err != nil {
@@ -237,13 +219,9 @@ func (rd *Reader) candidates(ctx context.Context, conds []string, args []any, lo
 // markAfter returns the n-th sampled evidence id after lo, "" if there
 // are fewer.
 func (rd *Reader) markAfter(ctx context.Context, lo string, n int) (string, error) {
-	rows, err := rd.query(ctx, "drift_marks", fmt.Sprintf(`SELECT evidence_id FROM drift_evidence_marks
-	WHERE evidence_id > ? GROUP BY evidence_id ORDER BY evidence_id LIMIT %d, 1`, n-1), lo)
-	if err != nil {
-		return "", err
-	}
 	var hi string
-	err = rd.scanAll("drift_marks", rows, func(r driver.Rows) error { return r.Scan(&hi) })
+	err := rd.each(ctx, "drift_marks", fmt.Sprintf(`SELECT evidence_id FROM drift_evidence_marks
+	WHERE evidence_id > ? GROUP BY evidence_id ORDER BY evidence_id LIMIT %d, 1`, n-1), []any{lo}, func(r driver.Rows) error { return r.Scan(&hi) })
 	return hi, err
 }
 
@@ -262,16 +240,12 @@ func (rd *Reader) rankedNodes(ctx context.Context, conds []string, args []any, n
 	conds = append(slices.Clone(conds), "gate != '"+string(contract.GatePass)+"'")
 	where := whereClause(conds)
 	for k := 2 * n; ; k *= 4 {
-		rows, err := rd.query(ctx, "attention_node_threshold", fmt.Sprintf("SELECT attention_score FROM node_agent_status"+
-			where+" ORDER BY attention_score DESC LIMIT %d, 1", k-1), args...)
-		if err != nil {
-			return nil, err
-		}
 		var (
 			t   float64
 			all = true // fewer than k rows: every row is a candidate
 		)
-		err = rd.scanAll("attention_node_threshold", rows, func(r driver.Rows) error {
+		err := rd.each(ctx, "attention_node_threshold", fmt.Sprintf("SELECT attention_score FROM node_agent_status"+
+			where+" ORDER BY attention_score DESC LIMIT %d, 1", k-1), args, func(r driver.Rows) error {
 			all = false
 			return r.Scan(&t)
 		})
@@ -286,12 +260,8 @@ func (rd *Reader) rankedNodes(ctx context.Context, conds []string, args []any, n
 			sql = "SELECT DISTINCT node_id FROM node_agent_status PREWHERE attention_score >= ?" + where
 			a = append([]any{t}, args...)
 		}
-		rows, err = rd.query(ctx, "attention_node_candidates", sql, a...)
-		if err != nil {
-			return nil, err
-		}
 		var ids []string
-		err = rd.scanAll("attention_node_candidates", rows, func(r driver.Rows) error {
+		err = rd.each(ctx, "attention_node_candidates", sql, a, func(r driver.Rows) error {
 			var id string
 			ids = append(ids, id)
 			return r.Scan(&ids[len(ids)-1])

@@ -45,6 +45,9 @@ func scanFinding(rows driver.Rows, extra ...any) (apitypes.Finding, error) {
 	return f, nil
 }
 
+// findingRow scans the findingColumns of a row.
+func findingRow(r driver.Rows) (apitypes.Finding, error) { return scanFinding(r) }
+
 // Findings reads up to limit current findings matching f after the
 // position after (nil: from the first), in order.
 func (rd *Reader) Findings(ctx context.Context, f Filter, order Sort, after *Keyset, limit int) ([]apitypes.Finding, error) {
@@ -67,26 +70,8 @@ func (rd *Reader) Findings(ctx context.Context, f Filter, order Sort, after *Key
 // after, in order, at most limit (0: all), calling fn as rows arrive.
 func (rd *Reader) EachFinding(ctx context.Context, f Filter, order Sort, after *Keyset, limit int, fn func(apitypes.Finding) error) error {
 	conds, args := f.where()
-	if after != nil {
-		c, a := order.after(*after, "evidence_id")
-		conds = append(conds, c)
-		args = append(args, a...)
-	}
-	sql := "SELECT " + findingColumns + " FROM drift_evidence FINAL" + whereClause(conds) + order.orderBy("evidence_id")
-	if limit > 0 {
-		sql += fmt.Sprintf(" LIMIT %d", limit)
-	}
-	rows, err := rd.query(ctx, "drift_list", sql, args...)
-	if err != nil {
-		return err
-	}
-	return rd.scanAll("drift_list", rows, func(r driver.Rows) error {
-		f, err := scanFinding(r)
-		if err != nil {
-			return err
-		}
-		return fn(f)
-	})
+	sql, args := listSQL(findingColumns, "drift_evidence", "evidence_id", conds, args, order, after, limit)
+	return eachRow(ctx, rd, "drift_list", sql, args, findingRow, fn)
 }
 
 // Finding reads the current row of one finding; ok is false if there is
@@ -101,22 +86,21 @@ func (rd *Reader) Finding(ctx context.Context, id string) (f apitypes.Finding, o
 
 // History reads the transitions of one finding, ordered by version.
 func (rd *Reader) History(ctx context.Context, id string) ([]apitypes.HistoryEntry, error) {
-	rows, err := rd.query(ctx, "drift_history", `SELECT version, transition, classification, severity,
-	status, posture, expected_state, observed_state, observed_version, retry_count, at, correlation_id
-	FROM drift_history FINAL WHERE evidence_id = ? ORDER BY version`, id)
-	if err != nil {
-		return nil, err
-	}
-	out := []apitypes.HistoryEntry{}
-	err = rd.scanAll("drift_history", rows, func(r driver.Rows) error {
-		var h apitypes.HistoryEntry
-		err := r.Scan(&h.Version, &h.Transition, &h.Classification, &h.Severity, &h.Status, &h.Posture,
-			&h.ExpectedState, &h.ObservedState, &h.ObservedVersion, &h.RetryCount, &h.At, &h.CorrelationID)
-		h.At = h.At.UTC()
-		out = append(out, h)
-		return err
-	})
-	return out, err
+	return list(ctx, rd, "drift_history", "SELECT "+historyColumns+
+		" FROM drift_history FINAL WHERE evidence_id = ? ORDER BY version", []any{id}, []apitypes.HistoryEntry{},
+		func(r driver.Rows) (apitypes.HistoryEntry, error) { return scanHistory(r) })
+}
+
+const historyColumns = `version, transition, classification, severity,
+	status, posture, expected_state, observed_state, observed_version, retry_count, at, correlation_id`
+
+// scanHistory scans the columns before in a row, then the historyColumns.
+func scanHistory(r driver.Rows, before ...any) (apitypes.HistoryEntry, error) {
+	var h apitypes.HistoryEntry
+	err := r.Scan(append(before, &h.Version, &h.Transition, &h.Classification, &h.Severity, &h.Status, &h.Posture,
+		&h.ExpectedState, &h.ObservedState, &h.ObservedVersion, &h.RetryCount, &h.At, &h.CorrelationID)...)
+	h.At = h.At.UTC()
+	return h, err
 }
 
 // Histories reads the transitions of several findings, ordered by
@@ -130,42 +114,23 @@ func (rd *Reader) Histories(ctx context.Context, ids []string) (map[string][]api
 	for i, id := range ids {
 		args[i] = id
 	}
-	rows, err := rd.query(ctx, "drift_history", `SELECT evidence_id, version, transition, classification, severity,
-	status, posture, expected_state, observed_state, observed_version, retry_count, at, correlation_id
-	FROM drift_history FINAL WHERE `+inList("evidence_id", len(ids))+` ORDER BY evidence_id, version`, args...)
-	if err != nil {
-		return nil, err
-	}
-	err = rd.scanAll("drift_history", rows, func(r driver.Rows) error {
-		var (
-			id string
-			h  apitypes.HistoryEntry
-		)
-		err := r.Scan(&id, &h.Version, &h.Transition, &h.Classification, &h.Severity, &h.Status, &h.Posture,
-			&h.ExpectedState, &h.ObservedState, &h.ObservedVersion, &h.RetryCount, &h.At, &h.CorrelationID)
-		h.At = h.At.UTC()
-		out[id] = append(out[id], h)
-		return err
-	})
+	err := rd.each(ctx, "drift_history", "SELECT evidence_id, "+historyColumns+
+		" FROM drift_history FINAL WHERE "+inList("evidence_id", len(ids))+" ORDER BY evidence_id, version", args,
+		func(r driver.Rows) error {
+			var id string
+			h, err := scanHistory(r, &id)
+			out[id] = append(out[id], h)
+			return err
+		})
 	return out, err
 }
 
 // FindingsOf reads every current finding of one provider identity, open
 // ones first, at most 1000.
 func (rd *Reader) FindingsOf(ctx context.Context, provider, providerID string) ([]apitypes.Finding, error) {
-	rows, err := rd.query(ctx, "node_findings", "SELECT "+findingColumns+
+	return list(ctx, rd, "node_findings", "SELECT "+findingColumns+
 		" FROM drift_evidence FINAL WHERE provider = ? AND provider_id = ? ORDER BY status = 'open' DESC, evidence_id LIMIT 1000",
-		provider, providerID)
-	if err != nil {
-		return nil, err
-	}
-	out := []apitypes.Finding{}
-	err = rd.scanAll("node_findings", rows, func(r driver.Rows) error {
-		f, err := scanFinding(r)
-		out = append(out, f)
-		return err
-	})
-	return out, err
+		[]any{provider, providerID}, []apitypes.Finding{}, findingRow)
 }
 
 // BundleSelection names the findings of an evidence bundle; each list
@@ -204,18 +169,8 @@ func (rd *Reader) BundleFindings(ctx context.Context, s BundleSelection, limit i
 	if len(ors) == 0 {
 		return nil, nil
 	}
-	rows, err := rd.query(ctx, "bundle", "SELECT "+findingColumns+" FROM drift_evidence FINAL WHERE "+
-		strings.Join(ors, " OR ")+fmt.Sprintf(" ORDER BY evidence_id LIMIT %d", limit), args...)
-	if err != nil {
-		return nil, err
-	}
-	var out []apitypes.Finding
-	err = rd.scanAll("bundle", rows, func(r driver.Rows) error {
-		f, err := scanFinding(r)
-		out = append(out, f)
-		return err
-	})
-	return out, err
+	return list(ctx, rd, "bundle", "SELECT "+findingColumns+" FROM drift_evidence FINAL WHERE "+
+		strings.Join(ors, " OR ")+fmt.Sprintf(" ORDER BY evidence_id LIMIT %d", limit), args, nil, findingRow)
 }
 
 // FindingGroup counts current findings sharing these attributes.
@@ -236,16 +191,9 @@ func (rd *Reader) groups(ctx context.Context, name string, f Filter) ([]FindingG
 }
 
 func (rd *Reader) scanGroups(ctx context.Context, name, sql string, args []any) ([]FindingGroup, error) {
-	rows, err := rd.query(ctx, name, sql, args...)
-	if err != nil {
-		return nil, err
-	}
-	var out []FindingGroup
-	err = rd.scanAll(name, rows, func(r driver.Rows) error {
+	return list(ctx, rd, name, sql, args, nil, func(r driver.Rows) (FindingGroup, error) {
 		var g FindingGroup
 		err := r.Scan(&g.OwningDomain, &g.Classification, &g.Severity, &g.Status, &g.Posture, &g.Count)
-		out = append(out, g)
-		return err
+		return g, err
 	})
-	return out, err
 }

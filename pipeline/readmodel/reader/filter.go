@@ -39,15 +39,21 @@ func (f *Filter) where() (conds []string, args []any) {
 		{"domain_id", f.DomainIDs},
 		{"provider", f.Providers},
 	})
-	if f.Status == string(contract.StatusOpen) || f.Status == string(contract.StatusResolved) {
+	return lifecycleWhere(conds, args, f.Status, f.FirstSeenBy)
+}
+
+// lifecycleWhere adds to conds and args the status and first-seen
+// conditions that findings and mismatches share.
+func lifecycleWhere(conds []string, args []any, status string, firstSeenBy time.Time) ([]string, []any) {
+	if status == string(contract.StatusOpen) || status == string(contract.StatusResolved) {
 		conds = append(conds, "status = ?")
-		args = append(args, f.Status)
+		args = append(args, status)
 	}
-	if !f.FirstSeenBy.IsZero() {
+	if !firstSeenBy.IsZero() {
 		// toDateTime of a Unix second works on every ClickHouse version,
 		// unlike string literals whose parsing depends on the server zone.
 		conds = append(conds, "first_seen_at <= toDateTime(?)")
-		args = append(args, f.FirstSeenBy.Unix())
+		args = append(args, firstSeenBy.Unix())
 	}
 	return conds, args
 }
@@ -112,14 +118,7 @@ func (f *MismatchFilter) where() ([]string, []any) {
 		{"metering_source", f.MeteringSources},
 		{"usage_id", f.UsageIDs},
 	})
-	if f.Status == string(contract.StatusOpen) || f.Status == string(contract.StatusResolved) {
-		conds = append(conds, "status = ?")
-		args = append(args, f.Status)
-	}
-	if !f.FirstSeenBy.IsZero() {
-		conds = append(conds, "first_seen_at <= toDateTime(?)")
-		args = append(args, f.FirstSeenBy.Unix())
-	}
+	conds, args = lifecycleWhere(conds, args, f.Status, f.FirstSeenBy)
 	if len(f.Days) > 0 {
 		// Ranges of Unix seconds, not toDate, so the server's time zone
 		// does not matter.

@@ -2,7 +2,6 @@ package reader
 
 import (
 	"context"
-	"fmt"
 	"time"
 
 	"github.com/ClickHouse/clickhouse-go/v2/lib/driver"
@@ -36,6 +35,9 @@ func scanNode(rows driver.Rows, extra ...any) (apitypes.Node, error) {
 	return n, err
 }
 
+// nodeRow scans the nodeColumns of a row.
+func nodeRow(r driver.Rows) (apitypes.Node, error) { return scanNode(r) }
+
 // Nodes reads up to limit current nodes matching f after the position
 // after (nil: from the first), in order.
 func (rd *Reader) Nodes(ctx context.Context, f NodeFilter, order Sort, after *Keyset, limit int) ([]apitypes.Node, error) {
@@ -53,24 +55,8 @@ func (rd *Reader) Node(ctx context.Context, id string) (n apitypes.Node, ok bool
 }
 
 func (rd *Reader) nodes(ctx context.Context, name string, conds []string, args []any, order Sort, after *Keyset, limit int) ([]apitypes.Node, error) {
-	if after != nil {
-		c, a := order.after(*after, "node_id")
-		conds = append(conds, c)
-		args = append(args, a...)
-	}
-	sql := "SELECT " + nodeColumns + " FROM node_agent_status FINAL" + whereClause(conds) +
-		order.orderBy("node_id") + fmt.Sprintf(" LIMIT %d", limit)
-	rows, err := rd.query(ctx, name, sql, args...)
-	if err != nil {
-		return nil, err
-	}
-	out := []apitypes.Node{}
-	err = rd.scanAll(name, rows, func(r driver.Rows) error {
-		n, err := scanNode(r)
-		out = append(out, n)
-		return err
-	})
-	return out, err
+	sql, args := listSQL(nodeColumns, "node_agent_status", "node_id", conds, args, order, after, limit)
+	return list(ctx, rd, name, sql, args, []apitypes.Node{}, nodeRow)
 }
 
 // ConnectivityCell is the number of current nodes of one owning domain in
@@ -84,17 +70,11 @@ type ConnectivityCell struct {
 // connectivity mode.
 func (rd *Reader) Connectivity(ctx context.Context, f NodeFilter) ([]ConnectivityCell, error) {
 	conds, args := f.where()
-	rows, err := rd.query(ctx, "connectivity", `SELECT owning_domain, connectivity_mode, count()
-	FROM node_agent_status FINAL`+whereClause(conds)+` GROUP BY owning_domain, connectivity_mode`, args...)
-	if err != nil {
-		return nil, err
-	}
-	var cells []ConnectivityCell
-	err = rd.scanAll("connectivity", rows, func(r driver.Rows) error {
-		var c ConnectivityCell
-		err := r.Scan(&c.OwningDomain, &c.Mode, &c.Count)
-		cells = append(cells, c)
-		return err
-	})
-	return cells, err
+	return list(ctx, rd, "connectivity", `SELECT owning_domain, connectivity_mode, count()
+	FROM node_agent_status FINAL`+whereClause(conds)+` GROUP BY owning_domain, connectivity_mode`, args, nil,
+		func(r driver.Rows) (ConnectivityCell, error) {
+			var c ConnectivityCell
+			err := r.Scan(&c.OwningDomain, &c.Mode, &c.Count)
+			return c, err
+		})
 }

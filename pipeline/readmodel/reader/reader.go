@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"math"
+	"slices"
 	"strings"
 	"time"
 
@@ -42,18 +43,14 @@ func New(db DB, opts Options) *Reader {
 // Ping reports whether ClickHouse answers.
 func (rd *Reader) Ping(ctx context.Context) error { return rd.db.Ping(ctx) }
 
-// query runs one named query, counting failures per name.
-func (rd *Reader) query(ctx context.Context, name, sql string, args ...any) (driver.Rows, error) {
+// each runs one named query and calls scan for each row, counting
+// failures per name.
+func (rd *Reader) each(ctx context.Context, name, sql string, args []any, scan func(driver.Rows) error) error {
 	rows, err := rd.db.Query(ctx, sql, args...)
 	if err != nil {
 		rd.failed(name)
-		return nil, fmt.Errorf("clickhouse query %s: %w", name, err)
+		return fmt.Errorf("clickhouse query %s: %w", name, err)
 	}
-	return rows, nil
-}
-
-// scanAll calls scan for each row and closes rows.
-func (rd *Reader) scanAll(name string, rows driver.Rows, scan func(driver.Rows) error) error {
 	defer rows.Close()
 	for rows.Next() {
 		if err := scan(rows); err != nil {
@@ -66,6 +63,46 @@ func (rd *Reader) scanAll(name string, rows driver.Rows, scan func(driver.Rows) 
 		return fmt.Errorf("clickhouse query %s: %w", name, err)
 	}
 	return nil
+}
+
+// eachRow runs one named query and calls fn with the value scan reads
+// from each row, as rows arrive.
+func eachRow[T any](ctx context.Context, rd *Reader, name, sql string, args []any, scan func(driver.Rows) (T, error), fn func(T) error) error {
+	return rd.each(ctx, name, sql, args, func(r driver.Rows) error {
+		v, err := scan(r)
+		if err != nil {
+			return err
+		}
+		return fn(v)
+	})
+}
+
+// list runs one named query and appends the value scan reads from each
+// row to out: callers pass an empty slice where an answer of no rows must
+// encode as [] rather than null.
+func list[T any](ctx context.Context, rd *Reader, name, sql string, args []any, out []T, scan func(driver.Rows) (T, error)) ([]T, error) {
+	err := rd.each(ctx, name, sql, args, func(r driver.Rows) error {
+		v, err := scan(r)
+		out = append(out, v)
+		return err
+	})
+	return out, err
+}
+
+// listSQL selects columns of the current rows of table matching conds
+// after the position after, in order with idCol breaking ties, at most
+// limit (0: all).
+func listSQL(columns, table, idCol string, conds []string, args []any, order Sort, after *Keyset, limit int) (string, []any) {
+	if after != nil {
+		c, a := order.after(*after, idCol)
+		conds = append(slices.Clone(conds), c)
+		args = append(slices.Clone(args), a...)
+	}
+	sql := "SELECT " + columns + " FROM " + table + " FINAL" + whereClause(conds) + order.orderBy(idCol)
+	if limit > 0 {
+		sql += fmt.Sprintf(" LIMIT %d", limit)
+	}
+	return sql, args
 }
 
 func whereClause(conds []string) string {

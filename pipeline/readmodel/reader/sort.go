@@ -2,6 +2,7 @@ package reader
 
 import (
 	"strings"
+	"time"
 
 	"github.com/driftline/driftline/pipeline/api/apitypes"
 )
@@ -100,37 +101,34 @@ func (s Sort) keyArg(v float64) any {
 
 // FindingKey is the position after f in order s.
 func (s Sort) FindingKey(f apitypes.Finding) Keyset {
-	k := Keyset{Sort: s.Name, ID: f.EvidenceID}
-	switch s.column {
-	case "attention_score":
-		k.Key = f.AttentionScore
-	case "first_seen_at":
-		k.Key = float64(f.FirstSeenAt.Unix())
-	case "last_seen_at":
-		k.Key = float64(f.LastSeenAt.Unix())
-	}
-	return k
+	return s.key(f.EvidenceID, f.AttentionScore, &f.FirstSeenAt, &f.LastSeenAt)
 }
 
 // NodeKey is the position after n in order s.
 func (s Sort) NodeKey(n apitypes.Node) Keyset {
-	k := Keyset{Sort: s.Name, ID: n.NodeID}
-	switch s.column {
-	case "attention_score":
-		k.Key = n.AttentionScore
-	case "last_seen_at":
-		if n.LastSeenAt != nil {
-			k.Key = float64(n.LastSeenAt.Unix())
-		}
-	}
-	return k
+	return s.key(n.NodeID, n.AttentionScore, nil, n.LastSeenAt)
 }
 
 // MismatchKey is the position after m in order s.
 func (s Sort) MismatchKey(m apitypes.BillingMismatch) Keyset {
-	k := Keyset{Sort: s.Name, ID: m.MismatchID}
-	if s.column == "first_seen_at" {
-		k.Key = float64(m.FirstSeenAt.Unix())
+	return s.key(m.MismatchID, 0, &m.FirstSeenAt, nil)
+}
+
+// key is the position after the row id whose sort columns hold score,
+// firstSeen and lastSeen in order s; a nil time keys as 0.
+func (s Sort) key(id string, score float64, firstSeen, lastSeen *time.Time) Keyset {
+	k := Keyset{Sort: s.Name, ID: id}
+	var at *time.Time
+	switch s.column {
+	case "attention_score":
+		k.Key = score
+	case "first_seen_at":
+		at = firstSeen
+	case "last_seen_at":
+		at = lastSeen
+	}
+	if at != nil {
+		k.Key = float64(at.Unix())
 	}
 	return k
 }

@@ -20,13 +20,9 @@ type Progress struct {
 
 // Progress reads every consumer's progress, by consumer and partition.
 func (rd *Reader) Progress(ctx context.Context) ([]Progress, error) {
-	rows, err := rd.query(ctx, "consumer_progress", `SELECT consumer, partition, watermark, events,
-	findings_open, updated_at FROM consumer_progress FINAL ORDER BY consumer, partition`)
-	if err != nil {
-		return nil, err
-	}
 	var out []Progress
-	err = rd.scanAll("consumer_progress", rows, func(r driver.Rows) error {
+	err := rd.each(ctx, "consumer_progress", `SELECT consumer, partition, watermark, events,
+	findings_open, updated_at FROM consumer_progress FINAL ORDER BY consumer, partition`, nil, func(r driver.Rows) error {
 		var (
 			p                  Progress
 			watermark, updated time.Time
@@ -42,14 +38,10 @@ func (rd *Reader) Progress(ctx context.Context) ([]Progress, error) {
 // LowWatermark is the smallest watermark of consumer's partitions and how
 // many partitions reported.
 func (rd *Reader) LowWatermark(ctx context.Context, consumer string) (time.Time, int, error) {
-	rows, err := rd.query(ctx, "wait_watermark", `SELECT min(watermark), count() FROM consumer_progress FINAL WHERE consumer = ?`, consumer)
-	if err != nil {
-		return time.Time{}, 0, err
-	}
 	var (
 		low time.Time
 		n   uint64
 	)
-	err = rd.scanAll("wait_watermark", rows, func(r driver.Rows) error { return r.Scan(&low, &n) })
+	err := rd.each(ctx, "wait_watermark", `SELECT min(watermark), count() FROM consumer_progress FINAL WHERE consumer = ?`, []any{consumer}, func(r driver.Rows) error { return r.Scan(&low, &n) })
 	return low, int(n), err
 }

@@ -75,17 +75,13 @@ func (rd *Reader) rankedFindings(ctx context.Context, domains []string, n int, p
 	} else {
 		conds = append(conds, "per_domain = 0")
 	}
-	rows, err := rd.query(ctx, "attention_top", "SELECT owning_domain, evidence_id, attention_score FROM attention_top FINAL"+
-		whereClause(conds), args...)
-	if err != nil {
-		return nil, err
-	}
 	type slot struct {
 		domain, id string
 		score      float64
 	}
 	var slots []slot
-	err = rd.scanAll("attention_top", rows, func(r driver.Rows) error {
+	err := rd.each(ctx, "attention_top", "SELECT owning_domain, evidence_id, attention_score FROM attention_top FINAL"+
+		whereClause(conds), args, func(r driver.Rows) error {
 		var sl slot
 		err := r.Scan(&sl.domain, &sl.id, &sl.score)
 		slots = append(slots, sl)

@@ -50,23 +50,7 @@ func TestWriteRoundTrip(t *testing.T) {
 	}
 	rows := func(q string) []string {
 		t.Helper()
-		r, err := conn.Query(ctx, q)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer r.Close()
-		var out []string
-		for r.Next() {
-			var s string
-			if err := r.Scan(&s); err != nil {
-				t.Fatal(err)
-			}
-			out = append(out, s)
-		}
-		if err := r.Err(); err != nil {
-			t.Fatal(err)
-		}
-		return out
+		return testenv.Strings(t, conn, q)
 	}
 	check := func(table string, got, want []string) {
 		t.Helper()
