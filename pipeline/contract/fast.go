@@ -143,7 +143,7 @@ func (v Validator) fastDecode(line []byte, dec *Decoder) (env Envelope, payload 
 		case fEventType:
 			var body []byte
 			if body, end, ok = d.plainString(i); ok {
-				env.EventType = knownType(body)
+				env.EventType = knownType(view(body))
 				ok = env.EventType != ""
 			}
 		case fSchemaVersion:
@@ -173,7 +173,7 @@ func (v Validator) fastDecode(line []byte, dec *Decoder) (env Envelope, payload 
 		case fEnvironment:
 			var body []byte
 			if body, end, ok = d.plainString(i); ok {
-				env.Environment = knownEnvironment(body)
+				env.Environment = knownEnvironment(view(body))
 				ok = env.Environment != "" && (v.Environment == "" || env.Environment == v.Environment)
 			}
 		case fPayload:
@@ -245,39 +245,8 @@ func (v Validator) fastDecode(line []byte, dec *Decoder) (env Envelope, payload 
 	return env, payload, true
 }
 
-// knownType returns the constant of the event type named b, or "".
-func knownType(b []byte) string {
-	switch string(b) {
-	case TypePlatformRecord:
-		return TypePlatformRecord
-	case TypeProviderObservation:
-		return TypeProviderObservation
-	case TypeScanCompleted:
-		return TypeScanCompleted
-	case TypeHeartbeat:
-		return TypeHeartbeat
-	case TypeUsageRecorded:
-		return TypeUsageRecorded
-	case TypeBillingRated:
-		return TypeBillingRated
-	case TypeLedgerEntry:
-		return TypeLedgerEntry
-	}
-	return ""
-}
-
-// knownEnvironment returns the constant of the environment named b, or "".
-func knownEnvironment(b []byte) string {
-	switch string(b) {
-	case EnvLocalParity:
-		return EnvLocalParity
-	case EnvDev:
-		return EnvDev
-	case EnvProd:
-		return EnvProd
-	}
-	return ""
-}
+// view is b as a string without a copy, for lookups that do not keep it.
+func view(b []byte) string { return unsafe.String(unsafe.SliceData(b), len(b)) }
 
 // target returns the zeroed payload struct of event type typ (the
 // Decoder's own, or a new one) with its address and fields.
