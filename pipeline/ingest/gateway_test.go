@@ -59,8 +59,7 @@ type testEnv struct {
 func newTestEnv(t *testing.T, edit func(*Options)) *testEnv {
 	t.Helper()
 	names := contract.DefaultTopics()
-	all := []string{names.PlatformRecords, names.Observations, names.Telemetry, names.Usage, names.Rated, names.Ledger, names.Quarantine}
-	cluster, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(testPartitions, all...))
+	cluster, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(testPartitions, names.All()...))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -116,15 +115,20 @@ func (e *testEnv) mustPost(key string, lines ...[]byte) Response {
 	return resp
 }
 
-// count returns the number of records in topic (end offsets; the gateway
-// does not write transactions, so offsets are records).
 func (e *testEnv) count(topic string) int64 {
 	e.t.Helper()
+	return recordCount(e.t, e.adm, topic)
+}
+
+// recordCount returns the number of records in topic (end offsets; the
+// gateway does not write transactions, so offsets are records).
+func recordCount(t *testing.T, adm *kadm.Client, topic string) int64 {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	ends, err := e.adm.ListEndOffsets(ctx, topic)
+	ends, err := adm.ListEndOffsets(ctx, topic)
 	if err != nil {
-		e.t.Fatalf("end offsets of %s: %v", topic, err)
+		t.Fatalf("end offsets of %s: %v", topic, err)
 	}
 	var n int64
 	ends.Each(func(o kadm.ListedOffset) { n += o.Offset })
@@ -133,7 +137,7 @@ func (e *testEnv) count(topic string) int64 {
 
 func (e *testEnv) countAll() int64 {
 	var n int64
-	for _, t := range []string{e.names.PlatformRecords, e.names.Observations, e.names.Telemetry, e.names.Usage, e.names.Rated, e.names.Ledger, e.names.Quarantine} {
+	for _, t := range e.names.All() {
 		n += e.count(t)
 	}
 	return n
@@ -237,9 +241,10 @@ func with(m map[string]any, k string, v any) map[string]any {
 	return out
 }
 
-func enc(t *testing.T, m map[string]any) []byte {
+// enc is v as JSON.
+func enc(t *testing.T, v any) []byte {
 	t.Helper()
-	b, err := json.Marshal(m)
+	b, err := json.Marshal(v)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -102,8 +102,7 @@ type served struct {
 func newServed(t *testing.T, edit func(*Options), so ServeOptions) *served {
 	t.Helper()
 	names := contract.DefaultTopics()
-	all := []string{names.PlatformRecords, names.Observations, names.Telemetry, names.Usage, names.Rated, names.Ledger, names.Quarantine}
-	cluster, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(testPartitions, all...))
+	cluster, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(testPartitions, names.All()...))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -147,13 +146,7 @@ func (s *served) count(t *testing.T, topic string) int64 {
 		t.Fatal(err)
 	}
 	defer cl.Close()
-	ends, err := kadm.NewClient(cl).ListEndOffsets(context.Background(), topic)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var n int64
-	ends.Each(func(o kadm.ListedOffset) { n += o.Offset })
-	return n
+	return recordCount(t, kadm.NewClient(cl), topic)
 }
 
 // slowRequest starts a POST whose body arrives in two parts: the first
@@ -349,15 +342,6 @@ func TestDrainingRefuses(t *testing.T) {
 	}
 }
 
-func keysDoc(t *testing.T, kf KeyFile) []byte {
-	t.Helper()
-	b, err := json.Marshal(kf)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return b
-}
-
 // Revoking a key in the keys file takes effect without a restart, under a
 // new policy_rev; the revoked key's attempts are audited and counted; a
 // broken file leaves the policy in force.
@@ -373,7 +357,7 @@ func TestKeysReload(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	write(keysDoc(t, KeyFile{Keys: []KeySpec{fleet}}))
+	write(enc(t, KeyFile{Keys: []KeySpec{fleet}}))
 	kr, err := LoadKeyring(path)
 	if err != nil {
 		t.Fatal(err)
@@ -394,7 +378,7 @@ func TestKeysReload(t *testing.T) {
 
 	revoked := fleet
 	revoked.Revoked = true
-	write(keysDoc(t, KeyFile{Keys: []KeySpec{revoked,
+	write(enc(t, KeyFile{Keys: []KeySpec{revoked,
 		{SHA256: HashKey("new-key"), ActorID: "SYSTEM::fleet-v2", SourceType: contract.SourceSystem, EventTypes: contract.AllTypes}}}))
 	checkFor(t, "the new policy", func() bool { return s.gw.PolicyRev() != rev1 })
 	rev2 := s.gw.PolicyRev()
