@@ -610,45 +610,7 @@ func hasSurrogateEscape(b []byte) bool {
 }
 
 // number checks the JSON number at b[i] and returns the index after it.
-func (d *fastScan) number(i int) (int, bool) {
-	b := d.b
-	if b[i] == '-' {
-		i++
-	}
-	switch {
-	case i < len(b) && b[i] == '0':
-		i++
-	case i < len(b) && b[i] >= '1' && b[i] <= '9':
-		for i++; i < len(b) && b[i] >= '0' && b[i] <= '9'; i++ {
-		}
-	default:
-		return 0, false
-	}
-	if i < len(b) && b[i] == '.' {
-		i++
-		d := i
-		for i < len(b) && b[i] >= '0' && b[i] <= '9' {
-			i++
-		}
-		if i == d {
-			return 0, false
-		}
-	}
-	if i < len(b) && (b[i] == 'e' || b[i] == 'E') {
-		i++
-		if i < len(b) && (b[i] == '+' || b[i] == '-') {
-			i++
-		}
-		d := i
-		for i < len(b) && b[i] >= '0' && b[i] <= '9' {
-			i++
-		}
-		if i == d {
-			return 0, false
-		}
-	}
-	return i, true
-}
+func (d *fastScan) number(i int) (int, bool) { return numberEnd(d.b, i) }
 
 func (d *fastScan) literal(i int, lit string) (int, bool) {
 	if len(d.b)-i < len(lit) || string(d.b[i:i+len(lit)]) != lit {
