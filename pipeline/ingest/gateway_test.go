@@ -396,16 +396,23 @@ func TestMixedBatch(t *testing.T) {
 
 func (e *testEnv) get(path string) string {
 	e.t.Helper()
+	code, body := e.fetch(path)
+	if code != http.StatusOK {
+		e.t.Fatalf("GET %s: %d %s", path, code, body)
+	}
+	return body
+}
+
+// fetch GETs path and returns the status code and body, whatever they are.
+func (e *testEnv) fetch(path string) (int, string) {
+	e.t.Helper()
 	res, err := e.srv.Client().Get(e.srv.URL + path)
 	if err != nil {
 		e.t.Fatal(err)
 	}
 	defer res.Body.Close()
 	b, _ := io.ReadAll(res.Body)
-	if res.StatusCode != http.StatusOK {
-		e.t.Fatalf("GET %s: %d %s", path, res.StatusCode, b)
-	}
-	return string(b)
+	return res.StatusCode, string(b)
 }
 
 // Lines of one request for one key keep their order in the partition.
@@ -507,13 +514,8 @@ func TestBrokerDownAnswers503(t *testing.T) {
 	if !errors.As(err, &se) || se.StatusCode != http.StatusServiceUnavailable || se.Code != "unavailable" || se.RetryAfter <= 0 || !se.Retryable() {
 		t.Fatalf("err = %v, want 503 unavailable with Retry-After", err)
 	}
-	res, err := e.srv.Client().Get(e.srv.URL + "/healthz")
-	if err != nil {
-		t.Fatal(err)
-	}
-	res.Body.Close()
-	if res.StatusCode != http.StatusServiceUnavailable {
-		t.Fatalf("healthz with the broker down: %d", res.StatusCode)
+	if code, _ := e.fetch("/healthz"); code != http.StatusServiceUnavailable {
+		t.Fatalf("healthz with the broker down: %d", code)
 	}
 }
 

@@ -329,13 +329,8 @@ func TestDrainingRefuses(t *testing.T) {
 	if !errors.As(err, &se) || se.StatusCode != http.StatusServiceUnavailable || se.Code != "shutting_down" || se.RetryAfter <= 0 {
 		t.Fatalf("err = %v, want 503 shutting_down", err)
 	}
-	res, err := e.srv.Client().Get(e.srv.URL + "/healthz")
-	if err != nil {
-		t.Fatal(err)
-	}
-	res.Body.Close()
-	if res.StatusCode != http.StatusServiceUnavailable {
-		t.Fatalf("healthz while draining: %d", res.StatusCode)
+	if code, _ := e.fetch("/healthz"); code != http.StatusServiceUnavailable {
+		t.Fatalf("healthz while draining: %d", code)
 	}
 	if e.countAll() != 0 {
 		t.Fatal("a draining gateway wrote records")
