@@ -34,10 +34,10 @@ const (
 func testKeyring(t *testing.T) *Keyring {
 	t.Helper()
 	kr, err := NewKeyring([]KeySpec{
-		{SHA256: HashKey(fleetKey), ActorID: "SYSTEM::fleet", SourceType: contract.SourceSystem, EventTypes: contract.AllTypes},
-		{SHA256: HashKey(scannerKey), ActorID: "SYSTEM::maas-scanner", SourceType: contract.SourceSystem,
-			EventTypes: []string{contract.TypeProviderObservation, contract.TypeScanCompleted}, Producers: []string{"maas-scanner-eu1"}},
-		{SHA256: HashKey(revokedKey), ActorID: "HUMAN::gone", SourceType: contract.SourceHuman, EventTypes: contract.AllTypes, Revoked: true},
+		{SHA256: HashKey(fleetKey), Grant: Grant{ActorID: "SYSTEM::fleet", SourceType: contract.SourceSystem, EventTypes: contract.AllTypes}},
+		{SHA256: HashKey(scannerKey), Grant: Grant{ActorID: "SYSTEM::maas-scanner", SourceType: contract.SourceSystem,
+			EventTypes: []string{contract.TypeProviderObservation, contract.TypeScanCompleted}, Producers: []string{"maas-scanner-eu1"}}},
+		{SHA256: HashKey(revokedKey), Grant: Grant{ActorID: "HUMAN::gone", SourceType: contract.SourceHuman, EventTypes: contract.AllTypes, Revoked: true}},
 	})
 	if err != nil {
 		t.Fatal(err)

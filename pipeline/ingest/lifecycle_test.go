@@ -342,7 +342,7 @@ func TestDrainingRefuses(t *testing.T) {
 // broken file leaves the policy in force.
 func TestKeysReload(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "keys.json")
-	fleet := KeySpec{SHA256: HashKey(fleetKey), ActorID: "SYSTEM::fleet", SourceType: contract.SourceSystem, EventTypes: contract.AllTypes}
+	fleet := KeySpec{SHA256: HashKey(fleetKey), Grant: Grant{ActorID: "SYSTEM::fleet", SourceType: contract.SourceSystem, EventTypes: contract.AllTypes}}
 	write := func(data []byte) {
 		tmp := path + ".tmp"
 		if err := os.WriteFile(tmp, data, 0o600); err != nil {
@@ -374,7 +374,7 @@ func TestKeysReload(t *testing.T) {
 	revoked := fleet
 	revoked.Revoked = true
 	write(enc(t, KeyFile{Keys: []KeySpec{revoked,
-		{SHA256: HashKey("new-key"), ActorID: "SYSTEM::fleet-v2", SourceType: contract.SourceSystem, EventTypes: contract.AllTypes}}}))
+		{SHA256: HashKey("new-key"), Grant: Grant{ActorID: "SYSTEM::fleet-v2", SourceType: contract.SourceSystem, EventTypes: contract.AllTypes}}}}))
 	checkFor(t, "the new policy", func() bool { return s.gw.PolicyRev() != rev1 })
 	rev2 := s.gw.PolicyRev()
 
