@@ -58,27 +58,7 @@ type testEnv struct {
 
 func newTestEnv(t *testing.T, edit func(*Options)) *testEnv {
 	t.Helper()
-	names := contract.DefaultTopics()
-	cluster, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(testPartitions, names.All()...))
-	if err != nil {
-		t.Fatal(err)
-	}
-	opts := Options{
-		Environment:    contract.EnvLocalParity,
-		Brokers:        cluster.ListenAddrs(),
-		Topics:         names,
-		Keys:           testKeyring(t),
-		ProduceTimeout: 5 * time.Second,
-		Logger:         slog.New(slog.NewTextHandler(io.Discard, nil)),
-	}
-	if edit != nil {
-		edit(&opts)
-	}
-	gw, err := New(opts)
-	if err != nil {
-		cluster.Close()
-		t.Fatal(err)
-	}
+	cluster, gw, names := newTestGateway(t, io.Discard, edit)
 	admCl, err := kgo.NewClient(kgo.SeedBrokers(cluster.ListenAddrs()...))
 	if err != nil {
 		t.Fatal(err)
@@ -93,6 +73,34 @@ func newTestEnv(t *testing.T, edit func(*Options)) *testEnv {
 		cluster.Close()
 	})
 	return e
+}
+
+// newTestGateway starts a broker holding every topic and a gateway on it,
+// its options edited by edit, logging JSON to logs. The caller closes both.
+func newTestGateway(t *testing.T, logs io.Writer, edit func(*Options)) (*kfake.Cluster, *Gateway, contract.Topics) {
+	t.Helper()
+	names := contract.DefaultTopics()
+	cluster, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(testPartitions, names.All()...))
+	if err != nil {
+		t.Fatal(err)
+	}
+	opts := Options{
+		Environment:    contract.EnvLocalParity,
+		Brokers:        cluster.ListenAddrs(),
+		Topics:         names,
+		Keys:           testKeyring(t),
+		ProduceTimeout: 5 * time.Second,
+		Logger:         slog.New(slog.NewJSONHandler(logs, nil)),
+	}
+	if edit != nil {
+		edit(&opts)
+	}
+	gw, err := New(opts)
+	if err != nil {
+		cluster.Close()
+		t.Fatal(err)
+	}
+	return cluster, gw, names
 }
 
 func (e *testEnv) client(key string) *Client {

@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"log/slog"
 	"net"
 	"net/http"
 	"os"
@@ -101,24 +100,8 @@ type served struct {
 
 func newServed(t *testing.T, edit func(*Options), so ServeOptions) *served {
 	t.Helper()
-	names := contract.DefaultTopics()
-	cluster, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(testPartitions, names.All()...))
-	if err != nil {
-		t.Fatal(err)
-	}
 	logs := &syncBuffer{}
-	opts := Options{
-		Environment: contract.EnvLocalParity, Brokers: cluster.ListenAddrs(), Topics: names, Keys: testKeyring(t),
-		ProduceTimeout: 5 * time.Second, Logger: slog.New(slog.NewJSONHandler(logs, nil)),
-	}
-	if edit != nil {
-		edit(&opts)
-	}
-	gw, err := New(opts)
-	if err != nil {
-		cluster.Close()
-		t.Fatal(err)
-	}
+	cluster, gw, names := newTestGateway(t, logs, edit)
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
