@@ -1,6 +1,10 @@
 package api
 
-import "github.com/prometheus/client_golang/prometheus"
+import (
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/driftline/driftline/pipeline/service"
+)
 
 type metrics struct {
 	requests *prometheus.CounterVec   // endpoint, code
@@ -14,38 +18,27 @@ type metrics struct {
 	waiting prometheus.Gauge
 }
 
+// newMetrics declares the series unregistered; register adds them to the
+// server's registerer and reports a clash.
 func newMetrics() *metrics {
+	f := service.NewMetrics(nil)
 	return &metrics{
-		requests: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "driftline_query_requests_total",
-			Help: "Query API requests by endpoint and HTTP status code.",
-		}, []string{"endpoint", "code"}),
-		latency: prometheus.NewHistogramVec(prometheus.HistogramOpts{
-			Name:    "driftline_query_request_duration_seconds",
-			Help:    "Query API request latency by endpoint.",
-			Buckets: []float64{.001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10},
-		}, []string{"endpoint"}),
-		chErrors: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "driftline_query_clickhouse_errors_total",
-			Help: "Failed ClickHouse queries by query name.",
-		}, []string{"query"}),
-		lagErrs: prometheus.NewCounter(prometheus.CounterOpts{
-			Name: "driftline_query_lag_errors_total",
-			Help: "Status requests whose consumer lag could not be read from the broker.",
-		}),
-		waits: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "driftline_query_watermark_waits_total",
-			Help: "Read-your-writes waits (wait_watermark) by outcome: reached or timeout.",
-		}, []string{"outcome"}),
-		waitSeconds: prometheus.NewHistogram(prometheus.HistogramOpts{
-			Name:    "driftline_query_watermark_wait_seconds",
-			Help:    "Time read-your-writes waits took until the watermark was reached.",
-			Buckets: []float64{.01, .05, .1, .25, .5, 1, 2.5, 5, 10, 30},
-		}),
-		waiting: prometheus.NewGauge(prometheus.GaugeOpts{
-			Name: "driftline_query_watermark_waiting",
-			Help: "Requests waiting now for their wait_watermark (read-your-writes): each found it not yet reached and holds its connection until it is or wait_timeout passes.",
-		}),
+		requests: f.CounterVec("driftline_query_requests_total",
+			"Query API requests by endpoint and HTTP status code.", "endpoint", "code"),
+		latency: f.HistogramVec("driftline_query_request_duration_seconds",
+			"Query API request latency by endpoint.",
+			[]float64{.001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10}, "endpoint"),
+		chErrors: f.CounterVec("driftline_query_clickhouse_errors_total",
+			"Failed ClickHouse queries by query name.", "query"),
+		lagErrs: f.Counter("driftline_query_lag_errors_total",
+			"Status requests whose consumer lag could not be read from the broker."),
+		waits: f.CounterVec("driftline_query_watermark_waits_total",
+			"Read-your-writes waits (wait_watermark) by outcome: reached or timeout.", "outcome"),
+		waitSeconds: f.Histogram("driftline_query_watermark_wait_seconds",
+			"Time read-your-writes waits took until the watermark was reached.",
+			[]float64{.01, .05, .1, .25, .5, 1, 2.5, 5, 10, 30}),
+		waiting: f.Gauge("driftline_query_watermark_waiting",
+			"Requests waiting now for their wait_watermark (read-your-writes): each found it not yet reached and holds its connection until it is or wait_timeout passes."),
 	}
 }
 
@@ -56,11 +49,8 @@ var queryNames = []string{"drift_list", "drift_detail", "drift_history", "status
 	"billing_mismatches", "billing_totals", "billing_rated", "bundle", "wait_watermark"}
 
 func (m *metrics) register(r prometheus.Registerer) error {
-	for _, q := range queryNames {
-		m.chErrors.WithLabelValues(q)
-	}
-	m.waits.WithLabelValues("reached")
-	m.waits.WithLabelValues("timeout")
+	service.Touch(m.chErrors, queryNames...)
+	service.Touch(m.waits, "reached", "timeout")
 	for _, c := range []prometheus.Collector{m.requests, m.latency, m.chErrors, m.lagErrs, m.waits, m.waitSeconds, m.waiting} {
 		if err := r.Register(c); err != nil {
 			return err

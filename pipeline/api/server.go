@@ -11,13 +11,13 @@ import (
 
 	"github.com/ClickHouse/clickhouse-go/v2"
 	"github.com/prometheus/client_golang/prometheus"
-	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"github.com/twmb/franz-go/pkg/kadm"
 
 	"github.com/driftline/driftline/pipeline/api/apitypes"
 	"github.com/driftline/driftline/pipeline/api/web"
 	"github.com/driftline/driftline/pipeline/readmodel/reader"
+	"github.com/driftline/driftline/pipeline/service"
 )
 
 // Lagger reports consumer-group lag; a *kadm.Client is one.
@@ -87,8 +87,7 @@ func (o *Options) setDefaults() error {
 		o.LagTimeout = 3 * time.Second
 	}
 	if o.Registry == nil {
-		o.Registry = prometheus.NewRegistry()
-		o.Registry.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+		o.Registry = service.NewRegistry()
 	}
 	if o.Logger == nil {
 		o.Logger = slog.Default()

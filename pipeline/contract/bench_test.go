@@ -10,27 +10,31 @@ import (
 
 // BenchmarkDecodeEvent measures the shared validator on a typical
 // observation line, the hot path of the gateway and of every consumer.
-func BenchmarkDecodeEvent(b *testing.B) {
+func BenchmarkDecodeEvent(b *testing.B) { benchDecodeEvent(b, false) }
+
+func BenchmarkDecodeEventZeroCopy(b *testing.B) { benchDecodeEvent(b, true) }
+
+func benchDecodeEvent(b *testing.B, zeroCopy bool) {
 	line := []byte(validObs)
-	v := Validator{Environment: EnvLocalParity}
-	b.SetBytes(int64(len(line)))
-	b.ReportAllocs()
-	for b.Loop() {
-		if _, _, err := v.DecodeEvent(line); err != nil {
-			b.Fatal(err)
+	v := Validator{Environment: EnvLocalParity, ZeroCopy: zeroCopy}
+	measure(b, line, func() {
+		for b.Loop() {
+			if _, _, err := v.DecodeEvent(line); err != nil {
+				b.Fatal(err)
+			}
 		}
-	}
+	})
 }
 
-func BenchmarkDecodeEventZeroCopy(b *testing.B) {
-	line := []byte(validObs)
-	v := Validator{Environment: EnvLocalParity, ZeroCopy: true}
+// measure runs loop, the benchmark's b.Loop over line, and reports bytes,
+// allocations and CPU time per operation.
+func measure(b *testing.B, line []byte, loop func()) {
 	b.SetBytes(int64(len(line)))
 	b.ReportAllocs()
-	for b.Loop() {
-		if _, _, err := v.DecodeEvent(line); err != nil {
-			b.Fatal(err)
-		}
+	cpu := cputime.Now()
+	loop()
+	if cpu > 0 {
+		b.ReportMetric(float64(cputime.Now()-cpu)/float64(b.N), "cpu-ns/op")
 	}
 }
 
@@ -54,32 +58,24 @@ func BenchmarkDecode(b *testing.B) {
 		line := sampleEvent(typ, 0)
 		b.Run(typ+"/segmentio-unvalidated", func(b *testing.B) {
 			parse := unvalidated(typ)
-			b.SetBytes(int64(len(line)))
-			b.ReportAllocs()
-			cpu := cputime.Now()
-			for b.Loop() {
-				if err := parse(line); err != nil {
-					b.Fatal(err)
+			measure(b, line, func() {
+				for b.Loop() {
+					if err := parse(line); err != nil {
+						b.Fatal(err)
+					}
 				}
-			}
-			if cpu > 0 {
-				b.ReportMetric(float64(cputime.Now()-cpu)/float64(b.N), "cpu-ns/op")
-			}
+			})
 		})
 		for _, m := range modes {
 			b.Run(typ+"/"+m.name, func(b *testing.B) {
 				decode := m.decode(Validator{Environment: EnvLocalParity, ZeroCopy: m.zero})
-				b.SetBytes(int64(len(line)))
-				b.ReportAllocs()
-				cpu := cputime.Now()
-				for b.Loop() {
-					if _, _, err := decode(line); err != nil {
-						b.Fatal(err)
+				measure(b, line, func() {
+					for b.Loop() {
+						if _, _, err := decode(line); err != nil {
+							b.Fatal(err)
+						}
 					}
-				}
-				if cpu > 0 {
-					b.ReportMetric(float64(cputime.Now()-cpu)/float64(b.N), "cpu-ns/op")
-				}
+				})
 			})
 		}
 	}

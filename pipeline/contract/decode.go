@@ -240,15 +240,42 @@ func (s *scanner) stringField(f int) (string, *ValidationError) {
 // internType returns the constant of a known event type, so that envelopes
 // do not each hold a copy of it.
 func internType(t string) string {
-	for _, k := range AllTypes {
-		if t == k {
-			return k
-		}
+	if k := knownType(t); k != "" {
+		return k
 	}
 	return t
 }
 
 func internEnvironment(e string) string {
+	if k := knownEnvironment(e); k != "" {
+		return k
+	}
+	return e
+}
+
+// knownType returns the constant of event type t, or "" if t is none.
+func knownType(t string) string {
+	switch t {
+	case TypePlatformRecord:
+		return TypePlatformRecord
+	case TypeProviderObservation:
+		return TypeProviderObservation
+	case TypeScanCompleted:
+		return TypeScanCompleted
+	case TypeHeartbeat:
+		return TypeHeartbeat
+	case TypeUsageRecorded:
+		return TypeUsageRecorded
+	case TypeBillingRated:
+		return TypeBillingRated
+	case TypeLedgerEntry:
+		return TypeLedgerEntry
+	}
+	return ""
+}
+
+// knownEnvironment returns the constant of environment e, or "".
+func knownEnvironment(e string) string {
 	switch e {
 	case EnvLocalParity:
 		return EnvLocalParity
@@ -257,7 +284,7 @@ func internEnvironment(e string) string {
 	case EnvProd:
 		return EnvProd
 	}
-	return e
+	return ""
 }
 
 // parseInt parses a JSON integer (no fraction or exponent) that fits an

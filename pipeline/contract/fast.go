@@ -143,7 +143,7 @@ func (v Validator) fastDecode(line []byte, dec *Decoder) (env Envelope, payload 
 		case fEventType:
 			var body []byte
 			if body, end, ok = d.plainString(i); ok {
-				env.EventType = knownType(body)
+				env.EventType = knownType(view(body))
 				ok = env.EventType != ""
 			}
 		case fSchemaVersion:
@@ -173,7 +173,7 @@ func (v Validator) fastDecode(line []byte, dec *Decoder) (env Envelope, payload 
 		case fEnvironment:
 			var body []byte
 			if body, end, ok = d.plainString(i); ok {
-				env.Environment = knownEnvironment(body)
+				env.Environment = knownEnvironment(view(body))
 				ok = env.Environment != "" && (v.Environment == "" || env.Environment == v.Environment)
 			}
 		case fPayload:
@@ -245,39 +245,8 @@ func (v Validator) fastDecode(line []byte, dec *Decoder) (env Envelope, payload 
 	return env, payload, true
 }
 
-// knownType returns the constant of the event type named b, or "".
-func knownType(b []byte) string {
-	switch string(b) {
-	case TypePlatformRecord:
-		return TypePlatformRecord
-	case TypeProviderObservation:
-		return TypeProviderObservation
-	case TypeScanCompleted:
-		return TypeScanCompleted
-	case TypeHeartbeat:
-		return TypeHeartbeat
-	case TypeUsageRecorded:
-		return TypeUsageRecorded
-	case TypeBillingRated:
-		return TypeBillingRated
-	case TypeLedgerEntry:
-		return TypeLedgerEntry
-	}
-	return ""
-}
-
-// knownEnvironment returns the constant of the environment named b, or "".
-func knownEnvironment(b []byte) string {
-	switch string(b) {
-	case EnvLocalParity:
-		return EnvLocalParity
-	case EnvDev:
-		return EnvDev
-	case EnvProd:
-		return EnvProd
-	}
-	return ""
-}
+// view is b as a string without a copy, for lookups that do not keep it.
+func view(b []byte) string { return unsafe.String(unsafe.SliceData(b), len(b)) }
 
 // target returns the zeroed payload struct of event type typ (the
 // Decoder's own, or a new one) with its address and fields.
@@ -641,45 +610,7 @@ func hasSurrogateEscape(b []byte) bool {
 }
 
 // number checks the JSON number at b[i] and returns the index after it.
-func (d *fastScan) number(i int) (int, bool) {
-	b := d.b
-	if b[i] == '-' {
-		i++
-	}
-	switch {
-	case i < len(b) && b[i] == '0':
-		i++
-	case i < len(b) && b[i] >= '1' && b[i] <= '9':
-		for i++; i < len(b) && b[i] >= '0' && b[i] <= '9'; i++ {
-		}
-	default:
-		return 0, false
-	}
-	if i < len(b) && b[i] == '.' {
-		i++
-		d := i
-		for i < len(b) && b[i] >= '0' && b[i] <= '9' {
-			i++
-		}
-		if i == d {
-			return 0, false
-		}
-	}
-	if i < len(b) && (b[i] == 'e' || b[i] == 'E') {
-		i++
-		if i < len(b) && (b[i] == '+' || b[i] == '-') {
-			i++
-		}
-		d := i
-		for i < len(b) && b[i] >= '0' && b[i] <= '9' {
-			i++
-		}
-		if i == d {
-			return 0, false
-		}
-	}
-	return i, true
-}
+func (d *fastScan) number(i int) (int, bool) { return numberEnd(d.b, i) }
 
 func (d *fastScan) literal(i int, lit string) (int, bool) {
 	if len(d.b)-i < len(lit) || string(d.b[i:i+len(lit)]) != lit {

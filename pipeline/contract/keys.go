@@ -14,45 +14,36 @@ func UsageKey(meteringSource, meteringID string) string { return meteringSource 
 // DecodePayload). Scan markers have no single key: they are written to
 // every partition, keyed by provider and scan id.
 func KeyOf(payload any) string {
-	switch p := payload.(type) {
-	case *PlatformRecord:
-		return IdentityKey(p.Provider, p.ProviderID)
-	case *Observation:
-		return IdentityKey(p.Provider, p.ProviderID)
-	case *ScanCompleted:
-		return p.Provider + "/scan/" + p.ScanID
-	case *Heartbeat:
-		return NodeKey(p.NodeID)
-	case *Usage:
-		return UsageKey(p.MeteringSource, p.MeteringID)
-	case *Rated:
-		return UsageKey(p.MeteringSource, p.MeteringID)
-	case *LedgerEntry:
-		return UsageKey(p.MeteringSource, p.MeteringID)
-	}
-	panic("BUG: KeyOf of an unknown payload type")
+	a, sep, b := keyParts(payload)
+	return a + sep + b
 }
 
 // AppendKey appends KeyOf(payload) to dst without building a string.
 func AppendKey(dst []byte, payload any) []byte {
-	pair := func(a, b string) []byte { return append(append(append(dst, a...), '/'), b...) }
+	a, sep, b := keyParts(payload)
+	return append(append(append(dst, a...), sep...), b...)
+}
+
+// keyParts is the key of payload as the parts KeyOf joins: IdentityKey,
+// NodeKey or UsageKey, or the scan marker's provider/scan/scan_id.
+func keyParts(payload any) (a, sep, b string) {
 	switch p := payload.(type) {
 	case *PlatformRecord:
-		return pair(p.Provider, p.ProviderID)
+		return p.Provider, "/", p.ProviderID
 	case *Observation:
-		return pair(p.Provider, p.ProviderID)
+		return p.Provider, "/", p.ProviderID
 	case *ScanCompleted:
-		return append(append(append(dst, p.Provider...), "/scan/"...), p.ScanID...)
+		return p.Provider, "/scan/", p.ScanID
 	case *Heartbeat:
-		return pair(ProviderMAAS, p.NodeID)
+		return ProviderMAAS, "/", p.NodeID
 	case *Usage:
-		return pair(p.MeteringSource, p.MeteringID)
+		return p.MeteringSource, "/", p.MeteringID
 	case *Rated:
-		return pair(p.MeteringSource, p.MeteringID)
+		return p.MeteringSource, "/", p.MeteringID
 	case *LedgerEntry:
-		return pair(p.MeteringSource, p.MeteringID)
+		return p.MeteringSource, "/", p.MeteringID
 	}
-	panic("BUG: AppendKey of an unknown payload type")
+	panic("BUG: key of an unknown payload type")
 }
 
 // Partition returns the partition the Kafka-standard murmur2 partitioner

@@ -77,42 +77,38 @@ const parseFlags = json.DontMatchCaseInsensitiveStructFields
 
 // decodePayload is DecodePayload of a payload that Scan has accepted.
 func decodePayload(typ string, raw []byte, flags json.ParseFlags) (any, *ValidationError) {
-	var (
-		v     any
-		check func() *ValidationError
-	)
 	switch typ {
 	case TypePlatformRecord:
-		p := new(PlatformRecord)
-		v, check = p, p.validate
+		return parseAs[PlatformRecord](raw, flags)
 	case TypeProviderObservation:
-		p := new(Observation)
-		v, check = p, p.validate
+		return parseAs[Observation](raw, flags)
 	case TypeScanCompleted:
-		p := new(ScanCompleted)
-		v, check = p, p.validate
+		return parseAs[ScanCompleted](raw, flags)
 	case TypeHeartbeat:
-		p := new(Heartbeat)
-		v, check = p, p.validate
+		return parseAs[Heartbeat](raw, flags)
 	case TypeUsageRecorded:
-		p := new(Usage)
-		v, check = p, p.validate
+		return parseAs[Usage](raw, flags)
 	case TypeBillingRated:
-		p := new(Rated)
-		v, check = p, p.validate
+		return parseAs[Rated](raw, flags)
 	case TypeLedgerEntry:
-		p := new(LedgerEntry)
-		v, check = p, p.validate
-	default:
-		return nil, invalid(ReasonUnknownEventType, "event_type", "%q is not a known event type", typ)
+		return parseAs[LedgerEntry](raw, flags)
 	}
-	if _, err := json.Parse(raw, v, flags); err != nil {
+	return nil, invalid(ReasonUnknownEventType, "event_type", "%q is not a known event type", typ)
+}
+
+// parseAs decodes raw into a new T and validates it; the result is a *T.
+func parseAs[T any, P interface {
+	*T
+	validate() *ValidationError
+}](raw []byte, flags json.ParseFlags) (any, *ValidationError) {
+	p := P(new(T))
+	if _, err := json.Parse(raw, p, flags); err != nil {
 		return nil, jsonError(err, "payload")
 	}
-	if err := check(); err != nil {
+	if err := p.validate(); err != nil {
 		return nil, err
 	}
-	return v, nil
+	return p, nil
 }
 
 // fieldCheck accumulates the first failure over a chain of field rules.

@@ -198,7 +198,16 @@ func (s *scanner) literal(i int, lit string) int {
 }
 
 func (s *scanner) number(i int) int {
-	b, start := s.b, i
+	end, ok := numberEnd(s.b, i)
+	if !ok {
+		return s.syntax(i, "invalid number")
+	}
+	return end
+}
+
+// numberEnd checks the JSON number (RFC 8259 section 6) at b[i] and
+// returns the index after it; both decoders' scanners share it.
+func numberEnd(b []byte, i int) (int, bool) {
 	if b[i] == '-' {
 		i++
 	}
@@ -206,11 +215,10 @@ func (s *scanner) number(i int) int {
 	case i < len(b) && b[i] == '0':
 		i++
 	case i < len(b) && b[i] >= '1' && b[i] <= '9':
-		for i < len(b) && b[i] >= '0' && b[i] <= '9' {
-			i++
+		for i++; i < len(b) && b[i] >= '0' && b[i] <= '9'; i++ {
 		}
 	default:
-		return s.syntax(start, "invalid number")
+		return 0, false
 	}
 	if i < len(b) && b[i] == '.' {
 		i++
@@ -219,7 +227,7 @@ func (s *scanner) number(i int) int {
 			i++
 		}
 		if i == d {
-			return s.syntax(start, "invalid number")
+			return 0, false
 		}
 	}
 	if i < len(b) && (b[i] == 'e' || b[i] == 'E') {
@@ -232,10 +240,10 @@ func (s *scanner) number(i int) int {
 			i++
 		}
 		if i == d {
-			return s.syntax(start, "invalid number")
+			return 0, false
 		}
 	}
-	return i
+	return i, true
 }
 
 // str scans the string starting at the quote b[i] and returns the index

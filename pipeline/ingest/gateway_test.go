@@ -34,10 +34,10 @@ const (
 func testKeyring(t *testing.T) *Keyring {
 	t.Helper()
 	kr, err := NewKeyring([]KeySpec{
-		{SHA256: HashKey(fleetKey), ActorID: "SYSTEM::fleet", SourceType: contract.SourceSystem, EventTypes: contract.AllTypes},
-		{SHA256: HashKey(scannerKey), ActorID: "SYSTEM::maas-scanner", SourceType: contract.SourceSystem,
-			EventTypes: []string{contract.TypeProviderObservation, contract.TypeScanCompleted}, Producers: []string{"maas-scanner-eu1"}},
-		{SHA256: HashKey(revokedKey), ActorID: "HUMAN::gone", SourceType: contract.SourceHuman, EventTypes: contract.AllTypes, Revoked: true},
+		{SHA256: HashKey(fleetKey), Grant: Grant{ActorID: "SYSTEM::fleet", SourceType: contract.SourceSystem, EventTypes: contract.AllTypes}},
+		{SHA256: HashKey(scannerKey), Grant: Grant{ActorID: "SYSTEM::maas-scanner", SourceType: contract.SourceSystem,
+			EventTypes: []string{contract.TypeProviderObservation, contract.TypeScanCompleted}, Producers: []string{"maas-scanner-eu1"}}},
+		{SHA256: HashKey(revokedKey), Grant: Grant{ActorID: "HUMAN::gone", SourceType: contract.SourceHuman, EventTypes: contract.AllTypes, Revoked: true}},
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -58,28 +58,7 @@ type testEnv struct {
 
 func newTestEnv(t *testing.T, edit func(*Options)) *testEnv {
 	t.Helper()
-	names := contract.DefaultTopics()
-	all := []string{names.PlatformRecords, names.Observations, names.Telemetry, names.Usage, names.Rated, names.Ledger, names.Quarantine}
-	cluster, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(testPartitions, all...))
-	if err != nil {
-		t.Fatal(err)
-	}
-	opts := Options{
-		Environment:    contract.EnvLocalParity,
-		Brokers:        cluster.ListenAddrs(),
-		Topics:         names,
-		Keys:           testKeyring(t),
-		ProduceTimeout: 5 * time.Second,
-		Logger:         slog.New(slog.NewTextHandler(io.Discard, nil)),
-	}
-	if edit != nil {
-		edit(&opts)
-	}
-	gw, err := New(opts)
-	if err != nil {
-		cluster.Close()
-		t.Fatal(err)
-	}
+	cluster, gw, names := newTestGateway(t, io.Discard, edit)
 	admCl, err := kgo.NewClient(kgo.SeedBrokers(cluster.ListenAddrs()...))
 	if err != nil {
 		t.Fatal(err)
@@ -94,6 +73,34 @@ func newTestEnv(t *testing.T, edit func(*Options)) *testEnv {
 		cluster.Close()
 	})
 	return e
+}
+
+// newTestGateway starts a broker holding every topic and a gateway on it,
+// its options edited by edit, logging JSON to logs. The caller closes both.
+func newTestGateway(t *testing.T, logs io.Writer, edit func(*Options)) (*kfake.Cluster, *Gateway, contract.Topics) {
+	t.Helper()
+	names := contract.DefaultTopics()
+	cluster, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(testPartitions, names.All()...))
+	if err != nil {
+		t.Fatal(err)
+	}
+	opts := Options{
+		Environment:    contract.EnvLocalParity,
+		Brokers:        cluster.ListenAddrs(),
+		Topics:         names,
+		Keys:           testKeyring(t),
+		ProduceTimeout: 5 * time.Second,
+		Logger:         slog.New(slog.NewJSONHandler(logs, nil)),
+	}
+	if edit != nil {
+		edit(&opts)
+	}
+	gw, err := New(opts)
+	if err != nil {
+		cluster.Close()
+		t.Fatal(err)
+	}
+	return cluster, gw, names
 }
 
 func (e *testEnv) client(key string) *Client {
@@ -116,15 +123,20 @@ func (e *testEnv) mustPost(key string, lines ...[]byte) Response {
 	return resp
 }
 
-// count returns the number of records in topic (end offsets; the gateway
-// does not write transactions, so offsets are records).
 func (e *testEnv) count(topic string) int64 {
 	e.t.Helper()
+	return recordCount(e.t, e.adm, topic)
+}
+
+// recordCount returns the number of records in topic (end offsets; the
+// gateway does not write transactions, so offsets are records).
+func recordCount(t *testing.T, adm *kadm.Client, topic string) int64 {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	ends, err := e.adm.ListEndOffsets(ctx, topic)
+	ends, err := adm.ListEndOffsets(ctx, topic)
 	if err != nil {
-		e.t.Fatalf("end offsets of %s: %v", topic, err)
+		t.Fatalf("end offsets of %s: %v", topic, err)
 	}
 	var n int64
 	ends.Each(func(o kadm.ListedOffset) { n += o.Offset })
@@ -133,7 +145,7 @@ func (e *testEnv) count(topic string) int64 {
 
 func (e *testEnv) countAll() int64 {
 	var n int64
-	for _, t := range []string{e.names.PlatformRecords, e.names.Observations, e.names.Telemetry, e.names.Usage, e.names.Rated, e.names.Ledger, e.names.Quarantine} {
+	for _, t := range e.names.All() {
 		n += e.count(t)
 	}
 	return n
@@ -237,9 +249,10 @@ func with(m map[string]any, k string, v any) map[string]any {
 	return out
 }
 
-func enc(t *testing.T, m map[string]any) []byte {
+// enc is v as JSON.
+func enc(t *testing.T, v any) []byte {
 	t.Helper()
-	b, err := json.Marshal(m)
+	b, err := json.Marshal(v)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -391,16 +404,23 @@ func TestMixedBatch(t *testing.T) {
 
 func (e *testEnv) get(path string) string {
 	e.t.Helper()
+	code, body := e.fetch(path)
+	if code != http.StatusOK {
+		e.t.Fatalf("GET %s: %d %s", path, code, body)
+	}
+	return body
+}
+
+// fetch GETs path and returns the status code and body, whatever they are.
+func (e *testEnv) fetch(path string) (int, string) {
+	e.t.Helper()
 	res, err := e.srv.Client().Get(e.srv.URL + path)
 	if err != nil {
 		e.t.Fatal(err)
 	}
 	defer res.Body.Close()
 	b, _ := io.ReadAll(res.Body)
-	if res.StatusCode != http.StatusOK {
-		e.t.Fatalf("GET %s: %d %s", path, res.StatusCode, b)
-	}
-	return string(b)
+	return res.StatusCode, string(b)
 }
 
 // Lines of one request for one key keep their order in the partition.
@@ -502,13 +522,8 @@ func TestBrokerDownAnswers503(t *testing.T) {
 	if !errors.As(err, &se) || se.StatusCode != http.StatusServiceUnavailable || se.Code != "unavailable" || se.RetryAfter <= 0 || !se.Retryable() {
 		t.Fatalf("err = %v, want 503 unavailable with Retry-After", err)
 	}
-	res, err := e.srv.Client().Get(e.srv.URL + "/healthz")
-	if err != nil {
-		t.Fatal(err)
-	}
-	res.Body.Close()
-	if res.StatusCode != http.StatusServiceUnavailable {
-		t.Fatalf("healthz with the broker down: %d", res.StatusCode)
+	if code, _ := e.fetch("/healthz"); code != http.StatusServiceUnavailable {
+		t.Fatalf("healthz with the broker down: %d", code)
 	}
 }
 

@@ -48,6 +48,23 @@ type KeyFile struct {
 type KeySpec struct {
 	// SHA256 is the lowercase hex SHA-256 digest of the key.
 	SHA256 string `json:"sha256"`
+	Grant
+}
+
+// ClientSpec maps a TLS client certificate, verified against the
+// gateway's client CA, to an actor.
+type ClientSpec struct {
+	// Identity names the certificate: "sha256:<hex digest of the leaf
+	// certificate's DER>", "uri:<URI SAN>" (a SPIFFE id, say),
+	// "dns:<DNS SAN>" or "cn:<subject common name>". When several entries
+	// match one certificate the most specific wins, in that order.
+	Identity string `json:"identity"`
+	Grant
+}
+
+// Grant is what a key or client certificate admits: the actor it stamps
+// and what it may send. Its fields are inline in a keys file entry.
+type Grant struct {
 	// ActorID is SYSTEM::<name> or HUMAN::<id>; stamped as actor_id.
 	ActorID string `json:"actor_id"`
 	// SourceType is SYSTEM or HUMAN and must match the ActorID prefix.
@@ -59,23 +76,6 @@ type KeySpec struct {
 	Producers []string `json:"producers,omitempty"`
 	// Revoked keys answer 401 and are audited.
 	Revoked bool `json:"revoked,omitempty"`
-}
-
-// ClientSpec maps a TLS client certificate, verified against the
-// gateway's client CA, to an actor.
-type ClientSpec struct {
-	// Identity names the certificate: "sha256:<hex digest of the leaf
-	// certificate's DER>", "uri:<URI SAN>" (a SPIFFE id, say),
-	// "dns:<DNS SAN>" or "cn:<subject common name>". When several entries
-	// match one certificate the most specific wins, in that order.
-	Identity string `json:"identity"`
-	// ActorID, SourceType, EventTypes, Producers and Revoked mean what
-	// they mean in KeySpec.
-	ActorID    string   `json:"actor_id"`
-	SourceType string   `json:"source_type"`
-	EventTypes []string `json:"event_types"`
-	Producers  []string `json:"producers,omitempty"`
-	Revoked    bool     `json:"revoked,omitempty"`
 }
 
 // Identity kinds of ClientSpec.Identity, most specific first.
@@ -136,13 +136,10 @@ func NewKeyringWithClients(specs []KeySpec, clients []ClientSpec) (*Keyring, err
 		if _, dup := kr.byHash[s.SHA256]; dup {
 			return nil, &KeyFileError{i, "sha256 is listed twice"}
 		}
-		p, err := newPrincipal(s.ActorID, s.SourceType, s.EventTypes, s.Producers)
+		p, err := s.principal(s.SHA256[:8])
 		if err != nil {
 			return nil, &KeyFileError{i, err.Error()}
 		}
-		p.KeyID = s.SHA256[:8]
-		s.EventTypes = sortedUnique(s.EventTypes)
-		s.Producers = sortedUnique(s.Producers)
 		kr.byHash[s.SHA256] = p
 		kr.revoked[s.SHA256] = s.Revoked
 		kr.specs = append(kr.specs, s)
@@ -163,13 +160,10 @@ func NewKeyringWithClients(specs []KeySpec, clients []ClientSpec) (*Keyring, err
 		if _, dup := kr.byIdent[c.Identity]; dup {
 			return nil, &KeyFileError{i, "identity is listed twice"}
 		}
-		p, err := newPrincipal(c.ActorID, c.SourceType, c.EventTypes, c.Producers)
+		p, err := c.principal(c.Identity)
 		if err != nil {
 			return nil, &KeyFileError{i, err.Error()}
 		}
-		p.KeyID = c.Identity
-		c.EventTypes = sortedUnique(c.EventTypes)
-		c.Producers = sortedUnique(c.Producers)
 		kr.byIdent[c.Identity] = p
 		kr.identRevoked[c.Identity] = c.Revoked
 		kr.clients = append(kr.clients, c)
@@ -177,6 +171,19 @@ func NewKeyringWithClients(specs []KeySpec, clients []ClientSpec) (*Keyring, err
 	slices.SortFunc(kr.specs, func(a, b KeySpec) int { return strings.Compare(a.SHA256, b.SHA256) })
 	slices.SortFunc(kr.clients, func(a, b ClientSpec) int { return strings.Compare(a.Identity, b.Identity) })
 	return kr, nil
+}
+
+// principal validates g and returns the principal it admits, named keyID;
+// it normalises g's lists, which feed the policy revision.
+func (g *Grant) principal(keyID string) (*Principal, error) {
+	p, err := newPrincipal(g.ActorID, g.SourceType, g.EventTypes, g.Producers)
+	if err != nil {
+		return nil, err
+	}
+	p.KeyID = keyID
+	g.EventTypes = sortedUnique(g.EventTypes)
+	g.Producers = sortedUnique(g.Producers)
+	return p, nil
 }
 
 func newPrincipal(actorID, sourceType string, types, producers []string) (*Principal, error) {
@@ -240,12 +247,11 @@ func LoadKeyring(path string) (*Keyring, error) {
 // LocalKeyring admits apiKey as LocalActorID with every event type. It is
 // the local_parity fallback when no keys file is configured.
 func LocalKeyring(apiKey string) *Keyring {
-	kr, err := NewKeyring([]KeySpec{{
-		SHA256:     HashKey(apiKey),
+	kr, err := NewKeyring([]KeySpec{{SHA256: HashKey(apiKey), Grant: Grant{
 		ActorID:    LocalActorID,
 		SourceType: contract.SourceSystem,
 		EventTypes: contract.AllTypes,
-	}})
+	}}})
 	if err != nil {
 		panic("BUG: built-in local keyring is invalid: " + err.Error())
 	}

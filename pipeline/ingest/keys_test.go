@@ -12,7 +12,7 @@ import (
 )
 
 func TestNewKeyringRejectsBadSpecs(t *testing.T) {
-	good := KeySpec{SHA256: HashKey("k"), ActorID: "SYSTEM::fleet", SourceType: contract.SourceSystem, EventTypes: []string{contract.TypeProviderObservation}}
+	good := KeySpec{SHA256: HashKey("k"), Grant: Grant{ActorID: "SYSTEM::fleet", SourceType: contract.SourceSystem, EventTypes: []string{contract.TypeProviderObservation}}}
 	for _, tc := range []struct {
 		name string
 		edit func(*KeySpec)

@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"log/slog"
 	"net"
 	"net/http"
 	"os"
@@ -101,25 +100,8 @@ type served struct {
 
 func newServed(t *testing.T, edit func(*Options), so ServeOptions) *served {
 	t.Helper()
-	names := contract.DefaultTopics()
-	all := []string{names.PlatformRecords, names.Observations, names.Telemetry, names.Usage, names.Rated, names.Ledger, names.Quarantine}
-	cluster, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(testPartitions, all...))
-	if err != nil {
-		t.Fatal(err)
-	}
 	logs := &syncBuffer{}
-	opts := Options{
-		Environment: contract.EnvLocalParity, Brokers: cluster.ListenAddrs(), Topics: names, Keys: testKeyring(t),
-		ProduceTimeout: 5 * time.Second, Logger: slog.New(slog.NewJSONHandler(logs, nil)),
-	}
-	if edit != nil {
-		edit(&opts)
-	}
-	gw, err := New(opts)
-	if err != nil {
-		cluster.Close()
-		t.Fatal(err)
-	}
+	cluster, gw, names := newTestGateway(t, logs, edit)
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -147,13 +129,7 @@ func (s *served) count(t *testing.T, topic string) int64 {
 		t.Fatal(err)
 	}
 	defer cl.Close()
-	ends, err := kadm.NewClient(cl).ListEndOffsets(context.Background(), topic)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var n int64
-	ends.Each(func(o kadm.ListedOffset) { n += o.Offset })
-	return n
+	return recordCount(t, kadm.NewClient(cl), topic)
 }
 
 // slowRequest starts a POST whose body arrives in two parts: the first
@@ -336,26 +312,12 @@ func TestDrainingRefuses(t *testing.T) {
 	if !errors.As(err, &se) || se.StatusCode != http.StatusServiceUnavailable || se.Code != "shutting_down" || se.RetryAfter <= 0 {
 		t.Fatalf("err = %v, want 503 shutting_down", err)
 	}
-	res, err := e.srv.Client().Get(e.srv.URL + "/healthz")
-	if err != nil {
-		t.Fatal(err)
-	}
-	res.Body.Close()
-	if res.StatusCode != http.StatusServiceUnavailable {
-		t.Fatalf("healthz while draining: %d", res.StatusCode)
+	if code, _ := e.fetch("/healthz"); code != http.StatusServiceUnavailable {
+		t.Fatalf("healthz while draining: %d", code)
 	}
 	if e.countAll() != 0 {
 		t.Fatal("a draining gateway wrote records")
 	}
-}
-
-func keysDoc(t *testing.T, kf KeyFile) []byte {
-	t.Helper()
-	b, err := json.Marshal(kf)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return b
 }
 
 // Revoking a key in the keys file takes effect without a restart, under a
@@ -363,7 +325,7 @@ func keysDoc(t *testing.T, kf KeyFile) []byte {
 // broken file leaves the policy in force.
 func TestKeysReload(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "keys.json")
-	fleet := KeySpec{SHA256: HashKey(fleetKey), ActorID: "SYSTEM::fleet", SourceType: contract.SourceSystem, EventTypes: contract.AllTypes}
+	fleet := KeySpec{SHA256: HashKey(fleetKey), Grant: Grant{ActorID: "SYSTEM::fleet", SourceType: contract.SourceSystem, EventTypes: contract.AllTypes}}
 	write := func(data []byte) {
 		tmp := path + ".tmp"
 		if err := os.WriteFile(tmp, data, 0o600); err != nil {
@@ -373,7 +335,7 @@ func TestKeysReload(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	write(keysDoc(t, KeyFile{Keys: []KeySpec{fleet}}))
+	write(enc(t, KeyFile{Keys: []KeySpec{fleet}}))
 	kr, err := LoadKeyring(path)
 	if err != nil {
 		t.Fatal(err)
@@ -394,8 +356,8 @@ func TestKeysReload(t *testing.T) {
 
 	revoked := fleet
 	revoked.Revoked = true
-	write(keysDoc(t, KeyFile{Keys: []KeySpec{revoked,
-		{SHA256: HashKey("new-key"), ActorID: "SYSTEM::fleet-v2", SourceType: contract.SourceSystem, EventTypes: contract.AllTypes}}}))
+	write(enc(t, KeyFile{Keys: []KeySpec{revoked,
+		{SHA256: HashKey("new-key"), Grant: Grant{ActorID: "SYSTEM::fleet-v2", SourceType: contract.SourceSystem, EventTypes: contract.AllTypes}}}}))
 	checkFor(t, "the new policy", func() bool { return s.gw.PolicyRev() != rev1 })
 	rev2 := s.gw.PolicyRev()
 

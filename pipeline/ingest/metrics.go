@@ -2,9 +2,9 @@ package ingest
 
 import (
 	"github.com/prometheus/client_golang/prometheus"
-	"github.com/prometheus/client_golang/prometheus/promauto"
 
 	"github.com/driftline/driftline/pipeline/contract"
+	"github.com/driftline/driftline/pipeline/service"
 )
 
 // metrics are the gateway's Prometheus series. Label values are bounded:
@@ -37,87 +37,47 @@ func (m *metrics) setPolicy(old, rev string) {
 }
 
 func newMetrics(reg prometheus.Registerer, topics []string, dedupeLen, inflightBytes func() float64) *metrics {
-	f := promauto.With(reg)
+	f := service.NewMetrics(reg)
 	m := &metrics{
-		accepted: f.NewCounterVec(prometheus.CounterOpts{
-			Name: "driftline_ingest_events_accepted_total",
-			Help: "Events written to their topic and acknowledged by the broker (a fanned-out scan marker counts once).",
-		}, []string{"topic"}),
-		rejected: f.NewCounterVec(prometheus.CounterOpts{
-			Name: "driftline_ingest_events_rejected_total",
-			Help: "Lines rejected and written to the quarantine topic, by reason code.",
-		}, []string{"reason"}),
-		duplicates: f.NewCounter(prometheus.CounterOpts{
-			Name: "driftline_ingest_events_duplicate_total",
-			Help: "Lines whose dedupe identity this gateway had already accepted; not written again.",
-		}),
-		produceErrors: f.NewCounterVec(prometheus.CounterOpts{
-			Name: "driftline_ingest_produce_errors_total",
-			Help: "Records the broker did not acknowledge in time or refused.",
-		}, []string{"topic"}),
-		authFailures: f.NewCounterVec(prometheus.CounterOpts{
-			Name: "driftline_ingest_auth_failures_total",
-			Help: "Requests answered 401, by kind (missing, unknown, revoked: API key or client certificate identity). Each is also an audit log line.",
-		}, []string{"kind"}),
-		requests: f.NewHistogramVec(prometheus.HistogramOpts{
-			Name:    "driftline_ingest_request_duration_seconds",
-			Help:    "Latency of POST /v1/events from the first byte read to the answer, by HTTP status.",
-			Buckets: []float64{.001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10, 30},
-		}, []string{"code"}),
-		busy: f.NewCounter(prometheus.CounterOpts{
-			Name: "driftline_ingest_requests_busy_total",
-			Help: "Requests refused with 503 because the in-flight limit was reached; raise -ingest.maxInflight or add gateways.",
-		}),
-		inflight: f.NewGauge(prometheus.GaugeOpts{
-			Name: "driftline_ingest_requests_inflight",
-			Help: "Requests being processed.",
-		}),
-		dedupeEntries: f.NewGaugeFunc(prometheus.GaugeOpts{
-			Name: "driftline_ingest_dedupe_entries",
-			Help: "Dedupe identities held by the recent-set.",
-		}, dedupeLen),
-		unavailable: f.NewCounter(prometheus.CounterOpts{
-			Name: "driftline_ingest_requests_unavailable_total",
-			Help: "Requests answered 503 because the broker could not take the write.",
-		}),
-		bodyTooLarge: f.NewCounter(prometheus.CounterOpts{
-			Name: "driftline_ingest_requests_too_large_total",
-			Help: "Requests answered 413 because the body exceeded the limit.",
-		}),
-		quarantineSize: f.NewCounter(prometheus.CounterOpts{
-			Name: "driftline_ingest_quarantine_truncated_bytes_total",
-			Help: "Bytes of rejected lines not copied into quarantine records because of the line limit.",
-		}),
-		inflightBytes: f.NewGaugeFunc(prometheus.GaugeOpts{
-			Name: "driftline_ingest_inflight_body_bytes",
-			Help: "Request body bytes reserved by requests in flight; at -ingest.maxInflightBytes new requests answer 503 busy.",
-		}, inflightBytes),
-		draining: f.NewCounter(prometheus.CounterOpts{
-			Name: "driftline_ingest_requests_draining_total",
-			Help: "Requests refused with 503 because the gateway was shutting down.",
-		}),
-		reloads: f.NewCounterVec(prometheus.CounterOpts{
-			Name: "driftline_ingest_policy_reloads_total",
-			Help: "Keys file reloads by result: applied (new policy_rev), unchanged, refused (the previous policy stays in force).",
-		}, []string{"result"}),
-		policyInfo: f.NewGaugeVec(prometheus.GaugeOpts{
-			Name: "driftline_ingest_policy_info",
-			Help: "1 for the policy_rev in force.",
-		}, []string{"policy_rev"}),
-	}
-	for _, r := range []string{"applied", "unchanged", "refused"} {
-		m.reloads.WithLabelValues(r)
+		accepted: f.CounterVec("driftline_ingest_events_accepted_total",
+			"Events written to their topic and acknowledged by the broker (a fanned-out scan marker counts once).", "topic"),
+		rejected: f.CounterVec("driftline_ingest_events_rejected_total",
+			"Lines rejected and written to the quarantine topic, by reason code.", "reason"),
+		duplicates: f.Counter("driftline_ingest_events_duplicate_total",
+			"Lines whose dedupe identity this gateway had already accepted; not written again."),
+		produceErrors: f.CounterVec("driftline_ingest_produce_errors_total",
+			"Records the broker did not acknowledge in time or refused.", "topic"),
+		authFailures: f.CounterVec("driftline_ingest_auth_failures_total",
+			"Requests answered 401, by kind (missing, unknown, revoked: API key or client certificate identity). Each is also an audit log line.", "kind"),
+		requests: f.HistogramVec("driftline_ingest_request_duration_seconds",
+			"Latency of POST /v1/events from the first byte read to the answer, by HTTP status.",
+			[]float64{.001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10, 30}, "code"),
+		busy: f.Counter("driftline_ingest_requests_busy_total",
+			"Requests refused with 503 because the in-flight limit was reached; raise -ingest.maxInflight or add gateways."),
+		inflight: f.Gauge("driftline_ingest_requests_inflight",
+			"Requests being processed."),
+		dedupeEntries: f.GaugeFunc("driftline_ingest_dedupe_entries",
+			"Dedupe identities held by the recent-set.", dedupeLen),
+		unavailable: f.Counter("driftline_ingest_requests_unavailable_total",
+			"Requests answered 503 because the broker could not take the write."),
+		bodyTooLarge: f.Counter("driftline_ingest_requests_too_large_total",
+			"Requests answered 413 because the body exceeded the limit."),
+		quarantineSize: f.Counter("driftline_ingest_quarantine_truncated_bytes_total",
+			"Bytes of rejected lines not copied into quarantine records because of the line limit."),
+		inflightBytes: f.GaugeFunc("driftline_ingest_inflight_body_bytes",
+			"Request body bytes reserved by requests in flight; at -ingest.maxInflightBytes new requests answer 503 busy.", inflightBytes),
+		draining: f.Counter("driftline_ingest_requests_draining_total",
+			"Requests refused with 503 because the gateway was shutting down."),
+		reloads: f.CounterVec("driftline_ingest_policy_reloads_total",
+			"Keys file reloads by result: applied (new policy_rev), unchanged, refused (the previous policy stays in force).", "result"),
+		policyInfo: f.GaugeVec("driftline_ingest_policy_info",
+			"1 for the policy_rev in force.", "policy_rev"),
 	}
 	// Pre-create series so dashboards see zeros rather than gaps.
-	for _, t := range topics {
-		m.accepted.WithLabelValues(t)
-		m.produceErrors.WithLabelValues(t)
-	}
-	for _, r := range contract.Reasons {
-		m.rejected.WithLabelValues(string(r))
-	}
-	for _, k := range []string{"missing", "unknown", "revoked"} {
-		m.authFailures.WithLabelValues(k)
-	}
+	service.Touch(m.reloads, "applied", "unchanged", "refused")
+	service.Touch(m.accepted, topics...)
+	service.Touch(m.produceErrors, topics...)
+	service.Touch(m.rejected, contract.Strings(contract.Reasons)...)
+	service.Touch(m.authFailures, "missing", "unknown", "revoked")
 	return m
 }

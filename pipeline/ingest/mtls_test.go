@@ -91,7 +91,7 @@ func (ca *testCA) issue(t *testing.T, cn string, uri string, server bool) (tls.C
 }
 
 func TestProdRequiresMTLS(t *testing.T) {
-	kr, err := NewKeyringWithClients(nil, []ClientSpec{{Identity: "cn:x", ActorID: "SYSTEM::x", SourceType: contract.SourceSystem, EventTypes: contract.AllTypes}})
+	kr, err := NewKeyringWithClients(nil, []ClientSpec{{Identity: "cn:x", Grant: Grant{ActorID: "SYSTEM::x", SourceType: contract.SourceSystem, EventTypes: contract.AllTypes}}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -142,13 +142,13 @@ func TestMTLSIdentity(t *testing.T) {
 	forged, _, _ := otherCA.issue(t, "scanner-eu1", "spiffe://driftline/maas-scanner", false)
 
 	kr, err := NewKeyringWithClients(
-		[]KeySpec{{SHA256: HashKey(fleetKey), ActorID: "SYSTEM::fleet", SourceType: contract.SourceSystem, EventTypes: contract.AllTypes}},
+		[]KeySpec{{SHA256: HashKey(fleetKey), Grant: Grant{ActorID: "SYSTEM::fleet", SourceType: contract.SourceSystem, EventTypes: contract.AllTypes}}},
 		[]ClientSpec{
-			{Identity: "uri:spiffe://driftline/maas-scanner", ActorID: "SYSTEM::maas-scanner", SourceType: contract.SourceSystem,
-				EventTypes: []string{contract.TypeProviderObservation}},
+			{Identity: "uri:spiffe://driftline/maas-scanner", Grant: Grant{ActorID: "SYSTEM::maas-scanner", SourceType: contract.SourceSystem,
+				EventTypes: []string{contract.TypeProviderObservation}}},
 			// Less specific than the URI: must not win for the scanner.
-			{Identity: "cn:scanner-eu1", ActorID: "HUMAN::wrong", SourceType: contract.SourceHuman, EventTypes: contract.AllTypes},
-			{Identity: "cn:old-agent", ActorID: "SYSTEM::old-agent", SourceType: contract.SourceSystem, EventTypes: contract.AllTypes, Revoked: true},
+			{Identity: "cn:scanner-eu1", Grant: Grant{ActorID: "HUMAN::wrong", SourceType: contract.SourceHuman, EventTypes: contract.AllTypes}},
+			{Identity: "cn:old-agent", Grant: Grant{ActorID: "SYSTEM::old-agent", SourceType: contract.SourceSystem, EventTypes: contract.AllTypes, Revoked: true}},
 		})
 	if err != nil {
 		t.Fatal(err)
@@ -227,8 +227,8 @@ func TestCertIdentitiesOrder(t *testing.T) {
 	if len(ids) != 3 || ids[1] != "uri:spiffe://x/y" || ids[2] != "cn:cn-name" || len(ids[0]) != len("sha256:")+64 {
 		t.Fatalf("identities %v", ids)
 	}
-	kr, err := NewKeyringWithClients(nil, []ClientSpec{{Identity: ids[0], ActorID: "SYSTEM::pinned", SourceType: contract.SourceSystem, EventTypes: contract.AllTypes},
-		{Identity: "cn:cn-name", ActorID: "SYSTEM::by-name", SourceType: contract.SourceSystem, EventTypes: contract.AllTypes}})
+	kr, err := NewKeyringWithClients(nil, []ClientSpec{{Identity: ids[0], Grant: Grant{ActorID: "SYSTEM::pinned", SourceType: contract.SourceSystem, EventTypes: contract.AllTypes}},
+		{Identity: "cn:cn-name", Grant: Grant{ActorID: "SYSTEM::by-name", SourceType: contract.SourceSystem, EventTypes: contract.AllTypes}}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -236,7 +236,7 @@ func TestCertIdentitiesOrder(t *testing.T) {
 		t.Fatalf("pinned fingerprint must win: %v %v", p, err)
 	}
 	for _, bad := range []string{"cn:", "email:a@b", "sha256:xyz", "nocolon"} {
-		if _, err := NewKeyringWithClients(nil, []ClientSpec{{Identity: bad, ActorID: "SYSTEM::a", SourceType: contract.SourceSystem, EventTypes: contract.AllTypes}}); err == nil {
+		if _, err := NewKeyringWithClients(nil, []ClientSpec{{Identity: bad, Grant: Grant{ActorID: "SYSTEM::a", SourceType: contract.SourceSystem, EventTypes: contract.AllTypes}}}); err == nil {
 			t.Errorf("identity %q accepted", bad)
 		}
 	}

@@ -7,10 +7,10 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
-	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/driftline/driftline/pipeline/contract"
+	"github.com/driftline/driftline/pipeline/service"
 )
 
 // Defaults of Options.
@@ -180,8 +180,7 @@ func (o *Options) validate() error {
 	setDefault(&o.RetryAfter, DefaultRetryAfter)
 	setDefault(&o.PartitionCacheTTL, DefaultPartitionCacheTTL)
 	if o.Registry == nil {
-		o.Registry = prometheus.NewRegistry()
-		o.Registry.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+		o.Registry = service.NewRegistry()
 	}
 	if o.Logger == nil {
 		o.Logger = slog.Default()

@@ -1,6 +1,9 @@
 package decimal
 
-import "math/bits"
+import (
+	"cmp"
+	"math/bits"
+)
 
 // u128 is an unsigned 128-bit magnitude.
 type u128 struct{ hi, lo uint64 }
@@ -191,21 +194,11 @@ func Cmp(a, b Dec) int {
 	c := 0
 	switch {
 	case ma.hi != mb.hi:
-		c = cmpU(ma.hi, mb.hi)
+		c = cmp.Compare(ma.hi, mb.hi)
 	default:
-		c = cmpU(ma.lo, mb.lo)
+		c = cmp.Compare(ma.lo, mb.lo)
 	}
 	return c * sa
-}
-
-func cmpU(a, b uint64) int {
-	switch {
-	case a < b:
-		return -1
-	case a > b:
-		return 1
-	}
-	return 0
 }
 
 // Equal reports whether a and b are numerically equal (1.5 equals 1.50).
