@@ -115,21 +115,11 @@ func New(ctx context.Context, opts Options, s Sink) (*Joiner, error) {
 		kgo.RecordPartitioner(kgo.ManualPartitioner())}, opts.ClientOpts...)...); err != nil {
 		return nil, fmt.Errorf("joiner: marker producer: %w", err)
 	}
-	j.member, err = stream.NewMember(ctx, stream.Options{
-		Name:               "joiner",
-		Brokers:            opts.Brokers,
-		Group:              opts.Group,
-		Names:              opts.Topics,
-		Topics:             opts.Topics.Joined(),
-		SessionTimeout:     opts.SessionTimeout,
-		RebalanceTimeout:   opts.RebalanceTimeout,
-		KeepControlRecords: true,
-		Rounds: logmerge.Rounds{Interval: opts.FlushInterval, Records: opts.FlushEvents,
-			CatchUpInterval: opts.CatchUpInterval, CatchUpRecords: opts.CatchUpEvents},
-		Logger:       opts.Logger,
-		ConsumerOpts: []kgo.Opt{kgo.WithPools(&j.pool)},
-		ClientOpts:   opts.ClientOpts,
-	})
+	mopts := opts.Member("joiner", opts.Topics.Joined())
+	mopts.SessionTimeout, mopts.RebalanceTimeout = opts.SessionTimeout, opts.RebalanceTimeout
+	mopts.KeepControlRecords, mopts.Rounds = true, opts.Rounds()
+	mopts.ConsumerOpts = []kgo.Opt{kgo.WithPools(&j.pool)}
+	j.member, err = stream.NewMember(ctx, mopts)
 	if err != nil {
 		j.markers.Close()
 		return nil, err

@@ -23,6 +23,7 @@ import (
 	"github.com/driftline/driftline/pipeline/ingest"
 	"github.com/driftline/driftline/pipeline/readmodel"
 	"github.com/driftline/driftline/pipeline/readmodel/sink"
+	"github.com/driftline/driftline/pipeline/stream"
 	"github.com/driftline/driftline/pipeline/stream/checkpoint"
 	"github.com/driftline/driftline/pipeline/stream/snap"
 )
@@ -104,13 +105,18 @@ func observation(id, state string) contract.Observation {
 		ObservedState: state, ObservedVersion: "sha256:aa"}
 }
 
+// options returns the options of a joiner of group in the fixture.
+func (f *fixture) options(group string) Options {
+	return Options{StageOptions: stream.StageOptions{Brokers: f.brokers, Group: group, Topics: f.names,
+		Logger: slog.New(slog.DiscardHandler)}, RoundOptions: stream.RoundOptions{FlushInterval: 100 * time.Millisecond}}
+}
+
 // start runs a joiner until the returned stop is called; with changes
 // its options.
 func (f *fixture) start(group string, with ...func(*Options)) (stop func()) {
 	f.t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
-	opts := Options{Brokers: f.brokers, Group: group, Topics: f.names, FlushInterval: 100 * time.Millisecond,
-		Logger: slog.New(slog.DiscardHandler)}
+	opts := f.options(group)
 	for _, w := range with {
 		w(&opts)
 	}
@@ -506,8 +512,9 @@ func TestRedeliveryAndMispartitionedRecord(t *testing.T) {
 	}
 	defer reroute.Close()
 	ctx := context.Background()
-	j, err := New(ctx, Options{Brokers: f.brokers, Group: group, Topics: f.names, FlushInterval: 100 * time.Millisecond,
-		Logger: slog.New(slog.DiscardHandler), Reroute: reroute}, sink.NewClickHouse(f.ch))
+	opts := f.options(group)
+	opts.Reroute = reroute
+	j, err := New(ctx, opts, sink.NewClickHouse(f.ch))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -582,8 +589,9 @@ func TestInvalidRecordIsQuarantined(t *testing.T) {
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	j, err := New(ctx, Options{Brokers: f.brokers, Group: group, Topics: f.names, FlushInterval: 100 * time.Millisecond,
-		Logger: slog.New(slog.DiscardHandler), Quarantine: q}, sink.NewClickHouse(f.ch))
+	opts := f.options(group)
+	opts.Quarantine = q
+	j, err := New(ctx, opts, sink.NewClickHouse(f.ch))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -90,18 +90,9 @@ func New(ctx context.Context, opts Options, s Sink) (*Reconciler, error) {
 	}
 	r.out = output{current: map[string]int{}, m: r.m, emit: true}
 	var err error
-	r.member, err = stream.NewMember(ctx, stream.Options{
-		Name:               "billing",
-		Brokers:            opts.Brokers,
-		Group:              opts.Group,
-		Names:              opts.Topics,
-		Topics:             opts.Topics.Billing(),
-		KeepControlRecords: true,
-		Rounds: logmerge.Rounds{Interval: opts.FlushInterval, Records: opts.FlushEvents,
-			CatchUpInterval: opts.CatchUpInterval, CatchUpRecords: opts.CatchUpEvents},
-		Logger:     opts.Logger,
-		ClientOpts: opts.ClientOpts,
-	})
+	mopts := opts.Member("billing", opts.Topics.Billing())
+	mopts.KeepControlRecords, mopts.Rounds = true, opts.Rounds()
+	r.member, err = stream.NewMember(ctx, mopts)
 	if err != nil {
 		return nil, err
 	}

@@ -17,6 +17,7 @@ import (
 	"github.com/driftline/driftline/internal/testenv"
 	"github.com/driftline/driftline/pipeline/contract"
 	"github.com/driftline/driftline/pipeline/readmodel"
+	"github.com/driftline/driftline/pipeline/stream"
 )
 
 func TestMain(m *testing.M) { testenv.Main(m) }
@@ -84,11 +85,17 @@ func (f *fixture) ledger(id, meterID, amount string, at time.Time) {
 	f.send(contract.TypeLedgerEntry, "ledger", at, l)
 }
 
+// options returns the options of a reconciler of group in the fixture.
+func (f *fixture) options(group string) Options {
+	return Options{StageOptions: stream.StageOptions{Brokers: f.brokers, Group: group, Topics: f.names,
+		Logger: slog.New(slog.DiscardHandler)}, RoundOptions: stream.RoundOptions{FlushInterval: 100 * time.Millisecond},
+		Prices: testPrices(f.t)}
+}
+
 func (f *fixture) start(group string, with ...func(*Options)) (stop func()) {
 	f.t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
-	opts := Options{Brokers: f.brokers, Prices: testPrices(f.t), Group: group, Topics: f.names,
-		FlushInterval: 100 * time.Millisecond, Logger: slog.New(slog.DiscardHandler)}
+	opts := f.options(group)
 	for _, w := range with {
 		w(&opts)
 	}
