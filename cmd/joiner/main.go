@@ -21,13 +21,14 @@ import (
 	"github.com/driftline/driftline/pipeline/readmodel"
 	"github.com/driftline/driftline/pipeline/readmodel/sink"
 	"github.com/driftline/driftline/pipeline/service"
+	"github.com/driftline/driftline/pipeline/service/stage"
 	"github.com/driftline/driftline/pipeline/stream/checkpoint"
 )
 
 func main() { service.Main("joiner", run) }
 
 func run() error {
-	st := service.NewStage("joiner", "DRIFTLINE_JOINER_ADDR", service.DefaultJoinerAddr)
+	st := stage.New("joiner", "DRIFTLINE_JOINER_ADDR", service.DefaultJoinerAddr)
 	fs, o := flag.CommandLine, joiner.DefaultOptions()
 	st.StageFlags("joiner", "joiners", &o.StageOptions)
 	st.RoundFlags("joiner", "joiner", &o.RoundOptions)

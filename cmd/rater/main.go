@@ -28,12 +28,13 @@ import (
 	"github.com/driftline/driftline/pipeline/billing/reconcile"
 	"github.com/driftline/driftline/pipeline/readmodel"
 	"github.com/driftline/driftline/pipeline/service"
+	"github.com/driftline/driftline/pipeline/service/stage"
 )
 
 func main() { service.Main("rater", run) }
 
 func run() error {
-	st := service.NewStage("rater", "DRIFTLINE_RATER_ADDR", service.DefaultRaterAddr)
+	st := stage.New("rater", "DRIFTLINE_RATER_ADDR", service.DefaultRaterAddr)
 	fs, ro, bo := flag.CommandLine, rater.DefaultOptions(), reconcile.DefaultOptions()
 	st.StageFlags("rater", "raters", &ro.StageOptions)
 	st.StageFlags("billing", "billing reconcilers", &bo.StageOptions)

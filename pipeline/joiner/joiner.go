@@ -211,16 +211,16 @@ type readyPart struct {
 // those drained again. The member's lock is held.
 func (j *Joiner) throttle() {
 	names := j.streamTopics()
-	paused, now := logmerge.ThrottleAll(&j.flow, j.member.Client(), names[:], j.parts, func(p *partition) logmerge.Streams { return p.merge.Streams() })
-	j.m.pauses.Add(float64(paused))
+	paused, now := logmerge.ThrottleAll(&j.flow, j.member.Client(), names[:], j.parts, (*partition).streams)
+	j.m.Pauses.Add(float64(paused))
 	j.m.paused.Set(float64(now))
 }
 
 // measureBacklog returns the sum of the owned partitions' backlogs, which
 // sizes the rounds (logmerge.Rounds). The member's lock is held.
 func (j *Joiner) measureBacklog() int64 {
-	n := logmerge.BacklogAll(j.parts, func(p *partition) *logmerge.Merge { return &p.merge })
-	j.m.backlog.Set(float64(n))
+	n := logmerge.BacklogAll(j.parts, (*partition).logs)
+	j.m.Backlog.Set(float64(n))
 	return n
 }
 

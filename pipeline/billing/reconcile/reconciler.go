@@ -49,6 +49,13 @@ type partition struct {
 	pruned, late int64
 }
 
+// logs returns the merge of the partition's streams (for the
+// logmerge functions over all partitions).
+func (p *partition) logs() *logmerge.Merge { return &p.merge }
+
+// streams returns the streams of the merge (logmerge.ThrottleAll).
+func (p *partition) streams() logmerge.Streams { return p.merge.Streams() }
+
 // output collects what a batch of records produces.
 type output struct {
 	batch   Batch
@@ -151,7 +158,7 @@ func (r *Reconciler) flush(ctx context.Context) error {
 	}
 	r.out.reset()
 	if committed {
-		logmerge.CommittedAll(offsets, names[:], r.parts, func(p *partition) *logmerge.Merge { return &p.merge })
+		logmerge.CommittedAll(offsets, names[:], r.parts, (*partition).logs)
 	}
 	return nil
 }
@@ -239,6 +246,6 @@ func (r *Reconciler) observe(part *partition) {
 // those drained again (logmerge.Throttle). The member's lock is held.
 func (r *Reconciler) throttle() {
 	names := r.streamTopics()
-	paused, _ := logmerge.ThrottleAll(&r.flow, r.member.Client(), names[:], r.parts, func(p *partition) logmerge.Streams { return p.merge.Streams() })
-	r.m.pauses.Add(float64(paused))
+	paused, _ := logmerge.ThrottleAll(&r.flow, r.member.Client(), names[:], r.parts, (*partition).streams)
+	r.m.Pauses.Add(float64(paused))
 }

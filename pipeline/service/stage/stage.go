@@ -1,4 +1,9 @@
-package service
+// Package stage is the wiring the binary of a stream stage (cmd/joiner,
+// cmd/rater) shares with the others: the shared and logging flags of
+// package service, -<name>.addr of the ops endpoints, the flags of its
+// stream.StageOptions and stream.RoundOptions, the metrics registry, and
+// the stop signals.
+package stage
 
 import (
 	"context"
@@ -11,25 +16,23 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/driftline/driftline/pipeline/service"
 	"github.com/driftline/driftline/pipeline/stream"
 )
 
-// Stage is what the binary of a stream stage (cmd/joiner, cmd/rater)
-// shares with the others: the shared and logging flags, its -<name>.addr
-// of /metrics and /healthz, the flags of its stream.StageOptions and
-// stream.RoundOptions, the metrics registry, and the stop signals.
+// Stage is the wiring of one stage binary.
 type Stage struct {
 	// Name names the process in its logs and errors ("joiner").
 	Name string
 	// Common holds the shared settings, once Start has parsed the flags.
-	Common *Common
+	Common *service.Common
 	// Registry receives the process's metrics.
 	Registry *prometheus.Registry
 	// Addr is the listen address of the ops endpoints.
 	Addr string
 
 	fs         *flag.FlagSet
-	log        *LogOptions
+	log        *service.LogOptions
 	cpuProfile string
 	// parsed complete options from the flags once they are parsed.
 	parsed      []func()
@@ -37,23 +40,15 @@ type Stage struct {
 	stopProfile func() error
 }
 
-// NewStage registers the shared flags, the logging flags and
+// New registers the shared flags, the logging flags and
 // -<name>.addr (default from the environment variable addrEnv, else
 // addr) on the command line.
-func NewStage(name, addrEnv, addr string) *Stage {
-	s := &Stage{Name: name, Registry: NewRegistry(), fs: flag.CommandLine}
-	s.Common = RegisterFlags(s.fs)
-	s.log = LogFlags(s.fs)
-	s.fs.StringVar(&s.Addr, name+".addr", Env(addrEnv, addr), "HTTP listen address for /metrics and /healthz (env "+addrEnv+")")
+func New(name, addrEnv, addr string) *Stage {
+	s := &Stage{Name: name, Registry: service.NewRegistry(), fs: flag.CommandLine}
+	s.Common = service.RegisterFlags(s.fs)
+	s.log = service.LogFlags(s.fs)
+	s.fs.StringVar(&s.Addr, name+".addr", service.Env(addrEnv, addr), "HTTP listen address for /metrics and /healthz (env "+addrEnv+")")
 	return s
-}
-
-// Main runs run and exits 1 with its error logged when it fails.
-func Main(name string, run func() error) {
-	if err := run(); err != nil {
-		slog.Error(name + ": " + err.Error())
-		os.Exit(1)
-	}
 }
 
 // CPUProfileFlag registers -cpuprofile: Start profiles the whole run into
@@ -100,14 +95,14 @@ func (s *Stage) Start() (context.Context, error) {
 	for _, f := range s.parsed {
 		f()
 	}
-	if _, err := SetupLogging(s.log, os.Stderr); err != nil {
+	if _, err := service.SetupLogging(s.log, os.Stderr); err != nil {
 		return nil, err
 	}
 	if err := s.Common.Validate(); err != nil {
 		return nil, err
 	}
 	if s.cpuProfile != "" {
-		stop, err := StartCPUProfile(s.cpuProfile)
+		stop, err := service.StartCPUProfile(s.cpuProfile)
 		if err != nil {
 			return nil, err
 		}
@@ -137,8 +132,8 @@ func (s *Stage) Close() {
 
 // Serve serves the ops endpoints on Addr with health as /healthz; a
 // failed listener stops the process (Stop).
-func (s *Stage) Serve(health http.HandlerFunc) *Server {
-	return Serve(s.Addr, s.Registry, health, func(error) { s.Stop() })
+func (s *Stage) Serve(health http.HandlerFunc) *service.Server {
+	return service.Serve(s.Addr, s.Registry, health, func(error) { s.Stop() })
 }
 
 // Starting returns err of a step of starting, or nil when the process
