@@ -11,8 +11,6 @@ import (
 	"log/slog"
 	"net/http"
 	"os"
-	"os/signal"
-	"syscall"
 
 	"github.com/prometheus/client_golang/prometheus"
 
@@ -108,7 +106,7 @@ func (s *Stage) Start() (context.Context, error) {
 		}
 		s.stopProfile = stop
 	}
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	ctx, stop := service.SignalContext()
 	s.stop = stop
 	return ctx, nil
 }
