@@ -138,9 +138,7 @@ func (o *Options) defaults() error {
 		return err
 	}
 	o.RoundOptions.Defaults(d.RoundOptions)
-	if o.Classify == (classify.Options{}) {
-		o.Classify = d.Classify
-	}
+	stream.Default(&o.Classify, d.Classify)
 	if o.NodeAgent == (nodeagent.Options{}) {
 		o.NodeAgent = nodeagent.DefaultOptions()
 		o.NodeAgent.DisconnectedAfter = o.Classify.Staleness
@@ -149,29 +147,15 @@ func (o *Options) defaults() error {
 	if err := o.NodeAgent.Validate(); err != nil {
 		return fmt.Errorf("joiner: %w", err)
 	}
-	if o.Dedupe == (dedupe.Options{}) {
-		o.Dedupe = d.Dedupe
-	}
+	stream.Default(&o.Dedupe, d.Dedupe)
 	if err := o.Dedupe.Validate(); err != nil {
 		return fmt.Errorf("joiner: %w", err)
 	}
-	if o.SessionTimeout <= 0 {
-		o.SessionTimeout = d.SessionTimeout
-	}
-	if o.RebalanceTimeout <= 0 {
-		o.RebalanceTimeout = d.RebalanceTimeout
-	}
-	if o.Parallelism <= 0 {
-		o.Parallelism = d.Parallelism
-	}
-	if o.IdleAfter == 0 {
-		o.IdleAfter = d.IdleAfter
-	}
-	if o.CheckpointInterval <= 0 {
-		o.CheckpointInterval = d.CheckpointInterval
-	}
-	if o.CheckpointEvents == 0 {
-		o.CheckpointEvents = d.CheckpointEvents
-	}
+	stream.DefaultPositive(&o.SessionTimeout, d.SessionTimeout)
+	stream.DefaultPositive(&o.RebalanceTimeout, d.RebalanceTimeout)
+	stream.DefaultPositive(&o.Parallelism, d.Parallelism)
+	stream.Default(&o.IdleAfter, d.IdleAfter)
+	stream.DefaultPositive(&o.CheckpointInterval, d.CheckpointInterval)
+	stream.Default(&o.CheckpointEvents, d.CheckpointEvents)
 	return nil
 }

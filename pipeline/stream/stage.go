@@ -47,18 +47,10 @@ func (o *StageOptions) Defaults(name string, d StageOptions) error {
 	if len(o.Brokers) == 0 {
 		return errors.New(name + ": no brokers")
 	}
-	if o.Group == "" {
-		o.Group = d.Group
-	}
-	if o.Topics == (contract.Topics{}) {
-		o.Topics = d.Topics
-	}
-	if o.Environment == "" {
-		o.Environment = d.Environment
-	}
-	if o.Logger == nil {
-		o.Logger = slog.Default()
-	}
+	Default(&o.Group, d.Group)
+	Default(&o.Topics, d.Topics)
+	Default(&o.Environment, d.Environment)
+	Default(&o.Logger, slog.Default())
 	return nil
 }
 
@@ -95,21 +87,11 @@ type RoundOptions struct {
 // Defaults fills the options left zero (or negative, but for
 // CatchUpInterval) from d.
 func (o *RoundOptions) Defaults(d RoundOptions) {
-	if o.FlushInterval <= 0 {
-		o.FlushInterval = d.FlushInterval
-	}
-	if o.FlushEvents <= 0 {
-		o.FlushEvents = d.FlushEvents
-	}
-	if o.CatchUpInterval == 0 {
-		o.CatchUpInterval = d.CatchUpInterval
-	}
-	if o.CatchUpEvents <= 0 {
-		o.CatchUpEvents = d.CatchUpEvents
-	}
-	if o.QueueRecords <= 0 {
-		o.QueueRecords = d.QueueRecords
-	}
+	DefaultPositive(&o.FlushInterval, d.FlushInterval)
+	DefaultPositive(&o.FlushEvents, d.FlushEvents)
+	Default(&o.CatchUpInterval, d.CatchUpInterval)
+	DefaultPositive(&o.CatchUpEvents, d.CatchUpEvents)
+	DefaultPositive(&o.QueueRecords, d.QueueRecords)
 }
 
 // Rounds returns the Member's rounds.

@@ -69,18 +69,10 @@ func (o *Options) defaults() error {
 	if o.Prices == nil {
 		return errors.New("rater: no price book")
 	}
-	if o.TransactionalID == "" {
-		o.TransactionalID = d.TransactionalID
-	}
-	if o.InstanceID == "" {
-		o.InstanceID = o.TransactionalID
-	}
-	if o.TransactionTimeout <= 0 {
-		o.TransactionTimeout = d.TransactionTimeout
-	}
-	if o.MaxBatch <= 0 {
-		o.MaxBatch = d.MaxBatch
-	}
+	stream.Default(&o.TransactionalID, d.TransactionalID)
+	stream.Default(&o.InstanceID, o.TransactionalID)
+	stream.DefaultPositive(&o.TransactionTimeout, d.TransactionTimeout)
+	stream.DefaultPositive(&o.MaxBatch, d.MaxBatch)
 	if o.Now == nil {
 		o.Now = d.Now
 	}
