@@ -18,6 +18,7 @@ import (
 	"github.com/driftline/driftline/pipeline/billing/pricebook"
 	"github.com/driftline/driftline/pipeline/billing/rater"
 	"github.com/driftline/driftline/pipeline/contract"
+	"github.com/driftline/driftline/pipeline/stream"
 )
 
 // BenchmarkEndToEnd rates b.N usage events already in usage.events on an
@@ -54,9 +55,9 @@ func BenchmarkEndToEnd(b *testing.B) {
 			}
 
 			b.ResetTimer()
-			r, err := rater.New(ctx, rater.Options{Brokers: brokers, Prices: book, Topics: names,
-				DisableTransactions: !txns, Environment: contract.EnvLocalParity,
-				Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+			r, err := rater.New(ctx, rater.Options{Prices: book, DisableTransactions: !txns,
+				StageOptions: stream.StageOptions{Brokers: brokers, Topics: names, Environment: contract.EnvLocalParity,
+					Logger: slog.New(slog.NewTextHandler(io.Discard, nil))}})
 			if err != nil {
 				b.Fatal(err)
 			}

@@ -8,13 +8,10 @@
 package main
 
 import (
-	"context"
 	"flag"
 	"fmt"
 	"log/slog"
 	"os"
-	"os/signal"
-	"syscall"
 	"time"
 
 	"github.com/driftline/driftline/internal/broker"
@@ -52,7 +49,7 @@ func main() {
 }
 
 func run(opts broker.Options, log *slog.Logger) error {
-	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
+	ctx, stop := service.SignalContext()
 	defer stop()
 	b, err := broker.Start(ctx, opts)
 	if err != nil {

@@ -8,25 +8,16 @@
 package main
 
 import (
-	"context"
 	"flag"
 	"fmt"
-	"log/slog"
 	"os"
-	"os/signal"
-	"syscall"
 	"time"
 
 	"github.com/driftline/driftline/internal/fleet"
 	"github.com/driftline/driftline/pipeline/service"
 )
 
-func main() {
-	if err := run(); err != nil {
-		slog.Error("fleetgen: " + err.Error())
-		os.Exit(1)
-	}
-}
+func main() { service.Main("fleetgen", run) }
 
 func run() error {
 	cfg, feedOpts := fleet.DefaultConfig(), fleet.DefaultFeedOptions()
@@ -56,7 +47,7 @@ func run() error {
 	if err != nil {
 		return err
 	}
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	ctx, stop := service.SignalContext()
 	defer stop()
 
 	if *priceBook != "" {

@@ -104,7 +104,7 @@ func run(common *service.Common, opts ingest.Options, serveOpts ingest.ServeOpti
 	if err != nil {
 		return err
 	}
-	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
+	ctx, stop := service.SignalContext()
 	defer stop()
 
 	if common.CreateTopics {

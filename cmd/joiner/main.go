@@ -11,10 +11,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
-	"os"
-	"os/signal"
 	"sync/atomic"
-	"syscall"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kgo"
@@ -24,80 +21,44 @@ import (
 	"github.com/driftline/driftline/pipeline/readmodel"
 	"github.com/driftline/driftline/pipeline/readmodel/sink"
 	"github.com/driftline/driftline/pipeline/service"
+	"github.com/driftline/driftline/pipeline/service/stage"
 	"github.com/driftline/driftline/pipeline/stream/checkpoint"
 )
 
-func main() {
-	if err := run(); err != nil {
-		slog.Error("joiner: " + err.Error())
-		os.Exit(1)
-	}
-}
+func main() { service.Main("joiner", run) }
 
 func run() error {
-	fs := flag.CommandLine
-	common := service.RegisterFlags(fs)
-	logOpts := service.LogFlags(fs)
-	o := joiner.DefaultOptions()
-	addr := fs.String("joiner.addr", service.Env("DRIFTLINE_JOINER_ADDR", service.DefaultJoinerAddr), "HTTP listen address for /metrics and /healthz (env DRIFTLINE_JOINER_ADDR)")
-	fs.StringVar(&o.Group, "joiner.group", o.Group, "consumer group shared by all joiners; every member owns a range of partitions")
+	st := stage.New("joiner", "DRIFTLINE_JOINER_ADDR", service.DefaultJoinerAddr)
+	fs, o := flag.CommandLine, joiner.DefaultOptions()
+	st.StageFlags("joiner", "joiners", &o.StageOptions)
+	st.RoundFlags("joiner", "joiner", &o.RoundOptions)
+	st.CPUProfileFlag()
 	fs.DurationVar(&o.Classify.Staleness, "joiner.staleness", o.Classify.Staleness, "event time a live-expecting record may go unobserved before it is missing")
 	fs.DurationVar(&o.Classify.OrphanGrace, "joiner.orphanGrace", o.Classify.OrphanGrace, "event time a resource may be observed live without an owner before it is an orphan")
 	fs.DurationVar(&o.Classify.AllowedLateness, "joiner.allowedLateness", o.Classify.AllowedLateness, "how far the watermark trails the newest event time; larger tolerates more disorder but delays time-based findings")
 	fs.DurationVar(&o.Classify.RetryInterval, "joiner.retryInterval", o.Classify.RetryInterval, "spacing of next_attempt_at for findings with a retry posture")
-	fs.DurationVar(&o.FlushInterval, "joiner.flushInterval", o.FlushInterval, "longest time processed events wait before findings are written and offsets committed; larger batches are cheaper for ClickHouse but findings appear later")
-	fs.IntVar(&o.FlushEvents, "joiner.flushEvents", o.FlushEvents, "flush after this many events; bounds memory held between commits")
-	fs.DurationVar(&o.CatchUpInterval, "joiner.catchUpInterval", o.CatchUpInterval, "longest round while the joiner is behind by more than -joiner.flushEvents records (a restart after downtime, a new group): fewer, larger ClickHouse writes while it catches up; not above -joiner.flushInterval turns it off")
-	fs.IntVar(&o.CatchUpEvents, "joiner.catchUpEvents", o.CatchUpEvents, "flush a catch-up round after this many events; bounds memory held between commits while catching up")
 	fs.DurationVar(&o.SessionTimeout, "joiner.sessionTimeout", o.SessionTimeout, "how long the group waits for a crashed joiner before its partitions move to the others; shorter fails over sooner, too short evicts joiners that only pause (the broker bounds it, Kafka's default minimum is 6s)")
 	fs.DurationVar(&o.RebalanceTimeout, "joiner.rebalanceTimeout", o.RebalanceTimeout, "how long a rebalance waits for every joiner to finish its round and rejoin; bounds the stall when a joiner crashed, too short drops joiners with slow ClickHouse writes")
 	cpTopic := fs.String("joiner.checkpointTopic", service.Env("DRIFTLINE_CHECKPOINT_TOPIC", checkpoint.DefaultTopic), "topic of partition state checkpoints, so a restore replays only the records after the newest one; empty disables checkpoints (env DRIFTLINE_CHECKPOINT_TOPIC)")
 	fs.DurationVar(&o.CheckpointInterval, "joiner.checkpointInterval", o.CheckpointInterval, "how often a partition that applied events is checkpointed; shorter makes restores replay less, longer writes less")
 	fs.Uint64Var(&o.CheckpointEvents, "joiner.checkpointEvents", o.CheckpointEvents, "checkpoint a partition sooner once it applied this many events since its last checkpoint")
 	fs.DurationVar(&o.Dedupe.Horizon, "joiner.dedupeHorizon", o.Dedupe.Horizon, "event time for which event identities are remembered exactly; events older than watermark - horizon are dropped as late (counted)")
-	fs.IntVar(&o.QueueRecords, "joiner.queueRecords", o.QueueRecords, "records of one topic partition that may wait in the merge for an earlier stream before its fetching pauses (bounds memory while one topic runs ahead, and leaves the fetches to the stream waited for)")
 	fs.DurationVar(&o.IdleAfter, "joiner.idleAfter", o.IdleAfter, "wall time a partition may apply nothing before its watermark follows this joiner's latest partition (a marker record in its observations stream); negative disables")
-	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of the whole run to this file (go tool pprof reads it)")
-	flag.Parse()
-	if _, err := service.SetupLogging(logOpts, os.Stderr); err != nil {
+	ctx, err := st.Start()
+	if err != nil {
 		return err
 	}
-	if err := common.Validate(); err != nil {
-		return err
-	}
-	if *cpuProfile != "" {
-		stopProfile, err := service.StartCPUProfile(*cpuProfile)
-		if err != nil {
-			return err
-		}
-		defer func() {
-			if err := stopProfile(); err != nil {
-				slog.Error("joiner: " + err.Error())
-			}
-		}()
-	}
-
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
-	// A stop signal while starting is a clean stop, not a failure: a
-	// supervisor may stop a joiner that has only just been started.
-	startErr := func(err error) error {
-		if ctx.Err() != nil {
-			slog.Info("joiner: stopped while starting", "err", err)
-			return nil
-		}
-		return err
-	}
-	reg := service.NewRegistry()
+	defer st.Close()
+	common := st.Common
 	openCtx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
 	conn, err := readmodel.Open(openCtx, common.ClickHouse)
 	if err != nil {
-		return startErr(fmt.Errorf("open clickhouse %s: %w", common.ClickHouse.Addr, err))
+		return st.Starting(ctx, fmt.Errorf("open clickhouse %s: %w", common.ClickHouse.Addr, err))
 	}
 	defer conn.Close()
 	if err := common.EnsureTopics(openCtx); err != nil {
-		return startErr(err)
+		return st.Starting(ctx, err)
 	}
 
 	qcl, err := kgo.NewClient(kgo.SeedBrokers(common.SeedBrokers()...), kgo.RequiredAcks(kgo.AllISRAcks()),
@@ -106,7 +67,7 @@ func run() error {
 		return fmt.Errorf("kafka client: %w", err)
 	}
 	defer qcl.Close()
-	if o.Quarantine, err = ingest.NewQuarantiner(qcl, ingest.QuarantinerOptions{ActorID: "SYSTEM::joiner", Topic: common.Topics.Quarantine, Registerer: reg}); err != nil {
+	if o.Quarantine, err = ingest.NewQuarantiner(qcl, ingest.QuarantinerOptions{ActorID: "SYSTEM::joiner", Topic: common.Topics.Quarantine, Registerer: st.Registry}); err != nil {
 		return err
 	}
 	if *cpTopic != "" {
@@ -114,37 +75,33 @@ func run() error {
 		// as many partitions as the joined topics have.
 		n, err := common.PartitionCount(openCtx, common.Topics.Observations)
 		if err != nil {
-			return startErr(err)
+			return st.Starting(ctx, err)
 		}
 		cps, err := checkpoint.New(openCtx, checkpoint.Options{Brokers: common.SeedBrokers(), Topic: *cpTopic,
-			Partitions: n, Create: common.CreateTopics, Registerer: reg})
+			Partitions: n, Create: common.CreateTopics, Registerer: st.Registry})
 		if err != nil {
-			return startErr(fmt.Errorf("checkpoints: %w", err))
+			return st.Starting(ctx, fmt.Errorf("checkpoints: %w", err))
 		}
 		defer cps.Close()
 		o.Checkpoints = cps
 	}
 
-	if o.CatchUpInterval <= 0 {
-		o.CatchUpInterval = -1 // off (the zero Option is the default)
-	}
 	o.Dedupe.Bucket = min(o.Dedupe.Bucket, o.Dedupe.Horizon)
-	o.Brokers, o.Topics, o.Environment = common.SeedBrokers(), common.Topics, common.Environment
-	o.Registerer, o.Reroute = reg, qcl
+	o.Reroute = qcl
 	j, err := joiner.New(openCtx, o, sink.NewClickHouse(conn))
 	if err != nil {
-		return startErr(err)
+		return st.Starting(ctx, err)
 	}
 
-	srv := service.Serve(*addr, reg, func(w http.ResponseWriter, r *http.Request) {
+	srv := st.Serve(func(w http.ResponseWriter, r *http.Request) {
 		if err := conn.Ping(r.Context()); err != nil {
 			http.Error(w, "clickhouse: "+err.Error(), http.StatusServiceUnavailable)
 			return
 		}
 		fmt.Fprintln(w, "ok")
-	}, func(error) { stop() })
+	})
 	defer srv.Shutdown()
-	slog.Info("joiner running", "group", o.Group, "brokers", common.Brokers, "clickhouse", common.ClickHouse.Addr, "http", *addr)
+	slog.Info("joiner running", "group", o.Group, "brokers", common.Brokers, "clickhouse", common.ClickHouse.Addr, "http", st.Addr)
 
 	// A stop writes the last batch and a checkpoint of every partition
 	// changed since its last one, which the successor restores from; the

@@ -13,8 +13,6 @@ import (
 	"log/slog"
 	"net/http"
 	"os"
-	"os/signal"
-	"syscall"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
@@ -32,10 +30,7 @@ func main() {
 	if len(os.Args) > 1 && os.Args[1] == "serve" {
 		os.Args = append(os.Args[:1], os.Args[2:]...)
 	}
-	if err := run(); err != nil {
-		slog.Error("query: " + err.Error())
-		os.Exit(1)
-	}
+	service.Main("query", run)
 }
 
 func run() error {
@@ -60,7 +55,7 @@ func run() error {
 		return fmt.Errorf("-env %q: must be local_parity, dev or prod", common.Environment)
 	}
 
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	ctx, stop := service.SignalContext()
 	defer stop()
 
 	openCtx, cancel := context.WithTimeout(ctx, 30*time.Second)

@@ -28,24 +28,19 @@ import (
 	"github.com/driftline/driftline/pipeline/billing/reconcile"
 	"github.com/driftline/driftline/pipeline/readmodel"
 	"github.com/driftline/driftline/pipeline/service"
+	"github.com/driftline/driftline/pipeline/service/stage"
 )
 
-func main() {
-	if err := run(); err != nil {
-		slog.Error("rater: " + err.Error())
-		os.Exit(1)
-	}
-}
+func main() { service.Main("rater", run) }
 
 func run() error {
-	fs := flag.CommandLine
-	common := service.RegisterFlags(fs)
-	logOpts := service.LogFlags(fs)
-	ro, bo := rater.DefaultOptions(), reconcile.DefaultOptions()
-	addr := fs.String("rater.addr", service.Env("DRIFTLINE_RATER_ADDR", service.DefaultRaterAddr), "HTTP listen address for /metrics and /healthz (env DRIFTLINE_RATER_ADDR)")
+	st := stage.New("rater", "DRIFTLINE_RATER_ADDR", service.DefaultRaterAddr)
+	fs, ro, bo := flag.CommandLine, rater.DefaultOptions(), reconcile.DefaultOptions()
+	st.StageFlags("rater", "raters", &ro.StageOptions)
+	st.StageFlags("billing", "billing reconcilers", &bo.StageOptions)
+	st.RoundFlags("billing", "reconciler", &bo.RoundOptions)
 	bookPath := fs.String("rater.priceBook", service.Env("DRIFTLINE_RATER_PRICEBOOK", "deploy/pricebook.json"), "price book file (env DRIFTLINE_RATER_PRICEBOOK); reloaded on change and on SIGHUP")
 	reload := fs.Duration("rater.priceBookCheck", 2*time.Second, "how often the price book file is checked for changes; SIGHUP reloads at once")
-	fs.StringVar(&ro.Group, "rater.group", ro.Group, "consumer group shared by all raters")
 	fs.StringVar(&ro.TransactionalID, "rater.transactionalID", service.Env("DRIFTLINE_RATER_TRANSACTIONAL_ID", ro.TransactionalID), "transactional id of this instance (env DRIFTLINE_RATER_TRANSACTIONAL_ID): stable across its restarts, distinct between instances running at once")
 	fs.StringVar(&ro.InstanceID, "rater.instanceID", ro.InstanceID, "static group membership id (default: the transactional id): a restart takes over the partitions at once instead of after the session timeout; \"-\" for dynamic membership")
 	txns := fs.Bool("rater.transactions", !ro.DisableTransactions, "rate exactly-once in Kafka transactions; false is at-least-once and only for measuring the transactions' overhead")
@@ -53,24 +48,15 @@ func run() error {
 	fs.IntVar(&ro.MaxBatch, "rater.maxBatch", ro.MaxBatch, "records per transaction; larger amortises commits, smaller redoes less after a crash")
 	currencies := fs.String("rater.currencies", "", "comma-separated currencies this rater may bill (empty: any the price book names); other usage is quarantined")
 	billingOn := fs.Bool("billing.enabled", true, "run the billing reconciler in this process (needs ClickHouse); false rates only")
-	fs.StringVar(&bo.Group, "billing.group", bo.Group, "consumer group shared by all billing reconcilers; every member owns a range of partitions")
 	fs.DurationVar(&bo.Rules.RatingGrace, "billing.ratingGrace", bo.Rules.RatingGrace, "event time accepted usage may wait for its rated line before it is usage_not_rated; shorter flags a slow rater sooner but raises findings that resolve when it catches up")
 	fs.DurationVar(&bo.Rules.LedgerGrace, "billing.ledgerGrace", bo.Rules.LedgerGrace, "event time a rated line may wait for its ledger entry before it is rated_not_ledgered; must exceed the ledger's normal posting delay")
 	fs.DurationVar(&bo.Rules.AllowedLateness, "billing.allowedLateness", bo.Rules.AllowedLateness, "how far the billing watermark trails the newest event time; larger tolerates more disorder but delays grace-based findings")
 	fs.DurationVar(&bo.Rules.Horizon, "billing.horizon", bo.Rules.Horizon, "event time after a conservation window's end at which its settled usage is dropped from memory (bounds memory; a later change for it is not counted in the window)")
-	fs.IntVar(&bo.QueueRecords, "billing.queueRecords", bo.QueueRecords, "records of one topic partition that may wait in the reconciler's merge for an earlier stream before its fetching pauses (bounds memory while usage runs ahead of the rated lines)")
-	fs.DurationVar(&bo.FlushInterval, "billing.flushInterval", bo.FlushInterval, "longest time reconciled events wait before their rows are written and offsets committed")
-	fs.DurationVar(&bo.CatchUpInterval, "billing.catchUpInterval", bo.CatchUpInterval, "longest round while the reconciler is behind by more than one round's events (a restart after downtime, a new group): fewer, larger ClickHouse writes while it catches up; not above -billing.flushInterval turns it off")
-	flag.Parse()
-	if _, err := service.SetupLogging(logOpts, os.Stderr); err != nil {
+	ctx, err := st.Start()
+	if err != nil {
 		return err
 	}
-	if err := common.Validate(); err != nil {
-		return err
-	}
-
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
+	defer st.Close()
 	hup := make(chan os.Signal, 1)
 	signal.Notify(hup, syscall.SIGHUP)
 	defer signal.Stop(hup)
@@ -81,38 +67,35 @@ func run() error {
 	}
 	slog.Info("price book loaded", "path", *bookPath, "digest", prices.Book().Digest(), "units", prices.Book().Units())
 
-	reg := service.NewRegistry()
 	startCtx, cancel := context.WithTimeout(ctx, time.Minute)
 	defer cancel()
-	if err := common.EnsureTopics(startCtx); err != nil {
+	if err := st.Common.EnsureTopics(startCtx); err != nil {
 		return err
 	}
 	ro.Currencies = strings.FieldsFunc(*currencies, func(r rune) bool { return r == ',' || unicode.IsSpace(r) })
-	ro.Brokers, ro.Prices, ro.Topics, ro.Environment, ro.Registerer = common.SeedBrokers(), prices, common.Topics, common.Environment, reg
-	ro.DisableTransactions = !*txns
+	ro.Prices, bo.Prices, ro.DisableTransactions = prices, prices, !*txns
 	rt, err := rater.New(startCtx, ro)
 	if err != nil {
 		return err
 	}
 	rt.WatchPrices()
-	srv := service.Serve(*addr, reg, func(w http.ResponseWriter, _ *http.Request) {
+	srv := st.Serve(func(w http.ResponseWriter, _ *http.Request) {
 		fmt.Fprintf(w, "ok price_book=%s\n", prices.Book().Digest())
-	}, func(error) { stop() })
+	})
 	watchDone := make(chan struct{})
 	go func() {
 		defer close(watchDone)
 		prices.Watch(ctx, *reload, hup)
 	}()
 
-	slog.Info("rater started", "http", *addr, "transactions", *txns, "transactional_id", ro.TransactionalID, "billing", *billingOn)
+	slog.Info("rater started", "http", st.Addr, "transactions", *txns, "transactional_id", ro.TransactionalID, "billing", *billingOn)
 	// The rater and the reconciler run side by side; when the reconciler
 	// fails, the process stops. Rating never waits for ClickHouse: the
 	// reconciler connects (and retries) on its own.
 	runCtx, cancelRun := context.WithCancel(ctx)
 	defer cancelRun()
-	bo.Brokers, bo.Prices, bo.Topics, bo.Environment, bo.Registerer = common.SeedBrokers(), prices, common.Topics, common.Environment, reg
 	billingDone := make(chan error, 1)
-	go func() { billingDone <- runBilling(runCtx, cancelRun, *billingOn, common, bo) }()
+	go func() { billingDone <- runBilling(runCtx, cancelRun, *billingOn, st.Common, bo) }()
 	runErr := rt.Run(runCtx)
 	cancelRun()
 	if err := <-billingDone; runErr == nil && err != nil {
@@ -121,7 +104,7 @@ func run() error {
 
 	// Stop in reverse order: the loop has ended its last round; stop
 	// reloading, then the HTTP server.
-	stop()
+	st.Stop()
 	<-watchDone
 	srv.Shutdown()
 	return runErr
@@ -141,9 +124,6 @@ func runBilling(ctx context.Context, cancel context.CancelFunc, enabled bool, co
 			cancel()
 		}
 	}()
-	if opts.CatchUpInterval <= 0 {
-		opts.CatchUpInterval = -1 // off (the zero Option is the default)
-	}
 	conn, err := readmodel.OpenWait(ctx, common.ClickHouse, slog.With("component", "billing"),
 		"rating goes on; set -billing.enabled=false to rate only")
 	if err != nil {

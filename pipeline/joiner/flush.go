@@ -163,7 +163,7 @@ func (j *Joiner) settle() error {
 	j.inflight = nil
 	if b.committed {
 		names := j.streamTopics()
-		logmerge.CommittedAll(b.offsets, names[:], j.parts, func(p *partition) *logmerge.Merge { return &p.merge })
+		logmerge.CommittedAll(b.offsets, names[:], j.parts, (*partition).logs)
 	}
 	err := b.err
 	j.freeParts = b.reset(j.freeParts)

@@ -11,6 +11,7 @@ import (
 
 	"github.com/driftline/driftline/internal/cputime"
 	"github.com/driftline/driftline/pipeline/contract"
+	"github.com/driftline/driftline/pipeline/stream"
 )
 
 // reset empties the output, as a seal leaves a partition's.
@@ -21,7 +22,7 @@ func (o *output) reset() {
 
 // benchJoiner is a joiner without a broker: the hot path of apply only.
 func benchJoiner(b testing.TB) (*Joiner, *partition) {
-	j := &Joiner{opts: Options{Brokers: []string{"unused"}}, m: newMetrics(nil), parts: map[int32]*partition{}}
+	j := &Joiner{opts: Options{StageOptions: stream.StageOptions{Brokers: []string{"unused"}}}, m: newMetrics(nil), parts: map[int32]*partition{}}
 	if err := j.opts.defaults(); err != nil {
 		b.Fatal(err)
 	}

@@ -115,21 +115,11 @@ func New(ctx context.Context, opts Options, s Sink) (*Joiner, error) {
 		kgo.RecordPartitioner(kgo.ManualPartitioner())}, opts.ClientOpts...)...); err != nil {
 		return nil, fmt.Errorf("joiner: marker producer: %w", err)
 	}
-	j.member, err = stream.NewMember(ctx, stream.Options{
-		Name:               "joiner",
-		Brokers:            opts.Brokers,
-		Group:              opts.Group,
-		Names:              opts.Topics,
-		Topics:             opts.Topics.Joined(),
-		SessionTimeout:     opts.SessionTimeout,
-		RebalanceTimeout:   opts.RebalanceTimeout,
-		KeepControlRecords: true,
-		Rounds: logmerge.Rounds{Interval: opts.FlushInterval, Records: opts.FlushEvents,
-			CatchUpInterval: opts.CatchUpInterval, CatchUpRecords: opts.CatchUpEvents},
-		Logger:       opts.Logger,
-		ConsumerOpts: []kgo.Opt{kgo.WithPools(&j.pool)},
-		ClientOpts:   opts.ClientOpts,
-	})
+	mopts := opts.Member("joiner", opts.Topics.Joined())
+	mopts.SessionTimeout, mopts.RebalanceTimeout = opts.SessionTimeout, opts.RebalanceTimeout
+	mopts.KeepControlRecords, mopts.Rounds = true, opts.Rounds()
+	mopts.ConsumerOpts = []kgo.Opt{kgo.WithPools(&j.pool)}
+	j.member, err = stream.NewMember(ctx, mopts)
 	if err != nil {
 		j.markers.Close()
 		return nil, err
@@ -221,16 +211,16 @@ type readyPart struct {
 // those drained again. The member's lock is held.
 func (j *Joiner) throttle() {
 	names := j.streamTopics()
-	paused, now := logmerge.ThrottleAll(&j.flow, j.member.Client(), names[:], j.parts, func(p *partition) logmerge.Streams { return p.merge.Streams() })
-	j.m.pauses.Add(float64(paused))
+	paused, now := logmerge.ThrottleAll(&j.flow, j.member.Client(), names[:], j.parts, (*partition).streams)
+	j.m.Pauses.Add(float64(paused))
 	j.m.paused.Set(float64(now))
 }
 
 // measureBacklog returns the sum of the owned partitions' backlogs, which
 // sizes the rounds (logmerge.Rounds). The member's lock is held.
 func (j *Joiner) measureBacklog() int64 {
-	n := logmerge.BacklogAll(j.parts, func(p *partition) *logmerge.Merge { return &p.merge })
-	j.m.backlog.Set(float64(n))
+	n := logmerge.BacklogAll(j.parts, (*partition).logs)
+	j.m.Backlog.Set(float64(n))
 	return n
 }
 

@@ -14,7 +14,6 @@ import (
 	"github.com/ClickHouse/clickhouse-go/v2/lib/driver"
 	"github.com/prometheus/client_golang/prometheus"
 	dto "github.com/prometheus/client_model/go"
-	json "github.com/segmentio/encoding/json"
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 
@@ -22,8 +21,10 @@ import (
 	"github.com/driftline/driftline/pipeline/contract"
 	"github.com/driftline/driftline/pipeline/ingest"
 	"github.com/driftline/driftline/pipeline/readmodel/sink"
+	"github.com/driftline/driftline/pipeline/stream"
 	"github.com/driftline/driftline/pipeline/stream/checkpoint"
 	"github.com/driftline/driftline/pipeline/stream/snap"
+	"github.com/driftline/driftline/pipeline/stream/streamtest"
 )
 
 func TestMain(m *testing.M) { testenv.Main(m) }
@@ -42,27 +43,16 @@ type fixture struct {
 }
 
 func newFixture(t *testing.T) *fixture {
-	brokers, names := testenv.Kafka(t, 4)
-	cl := testenv.KafkaClient(t, brokers)
-	conn, cfg := testenv.ClickHouseConn(t)
-	return &fixture{t: t, cl: cl, names: names, seq: map[string]uint64{}, brokers: brokers, ch: conn, db: cfg.Database}
+	e := streamtest.NewEnv(t, 4)
+	return &fixture{t: t, cl: e.Client, names: e.Names, seq: map[string]uint64{}, brokers: e.Brokers, ch: e.CH, db: e.Database}
 }
 
 // send produces one event; partition < 0 uses the standard partitioner.
 func (f *fixture) send(typ, producer string, at time.Time, payload any, partition int32) {
 	f.t.Helper()
 	f.seq[producer]++
-	body, _ := json.Marshal(payload)
-	line, _ := json.Marshal(map[string]any{
-		"event_id": fmt.Sprintf("%s-%d", producer, f.seq[producer]), "event_type": typ, "schema_version": 1,
-		"producer": producer, "seq": f.seq[producer], "occurred_at": at.Format(time.RFC3339Nano),
-		"correlation_id": "c-" + producer, "environment": "local_parity", "payload": json.RawMessage(body),
-	})
-	_, payloadV, verr := contract.Validator{}.DecodeEvent(line)
-	if verr != nil {
-		f.t.Fatalf("fixture event invalid: %v", verr)
-	}
-	r := &kgo.Record{Topic: f.names.ForType(typ), Key: []byte(contract.KeyOf(payloadV)), Value: line, Partition: partition}
+	r := streamtest.Event(f.t, f.names, typ, producer, f.seq[producer], at, payload)
+	r.Partition = partition
 	if partition >= 0 {
 		f.produceTo(r)
 		return
@@ -94,28 +84,21 @@ func observation(id, state string) contract.Observation {
 		ObservedState: state, ObservedVersion: "sha256:aa"}
 }
 
+// options returns the options of a joiner of group in the fixture.
+func (f *fixture) options(group string) Options {
+	return Options{StageOptions: stream.StageOptions{Brokers: f.brokers, Group: group, Topics: f.names,
+		Logger: slog.New(slog.DiscardHandler)}, RoundOptions: stream.RoundOptions{FlushInterval: 100 * time.Millisecond}}
+}
+
 // start runs a joiner until the returned stop is called; with changes
 // its options.
 func (f *fixture) start(group string, with ...func(*Options)) (stop func()) {
 	f.t.Helper()
-	ctx, cancel := context.WithCancel(context.Background())
-	opts := Options{Brokers: f.brokers, Group: group, Topics: f.names, FlushInterval: 100 * time.Millisecond,
-		Logger: slog.New(slog.DiscardHandler)}
+	opts := f.options(group)
 	for _, w := range with {
 		w(&opts)
 	}
-	j, err := New(ctx, opts, sink.NewClickHouse(f.ch))
-	if err != nil {
-		f.t.Fatal(err)
-	}
-	done := make(chan error, 1)
-	go func() { done <- j.Run(ctx) }()
-	return func() {
-		cancel()
-		if err := <-done; err != nil {
-			f.t.Errorf("joiner run: %v", err)
-		}
-	}
+	return streamtest.Start(f.t, "joiner", func(ctx context.Context) (*Joiner, error) { return New(ctx, opts, sink.NewClickHouse(f.ch)) })
 }
 
 // caughtUp waits until the group has committed everything produced.
@@ -496,8 +479,9 @@ func TestRedeliveryAndMispartitionedRecord(t *testing.T) {
 	}
 	defer reroute.Close()
 	ctx := context.Background()
-	j, err := New(ctx, Options{Brokers: f.brokers, Group: group, Topics: f.names, FlushInterval: 100 * time.Millisecond,
-		Logger: slog.New(slog.DiscardHandler), Reroute: reroute}, sink.NewClickHouse(f.ch))
+	opts := f.options(group)
+	opts.Reroute = reroute
+	j, err := New(ctx, opts, sink.NewClickHouse(f.ch))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -572,8 +556,9 @@ func TestInvalidRecordIsQuarantined(t *testing.T) {
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	j, err := New(ctx, Options{Brokers: f.brokers, Group: group, Topics: f.names, FlushInterval: 100 * time.Millisecond,
-		Logger: slog.New(slog.DiscardHandler), Quarantine: q}, sink.NewClickHouse(f.ch))
+	opts := f.options(group)
+	opts.Quarantine = q
+	j, err := New(ctx, opts, sink.NewClickHouse(f.ch))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -22,11 +22,7 @@ var _ stream.Processor = (*processor)(nil)
 // applies what the merges release.
 func (p *processor) Apply(_ context.Context, fetches kgo.Fetches) (int, int64) {
 	j := (*Joiner)(p)
-	logmerge.Fetched(fetches, func(t string, p int32, recs []*kgo.Record, unfetched int64) {
-		if part := j.parts[p]; part != nil {
-			part.merge.Push(j.stream(t), recs, unfetched)
-		}
-	}, nil)
+	logmerge.PushAll(fetches, j.parts, (*partition).logs, j.stream)
 	n := j.applyAll(time.Now())
 	j.throttle()
 	return n, j.measureBacklog()
@@ -37,7 +33,7 @@ func (p *processor) Apply(_ context.Context, fetches kgo.Fetches) (int, int64) {
 func (p *processor) Flush(ctx context.Context, r stream.Round) error {
 	j := (*Joiner)(p)
 	if r.CatchUp {
-		j.m.catchUpRounds.Inc()
+		j.m.CatchUpRounds.Inc()
 	}
 	err := j.flush(ctx, r.Final)
 	if err == nil && ctx.Err() == nil {
@@ -67,8 +63,7 @@ func (p *processor) Restore(ctx context.Context, r *stream.Restore) error {
 		j.parts[p] = part
 		j.observe(part)
 	}
-	j.m.assigned.Set(float64(len(j.parts)))
-	j.m.restoreSeconds.Observe(time.Since(r.Began).Seconds())
+	j.m.Restored(len(j.parts), r.Began)
 	return nil
 }
 
@@ -88,7 +83,7 @@ func (p *processor) Release(ps []int32, lost bool) {
 			j.kept[p] = part
 		}
 	}
-	j.m.assigned.Set(float64(len(j.parts)))
+	j.m.Assigned.Set(float64(len(j.parts)))
 }
 
 // Stop settles the last batch (after a closed client its commit fails; a

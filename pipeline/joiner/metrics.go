@@ -7,10 +7,14 @@ import (
 
 	"github.com/driftline/driftline/pipeline/contract"
 	"github.com/driftline/driftline/pipeline/joiner/drift"
+	"github.com/driftline/driftline/pipeline/stream"
 )
 
 // metrics are the joiner's Prometheus series.
 type metrics struct {
+	stream.StageMetrics
+	stream.RoundMetrics
+
 	events         *prometheus.CounterVec // by topic
 	invalid        *prometheus.CounterVec // by reason
 	duplicates     prometheus.Counter     // redeliveries skipped by dedupe
@@ -21,9 +25,6 @@ type metrics struct {
 	flushSeconds   prometheus.Histogram   // one sink write
 	flushRows      prometheus.Histogram   // current rows per flush
 	flushErrors    prometheus.Counter     // failed sink writes (retried)
-	restoreSeconds prometheus.Histogram   // one assignment's restore
-	restoreEvents  prometheus.Counter     // events replayed by restores
-	assigned       prometheus.Gauge       // partitions owned
 
 	restoreCheckpoints        prometheus.Counter   // restores from a checkpoint
 	restoreKept               prometheus.Counter   // partitions reused after a rebalance
@@ -33,9 +34,6 @@ type metrics struct {
 	late                      prometheus.Counter   // events before the dedupe horizon
 	idleAdvances              prometheus.Counter   // watermark markers applied
 	paused                    prometheus.Gauge     // streams paused by the throttle
-	pauses                    prometheus.Counter   // times a stream was paused
-	backlog                   prometheus.Gauge     // records not applied yet
-	catchUpRounds             prometheus.Counter   // rounds longer than a regular one
 
 	// byTransition holds the series of transitions, looked up once
 	// (WithLabelValues hashes its labels on every call): every
@@ -55,6 +53,8 @@ func (m *metrics) transition(f *drift.Finding) prometheus.Counter {
 
 func newMetrics(reg prometheus.Registerer) *metrics {
 	m := &metrics{
+		StageMetrics:   stream.NewStageMetrics("joiner", "joiner"),
+		RoundMetrics:   stream.NewRoundMetrics("joiner", "joiner"),
 		events:         prometheus.NewCounterVec(prometheus.CounterOpts{Name: "driftline_joiner_events_total", Help: "Events applied, by topic."}, []string{"topic"}),
 		invalid:        prometheus.NewCounterVec(prometheus.CounterOpts{Name: "driftline_joiner_invalid_events_total", Help: "Records that failed validation, by reason."}, []string{"reason"}),
 		duplicates:     prometheus.NewCounter(prometheus.CounterOpts{Name: "driftline_joiner_duplicates_total", Help: "Redelivered events skipped by dedupe."}),
@@ -65,9 +65,6 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 		flushSeconds:   prometheus.NewHistogram(prometheus.HistogramOpts{Name: "driftline_joiner_flush_seconds", Help: "Latency of one write to ClickHouse.", Buckets: prometheus.ExponentialBuckets(0.001, 2, 15)}),
 		flushRows:      prometheus.NewHistogram(prometheus.HistogramOpts{Name: "driftline_joiner_flush_rows", Help: "Current finding rows per flush.", Buckets: prometheus.ExponentialBuckets(1, 4, 10)}),
 		flushErrors:    prometheus.NewCounter(prometheus.CounterOpts{Name: "driftline_joiner_flush_errors_total", Help: "Failed writes to ClickHouse (retried until they succeed)."}),
-		restoreSeconds: prometheus.NewHistogram(prometheus.HistogramOpts{Name: "driftline_joiner_restore_seconds", Help: "Time to restore the state of newly assigned partitions.", Buckets: prometheus.ExponentialBuckets(0.01, 2, 14)}),
-		restoreEvents:  prometheus.NewCounter(prometheus.CounterOpts{Name: "driftline_joiner_restore_events_total", Help: "Events replayed while restoring partition state."}),
-		assigned:       prometheus.NewGauge(prometheus.GaugeOpts{Name: "driftline_joiner_partitions_assigned", Help: "Partitions this joiner owns."}),
 
 		restoreCheckpoints:        prometheus.NewCounter(prometheus.CounterOpts{Name: "driftline_joiner_restore_checkpoints_total", Help: "Partition restores that started from a checkpoint."}),
 		restoreKept:               prometheus.NewCounter(prometheus.CounterOpts{Name: "driftline_joiner_restore_kept_total", Help: "Partitions assigned back after a rebalance and used as they were (nothing committed past them meanwhile)."}),
@@ -77,9 +74,6 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 		late:                      prometheus.NewCounter(prometheus.CounterOpts{Name: "driftline_joiner_late_events_total", Help: "Events dropped because they occurred before the dedupe horizon (watermark - horizon)."}),
 		idleAdvances:              prometheus.NewCounter(prometheus.CounterOpts{Name: "driftline_joiner_idle_watermark_advances_total", Help: "Watermark markers applied to idle partitions."}),
 		paused:                    prometheus.NewGauge(prometheus.GaugeOpts{Name: "driftline_joiner_paused_streams", Help: "Topic partitions not fetched for now: their records wait in the merge for an earlier stream to catch up."}),
-		pauses:                    prometheus.NewCounter(prometheus.CounterOpts{Name: "driftline_joiner_stream_pauses_total", Help: "Times a topic partition's fetching was paused because its records waited in the merge (-joiner.queueRecords)."}),
-		backlog:                   prometheus.NewGauge(prometheus.GaugeOpts{Name: "driftline_joiner_backlog_records", Help: "Records of the owned partitions not applied yet (queued, or below the end of the log at the last fetch; transaction markers counted)."}),
-		catchUpRounds:             prometheus.NewCounter(prometheus.CounterOpts{Name: "driftline_joiner_catch_up_rounds_total", Help: "Rounds that ran past -joiner.flushInterval or -joiner.flushEvents because the joiner was behind (-joiner.catchUpInterval, -joiner.catchUpEvents)."}),
 	}
 	for c := range drift.NumClasses {
 		for t, name := range transitionNames {
@@ -87,10 +81,10 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 		}
 	}
 	if reg != nil {
-		reg.MustRegister(m.events, m.invalid, m.duplicates, m.mispartitioned, m.transitions, m.findingsOpen,
-			m.watermark, m.flushSeconds, m.flushRows, m.flushErrors, m.restoreSeconds, m.restoreEvents, m.assigned,
-			m.restoreCheckpoints, m.restoreKept, m.checkpointSnapshotSeconds, m.checkpointBytes, m.checkpointErrors, m.late, m.idleAdvances, m.paused, m.pauses,
-			m.backlog, m.catchUpRounds)
+		reg.MustRegister(append(append(m.StageMetrics.Collectors(), m.RoundMetrics.Collectors()...),
+			m.events, m.invalid, m.duplicates, m.mispartitioned, m.transitions, m.findingsOpen, m.watermark,
+			m.flushSeconds, m.flushRows, m.flushErrors, m.restoreCheckpoints, m.restoreKept,
+			m.checkpointSnapshotSeconds, m.checkpointBytes, m.checkpointErrors, m.late, m.idleAdvances, m.paused)...)
 	}
 	return m
 }

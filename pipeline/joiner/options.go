@@ -2,13 +2,10 @@ package joiner
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"log/slog"
 	"runtime"
 	"time"
 
-	"github.com/prometheus/client_golang/prometheus"
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/driftline/driftline/pipeline/contract"
@@ -16,6 +13,7 @@ import (
 	"github.com/driftline/driftline/pipeline/joiner/dedupe"
 	"github.com/driftline/driftline/pipeline/joiner/nodeagent"
 	"github.com/driftline/driftline/pipeline/readmodel/sink"
+	"github.com/driftline/driftline/pipeline/stream"
 	"github.com/driftline/driftline/pipeline/stream/checkpoint"
 )
 
@@ -48,16 +46,15 @@ type Checkpoints interface {
 // Options configure a Joiner. A field left at its zero value takes its
 // default (DefaultOptions).
 type Options struct {
-	// Brokers are the Kafka seed brokers. Required.
-	Brokers []string
-	// Group is the consumer group all joiners share. Default
-	// "driftline-joiner".
-	Group string
-	// Topics names the topics. Default contract.DefaultTopics().
-	Topics contract.Topics
-	// Environment is the pipeline's environment; events for another are
-	// invalid. Default local_parity.
-	Environment string
+	// StageOptions are the brokers, topics, environment, logger, metrics
+	// and client options. The default Group is "driftline-joiner".
+	stream.StageOptions
+	// RoundOptions size the rounds and the merges. Defaults: flush every
+	// 500ms or 200000 events (fewer, larger writes: ClickHouse prefers
+	// them), catch up in rounds of 3s or 1,000,000 events, queue 16384
+	// records a stream (a few fetches; 8 partitions of 3 streams then hold
+	// at most ~0.4M records, ~200 MB).
+	stream.RoundOptions
 	// Classify holds the event-time windows. Default
 	// classify.DefaultOptions().
 	Classify classify.Options
@@ -69,20 +66,6 @@ type Options struct {
 	// Dedupe sets the dedupe horizon (docs/drift-model.md, dedupe).
 	// Default dedupe.DefaultOptions().
 	Dedupe dedupe.Options
-	// FlushInterval bounds how long processed events wait before their
-	// findings are written and their offsets committed. Default 500ms.
-	FlushInterval time.Duration
-	// FlushEvents flushes once this many events were processed. Default
-	// 200000 (fewer, larger writes: ClickHouse prefers them).
-	FlushEvents int
-	// CatchUpInterval bounds a round instead of FlushInterval while the
-	// joiner is behind by more than FlushEvents records (see
-	// logmerge.Rounds): fewer, larger writes while it catches up.
-	// Default 3s; a negative one, or one not above FlushInterval, turns
-	// catching up off.
-	CatchUpInterval time.Duration
-	// CatchUpEvents bounds a catch-up round's events. Default 1,000,000.
-	CatchUpEvents int
 	// SessionTimeout is how long the group waits for a silent member
 	// (a crashed process) before it hands the member's partitions to the
 	// others. Shorter fails over sooner but risks evicting a member that
@@ -95,10 +78,6 @@ type Options struct {
 	// bounds the stall a crash causes; too short drops members whose
 	// ClickHouse write is slow. Default 60s.
 	RebalanceTimeout time.Duration
-	// Logger receives operational logs. Default slog.Default() as of New.
-	Logger *slog.Logger
-	// Registerer receives the joiner's metrics. Default none.
-	Registerer prometheus.Registerer
 	// Quarantine receives the records that fail validation (a producer
 	// bypassed the gateway), with their reason. Default none: such
 	// records are only counted.
@@ -131,60 +110,35 @@ type Options struct {
 	// with a marker record in the partition's observations stream (see
 	// idle.go). Default 5m; negative disables it.
 	IdleAfter time.Duration
-	// QueueRecords bounds the records a stream of one partition may hold
-	// in its merge, waiting for an earlier stream (platform records being
-	// read while the observations after them are already fetched): at
-	// that many the stream's fetching pauses until the merge has drained
-	// it to a quarter (logmerge.Throttle). Default 16384 (a few fetches;
-	// 8 partitions of 3 streams then hold at most ~0.4M records, ~200 MB).
-	QueueRecords int
-	// ClientOpts are extra franz-go options of every client (tests, TLS,
-	// SASL). Default none.
-	ClientOpts []kgo.Opt
 }
 
 // DefaultOptions returns the default of every option but Brokers (and
 // those that default to none).
 func DefaultOptions() Options {
 	return Options{
-		Group:              "driftline-joiner",
-		Topics:             contract.DefaultTopics(),
-		Environment:        contract.EnvLocalParity,
+		StageOptions: stream.DefaultStageOptions("driftline-joiner"),
+		RoundOptions: stream.RoundOptions{FlushInterval: 500 * time.Millisecond, FlushEvents: 200_000,
+			CatchUpInterval: 3 * time.Second, CatchUpEvents: 1_000_000, QueueRecords: 16384},
 		Classify:           classify.DefaultOptions(),
 		Dedupe:             dedupe.DefaultOptions(),
-		FlushInterval:      500 * time.Millisecond,
-		FlushEvents:        200_000,
-		CatchUpInterval:    3 * time.Second,
-		CatchUpEvents:      1_000_000,
 		SessionTimeout:     45 * time.Second,
 		RebalanceTimeout:   60 * time.Second,
 		CheckpointInterval: 30 * time.Second,
 		CheckpointEvents:   2_000_000,
 		Parallelism:        runtime.GOMAXPROCS(0),
 		IdleAfter:          5 * time.Minute,
-		QueueRecords:       16384,
 	}
 }
 
 // defaults fills the options left zero from DefaultOptions and checks
 // them.
 func (o *Options) defaults() error {
-	if len(o.Brokers) == 0 {
-		return errors.New("joiner: no brokers")
-	}
 	d := DefaultOptions()
-	if o.Group == "" {
-		o.Group = d.Group
+	if err := o.StageOptions.Defaults("joiner", d.StageOptions); err != nil {
+		return err
 	}
-	if o.Topics == (contract.Topics{}) {
-		o.Topics = d.Topics
-	}
-	if o.Environment == "" {
-		o.Environment = d.Environment
-	}
-	if o.Classify == (classify.Options{}) {
-		o.Classify = d.Classify
-	}
+	o.RoundOptions.Defaults(d.RoundOptions)
+	stream.Default(&o.Classify, d.Classify)
 	if o.NodeAgent == (nodeagent.Options{}) {
 		o.NodeAgent = nodeagent.DefaultOptions()
 		o.NodeAgent.DisconnectedAfter = o.Classify.Staleness
@@ -193,47 +147,15 @@ func (o *Options) defaults() error {
 	if err := o.NodeAgent.Validate(); err != nil {
 		return fmt.Errorf("joiner: %w", err)
 	}
-	if o.Dedupe == (dedupe.Options{}) {
-		o.Dedupe = d.Dedupe
-	}
+	stream.Default(&o.Dedupe, d.Dedupe)
 	if err := o.Dedupe.Validate(); err != nil {
 		return fmt.Errorf("joiner: %w", err)
 	}
-	if o.FlushInterval <= 0 {
-		o.FlushInterval = d.FlushInterval
-	}
-	if o.FlushEvents <= 0 {
-		o.FlushEvents = d.FlushEvents
-	}
-	if o.CatchUpInterval == 0 {
-		o.CatchUpInterval = d.CatchUpInterval
-	}
-	if o.CatchUpEvents <= 0 {
-		o.CatchUpEvents = d.CatchUpEvents
-	}
-	if o.SessionTimeout <= 0 {
-		o.SessionTimeout = d.SessionTimeout
-	}
-	if o.RebalanceTimeout <= 0 {
-		o.RebalanceTimeout = d.RebalanceTimeout
-	}
-	if o.Logger == nil {
-		o.Logger = slog.Default()
-	}
-	if o.Parallelism <= 0 {
-		o.Parallelism = d.Parallelism
-	}
-	if o.IdleAfter == 0 {
-		o.IdleAfter = d.IdleAfter
-	}
-	if o.CheckpointInterval <= 0 {
-		o.CheckpointInterval = d.CheckpointInterval
-	}
-	if o.CheckpointEvents == 0 {
-		o.CheckpointEvents = d.CheckpointEvents
-	}
-	if o.QueueRecords <= 0 {
-		o.QueueRecords = d.QueueRecords
-	}
+	stream.DefaultPositive(&o.SessionTimeout, d.SessionTimeout)
+	stream.DefaultPositive(&o.RebalanceTimeout, d.RebalanceTimeout)
+	stream.DefaultPositive(&o.Parallelism, d.Parallelism)
+	stream.Default(&o.IdleAfter, d.IdleAfter)
+	stream.DefaultPositive(&o.CheckpointInterval, d.CheckpointInterval)
+	stream.Default(&o.CheckpointEvents, d.CheckpointEvents)
 	return nil
 }

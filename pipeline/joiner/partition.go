@@ -79,6 +79,13 @@ type partition struct {
 	active time.Time
 }
 
+// logs returns the merge of the partition's streams (for the
+// logmerge functions over all partitions).
+func (p *partition) logs() *logmerge.Merge { return &p.merge }
+
+// streams returns the streams of the merge (logmerge.ThrottleAll).
+func (p *partition) streams() logmerge.Streams { return p.merge.Streams() }
+
 // output collects what a batch of records produces.
 type output struct {
 	batch *sink.Batch

@@ -143,7 +143,7 @@ func (j *Joiner) replay(ctx context.Context, r *stream.Restore, from, targets ma
 					n++
 				}
 				j.countEvents(part)
-				j.m.restoreEvents.Add(float64(n))
+				j.m.RestoreEvents.Add(float64(n))
 			}
 		})
 }

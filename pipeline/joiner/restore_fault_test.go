@@ -2,7 +2,6 @@ package joiner
 
 import (
 	"context"
-	"log/slog"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -30,8 +29,9 @@ func TestRestoreSurvivesBrokerErrors(t *testing.T) {
 	f := &fixture{t: t, cl: cl, names: names, seq: map[string]uint64{}, brokers: brokers, ch: conn, db: cfg.Database}
 
 	f.send(contract.TypePlatformRecord, "platform", t0, record("ok", "running"), -1)
-	j, err := New(ctx, Options{Brokers: f.brokers, Group: "restore-fault", Topics: f.names, FlushInterval: 100 * time.Millisecond,
-		RebalanceTimeout: 20 * time.Second, Logger: slog.New(slog.DiscardHandler)}, sink.NewClickHouse(f.ch))
+	opts := f.options("restore-fault")
+	opts.RebalanceTimeout = 20 * time.Second
+	j, err := New(ctx, opts, sink.NewClickHouse(f.ch))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -238,15 +238,7 @@ func (m *Member) assigned(ctx context.Context, cl *kgo.Client, assigned map[stri
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	m.p.Settle()
-	var fresh []int32
-	for _, ps := range assigned {
-		for _, p := range ps {
-			if !m.owned[p] && !slices.Contains(fresh, p) {
-				fresh = append(fresh, p)
-			}
-		}
-	}
-	slices.Sort(fresh)
+	fresh := partitions(assigned, func(p int32) bool { return !m.owned[p] })
 	r := &Restore{Partitions: fresh, Began: time.Now(), m: m}
 	if len(fresh) == 0 {
 		if err := m.p.Restore(ctx, r); err != nil {
@@ -285,20 +277,29 @@ func (m *Member) release(cl *kgo.Client, gone map[string][]int32, lost bool) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	m.p.Settle()
-	var ps []int32
-	for _, tps := range gone {
-		for _, p := range tps {
-			if m.owned[p] {
-				delete(m.owned, p)
-				ps = append(ps, p)
-			}
+	if ps := partitions(gone, func(p int32) bool { return m.owned[p] }); len(ps) > 0 {
+		for _, p := range ps {
+			delete(m.owned, p)
 		}
-	}
-	if len(ps) > 0 {
-		slices.Sort(ps)
 		m.p.Release(ps, lost)
 	}
 	// A client keeps paused partitions paused across rebalances, and the
 	// merges that paused these (logmerge.Throttle) are gone.
 	cl.ResumeFetchPartitions(gone)
+}
+
+// partitions returns the partition numbers of tps that keep accepts,
+// each once, in order: the topics are co-partitioned, so a number names
+// one partition of each.
+func partitions(tps map[string][]int32, keep func(int32) bool) []int32 {
+	var out []int32
+	for _, ps := range tps {
+		for _, p := range ps {
+			if keep(p) && !slices.Contains(out, p) {
+				out = append(out, p)
+			}
+		}
+	}
+	slices.Sort(out)
+	return out
 }

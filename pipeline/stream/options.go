@@ -93,9 +93,7 @@ func (o *Options) defaults() error {
 	case len(o.Topics) == 0:
 		return errors.New(o.Name + ": no topics")
 	}
-	if o.Names == (contract.Topics{}) {
-		o.Names = contract.DefaultTopics()
-	}
+	Default(&o.Names, contract.DefaultTopics())
 	if o.Balancer == nil {
 		o.Balancer = kgo.RangeBalancer()
 	}
@@ -105,14 +103,10 @@ func (o *Options) defaults() error {
 	if o.RebalanceTimeout <= 0 {
 		o.RebalanceTimeout = 60 * time.Second
 	}
-	if o.PollRecords <= 0 {
-		o.PollRecords = 10000
-	}
+	DefaultPositive(&o.PollRecords, 10000)
 	if o.TransactionTimeout <= 0 {
 		o.TransactionTimeout = 10 * time.Second
 	}
-	if o.Logger == nil {
-		o.Logger = slog.Default()
-	}
+	Default(&o.Logger, slog.Default())
 	return nil
 }

@@ -2,7 +2,6 @@ package rater
 
 import (
 	"context"
-	"time"
 
 	"github.com/twmb/franz-go/pkg/kgo"
 
@@ -43,9 +42,8 @@ func (p *processor) Restore(ctx context.Context, rs *stream.Restore) error {
 	if err := r.restore(ctx, rs); err != nil {
 		return err
 	}
-	r.m.assigned.Set(float64(len(r.state.parts)))
 	r.m.keys.Set(float64(r.state.keys()))
-	r.m.restoreSeconds.Observe(time.Since(rs.Began).Seconds())
+	r.m.Restored(len(r.state.parts), rs.Began)
 	return nil
 }
 
@@ -55,7 +53,7 @@ func (p *processor) Release(ps []int32, _ bool) {
 	for _, p := range ps {
 		delete(r.state.parts, p)
 	}
-	r.m.assigned.Set(float64(len(r.state.parts)))
+	r.m.Assigned.Set(float64(len(r.state.parts)))
 	r.m.keys.Set(float64(r.state.keys()))
 }
 

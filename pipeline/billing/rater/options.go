@@ -2,25 +2,21 @@ package rater
 
 import (
 	"errors"
-	"log/slog"
 	"time"
 
-	"github.com/prometheus/client_golang/prometheus"
-	"github.com/twmb/franz-go/pkg/kgo"
-
 	"github.com/driftline/driftline/pipeline/billing/pricebook"
-	"github.com/driftline/driftline/pipeline/contract"
+	"github.com/driftline/driftline/pipeline/stream"
 )
 
 // Options configure a Rater. A field left at its zero value takes its
 // default (DefaultOptions).
 type Options struct {
-	// Brokers are the Kafka seed brokers. Required.
-	Brokers []string
+	// StageOptions are the brokers, topics, environment (stamped on rated
+	// lines; usage for another is quarantined), logger, metrics and
+	// client options. The default Group is "driftline-rater".
+	stream.StageOptions
 	// Prices is the price book in use. Required.
 	Prices *pricebook.Store
-	// Group is the consumer group of all raters. Default "driftline-rater".
-	Group string
 	// TransactionalID identifies this rater's transactions. It must be
 	// stable across restarts of one instance (so a restart fences the
 	// crashed incarnation) and distinct between instances running at
@@ -39,11 +35,6 @@ type Options struct {
 	// transaction can hold back read_committed consumers if it is not
 	// fenced by a restart. Default 10s.
 	TransactionTimeout time.Duration
-	// Topics names the topics. Default contract.DefaultTopics().
-	Topics contract.Topics
-	// Environment is the pipeline's environment, stamped on rated lines;
-	// usage for another is quarantined. Default local_parity.
-	Environment string
 	// Currencies, when not empty, are the only currencies the rater may
 	// bill; usage of a unit priced in another is quarantined
 	// (currency_not_allowed). Default: any currency the price book names.
@@ -52,13 +43,6 @@ type Options struct {
 	// amortise the commit; smaller ones redo less after a crash. Default
 	// 10000.
 	MaxBatch int
-	// Logger receives operational logs. Default slog.Default() as of New.
-	Logger *slog.Logger
-	// Registerer receives the rater's metrics. Default none.
-	Registerer prometheus.Registerer
-	// ClientOpts are extra franz-go options (tests, TLS, SASL). Default
-	// none.
-	ClientOpts []kgo.Opt
 	// Now is the clock of rated_at. Default time.Now.
 	Now func() time.Time
 }
@@ -67,11 +51,9 @@ type Options struct {
 // Prices (and those that default to none).
 func DefaultOptions() Options {
 	return Options{
-		Group:              "driftline-rater",
+		StageOptions:       stream.DefaultStageOptions("driftline-rater"),
 		TransactionalID:    "driftline-rater",
 		TransactionTimeout: 10 * time.Second,
-		Topics:             contract.DefaultTopics(),
-		Environment:        contract.EnvLocalParity,
 		MaxBatch:           10000,
 		Now:                time.Now,
 	}
@@ -80,37 +62,17 @@ func DefaultOptions() Options {
 // defaults fills the options left zero from DefaultOptions and checks
 // them.
 func (o *Options) defaults() error {
-	if len(o.Brokers) == 0 {
-		return errors.New("rater: no brokers")
+	d := DefaultOptions()
+	if err := o.StageOptions.Defaults("rater", d.StageOptions); err != nil {
+		return err
 	}
 	if o.Prices == nil {
 		return errors.New("rater: no price book")
 	}
-	d := DefaultOptions()
-	if o.Group == "" {
-		o.Group = d.Group
-	}
-	if o.TransactionalID == "" {
-		o.TransactionalID = d.TransactionalID
-	}
-	if o.InstanceID == "" {
-		o.InstanceID = o.TransactionalID
-	}
-	if o.TransactionTimeout <= 0 {
-		o.TransactionTimeout = d.TransactionTimeout
-	}
-	if o.Topics == (contract.Topics{}) {
-		o.Topics = d.Topics
-	}
-	if o.Environment == "" {
-		o.Environment = d.Environment
-	}
-	if o.MaxBatch <= 0 {
-		o.MaxBatch = d.MaxBatch
-	}
-	if o.Logger == nil {
-		o.Logger = slog.Default()
-	}
+	stream.Default(&o.TransactionalID, d.TransactionalID)
+	stream.Default(&o.InstanceID, o.TransactionalID)
+	stream.DefaultPositive(&o.TransactionTimeout, d.TransactionTimeout)
+	stream.DefaultPositive(&o.MaxBatch, d.MaxBatch)
 	if o.Now == nil {
 		o.Now = d.Now
 	}

@@ -87,21 +87,12 @@ func New(ctx context.Context, opts Options) (*Rater, error) {
 		}
 	}
 	r.m.bookUnits.Set(float64(opts.Prices.Book().Units()))
-	mopts := stream.Options{
-		Name:    "rater",
-		Brokers: opts.Brokers,
-		Group:   opts.Group,
-		Names:   opts.Topics,
-		Topics:  []string{opts.Topics.Usage},
-		// A rater's state is per usage partition and a restore replays
-		// the partition from its start: cooperative rebalancing moves
-		// only the partitions that change owner.
-		Balancer:           kgo.CooperativeStickyBalancer(),
-		PollRecords:        opts.MaxBatch,
-		TransactionTimeout: opts.TransactionTimeout,
-		Logger:             opts.Logger,
-		ClientOpts:         opts.ClientOpts,
-	}
+	mopts := opts.Member("rater", []string{opts.Topics.Usage})
+	// A rater's state is per usage partition and a restore replays the
+	// partition from its start: cooperative rebalancing moves only the
+	// partitions that change owner.
+	mopts.Balancer = kgo.CooperativeStickyBalancer()
+	mopts.PollRecords, mopts.TransactionTimeout = opts.MaxBatch, opts.TransactionTimeout
 	if !opts.DisableTransactions {
 		mopts.TransactionalID = opts.TransactionalID
 	}

@@ -13,6 +13,7 @@ import (
 	"github.com/driftline/driftline/pipeline/billing/pricebook"
 	"github.com/driftline/driftline/pipeline/billing/rater"
 	"github.com/driftline/driftline/pipeline/contract"
+	"github.com/driftline/driftline/pipeline/stream"
 )
 
 func deployBook(t testing.TB) *pricebook.Store {
@@ -51,7 +52,7 @@ func TestRateAndQuarantine(t *testing.T) {
 	)
 
 	r, err := rater.New(context.Background(), rater.Options{
-		Brokers: brokers, Prices: deployBook(t), Topics: names, MaxBatch: 4,
+		StageOptions: stream.StageOptions{Brokers: brokers, Topics: names}, Prices: deployBook(t), MaxBatch: 4,
 		Now: func() time.Time { return time.Date(2026, 11, 21, 10, 16, 0, 0, time.UTC) },
 	})
 	if err != nil {
@@ -125,7 +126,7 @@ func TestRatedEventID(t *testing.T) {
 }
 
 func TestNewNeedsPrices(t *testing.T) {
-	if _, err := rater.New(context.Background(), rater.Options{Brokers: []string{"127.0.0.1:1"}}); err == nil || errors.Is(err, context.Canceled) {
+	if _, err := rater.New(context.Background(), rater.Options{StageOptions: stream.StageOptions{Brokers: []string{"127.0.0.1:1"}}}); err == nil || errors.Is(err, context.Canceled) {
 		t.Fatalf("New without a price book: %v", err)
 	}
 }

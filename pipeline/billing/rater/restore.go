@@ -72,5 +72,5 @@ func (r *Rater) replay(rec *kgo.Record, fresh map[int32]map[string]string) {
 			m[key] = u.UsageID
 		}
 	}
-	r.m.restoreEvents.Inc()
+	r.m.RestoreEvents.Inc()
 }

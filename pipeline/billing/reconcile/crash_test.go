@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"log/slog"
 	"math/rand/v2"
 	"strings"
 	"sync"
@@ -190,8 +189,9 @@ func TestCrashRestartWritesTheSameRows(t *testing.T) {
 	f := newFixture(t)
 	f.produceBillingHistory()
 	opts := func(group string) Options {
-		return Options{Brokers: f.brokers, Prices: testPrices(t), Group: group, Topics: f.names,
-			FlushInterval: 50 * time.Millisecond, FlushEvents: 37, CatchUpEvents: 100, Logger: slog.New(slog.DiscardHandler)}
+		o := f.options(group)
+		o.FlushInterval, o.FlushEvents, o.CatchUpEvents = 50*time.Millisecond, 37, 100
+		return o
 	}
 	run := func(group string, sink Sink) func(killed bool) {
 		ctx, cancel := context.WithCancel(context.Background())

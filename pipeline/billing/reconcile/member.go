@@ -3,7 +3,6 @@ package reconcile
 import (
 	"context"
 	"strconv"
-	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/twmb/franz-go/pkg/kgo"
@@ -24,15 +23,11 @@ var _ stream.Processor = (*processor)(nil)
 // applies what the merges release.
 func (p *processor) Apply(_ context.Context, fetches kgo.Fetches) (int, int64) {
 	r := (*Reconciler)(p)
-	logmerge.Fetched(fetches, func(t string, p int32, recs []*kgo.Record, unfetched int64) {
-		if part := r.parts[p]; part != nil {
-			part.merge.Push(r.stream(t), recs, unfetched)
-		}
-	}, nil)
+	logmerge.PushAll(fetches, r.parts, (*partition).logs, r.stream)
 	n := r.applyAll(r.parts)
 	r.throttle()
-	backlog := logmerge.BacklogAll(r.parts, func(p *partition) *logmerge.Merge { return &p.merge })
-	r.m.backlog.Set(float64(backlog))
+	backlog := logmerge.BacklogAll(r.parts, (*partition).logs)
+	r.m.Backlog.Set(float64(backlog))
 	return n, backlog
 }
 
@@ -40,7 +35,7 @@ func (p *processor) Apply(_ context.Context, fetches kgo.Fetches) (int, int64) {
 func (p *processor) Flush(ctx context.Context, rd stream.Round) error {
 	r := (*Reconciler)(p)
 	if rd.CatchUp {
-		r.m.catchUpRounds.Inc()
+		r.m.CatchUpRounds.Inc()
 	}
 	return r.flush(ctx)
 }
@@ -62,8 +57,7 @@ func (p *processor) Restore(ctx context.Context, rs *stream.Restore) error {
 		r.parts[p] = part
 		r.observe(part)
 	}
-	r.m.assigned.Set(float64(len(r.parts)))
-	r.m.restoreSeconds.Observe(time.Since(rs.Began).Seconds())
+	r.m.Restored(len(r.parts), rs.Began)
 	return nil
 }
 
@@ -77,7 +71,7 @@ func (p *processor) Release(ps []int32, _ bool) {
 			g.DeleteLabelValues(strconv.Itoa(int(p)))
 		}
 	}
-	r.m.assigned.Set(float64(len(r.parts)))
+	r.m.Assigned.Set(float64(len(r.parts)))
 }
 
 // Stop has nothing in flight.

@@ -1,7 +1,6 @@
 package reconcile
 
 import (
-	"container/heap"
 	"time"
 
 	"github.com/driftline/driftline/pipeline/contract"
@@ -33,7 +32,7 @@ func (t *Tracker) closed(start int64) bool {
 func (t *Tracker) register(start int64, s *usageState) {
 	ids, ok := t.byStart[start]
 	if !ok {
-		heap.Push(&t.starts, start)
+		t.starts.push(windowStart(start))
 	}
 	t.byStart[start] = append(ids, s.id)
 	s.regStart, s.registered = start, true
@@ -54,8 +53,8 @@ func (t *Tracker) sweep() {
 	if h := t.watermark.Unix() / int64(WindowSize/time.Second); h != t.sweptHour {
 		t.sweptHour, swept = h, true
 	}
-	for t.starts.Len() > 0 && t.closed(t.starts[0]) {
-		start := heap.Pop(&t.starts).(int64)
+	for len(t.starts) > 0 && t.closed(int64(t.starts[0])) {
+		start := int64(t.starts.pop())
 		for _, id := range t.byStart[start] {
 			s := t.usage[id]
 			if s == nil || s.regStart != start {
@@ -134,15 +133,10 @@ func (t *Tracker) Tracked() (usage, windows int) { return len(t.usage), len(t.wi
 func (t *Tracker) Pruned() (pruned, late int64) { return t.pruned, t.late }
 
 // starts is a min-heap of window starts.
-type starts []int64
+type starts = minHeap[windowStart]
 
-func (h starts) Len() int           { return len(h) }
-func (h starts) Less(i, j int) bool { return h[i] < h[j] }
-func (h starts) Swap(i, j int)      { h[i], h[j] = h[j], h[i] }
-func (h *starts) Push(x any)        { *h = append(*h, x.(int64)) }
-func (h *starts) Pop() any {
-	old := *h
-	v := old[len(old)-1]
-	*h = old[:len(old)-1]
-	return v
-}
+// windowStart is the start of a conservation window in unix seconds, as
+// byStart keys it.
+type windowStart int64
+
+func (a windowStart) before(b windowStart) bool { return a < b }

@@ -49,6 +49,13 @@ type partition struct {
 	pruned, late int64
 }
 
+// logs returns the merge of the partition's streams (for the
+// logmerge functions over all partitions).
+func (p *partition) logs() *logmerge.Merge { return &p.merge }
+
+// streams returns the streams of the merge (logmerge.ThrottleAll).
+func (p *partition) streams() logmerge.Streams { return p.merge.Streams() }
+
 // output collects what a batch of records produces.
 type output struct {
 	batch   Batch
@@ -90,18 +97,9 @@ func New(ctx context.Context, opts Options, s Sink) (*Reconciler, error) {
 	}
 	r.out = output{current: map[string]int{}, m: r.m, emit: true}
 	var err error
-	r.member, err = stream.NewMember(ctx, stream.Options{
-		Name:               "billing",
-		Brokers:            opts.Brokers,
-		Group:              opts.Group,
-		Names:              opts.Topics,
-		Topics:             opts.Topics.Billing(),
-		KeepControlRecords: true,
-		Rounds: logmerge.Rounds{Interval: opts.FlushInterval, Records: opts.FlushEvents,
-			CatchUpInterval: opts.CatchUpInterval, CatchUpRecords: opts.CatchUpEvents},
-		Logger:     opts.Logger,
-		ClientOpts: opts.ClientOpts,
-	})
+	mopts := opts.Member("billing", opts.Topics.Billing())
+	mopts.KeepControlRecords, mopts.Rounds = true, opts.Rounds()
+	r.member, err = stream.NewMember(ctx, mopts)
 	if err != nil {
 		return nil, err
 	}
@@ -160,7 +158,7 @@ func (r *Reconciler) flush(ctx context.Context) error {
 	}
 	r.out.reset()
 	if committed {
-		logmerge.CommittedAll(offsets, names[:], r.parts, func(p *partition) *logmerge.Merge { return &p.merge })
+		logmerge.CommittedAll(offsets, names[:], r.parts, (*partition).logs)
 	}
 	return nil
 }
@@ -248,6 +246,6 @@ func (r *Reconciler) observe(part *partition) {
 // those drained again (logmerge.Throttle). The member's lock is held.
 func (r *Reconciler) throttle() {
 	names := r.streamTopics()
-	paused, _ := logmerge.ThrottleAll(&r.flow, r.member.Client(), names[:], r.parts, func(p *partition) logmerge.Streams { return p.merge.Streams() })
-	r.m.pauses.Add(float64(paused))
+	paused, _ := logmerge.ThrottleAll(&r.flow, r.member.Client(), names[:], r.parts, (*partition).streams)
+	r.m.Pauses.Add(float64(paused))
 }

@@ -11,11 +11,12 @@ import (
 
 	"github.com/ClickHouse/clickhouse-go/v2/lib/driver"
 	"github.com/prometheus/client_golang/prometheus"
-	json "github.com/segmentio/encoding/json"
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/driftline/driftline/internal/testenv"
 	"github.com/driftline/driftline/pipeline/contract"
+	"github.com/driftline/driftline/pipeline/stream"
+	"github.com/driftline/driftline/pipeline/stream/streamtest"
 )
 
 func TestMain(m *testing.M) { testenv.Main(m) }
@@ -31,27 +32,15 @@ type fixture struct {
 }
 
 func newFixture(t *testing.T) *fixture {
-	brokers, names := testenv.Kafka(t, 3)
-	cl := testenv.KafkaClient(t, brokers)
-	conn, _ := testenv.ClickHouseConn(t)
-	return &fixture{t: t, cl: cl, names: names, brokers: brokers, ch: conn, seq: map[string]uint64{}}
+	e := streamtest.NewEnv(t, 3)
+	return &fixture{t: t, cl: e.Client, names: e.Names, brokers: e.Brokers, ch: e.CH, seq: map[string]uint64{}}
 }
 
 // send produces one valid event with the standard partitioner.
 func (f *fixture) send(typ, producer string, at time.Time, payload any) {
 	f.t.Helper()
 	f.seq[producer]++
-	body, _ := json.Marshal(payload)
-	line, _ := json.Marshal(map[string]any{
-		"event_id": fmt.Sprintf("%s-%d", producer, f.seq[producer]), "event_type": typ, "schema_version": 1,
-		"producer": producer, "seq": f.seq[producer], "occurred_at": at.Format(time.RFC3339Nano),
-		"environment": "local_parity", "payload": json.RawMessage(body),
-	})
-	_, p, verr := contract.Validator{}.DecodeEvent(line)
-	if verr != nil {
-		f.t.Fatalf("fixture event invalid: %v", verr)
-	}
-	rec := &kgo.Record{Topic: f.names.ForType(typ), Key: []byte(contract.KeyOf(p)), Value: line}
+	rec := streamtest.Event(f.t, f.names, typ, producer, f.seq[producer], at, payload)
 	if err := f.cl.ProduceSync(context.Background(), rec).FirstErr(); err != nil {
 		f.t.Fatal(err)
 	}
@@ -75,26 +64,20 @@ func (f *fixture) ledger(id, meterID, amount string, at time.Time) {
 	f.send(contract.TypeLedgerEntry, "ledger", at, l)
 }
 
+// options returns the options of a reconciler of group in the fixture.
+func (f *fixture) options(group string) Options {
+	return Options{StageOptions: stream.StageOptions{Brokers: f.brokers, Group: group, Topics: f.names,
+		Logger: slog.New(slog.DiscardHandler)}, RoundOptions: stream.RoundOptions{FlushInterval: 100 * time.Millisecond},
+		Prices: testPrices(f.t)}
+}
+
 func (f *fixture) start(group string, with ...func(*Options)) (stop func()) {
 	f.t.Helper()
-	ctx, cancel := context.WithCancel(context.Background())
-	opts := Options{Brokers: f.brokers, Prices: testPrices(f.t), Group: group, Topics: f.names,
-		FlushInterval: 100 * time.Millisecond, Logger: slog.New(slog.DiscardHandler)}
+	opts := f.options(group)
 	for _, w := range with {
 		w(&opts)
 	}
-	r, err := New(ctx, opts, NewClickHouse(f.ch))
-	if err != nil {
-		f.t.Fatal(err)
-	}
-	done := make(chan error, 1)
-	go func() { done <- r.Run(ctx) }()
-	return func() {
-		cancel()
-		if err := <-done; err != nil {
-			f.t.Errorf("reconciler run: %v", err)
-		}
-	}
+	return streamtest.Start(f.t, "reconciler", func(ctx context.Context) (*Reconciler, error) { return New(ctx, opts, NewClickHouse(f.ch)) })
 }
 
 // rows returns the current billing_mismatch rows, one line each.

@@ -49,7 +49,7 @@ func (r *Reconciler) restore(ctx context.Context, rs *stream.Restore) (map[int32
 		},
 		func() {
 			n := r.applyAll(parts)
-			r.m.restoreEvents.Add(float64(n))
+			r.m.RestoreEvents.Add(float64(n))
 		})
 	if err != nil {
 		return nil, err

@@ -1,7 +1,6 @@
 package reconcile
 
 import (
-	"container/heap"
 	"errors"
 	"math/big"
 	"time"
@@ -201,7 +200,7 @@ func (t *Tracker) ApplyUsage(u *contract.Usage, at time.Time) {
 		panic("BUG: unexpected price book lookup error: " + err.Error())
 	}
 	if s.rated == nil {
-		heap.Push(&t.ratingDue, deadline{at: at.Add(t.rules.RatingGrace), usageID: u.UsageID})
+		t.ratingDue.push(deadline{at: at.Add(t.rules.RatingGrace), usageID: u.UsageID})
 	}
 }
 
@@ -237,7 +236,7 @@ func (t *Tracker) ApplyRated(r *contract.Rated, at time.Time) bool {
 		t.set(MismatchID(contract.KindRatedNotLedgered, r.UsageID), contract.KindRatedNotLedgered, r.UsageID, s, true, due)
 		return true
 	}
-	heap.Push(&t.ledgerDue, deadline{at: due, usageID: r.UsageID})
+	t.ledgerDue.push(deadline{at: due, usageID: r.UsageID})
 	return true
 }
 
@@ -299,8 +298,8 @@ func (t *Tracker) Advance(at time.Time) {
 			t.watermark = w
 		}
 	}
-	for t.ratingDue.Len() > 0 && !t.watermark.Before(t.ratingDue[0].at) {
-		d := heap.Pop(&t.ratingDue).(deadline)
+	due := deadline{at: t.watermark}
+	for d := range t.ratingDue.popTo(due) {
 		if s := t.usage[d.usageID]; s != nil && s.usageSeen && !s.explained && s.rated == nil && !s.ratingOverdue {
 			t.detach(s, d.at)
 			s.ratingOverdue = true
@@ -308,8 +307,7 @@ func (t *Tracker) Advance(at time.Time) {
 			t.attach(s, d.at)
 		}
 	}
-	for t.ledgerDue.Len() > 0 && !t.watermark.Before(t.ledgerDue[0].at) {
-		d := heap.Pop(&t.ledgerDue).(deadline)
+	for d := range t.ledgerDue.popTo(due) {
 		if s := t.usage[d.usageID]; s != nil && s.rated != nil && s.ledger == nil && !s.ledgerOverdue {
 			t.detach(s, d.at)
 			s.ledgerOverdue = true
@@ -317,16 +315,14 @@ func (t *Tracker) Advance(at time.Time) {
 			t.attach(s, d.at)
 		}
 	}
-	for t.ratedOrphanDue.Len() > 0 && !t.watermark.Before(t.ratedOrphanDue[0].at) {
-		d := heap.Pop(&t.ratedOrphanDue).(deadline)
+	for d := range t.ratedOrphanDue.popTo(due) {
 		if s := t.usage[d.usageID]; s != nil && s.rated != nil && !s.usageSeen && !s.ratedOrphanOverdue {
 			t.detach(s, d.at)
 			s.ratedOrphanOverdue = true
 			t.attach(s, d.at)
 		}
 	}
-	for t.ledgerOrphanDue.Len() > 0 && !t.watermark.Before(t.ledgerOrphanDue[0].at) {
-		d := heap.Pop(&t.ledgerOrphanDue).(deadline)
+	for d := range t.ledgerOrphanDue.popTo(due) {
 		if s := t.usage[d.usageID]; s != nil && s.ledger != nil && s.rated == nil && !s.ledgerOrphanOverdue {
 			t.detach(s, d.at)
 			s.ledgerOrphanOverdue = true
@@ -347,7 +343,7 @@ func (t *Tracker) orphan(h *deadlines, overdue *bool, usageID string, due time.T
 		*overdue = true
 		return
 	}
-	heap.Push(h, deadline{at: due, usageID: usageID})
+	h.push(deadline{at: due, usageID: usageID})
 }
 
 // set opens (or confirms) a mismatch at event time at.
@@ -413,15 +409,6 @@ type deadline struct {
 }
 
 // deadlines is a min-heap of deadlines by time.
-type deadlines []deadline
+type deadlines = minHeap[deadline]
 
-func (h deadlines) Len() int           { return len(h) }
-func (h deadlines) Less(i, j int) bool { return h[i].at.Before(h[j].at) }
-func (h deadlines) Swap(i, j int)      { h[i], h[j] = h[j], h[i] }
-func (h *deadlines) Push(x any)        { *h = append(*h, x.(deadline)) }
-func (h *deadlines) Pop() any {
-	old := *h
-	d := old[len(old)-1]
-	*h = old[:len(old)-1]
-	return d
-}
+func (d deadline) before(o deadline) bool { return d.at.Before(o.at) }

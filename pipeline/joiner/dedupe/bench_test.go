@@ -76,12 +76,7 @@ func (o set) id(p, id string, at time.Time) bool { return o.s.Observe(p, false, 
 type roaring32 map[string]*roaring.Bitmap
 
 func (o roaring32) seq(p string, seq uint64, _ time.Time) bool {
-	b := o[p]
-	if b == nil {
-		b = roaring.New()
-		o[p] = b
-	}
-	return b.CheckedAdd(uint32(seq))
+	return bitmapOf(o, p, roaring.New).CheckedAdd(uint32(seq))
 }
 func (o roaring32) id(string, string, time.Time) bool { panic("unused") }
 
@@ -89,14 +84,21 @@ func (o roaring32) id(string, string, time.Time) bool { panic("unused") }
 type roaring64s map[string]*roaring64.Bitmap
 
 func (o roaring64s) seq(p string, seq uint64, _ time.Time) bool {
-	b := o[p]
-	if b == nil {
-		b = roaring64.New()
-		o[p] = b
-	}
-	return b.CheckedAdd(seq)
+	return bitmapOf(o, p, roaring64.New).CheckedAdd(seq)
 }
 func (o roaring64s) id(string, string, time.Time) bool { panic("unused") }
+
+// bitmapOf returns the bitmap of producer p in m, made by mk the first
+// time.
+func bitmapOf[M ~map[string]B, B comparable](m M, p string, mk func() B) B {
+	var zero B
+	b := m[p]
+	if b == zero {
+		b = mk()
+		m[p] = b
+	}
+	return b
+}
 
 // hashMap keeps only a 64-bit xxhash of the identity: NOT exact (two
 // events whose hashes collide are merged), measured as the floor an

@@ -80,6 +80,18 @@ func BacklogAll[P any](parts map[int32]P, merge func(P) *Merge) int64 {
 	return n
 }
 
+// PushAll pushes the records of fetches (see Fetched) into the merges of
+// the partitions in parts (merge returns a partition's), each to the
+// stream stream names its topic by; those of partitions not in parts are
+// dropped.
+func PushAll[P any](fetches kgo.Fetches, parts map[int32]P, merge func(P) *Merge, stream func(topic string) int) {
+	Fetched(fetches, func(t string, p int32, recs []*kgo.Record, unfetched int64) {
+		if part, ok := parts[p]; ok {
+			merge(part).Push(stream(t), recs, unfetched)
+		}
+	}, nil)
+}
+
 // Uncommitted adds to offsets (made when nil) the position of each stream
 // of the merge, partition p, that moved past its last commit: what a
 // commit of everything applied records. topics names the streams. It

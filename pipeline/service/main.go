@@ -1,0 +1,24 @@
+package service
+
+import (
+	"context"
+	"log/slog"
+	"os"
+	"os/signal"
+	"syscall"
+)
+
+// Main runs run and exits 1 with its error logged, prefixed by name, when
+// it fails.
+func Main(name string, run func() error) {
+	if err := run(); err != nil {
+		slog.Error(name + ": " + err.Error())
+		os.Exit(1)
+	}
+}
+
+// SignalContext returns a context that ends on SIGINT or SIGTERM, the
+// signals that stop a Driftline process cleanly; stop releases it.
+func SignalContext() (ctx context.Context, stop context.CancelFunc) {
+	return signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+}
