@@ -411,4 +411,5 @@ type deadline struct {
 // deadlines is a min-heap of deadlines by time.
 type deadlines = minHeap[deadline]
 
+//lint:ignore U1000 called through minHeap's type constraint, which staticcheck does not follow
 func (d deadline) before(o deadline) bool { return d.at.Before(o.at) }
