@@ -274,7 +274,7 @@ func TestDriftList(t *testing.T) {
 
 func TestDriftJSONShape(t *testing.T) {
 	fx := newFixture(t, api.Options{})
-	body := getJSON(t, fx.url+"/v1/drift?status=all&classification=stale_lifecycle_state", 200)
+	body := testenv.GetJSON(t, fx.url+"/v1/drift?status=all&classification=stale_lifecycle_state", 200)
 	var page struct {
 		Findings []map[string]any `json:"findings"`
 	}
@@ -367,7 +367,7 @@ func TestBadParameters(t *testing.T) {
 		{"/v1/heatmap?severity=high", "severity", "warning"},
 		{"/v1/status?verbose=1", "verbose", ""},
 	} {
-		body := getJSON(t, fx.url+tc.path, http.StatusBadRequest)
+		body := testenv.GetJSON(t, fx.url+tc.path, http.StatusBadRequest)
 		var eb apitypes.ErrorBody
 		if err := json.Unmarshal(body, &eb); err != nil {
 			t.Fatalf("%s: %v", tc.path, err)
@@ -408,7 +408,7 @@ func TestDriftDetail(t *testing.T) {
 	}
 
 	// The id unescaped in the path works as well.
-	body := getJSON(t, fx.url+"/v1/drift/"+idStale, 200)
+	body := testenv.GetJSON(t, fx.url+"/v1/drift/"+idStale, 200)
 	var dd apitypes.DriftDetail
 	if err := json.Unmarshal(body, &dd); err != nil {
 		t.Fatal(err)
@@ -426,7 +426,7 @@ func TestDriftDetail(t *testing.T) {
 	if !errors.Is(err, client.ErrNotFound) {
 		t.Errorf("unknown id: %v", err)
 	}
-	getJSON(t, fx.url+"/v1/nothing", 404)
+	testenv.GetJSON(t, fx.url+"/v1/nothing", 404)
 }
 
 func TestHeatmap(t *testing.T) {
@@ -503,13 +503,13 @@ func TestStatusEmpty(t *testing.T) {
 	}
 	hs := httptest.NewServer(srv.Handler())
 	defer hs.Close()
-	body := getJSON(t, hs.URL+"/v1/status", 200)
+	body := testenv.GetJSON(t, hs.URL+"/v1/status", 200)
 	for _, frag := range []string{`"last_run":null`, `"watermark":null`, `"consumers":[]`, `"open":0`} {
 		if !strings.Contains(string(body), frag) {
 			t.Errorf("status lacks %s: %s", frag, body)
 		}
 	}
-	body = getJSON(t, hs.URL+"/v1/drift", 200)
+	body = testenv.GetJSON(t, hs.URL+"/v1/drift", 200)
 	if !strings.Contains(string(body), `"findings":[]`) {
 		t.Errorf("empty drift: %s", body)
 	}
@@ -582,9 +582,9 @@ func TestStatusBrokerDown(t *testing.T) {
 
 func TestHealthAndMetrics(t *testing.T) {
 	fx := newFixture(t, api.Options{})
-	getJSON(t, fx.url+"/healthz", 200)
-	getJSON(t, fx.url+"/v1/drift", 200)
-	getJSON(t, fx.url+"/v1/drift?limit=0", 400)
+	testenv.GetJSON(t, fx.url+"/healthz", 200)
+	testenv.GetJSON(t, fx.url+"/v1/drift", 200)
+	testenv.GetJSON(t, fx.url+"/v1/drift?limit=0", 400)
 	resp, err := http.Get(fx.url + "/metrics")
 	if err != nil {
 		t.Fatal(err)
@@ -607,8 +607,8 @@ func TestHealthAndMetrics(t *testing.T) {
 func TestClickHouseDown(t *testing.T) {
 	fx := newFixture(t, api.Options{})
 	fx.db.Close()
-	getJSON(t, fx.url+"/healthz", 503)
-	getJSON(t, fx.url+"/v1/drift", 503)
+	testenv.GetJSON(t, fx.url+"/healthz", 503)
+	testenv.GetJSON(t, fx.url+"/v1/drift", 503)
 }
 
 func TestMissingTableHint(t *testing.T) {
@@ -616,28 +616,8 @@ func TestMissingTableHint(t *testing.T) {
 	if err := fx.db.Exec(context.Background(), "DROP TABLE consumer_progress"); err != nil {
 		t.Fatal(err)
 	}
-	body := getJSON(t, fx.url+"/v1/status", 503)
+	body := testenv.GetJSON(t, fx.url+"/v1/status", 503)
 	if !strings.Contains(string(body), "Possible solutions") {
 		t.Errorf("no hint: %s", body)
 	}
-}
-
-func getJSON(t *testing.T, u string, wantCode int) []byte {
-	t.Helper()
-	resp, err := http.Get(u)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	b, err := io.ReadAll(resp.Body)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if resp.StatusCode != wantCode {
-		t.Errorf("GET %s: %d, want %d: %s", u, resp.StatusCode, wantCode, b)
-	}
-	if ct := resp.Header.Get("Content-Type"); ct != "application/json" {
-		t.Errorf("GET %s: content type %q", u, ct)
-	}
-	return b
 }

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/driftline/driftline/internal/testenv"
 	"github.com/driftline/driftline/pipeline/api"
 	"github.com/driftline/driftline/pipeline/api/apitypes"
 	"github.com/driftline/driftline/pipeline/contract"
@@ -40,7 +41,7 @@ func TestHeatmapOverAFakeReadModel(t *testing.T) {
 	}
 	hs := httptest.NewServer(srv.Handler())
 	defer hs.Close()
-	h := decode[apitypes.Heatmap](t, getJSON(t, hs.URL+"/v1/heatmap?owning_domain=compute,apps&age=1h", 200))
+	h := decode[apitypes.Heatmap](t, testenv.GetJSON(t, hs.URL+"/v1/heatmap?owning_domain=compute,apps&age=1h", 200))
 	if !slices.Equal(fr.got.OwningDomains, []string{"compute", "apps"}) || !fr.got.FirstSeenBy.Equal(t0.Add(-time.Hour)) ||
 		fr.got.Status != string(contract.StatusOpen) {
 		t.Errorf("filter passed to the read model: %+v", fr.got)

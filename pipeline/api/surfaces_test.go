@@ -411,7 +411,7 @@ func TestSurfaceBadParameters(t *testing.T) {
 		{"/v1/drift?wait_watermark=soon", "wait_watermark"},
 		{"/v1/drift?wait_watermark=2026-11-21T00:00:00Z&wait_timeout=1h", "wait_timeout"},
 	} {
-		eb := decode[apitypes.ErrorBody](t, getJSON(t, fx.url+tc.path, http.StatusBadRequest))
+		eb := decode[apitypes.ErrorBody](t, testenv.GetJSON(t, fx.url+tc.path, http.StatusBadRequest))
 		if eb.Parameter != tc.param {
 			t.Errorf("%s: %+v", tc.path, eb)
 		}
@@ -421,7 +421,7 @@ func TestSurfaceBadParameters(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	eb := decode[apitypes.ErrorBody](t, getJSON(t, fx.url+"/v1/nodes?sort=last_seen_at&cursor="+p.NextCursor, 400))
+	eb := decode[apitypes.ErrorBody](t, testenv.GetJSON(t, fx.url+"/v1/nodes?sort=last_seen_at&cursor="+p.NextCursor, 400))
 	if !strings.Contains(eb.Error, "sort=attention_score") {
 		t.Errorf("cursor of another sort: %+v", eb)
 	}
@@ -498,7 +498,7 @@ func TestArrowStream(t *testing.T) {
 		t.Errorf("billing stream: %v", ids)
 	}
 	// JSON stays the default.
-	getJSON(t, fx.url+"/v1/drift?owning_domain=bulk&limit=1", 200)
+	testenv.GetJSON(t, fx.url+"/v1/drift?owning_domain=bulk&limit=1", 200)
 }
 
 func TestBundle(t *testing.T) {
@@ -604,7 +604,7 @@ func TestWaitWatermark(t *testing.T) {
 	// (epoch), so nothing past 1970 is reached yet.
 	u := fx.url + "/v1/drift?severity=critical&wait_watermark=" + t0.Add(-2*time.Minute).Format(time.RFC3339) + "&wait_timeout=300ms"
 	start := time.Now()
-	eb := decode[apitypes.ErrorBody](t, getJSON(t, u, http.StatusGatewayTimeout))
+	eb := decode[apitypes.ErrorBody](t, testenv.GetJSON(t, u, http.StatusGatewayTimeout))
 	if el := time.Since(start); el < 300*time.Millisecond || el > 5*time.Second {
 		t.Errorf("wait took %v", el)
 	}
@@ -635,7 +635,7 @@ func TestWaitWatermark(t *testing.T) {
 		t.Errorf("wait then answer: %s", got)
 	}
 	// Already reached: answers at once.
-	getJSON(t, fx.url+"/v1/status?wait_watermark="+t0.Add(-time.Hour).Format(time.RFC3339), 200)
+	testenv.GetJSON(t, fx.url+"/v1/status?wait_watermark="+t0.Add(-time.Hour).Format(time.RFC3339), 200)
 }
 
 // gauge reads the value of an unlabelled gauge from reg.

@@ -2,9 +2,7 @@ package reconcile
 
 import (
 	"fmt"
-	"io"
 	"log/slog"
-	"net/http"
 	"net/http/httptest"
 	"testing"
 	"time"
@@ -56,14 +54,14 @@ func TestStatusAndAutomationThroughTheAPI(t *testing.T) {
 
 	status := func() apitypes.BillingConservation {
 		var st apitypes.Status
-		if err := json.Unmarshal(get(t, hs.URL+"/v1/status", 200), &st); err != nil {
+		if err := json.Unmarshal(testenv.GetJSON(t, hs.URL+"/v1/status", 200), &st); err != nil {
 			t.Fatal(err)
 		}
 		return st.Billing
 	}
 	automation := func(q string) apitypes.Automation {
 		var a apitypes.Automation
-		if err := json.Unmarshal(get(t, hs.URL+"/v1/billing/automation?"+q, 200), &a); err != nil {
+		if err := json.Unmarshal(testenv.GetJSON(t, hs.URL+"/v1/billing/automation?"+q, 200), &a); err != nil {
 			t.Fatal(err)
 		}
 		return a
@@ -111,7 +109,7 @@ func TestStatusAndAutomationThroughTheAPI(t *testing.T) {
 	}
 	conservation := func(q string) apitypes.ConservationPage {
 		var p apitypes.ConservationPage
-		if err := json.Unmarshal(get(t, hs.URL+"/v1/billing/conservation?"+q, 200), &p); err != nil {
+		if err := json.Unmarshal(testenv.GetJSON(t, hs.URL+"/v1/billing/conservation?"+q, 200), &p); err != nil {
 			t.Fatal(err)
 		}
 		return p
@@ -130,7 +128,7 @@ func TestStatusAndAutomationThroughTheAPI(t *testing.T) {
 		t.Fatalf("windows %+v", p)
 	}
 	for _, q := range []string{"from=yesterday", "unbalanced=maybe", "limit=0", "tenant_id=", "bogus=1"} {
-		get(t, hs.URL+"/v1/billing/conservation?"+q, 400)
+		testenv.GetJSON(t, hs.URL+"/v1/billing/conservation?"+q, 400)
 	}
 
 	// t-1 is stopped by its amount mismatch, ghost's window and the stray
@@ -185,23 +183,6 @@ func TestStatusAndAutomationThroughTheAPI(t *testing.T) {
 		t.Fatalf("t-1 storage automation %+v", a)
 	}
 	for _, q := range []string{"", "product_id=gpuaas", "tenant_id=t-1&tenant_id=t-2", "tenant_id=t-1&bogus=1"} {
-		get(t, hs.URL+"/v1/billing/automation?"+q, 400)
+		testenv.GetJSON(t, hs.URL+"/v1/billing/automation?"+q, 400)
 	}
-}
-
-func get(t *testing.T, u string, wantCode int) []byte {
-	t.Helper()
-	resp, err := http.Get(u)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	b, err := io.ReadAll(resp.Body)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if resp.StatusCode != wantCode {
-		t.Fatalf("GET %s: %d, want %d: %s", u, resp.StatusCode, wantCode, b)
-	}
-	return b
 }

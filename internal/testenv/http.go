@@ -1,0 +1,30 @@
+package testenv
+
+import (
+	"io"
+	"net/http"
+	"testing"
+)
+
+// GetJSON GETs u from a JSON API under test and returns the body. It
+// fails t when the request fails, and reports an error when the status is
+// not wantCode or the answer is not application/json.
+func GetJSON(t testing.TB, u string, wantCode int) []byte {
+	t.Helper()
+	resp, err := http.Get(u)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if resp.StatusCode != wantCode {
+		t.Errorf("GET %s: %d, want %d: %s", u, resp.StatusCode, wantCode, b)
+	}
+	if ct := resp.Header.Get("Content-Type"); ct != "application/json" {
+		t.Errorf("GET %s: content type %q", u, ct)
+	}
+	return b
+}
