@@ -28,14 +28,9 @@ const (
 	NumClasses
 )
 
-var classNames = [NumClasses]contract.Classification{
-	Orphan:           contract.ClassOrphan,
-	Missing:          contract.ClassMissing,
-	Stale:            contract.ClassStale,
-	IdentityMismatch: contract.ClassIdentity,
-	Quota:            contract.ClassQuota,
-	Route:            contract.ClassRoute,
-}
+// classNames names each Class: the contract's classifications, in the
+// same order (the joiner raises every one but billing_mismatch).
+var classNames = contract.Classifications[:NumClasses]
 
 // String returns the contract classification of c.
 func (c Class) String() string {

@@ -41,3 +41,16 @@ func TestClassNamesRoundTrip(t *testing.T) {
 		t.Fatal("evidence id format changed")
 	}
 }
+
+// TestClassNames pins each Class to its contract classification: the
+// names come from the contract's list by position.
+func TestClassNames(t *testing.T) {
+	for c, want := range map[Class]contract.Classification{
+		Orphan: contract.ClassOrphan, Missing: contract.ClassMissing, Stale: contract.ClassStale,
+		IdentityMismatch: contract.ClassIdentity, Quota: contract.ClassQuota, Route: contract.ClassRoute,
+	} {
+		if c.String() != string(want) {
+			t.Errorf("class %d is %q, want %q", c, c.String(), want)
+		}
+	}
+}

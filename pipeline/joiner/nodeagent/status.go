@@ -22,19 +22,17 @@ const (
 	numModes
 )
 
-var modeNames = [numModes]contract.ConnectivityMode{
-	Live:         contract.ModeLive,
-	Delayed:      contract.ModeDelayed,
-	EdgeCached:   contract.ModeEdgeCached,
-	Autonomous:   contract.ModeAutonomous,
-	Disconnected: contract.ModeDisconnected,
-	Returning:    contract.ModeReturning,
-	Replaying:    contract.ModeReplaying,
+// The indexes count in the order of the contract's lists, which name them.
+func init() {
+	if len(contract.ConnectivityModes) != int(numModes) || len(contract.Gates) != int(numGates) ||
+		len(contract.NodeAgentStates) != int(numStates) {
+		panic("BUG: nodeagent's modes, gates or states differ from the contract's lists")
+	}
 }
 
 func (m Mode) String() string {
 	if m < numModes {
-		return string(modeNames[m])
+		return string(contract.ConnectivityModes[m])
 	}
 	return "UNKNOWN"
 }
@@ -53,17 +51,9 @@ const (
 	numGates
 )
 
-var gateNames = [numGates]contract.Gate{
-	GatePass:            contract.GatePass,
-	GateWarning:         contract.GateWarning,
-	GateRetry:           contract.GateRetry,
-	GateInvestigate:     contract.GateInvestigate,
-	GateBlockProduction: contract.GateBlockProduction,
-}
-
 func (g Gate) String() string {
 	if g < numGates {
-		return string(gateNames[g])
+		return string(contract.Gates[g])
 	}
 	return "unknown"
 }
@@ -82,17 +72,9 @@ const (
 	numStates
 )
 
-var stateNames = [numStates]contract.NodeAgentState{
-	StateHealthy:                contract.NodeStateHealthy,
-	StateStale:                  contract.NodeStateStale,
-	StateRecovering:             contract.NodeStateRecovering,
-	StateOperatorActionRequired: contract.NodeStateOperatorActionRequired,
-	StateSecurityActionRequired: contract.NodeStateSecurityActionRequired,
-}
-
 func (s State) String() string {
 	if s < numStates {
-		return string(stateNames[s])
+		return string(contract.NodeAgentStates[s])
 	}
 	return "unknown"
 }
