@@ -54,6 +54,30 @@ var RatingReasons = []Reason{
 	ReasonAmountOutOfRange, ReasonDuplicateUsage, ReasonWrongEventType, ReasonNotOwned,
 }
 
+// Producer reasons: an event that is well formed but that its producer
+// got wrong in time or in identity. The gateway rejects with them before a
+// record is written; every consumer quarantines with them the records a
+// Kafka-native producer wrote past the gateway, and counts them per
+// producer (the status endpoint shows the counts).
+const (
+	// ReasonClockSkew: occurred_at is further ahead than the allowed skew
+	// of the receiver's clock (the gateway) or of the record's broker
+	// timestamp (a consumer).
+	ReasonClockSkew Reason = "clock_skew"
+	// ReasonLate: occurred_at is before what the partition still keeps
+	// open (its watermark less the allowed lateness and dedupe horizon):
+	// the event can no longer change a finding and is not applied.
+	ReasonLate Reason = "late_event"
+	// ReasonConflictingDuplicate: the event repeats a dedupe identity
+	// already seen ((producer, seq) or (producer, event_id)) with other
+	// content. A redelivery repeats the content as well; this is a
+	// producer reusing ids, and the first event stays the one applied.
+	ReasonConflictingDuplicate Reason = "conflicting_duplicate"
+)
+
+// ProducerReasons lists the producer reasons in a stable order.
+var ProducerReasons = []Reason{ReasonClockSkew, ReasonLate, ReasonConflictingDuplicate}
+
 // ValidationError says why one event was rejected.
 type ValidationError struct {
 	Reason Reason // stable code
