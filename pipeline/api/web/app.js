@@ -93,7 +93,17 @@ function statusCard(st) {
     <div class="kpi"><b>${f.resolved}</b>resolved</div>
     <div class="kpi"><b>${ago(st.watermark_age_seconds)}</b>watermark age</div>
     <div class="kpi"><b>${when(st.last_run)}</b>last run</div>
-    <div class="kpi"><b>${lag}</b>consumer lag</div></div></section>`;
+    <div class="kpi"><b>${lag}</b>consumer lag</div></div>${producersTable(st.producers || [])}</section>`;
+}
+
+// producersTable lists the producers whose records a consumer did not
+// apply (clock ahead of the log, late, ids reused with other content).
+function producersTable(rows) {
+  if (!rows.length) return "";
+  return `<h3>Records not applied, by producer</h3><table id="producer-rejections"><tr><th>producer</th><th>reason</th>
+    <th>consumer</th><th class="num">records</th><th>latest</th></tr>${rows.map(r =>
+    `<tr><td>${esc(r.producer)}</td><td>${esc(r.reason)}</td><td>${esc(r.consumer)}</td><td class="num">${r.events}</td>
+    <td>${when(r.last_at)}</td></tr>`).join("")}</table>`;
 }
 
 function spectrumBar(modes, total) {
