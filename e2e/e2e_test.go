@@ -116,7 +116,7 @@ func TestFleetFindingsMatchGroundTruth(t *testing.T) {
 
 	waitGroupCaughtUp(t, s.BrokerAddr(), "driftline-joiner", 3*time.Minute)
 
-	qc := &client.Client{BaseURL: s.QueryURL()}
+	qc := &client.Client{BaseURL: s.QueryURL(), APIKey: service.DefaultLocalAPIKey}
 	got, err := qc.DriftAll(ctx, url.Values{"status": {"all"}, "limit": {"1000"}})
 	if err != nil {
 		t.Fatal(err)

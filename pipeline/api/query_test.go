@@ -22,6 +22,7 @@ import (
 	"github.com/driftline/driftline/pipeline/api/apitypes"
 	"github.com/driftline/driftline/pipeline/api/client"
 	"github.com/driftline/driftline/pipeline/readmodel/sink"
+	"github.com/driftline/driftline/pipeline/service"
 )
 
 func TestMain(m *testing.M) { testenv.Main(m) }
@@ -168,13 +169,17 @@ func newFixture(t *testing.T, opts api.Options) *fixture {
 	seed(t, db)
 	opts.DB = db
 	opts.Now = func() time.Time { return t0 }
+	if opts.Guard == nil {
+		opts.Guard = testenv.LocalGuard(t)
+	}
 	srv, err := api.New(opts)
 	if err != nil {
 		t.Fatal(err)
 	}
+	t.Cleanup(srv.Close) // before the database closes: the audit log's last batch
 	hs := httptest.NewServer(srv.Handler())
 	t.Cleanup(hs.Close)
-	return &fixture{db: db, url: hs.URL, client: &client.Client{BaseURL: hs.URL}}
+	return &fixture{db: db, url: hs.URL, client: &client.Client{BaseURL: hs.URL, APIKey: service.DefaultLocalAPIKey}}
 }
 
 func ids(fs []apitypes.Finding) []string {
@@ -497,7 +502,7 @@ func TestStatus(t *testing.T) {
 }
 
 func TestStatusEmpty(t *testing.T) {
-	srv, err := api.New(api.Options{DB: openDB(t)})
+	srv, err := api.New(api.Options{Guard: testenv.LocalGuard(t), DB: openDB(t)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -585,7 +590,7 @@ func TestHealthAndMetrics(t *testing.T) {
 	testenv.GetJSON(t, fx.url+"/healthz", 200)
 	testenv.GetJSON(t, fx.url+"/v1/drift", 200)
 	testenv.GetJSON(t, fx.url+"/v1/drift?limit=0", 400)
-	resp, err := http.Get(fx.url + "/metrics")
+	resp, err := testenv.Do(fx.url+"/metrics", testenv.LocalKey)
 	if err != nil {
 		t.Fatal(err)
 	}
