@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -177,7 +178,10 @@ func newFixture(t *testing.T, opts api.Options) *fixture {
 		t.Fatal(err)
 	}
 	t.Cleanup(srv.Close) // before the database closes: the audit log's last batch
-	hs := httptest.NewServer(srv.Handler())
+	mux := http.NewServeMux()
+	mux.Handle("/", srv.Handler())
+	mux.HandleFunc("GET /test/signin", signInPage)
+	hs := httptest.NewServer(mux)
 	t.Cleanup(hs.Close)
 	return &fixture{db: db, url: hs.URL, client: &client.Client{BaseURL: hs.URL, APIKey: service.DefaultLocalAPIKey}}
 }
@@ -625,4 +629,20 @@ func TestMissingTableHint(t *testing.T) {
 	if !strings.Contains(string(body), "Possible solutions") {
 		t.Errorf("no hint: %s", body)
 	}
+}
+
+// uiKeys are the keys the UI test signs in with, by name.
+var uiKeys = map[string]string{"admin": testenv.LocalKey, "viewer": keyViewer, "finance-t1": keyFinT1}
+
+// signInPage does what a person does on the UI's sign-in form: it puts
+// the key of ?as= in the tab's session storage, then opens the UI at the
+// page's hash. Headless Chromium cannot type, so the UI test starts here.
+func signInPage(w http.ResponseWriter, r *http.Request) {
+	key, ok := uiKeys[r.URL.Query().Get("as")]
+	if !ok {
+		http.Error(w, "unknown key name", http.StatusBadRequest)
+		return
+	}
+	w.Header().Set("Content-Type", "text/html")
+	fmt.Fprintf(w, `<!doctype html><script>sessionStorage.setItem("driftline.apiKey", %q); location.replace("/ui/" + location.hash);</script>`, key)
 }
