@@ -4,8 +4,11 @@ import (
 	"context"
 	"encoding/csv"
 	"io"
+	"log/slog"
 	"net/http"
+	"net/http/httptest"
 	"net/url"
+	"os"
 	"slices"
 	"sort"
 	"strings"
@@ -14,12 +17,14 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/driftline/driftline/internal/chserver"
 	"github.com/driftline/driftline/internal/testenv"
 	"github.com/driftline/driftline/pipeline/api"
 	"github.com/driftline/driftline/pipeline/api/access"
 	"github.com/driftline/driftline/pipeline/api/apitypes"
 	"github.com/driftline/driftline/pipeline/contract"
 	"github.com/driftline/driftline/pipeline/contract/keys"
+	"github.com/driftline/driftline/pipeline/readmodel"
 )
 
 // The keys of the access tests, by what they hold.
@@ -425,5 +430,56 @@ func TestGuardReload(t *testing.T) {
 	}
 	if _, err := access.NewGuard(access.GuardOptions{Environment: contract.EnvProd, LocalKey: testenv.LocalKey}, keys.LocalKeyring("x")); err == nil {
 		t.Error("prod guard without mTLS")
+	}
+}
+
+// TestLeastPrivilege serves the API as the query service runs: reading as
+// the read-only ClickHouse user, which can neither write nor create, and
+// appending the audit log as the audit user.
+func TestLeastPrivilege(t *testing.T) {
+	if os.Getenv(testenv.EnvClickHouseAddr) != "" {
+		t.Skip("an external ClickHouse: its users are its own")
+	}
+	admin, cfg := testenv.ClickHouseConn(t)
+	seed(t, admin)
+	rcfg, acfg := cfg, cfg
+	rcfg.User, rcfg.Password = chserver.ReaderUser, ""
+	acfg.User, acfg.Password = chserver.AuditUser, ""
+	ctx := context.Background()
+	if _, err := readmodel.Open(ctx, rcfg); err == nil {
+		t.Error("the read-only user created (or was let create) the database")
+	}
+	reader := testenv.Open(t, rcfg, readmodel.NoCreate())
+	if err := readmodel.WaitMigrated(ctx, reader, slog.New(slog.DiscardHandler), time.Millisecond); err != nil {
+		t.Fatal(err)
+	}
+	for _, sql := range []string{
+		"INSERT INTO audit_log (actor_id) VALUES ('x')",
+		"CREATE TABLE nope (x UInt8) ENGINE = Memory",
+		"ALTER TABLE audit_log DELETE WHERE 1",
+		"DROP TABLE audit_log",
+	} {
+		if err := reader.Exec(ctx, sql); err == nil {
+			t.Errorf("the read-only user ran %s", sql)
+		}
+	}
+	aud, err := access.NewAuditor(access.NewClickHouseSink(testenv.Open(t, acfg, readmodel.NoCreate())), access.AuditorOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(aud.Close)
+	srv, err := api.New(api.Options{Guard: testenv.LocalGuard(t), DB: reader, Auditor: aud, Now: func() time.Time { return t0 }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	hs := httptest.NewServer(srv.Handler())
+	t.Cleanup(hs.Close)
+	testenv.GetJSON(t, hs.URL+"/v1/drift?status=all", 200)
+	if code, body, _ := getAs(t, hs.URL+"/v1/bundle?evidence_id="+url.QueryEscape(idMissing), testenv.LocalKey); code != 200 {
+		t.Fatalf("bundle as the read-only user: %d %.200s", code, body)
+	}
+	var n uint64
+	if err := admin.QueryRow(ctx, "SELECT count() FROM audit_log WHERE endpoint = 'bundle'").Scan(&n); err != nil || n != 1 {
+		t.Errorf("audit entries of the bundle read: %d, %v; want 1", n, err)
 	}
 }
