@@ -128,6 +128,7 @@ func server(b *testing.B) string {
 		fixture.close = func() {
 			http.DefaultClient.CloseIdleConnections()
 			hs.Close()
+			srv.Close()
 			db.Close()
 		}
 	})

@@ -510,6 +510,7 @@ func TestStatusEmpty(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	defer srv.Close()
 	hs := httptest.NewServer(srv.Handler())
 	defer hs.Close()
 	body := testenv.GetJSON(t, hs.URL+"/v1/status", 200)

@@ -26,6 +26,7 @@ func TestStatusAndAutomationThroughTheAPI(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	defer srv.Close()
 	hs := httptest.NewServer(srv.Handler())
 	defer hs.Close()
 
