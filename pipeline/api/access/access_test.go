@@ -1,11 +1,18 @@
 package access
 
 import (
+	"context"
 	"errors"
+	"log/slog"
 	"net/http/httptest"
+	"os"
+	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
+	"syscall"
 	"testing"
+	"time"
 
 	"github.com/driftline/driftline/pipeline/contract"
 	"github.com/driftline/driftline/pipeline/contract/keys"
@@ -126,4 +133,68 @@ func FuzzAuthenticate(f *testing.F) {
 			t.Fatalf("header %q authenticated as %+v; file entry %+v", header, p, spec)
 		}
 	})
+}
+
+// TestWatchReloads: a change of the keys file, or SIGHUP, puts the new
+// keys in force under a new revision; a file that does not parse leaves
+// the old policy in force.
+func TestWatchReloads(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "keys.json")
+	write := func(revoked bool) {
+		t.Helper()
+		doc := `{"keys":[{"sha256":"` + keys.HashKey("k") + `","actor_id":"HUMAN::k","source_type":"HUMAN","roles":["viewer"],"revoked":` + strconv.FormatBool(revoked) + `}]}`
+		if err := os.WriteFile(path, []byte(doc), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write(false)
+	kr, err := keys.LoadKeyring(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	g, err := NewGuard(GuardOptions{Environment: contract.EnvDev, LocalKey: "local", Logger: slog.New(slog.DiscardHandler)}, kr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rev0 := g.PolicyRev()
+	auth := func() error {
+		r := httptest.NewRequest("GET", "/v1/drift", nil)
+		r.Header.Set("Authorization", "Bearer k")
+		_, err := g.Authenticate(r)
+		return err
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	hup := make(chan os.Signal, 1)
+	done := make(chan struct{})
+	go func() { defer close(done); g.Watch(ctx, path, 10*time.Millisecond, hup) }()
+	defer func() { cancel(); <-done }()
+	wait := func(what string, ok func() bool) {
+		t.Helper()
+		for deadline := time.Now().Add(5 * time.Second); !ok(); time.Sleep(5 * time.Millisecond) {
+			if time.Now().After(deadline) {
+				t.Fatal(what)
+			}
+		}
+	}
+	time.Sleep(50 * time.Millisecond) // Watch has read the file it starts from
+	write(true)
+	wait("the revocation was not picked up", func() bool { return errors.Is(auth(), keys.ErrRevokedKey) })
+	rev1 := g.PolicyRev()
+	if rev1 == rev0 {
+		t.Fatal("a revocation kept the policy revision")
+	}
+	if err := os.WriteFile(path, []byte("{not json"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	hup <- syscall.SIGHUP
+	time.Sleep(50 * time.Millisecond)
+	if g.PolicyRev() != rev1 || !errors.Is(auth(), keys.ErrRevokedKey) {
+		t.Fatal("a broken file changed the policy")
+	}
+	write(false)
+	hup <- syscall.SIGHUP
+	wait("SIGHUP did not reload", func() bool { return auth() == nil })
+	if g.PolicyRev() != rev0 {
+		t.Errorf("the same keys again: revision %s, want %s", g.PolicyRev(), rev0)
+	}
 }
