@@ -58,8 +58,8 @@ type table struct {
 // flags are the options every subcommand takes.
 type flags struct {
 	api, key, out string
-	all      bool
-	timeout  time.Duration
+	all           bool
+	timeout       time.Duration
 }
 
 func newFlagSet(name string) (*flag.FlagSet, *flags) {
