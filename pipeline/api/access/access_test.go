@@ -198,3 +198,30 @@ func TestWatchReloads(t *testing.T) {
 		t.Errorf("the same keys again: revision %s, want %s", g.PolicyRev(), rev0)
 	}
 }
+
+// BenchmarkAuthenticate is the per-request cost of access control before
+// the handler: header, digest, lookup, principal.
+func BenchmarkAuthenticate(b *testing.B) {
+	var specs []keys.KeySpec
+	for i := range 1000 {
+		specs = append(specs, keys.KeySpec{SHA256: keys.HashKey("key-" + strconv.Itoa(i)), Grant: keys.Grant{
+			ActorID: "HUMAN::u" + strconv.Itoa(i), SourceType: "HUMAN", Roles: []string{contract.RoleViewer}}})
+	}
+	kr, err := keys.NewKeyring(specs)
+	if err != nil {
+		b.Fatal(err)
+	}
+	g, err := NewGuard(GuardOptions{Environment: contract.EnvLocalParity, LocalKey: "local"}, kr)
+	if err != nil {
+		b.Fatal(err)
+	}
+	r := httptest.NewRequest("GET", "/v1/drift", nil)
+	r.Header.Set("Authorization", "Bearer key-500")
+	b.ReportAllocs()
+	for b.Loop() {
+		p, err := g.Authenticate(r)
+		if err != nil || !Allowed(p, "drift") {
+			b.Fatal(p, err)
+		}
+	}
+}
