@@ -105,10 +105,10 @@ func run() error {
 	ctx, stop := service.SignalContext()
 	defer stop()
 
-	// The query service creates nothing: the writers own the schema.
-	openCtx, cancel := context.WithTimeout(ctx, 30*time.Second)
-	conn, err := readmodel.Open(openCtx, common.ClickHouse, readmodel.NoCreate())
-	cancel()
+	// The query service creates nothing: the writers own the schema. It
+	// waits for the database and then for every migration.
+	conn, err := readmodel.OpenWait(ctx, common.ClickHouse, slog.Default(),
+		"the query service waits for the read model's database; whoever migrates it creates it", readmodel.NoCreate())
 	if err != nil {
 		return fmt.Errorf("open clickhouse %s: %w", common.ClickHouse.Addr, err)
 	}
