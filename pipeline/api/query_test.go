@@ -9,6 +9,8 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/url"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -636,14 +638,22 @@ func TestMissingTableHint(t *testing.T) {
 var uiKeys = map[string]string{"admin": testenv.LocalKey, "viewer": keyViewer, "finance-t1": keyFinT1}
 
 // signInPage does what a person does on the UI's sign-in form: it puts
-// the key of ?as= in the tab's session storage, then opens the UI at the
-// page's hash. Headless Chromium cannot type, so the UI test starts here.
+// the key of ?as= in the tab's session storage. Headless Chromium cannot
+// type, so the UI test opens this page: the UI's own index.html with that
+// one script before it, under the UI's base URL, so the hash routes work
+// without a navigation.
 func signInPage(w http.ResponseWriter, r *http.Request) {
 	key, ok := uiKeys[r.URL.Query().Get("as")]
 	if !ok {
 		http.Error(w, "unknown key name", http.StatusBadRequest)
 		return
 	}
+	index, err := os.ReadFile(filepath.Join("web", "index.html"))
+	if err != nil {
+		http.Error(w, err.Error(), http.StatusInternalServerError)
+		return
+	}
+	pre := fmt.Sprintf(`<head><base href="/ui/"><script>sessionStorage.setItem("driftline.apiKey", %q);</script>`, key)
 	w.Header().Set("Content-Type", "text/html")
-	fmt.Fprintf(w, `<!doctype html><script>sessionStorage.setItem("driftline.apiKey", %q); location.replace("/ui/" + location.hash);</script>`, key)
+	_, _ = io.WriteString(w, strings.Replace(string(index), "<head>", pre, 1))
 }
