@@ -59,7 +59,7 @@ var queryNames = []string{"drift_list", "drift_detail", "drift_history", "status
 func (m *metrics) register(r prometheus.Registerer) error {
 	service.Touch(m.chErrors, queryNames...)
 	service.Touch(m.waits, "reached", "timeout")
-	service.Touch(m.chErrors, "audit") // the audit log's read (access.go)
+	service.Touch(m.chErrors, "audit") // GET /v1/audit (audit.go)
 	service.Touch(m.denied, "401", "403")
 	for _, c := range []prometheus.Collector{m.requests, m.latency, m.chErrors, m.lagErrs, m.waits, m.waitSeconds, m.waiting, m.busy, m.denied} {
 		if err := r.Register(c); err != nil {
