@@ -2,24 +2,40 @@
 // ClickHouse read model (CONTRACT section 7); see package pipeline/api for
 // the endpoints and cmd/driftctl for reading it from a shell.
 //
+// Every request but /healthz and the UI's files needs Authorization:
+// Bearer <key>, looked up in -query.keysFile (the ingest gateway's
+// format, with roles; docs/access.md). The file is required in dev and
+// prod; local_parity without one admits the local key as admin. prod also
+// requires mTLS (-query.tlsCert, -query.tlsKey, -query.clientCA). SIGHUP
+// (or a change of the file) reloads the keys. The service reads as a
+// read-only ClickHouse user and writes only audit_log, as
+// -query.auditUser; it creates nothing and waits for the schema.
+//
 //	query -query.addr 127.0.0.1:18081 -clickhouse.addr 127.0.0.1:19000
 package main
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"flag"
 	"fmt"
 	"log/slog"
 	"net/http"
 	"os"
+	"os/signal"
+	"strings"
+	"syscall"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/driftline/driftline/pipeline/api"
+	"github.com/driftline/driftline/pipeline/api/access"
 	"github.com/driftline/driftline/pipeline/contract"
+	"github.com/driftline/driftline/pipeline/contract/keys"
+	"github.com/driftline/driftline/pipeline/ingest"
 	"github.com/driftline/driftline/pipeline/readmodel"
 	"github.com/driftline/driftline/pipeline/service"
 )
@@ -44,6 +60,18 @@ func run() error {
 	maxWait := fs.Duration("query.maxWait", 30*time.Second, "upper bound on a request's wait_timeout (read-your-writes); longer waits hold connections open")
 	waitPartitions := fs.Int("query.joinerPartitions", 1, "partitions the joiner reports in consumer_progress; wait_watermark waits for at least this many, so set it to the topics' partition count")
 	shutdownTimeout := fs.Duration("query.shutdownTimeout", 10*time.Second, "how long in-flight requests may finish after SIGTERM before they are cut")
+	keysFile := fs.String("query.keysFile", service.Env("DRIFTLINE_QUERY_KEYS_FILE", ""), "keys file (the ingest gateway's format; entries with roles, tenant_ids, authority_levels; env DRIFTLINE_QUERY_KEYS_FILE): required in dev and prod; empty in local_parity admits only the built-in local key, as admin")
+	keysReload := fs.Duration("query.keysReloadInterval", 5*time.Second, "how often the keys file is checked for changes (SIGHUP reloads at once); a change starts a new policy_rev. 0 reloads on SIGHUP only")
+	tlsCert := fs.String("query.tlsCert", service.Env("DRIFTLINE_QUERY_TLS_CERT", ""), "PEM certificate of the query API; with -query.tlsKey serves HTTPS")
+	tlsKey := fs.String("query.tlsKey", service.Env("DRIFTLINE_QUERY_TLS_KEY", ""), "PEM private key of -query.tlsCert")
+	clientCA := fs.String("query.clientCA", service.Env("DRIFTLINE_QUERY_CLIENT_CA", ""), "PEM CA bundle for client certificates: turns on mTLS (every connection must present a certificate it signed; the bearer key still decides the roles). Required in prod")
+	maxConcurrent := fs.Int("query.maxConcurrent", 64, "requests served at once; beyond it the API answers 503 with Retry-After at once instead of queueing on ClickHouse")
+	maxExportRows := fs.Int("query.maxExportRows", 1_000_000, "rows of an Arrow or CSV export that gives no limit; a larger selection is cut there (header Driftline-Export-Row-Cap). More costs ClickHouse and network time per export")
+	allowOrigins := fs.String("query.allowOrigins", service.Env("DRIFTLINE_QUERY_ALLOW_ORIGINS", ""), "comma-separated origins whose web pages may call the API (CORS); empty: none but the UI this server serves")
+	writeTimeout := fs.Duration("query.writeTimeout", 5*time.Minute, "bound on writing one answer, exports included; lower frees connections held by slow readers sooner, but cuts large exports")
+	idleTimeout := fs.Duration("query.idleTimeout", 2*time.Minute, "how long an idle keep-alive connection is kept")
+	auditUser := fs.String("query.auditUser", service.Env("DRIFTLINE_QUERY_AUDIT_USER", ""), "ClickHouse user that appends to audit_log (env DRIFTLINE_QUERY_AUDIT_USER); empty: -clickhouse.user. With a read-only -clickhouse.user it must be another user")
+	auditPassword := fs.String("query.auditPassword", service.Env("DRIFTLINE_QUERY_AUDIT_PASSWORD", ""), "password of -query.auditUser (env DRIFTLINE_QUERY_AUDIT_PASSWORD)")
 	flag.Parse()
 	if _, err := service.SetupLogging(logOpts, os.Stderr); err != nil {
 		return err
@@ -54,19 +82,66 @@ func run() error {
 	if !contract.ValidEnvironment(common.Environment) {
 		return fmt.Errorf("-env %q: must be local_parity, dev or prod", common.Environment)
 	}
+	if common.Environment == contract.EnvProd && *clientCA == "" {
+		return access.ErrProdWithoutMTLS
+	}
+	var tlsCfg *tls.Config
+	if *tlsCert != "" || *tlsKey != "" || *clientCA != "" {
+		var err error
+		if tlsCfg, err = ingest.ServerTLSConfig(*tlsCert, *tlsKey, *clientCA); err != nil {
+			return fmt.Errorf("-query.tlsCert/-query.tlsKey/-query.clientCA: %w", err)
+		}
+	}
+	kr, err := keys.OpenKeyring(common.Environment, *keysFile, service.DefaultLocalAPIKey)
+	if err != nil {
+		return err
+	}
+	guard, err := access.NewGuard(access.GuardOptions{Environment: common.Environment, LocalKey: service.DefaultLocalAPIKey,
+		MTLS: *clientCA != ""}, kr)
+	if err != nil {
+		return err
+	}
 
 	ctx, stop := service.SignalContext()
 	defer stop()
 
-	openCtx, cancel := context.WithTimeout(ctx, 30*time.Second)
-	conn, err := readmodel.Open(openCtx, common.ClickHouse)
-	cancel()
+	// The query service creates nothing: the writers own the schema. It
+	// waits for the database and then for every migration.
+	conn, err := readmodel.OpenWait(ctx, common.ClickHouse, slog.Default(),
+		"the query service waits for the read model's database; whoever migrates it creates it", readmodel.NoCreate())
 	if err != nil {
 		return fmt.Errorf("open clickhouse %s: %w", common.ClickHouse.Addr, err)
 	}
 	defer conn.Close()
+	if err := readmodel.WaitMigrated(ctx, conn, slog.Default(), time.Second); err != nil {
+		return err
+	}
+	auditConn := conn
+	if *auditUser != "" && *auditUser != common.ClickHouse.User {
+		acfg := common.ClickHouse
+		acfg.User, acfg.Password = *auditUser, *auditPassword
+		actx, cancel := context.WithTimeout(ctx, 30*time.Second)
+		auditConn, err = readmodel.Open(actx, acfg, readmodel.NoCreate())
+		cancel()
+		if err != nil {
+			return fmt.Errorf("open clickhouse %s as the audit user: %w", common.ClickHouse.Addr, err)
+		}
+		defer auditConn.Close()
+	}
+	registry := service.NewRegistry()
+	auditor, err := access.NewAuditor(access.NewClickHouseSink(auditConn), access.AuditorOptions{Registry: registry})
+	if err != nil {
+		return err
+	}
+	defer auditor.Close()
 
-	opts := api.Options{DB: conn, QueryTimeout: *queryTimeout, LagTimeout: *lagTimeout, MaxWait: *maxWait, WaitPartitions: *waitPartitions}
+	opts := api.Options{DB: conn, QueryTimeout: *queryTimeout, LagTimeout: *lagTimeout, MaxWait: *maxWait, WaitPartitions: *waitPartitions,
+		Guard: guard, Auditor: auditor, Registry: registry, MaxConcurrent: *maxConcurrent, MaxExportRows: *maxExportRows}
+	for _, o := range strings.Split(*allowOrigins, ",") {
+		if o = strings.TrimSpace(o); o != "" {
+			opts.AllowOrigins = append(opts.AllowOrigins, o)
+		}
+	}
 	if *joinerGroup != "" {
 		opts.WaitConsumer = *joinerGroup
 	}
@@ -86,10 +161,28 @@ func run() error {
 		return err
 	}
 
-	hs := &http.Server{Addr: *addr, Handler: srv.Handler(), ReadHeaderTimeout: 10 * time.Second}
+	if *keysFile != "" {
+		hup := make(chan os.Signal, 1)
+		signal.Notify(hup, syscall.SIGHUP)
+		defer signal.Stop(hup)
+		go guard.Watch(ctx, *keysFile, *keysReload, hup)
+	}
+
+	// Write and idle timeouts bound what a slow or idle client holds; the
+	// write timeout is above the longest wait and query a request may make.
+	wt := max(*writeTimeout, *maxWait+*queryTimeout+10*time.Second)
+	hs := &http.Server{Addr: *addr, Handler: srv.Handler(), ReadHeaderTimeout: 10 * time.Second, ReadTimeout: 30 * time.Second,
+		WriteTimeout: wt, IdleTimeout: *idleTimeout, TLSConfig: tlsCfg, MaxHeaderBytes: 64 << 10}
 	errc := make(chan error, 1)
-	go func() { errc <- hs.ListenAndServe() }()
-	slog.Info("query api listening", "addr", *addr, "ui", "http://"+*addr+"/ui/", "clickhouse", common.ClickHouse.Addr, "database", common.ClickHouse.Database)
+	scheme := "http"
+	if tlsCfg != nil {
+		scheme = "https"
+		go func() { errc <- hs.ListenAndServeTLS("", "") }()
+	} else {
+		go func() { errc <- hs.ListenAndServe() }()
+	}
+	slog.Info("query api listening", "addr", *addr, "ui", scheme+"://"+*addr+"/ui/", "clickhouse", common.ClickHouse.Addr, "database", common.ClickHouse.Database,
+		"environment", common.Environment, "policy_rev", guard.PolicyRev(), "mtls", *clientCA != "", "local_key_admin", kr.Builtin())
 
 	select {
 	case err := <-errc:
@@ -102,5 +195,6 @@ func run() error {
 	if err := hs.Shutdown(sctx); err != nil && !errors.Is(err, http.ErrServerClosed) {
 		return fmt.Errorf("shutdown: %w", err)
 	}
+	srv.Close()
 	return nil
 }

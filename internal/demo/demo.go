@@ -72,7 +72,7 @@ func Run(ctx context.Context, st stack.State, opts Options) error {
 	}
 	fmt.Fprintf(out, "fed in %s\n", time.Since(start).Round(time.Millisecond))
 
-	qc := &client.Client{BaseURL: st.Query}
+	qc := &client.Client{BaseURL: st.Query, APIKey: opts.APIKey}
 	status, err := waitCaughtUp(ctx, out, qc, opts.CatchUp)
 	if err != nil {
 		return err

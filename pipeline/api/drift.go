@@ -31,7 +31,7 @@ func (s *Server) handleDrift(w http.ResponseWriter, r *http.Request) error {
 	} else if after, err = parseKeyset(q, order.Name); err != nil {
 		return err
 	}
-	format, limit, err := formatAndLimit(r, q)
+	format, limit, err := s.formatAndLimit(w, r, q)
 	if err != nil {
 		return err
 	}

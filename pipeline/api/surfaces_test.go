@@ -339,6 +339,7 @@ func TestBillingCSV(t *testing.T) {
 	fx := newSurfaceFixture(t, api.Options{})
 	req, _ := http.NewRequest("GET", fx.url+"/v1/billing/mismatches?status=all", nil)
 	req.Header.Set("Accept", "text/csv")
+	req.Header.Set("Authorization", "Bearer "+testenv.LocalKey)
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
 		t.Fatal(err)
@@ -433,6 +434,7 @@ func readArrowStream(t *testing.T, u string, name string) ([]string, int) {
 	t.Helper()
 	req, _ := http.NewRequest("GET", u, nil)
 	req.Header.Set("Accept", export.MediaArrowStream)
+	req.Header.Set("Authorization", "Bearer "+testenv.LocalKey)
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
 		t.Fatal(err)
@@ -505,7 +507,7 @@ func TestBundle(t *testing.T) {
 	fx := newSurfaceFixture(t, api.Options{})
 	get := func(q string) []byte {
 		t.Helper()
-		resp, err := http.Get(fx.url + "/v1/bundle?" + q)
+		resp, err := testenv.Do(fx.url+"/v1/bundle?"+q, testenv.LocalKey)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -554,7 +556,7 @@ func TestBundle(t *testing.T) {
 	}
 	checkBundle(t, tr.RecordBatch())
 
-	resp, err := http.Get(fx.url + "/v1/bundle?correlation_id=nope")
+	resp, err := testenv.Do(fx.url+"/v1/bundle?correlation_id=nope", testenv.LocalKey)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -614,7 +616,7 @@ func TestWaitWatermark(t *testing.T) {
 	// Partition 2 catches up while a request waits.
 	done := make(chan []byte)
 	go func() {
-		resp, err := http.Get(strings.Replace(u, "300ms", "10s", 1))
+		resp, err := testenv.Do(strings.Replace(u, "300ms", "10s", 1), testenv.LocalKey)
 		if err != nil {
 			done <- []byte(err.Error())
 			return

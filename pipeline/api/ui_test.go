@@ -105,9 +105,9 @@ func (b *browser) page(t *testing.T, u, name string) string {
 
 func TestUI(t *testing.T) {
 	bin := chromium(t)
-	fx := newSurfaceFixture(t, api.Options{})
+	fx := newSurfaceFixture(t, api.Options{Guard: accessGuard(t)})
 	b := &browser{bin: bin, profile: t.TempDir(), artifacts: artifactsDir(t)}
-	ui := fx.url + "/ui/"
+	ui := fx.url + "/test/signin?as=admin"
 
 	has := func(page, dom string, frags ...string) {
 		t.Helper()
@@ -126,7 +126,13 @@ func TestUI(t *testing.T) {
 		}
 	}
 
-	dom := b.page(t, ui+"#/", "0-global")
+	// Without a key the UI shows the sign-in form and no data.
+	dom := string(b.run(t, "--dump-dom", fx.url+"/ui/#/"))
+	if !strings.Contains(dom, `data-ready="signin"`) || !strings.Contains(dom, `id="signin-form"`) || strings.Contains(dom, `id="kpi-open"`) {
+		t.Errorf("the UI without a key:\n%s", dom)
+	}
+
+	dom = b.page(t, ui+"#/", "0-global")
 	has("global", dom, `data-view="global"`, `id="kpi-open">5<`, `id="kpi-critical">3<`,
 		`data-domain="compute" data-class="identity_mismatch"`, `data-mode="REPLAYING">REPLAYING 1`,
 		`data-kind="node" data-id="n2"`, `data-kind="finding" data-id="`+idIdentity+`"`)
@@ -154,6 +160,27 @@ func TestUI(t *testing.T) {
 	dom = b.page(t, ui+"#/finance?kind=amount_mismatch", "3-finance-filtered")
 	has("filtered finance", dom, `data-mismatch="b3"`, "0.123455")
 	hasNot("filtered finance", dom, `data-mismatch="b1"`, `data-mismatch="b5"`)
+
+	// The UI hides what a role cannot do: a finance key scoped to t1 sees
+	// the finance page with t1's rows only and no fleet view; a viewer
+	// sees no finance view.
+	fin := fx.url + "/test/signin?as=finance-t1"
+	dom = b.page(t, fin+"#/", "4-finance-t1")
+	has("finance t1", dom, `data-view="finance"`, `data-mismatch="b1"`, `id="actor">HUMAN::fin-t1<`, `data-nav="global" hidden=""`)
+	hasNot("finance t1", dom, `data-mismatch="b3"`, `data-mismatch="b4"`)
+	dom = b.page(t, fin+"#/domain/compute", "4-finance-t1-fleet")
+	has("finance t1 on a fleet page", dom, `id="forbidden"`)
+	hasNot("finance t1 on a fleet page", dom, `data-node="n1"`)
+	dom = b.page(t, fx.url+"/test/signin?as=viewer#/", "5-viewer")
+	has("viewer", dom, `data-view="global"`, `data-nav="finance" hidden=""`)
+	// The key never appears in the page the UI renders (links, downloads,
+	// text); only the test's sign-in script in the head holds it.
+	_, body, _ := strings.Cut(dom, "<body")
+	for _, k := range uiKeys {
+		if strings.Contains(body, k) {
+			t.Errorf("the rendered page holds the key %q", k)
+		}
+	}
 
 	// The UI is self-contained: no request leaves the server.
 	for _, f := range []string{"index.html", "app.js", "style.css"} {

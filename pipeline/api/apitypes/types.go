@@ -247,6 +247,9 @@ type ErrorBody struct {
 	Parameter string   `json:"parameter,omitempty"` // the offending query parameter
 	Value     string   `json:"value,omitempty"`     // its offending value
 	Allowed   []string `json:"allowed,omitempty"`   // allowed values of an enumeration
+	// RequestID names the request in the query service's log and the
+	// audit log; a failed read's detail is there, not in the answer.
+	RequestID string `json:"request_id,omitempty"`
 }
 
 // Node is the current node-agent evidence and gate of one node

@@ -57,9 +57,9 @@ type table struct {
 
 // flags are the options every subcommand takes.
 type flags struct {
-	api, out string
-	all      bool
-	timeout  time.Duration
+	api, key, out string
+	all           bool
+	timeout       time.Duration
 }
 
 func newFlagSet(name string) (*flag.FlagSet, *flags) {
@@ -70,6 +70,7 @@ func newFlagSet(name string) (*flag.FlagSet, *flags) {
 	}
 	var f flags
 	fs.StringVar(&f.api, "api", service.Env("DRIFTLINE_QUERY_URL", "http://"+service.DefaultQueryAddr), "base URL of the query API (env DRIFTLINE_QUERY_URL)")
+	fs.StringVar(&f.key, "key", service.Env("DRIFTLINE_QUERY_KEY", service.DefaultLocalAPIKey), "API key of the query API (env DRIFTLINE_QUERY_KEY); the default is the local stack's key")
 	fs.StringVar(&f.out, "o", "table", "output: table, json or csv")
 	fs.BoolVar(&f.all, "all", false, "drift, billing, node list: follow next_cursor to the last page (large fleets: prefer -o csv with the API's export)")
 	fs.DurationVar(&f.timeout, "timeout", 30*time.Second, "bound on the whole command")
@@ -118,7 +119,7 @@ func Run(name string, args []string, stdout io.Writer) error {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), opt.timeout)
 	defer cancel()
-	c := &client.Client{BaseURL: opt.api}
+	c := &client.Client{BaseURL: opt.api, APIKey: opt.key}
 	t, raw, err := cmd(ctx, c, q, pos)
 	if err != nil {
 		if ae, ok := errors.AsType[*client.APIError](err); ok && ae.Body.Allowed != nil {

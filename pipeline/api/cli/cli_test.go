@@ -55,10 +55,11 @@ func startAPI(t *testing.T) string {
 	if err := sink.RebuildSummaries(ctx, db, 1); err != nil {
 		t.Fatal(err)
 	}
-	srv, err := api.New(api.Options{DB: db, Now: func() time.Time { return now }})
+	srv, err := api.New(api.Options{Guard: testenv.LocalGuard(t), DB: db, Now: func() time.Time { return now }})
 	if err != nil {
 		t.Fatal(err)
 	}
+	t.Cleanup(srv.Close)
 	hs := httptest.NewServer(srv.Handler())
 	t.Cleanup(hs.Close)
 	return hs.URL

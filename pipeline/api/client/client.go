@@ -14,10 +14,22 @@ import (
 	"strings"
 )
 
-// Client calls the query API. The zero value is not usable: set BaseURL.
+// Client calls the query API. The zero value is not usable: set BaseURL
+// and APIKey.
 type Client struct {
 	BaseURL string       // e.g. "http://127.0.0.1:18081"
+	APIKey  string       // sent as Authorization: Bearer <key>
 	HTTP    *http.Client // default http.DefaultClient
+}
+
+// Session calls GET /v1/session: who the key is, its roles and scopes.
+func (c *Client) Session(ctx context.Context) (*apitypes.Session, error) {
+	return get[apitypes.Session](ctx, c, "/v1/session", nil)
+}
+
+// Audit calls GET /v1/audit with the filters in q (auditors).
+func (c *Client) Audit(ctx context.Context, q url.Values) (*apitypes.AuditPage, error) {
+	return get[apitypes.AuditPage](ctx, c, "/v1/audit", q)
 }
 
 // Status calls GET /v1/status.
@@ -84,6 +96,9 @@ func (c *Client) get(ctx context.Context, path string, q url.Values, into any) e
 		return fmt.Errorf("query api: %w", err)
 	}
 	req.Header.Set("Accept", "application/json")
+	if c.APIKey != "" {
+		req.Header.Set("Authorization", "Bearer "+c.APIKey)
+	}
 	hc := c.HTTP
 	if hc == nil {
 		hc = http.DefaultClient

@@ -5,6 +5,10 @@
 // Filters live in the hash query (#/domain/x?gate=warning) so every view is
 // a link. Every view re-renders every REFRESH seconds (?refresh=N on the
 // page URL, default 10).
+// Sign-in: the API key is typed into the sign-in form and kept in this
+// tab's sessionStorage (gone when the tab closes), sent only in the
+// Authorization header, never in a URL. GET /v1/session names the key's
+// roles; views and links the roles cannot use are not shown.
 "use strict";
 
 const API = new URL("../", document.baseURI).pathname.replace(/\/$/, "") + "/v1";
@@ -33,12 +37,88 @@ function nodeLink(id) { return `<a href="#/node/${encodeURIComponent(id)}">${esc
 function findingLink(id) { return `<a href="#/finding/${encodeURIComponent(id)}">${esc(id)}</a>`; }
 function domainLink(d) { return `<a href="#/domain/${encodeURIComponent(d)}">${esc(d || "(none)")}</a>`; }
 
+const KEY_STORE = "driftline.apiKey";
+function apiKey() { return sessionStorage.getItem(KEY_STORE) || ""; }
+
+// SignInNeeded is thrown when there is no key or the server refused it.
+class SignInNeeded extends Error {}
+
+let session = null; // GET /v1/session of the key in use
+
 async function api(path, params) {
+  const key = apiKey();
+  if (!key) throw new SignInNeeded("");
   const qs = params && [...params].length ? "?" + params : "";
-  const r = await fetch(API + path + qs, {headers: {Accept: "application/json"}});
+  const r = await fetch(API + path + qs, {headers: {Accept: "application/json", Authorization: "Bearer " + key}});
   const body = await r.json().catch(() => ({error: r.statusText}));
+  if (r.status === 401) {
+    sessionStorage.removeItem(KEY_STORE);
+    session = null;
+    throw new SignInNeeded(body.error || r.statusText);
+  }
   if (!r.ok) throw new Error(body.error || r.statusText);
   return body;
+}
+
+// can reports whether the signed-in key may call endpoint (by name).
+function can(endpoint) { return !!session && session.endpoints.includes(endpoint); }
+
+// download fetches an export or bundle with the key and saves it: a plain
+// link could not carry the Authorization header.
+async function download(href, name) {
+  const r = await fetch(href, {headers: {Authorization: "Bearer " + apiKey()}});
+  if (!r.ok) { alert("Download refused: " + r.status + " " + ((await r.json().catch(() => ({}))).error || r.statusText)); return; }
+  const url = URL.createObjectURL(await r.blob());
+  const a = document.createElement("a");
+  a.href = url;
+  a.download = name;
+  document.body.appendChild(a);
+  a.click();
+  a.remove();
+  setTimeout(() => URL.revokeObjectURL(url), 10000);
+}
+document.addEventListener("click", ev => {
+  const a = ev.target.closest && ev.target.closest("a[data-download]");
+  if (!a) return;
+  ev.preventDefault();
+  download(a.dataset.download, a.dataset.name);
+});
+
+function signInView(msg) {
+  return `<section class="card" id="signin"><h1>Sign in</h1>
+    <p class="muted">Paste your Driftline API key. It is kept in this browser tab only, until the tab closes or you sign out.</p>
+    <form id="signin-form" method="post" autocomplete="off"><label>API key <input type="password" name="key" size="40" autocomplete="off"></label>
+    <button type="submit">Sign in</button></form>${msg ? `<p class="error" id="signin-error">${esc(msg)}</p>` : ""}</section>`;
+}
+
+function bindSignIn() {
+  const f = document.getElementById("signin-form");
+  if (!f || f.dataset.bound) return;
+  f.dataset.bound = "1";
+  f.addEventListener("submit", ev => {
+    ev.preventDefault();
+    const key = f.elements.key.value.trim();
+    if (!key) return;
+    sessionStorage.setItem(KEY_STORE, key);
+    session = null;
+    render();
+  });
+}
+
+function signOut() {
+  sessionStorage.removeItem(KEY_STORE);
+  session = null;
+  render();
+}
+
+// showSession shows who is signed in and only the views the roles allow.
+function showSession() {
+  const who = document.getElementById("who");
+  const nav = {global: can("heatmap"), finance: can("billing_mismatches")};
+  for (const a of document.querySelectorAll("header nav a")) a.hidden = !session || !nav[a.dataset.nav];
+  if (!session) { who.innerHTML = ""; return; }
+  who.innerHTML = `<span id="actor">${esc(session.actor_id)}</span> <span class="muted" id="roles">(${esc(session.roles.join(", "))}${session.tenant_ids ? " · tenants " + esc(session.tenant_ids.join(", ")) : ""})</span> <a href="#" id="signout">sign out</a>`;
+  document.getElementById("signout").onclick = ev => { ev.preventDefault(); signOut(); };
 }
 
 // route parses the hash: "#/domain/x?gate=warning" -> ["domain","x"], params.
@@ -243,8 +323,8 @@ async function viewFinding(id) {
       <p class="muted">observed at ${when(f.observed_at)}</p></section>
     <section class="card" id="action"><h2>Recommended action</h2><p>${esc(d.action.summary)}</p>
       <p>posture <b>${esc(d.action.posture)}</b>${d.action.runbook ? ` · runbook ${esc(d.action.runbook)}` : ""}${d.action.next_attempt_at ? ` · next attempt ${when(d.action.next_attempt_at)}` : ""}</p>
-      <p><a href="${API}/bundle?evidence_id=${encodeURIComponent(f.evidence_id)}">evidence bundle (Arrow)</a> ·
-         <a href="${API}/bundle?evidence_id=${encodeURIComponent(f.evidence_id)}&format=parquet">Parquet</a></p></section></div>
+      <p><a href="#" data-download="${API}/bundle?evidence_id=${encodeURIComponent(f.evidence_id)}" data-name="evidence-bundle.arrow">evidence bundle (Arrow)</a> ·
+         <a href="#" data-download="${API}/bundle?evidence_id=${encodeURIComponent(f.evidence_id)}&format=parquet" data-name="evidence-bundle.parquet">Parquet</a></p></section></div>
     <section class="card" id="timeline"><h2>Timeline</h2>${timeline(d.history)}</section>`;
 }
 
@@ -265,11 +345,15 @@ async function viewFinance(params) {
       <table><tr><th>currency</th><th class="num">count</th><th class="num">at risk</th><th class="num">rated</th><th class="num">ledger</th><th class="num">unpriced</th></tr>${cur}</table></section>
     <div class="row"><section class="card" id="by-kind"><h2>By kind</h2><table><tr><th>kind</th><th>currency</th><th class="num">count</th><th class="num">at risk</th></tr>${kinds}</table></section>
     <section class="card" id="rated"><h2>Rated totals by tenant</h2><table><tr><th>tenant</th><th>currency</th><th class="num">lines</th><th class="num">amount</th></tr>${ratedRows}</table></section></div>
-    <section class="card" id="mismatches"><h2>Mismatches (${p.count}${p.next_cursor ? "+" : ""}) · <a href="${API}/billing/mismatches?${csv}">CSV</a></h2>
+    <section class="card" id="mismatches"><h2>Mismatches (${p.count}${p.next_cursor ? "+" : ""}) · <a href="#" data-download="${API}/billing/mismatches?${csv}" data-name="billing-mismatches.csv">CSV</a></h2>
     ${filterForm("billing-filters", params, [{name: "kind", label: "kind", options: KINDS}, {name: "status", label: "status", options: ["open", "resolved", "all"]},
       {name: "tenant", label: "tenant"}, {name: "product", label: "product"}, {name: "unit", label: "unit"}, {name: "day", label: "day (YYYY-MM-DD)"}])}
     ${rows ? `<table><tr><th>mismatch</th><th>kind</th><th>tenant</th><th>product</th><th>unit</th><th class="num">qty</th><th class="num">rated</th><th class="num">ledger</th>
       <th class="num">at risk</th><th>cur</th><th>status</th><th>first seen</th></tr>${rows}</table>` : '<p class="muted">No mismatch matches.</p>'}</section>`;
+}
+
+function forbidden(what) {
+  return `<p class="muted" id="forbidden">This key's roles (${esc(session.roles.join(", ") || "none")}) do not include the ${esc(what)} view.</p>`;
 }
 
 let rendering = false;
@@ -280,11 +364,17 @@ async function render() {
   const view = document.getElementById("view");
   let name = "global";
   try {
+    if (!session) session = await api("/session");
+    showSession();
     let html;
-    if (parts[0] === "domain" && parts[1] !== undefined) { name = "domain"; html = await viewDomain(parts[1], params); }
+    const fleet = can("heatmap");
+    if (parts[0] === "finance" || (!fleet && parts.length === 0 && can("billing_mismatches"))) {
+      name = "finance";
+      html = can("billing_mismatches") ? await viewFinance(params) : forbidden("finance");
+    } else if (!fleet) html = forbidden("fleet");
+    else if (parts[0] === "domain" && parts[1] !== undefined) { name = "domain"; html = await viewDomain(parts[1], params); }
     else if (parts[0] === "node" && parts[1]) { name = "node"; html = await viewNode(parts.slice(1).join("/")); }
     else if (parts[0] === "finding" && parts[1]) { name = "finding"; html = await viewFinding(parts.slice(1).join("/")); }
-    else if (parts[0] === "finance") { name = "finance"; html = await viewFinance(params); }
     else html = await viewGlobal();
     // Keep a focused filter control across refreshes.
     const focused = document.activeElement && document.activeElement.name;
@@ -296,8 +386,16 @@ async function render() {
     document.body.dataset.ready = "1";
     document.getElementById("refresh").textContent = "updated " + new Date().toISOString().slice(11, 19) + " UTC · every " + REFRESH + " s";
   } catch (e) {
-    view.innerHTML = `<p class="error" id="error">Could not load: ${esc(e.message)}</p>`;
-    document.body.dataset.ready = "error";
+    if (e instanceof SignInNeeded) {
+      showSession();
+      if (!document.getElementById("signin-form")) view.innerHTML = signInView(e.message);
+      bindSignIn();
+      document.body.dataset.view = "signin";
+      document.body.dataset.ready = "signin";
+    } else {
+      view.innerHTML = `<p class="error" id="error">Could not load: ${esc(e.message)}</p>`;
+      document.body.dataset.ready = "error";
+    }
   } finally {
     rendering = false;
   }
