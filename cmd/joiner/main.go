@@ -61,10 +61,10 @@ func run() error {
 		return st.Starting(ctx, err)
 	}
 
-	qcl, err := kgo.NewClient(kgo.SeedBrokers(common.SeedBrokers()...), kgo.RequiredAcks(kgo.AllISRAcks()),
+	qcl, err := common.KafkaClient(kgo.RequiredAcks(kgo.AllISRAcks()),
 		kgo.RecordPartitioner(kgo.StickyKeyPartitioner(nil))) // murmur2, as Reroute requires
 	if err != nil {
-		return fmt.Errorf("kafka client: %w", err)
+		return err
 	}
 	defer qcl.Close()
 	if o.Quarantine, err = ingest.NewQuarantiner(qcl, ingest.QuarantinerOptions{ActorID: "SYSTEM::joiner", Topic: common.Topics.Quarantine, Registerer: st.Registry}); err != nil {
@@ -77,8 +77,10 @@ func run() error {
 		if err != nil {
 			return st.Starting(ctx, err)
 		}
+		repl := common.Kafka.Replication()
 		cps, err := checkpoint.New(openCtx, checkpoint.Options{Brokers: common.SeedBrokers(), Topic: *cpTopic,
-			Partitions: n, Create: common.CreateTopics, Registerer: st.Registry})
+			Partitions: n, Create: common.CreateTopics, Replication: repl.Factor, TopicConfig: repl.ConfigStrings(),
+			Registerer: st.Registry, ClientOpts: common.KafkaOpts()})
 		if err != nil {
 			return st.Starting(ctx, fmt.Errorf("checkpoints: %w", err))
 		}
