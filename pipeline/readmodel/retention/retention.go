@@ -66,6 +66,21 @@ func DefaultPolicy(env string) Policy {
 	return Policy{History: 400 * Day, Rated: 2557 * Day, Windows: 2557 * Day, Progress: 90 * Day}
 }
 
+// Override returns p with the fields of o that are not zero: a positive
+// one sets the retention, a negative one keeps the table forever.
+func (p Policy) Override(o Policy) Policy {
+	set := func(d *time.Duration, v time.Duration) {
+		if v != 0 {
+			*d = v
+		}
+	}
+	set(&p.History, o.History)
+	set(&p.Rated, o.Rated)
+	set(&p.Windows, o.Windows)
+	set(&p.Progress, o.Progress)
+	return p
+}
+
 // DefaultInterval is how often Run applies the policy.
 const DefaultInterval = time.Hour
 

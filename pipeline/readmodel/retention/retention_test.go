@@ -154,3 +154,12 @@ func TestDefaultPolicyProdKeepsLongest(t *testing.T) {
 		}
 	}
 }
+
+func TestOverride(t *testing.T) {
+	d := retention.DefaultPolicy(contract.EnvDev)
+	got := d.Override(retention.Policy{History: retention.Day, Rated: -1})
+	want := retention.Policy{History: retention.Day, Rated: -1, Windows: d.Windows, Progress: d.Progress}
+	if got != want {
+		t.Errorf("override: %+v, want %+v", got, want)
+	}
+}
