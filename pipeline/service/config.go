@@ -66,6 +66,8 @@ type ClickHouse struct {
 	// where compressing costs CPU on both ends and saves no network, and
 	// lz4 otherwise.
 	Compression string
+	// TLS says how to encrypt the connection; off by default.
+	TLS ClickHouseTLS
 }
 
 // Compression settings of ClickHouse; chdb.Open rejects any other, as it
@@ -108,6 +110,7 @@ func RegisterFlags(fs *flag.FlagSet) *Common {
 	fs.StringVar(&c.ClickHouse.Compression, "clickhouse.compression", Env("DRIFTLINE_CLICKHOUSE_COMPRESSION", CompressionAuto), "compression of the ClickHouse connection: lz4, zstd, none, or auto (none to a loopback address, lz4 otherwise)")
 	c.Topics.RegisterFlags(fs)
 	c.Kafka.registerFlags(fs)
+	registerClickHouseTLS(fs, &c.ClickHouse.TLS)
 	return c
 }
 

@@ -199,3 +199,26 @@ func TestKafkaValidate(t *testing.T) {
 		}
 	}
 }
+
+func TestClickHouseTLSConfig(t *testing.T) {
+	dir := t.TempDir()
+	caPath, _ := writeServerCert(t, dir)
+	if cfg, err := (ClickHouseTLS{}).Config(); cfg != nil || err != nil {
+		t.Errorf("TLS off: %v, %v", cfg, err)
+	}
+	cfg, err := ClickHouseTLS{CA: caPath, ServerName: "ch.internal"}.Config()
+	if err != nil || cfg == nil || cfg.RootCAs == nil || cfg.ServerName != "ch.internal" {
+		t.Errorf("with a CA: %+v, %v", cfg, err)
+	}
+	if _, err := (ClickHouseTLS{Enabled: true, Key: caPath}).Config(); err == nil {
+		t.Error("a key without a certificate was accepted")
+	}
+	fs := flag.NewFlagSet("test", flag.ContinueOnError)
+	cm := RegisterFlags(fs)
+	if err := fs.Parse([]string{"-clickhouse.tls", "-clickhouse.tls.ca", caPath}); err != nil {
+		t.Fatal(err)
+	}
+	if !cm.ClickHouse.TLS.Enabled || cm.ClickHouse.TLS.CA != caPath {
+		t.Errorf("flags: %+v", cm.ClickHouse.TLS)
+	}
+}
