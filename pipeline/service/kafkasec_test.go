@@ -1,17 +1,8 @@
-package service
+package service_test
 
 import (
 	"context"
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
-	"crypto/tls"
-	"crypto/x509"
-	"crypto/x509/pkix"
-	"encoding/pem"
 	"flag"
-	"math/big"
-	"net"
 	"os"
 	"path/filepath"
 	"strings"
@@ -20,55 +11,10 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kfake"
-)
 
-// writeServerCert writes a CA and a 127.0.0.1 server certificate signed by
-// it into dir, and returns the CA's path and the server's TLS config.
-func writeServerCert(t *testing.T, dir string) (caPath string, srv *tls.Config) {
-	t.Helper()
-	caKey, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		t.Fatal(err)
-	}
-	caTmpl := &x509.Certificate{
-		SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "kafka test CA"},
-		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour),
-		IsCA: true, BasicConstraintsValid: true, KeyUsage: x509.KeyUsageCertSign,
-	}
-	caDER, err := x509.CreateCertificate(rand.Reader, caTmpl, caTmpl, &caKey.PublicKey, caKey)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ca, _ := x509.ParseCertificate(caDER)
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		t.Fatal(err)
-	}
-	tmpl := &x509.Certificate{
-		SerialNumber: big.NewInt(2), Subject: pkix.Name{CommonName: "broker"},
-		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour),
-		KeyUsage: x509.KeyUsageDigitalSignature, ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
-		IPAddresses: []net.IP{net.ParseIP("127.0.0.1")},
-	}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, ca, &key.PublicKey, caKey)
-	if err != nil {
-		t.Fatal(err)
-	}
-	kder, err := x509.MarshalECPrivateKey(key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	pair, err := tls.X509KeyPair(pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}),
-		pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: kder}))
-	if err != nil {
-		t.Fatal(err)
-	}
-	caPath = filepath.Join(dir, "ca.pem")
-	if err := os.WriteFile(caPath, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: caDER}), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	return caPath, &tls.Config{Certificates: []tls.Certificate{pair}, MinVersion: tls.VersionTLS12}
-}
+	"github.com/driftline/driftline/internal/testenv"
+	"github.com/driftline/driftline/pipeline/service"
+)
 
 // TestKafkaSecuredReplicatedTopics starts three TLS brokers that require
 // SCRAM-SHA-512 and creates the pipeline's topics through the shared
@@ -77,9 +23,9 @@ func writeServerCert(t *testing.T, dir string) (caPath string, srv *tls.Config) 
 // connects.
 func TestKafkaSecuredReplicatedTopics(t *testing.T) {
 	dir := t.TempDir()
-	caPath, srvTLS := writeServerCert(t, dir)
+	caPath, srvTLS := testenv.ServerTLS(t)
 	c, err := kfake.NewCluster(kfake.NumBrokers(3), kfake.TLS(srvTLS), kfake.EnableSASL(),
-		kfake.Superuser(SASLScramSHA512, "driftline", "s3cret"))
+		kfake.Superuser(service.SASLScramSHA512, "driftline", "s3cret"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -88,10 +34,10 @@ func TestKafkaSecuredReplicatedTopics(t *testing.T) {
 	if err := os.WriteFile(pwFile, []byte("s3cret\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	common := func(t *testing.T, args ...string) (*Common, error) {
+	common := func(t *testing.T, args ...string) (*service.Common, error) {
 		t.Helper()
 		fs := flag.NewFlagSet("test", flag.ContinueOnError)
-		cm := RegisterFlags(fs)
+		cm := service.RegisterFlags(fs)
 		if err := fs.Parse(append([]string{"-kafka.brokers", strings.Join(c.ListenAddrs(), ",")}, args...)); err != nil {
 			t.Fatal(err)
 		}
@@ -100,7 +46,7 @@ func TestKafkaSecuredReplicatedTopics(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 
-	good := []string{"-kafka.tls.ca", caPath, "-kafka.sasl.mechanism", SASLScramSHA512,
+	good := []string{"-kafka.tls.ca", caPath, "-kafka.sasl.mechanism", service.SASLScramSHA512,
 		"-kafka.sasl.user", "driftline", "-kafka.sasl.passwordFile", pwFile,
 		"-kafka.replicationFactor", "3", "-kafka.minInsyncReplicas", "2"}
 	cm, err := common(t, good...)
@@ -146,8 +92,8 @@ func TestKafkaSecuredReplicatedTopics(t *testing.T) {
 
 	// Wrong password, and no TLS: the same step fails.
 	for _, bad := range [][]string{
-		{"-kafka.tls.ca", caPath, "-kafka.sasl.mechanism", SASLScramSHA512, "-kafka.sasl.user", "driftline", "-kafka.sasl.password", "wrong"},
-		{"-kafka.sasl.mechanism", SASLScramSHA512, "-kafka.sasl.user", "driftline", "-kafka.sasl.password", "s3cret"},
+		{"-kafka.tls.ca", caPath, "-kafka.sasl.mechanism", service.SASLScramSHA512, "-kafka.sasl.user", "driftline", "-kafka.sasl.password", "wrong"},
+		{"-kafka.sasl.mechanism", service.SASLScramSHA512, "-kafka.sasl.user", "driftline", "-kafka.sasl.password", "s3cret"},
 	} {
 		cm, err := common(t, bad...)
 		if err != nil {
@@ -179,14 +125,14 @@ func TestKafkaValidate(t *testing.T) {
 		{[]string{"-kafka.minInsyncReplicas", "-1"}, "-kafka.minInsyncReplicas -1"},
 		{[]string{"-kafka.sasl.user", "u"}, "without -kafka.sasl.mechanism"},
 		{[]string{"-kafka.sasl.mechanism", "GSSAPI", "-kafka.sasl.user", "u", "-kafka.sasl.password", "p"}, "must be"},
-		{[]string{"-kafka.sasl.mechanism", SASLScramSHA256, "-kafka.sasl.user", "u"}, "needs -kafka.sasl.user and a password"},
-		{[]string{"-kafka.sasl.mechanism", SASLScramSHA256, "-kafka.sasl.user", "u", "-kafka.sasl.password", "p", "-kafka.sasl.passwordFile", pw}, "both set"},
-		{[]string{"-kafka.sasl.mechanism", SASLScramSHA256, "-kafka.sasl.user", "u", "-kafka.sasl.passwordFile", pw}, ""},
+		{[]string{"-kafka.sasl.mechanism", service.SASLScramSHA256, "-kafka.sasl.user", "u"}, "needs -kafka.sasl.user and a password"},
+		{[]string{"-kafka.sasl.mechanism", service.SASLScramSHA256, "-kafka.sasl.user", "u", "-kafka.sasl.password", "p", "-kafka.sasl.passwordFile", pw}, "both set"},
+		{[]string{"-kafka.sasl.mechanism", service.SASLScramSHA256, "-kafka.sasl.user", "u", "-kafka.sasl.passwordFile", pw}, ""},
 		{[]string{"-kafka.tls.ca", filepath.Join(dir, "missing.pem")}, "read CA"},
 		{[]string{"-kafka.tls.cert", pw}, "both its certificate and its key"},
 	} {
 		fs := flag.NewFlagSet("test", flag.ContinueOnError)
-		cm := RegisterFlags(fs)
+		cm := service.RegisterFlags(fs)
 		if err := fs.Parse(tc.args); err != nil {
 			t.Fatal(err)
 		}
@@ -201,20 +147,19 @@ func TestKafkaValidate(t *testing.T) {
 }
 
 func TestClickHouseTLSConfig(t *testing.T) {
-	dir := t.TempDir()
-	caPath, _ := writeServerCert(t, dir)
-	if cfg, err := (ClickHouseTLS{}).Config(); cfg != nil || err != nil {
+	caPath, _ := testenv.ServerTLS(t)
+	if cfg, err := (service.ClickHouseTLS{}).Config(); cfg != nil || err != nil {
 		t.Errorf("TLS off: %v, %v", cfg, err)
 	}
-	cfg, err := ClickHouseTLS{CA: caPath, ServerName: "ch.internal"}.Config()
+	cfg, err := service.ClickHouseTLS{CA: caPath, ServerName: "ch.internal"}.Config()
 	if err != nil || cfg == nil || cfg.RootCAs == nil || cfg.ServerName != "ch.internal" {
 		t.Errorf("with a CA: %+v, %v", cfg, err)
 	}
-	if _, err := (ClickHouseTLS{Enabled: true, Key: caPath}).Config(); err == nil {
+	if _, err := (service.ClickHouseTLS{Enabled: true, Key: caPath}).Config(); err == nil {
 		t.Error("a key without a certificate was accepted")
 	}
 	fs := flag.NewFlagSet("test", flag.ContinueOnError)
-	cm := RegisterFlags(fs)
+	cm := service.RegisterFlags(fs)
 	if err := fs.Parse([]string{"-clickhouse.tls", "-clickhouse.tls.ca", caPath}); err != nil {
 		t.Fatal(err)
 	}
