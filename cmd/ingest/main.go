@@ -53,7 +53,6 @@ func main() {
 	flag.DurationVar(&opts.ProduceTimeout, "ingest.produceTimeout", opts.ProduceTimeout, "how long a request waits for broker acknowledgements before answering 503")
 	flag.DurationVar(&opts.Linger, "ingest.linger", opts.Linger, "producer batching delay; higher is kinder to the broker, lower answers faster")
 	flag.IntVar(&opts.DedupeCapacity, "ingest.dedupeCapacity", opts.DedupeCapacity, "recently accepted dedupe identities remembered to answer retried lines 'duplicate'; more costs memory")
-	replication := flag.Int("ingest.replication", -1, "replication factor of topics created at start; -1 takes the broker default")
 	flag.DurationVar(&serveOpts.ShutdownTimeout, "ingest.shutdownTimeout", serveOpts.ShutdownTimeout, "on SIGTERM, how long to finish admitted requests and flush the producer; keep it above -ingest.produceTimeout")
 	flag.Parse()
 
@@ -67,7 +66,6 @@ func main() {
 	opts.Topics = common.Topics
 	opts.ClientCertAuth = f.clientCA != ""
 	opts.Logger = log
-	f.replication = int16(*replication)
 	if err := run(common, opts, serveOpts, f); err != nil {
 		log.Error("ingest gateway stopped", "err", err)
 		os.Exit(1)
@@ -78,7 +76,6 @@ func main() {
 type runFlags struct {
 	keysFile, addr, tlsCert, tlsKey, clientCA string
 	keysReload                                time.Duration
-	replication                               int16
 }
 
 func run(common *service.Common, opts ingest.Options, serveOpts ingest.ServeOptions, f runFlags) error {
@@ -100,6 +97,7 @@ func run(common *service.Common, opts ingest.Options, serveOpts ingest.ServeOpti
 		return err
 	}
 	opts.Keys = keys
+	opts.KafkaOpts = append(opts.KafkaOpts, common.KafkaOpts()...)
 	gw, err := ingest.New(opts)
 	if err != nil {
 		return err
@@ -109,7 +107,7 @@ func run(common *service.Common, opts ingest.Options, serveOpts ingest.ServeOpti
 
 	if common.CreateTopics {
 		ectx, cancel := context.WithTimeout(ctx, time.Minute)
-		err := gw.EnsureTopics(ectx, int32(common.Partitions), f.replication)
+		err := gw.EnsureTopics(ectx, int32(common.Partitions), common.Kafka.Replication())
 		cancel()
 		if err != nil {
 			_ = gw.Close(context.Background())

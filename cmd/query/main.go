@@ -29,7 +29,6 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
-	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/driftline/driftline/pipeline/api"
 	"github.com/driftline/driftline/pipeline/api/access"
@@ -81,6 +80,9 @@ func run() error {
 	}
 	if !contract.ValidEnvironment(common.Environment) {
 		return fmt.Errorf("-env %q: must be local_parity, dev or prod", common.Environment)
+	}
+	if err := common.Kafka.Validate(); err != nil {
+		return err
 	}
 	if common.Environment == contract.EnvProd && *clientCA == "" {
 		return access.ErrProdWithoutMTLS
@@ -148,9 +150,9 @@ func run() error {
 	// The broker is optional for a read-only API: without one, or without a
 	// group to watch, the status reports lag as not configured.
 	if brokers := common.SeedBrokers(); len(brokers) > 0 && *joinerGroup != "" {
-		kcl, err := kgo.NewClient(kgo.SeedBrokers(brokers...))
+		kcl, err := common.KafkaClient()
 		if err != nil {
-			return fmt.Errorf("kafka client: %w", err)
+			return err
 		}
 		defer kcl.Close()
 		opts.Lag = kadm.NewClient(kcl)
