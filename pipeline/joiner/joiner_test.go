@@ -1,7 +1,9 @@
 package joiner
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -636,4 +638,90 @@ func TestIdlePartitionFollows(t *testing.T) {
 	f.caughtUp("joiner-idle-replay")
 	stop()
 	f.wantFindings(want)
+}
+
+// TestConflictingRedeliveryIsQuarantined: a Kafka-native producer that
+// reuses a seq, with other content under the same event_id or under a new
+// one, has both repeats quarantined as conflicting_duplicate and never
+// applied; a byte-for-byte redelivery and one re-serialised in another
+// key order are skipped as duplicates.
+func TestConflictingRedeliveryIsQuarantined(t *testing.T) {
+	f := newFixture(t)
+	const group = "joiner-conflict"
+	f.send(contract.TypePlatformRecord, "platform", t0, record("s", "running"), -1)
+	f.send(contract.TypeProviderObservation, "scanner", t0.Add(time.Second), observation("s", "running"), -1)
+	seq := f.seq["scanner"]
+	first := streamtest.Event(t, f.names, contract.TypeProviderObservation, "scanner", seq, t0.Add(time.Second), observation("s", "running"))
+	// The same event re-serialised: another key order and spaces.
+	var doc map[string]any
+	if err := json.Unmarshal(first.Value, &doc); err != nil {
+		t.Fatal(err)
+	}
+	reordered, err := json.MarshalIndent(doc, "", "  ") // encoding/json sorts the keys
+	if err != nil {
+		t.Fatal(err)
+	}
+	conflictSame := streamtest.Event(t, f.names, contract.TypeProviderObservation, "scanner", seq, t0.Add(time.Second), observation("s", "stopped"))
+	conflictNew := streamtest.Event(t, f.names, contract.TypeProviderObservation, "scanner", seq, t0.Add(time.Second), observation("s", "deleted"))
+	conflictNew.Value = bytes.Replace(conflictNew.Value, []byte(`"event_id":"scanner-`), []byte(`"event_id":"other-`), 1)
+	for _, r := range []*kgo.Record{first, {Topic: first.Topic, Key: first.Key, Value: reordered}, conflictSame, conflictNew} {
+		if err := f.cl.ProduceSync(context.Background(), r).FirstErr(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	q, err := ingest.NewQuarantiner(f.cl, ingest.QuarantinerOptions{ActorID: "SYSTEM::joiner", Topic: f.names.Quarantine})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	opts := f.options(group)
+	opts.Quarantine = q
+	j, err := New(ctx, opts, sink.NewClickHouse(f.ch))
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- j.Run(ctx) }()
+	f.caughtUp(group)
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	// Neither conflict was applied: the record and its first observation
+	// agree, so there is no finding.
+	f.wantFindings(nil)
+	if got := counterValue(j.m.duplicates); got != 2 {
+		t.Fatalf("duplicates = %v, want 2", got)
+	}
+	if got := counterValue(j.m.conflicts); got != 2 {
+		t.Fatalf("conflicts = %v, want 2", got)
+	}
+	cl, err := kgo.NewClient(kgo.SeedBrokers(f.brokers...), kgo.ConsumeTopics(f.names.Quarantine),
+		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	var got []*kgo.Record
+	testenv.CheckFor(t, 30*time.Second, func() error {
+		pctx, pcancel := context.WithTimeout(context.Background(), time.Second)
+		defer pcancel()
+		cl.PollFetches(pctx).EachRecord(func(r *kgo.Record) { got = append(got, r) })
+		if len(got) < 2 {
+			return fmt.Errorf("quarantine holds %d records, want 2", len(got))
+		}
+		return nil
+	})
+	for i, r := range got {
+		var q contract.Quarantined
+		if err := json.Unmarshal(r.Value, &q); err != nil {
+			t.Fatal(err)
+		}
+		if q.Reason != contract.ReasonConflictingDuplicate || q.Field != "seq" || !strings.Contains(q.Detail, "content digest") {
+			t.Fatalf("quarantine record %d: %+v", i, q)
+		}
+	}
+	if len(got) != 2 {
+		t.Fatalf("quarantine holds %d records, want 2", len(got))
+	}
 }

@@ -284,12 +284,16 @@ func (j *Joiner) apply(part *partition, r *kgo.Record) {
 		j.opts.Logger.Debug("invalid record", "topic", r.Topic, "partition", r.Partition, "offset", r.Offset, "err", verr)
 		return
 	}
-	switch part.dedupe.Observe(env.Producer, env.HasSeq, env.Seq, env.EventID, env.OccurredAt) {
+	digest := contract.EventDigest(&env)
+	switch part.dedupe.Observe(env.Producer, env.HasSeq, env.Seq, env.EventID, env.OccurredAt, uint64(digest)) {
 	case dedupe.Duplicate:
 		j.m.duplicates.Inc()
 		return
 	case dedupe.Late:
 		j.m.late.Inc()
+		return
+	case dedupe.Conflict:
+		j.conflict(part, r, &env, contract.Digest(part.dedupe.FirstDigest()), digest)
 		return
 	}
 	part.events++
@@ -320,6 +324,27 @@ func (j *Joiner) apply(part *partition, r *kgo.Record) {
 	if !w.IsZero() {
 		part.dedupe.Advance(w)
 	}
+}
+
+// conflict handles a record whose dedupe identity was applied before with
+// another content digest (first): a producer reusing an event_id or a seq,
+// not a redelivery. The first event stays applied; this one is
+// quarantined with reason conflicting_duplicate and counted for its
+// producer. A restore replays it without writing or counting it again.
+func (j *Joiner) conflict(part *partition, r *kgo.Record, env *contract.Envelope, first, digest contract.Digest) {
+	if !part.out.emit {
+		return
+	}
+	field := "event_id"
+	if env.HasSeq {
+		field = "seq"
+	}
+	part.rejected = append(part.rejected, rejected{r, &contract.ValidationError{
+		Reason: contract.ReasonConflictingDuplicate, Field: field,
+		Detail: "producer " + strings.Clone(env.Producer) + " sent this " + field + " before with content digest " + first.String() +
+			", this event's is " + digest.String() + ": the first stays applied",
+	}})
+	j.m.conflicts.Inc()
 }
 
 // misplaced handles a record whose key does not hash (Kafka-standard
