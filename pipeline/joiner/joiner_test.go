@@ -22,6 +22,8 @@ import (
 	"github.com/driftline/driftline/internal/testenv"
 	"github.com/driftline/driftline/pipeline/contract"
 	"github.com/driftline/driftline/pipeline/ingest"
+	"github.com/driftline/driftline/pipeline/joiner/dedupe"
+	"github.com/driftline/driftline/pipeline/readmodel/reader"
 	"github.com/driftline/driftline/pipeline/readmodel/sink"
 	"github.com/driftline/driftline/pipeline/stream"
 	"github.com/driftline/driftline/pipeline/stream/checkpoint"
@@ -572,29 +574,103 @@ func TestInvalidRecordIsQuarantined(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	cl, err := kgo.NewClient(kgo.SeedBrokers(f.brokers...), kgo.ConsumeTopics(f.names.Quarantine),
-		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cl.Close()
-	pctx, pcancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer pcancel()
-	fetches := cl.PollRecords(pctx, 10)
-	var got []*kgo.Record
-	fetches.EachRecord(func(r *kgo.Record) { got = append(got, r) })
-	if len(got) != 1 {
-		t.Fatalf("quarantine holds %d records, want 1 (fetch errors %v)", len(got), fetches.Errors())
-	}
-	headers := map[string]string{}
-	for _, h := range got[0].Headers {
-		headers[h.Key] = string(h.Value)
-	}
-	if headers[contract.HeaderReason] != string(contract.ReasonWrongType) || headers[contract.HeaderActorID] != "SYSTEM::joiner" || string(got[0].Key) != "maas/n1" {
+	got := f.quarantined(1)
+	if headers := headersOf(got[0]); headers[contract.HeaderReason] != string(contract.ReasonWrongType) || headers[contract.HeaderActorID] != "SYSTEM::joiner" || string(got[0].Key) != "maas/n1" {
 		t.Fatalf("quarantine record key %q headers %v", got[0].Key, headers)
 	}
 	if v := counterValue(j.m.invalid.WithLabelValues(string(contract.ReasonWrongType))); v != 1 {
 		t.Fatalf("invalid counter %v, want 1", v)
+	}
+}
+
+// quarantined reads the quarantine topic until it holds n records, and
+// returns them.
+func (f *fixture) quarantined(n int) []*kgo.Record {
+	f.t.Helper()
+	cl, err := kgo.NewClient(kgo.SeedBrokers(f.brokers...), kgo.ConsumeTopics(f.names.Quarantine),
+		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	defer cl.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	var got []*kgo.Record
+	for len(got) < n && ctx.Err() == nil {
+		fetches := cl.PollRecords(ctx, n-len(got))
+		fetches.EachRecord(func(r *kgo.Record) { got = append(got, r) })
+	}
+	if len(got) != n {
+		f.t.Fatalf("quarantine holds %d records, want %d", len(got), n)
+	}
+	return got
+}
+
+func headersOf(r *kgo.Record) map[string]string {
+	headers := map[string]string{}
+	for _, h := range r.Headers {
+		headers[h.Key] = string(h.Value)
+	}
+	return headers
+}
+
+// TestLateEventIsQuarantinedAndCounted: an event older than the
+// partition's dedupe horizon is not applied, and neither vanishes: it is
+// quarantined with its reason and counted for its producer, in the
+// partition's state, so a restart (from a checkpoint or a replay) neither
+// counts it again nor quarantines it twice.
+func TestLateEventIsQuarantinedAndCounted(t *testing.T) {
+	f := newFixture(t)
+	const group = "joiner-late"
+	q, err := ingest.NewQuarantiner(f.cl, ingest.QuarantinerOptions{ActorID: "SYSTEM::joiner", Topic: f.names.Quarantine})
+	if err != nil {
+		t.Fatal(err)
+	}
+	store := f.checkpoints()
+	with := func(reg prometheus.Registerer) func(*Options) {
+		return func(o *Options) {
+			checkpointing(store, time.Millisecond, reg)(o)
+			o.Quarantine = q
+			o.Dedupe = dedupe.Options{Horizon: 10 * time.Minute, Bucket: time.Minute}
+		}
+	}
+	f.send(contract.TypeProviderObservation, "scanner", t0.Add(time.Hour), observation("a", "running"), -1)
+	f.send(contract.TypeProviderObservation, "laggard", t0, observation("a", "stopped"), -1)
+	stop := f.start(group, with(prometheus.NewRegistry()))
+	f.caughtUp(group)
+	stop()
+
+	got := f.quarantined(1)
+	if h := headersOf(got[0]); h[contract.HeaderReason] != string(contract.ReasonLate) || string(got[0].Key) != "app_runtime/a" {
+		t.Fatalf("quarantine record key %q headers %v", got[0].Key, h)
+	}
+	rd := reader.New(f.ch, reader.Options{})
+	want := func() {
+		t.Helper()
+		rows, err := rd.ProducerRejections(context.Background())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(rows) != 1 || rows[0].Consumer != group || rows[0].Producer != "laggard" ||
+			rows[0].Reason != string(contract.ReasonLate) || rows[0].Events != 1 {
+			t.Fatalf("producer rejections %+v, want laggard late_event 1 of %s", rows, group)
+		}
+	}
+	want()
+
+	// Restored from its checkpoint, the joiner keeps the count; a new late
+	// event of the same producer adds one.
+	f.send(contract.TypeProviderObservation, "laggard", t0.Add(time.Minute), observation("a", "stopped"), -1)
+	stop = f.start(group, with(prometheus.NewRegistry()))
+	f.caughtUp(group)
+	stop()
+	f.quarantined(2)
+	rows, err := rd.ProducerRejections(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rows) != 1 || rows[0].Events != 2 {
+		t.Fatalf("after a restart and one more late event: %+v, want laggard at 2", rows)
 	}
 }
 
@@ -642,16 +718,42 @@ func TestIdlePartitionFollows(t *testing.T) {
 
 // TestConflictingRedeliveryIsQuarantined: a Kafka-native producer that
 // reuses a seq, with other content under the same event_id or under a new
-// one, has both repeats quarantined as conflicting_duplicate and never
-// applied; a byte-for-byte redelivery and one re-serialised in another
-// key order are skipped as duplicates.
+// one, has both repeats quarantined as conflicting_duplicate, counted for
+// it and never applied; a byte-for-byte redelivery and one re-serialised
+// in another key order are skipped as duplicates. Restored from its
+// checkpoint, the joiner still knows the first event's digest.
 func TestConflictingRedeliveryIsQuarantined(t *testing.T) {
 	f := newFixture(t)
 	const group = "joiner-conflict"
+	q, err := ingest.NewQuarantiner(f.cl, ingest.QuarantinerOptions{ActorID: "SYSTEM::joiner", Topic: f.names.Quarantine})
+	if err != nil {
+		t.Fatal(err)
+	}
+	store := f.checkpoints()
+	with := func(reg prometheus.Registerer) func(*Options) {
+		return func(o *Options) {
+			checkpointing(store, time.Millisecond, reg)(o)
+			o.Quarantine = q
+		}
+	}
+	reg := prometheus.NewRegistry()
+	produce := func(rs ...*kgo.Record) {
+		t.Helper()
+		for _, r := range rs {
+			if err := f.cl.ProduceSync(context.Background(), r).FirstErr(); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
 	f.send(contract.TypePlatformRecord, "platform", t0, record("s", "running"), -1)
 	f.send(contract.TypeProviderObservation, "scanner", t0.Add(time.Second), observation("s", "running"), -1)
 	seq := f.seq["scanner"]
-	first := streamtest.Event(t, f.names, contract.TypeProviderObservation, "scanner", seq, t0.Add(time.Second), observation("s", "running"))
+	event := func(id, state string) *kgo.Record {
+		r := streamtest.Event(t, f.names, contract.TypeProviderObservation, "scanner", seq, t0.Add(time.Second), observation("s", state))
+		r.Value = bytes.Replace(r.Value, []byte(`"event_id":"scanner-`), []byte(`"event_id":"`+id+`-`), 1)
+		return r
+	}
+	first := event("scanner", "running")
 	// The same event re-serialised: another key order and spaces.
 	var doc map[string]any
 	if err := json.Unmarshal(first.Value, &doc); err != nil {
@@ -661,67 +763,55 @@ func TestConflictingRedeliveryIsQuarantined(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	conflictSame := streamtest.Event(t, f.names, contract.TypeProviderObservation, "scanner", seq, t0.Add(time.Second), observation("s", "stopped"))
-	conflictNew := streamtest.Event(t, f.names, contract.TypeProviderObservation, "scanner", seq, t0.Add(time.Second), observation("s", "deleted"))
-	conflictNew.Value = bytes.Replace(conflictNew.Value, []byte(`"event_id":"scanner-`), []byte(`"event_id":"other-`), 1)
-	for _, r := range []*kgo.Record{first, {Topic: first.Topic, Key: first.Key, Value: reordered}, conflictSame, conflictNew} {
-		if err := f.cl.ProduceSync(context.Background(), r).FirstErr(); err != nil {
-			t.Fatal(err)
-		}
-	}
-	q, err := ingest.NewQuarantiner(f.cl, ingest.QuarantinerOptions{ActorID: "SYSTEM::joiner", Topic: f.names.Quarantine})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	opts := f.options(group)
-	opts.Quarantine = q
-	j, err := New(ctx, opts, sink.NewClickHouse(f.ch))
-	if err != nil {
-		t.Fatal(err)
-	}
-	done := make(chan error, 1)
-	go func() { done <- j.Run(ctx) }()
+	produce(first, &kgo.Record{Topic: first.Topic, Key: first.Key, Value: reordered},
+		event("scanner", "stopped"), // the same event_id, other content
+		event("other", "deleted"))   // a new event_id under the seq, other content
+	stop := f.start(group, with(reg))
 	f.caughtUp(group)
-	cancel()
-	if err := <-done; err != nil {
-		t.Fatal(err)
-	}
+	stop()
+
 	// Neither conflict was applied: the record and its first observation
 	// agree, so there is no finding.
 	f.wantFindings(nil)
-	if got := counterValue(j.m.duplicates); got != 2 {
-		t.Fatalf("duplicates = %v, want 2", got)
-	}
-	if got := counterValue(j.m.conflicts); got != 2 {
-		t.Fatalf("conflicts = %v, want 2", got)
-	}
-	cl, err := kgo.NewClient(kgo.SeedBrokers(f.brokers...), kgo.ConsumeTopics(f.names.Quarantine),
-		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cl.Close()
-	var got []*kgo.Record
-	testenv.CheckFor(t, 30*time.Second, func() error {
-		pctx, pcancel := context.WithTimeout(context.Background(), time.Second)
-		defer pcancel()
-		cl.PollFetches(pctx).EachRecord(func(r *kgo.Record) { got = append(got, r) })
-		if len(got) < 2 {
-			return fmt.Errorf("quarantine holds %d records, want 2", len(got))
+	counter := func(name string) float64 {
+		t.Helper()
+		m := metric(t, reg, name)
+		if m == nil {
+			t.Fatalf("no metric %s", name)
 		}
-		return nil
-	})
-	for i, r := range got {
-		var q contract.Quarantined
-		if err := json.Unmarshal(r.Value, &q); err != nil {
+		return m.GetCounter().GetValue()
+	}
+	if d, c := counter("driftline_joiner_duplicates_total"), counter("driftline_joiner_conflicting_duplicates_total"); d != 2 || c != 2 {
+		t.Fatalf("duplicates %v, conflicts %v; want 2 and 2", d, c)
+	}
+	check := func(n int) {
+		t.Helper()
+		for i, r := range f.quarantined(n) {
+			var q contract.Quarantined
+			if err := json.Unmarshal(r.Value, &q); err != nil {
+				t.Fatal(err)
+			}
+			if q.Reason != contract.ReasonConflictingDuplicate || q.Field != "seq" || !strings.Contains(q.Detail, "content digest") {
+				t.Fatalf("quarantine record %d: %+v", i, q)
+			}
+		}
+		rows, err := reader.New(f.ch, reader.Options{}).ProducerRejections(context.Background())
+		if err != nil {
 			t.Fatal(err)
 		}
-		if q.Reason != contract.ReasonConflictingDuplicate || q.Field != "seq" || !strings.Contains(q.Detail, "content digest") {
-			t.Fatalf("quarantine record %d: %+v", i, q)
+		if len(rows) != 1 || rows[0].Consumer != group || rows[0].Producer != "scanner" ||
+			rows[0].Reason != string(contract.ReasonConflictingDuplicate) || rows[0].Events != uint64(n) {
+			t.Fatalf("producer rejections %+v, want scanner conflicting_duplicate %d of %s", rows, n, group)
 		}
 	}
-	if len(got) != 2 {
-		t.Fatalf("quarantine holds %d records, want 2", len(got))
-	}
+	check(2)
+
+	// Restored from its checkpoint: a redelivery is still a duplicate and
+	// a third content under the seq still a conflict, counted once more.
+	produce(first, event("third", "released"))
+	stop = f.start(group, with(prometheus.NewRegistry()))
+	f.caughtUp(group)
+	stop()
+	f.wantFindings(nil)
+	check(3)
 }

@@ -19,6 +19,7 @@ import (
 	"github.com/driftline/driftline/pipeline/joiner/prefetch"
 	"github.com/driftline/driftline/pipeline/readmodel/sink"
 	"github.com/driftline/driftline/pipeline/stream/logmerge"
+	"github.com/driftline/driftline/pipeline/stream/producers"
 	"github.com/driftline/driftline/pipeline/stream/snap"
 )
 
@@ -49,6 +50,9 @@ type partition struct {
 	// mis-partitioned records since the last flush.
 	rejected []rejected
 	rerouted []*kgo.Record
+	// producers counts, per producer and reason, the well-formed records
+	// not applied because their producer got time or identity wrong.
+	producers producers.Counts
 	// merge orders the polled records of the three streams.
 	merge logmerge.Merge
 	// summary keeps the partition's finding counts and attention top.
@@ -291,6 +295,9 @@ func (j *Joiner) apply(part *partition, r *kgo.Record) {
 		return
 	case dedupe.Late:
 		j.m.late.Inc()
+		j.reject(part, r, env.Producer, &contract.ValidationError{Reason: contract.ReasonLate, Field: "occurred_at",
+			Detail: fmt.Sprintf("occurred %s, before the partition's dedupe horizon (watermark %s less %s)",
+				env.OccurredAt.UTC().Format(time.RFC3339), part.engine.Watermark().Format(time.RFC3339), j.opts.Dedupe.Horizon)})
 		return
 	case dedupe.Conflict:
 		j.conflict(part, r, &env, contract.Digest(part.dedupe.FirstDigest()), digest)
@@ -326,25 +333,35 @@ func (j *Joiner) apply(part *partition, r *kgo.Record) {
 	}
 }
 
+// reject counts a well-formed record of producer that is not applied, by
+// its reason, and quarantines it (once: a restore replays records
+// quarantined before).
+func (j *Joiner) reject(part *partition, r *kgo.Record, producer string, verr *contract.ValidationError) {
+	part.producers.Add(producer, verr.Reason, r.Timestamp)
+	part.dirty = true
+	if part.out.emit {
+		part.rejected = append(part.rejected, rejected{r, verr})
+	}
+}
+
 // conflict handles a record whose dedupe identity was applied before with
 // another content digest (first): a producer reusing an event_id or a seq,
 // not a redelivery. The first event stays applied; this one is
 // quarantined with reason conflicting_duplicate and counted for its
-// producer. A restore replays it without writing or counting it again.
+// producer.
 func (j *Joiner) conflict(part *partition, r *kgo.Record, env *contract.Envelope, first, digest contract.Digest) {
-	if !part.out.emit {
-		return
-	}
 	field := "event_id"
 	if env.HasSeq {
 		field = "seq"
 	}
-	part.rejected = append(part.rejected, rejected{r, &contract.ValidationError{
+	j.reject(part, r, env.Producer, &contract.ValidationError{
 		Reason: contract.ReasonConflictingDuplicate, Field: field,
-		Detail: "producer " + strings.Clone(env.Producer) + " sent this " + field + " before with content digest " + first.String() +
+		Detail: "producer " + env.Producer + " sent this " + field + " before with content digest " + first.String() +
 			", this event's is " + digest.String() + ": the first stays applied",
-	}})
-	j.m.conflicts.Inc()
+	})
+	if part.out.emit {
+		j.m.conflicts.Inc()
+	}
 }
 
 // misplaced handles a record whose key does not hash (Kafka-standard
@@ -388,8 +405,10 @@ func (j *Joiner) observe(part *partition) {
 	}
 }
 
-// snapshotVersion is the format of a partition's checkpoint blob.
-const snapshotVersion = 1
+// snapshotVersion is the format of a partition's checkpoint blob. Version
+// 2 added the per-producer rejection counts; a version 1 blob restores
+// with none.
+const snapshotVersion = 2
 
 // snapshot serialises the partition's state: everything applied so far,
 // which is exactly the committed cut when called right after a commit.
@@ -412,6 +431,7 @@ func (part *partition) snapshot() []byte {
 	part.nodes.AppendSnapshot(&w)
 	part.dedupe.AppendSnapshot(&w)
 	part.summary.appendSnapshot(&w)
+	part.producers.AppendSnapshot(&w)
 	part.snapSize = len(w.B)
 	return w.B
 }
@@ -428,7 +448,7 @@ func firstSnapshotSize(identities, nodes, producers int) int {
 // loadSnapshot restores the state snapshot wrote into a new partition.
 func (part *partition) loadSnapshot(b []byte) error {
 	r := snap.NewReader(b)
-	r.Header("joiner.partition", snapshotVersion)
+	version := r.HeaderIn("joiner.partition", 1, snapshotVersion)
 	p := int32(r.Varint())
 	events, open := r.Uvarint(), r.Uvarint()
 	if err := r.Err(); err != nil {
@@ -448,6 +468,11 @@ func (part *partition) loadSnapshot(b []byte) error {
 	}
 	if err := part.summary.loadSnapshot(r); err != nil {
 		return err
+	}
+	if version >= 2 {
+		if err := part.producers.LoadSnapshot(r); err != nil {
+			return err
+		}
 	}
 	if r.Len() != 0 {
 		return fmt.Errorf("%d bytes after the snapshot", r.Len())
