@@ -32,6 +32,11 @@ type producer struct {
 	// in order, so it is appended to; expire drops the prefix of the seqs
 	// it removes.
 	digs []uint64
+	// top is the greatest seq of the bitmaps while they hold any (set by
+	// spill, addSeq and LoadSnapshot): an in-order seq appends its digest
+	// without a rank, and roaring's Maximum scans a bitmap container's
+	// words from the end (a microsecond on a container just begun).
+	top uint64
 }
 
 // seqRange is the seqs [lo, hi); empty when lo == hi.
@@ -73,21 +78,14 @@ func (p *producer) addSeq(seq, digest uint64) bool {
 		added = p.hi.CheckedAdd(seq)
 	}
 	if added {
-		if p.isMax(seq) { // in order: the common case
+		if len(p.digs) == 0 || seq > p.top { // in order: the common case
 			p.digs = append(p.digs, digest)
+			p.top = seq
 		} else {
 			p.insertDigest(p.rank(seq), digest)
 		}
 	}
 	return added
-}
-
-// isMax reports whether seq is the greatest seq of the bitmaps.
-func (p *producer) isMax(seq uint64) bool {
-	if seq <= math.MaxUint32 {
-		return (p.hi == nil || p.hi.IsEmpty()) && p.lo.Maximum() == uint32(seq)
-	}
-	return p.hi.Maximum() == seq
 }
 
 // rank returns the number of applied seqs below seq (the bitmaps).
@@ -166,6 +164,7 @@ func (p *producer) spill() {
 	if r.lo == r.hi {
 		return
 	}
+	p.top = r.hi - 1
 	if r.lo < 1<<32 {
 		if p.lo == nil {
 			p.lo = roaring.New()

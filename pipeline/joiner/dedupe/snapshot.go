@@ -172,6 +172,12 @@ func (s *Set) LoadSnapshot(r *snap.Reader) (err error) {
 		if p.run.lo != p.run.hi && (p.lo != nil || p.hi != nil) {
 			return fmt.Errorf("%w: producer %q: a run and bitmaps", ErrSnapshot, name)
 		}
+		switch {
+		case p.hi != nil && !p.hi.IsEmpty():
+			p.top = p.hi.Maximum()
+		case p.lo != nil && !p.lo.IsEmpty():
+			p.top = uint64(p.lo.Maximum())
+		}
 		seqs := p.seqCount()
 		if version >= 3 {
 			nd := r.Count(8)
