@@ -211,8 +211,17 @@ func (s *digestScanner) str() uint64 {
 	start := s.i + 1
 	j := start
 	escaped := false
-	// Strings are short (field names, states, ids): a byte loop beats
-	// two bytes.IndexByte calls on them.
+	// Strings are short (field names, states, ids): look for a quote or
+	// a backslash eight bytes at a time (SWAR), where a bytes.IndexByte
+	// call costs more than the bytes, then byte by byte.
+	for j+8 <= len(s.b) {
+		w := binary.LittleEndian.Uint64(s.b[j:])
+		if m := hasByte(w, '"') | hasByte(w, '\\'); m != 0 {
+			j += bits.TrailingZeros64(m) / 8
+			break
+		}
+		j += 8
+	}
 	for ; j < len(s.b); j++ {
 		if c := s.b[j]; c == '"' {
 			break
@@ -230,15 +239,27 @@ func (s *digestScanner) str() uint64 {
 	return unescapedHash(raw) ^ tagString
 }
 
-// strHash hashes a string's bytes: xxhash from 16 bytes, and below, where
-// xxhash's setup costs more than the bytes, a multiply-fold of two loads
-// (as wyhash does).
+// hasByte returns a word whose lowest set bit is the high bit of the
+// first byte of w equal to c (0 when none is).
+func hasByte(w uint64, c byte) uint64 {
+	const ones, highs = 0x0101010101010101, 0x8080808080808080
+	x := w ^ (ones * uint64(c))
+	return (x - ones) &^ x & highs
+}
+
+// strHash hashes a string's bytes: xxhash above 32 bytes, and below, where
+// xxhash's setup costs more than the bytes, a multiply-fold of two or four
+// loads (as wyhash does).
 func strHash(b []byte) uint64 {
 	n := len(b)
 	var a, c uint64
 	switch {
-	case n >= 16:
+	case n > 32:
 		return xxhash.Sum64(b)
+	case n >= 16:
+		h1, l1 := bits.Mul64(binary.LittleEndian.Uint64(b)^digestPrime1, binary.LittleEndian.Uint64(b[8:])^digestPrime2)
+		h2, l2 := bits.Mul64(binary.LittleEndian.Uint64(b[n-16:])^tagMember, binary.LittleEndian.Uint64(b[n-8:])^tagArray^uint64(n))
+		return h1 ^ l1 ^ avalanche(h2^l2)
 	case n >= 8:
 		a, c = binary.LittleEndian.Uint64(b), binary.LittleEndian.Uint64(b[n-8:])
 	case n >= 4:

@@ -63,6 +63,7 @@ func TestPayloadDigestCanonical(t *testing.T) {
 		{`{"a":1,"b":[1,2,{"c":"x","d":null}]}`, ` { "b" : [ 1 , 2 , { "d" : null , "c" : "x" } ] , "a" : 1 } `},
 		{`{"s":"\"é\n\ud83d\ude00/"}`, `{"s":"\u0022\u00e9\u000a😀\/"}`},
 		{`{}`, `{ }`},
+		{`{"long-key-name-x":"abcdefghijklmnopq\"rstuvwxyz0123456789"}`, `{"long-key-name-x":"abcdefghijklmnopq\u0022rstuvwxyz0123456789"}`},
 		{`[]`, ` [ ] `},
 	}
 	for _, c := range same {
@@ -73,7 +74,8 @@ func TestPayloadDigestCanonical(t *testing.T) {
 	differ := []string{
 		`{"a":1}`, `{"a":"1"}`, `{"a":1.0}`, `{"a":[1,2]}`, `{"a":[2,1]}`, `{"a":[[1],2]}`, `{"a":[1,[2]]}`,
 		`{"a":{}}`, `{"a":[]}`, `{"a":null}`, `{"a":true}`, `{"a":false}`, `{"b":1}`, `{"a":1,"b":1}`,
-		`{"ab":"c"}`, `{"a":"bc"}`, `{"a":{"b":1},"c":2}`, `{"a":{"b":1,"c":2}}`, `{"a":""}`, `{}`, `[]`, `""`,
+		`{"ab":"c"}`, `{"a":"bc"}`, `{"a":"0123456789abcdefX"}`, `{"a":"0123456789abcdefY"}`, `{"a":"X0123456789abcdef0123456789abcd"}`,
+		`{"a":"Y0123456789abcdef0123456789abcd"}`, `{"a":"0123456789abcdef0123456789abcdefZ"}`, `{"a":{"b":1},"c":2}`, `{"a":{"b":1,"c":2}}`, `{"a":""}`, `{}`, `[]`, `""`,
 	}
 	seen := map[Digest]string{}
 	for _, p := range differ {
