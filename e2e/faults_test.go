@@ -293,6 +293,7 @@ func runFaults(t *testing.T, ctx context.Context, bin string, seed int64, params
 	cfg.Seed = seed
 	cfg.Domains = params.domains
 	cfg.Ledger.Enabled = true
+	cfg.ConflictingUsageRate = 0.01 // usage corrected under its usage_id: conflicting_usage
 	gen, err := fleet.New(cfg)
 	if err != nil {
 		t.Fatal(err)

@@ -414,10 +414,15 @@ func (t *Tracker) resolve(id string, s *usageState, at time.Time) {
 
 func (t *Tracker) describe(m *Mismatch, s *usageState) {
 	m.MeteringSource, m.MeteringID, m.TenantID, m.ProductID, m.UnitID, m.Quantity = s.source, s.meterID, s.tenant, s.product, s.unit, s.quantity
-	if m.Kind == contract.KindConflictingUsage {
-		m.ConflictQuantity = s.conflictQuantity
-	}
 	m.RatedAmount, m.LedgerAmount, m.Currency = "", "", s.currency
+	if m.Kind == contract.KindConflictingUsage {
+		// The conflict is between quantities; the first usage's amounts
+		// are in its rated line and its own rows. (Whether its rated line
+		// was applied before the conflict depends on the merge, and the
+		// row must not.)
+		m.ConflictQuantity = s.conflictQuantity
+		return
+	}
 	if s.ledger != nil {
 		m.LedgerAmount, m.Currency = s.ledger.amount, s.ledger.currency
 	}
