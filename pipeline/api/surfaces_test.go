@@ -352,7 +352,7 @@ func TestBillingCSV(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(recs) != 7 || recs[0][0] != "mismatch_id" || recs[3][0] != "b3" || recs[3][11] != "0.123455" {
+	if len(recs) != 7 || recs[0][0] != "mismatch_id" || recs[3][0] != "b3" || recs[3][12] != "0.123455" {
 		t.Errorf("csv: %v", recs)
 	}
 }

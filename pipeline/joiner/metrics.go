@@ -18,6 +18,7 @@ type metrics struct {
 	events         *prometheus.CounterVec // by topic
 	invalid        *prometheus.CounterVec // by reason
 	duplicates     prometheus.Counter     // redeliveries skipped by dedupe
+	conflicts      prometheus.Counter     // repeated identities with other content, quarantined
 	mispartitioned *prometheus.CounterVec // by topic
 	transitions    *prometheus.CounterVec // by classification, transition
 	findingsOpen   *prometheus.GaugeVec   // by partition
@@ -53,11 +54,13 @@ func (m *metrics) transition(f *drift.Finding) prometheus.Counter {
 
 func newMetrics(reg prometheus.Registerer) *metrics {
 	m := &metrics{
-		StageMetrics:   stream.NewStageMetrics("joiner", "joiner"),
-		RoundMetrics:   stream.NewRoundMetrics("joiner", "joiner"),
-		events:         prometheus.NewCounterVec(prometheus.CounterOpts{Name: "driftline_joiner_events_total", Help: "Events applied, by topic."}, []string{"topic"}),
-		invalid:        prometheus.NewCounterVec(prometheus.CounterOpts{Name: "driftline_joiner_invalid_events_total", Help: "Records that failed validation, by reason."}, []string{"reason"}),
-		duplicates:     prometheus.NewCounter(prometheus.CounterOpts{Name: "driftline_joiner_duplicates_total", Help: "Redelivered events skipped by dedupe."}),
+		StageMetrics: stream.NewStageMetrics("joiner", "joiner"),
+		RoundMetrics: stream.NewRoundMetrics("joiner", "joiner"),
+		events:       prometheus.NewCounterVec(prometheus.CounterOpts{Name: "driftline_joiner_events_total", Help: "Events applied, by topic."}, []string{"topic"}),
+		invalid:      prometheus.NewCounterVec(prometheus.CounterOpts{Name: "driftline_joiner_invalid_events_total", Help: "Records that failed validation, by reason."}, []string{"reason"}),
+		duplicates:   prometheus.NewCounter(prometheus.CounterOpts{Name: "driftline_joiner_duplicates_total", Help: "Redelivered events skipped by dedupe."}),
+		conflicts: prometheus.NewCounter(prometheus.CounterOpts{Name: "driftline_joiner_conflicting_duplicates_total",
+			Help: "Events that repeat an applied dedupe identity with other content: quarantined as conflicting_duplicate, not applied."}),
 		mispartitioned: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "driftline_joiner_mispartitioned_total", Help: "Records whose key does not hash (murmur2) to the partition they arrived on."}, []string{"topic"}),
 		transitions:    prometheus.NewCounterVec(prometheus.CounterOpts{Name: "driftline_joiner_finding_transitions_total", Help: "Finding transitions, by classification and transition."}, []string{"classification", "transition"}),
 		findingsOpen:   prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "driftline_joiner_findings_open", Help: "Open findings, by partition."}, []string{"partition"}),
@@ -82,7 +85,7 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 	}
 	if reg != nil {
 		reg.MustRegister(append(append(m.StageMetrics.Collectors(), m.RoundMetrics.Collectors()...),
-			m.events, m.invalid, m.duplicates, m.mispartitioned, m.transitions, m.findingsOpen, m.watermark,
+			m.events, m.invalid, m.duplicates, m.conflicts, m.mispartitioned, m.transitions, m.findingsOpen, m.watermark,
 			m.flushSeconds, m.flushRows, m.flushErrors, m.restoreCheckpoints, m.restoreKept,
 			m.checkpointSnapshotSeconds, m.checkpointBytes, m.checkpointErrors, m.late, m.idleAdvances, m.paused)...)
 	}

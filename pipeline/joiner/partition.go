@@ -288,7 +288,8 @@ func (j *Joiner) apply(part *partition, r *kgo.Record) {
 		j.opts.Logger.Debug("invalid record", "topic", r.Topic, "partition", r.Partition, "offset", r.Offset, "err", verr)
 		return
 	}
-	switch part.dedupe.Observe(env.Producer, env.HasSeq, env.Seq, env.EventID, env.OccurredAt) {
+	digest := contract.EventDigest(&env)
+	switch part.dedupe.Observe(env.Producer, env.HasSeq, env.Seq, env.EventID, env.OccurredAt, uint64(digest)) {
 	case dedupe.Duplicate:
 		j.m.duplicates.Inc()
 		return
@@ -297,6 +298,9 @@ func (j *Joiner) apply(part *partition, r *kgo.Record) {
 		j.reject(part, r, env.Producer, &contract.ValidationError{Reason: contract.ReasonLate, Field: "occurred_at",
 			Detail: fmt.Sprintf("occurred %s, before the partition's dedupe horizon (watermark %s less %s)",
 				env.OccurredAt.UTC().Format(time.RFC3339), part.engine.Watermark().Format(time.RFC3339), j.opts.Dedupe.Horizon)})
+		return
+	case dedupe.Conflict:
+		j.conflict(part, r, &env, contract.Digest(part.dedupe.FirstDigest()), digest)
 		return
 	}
 	part.events++
@@ -337,6 +341,26 @@ func (j *Joiner) reject(part *partition, r *kgo.Record, producer string, verr *c
 	part.dirty = true
 	if part.out.emit {
 		part.rejected = append(part.rejected, rejected{r, verr})
+	}
+}
+
+// conflict handles a record whose dedupe identity was applied before with
+// another content digest (first): a producer reusing an event_id or a seq,
+// not a redelivery. The first event stays applied; this one is
+// quarantined with reason conflicting_duplicate and counted for its
+// producer.
+func (j *Joiner) conflict(part *partition, r *kgo.Record, env *contract.Envelope, first, digest contract.Digest) {
+	field := "event_id"
+	if env.HasSeq {
+		field = "seq"
+	}
+	j.reject(part, r, env.Producer, &contract.ValidationError{
+		Reason: contract.ReasonConflictingDuplicate, Field: field,
+		Detail: "producer " + env.Producer + " sent this " + field + " before with content digest " + first.String() +
+			", this event's is " + digest.String() + ": the first stays applied",
+	})
+	if part.out.emit {
+		j.m.conflicts.Inc()
 	}
 }
 

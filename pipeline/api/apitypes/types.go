@@ -379,21 +379,25 @@ type Attention struct {
 // (billing_mismatch). Amounts are decimal strings as written; empty when
 // unknown.
 type BillingMismatch struct {
-	MismatchID     string    `json:"mismatch_id"`
-	Kind           string    `json:"kind"`
-	UsageID        string    `json:"usage_id"`
-	MeteringSource string    `json:"metering_source"`
-	MeteringID     string    `json:"metering_id"`
-	TenantID       string    `json:"tenant_id"`
-	ProductID      string    `json:"product_id"`
-	UnitID         string    `json:"unit_id"`
-	Quantity       string    `json:"quantity"`
-	RatedAmount    string    `json:"rated_amount"`
-	LedgerAmount   string    `json:"ledger_amount"`
-	Currency       string    `json:"currency"`
-	Status         string    `json:"status"`
-	FirstSeenAt    time.Time `json:"first_seen_at"`
-	LastSeenAt     time.Time `json:"last_seen_at"`
+	MismatchID     string `json:"mismatch_id"`
+	Kind           string `json:"kind"`
+	UsageID        string `json:"usage_id"`
+	MeteringSource string `json:"metering_source"`
+	MeteringID     string `json:"metering_id"`
+	TenantID       string `json:"tenant_id"`
+	ProductID      string `json:"product_id"`
+	UnitID         string `json:"unit_id"`
+	Quantity       string `json:"quantity"`
+	// ConflictQuantity is set on conflicting_usage: the quantity of the
+	// latest usage that repeated the usage_id with other content
+	// (Quantity is the first one's, the one rated); else empty.
+	ConflictQuantity string    `json:"conflict_quantity"`
+	RatedAmount      string    `json:"rated_amount"`
+	LedgerAmount     string    `json:"ledger_amount"`
+	Currency         string    `json:"currency"`
+	Status           string    `json:"status"`
+	FirstSeenAt      time.Time `json:"first_seen_at"`
+	LastSeenAt       time.Time `json:"last_seen_at"`
 	// AmountAtRisk is |rated - ledger| for amount_mismatch, else the rated
 	// amount, else the ledger amount; empty when the row has neither
 	// (usage never priced: usage_not_rated, unknown_unit).

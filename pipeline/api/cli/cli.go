@@ -258,7 +258,7 @@ func cmdAttention(ctx context.Context, c *client.Client, q url.Values, _ []strin
 
 func cmdBilling(ctx context.Context, c *client.Client, q url.Values, _ []string) (table, any, error) {
 	all := takeAll(q)
-	t := table{head: []string{"mismatch_id", "kind", "tenant_id", "product_id", "unit_id", "quantity", "rated_amount", "ledger_amount", "amount_at_risk", "currency", "status", "first_seen_at"}}
+	t := table{head: []string{"mismatch_id", "kind", "tenant_id", "product_id", "unit_id", "quantity", "conflict_quantity", "rated_amount", "ledger_amount", "amount_at_risk", "currency", "status", "first_seen_at"}}
 	var pages []*apitypes.BillingPage
 	for {
 		p, err := c.BillingMismatches(ctx, q)
@@ -274,7 +274,7 @@ func cmdBilling(ctx context.Context, c *client.Client, q url.Values, _ []string)
 	last := pages[len(pages)-1]
 	for _, p := range pages {
 		for _, m := range p.Mismatches {
-			t.rows = append(t.rows, []string{m.MismatchID, m.Kind, m.TenantID, m.ProductID, m.UnitID, m.Quantity, m.RatedAmount,
+			t.rows = append(t.rows, []string{m.MismatchID, m.Kind, m.TenantID, m.ProductID, m.UnitID, m.Quantity, m.ConflictQuantity, m.RatedAmount,
 				m.LedgerAmount, m.AmountAtRisk, m.Currency, m.Status, m.FirstSeenAt.UTC().Format(time.RFC3339)})
 		}
 	}

@@ -18,7 +18,7 @@ const MODE_COLOURS = {LIVE: "#2e7d32", DELAYED: "#7cb342", EDGE_CACHED: "#00897b
   DISCONNECTED: "#c62828", RETURNING: "#8e24aa", REPLAYING: "#e69500"};
 const GATES = ["pass", "warning", "retry", "investigate", "block_production"];
 const HEALTHS = ["OK", "DEGRADED", "FAILED", "UNKNOWN"];
-const KINDS = ["usage_not_rated", "rated_not_ledgered", "amount_mismatch", "duplicate_usage", "unknown_unit", "window_unbalanced"];
+const KINDS = ["usage_not_rated", "rated_not_ledgered", "amount_mismatch", "duplicate_usage", "unknown_unit", "conflicting_usage", "window_unbalanced"];
 
 function esc(v) {
   return String(v ?? "").replace(/[&<>"']/g, c => ({"&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;", "'": "&#39;"}[c]));
@@ -336,7 +336,7 @@ async function viewFinance(params) {
     <td class="num risk">${esc(t.amount_at_risk)}</td><td class="num">${esc(t.rated_amount)}</td><td class="num">${esc(t.ledger_amount)}</td><td class="num">${t.unpriced}</td></tr>`).join("");
   const kinds = p.totals.by_kind.map(t => `<tr><td>${esc(t.kind)}</td><td>${esc(t.currency)}</td><td class="num">${t.count}</td><td class="num">${esc(t.amount_at_risk)}</td></tr>`).join("");
   const rows = p.mismatches.map(m => `<tr data-mismatch="${esc(m.mismatch_id)}"><td>${esc(m.mismatch_id)}</td><td>${esc(m.kind)}</td><td>${esc(m.tenant_id)}</td>
-    <td>${esc(m.product_id)}</td><td>${esc(m.unit_id)}</td><td class="num">${esc(m.quantity)}</td><td class="num">${esc(m.rated_amount)}</td>
+    <td>${esc(m.product_id)}</td><td>${esc(m.unit_id)}</td><td class="num">${esc(m.quantity)}</td><td class="num conflict">${esc(m.conflict_quantity || "")}</td><td class="num">${esc(m.rated_amount)}</td>
     <td class="num">${esc(m.ledger_amount)}</td><td class="num">${esc(m.amount_at_risk)}</td><td>${esc(m.currency)}</td><td>${esc(m.status)}</td><td>${when(m.first_seen_at)}</td></tr>`).join("");
   const csv = new URLSearchParams(q); csv.delete("limit"); csv.set("format", "csv");
   const ratedRows = rated.totals.map(t => `<tr><td>${esc(t.tenant_id)}</td><td>${esc(t.currency)}</td><td class="num">${t.lines}</td><td class="num">${esc(t.amount)}</td></tr>`).join("");
@@ -348,7 +348,7 @@ async function viewFinance(params) {
     <section class="card" id="mismatches"><h2>Mismatches (${p.count}${p.next_cursor ? "+" : ""}) · <a href="#" data-download="${API}/billing/mismatches?${csv}" data-name="billing-mismatches.csv">CSV</a></h2>
     ${filterForm("billing-filters", params, [{name: "kind", label: "kind", options: KINDS}, {name: "status", label: "status", options: ["open", "resolved", "all"]},
       {name: "tenant", label: "tenant"}, {name: "product", label: "product"}, {name: "unit", label: "unit"}, {name: "day", label: "day (YYYY-MM-DD)"}])}
-    ${rows ? `<table><tr><th>mismatch</th><th>kind</th><th>tenant</th><th>product</th><th>unit</th><th class="num">qty</th><th class="num">rated</th><th class="num">ledger</th>
+    ${rows ? `<table><tr><th>mismatch</th><th>kind</th><th>tenant</th><th>product</th><th>unit</th><th class="num">qty</th><th class="num" title="conflicting_usage: the quantity of the usage that repeated the usage_id with other content (qty is the first one's, the one rated)">conflicting qty</th><th class="num">rated</th><th class="num">ledger</th>
       <th class="num">at risk</th><th>cur</th><th>status</th><th>first seen</th></tr>${rows}</table>` : '<p class="muted">No mismatch matches.</p>'}</section>`;
 }
 

@@ -15,12 +15,12 @@ import (
 )
 
 const mismatchColumns = `mismatch_id, kind, usage_id, metering_source, metering_id, tenant_id, product_id,
-	unit_id, quantity, rated_amount, ledger_amount, currency, status, first_seen_at, last_seen_at, version`
+	unit_id, quantity, conflict_quantity, rated_amount, ledger_amount, currency, status, first_seen_at, last_seen_at, version`
 
 func scanMismatch(rows driver.Rows) (apitypes.BillingMismatch, error) {
 	var m apitypes.BillingMismatch
 	err := rows.Scan(&m.MismatchID, &m.Kind, &m.UsageID, &m.MeteringSource, &m.MeteringID, &m.TenantID, &m.ProductID,
-		&m.UnitID, &m.Quantity, &m.RatedAmount, &m.LedgerAmount, &m.Currency, &m.Status, &m.FirstSeenAt, &m.LastSeenAt, &m.Version)
+		&m.UnitID, &m.Quantity, &m.ConflictQuantity, &m.RatedAmount, &m.LedgerAmount, &m.Currency, &m.Status, &m.FirstSeenAt, &m.LastSeenAt, &m.Version)
 	m.FirstSeenAt, m.LastSeenAt = m.FirstSeenAt.UTC(), m.LastSeenAt.UTC()
 	m.AmountAtRisk = amountAtRisk(m)
 	return m, err
