@@ -53,6 +53,11 @@ type partition struct {
 	merge logmerge.Merge
 	// summary keeps the partition's finding counts and attention top.
 	summary *summary
+	// acts holds what operator actions added to the findings.
+	acts *actionBook
+	// requests are the records of reconcile.requests the partition's
+	// actions made since the last flush.
+	requests []*kgo.Record
 	// nodeRows holds each node's row of the round, by the node's aux word
 	// in the tracker (minus one).
 	nodeRows []rowSlot
@@ -124,12 +129,14 @@ func (o *output) add(p *partition, f *drift.Finding, aux *uint32) {
 	case contract.TransitionResolved:
 		p.findingsOpen--
 	}
+	p.acts.overlay(f, p.engine.Watermark().UnixNano())
 	sl := p.summary.apply(f, aux)
 	if !o.emit {
 		return
 	}
 	o.m.transition(f).Inc()
 	tr := sink.TransitionOf(f)
+	p.acts.annotate(&tr)
 	o.batch.History.Append(&tr)
 	upsert(&o.batch.Current, &sl.at, o.seal, f)
 }
@@ -148,7 +155,7 @@ func (o *output) addNode(p *partition, s *nodeagent.Status, aux *uint32) {
 }
 
 func (j *Joiner) newPartition(p int32, out *output) *partition {
-	part := &partition{p: p, label: strconv.Itoa(int(p)), dedupe: dedupe.New(j.opts.Dedupe), out: out, summary: newSummary(), merge: logmerge.NewMerge(numStreams),
+	part := &partition{p: p, label: strconv.Itoa(int(p)), dedupe: dedupe.New(j.opts.Dedupe), out: out, summary: newSummary(), acts: newActionBook(), merge: logmerge.NewMerge(numStreams),
 		live: output{batch: &sink.Batch{}, seal: 1, m: j.m, emit: true},
 		dec:  contract.NewDecoder(j.validator)}
 	part.engine = classify.New(j.opts.Classify, ownerstate.New(), func(f *drift.Finding, aux *uint32) { part.out.add(part, f, aux) })
@@ -305,6 +312,10 @@ func (j *Joiner) apply(part *partition, r *kgo.Record) {
 		part.engine.ApplyObservation(p, at, env.CorrelationID)
 	case *contract.ScanCompleted:
 		part.engine.ApplyScan(p, at, env.CorrelationID)
+	case *contract.Command:
+		// An operator's action does not move event time: it is applied
+		// at the partition's watermark, where it falls in stream order.
+		j.applyCommand(part, p, at, env.CorrelationID)
 	case *contract.Heartbeat:
 		part.inHeartbeat = true
 		part.nodes.ApplyHeartbeat(p, at, env.CorrelationID)
@@ -319,6 +330,9 @@ func (j *Joiner) apply(part *partition, r *kgo.Record) {
 	part.nodes.Advance(w)
 	if !w.IsZero() {
 		part.dedupe.Advance(w)
+		if ns := w.UnixNano(); ns >= part.acts.due {
+			j.fireActions(part, ns)
+		}
 	}
 }
 
@@ -364,7 +378,8 @@ func (j *Joiner) observe(part *partition) {
 }
 
 // snapshotVersion is the format of a partition's checkpoint blob.
-const snapshotVersion = 1
+// Version 2 added the action book; a version 1 snapshot has none.
+const snapshotVersion = 2
 
 // snapshot serialises the partition's state: everything applied so far,
 // which is exactly the committed cut when called right after a commit.
@@ -387,6 +402,7 @@ func (part *partition) snapshot() []byte {
 	part.nodes.AppendSnapshot(&w)
 	part.dedupe.AppendSnapshot(&w)
 	part.summary.appendSnapshot(&w)
+	part.acts.appendSnapshot(&w)
 	part.snapSize = len(w.B)
 	return w.B
 }
@@ -403,7 +419,7 @@ func firstSnapshotSize(identities, nodes, producers int) int {
 // loadSnapshot restores the state snapshot wrote into a new partition.
 func (part *partition) loadSnapshot(b []byte) error {
 	r := snap.NewReader(b)
-	r.Header("joiner.partition", snapshotVersion)
+	version := r.HeaderIn("joiner.partition", 1, snapshotVersion)
 	p := int32(r.Varint())
 	events, open := r.Uvarint(), r.Uvarint()
 	if err := r.Err(); err != nil {
@@ -423,6 +439,11 @@ func (part *partition) loadSnapshot(b []byte) error {
 	}
 	if err := part.summary.loadSnapshot(r); err != nil {
 		return err
+	}
+	if version >= 2 {
+		if err := part.acts.loadSnapshot(r); err != nil {
+			return err
+		}
 	}
 	if r.Len() != 0 {
 		return fmt.Errorf("%d bytes after the snapshot", r.Len())
@@ -462,6 +483,9 @@ func (j *Joiner) gather(part *partition, b *batch) *sink.Batch {
 	b.parts = append(b.parts, out)
 	b.rejected = append(b.rejected, part.rejected...)
 	b.rerouted = append(b.rerouted, part.rerouted...)
+	b.requests = append(b.requests, part.requests...)
+	clear(part.requests)
+	part.requests = part.requests[:0]
 	clear(part.rejected)
 	clear(part.rerouted)
 	part.rejected, part.rerouted = part.rejected[:0], part.rerouted[:0]

@@ -126,6 +126,16 @@ type Finding struct {
 	NextAttemptAt   time.Time
 	Runbook         string
 	AttentionScore  float64
+	// The operator columns (CONTRACT section 9.2), kept by the joiner's
+	// actions beside the classifier's state: who acknowledged it, who it
+	// is assigned to, until when it is suppressed, where its latest
+	// request stands (contract.ActionState) and the id of the latest
+	// action applied.
+	AcknowledgedBy  string
+	Assignee        string
+	SuppressedUntil time.Time
+	ActionState     contract.ActionState
+	LastActionID    string
 	// Version grows with every transition of this finding; the highest
 	// version is the current row.
 	Version uint64

@@ -1,0 +1,41 @@
+-- Operator actions (CONTRACT section 9.2). The joiner applies each action
+-- in stream order and writes its effect on the finding (who acknowledged
+-- it, who it is assigned to, until when it is suppressed, where its latest
+-- request to the platform's controllers stands, the id of the latest
+-- action) into drift_evidence, and the action itself as a drift_history
+-- row (docs/actions.md).
+ALTER TABLE drift_evidence
+    ADD COLUMN IF NOT EXISTS acknowledged_by String,
+    ADD COLUMN IF NOT EXISTS assignee String,
+    ADD COLUMN IF NOT EXISTS suppressed_until DateTime,
+    ADD COLUMN IF NOT EXISTS action_state LowCardinality(String),
+    ADD COLUMN IF NOT EXISTS last_action_id String
+;
+ALTER TABLE drift_history
+    ADD COLUMN IF NOT EXISTS action_state LowCardinality(String),
+    ADD COLUMN IF NOT EXISTS action LowCardinality(String),
+    ADD COLUMN IF NOT EXISTS action_id String,
+    ADD COLUMN IF NOT EXISTS actor_id String,
+    ADD COLUMN IF NOT EXISTS reason String,
+    ADD COLUMN IF NOT EXISTS refusal LowCardinality(String)
+;
+-- The answers of the query service to accepted actions, by Idempotency-Key:
+-- a key posted again (to any query replica, after any restart) finds its
+-- first answer here. request_hash is the SHA-256 of the canonical request
+-- (route, evidence id or filters, and body): the same key with another
+-- request is refused with 409. command_id is derived from the key, so two
+-- replicas that race on one key write the same command, which the joiner
+-- applies once (its dedupe of event ids). Rows are never deleted.
+CREATE TABLE IF NOT EXISTS action_commands
+(
+    idempotency_key  String,
+    request_hash     String,
+    command_id       String,
+    evidence_id      String,
+    action           LowCardinality(String),
+    actor_id         String,
+    answer           String,
+    accepted_at      DateTime
+)
+ENGINE = ReplacingMergeTree
+ORDER BY idempotency_key
