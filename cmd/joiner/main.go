@@ -44,6 +44,7 @@ func run() error {
 	fs.Uint64Var(&o.CheckpointEvents, "joiner.checkpointEvents", o.CheckpointEvents, "checkpoint a partition sooner once it applied this many events since its last checkpoint")
 	fs.DurationVar(&o.Dedupe.Horizon, "joiner.dedupeHorizon", o.Dedupe.Horizon, "event time for which event identities are remembered exactly; events older than watermark - horizon are dropped as late (counted)")
 	fs.DurationVar(&o.IdleAfter, "joiner.idleAfter", o.IdleAfter, "wall time a partition may apply nothing before its watermark follows this joiner's latest partition (a marker record in its observations stream); negative disables")
+	fs.DurationVar(&o.RequestTimeout, "joiner.requestTimeout", o.RequestTimeout, "event time a request of an operator action (retry, cleanup, quarantine_node, release_node) stays pending before its finding goes to operator_review")
 	ctx, err := st.Start()
 	if err != nil {
 		return err
@@ -88,6 +89,7 @@ func run() error {
 
 	o.Dedupe.Bucket = min(o.Dedupe.Bucket, o.Dedupe.Horizon)
 	o.Reroute = qcl
+	o.Requests = qcl
 	j, err := joiner.New(openCtx, o, sink.NewClickHouse(conn))
 	if err != nil {
 		return st.Starting(ctx, err)

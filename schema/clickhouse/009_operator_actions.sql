@@ -3,21 +3,29 @@
 -- it, who it is assigned to, until when it is suppressed, where its latest
 -- request to the platform's controllers stands, the id of the latest
 -- action) into drift_evidence, and the action itself as a drift_history
--- row (docs/actions.md).
-ALTER TABLE drift_evidence
-    ADD COLUMN IF NOT EXISTS acknowledged_by String,
-    ADD COLUMN IF NOT EXISTS assignee String,
-    ADD COLUMN IF NOT EXISTS suppressed_until DateTime,
-    ADD COLUMN IF NOT EXISTS action_state LowCardinality(String),
-    ADD COLUMN IF NOT EXISTS last_action_id String
+-- row (docs/actions.md). One column per statement, so that a run after a
+-- failure skips the columns added before (readmodel.MigrateFS).
+ALTER TABLE drift_evidence ADD COLUMN acknowledged_by String
 ;
-ALTER TABLE drift_history
-    ADD COLUMN IF NOT EXISTS action_state LowCardinality(String),
-    ADD COLUMN IF NOT EXISTS action LowCardinality(String),
-    ADD COLUMN IF NOT EXISTS action_id String,
-    ADD COLUMN IF NOT EXISTS actor_id String,
-    ADD COLUMN IF NOT EXISTS reason String,
-    ADD COLUMN IF NOT EXISTS refusal LowCardinality(String)
+ALTER TABLE drift_evidence ADD COLUMN assignee String
+;
+ALTER TABLE drift_evidence ADD COLUMN suppressed_until DateTime
+;
+ALTER TABLE drift_evidence ADD COLUMN action_state LowCardinality(String)
+;
+ALTER TABLE drift_evidence ADD COLUMN last_action_id String
+;
+ALTER TABLE drift_history ADD COLUMN action_state LowCardinality(String)
+;
+ALTER TABLE drift_history ADD COLUMN action LowCardinality(String)
+;
+ALTER TABLE drift_history ADD COLUMN action_id String
+;
+ALTER TABLE drift_history ADD COLUMN actor_id String
+;
+ALTER TABLE drift_history ADD COLUMN reason String
+;
+ALTER TABLE drift_history ADD COLUMN refusal LowCardinality(String)
 ;
 -- The answers of the query service to accepted actions, by Idempotency-Key:
 -- a key posted again (to any query replica, after any restart) finds its

@@ -59,6 +59,12 @@ type Finding struct {
 	AttentionScore  float64    `json:"attention_score"`
 	Version         uint64     `json:"version"`    // row version; grows with every transition
 	UpdatedAt       *time.Time `json:"updated_at"` // when the joiner wrote this version (wall clock)
+	// The operator columns (docs/actions.md).
+	AcknowledgedBy  string     `json:"acknowledged_by"`  // actor of the latest acknowledge; "" if none
+	Assignee        string     `json:"assignee"`         // "" if unassigned
+	SuppressedUntil *time.Time `json:"suppressed_until"` // null: not suppressed
+	ActionState     string     `json:"action_state"`     // pending, succeeded, operator_review; "" if no request
+	LastActionID    string     `json:"last_action_id"`   // command_id of the latest action applied
 }
 
 // DriftPage is the answer of GET /v1/drift.
@@ -84,6 +90,16 @@ type HistoryEntry struct {
 	RetryCount      uint32    `json:"retry_count"`
 	At              time.Time `json:"at"` // event time of the transition
 	CorrelationID   string    `json:"correlation_id"`
+	// ActionState is the finding's action_state after the transition.
+	ActionState string `json:"action_state"`
+	// Action, ActionID, ActorID and Reason describe the operator action of
+	// an action or action_refused transition; Refusal is why the joiner
+	// refused it.
+	Action   string `json:"action,omitempty"`
+	ActionID string `json:"action_id,omitempty"`
+	ActorID  string `json:"actor_id,omitempty"`
+	Reason   string `json:"reason,omitempty"`
+	Refusal  string `json:"refusal,omitempty"`
 }
 
 // Action is what an operator or the platform should do about a finding.
