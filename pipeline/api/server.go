@@ -16,6 +16,7 @@ import (
 
 	"github.com/driftline/driftline/pipeline/api/apitypes"
 	"github.com/driftline/driftline/pipeline/api/web"
+	"github.com/driftline/driftline/pipeline/contract"
 	"github.com/driftline/driftline/pipeline/readmodel/reader"
 	"github.com/driftline/driftline/pipeline/service"
 )
@@ -71,6 +72,19 @@ type Options struct {
 	WaitPartitions int
 	// MaxWait bounds wait_timeout. Default 30s.
 	MaxWait time.Duration
+	// Commands receives accepted operator actions (a producer to
+	// Topics.Commands, acks=all). Default nil: the action endpoints
+	// answer 503.
+	Commands CommandLog
+	// Actions keeps the answers to actions by Idempotency-Key, shared by
+	// every replica (reader.ActionLog). Default nil: the action endpoints
+	// answer 503.
+	Actions ActionLog
+	// Topics names the commands topic. Default contract.DefaultTopics().
+	Topics contract.Topics
+	// Environment is stamped on every command; the joiner rejects another.
+	// Default local_parity.
+	Environment string
 }
 
 func (o *Options) setDefaults() error {
@@ -104,14 +118,21 @@ func (o *Options) setDefaults() error {
 	if o.MaxWait <= 0 {
 		o.MaxWait = 30 * time.Second
 	}
+	if o.Topics.Commands == "" {
+		o.Topics = contract.DefaultTopics()
+	}
+	if o.Environment == "" {
+		o.Environment = contract.EnvLocalParity
+	}
 	return nil
 }
 
 // Server answers the query API.
 type Server struct {
-	opts    Options
-	read    ReadModel
-	metrics *metrics
+	opts        Options
+	read        ReadModel
+	actionReads ActionReader
+	metrics     *metrics
 }
 
 // New returns a Server; it fails only on invalid options.
@@ -127,7 +148,13 @@ func New(opts Options) (*Server, error) {
 	if read == nil {
 		read = reader.New(opts.DB, reader.Options{Failed: func(q string) { m.chErrors.WithLabelValues(q).Inc() }})
 	}
-	return &Server{opts: opts, read: read, metrics: m}, nil
+	s := &Server{opts: opts, read: read, metrics: m}
+	if ar, ok := read.(ActionReader); ok {
+		s.actionReads = ar
+	} else {
+		s.actionReads = noActionReads{}
+	}
+	return s, nil
 }
 
 // Handler returns the HTTP handler of every endpoint.
@@ -148,6 +175,8 @@ func (s *Server) Handler() http.Handler {
 	s.route(mux, "GET /v1/billing/automation", "billing_automation", s.handleAutomation)
 	s.route(mux, "GET /v1/billing/conservation", "billing_conservation", s.handleConservation)
 	s.route(mux, "GET /v1/bundle", "bundle", s.handleBundle)
+	s.route(mux, "POST /v1/findings/{evidence_id...}", "action", s.routeAction)
+	s.route(mux, "POST /v1/actions/batch", "batch_action", s.handleBatchAction)
 	s.route(mux, "GET /healthz", "healthz", s.handleHealthz)
 	mux.Handle("GET /ui/", web.Handler())
 	mux.Handle("GET /{$}", http.RedirectHandler("/ui/", http.StatusFound))
@@ -196,6 +225,10 @@ func (s *Server) wait(r *http.Request) error {
 func (s *Server) writeError(w http.ResponseWriter, r *http.Request, endpoint string, err error) {
 	if pe, ok := errors.AsType[*ParamError](err); ok {
 		writeJSON(w, http.StatusBadRequest, pe.body())
+		return
+	}
+	if ae, ok := errors.AsType[*actionError](err); ok {
+		writeJSON(w, ae.code, apitypes.ErrorBody{Error: ae.msg, Reason: string(ae.reason)})
 		return
 	}
 	if we, ok := errors.AsType[*WaitTimeoutError](err); ok {

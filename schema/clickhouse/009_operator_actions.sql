@@ -33,7 +33,10 @@ ALTER TABLE drift_history ADD COLUMN refusal LowCardinality(String)
 -- (route, evidence id or filters, and body): the same key with another
 -- request is refused with 409. command_id is derived from the key, so two
 -- replicas that race on one key write the same command, which the joiner
--- applies once (its dedupe of event ids). Rows are never deleted.
+-- applies once (its dedupe of event ids). Should two replicas race on one
+-- key, version (2^63 minus accepted_at in ns) keeps the first answer once
+-- merged, and a read picks the row of the highest version as well. Rows
+-- are never deleted.
 CREATE TABLE IF NOT EXISTS action_commands
 (
     idempotency_key  String,
@@ -43,7 +46,8 @@ CREATE TABLE IF NOT EXISTS action_commands
     action           LowCardinality(String),
     actor_id         String,
     answer           String,
-    accepted_at      DateTime
+    accepted_at      DateTime,
+    version          UInt64
 )
-ENGINE = ReplacingMergeTree
+ENGINE = ReplacingMergeTree(version)
 ORDER BY idempotency_key

@@ -246,6 +246,38 @@ type ErrorBody struct {
 	Parameter string   `json:"parameter,omitempty"` // the offending query parameter
 	Value     string   `json:"value,omitempty"`     // its offending value
 	Allowed   []string `json:"allowed,omitempty"`   // allowed values of an enumeration
+	// Reason is the refusal reason of an action (contract.ActionReasons).
+	Reason string `json:"reason,omitempty"`
+}
+
+// ActionAccepted is the answer of POST /v1/findings/{evidence_id}/actions
+// (202), and one finding of a batch: the action is on the commands topic
+// and the joiner applies it in stream order (its effect shows in the
+// finding's row and history once applied).
+type ActionAccepted struct {
+	CommandID  string    `json:"command_id,omitempty"` // absent in a preview
+	EvidenceID string    `json:"evidence_id"`
+	Action     string    `json:"action"`
+	ActorID    string    `json:"actor_id"`
+	Status     string    `json:"status"` // accepted, or preview
+	AcceptedAt time.Time `json:"accepted_at"`
+}
+
+// ActionRefusal is a finding a batch action does not apply to, and why.
+type ActionRefusal struct {
+	EvidenceID string `json:"evidence_id"`
+	Reason     string `json:"reason"`
+}
+
+// BatchAccepted is the answer of POST /v1/actions/batch.
+type BatchAccepted struct {
+	Action     string           `json:"action"`
+	ActorID    string           `json:"actor_id"`
+	Preview    bool             `json:"preview"`
+	AcceptedAt time.Time        `json:"accepted_at"`
+	Count      int              `json:"count"`      // len(AppliedTo)
+	AppliedTo  []ActionAccepted `json:"applied_to"` // never null
+	Refused    []ActionRefusal  `json:"refused"`    // never null
 }
 
 // Node is the current node-agent evidence and gate of one node
