@@ -1,5 +1,6 @@
-// Command query serves the read-only query API and web UI over the
-// ClickHouse read model (CONTRACT section 7); see package pipeline/api for
+// Command query serves the query API and web UI over the ClickHouse read
+// model (CONTRACT section 7) and accepts operator actions as commands on
+// the commands topic (section 9.2); see package pipeline/api for
 // the endpoints and cmd/driftctl for reading it from a shell.
 //
 //	query -query.addr 127.0.0.1:18081 -clickhouse.addr 127.0.0.1:19000
@@ -21,6 +22,7 @@ import (
 	"github.com/driftline/driftline/pipeline/api"
 	"github.com/driftline/driftline/pipeline/contract"
 	"github.com/driftline/driftline/pipeline/readmodel"
+	"github.com/driftline/driftline/pipeline/readmodel/reader"
 	"github.com/driftline/driftline/pipeline/service"
 )
 
@@ -66,7 +68,8 @@ func run() error {
 	}
 	defer conn.Close()
 
-	opts := api.Options{DB: conn, QueryTimeout: *queryTimeout, LagTimeout: *lagTimeout, MaxWait: *maxWait, WaitPartitions: *waitPartitions}
+	opts := api.Options{DB: conn, QueryTimeout: *queryTimeout, LagTimeout: *lagTimeout, MaxWait: *maxWait, WaitPartitions: *waitPartitions,
+		Topics: common.Topics, Environment: common.Environment, Actions: reader.NewActionLog(conn)}
 	if *joinerGroup != "" {
 		opts.WaitConsumer = *joinerGroup
 	}
@@ -80,6 +83,18 @@ func run() error {
 		defer kcl.Close()
 		opts.Lag = kadm.NewClient(kcl)
 		opts.LagGroups = []string{*joinerGroup}
+	}
+	// Operator actions are commands on the commands topic (acks=all, the
+	// murmur2 partitioner, keyed by the finding's identity); without a
+	// broker the action endpoints answer 503.
+	if brokers := common.SeedBrokers(); len(brokers) > 0 {
+		ccl, err := kgo.NewClient(kgo.SeedBrokers(brokers...), kgo.RequiredAcks(kgo.AllISRAcks()),
+			kgo.RecordPartitioner(kgo.StickyKeyPartitioner(nil)))
+		if err != nil {
+			return fmt.Errorf("kafka client: %w", err)
+		}
+		defer ccl.Close()
+		opts.Commands = ccl
 	}
 	srv, err := api.New(opts)
 	if err != nil {

@@ -122,6 +122,14 @@ func (j *Joiner) facts(part *partition, c *contract.Command, k drift.Class, stat
 // request to reconcile.requests. at is the command's occurred_at (when
 // the query service accepted it); it does not move event time.
 func (j *Joiner) applyCommand(part *partition, c *contract.Command, at time.Time, correlationID string) {
+	// The decoder's strings alias the record, which is recycled: the
+	// book keeps copies.
+	cmd := *c
+	for _, f := range []*string{&cmd.CommandID, &cmd.EvidenceID, &cmd.Provider, &cmd.ProviderID, &cmd.Action,
+		&cmd.Reason, &cmd.Assignee, &cmd.ActorID} {
+		*f = strings.Clone(*f)
+	}
+	c = &cmd
 	class, _, _ := strings.Cut(c.EvidenceID, ":")
 	k, ok := drift.ParseClass(class)
 	if !ok || drift.EvidenceID(k, contract.IdentityKey(c.Provider, c.ProviderID)) != c.EvidenceID {
