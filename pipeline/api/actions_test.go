@@ -10,8 +10,12 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/url"
+	"reflect"
+	"strings"
 	"testing"
 	"time"
+
+	chdriver "github.com/ClickHouse/clickhouse-go/v2/lib/driver"
 
 	"github.com/twmb/franz-go/pkg/kgo"
 
@@ -329,4 +333,59 @@ func TestActions(t *testing.T) {
 		t.Errorf("batch wrote %d commands, want %d", c-cBefore, batch.Count)
 	}
 	e.waitFinding(orphan, "assigned", func(d apitypes.DriftDetail) bool { return d.Finding.Assignee == "ops-eu" })
+	e.checkReplay()
+}
+
+// checkReplay replays the topics into a fresh database with a new joiner
+// group: the findings, with their operator columns, and their histories,
+// actions included, must be those the live run wrote.
+func (e *actionsEnv) checkReplay() {
+	e.t.Run("replay", func(t *testing.T) {
+		conn := testenv.Open(t, testenv.ClickHouse(t))
+		opts := joiner.Options{StageOptions: stream.StageOptions{Brokers: e.env.Brokers, Group: "actions-replay", Topics: e.env.Names,
+			Logger: slog.New(slog.DiscardHandler)}, RoundOptions: stream.RoundOptions{FlushInterval: 50 * time.Millisecond},
+			RequestTimeout: 2 * time.Minute}
+		stop := streamtest.Start(t, "replay joiner", func(ctx context.Context) (*joiner.Joiner, error) {
+			return joiner.New(ctx, opts, sink.NewClickHouse(conn))
+		})
+		defer stop()
+		const evidence = `SELECT evidence_id, version, status, posture, retry_count, attention_score, acknowledged_by,
+			assignee, suppressed_until, action_state, last_action_id FROM drift_evidence FINAL ORDER BY evidence_id`
+		const history = `SELECT evidence_id, version, transition, status, action_state, action, action_id, actor_id,
+			reason, refusal, at FROM drift_history FINAL ORDER BY evidence_id, version`
+		for _, q := range []string{evidence, history} {
+			want := dump(t, e.env.CH, q)
+			testenv.CheckFor(t, 30*time.Second, func() error {
+				if got := dump(t, conn, q); got != want {
+					return fmt.Errorf("replay wrote\n%s\nthe live run\n%s", got, want)
+				}
+				return nil
+			})
+		}
+	})
+}
+
+// dump returns the rows of q as text.
+func dump(t *testing.T, conn chdriver.Conn, q string) string {
+	t.Helper()
+	rows, err := conn.Query(context.Background(), q)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rows.Close()
+	var b strings.Builder
+	for rows.Next() {
+		vals := make([]any, len(rows.ColumnTypes()))
+		for i, ct := range rows.ColumnTypes() {
+			vals[i] = reflect.New(ct.ScanType()).Interface()
+		}
+		if err := rows.Scan(vals...); err != nil {
+			t.Fatal(err)
+		}
+		for _, v := range vals {
+			fmt.Fprintf(&b, "%v\t", reflect.ValueOf(v).Elem().Interface())
+		}
+		b.WriteByte('\n')
+	}
+	return b.String()
 }
