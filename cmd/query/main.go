@@ -4,6 +4,7 @@
 // the endpoints and cmd/driftctl for reading it from a shell.
 //
 //	query -query.addr 127.0.0.1:18081 -clickhouse.addr 127.0.0.1:19000
+//	query act retry <evidence_id> reason=redeploy   (as driftctl act)
 package main
 
 import (
@@ -20,6 +21,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/driftline/driftline/pipeline/api"
+	"github.com/driftline/driftline/pipeline/api/cli"
 	"github.com/driftline/driftline/pipeline/contract"
 	"github.com/driftline/driftline/pipeline/readmodel"
 	"github.com/driftline/driftline/pipeline/readmodel/reader"
@@ -31,6 +33,14 @@ func main() {
 	// client; it is still accepted.
 	if len(os.Args) > 1 && os.Args[1] == "serve" {
 		os.Args = append(os.Args[:1], os.Args[2:]...)
+	}
+	// "query act ..." takes an operator action, as "driftctl act" does.
+	if len(os.Args) > 1 && os.Args[1] == "act" {
+		if err := cli.Run("act", os.Args[2:], os.Stdout); err != nil {
+			fmt.Fprintln(os.Stderr, "query act: "+err.Error())
+			os.Exit(1)
+		}
+		return
 	}
 	service.Main("query", run)
 }

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -22,6 +23,8 @@ import (
 	"github.com/driftline/driftline/internal/testenv"
 	"github.com/driftline/driftline/pipeline/api"
 	"github.com/driftline/driftline/pipeline/api/apitypes"
+	"github.com/driftline/driftline/pipeline/api/cli"
+	"github.com/driftline/driftline/pipeline/api/client"
 	"github.com/driftline/driftline/pipeline/contract"
 	"github.com/driftline/driftline/pipeline/joiner"
 	"github.com/driftline/driftline/pipeline/readmodel/reader"
@@ -333,6 +336,24 @@ func TestActions(t *testing.T) {
 		t.Errorf("batch wrote %d commands, want %d", c-cBefore, batch.Count)
 	}
 	e.waitFinding(orphan, "assigned", func(d apitypes.DriftDetail) bool { return d.Finding.Assignee == "ops-eu" })
+
+	// The command line: driftctl act (and query act).
+	var out bytes.Buffer
+	if err := cli.Run("act", []string{"-api", e.url, "-o", "json", "unsuppress", orphan, "reason=resolved upstream", "key=k-cli"}, &out); err != nil {
+		t.Fatalf("act unsuppress: %v", err)
+	}
+	var viaCLI apitypes.ActionAccepted
+	if err := json.Unmarshal(out.Bytes(), &viaCLI); err != nil || viaCLI.Status != "accepted" || viaCLI.Action != "unsuppress" {
+		t.Errorf("act unsuppress printed %s (%v)", out.Bytes(), err)
+	}
+	e.waitFinding(orphan, "unsuppressed", func(d apitypes.DriftDetail) bool {
+		return d.Finding.SuppressedUntil == nil && d.Finding.AttentionScore > 0
+	})
+	out.Reset()
+	err := cli.Run("act", []string{"-api", e.url, "cleanup", stale, "reason=x"}, &out)
+	if ae, ok := errors.AsType[*client.APIError](err); !ok || ae.StatusCode != http.StatusConflict || ae.Body.Reason != string(contract.ReasonFindingResolved) {
+		t.Errorf("act cleanup of a resolved finding: %v, want 409 %s", err, contract.ReasonFindingResolved)
+	}
 	e.checkReplay()
 }
 
