@@ -127,7 +127,7 @@ func TestUI(t *testing.T) {
 	}
 
 	dom := b.page(t, ui+"#/", "0-global")
-	has("global", dom, `data-view="global"`, `id="kpi-open">5<`, `id="kpi-critical">3<`,
+	has("global", dom, `data-view="global"`, `id="kpi-open">10<`, `id="kpi-critical">8<`, // 5 open billing mismatches among them
 		`data-domain="compute" data-class="identity_mismatch"`, `data-mode="REPLAYING">REPLAYING 1`,
 		`data-kind="node" data-id="n2"`, `data-kind="finding" data-id="`+idIdentity+`"`)
 	hasNot("global", dom, `data-kind="node" data-id="n3"`) // gate pass: no attention

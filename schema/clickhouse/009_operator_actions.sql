@@ -51,3 +51,20 @@ CREATE TABLE IF NOT EXISTS action_commands
 )
 ENGINE = ReplacingMergeTree(version)
 ORDER BY idempotency_key
+;
+-- The alert sender's position (CONTRACT section 9.3): per receiver, each
+-- alert it was sent firing, and its resolve. A restarted sender reads the
+-- firing rows and sends neither a firing twice nor misses a resolve.
+CREATE TABLE IF NOT EXISTS alert_deliveries
+(
+    receiver         String,
+    alert_id         String,
+    state            LowCardinality(String),
+    label_names      Array(String),
+    label_values     Array(String),
+    starts_at        DateTime,
+    sent_at          DateTime,
+    version          UInt64
+)
+ENGINE = ReplacingMergeTree(version)
+ORDER BY (receiver, alert_id)
