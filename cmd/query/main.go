@@ -21,6 +21,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/driftline/driftline/pipeline/api"
+	"github.com/driftline/driftline/pipeline/api/alert"
 	"github.com/driftline/driftline/pipeline/api/cli"
 	"github.com/driftline/driftline/pipeline/contract"
 	"github.com/driftline/driftline/pipeline/readmodel"
@@ -55,6 +56,13 @@ func run() error {
 	lagTimeout := fs.Duration("query.lagTimeout", 3*time.Second, "bound on asking the broker for lag; past it /v1/status reports the lag unknown instead of waiting")
 	maxWait := fs.Duration("query.maxWait", 30*time.Second, "upper bound on a request's wait_timeout (read-your-writes); longer waits hold connections open")
 	waitPartitions := fs.Int("query.joinerPartitions", 1, "partitions the joiner reports in consumer_progress; wait_watermark waits for at least this many, so set it to the topics' partition count")
+	var webhooks []string
+	fs.Func("alert.webhook", "Alertmanager v2 URL (http://host:9093/api/v2/alerts) to push alerts to (CONTRACT 9.3); repeat for several receivers; none sends no alerts", func(v string) error {
+		webhooks = append(webhooks, v)
+		return nil
+	})
+	alertInterval := fs.Duration("alert.interval", 15*time.Second, "how often alert conditions are read; shorter alerts sooner, each round reads drift_evidence with FINAL")
+	alertLagSLO := fs.Int64("alert.lagSLO", 100000, "consumer lag (records) of the joiner group above which an alert fires")
 	shutdownTimeout := fs.Duration("query.shutdownTimeout", 10*time.Second, "how long in-flight requests may finish after SIGTERM before they are cut")
 	flag.Parse()
 	if _, err := service.SetupLogging(logOpts, os.Stderr); err != nil {
@@ -109,6 +117,32 @@ func run() error {
 	srv, err := api.New(opts)
 	if err != nil {
 		return err
+	}
+
+	if len(webhooks) > 0 {
+		aopts := alert.Options{Webhooks: webhooks, Interval: *alertInterval, LagSLO: *alertLagSLO, GeneratorURL: "http://" + *addr + "/ui/"}
+		if lag := opts.Lag; lag != nil {
+			aopts.Lag = func(ctx context.Context) (map[string]int64, error) {
+				lags, err := lag.Lag(ctx, opts.LagGroups...)
+				if err != nil {
+					return nil, err
+				}
+				out := map[string]int64{}
+				for g, l := range lags {
+					if err := l.Error(); err != nil {
+						return nil, err
+					}
+					out[g] = l.Lag.Total()
+				}
+				return out, nil
+			}
+		}
+		snd, err := alert.New(aopts, reader.New(conn, reader.Options{}), reader.NewAlertLog(conn))
+		if err != nil {
+			return err
+		}
+		go func() { _ = snd.Run(ctx) }()
+		slog.Info("alerts", "webhooks", len(webhooks), "interval", *alertInterval)
 	}
 
 	hs := &http.Server{Addr: *addr, Handler: srv.Handler(), ReadHeaderTimeout: 10 * time.Second}
