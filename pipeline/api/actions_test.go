@@ -41,6 +41,16 @@ type actionsEnv struct {
 	url   string
 	seq   uint64
 	newAP func() *httptest.Server // another query replica over the same log
+	// amnesiac is a replica that never finds an answer in the log: one
+	// that died after writing a command and before recording its answer.
+	amnesiac *httptest.Server
+}
+
+// forgetful is an action log that finds nothing.
+type forgetful struct{ api.ActionLog }
+
+func (forgetful) Accepted(context.Context, string) (reader.AcceptedCommand, bool, error) {
+	return reader.AcceptedCommand{}, false, nil
 }
 
 var a0 = time.Date(2026, 11, 21, 10, 0, 0, 0, time.UTC)
@@ -55,8 +65,8 @@ func newActionsEnv(t *testing.T) *actionsEnv {
 		return joiner.New(ctx, opts, sink.NewClickHouse(env.CH))
 	})
 	t.Cleanup(stop)
-	newAP := func() *httptest.Server {
-		srv, err := api.New(api.Options{DB: env.CH, Commands: producer, Actions: reader.NewActionLog(env.CH), Topics: env.Names})
+	newServer := func(log api.ActionLog) *httptest.Server {
+		srv, err := api.New(api.Options{DB: env.CH, Commands: producer, Actions: log, Topics: env.Names})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -64,7 +74,8 @@ func newActionsEnv(t *testing.T) *actionsEnv {
 		t.Cleanup(hs.Close)
 		return hs
 	}
-	return &actionsEnv{t: t, env: env, url: newAP().URL, newAP: newAP}
+	newAP := func() *httptest.Server { return newServer(reader.NewActionLog(env.CH)) }
+	return &actionsEnv{t: t, env: env, url: newAP().URL, newAP: newAP, amnesiac: newServer(forgetful{reader.NewActionLog(env.CH)})}
 }
 
 func (e *actionsEnv) send(typ string, at time.Time, payload any) {
@@ -238,6 +249,12 @@ func TestActions(t *testing.T) {
 		}
 	}
 	e.refused(path(stale), "k-ack", map[string]any{"action": "acknowledge", "reason": "another"}, http.StatusConflict, contract.ReasonIdempotencyReused)
+	// The client's retry reaches a replica that lost the answer: the
+	// command is written again (same id, a later occurred_at); the joiner
+	// applies it once.
+	if code, b, _ := e.post(e.amnesiac.URL, path(stale), "k-ack", ack); code != http.StatusAccepted {
+		t.Fatalf("re-post to a replica without the answer: %d %s", code, b)
+	}
 	d := e.waitFinding(stale, "acknowledged", func(d apitypes.DriftDetail) bool { return d.Finding.AcknowledgedBy != "" })
 	if d.Finding.LastActionID != accepted.CommandID {
 		t.Errorf("last_action_id %q, want %q", d.Finding.LastActionID, accepted.CommandID)
@@ -246,6 +263,19 @@ func TestActions(t *testing.T) {
 		h.ActionID != accepted.CommandID || h.Reason != "looking into it" || h.ActorID == "" {
 		t.Errorf("last history row %+v, want the acknowledge", h)
 	}
+	defer func() {
+		// By now the joiner applied every command written before: the
+		// acknowledge written twice is one history row.
+		n := 0
+		for _, h := range e.detail(stale).History {
+			if h.ActionID == accepted.CommandID {
+				n++
+			}
+		}
+		if n != 1 {
+			t.Errorf("the acknowledge written twice is in the history %d times, want once", n)
+		}
+	}()
 
 	// Retry the stale finding and clean up the orphan: both write a
 	// request and show it pending.

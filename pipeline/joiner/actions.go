@@ -34,6 +34,12 @@ type actionBook struct {
 	// due is the earliest pending deadline or suppression end (Unix ns
 	// of event time), noDue when none.
 	due int64
+	// applied holds the ids of the commands applied (or refused): a
+	// command written twice (a client's retry after the query service
+	// died, two replicas answering one key) carries the same id but maybe
+	// another occurred_at, which the event dedupe does not catch when it
+	// falls in another bucket. Commands are few; every id is kept.
+	applied map[string]struct{}
 	// note is the action of the transition being emitted (set around an
 	// engine Touch), for its history row; nil for the classifier's own.
 	note *actionNote
@@ -62,7 +68,7 @@ type actionNote struct {
 }
 
 func newActionBook() *actionBook {
-	return &actionBook{findings: map[string]*findingActions{}, quarantined: map[string]bool{}, due: noDue}
+	return &actionBook{findings: map[string]*findingActions{}, quarantined: map[string]bool{}, applied: map[string]struct{}{}, due: noDue}
 }
 
 // overlay adds the operator state of f's finding to f as the engine
@@ -130,6 +136,11 @@ func (j *Joiner) applyCommand(part *partition, c *contract.Command, at time.Time
 		*f = strings.Clone(*f)
 	}
 	c = &cmd
+	if _, ok := part.acts.applied[c.CommandID]; ok {
+		j.countAction(part, c.Action, "duplicate")
+		return
+	}
+	part.acts.applied[c.CommandID] = struct{}{}
 	class, _, _ := strings.Cut(c.EvidenceID, ":")
 	k, ok := drift.ParseClass(class)
 	if !ok || drift.EvidenceID(k, contract.IdentityKey(c.Provider, c.ProviderID)) != c.EvidenceID {
@@ -291,6 +302,15 @@ func (b *actionBook) appendSnapshot(w *snap.Writer) {
 	for _, k := range nodes {
 		w.String(k)
 	}
+	applied := make([]string, 0, len(b.applied))
+	for id := range b.applied {
+		applied = append(applied, id)
+	}
+	slices.Sort(applied)
+	w.Uvarint(uint64(len(applied)))
+	for _, id := range applied {
+		w.String(id)
+	}
 }
 
 // loadSnapshot reads what appendSnapshot wrote into an empty book.
@@ -308,6 +328,9 @@ func (b *actionBook) loadSnapshot(r *snap.Reader) error {
 	}
 	for range r.Count(1) {
 		b.quarantined[r.String()] = true
+	}
+	for range r.Count(1) {
+		b.applied[r.String()] = struct{}{}
 	}
 	b.recompute()
 	return r.Err()
