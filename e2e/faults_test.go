@@ -52,11 +52,12 @@ const (
 	faultKillBroker     faultKind = "kill-broker"     // SIGKILL the broker, start it on its data after a while
 	faultStopClickHouse faultKind = "stop-clickhouse" // SIGTERM ClickHouse mid-flush, start it on its data after a while
 	faultKillClickHouse faultKind = "kill-clickhouse" // SIGKILL ClickHouse mid-flush, start it on its data after a while
+	faultKillQuery      faultKind = "kill-query"      // SIGKILL the query service while operators act, start it after a while
 )
 
 // allFaults lists every kind: each schedule injects each at least once.
 var allFaults = []faultKind{faultKillJoiner, faultAddJoiner, faultStopJoiner, faultKillRater, faultKillIngest,
-	faultRestartBroker, faultKillBroker, faultStopClickHouse, faultKillClickHouse}
+	faultRestartBroker, faultKillBroker, faultStopClickHouse, faultKillClickHouse, faultKillQuery}
 
 // skippedFaults maps a fault kind to the reason it is not injected (a
 // known bug, named): schedules keep their shape, the step is logged as
@@ -258,7 +259,7 @@ func runFaults(t *testing.T, ctx context.Context, bin string, seed int64, params
 		Dir:        filepath.Join(dir, "stack"),
 		BinDir:     bin,
 		Partitions: crashPartitions,
-		Services:   []string{stack.NameIngest, stack.NameRater},
+		Services:   []string{stack.NameIngest, stack.NameRater, stack.NameQuery},
 		Env:        []string{pricebookEnv(t)},
 	})
 	// The stack restarts nothing: a service that exits on its own during
@@ -326,6 +327,8 @@ func runFaults(t *testing.T, ctx context.Context, bin string, seed int64, params
 		})
 		feedDone <- err
 	}()
+	// An operator acts through the query service all along.
+	op := startOperator(t, s)
 	for i, f := range plan.faults {
 		select {
 		case <-time.After(f.after):
@@ -342,6 +345,7 @@ func runFaults(t *testing.T, ctx context.Context, bin string, seed int64, params
 	if err := <-feedDone; err != nil {
 		t.Fatalf("feed: %v", err)
 	}
+	accepted := op.finish()
 	if stats.Rejected != 0 || stats.Accepted+stats.Duplicate != stats.Events {
 		t.Fatalf("feed stats %+v: want nothing rejected and accepted+duplicate = events", stats)
 	}
@@ -355,6 +359,7 @@ func runFaults(t *testing.T, ctx context.Context, bin string, seed int64, params
 	t.Logf("joiners caught up at %v", time.Since(start).Round(time.Millisecond))
 
 	checkBilling(t, s, truth)
+	checkActions(t, ctx, s, accepted)
 	checkTopics(t, ctx, s.BrokerAddr(), want, truth)
 	checkJoinerTables(t, ctx, s, js, truth, start)
 	checkExits()
@@ -391,6 +396,8 @@ func injectFault(t *testing.T, ctx context.Context, s *stack.Stack, js *joinerSe
 		name, kill = stack.NameClickHouse, false
 	case faultKillClickHouse:
 		name = stack.NameClickHouse
+	case faultKillQuery:
+		name = stack.NameQuery
 	default:
 		t.Fatalf("step %d: unknown fault %q", i, f.kind)
 	}
