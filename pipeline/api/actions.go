@@ -323,12 +323,12 @@ func (s *Server) batchAction(w http.ResponseWriter, r *http.Request, actor strin
 	if err != nil {
 		return http.StatusBadRequest, err
 	}
-	if err := s.actionsReady(); err != nil {
-		return http.StatusServiceUnavailable, err
-	}
 	key, b, err := readAction(r, false)
 	if err != nil {
 		return codeOf(err), err
+	}
+	if err := s.actionsReady(); err != nil && !b.Preview {
+		return http.StatusServiceUnavailable, err
 	}
 	if key == "" && !b.Preview {
 		err := refuse(http.StatusBadRequest, contract.ReasonMissingIdempotency, "the Idempotency-Key header is required (or preview the batch with \"preview\": true)")
