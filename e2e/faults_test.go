@@ -175,7 +175,7 @@ func TestFaults(t *testing.T) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Minute)
 	defer cancel()
-	bin := buildCommands(t, ctx, stack.NameBroker, stack.NameIngest, stack.NameJoiner, stack.NameRater)
+	bin := buildCommands(t, ctx, stack.NameBroker, stack.NameIngest, stack.NameJoiner, stack.NameRater, stack.NameQuery)
 	for _, seed := range seedsFromEnv(t, EnvFaultSeed, defaultFaultSeeds) {
 		t.Run(fmt.Sprintf("seed=%d", seed), func(t *testing.T) {
 			runFaults(t, ctx, bin, seed, quickFaults,
@@ -204,7 +204,7 @@ func TestFaultSoak(t *testing.T) {
 		next = seeds[0]
 	}
 	ctx := context.Background()
-	bin := buildCommands(t, ctx, stack.NameBroker, stack.NameIngest, stack.NameJoiner, stack.NameRater)
+	bin := buildCommands(t, ctx, stack.NameBroker, stack.NameIngest, stack.NameJoiner, stack.NameRater, stack.NameQuery)
 	start := time.Now()
 	var ran []int64
 	for i := 0; ; i++ {
