@@ -222,10 +222,16 @@ func (j *Joiner) touch(part *partition, fa *findingActions, evidenceID string, t
 }
 
 // annotate fills the action columns of tr, the history row of a
-// transition emitted while the book's note is set.
+// transition emitted while the book's note is set, and leaves its
+// expected and observed columns empty.
 func (b *actionBook) annotate(tr *sink.Transition) {
 	if n := b.note; n != nil {
 		tr.Action, tr.ActionID, tr.ActorID, tr.Reason, tr.Refusal = n.action, n.id, n.actor, n.reason, n.refusal
+		// An action row records the action, not the resource: a live
+		// joiner may apply a command and an observation produced at the
+		// same moment in either order (the merge's live tail), a replay
+		// in timestamp order, and the observed columns would differ.
+		tr.ExpectedState, tr.ObservedState, tr.ObservedVersion = "", "", ""
 		if !n.at.IsZero() {
 			tr.At = n.at
 		}
