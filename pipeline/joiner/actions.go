@@ -1,11 +1,14 @@
 package joiner
 
 import (
+	"context"
 	"encoding/json"
+	"fmt"
 	"slices"
 	"strings"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/driftline/driftline/pipeline/contract"
@@ -40,6 +43,11 @@ type actionBook struct {
 	// another occurred_at, which the event dedupe does not catch when it
 	// falls in another bucket. Commands are few; every id is kept.
 	applied map[string]struct{}
+	// sent holds the ids of requests already on the requests topic when
+	// the partition was restored (producedRequests): the live
+	// re-application of an uncommitted command does not produce its
+	// request again. Not part of the snapshot.
+	sent map[string]struct{}
 	// note is the action of the transition being emitted (set around an
 	// engine Touch), for its history row; nil for the classifier's own.
 	note *actionNote
@@ -187,7 +195,7 @@ func (j *Joiner) applyCommand(part *partition, c *contract.Command, at time.Time
 	if action.Requests() {
 		deadline := w.Add(j.opts.RequestTimeout)
 		fa.state, fa.deadline = contract.ActionPending, deadline.UnixNano()
-		if part.out.emit {
+		if _, done := b.sent[c.CommandID]; part.out.emit && !done {
 			if correlationID == "" {
 				correlationID = c.CommandID
 			}
@@ -348,4 +356,68 @@ func (j *Joiner) countAction(part *partition, action, outcome string) {
 	if part.out.emit {
 		j.m.actions.WithLabelValues(action, outcome).Inc()
 	}
+}
+
+// requestWindow is how far back in produce time a restore reads the
+// requests topic for the requests a predecessor produced and did not
+// commit: far more than a round.
+const requestWindow = time.Hour
+
+// producedRequests returns the request ids on the requests topic
+// produced in the last requestWindow: a partition restored after a crash
+// re-applies its uncommitted commands live, and must not produce their
+// requests again (sentRequests).
+func (j *Joiner) producedRequests(ctx context.Context) (map[string]struct{}, error) {
+	if j.opts.Requests == nil {
+		return nil, nil
+	}
+	adm := kadm.NewClient(j.opts.Requests)
+	topic := j.opts.Topics.Requests
+	from, err := adm.ListOffsetsAfterMilli(ctx, time.Now().Add(-requestWindow).UnixMilli(), topic)
+	if err != nil {
+		return nil, fmt.Errorf("list requests offsets: %w", err)
+	}
+	ends, err := adm.ListEndOffsets(ctx, topic)
+	if err != nil {
+		return nil, fmt.Errorf("list requests offsets: %w", err)
+	}
+	start, want := map[int32]kgo.Offset{}, map[int32]int64{}
+	ends.Each(func(o kadm.ListedOffset) {
+		f, ok := from.Lookup(topic, o.Partition)
+		if o.Err != nil || !ok || f.Err != nil || f.Offset >= o.Offset || f.Offset < 0 {
+			return
+		}
+		start[o.Partition], want[o.Partition] = kgo.NewOffset().At(f.Offset), o.Offset
+	})
+	ids := map[string]struct{}{}
+	if len(start) == 0 {
+		return ids, nil
+	}
+	cl, err := kgo.NewClient(append([]kgo.Opt{kgo.SeedBrokers(j.opts.Brokers...),
+		kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{topic: start})}, j.opts.ClientOpts...)...)
+	if err != nil {
+		return nil, err
+	}
+	defer cl.Close()
+	for len(want) > 0 {
+		fs := cl.PollFetches(ctx)
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
+		for _, e := range fs.Errors() {
+			return nil, fmt.Errorf("read requests: %w", e.Err)
+		}
+		fs.EachRecord(func(r *kgo.Record) {
+			var req struct {
+				RequestID string `json:"request_id"`
+			}
+			if json.Unmarshal(r.Value, &req) == nil && req.RequestID != "" {
+				ids[req.RequestID] = struct{}{}
+			}
+			if end, ok := want[r.Partition]; ok && r.Offset+1 >= end {
+				delete(want, r.Partition)
+			}
+		})
+	}
+	return ids, nil
 }
