@@ -2,10 +2,12 @@ package reader
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math"
 	"time"
 
+	"github.com/ClickHouse/clickhouse-go/v2"
 	"github.com/ClickHouse/clickhouse-go/v2/lib/driver"
 
 	"github.com/driftline/driftline/pipeline/contract"
@@ -34,8 +36,31 @@ type ActionLog struct {
 // read model.
 func NewActionLog(conn driver.Conn) *ActionLog { return &ActionLog{conn: conn} }
 
+// codeLogicalError is the error ClickHouse 18.16 answers, now and then,
+// to a read racing the insert of a new part of a small table ("Could not
+// find a column of minimum size in MergeTree"); the same read a moment
+// later succeeds.
+const codeLogicalError = 49
+
 // Accepted returns the first answer recorded for key, and false if none.
-func (l *ActionLog) Accepted(ctx context.Context, key string) (AcceptedCommand, bool, error) {
+// A read that meets ClickHouse 18.16's transient logical error is tried
+// again, twice.
+func (l *ActionLog) Accepted(ctx context.Context, key string) (c AcceptedCommand, ok bool, err error) {
+	for try := 0; ; try++ {
+		c, ok, err = l.accepted(ctx, key)
+		var ex *clickhouse.Exception
+		if err == nil || try == 2 || !errors.As(err, &ex) || ex.Code != codeLogicalError {
+			return c, ok, err
+		}
+		select {
+		case <-ctx.Done():
+			return c, ok, err
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
+}
+
+func (l *ActionLog) accepted(ctx context.Context, key string) (AcceptedCommand, bool, error) {
 	rows, err := l.conn.Query(ctx, `SELECT request_hash, command_id, evidence_id, action, actor_id, answer, accepted_at
 	FROM action_commands WHERE idempotency_key = ? ORDER BY version DESC LIMIT 1`, key)
 	if err != nil {
