@@ -106,7 +106,10 @@ func (c *controller) carryOut(ctx context.Context, req contract.Request) error {
 	}
 	defer resp.Body.Close()
 	body, _ := io.ReadAll(io.LimitReader(resp.Body, 4<<10))
-	if resp.StatusCode/100 != 2 || bytes.Contains(body, []byte(`"rejected"`)) {
+	var receipt struct {
+		Rejected int `json:"rejected"`
+	}
+	if resp.StatusCode/100 != 2 || json.Unmarshal(body, &receipt) != nil || receipt.Rejected != 0 {
 		return fmt.Errorf("ingest: %s %s", resp.Status, bytes.TrimSpace(body))
 	}
 	return nil
