@@ -52,11 +52,12 @@ const (
 	faultKillBroker     faultKind = "kill-broker"     // SIGKILL the broker, start it on its data after a while
 	faultStopClickHouse faultKind = "stop-clickhouse" // SIGTERM ClickHouse mid-flush, start it on its data after a while
 	faultKillClickHouse faultKind = "kill-clickhouse" // SIGKILL ClickHouse mid-flush, start it on its data after a while
+	faultKillQuery      faultKind = "kill-query"      // SIGKILL the query service while operators act, start it after a while
 )
 
 // allFaults lists every kind: each schedule injects each at least once.
 var allFaults = []faultKind{faultKillJoiner, faultAddJoiner, faultStopJoiner, faultKillRater, faultKillIngest,
-	faultRestartBroker, faultKillBroker, faultStopClickHouse, faultKillClickHouse}
+	faultRestartBroker, faultKillBroker, faultStopClickHouse, faultKillClickHouse, faultKillQuery}
 
 // skippedFaults maps a fault kind to the reason it is not injected (a
 // known bug, named): schedules keep their shape, the step is logged as
@@ -174,7 +175,7 @@ func TestFaults(t *testing.T) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Minute)
 	defer cancel()
-	bin := buildCommands(t, ctx, stack.NameBroker, stack.NameIngest, stack.NameJoiner, stack.NameRater)
+	bin := buildCommands(t, ctx, stack.NameBroker, stack.NameIngest, stack.NameJoiner, stack.NameRater, stack.NameQuery)
 	for _, seed := range seedsFromEnv(t, EnvFaultSeed, defaultFaultSeeds) {
 		t.Run(fmt.Sprintf("seed=%d", seed), func(t *testing.T) {
 			runFaults(t, ctx, bin, seed, quickFaults,
@@ -203,7 +204,7 @@ func TestFaultSoak(t *testing.T) {
 		next = seeds[0]
 	}
 	ctx := context.Background()
-	bin := buildCommands(t, ctx, stack.NameBroker, stack.NameIngest, stack.NameJoiner, stack.NameRater)
+	bin := buildCommands(t, ctx, stack.NameBroker, stack.NameIngest, stack.NameJoiner, stack.NameRater, stack.NameQuery)
 	start := time.Now()
 	var ran []int64
 	for i := 0; ; i++ {
@@ -258,7 +259,7 @@ func runFaults(t *testing.T, ctx context.Context, bin string, seed int64, params
 		Dir:        filepath.Join(dir, "stack"),
 		BinDir:     bin,
 		Partitions: crashPartitions,
-		Services:   []string{stack.NameIngest, stack.NameRater},
+		Services:   []string{stack.NameIngest, stack.NameRater, stack.NameQuery},
 		Env:        []string{pricebookEnv(t)},
 	})
 	// The stack restarts nothing: a service that exits on its own during
@@ -333,6 +334,8 @@ func runFaults(t *testing.T, ctx context.Context, bin string, seed int64, params
 	conflicts := newConflictProducer(t, seed, s.IngestURL(), s.BrokerAddr())
 	conflictsDone := make(chan error, 1)
 	go func() { conflictsDone <- conflicts.run(ctx, conflictRounds, plan.duration()/conflictRounds) }()
+	// An operator acts through the query service all along.
+	op := startOperator(t, s)
 	for i, f := range plan.faults {
 		select {
 		case <-time.After(f.after):
@@ -353,6 +356,7 @@ func runFaults(t *testing.T, ctx context.Context, bin string, seed int64, params
 		t.Fatalf("conflicting producer: %v", err)
 	}
 	conflicts.addTo(&want)
+	accepted := op.finish()
 	if stats.Rejected != 0 || stats.Accepted+stats.Duplicate != stats.Events {
 		t.Fatalf("feed stats %+v: want nothing rejected and accepted+duplicate = events", stats)
 	}
@@ -366,6 +370,7 @@ func runFaults(t *testing.T, ctx context.Context, bin string, seed int64, params
 	t.Logf("joiners caught up at %v", time.Since(start).Round(time.Millisecond))
 
 	checkBilling(t, s, truth)
+	checkActions(t, ctx, s, accepted)
 	checkTopics(t, ctx, s.BrokerAddr(), want, truth)
 	checkJoinerTables(t, ctx, s, js, truth, start)
 	conflicts.check(t, ctx, s, js.group, "reference-joiner")
@@ -403,6 +408,8 @@ func injectFault(t *testing.T, ctx context.Context, s *stack.Stack, js *joinerSe
 		name, kill = stack.NameClickHouse, false
 	case faultKillClickHouse:
 		name = stack.NameClickHouse
+	case faultKillQuery:
+		name = stack.NameQuery
 	default:
 		t.Fatalf("step %d: unknown fault %q", i, f.kind)
 	}

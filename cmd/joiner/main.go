@@ -51,6 +51,7 @@ func run() error {
 	fs.DurationVar(&keep.Rated, "retention.rated", 0, "how long rated_usage keeps a month; 0 takes the environment's default (local_parity 90 days, dev 180, prod 2557: seven years), negative keeps it forever")
 	fs.DurationVar(&keep.Windows, "retention.windows", 0, "how long billing_window keeps a month; 0 takes the environment's default (as -retention.rated), negative keeps it forever")
 	fs.DurationVar(&keep.Progress, "retention.progress", 0, "how long a consumer_progress key may stop reporting before it is deleted; 0 takes the environment's default (local_parity 7 days, dev 30, prod 90), negative keeps it forever")
+	fs.DurationVar(&o.RequestTimeout, "joiner.requestTimeout", o.RequestTimeout, "event time a request of an operator action (retry, cleanup, quarantine_node, release_node) stays pending before its finding goes to operator_review")
 	ctx, err := st.Start()
 	if err != nil {
 		return err
@@ -97,6 +98,7 @@ func run() error {
 
 	o.Dedupe.Bucket = min(o.Dedupe.Bucket, o.Dedupe.Horizon)
 	o.Reroute = qcl
+	o.Requests = qcl
 	j, err := joiner.New(openCtx, o, sink.NewClickHouse(conn))
 	if err != nil {
 		return st.Starting(ctx, err)

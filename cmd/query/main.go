@@ -1,5 +1,6 @@
-// Command query serves the read-only query API and web UI over the
-// ClickHouse read model (CONTRACT section 7); see package pipeline/api for
+// Command query serves the query API and web UI over the ClickHouse read
+// model (CONTRACT section 7) and accepts operator actions as commands on
+// the commands topic (section 9.2); see package pipeline/api for
 // the endpoints and cmd/driftctl for reading it from a shell.
 //
 // Every request but /healthz and the UI's files needs Authorization:
@@ -8,10 +9,11 @@
 // prod; local_parity without one admits the local key as admin. prod also
 // requires mTLS (-query.tlsCert, -query.tlsKey, -query.clientCA). SIGHUP
 // (or a change of the file) reloads the keys. The service reads as a
-// read-only ClickHouse user and writes only audit_log, as
-// -query.auditUser; it creates nothing and waits for the schema.
+// read-only ClickHouse user and writes only audit_log and the logs of
+// actions and alerts, as -query.auditUser; it creates nothing and waits for the schema.
 //
 //	query -query.addr 127.0.0.1:18081 -clickhouse.addr 127.0.0.1:19000
+//	query act retry <evidence_id> reason=redeploy   (as driftctl act)
 package main
 
 import (
@@ -29,13 +31,17 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/driftline/driftline/pipeline/api"
 	"github.com/driftline/driftline/pipeline/api/access"
+	"github.com/driftline/driftline/pipeline/api/alert"
+	"github.com/driftline/driftline/pipeline/api/cli"
 	"github.com/driftline/driftline/pipeline/contract"
 	"github.com/driftline/driftline/pipeline/contract/keys"
 	"github.com/driftline/driftline/pipeline/ingest"
 	"github.com/driftline/driftline/pipeline/readmodel"
+	"github.com/driftline/driftline/pipeline/readmodel/reader"
 	"github.com/driftline/driftline/pipeline/service"
 )
 
@@ -44,6 +50,14 @@ func main() {
 	// client; it is still accepted.
 	if len(os.Args) > 1 && os.Args[1] == "serve" {
 		os.Args = append(os.Args[:1], os.Args[2:]...)
+	}
+	// "query act ..." takes an operator action, as "driftctl act" does.
+	if len(os.Args) > 1 && os.Args[1] == "act" {
+		if err := cli.Run("act", os.Args[2:], os.Stdout); err != nil {
+			fmt.Fprintln(os.Stderr, "query act: "+err.Error())
+			os.Exit(1)
+		}
+		return
 	}
 	service.Main("query", run)
 }
@@ -58,6 +72,13 @@ func run() error {
 	lagTimeout := fs.Duration("query.lagTimeout", 3*time.Second, "bound on asking the broker for lag; past it /v1/status reports the lag unknown instead of waiting")
 	maxWait := fs.Duration("query.maxWait", 30*time.Second, "upper bound on a request's wait_timeout (read-your-writes); longer waits hold connections open")
 	waitPartitions := fs.Int("query.joinerPartitions", 1, "partitions the joiner reports in consumer_progress; wait_watermark waits for at least this many, so set it to the topics' partition count")
+	var webhooks []string
+	fs.Func("alert.webhook", "Alertmanager v2 URL (http://host:9093/api/v2/alerts) to push alerts to (CONTRACT 9.3); repeat for several receivers; none sends no alerts", func(v string) error {
+		webhooks = append(webhooks, v)
+		return nil
+	})
+	alertInterval := fs.Duration("alert.interval", 15*time.Second, "how often alert conditions are read; shorter alerts sooner, each round reads drift_evidence with FINAL")
+	alertLagSLO := fs.Int64("alert.lagSLO", 100000, "consumer lag (records) of the joiner group above which an alert fires")
 	shutdownTimeout := fs.Duration("query.shutdownTimeout", 10*time.Second, "how long in-flight requests may finish after SIGTERM before they are cut")
 	keysFile := fs.String("query.keysFile", service.Env("DRIFTLINE_QUERY_KEYS_FILE", ""), "keys file (the ingest gateway's format; entries with roles, tenant_ids, authority_levels; env DRIFTLINE_QUERY_KEYS_FILE): required in dev and prod; empty in local_parity admits only the built-in local key, as admin")
 	keysReload := fs.Duration("query.keysReloadInterval", 5*time.Second, "how often the keys file is checked for changes (SIGHUP reloads at once); a change starts a new policy_rev. 0 reloads on SIGHUP only")
@@ -69,7 +90,7 @@ func run() error {
 	allowOrigins := fs.String("query.allowOrigins", service.Env("DRIFTLINE_QUERY_ALLOW_ORIGINS", ""), "comma-separated origins whose web pages may call the API (CORS); empty: none but the UI this server serves")
 	writeTimeout := fs.Duration("query.writeTimeout", 5*time.Minute, "bound on writing one answer, exports included; lower frees connections held by slow readers sooner, but cuts large exports")
 	idleTimeout := fs.Duration("query.idleTimeout", 2*time.Minute, "how long an idle keep-alive connection is kept")
-	auditUser := fs.String("query.auditUser", service.Env("DRIFTLINE_QUERY_AUDIT_USER", ""), "ClickHouse user that appends to audit_log (env DRIFTLINE_QUERY_AUDIT_USER); empty: -clickhouse.user. With a read-only -clickhouse.user it must be another user")
+	auditUser := fs.String("query.auditUser", service.Env("DRIFTLINE_QUERY_AUDIT_USER", ""), "ClickHouse user that appends to audit_log and to the action and alert logs (action_commands, alert_deliveries) (env DRIFTLINE_QUERY_AUDIT_USER); empty: -clickhouse.user. With a read-only -clickhouse.user it must be another user")
 	auditPassword := fs.String("query.auditPassword", service.Env("DRIFTLINE_QUERY_AUDIT_PASSWORD", ""), "password of -query.auditUser (env DRIFTLINE_QUERY_AUDIT_PASSWORD)")
 	flag.Parse()
 	if _, err := service.SetupLogging(logOpts, os.Stderr); err != nil {
@@ -138,7 +159,8 @@ func run() error {
 	defer auditor.Close()
 
 	opts := api.Options{DB: conn, QueryTimeout: *queryTimeout, LagTimeout: *lagTimeout, MaxWait: *maxWait, WaitPartitions: *waitPartitions,
-		Guard: guard, Auditor: auditor, Registry: registry, MaxConcurrent: *maxConcurrent, MaxExportRows: *maxExportRows}
+		Guard: guard, Auditor: auditor, Registry: registry, MaxConcurrent: *maxConcurrent, MaxExportRows: *maxExportRows,
+		Topics: common.Topics, Environment: common.Environment, Actions: reader.NewActionLog(auditConn)}
 	for _, o := range strings.Split(*allowOrigins, ",") {
 		if o = strings.TrimSpace(o); o != "" {
 			opts.AllowOrigins = append(opts.AllowOrigins, o)
@@ -158,6 +180,17 @@ func run() error {
 		opts.Lag = kadm.NewClient(kcl)
 		opts.LagGroups = []string{*joinerGroup}
 	}
+	// Operator actions are commands on the commands topic (acks=all, the
+	// murmur2 partitioner, keyed by the finding's identity); without a
+	// broker the action endpoints answer 503.
+	if len(common.SeedBrokers()) > 0 {
+		ccl, err := common.KafkaClient(kgo.RequiredAcks(kgo.AllISRAcks()), kgo.RecordPartitioner(kgo.StickyKeyPartitioner(nil)))
+		if err != nil {
+			return err
+		}
+		defer ccl.Close()
+		opts.Commands = ccl
+	}
 	srv, err := api.New(opts)
 	if err != nil {
 		return err
@@ -168,6 +201,32 @@ func run() error {
 		signal.Notify(hup, syscall.SIGHUP)
 		defer signal.Stop(hup)
 		go guard.Watch(ctx, *keysFile, *keysReload, hup)
+	}
+
+	if len(webhooks) > 0 {
+		aopts := alert.Options{Webhooks: webhooks, Interval: *alertInterval, LagSLO: *alertLagSLO, GeneratorURL: "http://" + *addr + "/ui/"}
+		if lag := opts.Lag; lag != nil {
+			aopts.Lag = func(ctx context.Context) (map[string]int64, error) {
+				lags, err := lag.Lag(ctx, opts.LagGroups...)
+				if err != nil {
+					return nil, err
+				}
+				out := map[string]int64{}
+				for g, l := range lags {
+					if err := l.Error(); err != nil {
+						return nil, err
+					}
+					out[g] = l.Lag.Total()
+				}
+				return out, nil
+			}
+		}
+		snd, err := alert.New(aopts, reader.New(conn, reader.Options{}), reader.NewAlertLog(auditConn))
+		if err != nil {
+			return err
+		}
+		go func() { _ = snd.Run(ctx) }()
+		slog.Info("alerts", "webhooks", len(webhooks), "interval", *alertInterval)
 	}
 
 	// Write and idle timeouts bound what a slow or idle client holds; the

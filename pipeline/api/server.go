@@ -19,6 +19,7 @@ import (
 	"github.com/driftline/driftline/pipeline/api/access"
 	"github.com/driftline/driftline/pipeline/api/apitypes"
 	"github.com/driftline/driftline/pipeline/api/web"
+	"github.com/driftline/driftline/pipeline/contract"
 	"github.com/driftline/driftline/pipeline/readmodel/reader"
 	"github.com/driftline/driftline/pipeline/service"
 )
@@ -92,6 +93,19 @@ type Options struct {
 	// AllowOrigins are the origins whose pages may call the API from a
 	// browser (CORS). Default none: only the UI served by this server.
 	AllowOrigins []string
+	// Commands receives accepted operator actions (a producer to
+	// Topics.Commands, acks=all). Default nil: the action endpoints
+	// answer 503.
+	Commands CommandLog
+	// Actions keeps the answers to actions by Idempotency-Key, shared by
+	// every replica (reader.ActionLog). Default nil: the action endpoints
+	// answer 503.
+	Actions ActionLog
+	// Topics names the commands topic. Default contract.DefaultTopics().
+	Topics contract.Topics
+	// Environment is stamped on every command; the joiner rejects another.
+	// Default local_parity.
+	Environment string
 }
 
 func (o *Options) setDefaults() error {
@@ -134,17 +148,24 @@ func (o *Options) setDefaults() error {
 	if o.MaxExportRows <= 0 {
 		o.MaxExportRows = 1_000_000
 	}
+	if o.Topics.Commands == "" {
+		o.Topics = contract.DefaultTopics()
+	}
+	if o.Environment == "" {
+		o.Environment = contract.EnvLocalParity
+	}
 	return nil
 }
 
 // Server answers the query API.
 type Server struct {
-	opts    Options
-	read    ReadModel
-	metrics *metrics
-	auditor *access.Auditor
-	ownsAud bool          // the auditor is the server's, closed by Close
-	slots   chan struct{} // one per request being served (MaxConcurrent)
+	opts        Options
+	read        ReadModel
+	actionReads ActionReader
+	metrics     *metrics
+	auditor     *access.Auditor
+	ownsAud     bool          // the auditor is the server's, closed by Close
+	slots       chan struct{} // one per request being served (MaxConcurrent)
 }
 
 // New returns a Server; it fails only on invalid options.
@@ -171,6 +192,11 @@ func New(opts Options) (*Server, error) {
 			return nil, err
 		}
 		s.auditor, s.ownsAud = aud, true
+	}
+	if ar, ok := read.(ActionReader); ok {
+		s.actionReads = ar
+	} else {
+		s.actionReads = noActionReads{}
 	}
 	return s, nil
 }
@@ -203,6 +229,8 @@ func (s *Server) Handler() http.Handler {
 	s.route(mux, "GET /v1/bundle", "bundle", s.handleBundle)
 	s.route(mux, "GET /v1/session", "session", s.handleSession)
 	s.route(mux, "GET /v1/audit", "audit", s.handleAudit)
+	s.route(mux, "POST /v1/findings/{evidence_id...}", "finding_actions", s.routeAction)
+	s.route(mux, "POST /v1/actions/batch", "actions_batch", s.handleBatchAction)
 	s.route(mux, "GET /healthz", "healthz", s.handleHealthz)
 	mux.Handle("GET /ui/", web.Handler())
 	mux.Handle("GET /{$}", http.RedirectHandler("/ui/", http.StatusFound))
@@ -296,6 +324,10 @@ func (s *Server) wait(r *http.Request) error {
 func (s *Server) writeError(w http.ResponseWriter, r *http.Request, endpoint string, err error) {
 	if pe, ok := errors.AsType[*ParamError](err); ok {
 		writeJSON(w, http.StatusBadRequest, pe.body())
+		return
+	}
+	if ae, ok := errors.AsType[*actionError](err); ok {
+		writeJSON(w, ae.code, apitypes.ErrorBody{Error: ae.msg, Reason: string(ae.reason)})
 		return
 	}
 	if we, ok := errors.AsType[*WaitTimeoutError](err); ok {

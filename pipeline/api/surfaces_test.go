@@ -234,8 +234,9 @@ func TestAttention(t *testing.T) {
 	ctx := context.Background()
 	// Seeded finding scores equal their version: missing 2, identity 4,
 	// orphan/quota/stale 1. Nodes: n3 passes (never queued), n2 300, n1 50,
-	// e9 5.
-	a, err := fx.client.Attention(ctx, url.Values{"n": {"4"}})
+	// e9 5. The five open billing mismatches are critical findings of
+	// billing_mismatch (1250 each), first in the global queue.
+	a, err := fx.client.Attention(ctx, url.Values{"n": {"9"}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -243,11 +244,13 @@ func TestAttention(t *testing.T) {
 	for _, it := range a.Global {
 		got = append(got, it.Kind+":"+it.ID)
 	}
-	want := []string{"node:n2", "node:n1", "node:e9", "finding:" + idIdentity}
+	want := []string{"finding:billing_mismatch:b1", "finding:billing_mismatch:b2", "finding:billing_mismatch:b3",
+		"finding:billing_mismatch:b4", "finding:billing_mismatch:b5", "node:n2", "node:n1", "node:e9", "finding:" + idIdentity}
 	if !slices.Equal(got, want) {
 		t.Errorf("global: %v want %v", got, want)
 	}
-	if a.Global[0].Node == nil || a.Global[3].Finding == nil || a.Domains != nil {
+	if len(a.Global) != len(want) || a.Global[0].Finding == nil || a.Global[0].Finding.Classification != "billing_mismatch" ||
+		a.Global[5].Node == nil || a.Global[8].Finding == nil || a.Domains != nil {
 		t.Errorf("items: %+v", a)
 	}
 	a, err = fx.client.Attention(ctx, url.Values{"n": {"2"}, "by": {"domain"}, "kind": {"finding"}})

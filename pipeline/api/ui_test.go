@@ -133,7 +133,7 @@ func TestUI(t *testing.T) {
 	}
 
 	dom = b.page(t, ui+"#/", "0-global")
-	has("global", dom, `data-view="global"`, `id="kpi-open">5<`, `id="kpi-critical">3<`,
+	has("global", dom, `data-view="global"`, `id="kpi-open">10<`, `id="kpi-critical">8<`, // 5 open billing mismatches among them
 		`data-domain="compute" data-class="identity_mismatch"`, `data-mode="REPLAYING">REPLAYING 1`,
 		`data-kind="node" data-id="n2"`, `data-kind="finding" data-id="`+idIdentity+`"`)
 	hasNot("global", dom, `data-kind="node" data-id="n3"`) // gate pass: no attention
@@ -153,6 +153,24 @@ func TestUI(t *testing.T) {
 
 	dom = b.page(t, ui+"#/finding/"+url.PathEscape(idMissing), "2-finding")
 	has("finding", dom, `data-view="finding"`, "<b>opened</b>", "<b>updated</b>", "Block admissions", "block_admission")
+
+	// Operator actions: the forms on finding and node pages, the action
+	// history, and a batch preview on a domain's filtered findings.
+	insert(t, fx.db, `INSERT INTO drift_history (evidence_id, version, transition, classification, severity,
+		status, posture, expected_state, observed_state, observed_version, retry_count, at, correlation_id,
+		action_state, action, action_id, actor_id, reason)`,
+		idMissing, uint64(3), "action", "missing_provider_resource", "critical", "open", "block_admission",
+		"running", "", "", uint32(1), t0.Add(-time.Hour), "corr-n1", "", "acknowledge", "cmd-ui", "HUMAN::local-operator", "on it")
+	dom = b.page(t, ui+"#/finding/"+url.PathEscape(idMissing), "4-finding-actions")
+	has("finding actions", dom, `id="operator-state"`, `id="action-form"`, `data-action="acknowledge"`, `data-action="cleanup"`,
+		`data-action="suppress"`, `data-action-row="acknowledge"`, "HUMAN::local-operator", "“on it”", "Timeline and action history")
+	dom = b.page(t, ui+"#/node/n2", "4-node-actions")
+	has("node actions", dom, `id="node-actions"`, `data-action="quarantine_node"`, `data-action="release_node"`,
+		`name="evidence_id" value="`+idIdentity+`"`)
+	dom = b.page(t, ui+"#/domain/compute?severity=critical&preview=acknowledge", "4-domain-batch-preview")
+	has("batch preview", dom, `id="batch-form"`, `id="batch-summary"`, "Preview: would apply acknowledge to",
+		`data-touch="`+idMissing+`"`, `data-touch="`+idIdentity+`"`)
+	hasNot("batch preview", dom, `data-touch="`+idStale+`"`) // a warning: not in the severity filter
 
 	dom = b.page(t, ui+"#/finance", "3-finance")
 	has("finance", dom, `data-view="finance"`, "0.423455", "99999999999999.99", "1234567890123.423456",

@@ -343,7 +343,7 @@ func TestRestoreSkipsUnusableCheckpoint(t *testing.T) {
 	newer := snap.Writer{}
 	newer.Header("joiner.partition", snapshotVersion+1)
 	newer.Varint(0)
-	all := checkpoint.Cut{f.names.PlatformRecords: math.MaxInt64, f.names.Observations: math.MaxInt64, f.names.Telemetry: math.MaxInt64}
+	all := checkpoint.Cut{f.names.PlatformRecords: math.MaxInt64, f.names.Observations: math.MaxInt64, f.names.Telemetry: math.MaxInt64, f.names.Commands: math.MaxInt64}
 	for p := range int32(4) {
 		cp, ok, err := store.Load(context.Background(), group, p, all)
 		if err == nil && !ok {

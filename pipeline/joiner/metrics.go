@@ -27,14 +27,16 @@ type metrics struct {
 	flushRows      prometheus.Histogram   // current rows per flush
 	flushErrors    prometheus.Counter     // failed sink writes (retried)
 
-	restoreCheckpoints        prometheus.Counter   // restores from a checkpoint
-	restoreKept               prometheus.Counter   // partitions reused after a rebalance
-	checkpointSnapshotSeconds prometheus.Histogram // serialising one partition
-	checkpointBytes           prometheus.Gauge     // size of the latest checkpoint
-	checkpointErrors          prometheus.Counter   // checkpoints not saved or unusable
-	late                      prometheus.Counter   // events before the dedupe horizon
-	idleAdvances              prometheus.Counter   // watermark markers applied
-	paused                    prometheus.Gauge     // streams paused by the throttle
+	restoreCheckpoints        prometheus.Counter     // restores from a checkpoint
+	restoreKept               prometheus.Counter     // partitions reused after a rebalance
+	checkpointSnapshotSeconds prometheus.Histogram   // serialising one partition
+	checkpointBytes           prometheus.Gauge       // size of the latest checkpoint
+	checkpointErrors          prometheus.Counter     // checkpoints not saved or unusable
+	late                      prometheus.Counter     // events before the dedupe horizon
+	idleAdvances              prometheus.Counter     // watermark markers applied
+	paused                    prometheus.Gauge       // streams paused by the throttle
+	actions                   *prometheus.CounterVec // operator commands applied live, by action and outcome
+	requests                  prometheus.Counter     // requests written to reconcile.requests
 
 	// byTransition holds the series of transitions, looked up once
 	// (WithLabelValues hashes its labels on every call): every
@@ -77,6 +79,8 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 		late:                      prometheus.NewCounter(prometheus.CounterOpts{Name: "driftline_joiner_late_events_total", Help: "Events dropped because they occurred before the dedupe horizon (watermark - horizon)."}),
 		idleAdvances:              prometheus.NewCounter(prometheus.CounterOpts{Name: "driftline_joiner_idle_watermark_advances_total", Help: "Watermark markers applied to idle partitions."}),
 		paused:                    prometheus.NewGauge(prometheus.GaugeOpts{Name: "driftline_joiner_paused_streams", Help: "Topic partitions not fetched for now: their records wait in the merge for an earlier stream to catch up."}),
+		actions:                   prometheus.NewCounterVec(prometheus.CounterOpts{Name: "driftline_joiner_actions_total", Help: "Operator commands applied, by action and outcome (applied, or the refusal reason)."}, []string{"action", "outcome"}),
+		requests:                  prometheus.NewCounter(prometheus.CounterOpts{Name: "driftline_joiner_requests_total", Help: "Requests written to the platform's controllers (reconcile.requests)."}),
 	}
 	for c := range drift.NumClasses {
 		for t, name := range transitionNames {
@@ -87,7 +91,7 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 		reg.MustRegister(append(append(m.StageMetrics.Collectors(), m.RoundMetrics.Collectors()...),
 			m.events, m.invalid, m.duplicates, m.conflicts, m.mispartitioned, m.transitions, m.findingsOpen, m.watermark,
 			m.flushSeconds, m.flushRows, m.flushErrors, m.restoreCheckpoints, m.restoreKept,
-			m.checkpointSnapshotSeconds, m.checkpointBytes, m.checkpointErrors, m.late, m.idleAdvances, m.paused)...)
+			m.checkpointSnapshotSeconds, m.checkpointBytes, m.checkpointErrors, m.late, m.idleAdvances, m.paused, m.actions, m.requests)...)
 	}
 	return m
 }

@@ -105,6 +105,16 @@ type Options struct {
 	// Parallelism is how many partitions are applied at once. Default
 	// GOMAXPROCS as of DefaultOptions (as of New when left zero).
 	Parallelism int
+	// Requests, when set, produces the requests operator actions make
+	// (retry, cleanup, quarantine_node, release_node) to
+	// Topics.Requests, keyed by identity with the murmur2 partitioner,
+	// before the offsets of their commands are committed. Default none:
+	// actions are applied and their findings show them pending, but no
+	// controller is asked.
+	Requests *kgo.Client
+	// RequestTimeout is how long, in event time, a request stays pending
+	// before its finding goes to operator_review. Default 10m.
+	RequestTimeout time.Duration
 	// IdleAfter is how long a partition may apply nothing before the
 	// joiner advances its watermark to the latest of its other partitions
 	// with a marker record in the partition's observations stream (see
@@ -127,6 +137,7 @@ func DefaultOptions() Options {
 		CheckpointEvents:   2_000_000,
 		Parallelism:        runtime.GOMAXPROCS(0),
 		IdleAfter:          5 * time.Minute,
+		RequestTimeout:     10 * time.Minute,
 	}
 }
 
@@ -155,6 +166,7 @@ func (o *Options) defaults() error {
 	stream.DefaultPositive(&o.RebalanceTimeout, d.RebalanceTimeout)
 	stream.DefaultPositive(&o.Parallelism, d.Parallelism)
 	stream.Default(&o.IdleAfter, d.IdleAfter)
+	stream.DefaultPositive(&o.RequestTimeout, d.RequestTimeout)
 	stream.DefaultPositive(&o.CheckpointInterval, d.CheckpointInterval)
 	stream.Default(&o.CheckpointEvents, d.CheckpointEvents)
 	return nil

@@ -1,5 +1,6 @@
 // Package cli is the command-line client of the query API (cmd/driftctl):
-// one subcommand per reading surface, printed as a table, JSON or CSV.
+// one subcommand per reading surface, and act for operator actions,
+// printed as a table, JSON or CSV.
 package cli
 
 import (
@@ -29,9 +30,10 @@ var commands = map[string]func(ctx context.Context, c *client.Client, q url.Valu
 	"billing":    cmdBilling,
 	"automation": cmdAutomation,
 	"node":       cmdNode,
+	"act":        cmdAct,
 }
 
-const usage = `usage: driftctl drift|heatmap|attention|billing|automation|node [flags] [name=value ...]
+const usage = `usage: driftctl drift|heatmap|attention|billing|automation|node|act [flags] [name=value ...]
 
 Each subcommand calls the query API and prints a table (default), JSON or
 CSV. Trailing name=value arguments are passed as API parameters, e.g.
@@ -43,6 +45,9 @@ CSV. Trailing name=value arguments are passed as API parameters, e.g.
   driftctl node                     node list (filters: gate=, connectivity_mode=, ...)
   driftctl node n-0042              one node: gate, desired vs actual, findings
   driftctl heatmap status=all
+  driftctl act acknowledge orphan_provider_resource:maas/n-0042 reason="on it"
+  driftctl act retry stale_lifecycle_state:app_runtime/a-7 reason=redeploy key=K   (key: Idempotency-Key)
+  driftctl act assign batch owning_domain=compute assignee=ops-eu reason=triage preview=true
 
 Flags:
 `

@@ -18,6 +18,8 @@ const MODE_COLOURS = {LIVE: "#2e7d32", DELAYED: "#7cb342", EDGE_CACHED: "#00897b
   DISCONNECTED: "#c62828", RETURNING: "#8e24aa", REPLAYING: "#e69500"};
 const GATES = ["pass", "warning", "retry", "investigate", "block_production"];
 const HEALTHS = ["OK", "DEGRADED", "FAILED", "UNKNOWN"];
+// Operator actions (docs/actions.md): the node ones act on a node's finding.
+const ACTIONS = ["acknowledge", "assign", "suppress", "unsuppress", "retry", "cleanup", "quarantine_node", "release_node"];
 const KINDS = ["usage_not_rated", "rated_not_ledgered", "amount_mismatch", "duplicate_usage", "unknown_unit", "conflicting_usage", "window_unbalanced"];
 
 function esc(v) {
@@ -119,6 +121,85 @@ function showSession() {
   if (!session) { who.innerHTML = ""; return; }
   who.innerHTML = `<span id="actor">${esc(session.actor_id)}</span> <span class="muted" id="roles">(${esc(session.roles.join(", "))}${session.tenant_ids ? " · tenants " + esc(session.tenant_ids.join(", ")) : ""})</span> <a href="#" id="signout">sign out</a>`;
   document.getElementById("signout").onclick = ev => { ev.preventDefault(); signOut(); };
+}
+
+// post sends an action with a new Idempotency-Key (kept on the form, so a
+// resubmission after a lost answer repeats the same key).
+async function post(path, params, key, body) {
+  const qs = params && [...params].length ? "?" + params : "";
+  const headers = {Accept: "application/json", "Content-Type": "application/json", Authorization: "Bearer " + apiKey()};
+  if (key) headers["Idempotency-Key"] = key;
+  const r = await fetch(API + path + qs, {method: "POST", headers, body: JSON.stringify(body)});
+  const answer = await r.json().catch(() => ({error: r.statusText}));
+  if (!r.ok) throw new Error((answer.reason ? answer.reason + ": " : "") + (answer.error || r.statusText));
+  return answer;
+}
+
+// An action form being filled in holds the periodic re-render, which
+// would wipe it; lastResult keeps the answer of the last submission.
+let acting = false;
+let lastResult = "";
+function newKey() { return "ui-" + (crypto.randomUUID ? crypto.randomUUID() : String(Date.now()) + Math.random()); }
+
+// actionForm renders the action controls: one button per action, with
+// reason, assignee and until fields; targets is a list of evidence ids
+// (a select when several) or, for a batch, null.
+function actionForm(id, actions, targets, batch) {
+  const target = !targets ? "" : targets.length === 1
+    ? `<input type="hidden" name="evidence_id" value="${esc(targets[0])}">`
+    : `<label>finding<select name="evidence_id">${targets.map(t => `<option value="${esc(t)}">${esc(t)}</option>`).join("")}</select></label>`;
+  return `<form class="filters act-form" id="${id}" data-batch="${batch ? 1 : 0}" data-key="${newKey()}">${target}
+    <label>reason<input name="reason" size="24" placeholder="why (recorded)"></label>
+    <label>assignee<input name="assignee" size="12"></label>
+    <label>until (suppress)<input name="until" size="20" placeholder="2026-12-01T00:00:00Z"></label>
+    ${batch ? '<label><span><input type="checkbox" name="preview" checked> preview only</span></label>' : ""}
+    ${actions.map(a => `<button type="submit" name="action" value="${a}" data-action="${a}">${a.replace("_", " ")}</button>`).join("")}
+    </form><div id="${id}-result" class="action-result">${lastResult}</div>`;
+}
+
+function bindActionForm(id, params) {
+  const form = document.getElementById(id);
+  if (!form) return;
+  form.addEventListener("input", () => { acting = true; });
+  form.addEventListener("submit", async ev => {
+    ev.preventDefault();
+    const fd = new FormData(form);
+    const action = ev.submitter ? ev.submitter.value : "";
+    const body = {action, reason: fd.get("reason") || ""};
+    if (fd.get("assignee")) body.assignee = fd.get("assignee");
+    if (fd.get("until")) body.until = fd.get("until");
+    const out = document.getElementById(id + "-result");
+    try {
+      let a;
+      if (form.dataset.batch === "1") {
+        body.preview = fd.get("preview") === "on";
+        a = await post("/actions/batch", params, body.preview ? "" : form.dataset.key, body);
+        lastResult = batchResult(a);
+      } else {
+        a = await post("/findings/" + encodeURIComponent(fd.get("evidence_id")) + "/actions", null, form.dataset.key, body);
+        lastResult = `<p class="ok" id="action-accepted">${esc(a.action)} accepted (${esc(a.command_id)}); it shows below once the joiner applied it.</p>`;
+      }
+      form.dataset.key = newKey();
+    } catch (e) {
+      lastResult = `<p class="error" id="action-refused">${esc(e.message)}</p>`;
+    }
+    out.innerHTML = lastResult;
+    acting = false;
+  });
+}
+
+function batchResult(a) {
+  const rows = a.applied_to.map(x => `<tr data-touch="${esc(x.evidence_id)}"><td>${findingLink(x.evidence_id)}</td><td>${esc(x.status)}</td><td></td></tr>`)
+    .concat(a.refused.map(x => `<tr data-refused="${esc(x.evidence_id)}"><td>${findingLink(x.evidence_id)}</td><td>refused</td><td>${esc(x.reason)}</td></tr>`));
+  return `<p id="batch-summary">${a.preview ? "Preview: would apply" : "Applied"} ${esc(a.action)} to ${a.count} finding(s), ${a.refused.length} refused.</p>
+    ${rows.length ? `<table><tr><th>finding</th><th>result</th><th>reason</th></tr>${rows.join("")}</table>` : ""}`;
+}
+
+// operatorState lists a finding's operator columns.
+function operatorState(f) {
+  return `<table id="operator-state">${[["acknowledged_by", f.acknowledged_by], ["assignee", f.assignee], ["suppressed_until", f.suppressed_until],
+    ["action_state", f.action_state], ["last_action_id", f.last_action_id]].map(([k, v]) =>
+    `<tr><th>${k}</th><td>${v ? esc(v) : '<span class="muted">—</span>'}</td></tr>`).join("")}</table>`;
 }
 
 // route parses the hash: "#/domain/x?gate=warning" -> ["domain","x"], params.
@@ -250,6 +331,17 @@ async function viewDomain(domain, params) {
   for (const k of ["gate", "connectivity_mode", "health"]) if (params.get(k)) nodeQ.set(k, params.get(k));
   const driftQ = new URLSearchParams({owning_domain: domain, limit: "200", sort: "attention_score"});
   for (const k of ["classification", "severity"]) if (params.get(k)) driftQ.set(k, params.get(k));
+  // ?preview=<action> previews a batch action on the filtered findings
+  // (a read: it writes nothing), so a preview is a link.
+  if (ACTIONS.includes(params.get("preview"))) {
+    const bq = new URLSearchParams({owning_domain: domain});
+    for (const k of ["classification", "severity"]) if (params.get(k)) bq.set(k, params.get(k));
+    try {
+      lastResult = batchResult(await post("/actions/batch", bq, "", {action: params.get("preview"), reason: "", preview: true}));
+    } catch (e) {
+      lastResult = `<p class="error" id="action-refused">${esc(e.message)}</p>`;
+    }
+  }
   const [heat, att, nodes, drift, conn] = await Promise.all([
     api("/heatmap", new URLSearchParams({owning_domain: domain})),
     api("/attention", new URLSearchParams({owning_domain: domain, n: "10"})),
@@ -272,6 +364,9 @@ async function viewDomain(domain, params) {
       {name: "severity", label: "severity", options: ["critical", "warning"]}])}
     ${nodeRows ? `<table><tr><th>node</th><th>gate</th><th>connectivity</th><th>health</th><th>agent state</th><th>agent observed / expected</th>
       <th class="num">s behind</th><th class="num">backlog</th><th class="num">score</th><th>last seen</th></tr>${nodeRows}</table>` : '<p class="muted">No node matches.</p>'}</section>
+    ${can("actions_batch") ? `<section class="card" id="batch"><h2>Act on these findings</h2>
+      <p class="muted">Applies to the open findings of ${esc(domain)} the filters above select (classification, severity); preview first.</p>
+      ${actionForm("batch-form", ACTIONS, null, true)}</section>` : ""}
     <section class="card" id="findings"><h2>Open findings (${drift.count}${drift.next_cursor ? "+" : ""})</h2>
     ${findingRows ? `<table><tr><th>evidence</th><th>severity</th><th>classification</th><th>expected → observed</th><th>posture</th><th>since</th></tr>${findingRows}</table>` : '<p class="muted">No finding matches.</p>'}</section>`;
 }
@@ -283,8 +378,8 @@ function sideBySide(rows) {
 
 function timeline(entries) {
   if (!entries.length) return '<p class="muted">No transitions recorded.</p>';
-  return `<ul class="timeline">${entries.map(e => `<li>${when(e.at)} <b>${esc(e.transition)}</b> ${e.id ? findingLink(e.id) : ""}
-    ${esc(e.status)} · ${esc(e.posture)} · observed ${esc(e.observed_state || "∅")}${e.retry_count ? " · retry " + e.retry_count : ""}</li>`).join("")}</ul>`;
+  return `<ul class="timeline">${entries.map(e => `<li${e.action ? ` data-action-row="${esc(e.action)}"` : ""}>${when(e.at)} <b>${esc(e.transition)}</b> ${e.id ? findingLink(e.id) : ""}
+    ${e.action ? `<b>${esc(e.action)}</b> by ${esc(e.actor_id)}${e.reason ? ` “${esc(e.reason)}”` : ""}${e.refusal ? ` <span class="bad">refused: ${esc(e.refusal)}</span>` : ""} · ` : ""}${esc(e.status)} · ${esc(e.posture)} · observed ${esc(e.observed_state || "∅")}${e.retry_count ? " · retry " + e.retry_count : ""}${e.action_state ? " · request " + esc(e.action_state) : ""}</li>`).join("")}</ul>`;
 }
 
 async function viewNode(id) {
@@ -307,6 +402,8 @@ async function viewNode(id) {
     <div class="row"><section class="card" id="evidence"><h2>Node-agent evidence</h2><table>${evidence.map(([k, v]) =>
       `<tr><th>${esc(k)}</th><td>${esc(v)}</td></tr>`).join("")}</table></section>
     <section class="card" id="timeline"><h2>Finding timeline</h2>${timeline(events)}</section></div>
+    ${d.findings.length && can("finding_actions") ? `<section class="card" id="node-actions"><h2>Act on this node</h2>
+      ${actionForm("action-form", ["quarantine_node", "release_node", "acknowledge", "assign", "retry"], d.findings.map(f => f.finding.evidence_id), false)}</section>` : ""}
     <section class="card" id="node-findings"><h2>Findings (${d.findings.length})</h2>${d.findings.length ? `<table><tr><th>evidence</th><th>status</th><th>severity</th><th>posture</th><th>action</th></tr>${d.findings.map(f =>
       `<tr><td>${findingLink(f.finding.evidence_id)}</td><td>${esc(f.finding.status)}</td><td>${sev(f.finding.severity)}</td><td>${esc(f.finding.posture)}</td><td>${esc(f.action.summary)}</td></tr>`).join("")}</table>` : '<p class="muted">None.</p>'}</section>`;
 }
@@ -325,7 +422,9 @@ async function viewFinding(id) {
       <p>posture <b>${esc(d.action.posture)}</b>${d.action.runbook ? ` · runbook ${esc(d.action.runbook)}` : ""}${d.action.next_attempt_at ? ` · next attempt ${when(d.action.next_attempt_at)}` : ""}</p>
       <p><a href="#" data-download="${API}/bundle?evidence_id=${encodeURIComponent(f.evidence_id)}" data-name="evidence-bundle.arrow">evidence bundle (Arrow)</a> ·
          <a href="#" data-download="${API}/bundle?evidence_id=${encodeURIComponent(f.evidence_id)}&format=parquet" data-name="evidence-bundle.parquet">Parquet</a></p></section></div>
-    <section class="card" id="timeline"><h2>Timeline</h2>${timeline(d.history)}</section>`;
+    <div class="row"><section class="card" id="operator"><h2>Operator</h2>${operatorState(f)}</section>
+    ${can("finding_actions") ? `<section class="card" id="actions"><h2>Actions</h2>${actionForm("action-form", ACTIONS, [f.evidence_id], false)}</section>` : ""}</div>
+    <section class="card" id="timeline"><h2>Timeline and action history</h2>${timeline(d.history)}</section>`;
 }
 
 async function viewFinance(params) {
@@ -358,7 +457,7 @@ function forbidden(what) {
 
 let rendering = false;
 async function render() {
-  if (rendering) return;
+  if (rendering || acting) return;
   rendering = true;
   const {parts, params} = route();
   const view = document.getElementById("view");
@@ -381,6 +480,13 @@ async function render() {
     view.innerHTML = html;
     bindForm("node-filters");
     bindForm("billing-filters");
+    const batchQ = new URLSearchParams();
+    if (name === "domain") {
+      batchQ.set("owning_domain", parts[1]);
+      for (const k of ["classification", "severity"]) if (params.get(k)) batchQ.set(k, params.get(k));
+    }
+    bindActionForm("action-form", null);
+    bindActionForm("batch-form", batchQ);
     if (focused) { const el = view.querySelector(`[name="${focused}"]`); if (el) el.focus(); }
     document.body.dataset.view = name;
     document.body.dataset.ready = "1";
@@ -402,6 +508,6 @@ async function render() {
   for (const a of document.querySelectorAll("header nav a")) a.classList.toggle("active", a.dataset.nav === name);
 }
 
-window.addEventListener("hashchange", render);
+window.addEventListener("hashchange", () => { lastResult = ""; acting = false; render(); });
 render();
 setInterval(render, REFRESH * 1000);

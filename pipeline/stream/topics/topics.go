@@ -30,9 +30,11 @@ func Specs(n contract.Topics, partitions int32) []Spec {
 		{n.PlatformRecords, partitions, true},
 		{n.Observations, partitions, false},
 		{n.Telemetry, partitions, false},
+		{n.Commands, partitions, false},
 		{n.Usage, partitions, false},
 		{n.Rated, partitions, false},
 		{n.Ledger, partitions, false},
+		{n.Requests, partitions, false},
 		{n.Quarantine, partitions, false},
 	}
 }
