@@ -66,10 +66,11 @@ func newActionsEnv(t *testing.T) *actionsEnv {
 	})
 	t.Cleanup(stop)
 	newServer := func(log api.ActionLog) *httptest.Server {
-		srv, err := api.New(api.Options{DB: env.CH, Commands: producer, Actions: log, Topics: env.Names})
+		srv, err := api.New(api.Options{DB: env.CH, Commands: producer, Actions: log, Topics: env.Names, Guard: testenv.LocalGuard(t)})
 		if err != nil {
 			t.Fatal(err)
 		}
+		t.Cleanup(srv.Close)
 		hs := httptest.NewServer(srv.Handler())
 		t.Cleanup(hs.Close)
 		return hs
@@ -103,6 +104,7 @@ func (e *actionsEnv) post(base, path, key string, body any) (int, []byte, http.H
 	e.t.Helper()
 	b, _ := json.Marshal(body)
 	req, _ := http.NewRequest(http.MethodPost, base+path, bytes.NewReader(b))
+	req.Header.Set("Authorization", "Bearer "+testenv.LocalKey)
 	if key != "" {
 		req.Header.Set("Idempotency-Key", key)
 	}
@@ -140,7 +142,7 @@ func (e *actionsEnv) waitFinding(id string, what string, ok func(apitypes.DriftD
 	e.t.Helper()
 	var d apitypes.DriftDetail
 	testenv.CheckFor(e.t, 30*time.Second, func() error {
-		resp, err := http.Get(e.url + "/v1/drift/" + url.PathEscape(id))
+		resp, err := testenv.Do(e.url+"/v1/drift/"+url.PathEscape(id), testenv.LocalKey)
 		if err != nil {
 			return err
 		}
