@@ -58,10 +58,11 @@ func TestActionFigures(t *testing.T) {
 		return joiner.New(ctx, opts, sink.NewClickHouse(env.CH))
 	})
 	defer stop()
-	srv, err := api.New(api.Options{DB: env.CH, Commands: producer, Actions: reader.NewActionLog(env.CH), Topics: env.Names})
+	srv, err := api.New(api.Options{DB: env.CH, Commands: producer, Actions: reader.NewActionLog(env.CH), Topics: env.Names, Guard: testenv.LocalGuard(t)})
 	if err != nil {
 		t.Fatal(err)
 	}
+	defer srv.Close()
 	hs := httptest.NewServer(srv.Handler())
 	defer hs.Close()
 
@@ -103,6 +104,7 @@ func TestActionFigures(t *testing.T) {
 		for try := 0; ; try++ {
 			req, _ := http.NewRequest(http.MethodPost, hs.URL+"/v1/findings/"+url.PathEscape(id)+"/actions", bytes.NewReader(b))
 			req.Header.Set("Idempotency-Key", key)
+			req.Header.Set("Authorization", "Bearer "+testenv.LocalKey)
 			resp, err := hc.Do(req)
 			if err != nil {
 				t.Error(err)
