@@ -38,7 +38,7 @@ func FuzzPrepare(f *testing.F) {
 		f.Fatal(err)
 	}
 	known := map[contract.Reason]bool{}
-	for _, r := range contract.Reasons {
+	for _, r := range append(contract.Reasons, contract.ReasonClockSkew) {
 		known[r] = true
 	}
 	g.opts.now = func() time.Time { return time.Unix(0, 0) }
