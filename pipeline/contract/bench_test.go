@@ -4,8 +4,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/driftline/driftline/internal/cputime"
 	json "github.com/segmentio/encoding/json"
+
+	"github.com/driftline/driftline/internal/cputime"
 )
 
 // BenchmarkDecodeEvent measures the shared validator on a typical

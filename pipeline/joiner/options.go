@@ -105,6 +105,22 @@ type Options struct {
 	// Parallelism is how many partitions are applied at once. Default
 	// GOMAXPROCS as of DefaultOptions (as of New when left zero).
 	Parallelism int
+	// MaxClockSkew is how far an event's occurred_at may lie ahead of its
+	// record's broker timestamp. A later one is quarantined with reason
+	// clock_skew and never applied; an accepted one moves the partition's
+	// event time no further than the broker timestamp
+	// (docs/event-time.md). Larger admits producers with worse clocks;
+	// smaller quarantines events of producers whose clocks run slightly
+	// ahead. Default 5m; negative disables the check (not the cap).
+	MaxClockSkew time.Duration
+	// IgnoreCheckpointsBefore, when set, makes a restore skip the
+	// checkpoints written before it and replay the partition from the
+	// start of its streams instead, under the rules in force: the way
+	// back from a state checkpointed while it was wrong (a watermark a
+	// skewed producer moved years ahead before the bounds existed; see
+	// docs/event-time.md). Checkpoints written after it are used as
+	// usual, so the setting may stay in place. Default none.
+	IgnoreCheckpointsBefore time.Time
 	// IdleAfter is how long a partition may apply nothing before the
 	// joiner advances its watermark to the latest of its other partitions
 	// with a marker record in the partition's observations stream (see
@@ -127,6 +143,7 @@ func DefaultOptions() Options {
 		CheckpointEvents:   2_000_000,
 		Parallelism:        runtime.GOMAXPROCS(0),
 		IdleAfter:          5 * time.Minute,
+		MaxClockSkew:       5 * time.Minute,
 	}
 }
 
@@ -155,6 +172,7 @@ func (o *Options) defaults() error {
 	stream.DefaultPositive(&o.RebalanceTimeout, d.RebalanceTimeout)
 	stream.DefaultPositive(&o.Parallelism, d.Parallelism)
 	stream.Default(&o.IdleAfter, d.IdleAfter)
+	stream.Default(&o.MaxClockSkew, d.MaxClockSkew)
 	stream.DefaultPositive(&o.CheckpointInterval, d.CheckpointInterval)
 	stream.Default(&o.CheckpointEvents, d.CheckpointEvents)
 	return nil

@@ -257,6 +257,7 @@ func (j *Joiner) apply(part *partition, r *kgo.Record) {
 		}
 		if r.Topic == j.opts.Topics.PlatformRecords {
 			if provider, id, ok := strings.Cut(string(r.Key), "/"); ok {
+				part.engine.SetBound(r.Timestamp)
 				part.engine.ApplyTombstone(provider, id, r.Timestamp.UTC())
 				if provider == contract.ProviderMAAS {
 					part.nodes.ApplyTombstone(provider, id, r.Timestamp.UTC())
@@ -277,11 +278,16 @@ func (j *Joiner) apply(part *partition, r *kgo.Record) {
 		return
 	}
 	if verr != nil {
-		if part.out.emit { // a restore replays records quarantined before
-			part.rejected = append(part.rejected, rejected{r, verr})
-		}
-		j.m.invalid.WithLabelValues(string(verr.Reason)).Inc()
-		j.opts.Logger.Debug("invalid record", "topic", r.Topic, "partition", r.Partition, "offset", r.Offset, "err", verr)
+		j.reject(part, r, verr)
+		return
+	}
+	// Event time is bounded by the log's clock (docs/event-time.md): an
+	// event further ahead of its broker timestamp than the skew allows is
+	// quarantined, and an accepted one moves event time no further than
+	// the broker timestamp (SetBound).
+	if j.opts.MaxClockSkew >= 0 && !r.Timestamp.IsZero() && env.OccurredAt.Sub(r.Timestamp) > j.opts.MaxClockSkew {
+		j.m.clockSkew.Inc()
+		j.reject(part, r, contract.ClockSkewError(env.OccurredAt, r.Timestamp, j.opts.MaxClockSkew))
 		return
 	}
 	switch part.dedupe.Observe(env.Producer, env.HasSeq, env.Seq, env.EventID, env.OccurredAt) {
@@ -290,10 +296,12 @@ func (j *Joiner) apply(part *partition, r *kgo.Record) {
 		return
 	case dedupe.Late:
 		j.m.late.Inc()
+		j.reject(part, r, contract.LateError(env.OccurredAt, part.engine.Watermark().Add(-j.opts.Dedupe.Horizon)))
 		return
 	}
 	part.events++
 	part.uncounted[j.stream(r.Topic)]++
+	part.engine.SetBound(r.Timestamp)
 	at := env.OccurredAt.UTC()
 	switch p := payload.(type) {
 	case *contract.PlatformRecord:
@@ -320,6 +328,16 @@ func (j *Joiner) apply(part *partition, r *kgo.Record) {
 	if !w.IsZero() {
 		part.dedupe.Advance(w)
 	}
+}
+
+// reject quarantines r with verr (once: a restore replays records
+// quarantined before) and counts it by reason.
+func (j *Joiner) reject(part *partition, r *kgo.Record, verr *contract.ValidationError) {
+	if part.out.emit {
+		part.rejected = append(part.rejected, rejected{r, verr})
+	}
+	j.m.invalid.WithLabelValues(string(verr.Reason)).Inc()
+	j.opts.Logger.Debug("record rejected", "topic", r.Topic, "partition", r.Partition, "offset", r.Offset, "err", verr)
 }
 
 // misplaced handles a record whose key does not hash (Kafka-standard
