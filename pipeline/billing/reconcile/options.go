@@ -32,6 +32,13 @@ type Options struct {
 	// field of Rules takes its default too, but for AllowedLateness, whose
 	// zero is none.
 	Rules Rules
+	// MaxClockSkew is how far an event's occurred_at may lie ahead of its
+	// record's broker timestamp; a later one is rejected (counted with
+	// reason clock_skew, never applied), and an accepted one moves the
+	// partition's event time no further than its broker timestamp
+	// (docs/event-time.md). Default 5m; negative disables the check (not
+	// the cap).
+	MaxClockSkew time.Duration
 }
 
 // DefaultOptions returns the default of every option but Brokers and
@@ -41,7 +48,8 @@ func DefaultOptions() Options {
 		StageOptions: stream.DefaultStageOptions("driftline-billing"),
 		RoundOptions: stream.RoundOptions{FlushInterval: 500 * time.Millisecond, FlushEvents: 50_000,
 			CatchUpInterval: 3 * time.Second, CatchUpEvents: 500_000, QueueRecords: 16384},
-		Rules: DefaultRules(),
+		Rules:        DefaultRules(),
+		MaxClockSkew: 5 * time.Minute,
 	}
 }
 
@@ -57,5 +65,6 @@ func (o *Options) defaults() error {
 	}
 	o.RoundOptions.Defaults(d.RoundOptions)
 	o.Rules.defaults()
+	stream.Default(&o.MaxClockSkew, d.MaxClockSkew)
 	return nil
 }

@@ -211,9 +211,18 @@ func (r *Reconciler) apply(parts map[int32]*partition, rec *kgo.Record) {
 		r.opts.Logger.Debug("invalid record", "topic", rec.Topic, "partition", rec.Partition, "offset", rec.Offset, "err", verr)
 		return
 	}
+	// Event time is bounded by the log's clock, as in the joiner
+	// (docs/event-time.md).
+	if r.opts.MaxClockSkew >= 0 && !rec.Timestamp.IsZero() && env.OccurredAt.Sub(rec.Timestamp) > r.opts.MaxClockSkew {
+		r.m.invalid.WithLabelValues(string(contract.ReasonClockSkew)).Inc()
+		r.opts.Logger.Debug("record rejected", "topic", rec.Topic, "partition", rec.Partition, "offset", rec.Offset,
+			"err", contract.ClockSkewError(env.OccurredAt, rec.Timestamp, r.opts.MaxClockSkew))
+		return
+	}
 	r.m.events.WithLabelValues(rec.Topic).Inc()
 	at := env.OccurredAt.UTC()
 	t := part.tracker
+	t.SetBound(rec.Timestamp)
 	switch p := payload.(type) {
 	case *contract.Usage:
 		t.ApplyUsage(p, at)
