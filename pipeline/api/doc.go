@@ -17,7 +17,7 @@
 //
 // # Endpoints
 //
-//	GET /v1/status                reconciliation status (Status)
+//	GET /v1/status                reconciliation status (Status), with per-producer rejections
 //	GET /v1/drift                 current findings, one page (DriftPage)
 //	GET /v1/drift/{evidence_id}   one finding, its history and recommended action (DriftDetail)
 //	GET /v1/heatmap               owning_domain x classification counts (Heatmap)

@@ -46,7 +46,7 @@ func newMetrics() *metrics {
 // starts at zero so a rate over it works from the first scrape.
 var queryNames = []string{"drift_list", "drift_detail", "drift_history", "status_counts", "consumer_progress", "heatmap", "ping",
 	"attention_findings", "attention_nodes", "connectivity", "nodes", "node_detail", "node_findings",
-	"billing_mismatches", "billing_totals", "billing_rated", "bundle", "wait_watermark"}
+	"billing_mismatches", "billing_totals", "billing_rated", "bundle", "wait_watermark", "producer_rejections"}
 
 func (m *metrics) register(r prometheus.Registerer) error {
 	service.Touch(m.chErrors, queryNames...)

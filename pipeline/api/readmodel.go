@@ -48,6 +48,7 @@ type StatusReader interface {
 	StatusCounts(ctx context.Context) ([]reader.FindingGroup, error)
 	Conservation(ctx context.Context) (apitypes.BillingConservation, error)
 	LowWatermark(ctx context.Context, consumer string) (time.Time, int, error)
+	ProducerRejections(ctx context.Context) ([]apitypes.ProducerRejections, error)
 }
 
 // ReadModel is every read of the server, and the health check.

@@ -43,10 +43,18 @@ func (s *Server) handleStatus(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
+	producers, err := s.read.ProducerRejections(ctx)
+	if err != nil {
+		return err
+	}
 	st := apitypes.Status{
 		GeneratedAt: now,
 		Consumers:   foldProgress(progress, now),
 		Findings:    foldCounts(groups),
+		Producers:   producers,
+	}
+	if st.Producers == nil {
+		st.Producers = []apitypes.ProducerRejections{}
 	}
 	for _, c := range st.Consumers {
 		if c.UpdatedAt != nil && (st.LastRun == nil || c.UpdatedAt.After(*st.LastRun)) {

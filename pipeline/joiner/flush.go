@@ -7,6 +7,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/driftline/driftline/pipeline/readmodel"
 	"github.com/driftline/driftline/pipeline/readmodel/sink"
 	"github.com/driftline/driftline/pipeline/stream"
 	"github.com/driftline/driftline/pipeline/stream/logmerge"
@@ -104,6 +105,7 @@ func (j *Joiner) seal(final bool) *batch {
 		if part.dirty {
 			part.summary.flush(part.p, out)
 			out.Progress = append(out.Progress, j.progress(part))
+			out.Producers = readmodel.AppendProducerRejections(out.Producers, j.opts.Group, part.p, &part.producers)
 			j.observe(part)
 			part.dirty = false
 		}

@@ -20,6 +20,8 @@ import (
 	"github.com/driftline/driftline/internal/testenv"
 	"github.com/driftline/driftline/pipeline/contract"
 	"github.com/driftline/driftline/pipeline/ingest"
+	"github.com/driftline/driftline/pipeline/joiner/dedupe"
+	"github.com/driftline/driftline/pipeline/readmodel/reader"
 	"github.com/driftline/driftline/pipeline/readmodel/sink"
 	"github.com/driftline/driftline/pipeline/stream"
 	"github.com/driftline/driftline/pipeline/stream/checkpoint"
@@ -570,29 +572,103 @@ func TestInvalidRecordIsQuarantined(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	cl, err := kgo.NewClient(kgo.SeedBrokers(f.brokers...), kgo.ConsumeTopics(f.names.Quarantine),
-		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cl.Close()
-	pctx, pcancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer pcancel()
-	fetches := cl.PollRecords(pctx, 10)
-	var got []*kgo.Record
-	fetches.EachRecord(func(r *kgo.Record) { got = append(got, r) })
-	if len(got) != 1 {
-		t.Fatalf("quarantine holds %d records, want 1 (fetch errors %v)", len(got), fetches.Errors())
-	}
-	headers := map[string]string{}
-	for _, h := range got[0].Headers {
-		headers[h.Key] = string(h.Value)
-	}
-	if headers[contract.HeaderReason] != string(contract.ReasonWrongType) || headers[contract.HeaderActorID] != "SYSTEM::joiner" || string(got[0].Key) != "maas/n1" {
+	got := f.quarantined(1)
+	if headers := headersOf(got[0]); headers[contract.HeaderReason] != string(contract.ReasonWrongType) || headers[contract.HeaderActorID] != "SYSTEM::joiner" || string(got[0].Key) != "maas/n1" {
 		t.Fatalf("quarantine record key %q headers %v", got[0].Key, headers)
 	}
 	if v := counterValue(j.m.invalid.WithLabelValues(string(contract.ReasonWrongType))); v != 1 {
 		t.Fatalf("invalid counter %v, want 1", v)
+	}
+}
+
+// quarantined reads the quarantine topic until it holds n records, and
+// returns them.
+func (f *fixture) quarantined(n int) []*kgo.Record {
+	f.t.Helper()
+	cl, err := kgo.NewClient(kgo.SeedBrokers(f.brokers...), kgo.ConsumeTopics(f.names.Quarantine),
+		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	defer cl.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	var got []*kgo.Record
+	for len(got) < n && ctx.Err() == nil {
+		fetches := cl.PollRecords(ctx, n-len(got))
+		fetches.EachRecord(func(r *kgo.Record) { got = append(got, r) })
+	}
+	if len(got) != n {
+		f.t.Fatalf("quarantine holds %d records, want %d", len(got), n)
+	}
+	return got
+}
+
+func headersOf(r *kgo.Record) map[string]string {
+	headers := map[string]string{}
+	for _, h := range r.Headers {
+		headers[h.Key] = string(h.Value)
+	}
+	return headers
+}
+
+// TestLateEventIsQuarantinedAndCounted: an event older than the
+// partition's dedupe horizon is not applied, and neither vanishes: it is
+// quarantined with its reason and counted for its producer, in the
+// partition's state, so a restart (from a checkpoint or a replay) neither
+// counts it again nor quarantines it twice.
+func TestLateEventIsQuarantinedAndCounted(t *testing.T) {
+	f := newFixture(t)
+	const group = "joiner-late"
+	q, err := ingest.NewQuarantiner(f.cl, ingest.QuarantinerOptions{ActorID: "SYSTEM::joiner", Topic: f.names.Quarantine})
+	if err != nil {
+		t.Fatal(err)
+	}
+	store := f.checkpoints()
+	with := func(reg prometheus.Registerer) func(*Options) {
+		return func(o *Options) {
+			checkpointing(store, time.Millisecond, reg)(o)
+			o.Quarantine = q
+			o.Dedupe = dedupe.Options{Horizon: 10 * time.Minute, Bucket: time.Minute}
+		}
+	}
+	f.send(contract.TypeProviderObservation, "scanner", t0.Add(time.Hour), observation("a", "running"), -1)
+	f.send(contract.TypeProviderObservation, "laggard", t0, observation("a", "stopped"), -1)
+	stop := f.start(group, with(prometheus.NewRegistry()))
+	f.caughtUp(group)
+	stop()
+
+	got := f.quarantined(1)
+	if h := headersOf(got[0]); h[contract.HeaderReason] != string(contract.ReasonLate) || string(got[0].Key) != "app_runtime/a" {
+		t.Fatalf("quarantine record key %q headers %v", got[0].Key, h)
+	}
+	rd := reader.New(f.ch, reader.Options{})
+	want := func() {
+		t.Helper()
+		rows, err := rd.ProducerRejections(context.Background())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(rows) != 1 || rows[0].Consumer != group || rows[0].Producer != "laggard" ||
+			rows[0].Reason != string(contract.ReasonLate) || rows[0].Events != 1 {
+			t.Fatalf("producer rejections %+v, want laggard late_event 1 of %s", rows, group)
+		}
+	}
+	want()
+
+	// Restored from its checkpoint, the joiner keeps the count; a new late
+	// event of the same producer adds one.
+	f.send(contract.TypeProviderObservation, "laggard", t0.Add(time.Minute), observation("a", "stopped"), -1)
+	stop = f.start(group, with(prometheus.NewRegistry()))
+	f.caughtUp(group)
+	stop()
+	f.quarantined(2)
+	rows, err := rd.ProducerRejections(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rows) != 1 || rows[0].Events != 2 {
+		t.Fatalf("after a restart and one more late event: %+v, want laggard at 2", rows)
 	}
 }
 

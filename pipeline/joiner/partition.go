@@ -19,6 +19,7 @@ import (
 	"github.com/driftline/driftline/pipeline/joiner/prefetch"
 	"github.com/driftline/driftline/pipeline/readmodel/sink"
 	"github.com/driftline/driftline/pipeline/stream/logmerge"
+	"github.com/driftline/driftline/pipeline/stream/producers"
 	"github.com/driftline/driftline/pipeline/stream/snap"
 )
 
@@ -49,6 +50,9 @@ type partition struct {
 	// mis-partitioned records since the last flush.
 	rejected []rejected
 	rerouted []*kgo.Record
+	// producers counts, per producer and reason, the well-formed records
+	// not applied because their producer got time or identity wrong.
+	producers producers.Counts
 	// merge orders the polled records of the three streams.
 	merge logmerge.Merge
 	// summary keeps the partition's finding counts and attention top.
@@ -278,7 +282,11 @@ func (j *Joiner) apply(part *partition, r *kgo.Record) {
 		return
 	}
 	if verr != nil {
-		j.reject(part, r, verr)
+		if part.out.emit { // a restore replays records quarantined before
+			part.rejected = append(part.rejected, rejected{r, verr})
+		}
+		j.m.invalid.WithLabelValues(string(verr.Reason)).Inc()
+		j.opts.Logger.Debug("invalid record", "topic", r.Topic, "partition", r.Partition, "offset", r.Offset, "err", verr)
 		return
 	}
 	// Event time is bounded by the log's clock (docs/event-time.md): an
@@ -287,7 +295,7 @@ func (j *Joiner) apply(part *partition, r *kgo.Record) {
 	// the broker timestamp (SetBound).
 	if j.opts.MaxClockSkew >= 0 && !r.Timestamp.IsZero() && env.OccurredAt.Sub(r.Timestamp) > j.opts.MaxClockSkew {
 		j.m.clockSkew.Inc()
-		j.reject(part, r, contract.ClockSkewError(env.OccurredAt, r.Timestamp, j.opts.MaxClockSkew))
+		j.reject(part, r, env.Producer, contract.ClockSkewError(env.OccurredAt, r.Timestamp, j.opts.MaxClockSkew))
 		return
 	}
 	switch part.dedupe.Observe(env.Producer, env.HasSeq, env.Seq, env.EventID, env.OccurredAt) {
@@ -296,7 +304,7 @@ func (j *Joiner) apply(part *partition, r *kgo.Record) {
 		return
 	case dedupe.Late:
 		j.m.late.Inc()
-		j.reject(part, r, contract.LateError(env.OccurredAt, part.engine.Watermark().Add(-j.opts.Dedupe.Horizon)))
+		j.reject(part, r, env.Producer, contract.LateError(env.OccurredAt, part.engine.Watermark().Add(-j.opts.Dedupe.Horizon)))
 		return
 	}
 	part.events++
@@ -330,14 +338,15 @@ func (j *Joiner) apply(part *partition, r *kgo.Record) {
 	}
 }
 
-// reject quarantines r with verr (once: a restore replays records
-// quarantined before) and counts it by reason.
-func (j *Joiner) reject(part *partition, r *kgo.Record, verr *contract.ValidationError) {
+// reject counts a well-formed record of producer that is not applied, by
+// its reason, and quarantines it (once: a restore replays records
+// quarantined before).
+func (j *Joiner) reject(part *partition, r *kgo.Record, producer string, verr *contract.ValidationError) {
+	part.producers.Add(producer, verr.Reason, r.Timestamp)
+	part.dirty = true
 	if part.out.emit {
 		part.rejected = append(part.rejected, rejected{r, verr})
 	}
-	j.m.invalid.WithLabelValues(string(verr.Reason)).Inc()
-	j.opts.Logger.Debug("record rejected", "topic", r.Topic, "partition", r.Partition, "offset", r.Offset, "err", verr)
 }
 
 // misplaced handles a record whose key does not hash (Kafka-standard
@@ -381,8 +390,10 @@ func (j *Joiner) observe(part *partition) {
 	}
 }
 
-// snapshotVersion is the format of a partition's checkpoint blob.
-const snapshotVersion = 1
+// snapshotVersion is the format of a partition's checkpoint blob. Version
+// 2 added the per-producer rejection counts; a version 1 blob restores
+// with none.
+const snapshotVersion = 2
 
 // snapshot serialises the partition's state: everything applied so far,
 // which is exactly the committed cut when called right after a commit.
@@ -405,6 +416,7 @@ func (part *partition) snapshot() []byte {
 	part.nodes.AppendSnapshot(&w)
 	part.dedupe.AppendSnapshot(&w)
 	part.summary.appendSnapshot(&w)
+	part.producers.AppendSnapshot(&w)
 	part.snapSize = len(w.B)
 	return w.B
 }
@@ -421,7 +433,7 @@ func firstSnapshotSize(identities, nodes, producers int) int {
 // loadSnapshot restores the state snapshot wrote into a new partition.
 func (part *partition) loadSnapshot(b []byte) error {
 	r := snap.NewReader(b)
-	r.Header("joiner.partition", snapshotVersion)
+	version := r.HeaderIn("joiner.partition", 1, snapshotVersion)
 	p := int32(r.Varint())
 	events, open := r.Uvarint(), r.Uvarint()
 	if err := r.Err(); err != nil {
@@ -441,6 +453,11 @@ func (part *partition) loadSnapshot(b []byte) error {
 	}
 	if err := part.summary.loadSnapshot(r); err != nil {
 		return err
+	}
+	if version >= 2 {
+		if err := part.producers.LoadSnapshot(r); err != nil {
+			return err
+		}
 	}
 	if r.Len() != 0 {
 		return fmt.Errorf("%d bytes after the snapshot", r.Len())

@@ -123,6 +123,23 @@ type Status struct {
 
 	// Billing is the conservation of the billing windows (billing.go).
 	Billing BillingConservation `json:"billing"`
+
+	// Producers lists, per consumer, the producers whose well-formed
+	// records were not applied (a clock ahead of the log, events older
+	// than the partition keeps open, ids reused with other content), most
+	// rejected first, at most 100 lines; never null. The records
+	// themselves are in ingest.quarantine.
+	Producers []ProducerRejections `json:"producers"`
+}
+
+// ProducerRejections counts one producer's records one consumer rejected
+// for one reason (contract.ProducerReasons).
+type ProducerRejections struct {
+	Consumer string    `json:"consumer"`
+	Producer string    `json:"producer"`
+	Reason   string    `json:"reason"`
+	Events   uint64    `json:"events"`
+	LastAt   time.Time `json:"last_at"` // broker timestamp of the latest
 }
 
 // ConsumerStatus is the progress of one pipeline consumer, summed over the

@@ -5,6 +5,8 @@ import (
 	"time"
 
 	"github.com/ClickHouse/clickhouse-go/v2/lib/driver"
+
+	"github.com/driftline/driftline/pipeline/api/apitypes"
 )
 
 // Progress is the current consumer_progress row of one partition of a
@@ -29,6 +31,26 @@ func (rd *Reader) Progress(ctx context.Context) ([]Progress, error) {
 		)
 		err := r.Scan(&p.Consumer, &p.Partition, &watermark, &p.Events, &p.FindingsOpen, &updated)
 		p.Watermark, p.UpdatedAt = nullTime(watermark), nullTime(updated)
+		out = append(out, p)
+		return err
+	})
+	return out, err
+}
+
+// MaxProducerRejections bounds the per-producer lines the status reads:
+// the producers with the most rejected records first.
+const MaxProducerRejections = 100
+
+// ProducerRejections reads the per-producer rejection counts of every
+// consumer, summed over its partitions, most rejected first.
+func (rd *Reader) ProducerRejections(ctx context.Context) ([]apitypes.ProducerRejections, error) {
+	var out []apitypes.ProducerRejections
+	err := rd.each(ctx, "producer_rejections", `SELECT consumer, producer, reason, sum(events) AS n, max(last_at)
+	FROM producer_rejections FINAL GROUP BY consumer, producer, reason
+	ORDER BY n DESC, consumer, producer, reason LIMIT ?`, []any{MaxProducerRejections}, func(r driver.Rows) error {
+		var p apitypes.ProducerRejections
+		err := r.Scan(&p.Consumer, &p.Producer, &p.Reason, &p.Events, &p.LastAt)
+		p.LastAt = p.LastAt.UTC()
 		out = append(out, p)
 		return err
 	})

@@ -1,6 +1,7 @@
 // Package sink writes joiner output to the ClickHouse read model: current
 // finding rows (drift_evidence), the append-only transition history
-// (drift_history) and per-partition progress (consumer_progress).
+// (drift_history), per-partition progress (consumer_progress) and the
+// per-producer rejection counts (producer_rejections).
 //
 // Writes are idempotent: every row carries the finding's version, and the
 // tables are ReplacingMergeTree on (key, version), so a batch written
@@ -46,12 +47,15 @@ type Batch struct {
 	Top []TopSlot
 	// Progress holds the progress of the partitions the batch covers.
 	Progress []Progress
+	// Producers holds the per-producer rejection counts changed in the
+	// batch (producer_rejections).
+	Producers []readmodel.ProducerRejection
 }
 
 // Empty reports whether the batch writes nothing.
 func (b *Batch) Empty() bool {
 	return b.Current.Len() == 0 && b.History.Len() == 0 && b.Nodes.Len() == 0 && len(b.Counts) == 0 &&
-		len(b.Top) == 0 && len(b.Progress) == 0
+		len(b.Top) == 0 && len(b.Progress) == 0 && len(b.Producers) == 0
 }
 
 // Reset empties the batch, keeping its capacity.
@@ -59,7 +63,7 @@ func (b *Batch) Reset() {
 	b.Current.Reset()
 	b.History.Reset()
 	b.Nodes.Reset()
-	b.Progress = b.Progress[:0]
+	b.Progress, b.Producers = b.Progress[:0], b.Producers[:0]
 	b.Counts, b.Top = b.Counts[:0], b.Top[:0]
 }
 
@@ -236,6 +240,10 @@ func (c *ClickHouse) Write(ctx context.Context, bs ...*Batch) error {
 		return countsTable.Insert(ctx, c.conn, now, partsOf(bs, func(b *Batch) []Count { return b.Counts })...)
 	})
 	if err != nil {
+		return err
+	}
+	if err := readmodel.ProducerRejections.Insert(ctx, c.conn, now,
+		partsOf(bs, func(b *Batch) []readmodel.ProducerRejection { return b.Producers })...); err != nil {
 		return err
 	}
 	return progressTable.Insert(ctx, c.conn, now, partsOf(bs, func(b *Batch) []progress { return b.Progress })...)
