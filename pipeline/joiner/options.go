@@ -126,6 +126,12 @@ type Options struct {
 	// with a marker record in the partition's observations stream (see
 	// idle.go). Default 5m; negative disables it.
 	IdleAfter time.Duration
+
+	// unbounded applies event time as it was before the bounds of
+	// docs/event-time.md: no clock skew check, no cap at the broker
+	// timestamp. Only the tests of the way back from a poisoned state set
+	// it, to write one.
+	unbounded bool
 }
 
 // DefaultOptions returns the default of every option but Brokers (and
@@ -173,6 +179,9 @@ func (o *Options) defaults() error {
 	stream.DefaultPositive(&o.Parallelism, d.Parallelism)
 	stream.Default(&o.IdleAfter, d.IdleAfter)
 	stream.Default(&o.MaxClockSkew, d.MaxClockSkew)
+	if o.unbounded {
+		o.MaxClockSkew = -1
+	}
 	stream.DefaultPositive(&o.CheckpointInterval, d.CheckpointInterval)
 	stream.Default(&o.CheckpointEvents, d.CheckpointEvents)
 	return nil

@@ -309,7 +309,9 @@ func (j *Joiner) apply(part *partition, r *kgo.Record) {
 	}
 	part.events++
 	part.uncounted[j.stream(r.Topic)]++
-	part.engine.SetBound(r.Timestamp)
+	if !j.opts.unbounded {
+		part.engine.SetBound(r.Timestamp)
+	}
 	at := env.OccurredAt.UTC()
 	switch p := payload.(type) {
 	case *contract.PlatformRecord:
