@@ -14,6 +14,7 @@ package producers
 import (
 	"fmt"
 	"sort"
+	"strings"
 	"time"
 
 	"github.com/driftline/driftline/pipeline/contract"
@@ -73,6 +74,9 @@ func (c *Counts) Add(producer string, reason contract.Reason, at time.Time) {
 			e = c.m[k]
 		}
 		if e == nil {
+			// The name may alias a record's bytes (the joiner decodes
+			// zero-copy, and recycles records): keep a copy.
+			k.producer = strings.Clone(k.producer)
 			e = &entry{Count: Count{Producer: k.producer, Reason: reason}}
 			c.m[k] = e
 		}
