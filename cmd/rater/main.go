@@ -23,9 +23,12 @@ import (
 	"time"
 	"unicode"
 
+	"github.com/twmb/franz-go/pkg/kgo"
+
 	"github.com/driftline/driftline/pipeline/billing/pricebook"
 	"github.com/driftline/driftline/pipeline/billing/rater"
 	"github.com/driftline/driftline/pipeline/billing/reconcile"
+	"github.com/driftline/driftline/pipeline/ingest"
 	"github.com/driftline/driftline/pipeline/readmodel"
 	"github.com/driftline/driftline/pipeline/service"
 	"github.com/driftline/driftline/pipeline/service/stage"
@@ -96,6 +99,16 @@ func run() error {
 	runCtx, cancelRun := context.WithCancel(ctx)
 	defer cancelRun()
 	billingDone := make(chan error, 1)
+	if *billingOn {
+		qcl, err := kgo.NewClient(kgo.SeedBrokers(st.Common.SeedBrokers()...), kgo.RequiredAcks(kgo.AllISRAcks()))
+		if err != nil {
+			return fmt.Errorf("kafka client: %w", err)
+		}
+		defer qcl.Close()
+		if bo.Quarantine, err = ingest.NewQuarantiner(qcl, ingest.QuarantinerOptions{ActorID: "SYSTEM::billing", Topic: st.Common.Topics.Quarantine, Registerer: st.Registry}); err != nil {
+			return err
+		}
+	}
 	go func() { billingDone <- runBilling(runCtx, cancelRun, *billingOn, st.Common, bo) }()
 	runErr := rt.Run(runCtx)
 	cancelRun()

@@ -5,13 +5,26 @@ import (
 	"errors"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kgo"
+
 	"github.com/driftline/driftline/pipeline/billing/pricebook"
+	"github.com/driftline/driftline/pipeline/contract"
 	"github.com/driftline/driftline/pipeline/stream"
 )
 
 // Sink is where the reconciler writes mismatches and rated lines.
 type Sink interface {
 	Write(ctx context.Context, b *Batch) error
+}
+
+// Quarantine is where the reconciler sends the well-formed records it
+// does not apply (ingest.Quarantiner is one): Produce sends one
+// asynchronously, and Flush waits until every one sent is acknowledged
+// and returns the first error since the last Flush. The reconciler
+// commits the records' offsets only after a Flush that succeeded.
+type Quarantine interface {
+	Produce(ctx context.Context, rec *kgo.Record, verr *contract.ValidationError)
+	Flush(ctx context.Context) error
 }
 
 // Options configure a Reconciler. A field left at its zero value takes
@@ -39,6 +52,10 @@ type Options struct {
 	// (docs/event-time.md). Default 5m; negative disables the check (not
 	// the cap).
 	MaxClockSkew time.Duration
+	// Quarantine receives the records rejected for clock_skew, with
+	// their reason. Default none: they are only counted (per producer on
+	// the status endpoint, and by reason in the metrics).
+	Quarantine Quarantine
 }
 
 // DefaultOptions returns the default of every option but Brokers and
