@@ -11,6 +11,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/driftline/driftline/internal/testenv"
 	"github.com/driftline/driftline/pipeline/contract"
 	"github.com/driftline/driftline/pipeline/ingest"
 	"github.com/driftline/driftline/pipeline/readmodel/reader"
@@ -208,5 +209,48 @@ func TestIgnoreCheckpointsBefore(t *testing.T) {
 	stop()
 	if n := counter(t, reg, "driftline_joiner_restore_checkpoints_total"); n == 0 {
 		t.Fatal("no partition restored from the checkpoints written after the cutoff")
+	}
+}
+
+// TestIdleMarkersDoNotSpreadTheFuture: one partition's watermark is in
+// 2099 (applied as before the bounds); an idle partition of the same
+// joiner follows the others through a watermark marker, but only as far
+// as the joiner's clock, never into the future.
+func TestIdleMarkersDoNotSpreadTheFuture(t *testing.T) {
+	f := newFixture(t)
+	poisoned, idle := idsOn(1, "spread-", 1)[0], idsOn(0, "spread-", 1)[0]
+	f.send(contract.TypePlatformRecord, "platform", t0, record(idle, "running"), -1)
+	f.send(contract.TypeProviderObservation, "broken", time.Date(2099, 6, 1, 0, 0, 0, 0, time.UTC), observation(poisoned, "running"), -1)
+	reg := prometheus.NewRegistry()
+	stop := f.start("joiner-spread", func(o *Options) { o.unbounded, o.IdleAfter, o.Registerer = true, 300*time.Millisecond, reg })
+	defer stop()
+	watermarks := func() map[string]float64 {
+		mfs, err := reg.Gather()
+		if err != nil {
+			t.Fatal(err)
+		}
+		out := map[string]float64{}
+		for _, mf := range mfs {
+			if mf.GetName() == "driftline_joiner_watermark_seconds" {
+				for _, m := range mf.GetMetric() {
+					out[m.GetLabel()[0].GetValue()] = m.GetGauge().GetValue()
+				}
+			}
+		}
+		return out
+	}
+	testenv.CheckFor(t, 30*time.Second, func() error {
+		if n := counter(t, reg, "driftline_joiner_idle_watermark_advances_total"); n == 0 {
+			return fmt.Errorf("no marker applied yet")
+		}
+		return nil
+	})
+	f.caughtUp("joiner-spread")
+	w := watermarks()
+	if w["1"] < float64(time.Date(2099, 1, 1, 0, 0, 0, 0, time.UTC).Unix()) {
+		t.Fatalf("watermarks %v: partition 1 not poisoned, the test shows nothing", w)
+	}
+	if w["0"] > float64(time.Now().Unix()) || w["0"] < float64(t0.Unix()) {
+		t.Fatalf("watermarks %v: the idle partition 0 should follow up to the joiner's clock, not into the future", w)
 	}
 }
