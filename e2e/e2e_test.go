@@ -13,6 +13,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -116,7 +117,17 @@ func TestFleetFindingsMatchGroundTruth(t *testing.T) {
 
 	waitGroupCaughtUp(t, s.BrokerAddr(), "driftline-joiner", 3*time.Minute)
 
-	qc := &client.Client{BaseURL: s.QueryURL()}
+	// The query API answers only a signed-in caller; the stack runs
+	// local_parity, where the local key is admin.
+	anon := &client.Client{BaseURL: s.QueryURL()}
+	if _, err := anon.Status(ctx); err == nil || !strings.Contains(err.Error(), "401") {
+		t.Fatalf("status without a key: %v, want a 401", err)
+	}
+	qc := &client.Client{BaseURL: s.QueryURL(), APIKey: service.DefaultLocalAPIKey}
+	sess, err := qc.Session(ctx)
+	if err != nil || !slices.Equal(sess.Roles, []string{contract.RoleAdmin}) || sess.PolicyRev == "" {
+		t.Fatalf("session of the local key: %+v, %v", sess, err)
+	}
 	got, err := qc.DriftAll(ctx, url.Values{"status": {"all"}, "limit": {"1000"}})
 	if err != nil {
 		t.Fatal(err)

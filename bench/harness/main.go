@@ -16,8 +16,9 @@
 //     broker's and ClickHouse's share), peak RSS, findings against the
 //     ground truth, ClickHouse bytes per finding, and restore time (all
 //     members restarted: start until every partition is assigned again);
-//   - bin/naive (bench/naive): the same job written the obvious way, as
-//     the baseline every ratio is taken against;
+//   - bin/naive (bench/naive): the same job as a competent engineer writes
+//     it in a day (batched inserts; -naive.batch 1 for its row-by-row
+//     first version), the baseline every ratio is taken against;
 //   - bin/rater over usage.events.
 //
 // A latency phase runs once per invocation: one joiner on its own topics,
@@ -53,6 +54,7 @@ type options struct {
 	partitions      int
 	naive           bool
 	naiveTimeout    time.Duration
+	naiveBatch      int
 	phaseTimeout    time.Duration
 	rater           bool
 	latencyRate     int
@@ -72,7 +74,8 @@ func main() {
 	joiners := flag.String("joiners", "1,2,4", "joiner process counts to run, one consumer group each")
 	scaling := flag.String("scaling.upTo", "2m", "sizes above this run only the first -joiners count (and its restore), to bound the run's length")
 	flag.IntVar(&o.partitions, "partitions", 8, "partitions per topic")
-	flag.BoolVar(&o.naive, "naive", true, "run the naive baseline (bench/naive) on the same topics")
+	flag.BoolVar(&o.naive, "naive", true, "run the baseline (bench/naive) on the same topics")
+	flag.IntVar(&o.naiveBatch, "naive.batch", 50000, "rows per INSERT of the baseline; 1 runs its row-by-row first version")
 	flag.DurationVar(&o.naiveTimeout, "naive.timeout", 3*time.Minute, "stop the naive baseline after this long and report its rate so far")
 	flag.DurationVar(&o.phaseTimeout, "timeout", 8*time.Minute, "longest wait for one joiner or rater phase to catch up")
 	flag.BoolVar(&o.rater, "rater", true, "run bin/rater over usage.events")
@@ -126,7 +129,7 @@ func run(ctx context.Context, o options) error {
 	}
 	log.Printf("run directory %s", runDir)
 
-	rep := &report{Started: time.Now().UTC(), Command: o.command, Machine: describeMachine(), Partitions: o.partitions}
+	rep := &report{Started: time.Now().UTC(), Command: o.command, Machine: describeMachine(), Partitions: o.partitions, NaiveBatch: o.naiveBatch}
 	for i, size := range o.sizes {
 		r, err := runSize(ctx, o, runDir, size, i == 0 && o.latencyRate > 0, rep)
 		if r != nil {

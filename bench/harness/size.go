@@ -430,10 +430,11 @@ func (e *env) storage(ctx context.Context, db, findingsTable string) (*storageRe
 // naivePhase runs bench/naive on the joined topics, bounded by -naive.timeout.
 func (e *env) naivePhase(ctx context.Context, logf func(string, ...any)) (*consumerResult, error) {
 	group, db := "bench-naive", "bench_naive"
-	logf("naive baseline, group %s, database %s (at most %v)", group, db, e.o.naiveTimeout)
+	logf("%s, group %s, database %s (at most %v)", baselineName(e.o.naiveBatch), group, db, e.o.naiveTimeout)
 	quiesce(logf)
 	c, err := startChild("naive", filepath.Join(e.o.binDir, "naive"),
-		[]string{"-brokers", e.st.BrokerAddr(), "-group", group, "-clickhouse.addr", e.st.ClickHouseAddr(), "-db", db},
+		[]string{"-brokers", e.st.BrokerAddr(), "-group", group, "-clickhouse.addr", e.st.ClickHouseAddr(), "-db", db,
+			"-insert.batch", strconv.Itoa(e.o.naiveBatch)},
 		e.childEnv(), filepath.Join(e.dir, "log"), "")
 	if err != nil {
 		return nil, err

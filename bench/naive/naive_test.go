@@ -16,10 +16,14 @@ func line(id, typ string, seq int, at time.Time, payload string) []byte {
 }
 
 func TestNaiveClassifiesSimpleCases(t *testing.T) {
-	n := newNaive()
+	n := newNaive(3, time.Hour)
 	var got []string
-	n.write = func(_ context.Context, eid, _, _, _, status, _, _ string, _ time.Time) error {
-		got = append(got, eid+" "+status)
+	var sizes []int
+	n.insert = func(_ context.Context, rows []row) error {
+		sizes = append(sizes, len(rows))
+		for _, r := range rows {
+			got = append(got, r.eid+" "+r.status)
+		}
 		return nil
 	}
 	t0 := time.Date(2026, 11, 21, 10, 0, 0, 0, time.UTC)
@@ -51,6 +55,15 @@ func TestNaiveClassifiesSimpleCases(t *testing.T) {
 		if err := n.apply(context.Background(), r); err != nil {
 			t.Fatal(err)
 		}
+	}
+	if fmt.Sprint(sizes) != "[3]" {
+		t.Fatalf("inserts of %v rows before the flush, want one full batch of 3", sizes)
+	}
+	if err := n.flush(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if fmt.Sprint(sizes) != "[3 1]" {
+		t.Fatalf("inserts of %v rows, want a batch of 3 and the rest at the flush", sizes)
 	}
 	sort.Strings(got)
 	want := []string{

@@ -118,7 +118,7 @@ func server(b *testing.B) string {
 		}
 		b.Logf("loaded %d findings and %d nodes in %v, summaries rebuilt in %v", findings, nodes,
 			loaded.Sub(start).Round(time.Millisecond), time.Since(loaded).Round(time.Millisecond))
-		srv, err := api.New(api.Options{DB: db, QueryTimeout: time.Minute})
+		srv, err := api.New(api.Options{Guard: testenv.LocalGuard(b), DB: db, QueryTimeout: time.Minute})
 		if err != nil {
 			fixture.err = err
 			return
@@ -128,6 +128,7 @@ func server(b *testing.B) string {
 		fixture.close = func() {
 			http.DefaultClient.CloseIdleConnections()
 			hs.Close()
+			srv.Close()
 			db.Close()
 		}
 	})
@@ -163,7 +164,7 @@ func BenchmarkEndpoints(b *testing.B) {
 			var lat []time.Duration
 			for b.Loop() {
 				start := time.Now()
-				resp, err := http.Get(u + ep.path)
+				resp, err := testenv.Do(u+ep.path, testenv.LocalKey)
 				if err != nil {
 					b.Fatal(err)
 				}

@@ -1,9 +1,11 @@
 // Command driftctl reads the query API from a shell: drift findings, the
 // heat map, the attention queue, billing mismatches, the automation flag
-// and nodes, as tables, JSON or CSV (package pipeline/api/cli).
+// and nodes, as tables, JSON or CSV, and takes operator actions (package
+// pipeline/api/cli).
 //
 //	driftctl drift severity=critical -o csv
 //	driftctl heatmap | attention | billing | automation | node [node_id]
+//	driftctl act <action> <evidence_id>|batch reason=... [key=...]
 package main
 
 import (

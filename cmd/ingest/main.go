@@ -54,7 +54,6 @@ func main() {
 	flag.DurationVar(&opts.Linger, "ingest.linger", opts.Linger, "producer batching delay; higher is kinder to the broker, lower answers faster")
 	flag.IntVar(&opts.DedupeCapacity, "ingest.dedupeCapacity", opts.DedupeCapacity, "recently accepted dedupe identities remembered to answer retried lines 'duplicate'; more costs memory")
 	flag.DurationVar(&opts.MaxClockSkew, "ingest.maxClockSkew", opts.MaxClockSkew, "how far ahead of the gateway's clock an event's occurred_at may be; later events are rejected with reason clock_skew and quarantined. Larger admits producers with worse clocks, smaller rejects producers running slightly ahead")
-	replication := flag.Int("ingest.replication", -1, "replication factor of topics created at start; -1 takes the broker default")
 	flag.DurationVar(&serveOpts.ShutdownTimeout, "ingest.shutdownTimeout", serveOpts.ShutdownTimeout, "on SIGTERM, how long to finish admitted requests and flush the producer; keep it above -ingest.produceTimeout")
 	flag.Parse()
 
@@ -68,7 +67,6 @@ func main() {
 	opts.Topics = common.Topics
 	opts.ClientCertAuth = f.clientCA != ""
 	opts.Logger = log
-	f.replication = int16(*replication)
 	if err := run(common, opts, serveOpts, f); err != nil {
 		log.Error("ingest gateway stopped", "err", err)
 		os.Exit(1)
@@ -79,7 +77,6 @@ func main() {
 type runFlags struct {
 	keysFile, addr, tlsCert, tlsKey, clientCA string
 	keysReload                                time.Duration
-	replication                               int16
 }
 
 func run(common *service.Common, opts ingest.Options, serveOpts ingest.ServeOptions, f runFlags) error {
@@ -101,6 +98,7 @@ func run(common *service.Common, opts ingest.Options, serveOpts ingest.ServeOpti
 		return err
 	}
 	opts.Keys = keys
+	opts.KafkaOpts = append(opts.KafkaOpts, common.KafkaOpts()...)
 	gw, err := ingest.New(opts)
 	if err != nil {
 		return err
@@ -110,7 +108,7 @@ func run(common *service.Common, opts ingest.Options, serveOpts ingest.ServeOpti
 
 	if common.CreateTopics {
 		ectx, cancel := context.WithTimeout(ctx, time.Minute)
-		err := gw.EnsureTopics(ectx, int32(common.Partitions), f.replication)
+		err := gw.EnsureTopics(ectx, int32(common.Partitions), common.Kafka.Replication())
 		cancel()
 		if err != nil {
 			_ = gw.Close(context.Background())

@@ -19,6 +19,7 @@ import (
 	"github.com/driftline/driftline/pipeline/ingest"
 	"github.com/driftline/driftline/pipeline/joiner"
 	"github.com/driftline/driftline/pipeline/readmodel"
+	"github.com/driftline/driftline/pipeline/readmodel/retention"
 	"github.com/driftline/driftline/pipeline/readmodel/sink"
 	"github.com/driftline/driftline/pipeline/service"
 	"github.com/driftline/driftline/pipeline/service/stage"
@@ -53,6 +54,13 @@ func run() error {
 		return nil
 	})
 	fs.DurationVar(&o.IdleAfter, "joiner.idleAfter", o.IdleAfter, "wall time a partition may apply nothing before its watermark follows this joiner's latest partition (a marker record in its observations stream); negative disables")
+	var keep retention.Policy
+	retainEvery := fs.Duration("retention.interval", retention.DefaultInterval, "how often this joiner drops the read model's partitions past retention (docs/deploy.md); 0 turns retention off here, e.g. when another process runs it")
+	fs.DurationVar(&keep.History, "retention.history", 0, "how long drift_history keeps a month; 0 takes the environment's default (local_parity 30 days, dev 90, prod 400), negative keeps it forever")
+	fs.DurationVar(&keep.Rated, "retention.rated", 0, "how long rated_usage keeps a month; 0 takes the environment's default (local_parity 90 days, dev 180, prod 2557: seven years), negative keeps it forever")
+	fs.DurationVar(&keep.Windows, "retention.windows", 0, "how long billing_window keeps a month; 0 takes the environment's default (as -retention.rated), negative keeps it forever")
+	fs.DurationVar(&keep.Progress, "retention.progress", 0, "how long a consumer_progress key may stop reporting before it is deleted; 0 takes the environment's default (local_parity 7 days, dev 30, prod 90), negative keeps it forever")
+	fs.DurationVar(&o.RequestTimeout, "joiner.requestTimeout", o.RequestTimeout, "event time a request of an operator action (retry, cleanup, quarantine_node, release_node) stays pending before its finding goes to operator_review")
 	ctx, err := st.Start()
 	if err != nil {
 		return err
@@ -70,10 +78,10 @@ func run() error {
 		return st.Starting(ctx, err)
 	}
 
-	qcl, err := kgo.NewClient(kgo.SeedBrokers(common.SeedBrokers()...), kgo.RequiredAcks(kgo.AllISRAcks()),
+	qcl, err := common.KafkaClient(kgo.RequiredAcks(kgo.AllISRAcks()),
 		kgo.RecordPartitioner(kgo.StickyKeyPartitioner(nil))) // murmur2, as Reroute requires
 	if err != nil {
-		return fmt.Errorf("kafka client: %w", err)
+		return err
 	}
 	defer qcl.Close()
 	if o.Quarantine, err = ingest.NewQuarantiner(qcl, ingest.QuarantinerOptions{ActorID: "SYSTEM::joiner", Topic: common.Topics.Quarantine, Registerer: st.Registry}); err != nil {
@@ -86,8 +94,10 @@ func run() error {
 		if err != nil {
 			return st.Starting(ctx, err)
 		}
+		repl := common.Kafka.Replication()
 		cps, err := checkpoint.New(openCtx, checkpoint.Options{Brokers: common.SeedBrokers(), Topic: *cpTopic,
-			Partitions: n, Create: common.CreateTopics, Registerer: st.Registry})
+			Partitions: n, Create: common.CreateTopics, Replication: repl.Factor, TopicConfig: repl.ConfigStrings(),
+			Registerer: st.Registry, ClientOpts: common.KafkaOpts()})
 		if err != nil {
 			return st.Starting(ctx, fmt.Errorf("checkpoints: %w", err))
 		}
@@ -97,9 +107,15 @@ func run() error {
 
 	o.Dedupe.Bucket = min(o.Dedupe.Bucket, o.Dedupe.Horizon)
 	o.Reroute = qcl
+	o.Requests = qcl
 	j, err := joiner.New(openCtx, o, sink.NewClickHouse(conn))
 	if err != nil {
 		return st.Starting(ctx, err)
+	}
+
+	if *retainEvery > 0 {
+		policy := retention.DefaultPolicy(common.Environment).Override(keep)
+		go retention.Run(ctx, conn, policy, *retainEvery, slog.With("component", "retention"))
 	}
 
 	srv := st.Serve(func(w http.ResponseWriter, r *http.Request) {

@@ -60,9 +60,25 @@ var configTmpl = template.Must(template.New("config").Funcs(template.FuncMap{"x"
 </yandex>
 `))
 
-// usersXML lets the default user in without a password, from loopback
-// only: the server listens on 127.0.0.1 alone, and the network list keeps
-// it that way should the listen address ever widen.
+// The least-privilege users of the embedded server (docs/access.md),
+// beside default (the administrator, which migrates):
+const (
+	// ReaderUser is the query service's: profile readonly, readonly=2
+	// (no write and no DDL; settings may still be sent with a query, which
+	// the client does with every one).
+	ReaderUser = "driftline_reader"
+	// WriterUser is the joiner's and the rater's: they write the read
+	// model; they do not migrate it.
+	WriterUser = "driftline_writer"
+	// AuditUser appends the query service's audit_log. 18.16 has no
+	// grants per table, so on it the user may write the database; on
+	// current releases it holds INSERT and SELECT on audit_log alone.
+	AuditUser = "driftline_audit"
+)
+
+// usersXML lets the users in without a password, from loopback only: the
+// server listens on 127.0.0.1 alone, and the network list keeps it that
+// way should the listen address ever widen.
 const usersXML = `<?xml version="1.0"?>
 <!-- Written by chserver.Start on every start; edits are overwritten. -->
 <yandex>
@@ -71,6 +87,10 @@ const usersXML = `<?xml version="1.0"?>
             <load_balancing>random</load_balancing>
             <low_cardinality_allow_in_native_format>0</low_cardinality_allow_in_native_format>
         </default>
+        <readonly>
+            <load_balancing>random</load_balancing>
+            <readonly>2</readonly>
+        </readonly>
     </profiles>
     <users>
         <default>
@@ -82,6 +102,33 @@ const usersXML = `<?xml version="1.0"?>
             <profile>default</profile>
             <quota>default</quota>
         </default>
+        <` + ReaderUser + `>
+            <password></password>
+            <networks>
+                <ip>127.0.0.1</ip>
+                <ip>::1</ip>
+            </networks>
+            <profile>readonly</profile>
+            <quota>default</quota>
+        </` + ReaderUser + `>
+        <` + WriterUser + `>
+            <password></password>
+            <networks>
+                <ip>127.0.0.1</ip>
+                <ip>::1</ip>
+            </networks>
+            <profile>default</profile>
+            <quota>default</quota>
+        </` + WriterUser + `>
+        <` + AuditUser + `>
+            <password></password>
+            <networks>
+                <ip>127.0.0.1</ip>
+                <ip>::1</ip>
+            </networks>
+            <profile>default</profile>
+            <quota>default</quota>
+        </` + AuditUser + `>
     </users>
     <quotas>
         <default>

@@ -35,6 +35,10 @@ type Options struct {
 	CatchUp time.Duration
 	// Out receives progress and the summary. Default os.Stdout.
 	Out io.Writer
+	// Actions is how many retry and how many cleanup actions the demo
+	// takes after the summary, for the controller it runs to carry out
+	// (controller.go). Default 3; 0 takes none and runs no controller.
+	Actions int
 }
 
 // DefaultOptions returns the options of `stack run`.
@@ -47,6 +51,7 @@ func DefaultOptions() Options {
 		APIKey:  service.Env("DRIFTLINE_API_KEY", service.DefaultLocalAPIKey),
 		CatchUp: 3 * time.Minute,
 		Out:     os.Stdout,
+		Actions: 3,
 	}
 }
 
@@ -72,7 +77,7 @@ func Run(ctx context.Context, st stack.State, opts Options) error {
 	}
 	fmt.Fprintf(out, "fed in %s\n", time.Since(start).Round(time.Millisecond))
 
-	qc := &client.Client{BaseURL: st.Query}
+	qc := &client.Client{BaseURL: st.Query, APIKey: opts.APIKey}
 	status, err := waitCaughtUp(ctx, out, qc, opts.CatchUp)
 	if err != nil {
 		return err
@@ -84,6 +89,16 @@ func Run(ctx context.Context, st stack.State, opts Options) error {
 	}
 	billing, berr := waitBilling(ctx, qc, expBilling, opts.CatchUp)
 	printSummary(out, st, status, expectedOpen(truth), billing, expBilling, berr, opts.APIKey)
+
+	// The loop of operator actions (docs/actions.md): a controller
+	// carries out two requests in three while the stack runs, and a few
+	// actions give it requests.
+	if opts.Actions > 0 && st.Broker != "" {
+		ctl := &controller{brokers: []string{st.Broker}, ingest: st.Ingest, apiKey: opts.APIKey, query: qc, out: out}
+		go ctl.run(ctx)
+		fmt.Fprintf(out, "\noperator actions (a controller carries out two requests in three; the others reach operator_review at their deadline):\n")
+		demoActions(ctx, out, qc, opts.Actions)
+	}
 	return nil
 }
 

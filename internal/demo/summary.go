@@ -86,14 +86,16 @@ func printSummary(out io.Writer, st stack.State, status *apitypes.Status, expect
 	}
 
 	q := st.Query
-	fmt.Fprintf(out, "\nweb UI: %s/ui/\n", q)
-	fmt.Fprintln(out, "query API:", q)
-	fmt.Fprintf(out, "  curl -s %s/v1/status\n", q)
-	fmt.Fprintf(out, "  curl -s '%s/v1/drift?severity=critical&limit=20'\n", q)
-	fmt.Fprintf(out, "  curl -s '%s/v1/drift?classification=identity_mismatch'\n", q)
-	fmt.Fprintf(out, "  curl -s %s/v1/heatmap\n", q)
-	fmt.Fprintf(out, "  curl -s '%s/v1/billing/mismatches?status=open'\n", q)
-	fmt.Fprintf(out, "  curl -s %s/metrics\n", q)
+	auth := "-H 'Authorization: Bearer " + apiKey + "'"
+	fmt.Fprintf(out, "\nweb UI: %s/ui/  (sign in with the API key below: admin in local_parity)\n", q)
+	fmt.Fprintln(out, "query API (every request but /healthz needs the key; docs/access.md):", q)
+	fmt.Fprintf(out, "  curl -s %s %s/v1/status\n", auth, q)
+	fmt.Fprintf(out, "  curl -s %s '%s/v1/drift?severity=critical&limit=20'\n", auth, q)
+	fmt.Fprintf(out, "  curl -s %s '%s/v1/drift?classification=identity_mismatch'\n", auth, q)
+	fmt.Fprintf(out, "  curl -s %s %s/v1/heatmap\n", auth, q)
+	fmt.Fprintf(out, "  curl -s %s '%s/v1/billing/mismatches?status=open'\n", auth, q)
+	fmt.Fprintf(out, "  curl -s %s '%s/v1/audit?limit=20'\n", auth, q)
+	fmt.Fprintf(out, "  curl -s %s %s/metrics\n", auth, q)
 	fmt.Fprintln(out, "ingest gateway:", st.Ingest)
 	fmt.Fprintf(out, "  curl -s -H 'Authorization: Bearer %s' --data-binary @events.ndjson %s/v1/events\n", apiKey, st.Ingest)
 	host, port := splitHostPort(st.ClickHouse)
@@ -102,7 +104,7 @@ func printSummary(out io.Writer, st stack.State, status *apitypes.Status, expect
 	fmt.Fprintf(out, "  (e.g. SELECT classification, count() FROM drift_evidence FINAL WHERE status = 'open' GROUP BY classification)\n")
 	fmt.Fprintf(out, "  (e.g. SELECT kind, count() FROM billing_mismatch FINAL WHERE status = 'open' GROUP BY kind)\n")
 	fmt.Fprintln(out, "broker (Kafka protocol):", st.Broker)
-	fmt.Fprintln(out, "API key:", apiKey)
+	fmt.Fprintln(out, "API key (ingest and query API, local_parity only):", apiKey)
 }
 
 func sortedKeys[V any](m map[string]V) []string {

@@ -93,6 +93,12 @@ type Config struct {
 	// UnknownUnitRate is the fraction of usage events naming a unit that the
 	// price book lacks or has retired (billing unknown_unit). Default 0.005.
 	UnknownUnitRate float64 `json:"unknown_unit_rate"`
+	// ConflictingUsageRate is the fraction of usage events followed, in a
+	// new envelope, by a corrected copy under the same usage_id (the
+	// quantity plus half a unit): the first stays rated, the copy is
+	// billing conflicting_usage. Default 0, so the stream of an existing
+	// config stays byte-identical; the fault test sets it.
+	ConflictingUsageRate float64 `json:"conflicting_usage_rate"`
 
 	// Ledger simulates the external ledger (ledger.entry events and the
 	// rated_not_ledgered and amount_mismatch it injects). Default
@@ -282,6 +288,7 @@ func (c *Config) rates() []namedRate {
 		{"Node.Degraded", n.Degraded}, {"Node.Disconnected", n.Disconnected}, {"Node.Replaying", n.Replaying},
 		{"UpdateRate", c.UpdateRate}, {"ReplayRate", c.ReplayRate}, {"DuplicateRate", c.DuplicateRate},
 		{"DuplicateUsageRate", c.DuplicateUsageRate}, {"UnknownUnitRate", c.UnknownUnitRate},
+		{"ConflictingUsageRate", c.ConflictingUsageRate},
 	}
 }
 
@@ -361,6 +368,7 @@ func (c *Config) RegisterFlags(fs *flag.FlagSet) {
 	fs.Float64Var(&c.UpdateRate, "fleet.updateRate", c.UpdateRate, "fraction of healthy records updated to version 2")
 	fs.Float64Var(&c.ReplayRate, "fleet.replayRate", c.ReplayRate, "fraction of updated records whose version 1 is replayed late")
 	fs.Float64Var(&c.DuplicateUsageRate, "fleet.rate.duplicateUsage", c.DuplicateUsageRate, "fraction of usage events duplicated under another usage_id")
+	fs.Float64Var(&c.ConflictingUsageRate, "fleet.rate.conflictingUsage", c.ConflictingUsageRate, "fraction of usage events followed by a corrected copy under the same usage_id (conflicting_usage)")
 	fs.Float64Var(&c.UnknownUnitRate, "fleet.rate.unknownUnit", c.UnknownUnitRate, "fraction of usage events naming an unknown or retired unit")
 	l := &c.Ledger
 	fs.BoolVar(&l.Enabled, "fleet.ledger", l.Enabled, "simulate the ledger: post ledger.entry events for rated usage, with injected rated_not_ledgered and amount_mismatch")

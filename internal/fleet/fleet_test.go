@@ -571,7 +571,7 @@ func sum(m map[string]int) int {
 func TestUsageTruth(t *testing.T) {
 	cfg := DefaultConfig()
 	cfg.UsagePerResource = 2
-	cfg.DuplicateUsageRate, cfg.UnknownUnitRate = 0.02, 0.02
+	cfg.DuplicateUsageRate, cfg.UnknownUnitRate, cfg.ConflictingUsageRate = 0.02, 0.02, 0.02
 	g := newGen(t, cfg)
 	evs := decodeAll(t, collect(t, g))
 	truth := g.Truth().Usage
@@ -580,7 +580,9 @@ func TestUsageTruth(t *testing.T) {
 		book[u.UnitID] = u.Lifecycle == "active"
 	}
 	totals := map[string]*big.Rat{}
-	keys := map[string]string{} // metering key -> first usage_id
+	keys := map[string]string{}    // metering key -> first usage_id
+	first := map[string]*big.Rat{} // usage_id -> its first quantity
+	conflicts := map[string]string{}
 	dups, unknown, n := 0, 0, 0
 	for _, d := range evs {
 		u, ok := d.payload.(*contract.Usage)
@@ -589,16 +591,24 @@ func TestUsageTruth(t *testing.T) {
 		}
 		n++
 		k := contract.KeyOf(u)
-		if _, seen := keys[k]; seen {
+		q, _ := new(big.Rat).SetString(u.Quantity)
+		if id, seen := keys[k]; seen && id == u.UsageID {
+			// The same usage_id again: a corrected copy, half a unit more.
+			if d := new(big.Rat).Sub(q, first[u.UsageID]); d.FloatString(6) != "0.500000" {
+				t.Fatalf("%s again with quantity %s", u.UsageID, u.Quantity)
+			}
+			conflicts[u.UsageID] = u.Quantity
+			continue
+		} else if seen {
 			dups++
 			continue
 		}
+		first[u.UsageID] = q
 		keys[k] = u.UsageID
 		if !book[u.UnitID] {
 			unknown++
 			continue
 		}
-		q, _ := new(big.Rat).SetString(u.Quantity)
 		tk := u.TenantID + "|" + u.UnitID
 		if totals[tk] == nil {
 			totals[tk] = new(big.Rat)
@@ -626,6 +636,14 @@ func TestUsageTruth(t *testing.T) {
 	}
 	if dups != g.usageDup || unknown != g.usageUnknown || dups == 0 || unknown == 0 {
 		t.Fatalf("%d duplicates and %d unknown units, planned %d and %d", dups, unknown, g.usageDup, g.usageUnknown)
+	}
+	if len(conflicts) != g.usageConflict || kinds["conflicting_usage"] != len(conflicts) || len(conflicts) == 0 {
+		t.Fatalf("%d corrected usage_ids, %d conflicting_usage anomalies, planned %d", len(conflicts), kinds["conflicting_usage"], g.usageConflict)
+	}
+	for _, a := range truth.Anomalies {
+		if a.Kind == "conflicting_usage" && conflicts[a.UsageID] != a.ConflictQuantity {
+			t.Fatalf("anomaly %+v, the stream's corrected quantity %q", a, conflicts[a.UsageID])
+		}
 	}
 }
 

@@ -585,7 +585,11 @@ func (e *emitter) usageEvent(u *usageRec) error {
 	b = append(b, `","unit_id":"`...)
 	b = append(b, u.unit...)
 	b = append(b, `","quantity":"`...)
-	b = appendFixed(b, u.micros, 6)
+	if u.corrected {
+		b = appendFixed(b, u.micros+correctionMicros, 6)
+	} else {
+		b = appendFixed(b, u.micros, 6)
+	}
 	b = append(b, `","product_id":"`...)
 	b = append(b, families[u.f].productID...)
 	b = append(b, `","tenant_id":"`...)

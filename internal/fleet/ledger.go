@@ -118,7 +118,9 @@ func (g *Generator) ledgerAmounts(u *usageRec, outcome uint8) (rated, posted dec
 }
 
 // ratedUsage reports whether a correct rater rates u.
-func ratedUsage(u *usageRec) bool { return !u.duplicate && u.anomaly != usageUnknownUnit }
+func ratedUsage(u *usageRec) bool {
+	return !u.duplicate && !u.corrected && u.anomaly != usageUnknownUnit
+}
 
 // ledgerProducer is the envelope producer of the simulated ledger.
 const ledgerProducer = "ledger-poster"

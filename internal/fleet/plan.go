@@ -62,9 +62,10 @@ type Generator struct {
 	nodeCnt [numNodeKinds]int
 
 	// Usage plan: base usage events and how many get each anomaly.
-	usageBase    int
-	usageDup     int
-	usageUnknown int
+	usageBase     int
+	usageDup      int
+	usageUnknown  int
+	usageConflict int
 
 	// Precomputed producer names.
 	recProducers   []string                // per domain
@@ -197,8 +198,9 @@ func (g *Generator) plan() error {
 	g.usageBase = active * g.cfg.Rounds * g.cfg.UsagePerResource
 	g.usageDup = roundCount(g.cfg.DuplicateUsageRate, g.usageBase)
 	g.usageUnknown = roundCount(g.cfg.UnknownUnitRate, g.usageBase)
-	if g.usageDup+g.usageUnknown > g.usageBase {
-		return fmt.Errorf("usage anomaly rates ask for %d of %d usage events: %w", g.usageDup+g.usageUnknown, g.usageBase, ErrPopulation)
+	g.usageConflict = roundCount(g.cfg.ConflictingUsageRate, g.usageBase)
+	if n := g.usageDup + g.usageUnknown + g.usageConflict; n > g.usageBase {
+		return fmt.Errorf("usage anomaly rates ask for %d of %d usage events: %w", n, g.usageBase, ErrPopulation)
 	}
 	return nil
 }

@@ -191,14 +191,17 @@ type UsageTotal struct {
 
 // UsageAnomaly is one injected billing drift.
 type UsageAnomaly struct {
-	Kind           string `json:"kind"` // duplicate_usage | unknown_unit | rated_not_ledgered | amount_mismatch
+	Kind           string `json:"kind"` // duplicate_usage | unknown_unit | conflicting_usage | rated_not_ledgered | amount_mismatch
 	UsageID        string `json:"usage_id"`
 	OtherUsageID   string `json:"other_usage_id,omitempty"` // duplicate_usage: the first usage_id of the key
 	MeteringSource string `json:"metering_source"`
 	MeteringID     string `json:"metering_id"`
 	UnitID         string `json:"unit_id"`
 	Quantity       string `json:"quantity"`
-	TenantID       string `json:"tenant_id"`
+	// ConflictQuantity is conflicting_usage's corrected quantity (Quantity
+	// is the first one's, the one rated).
+	ConflictQuantity string `json:"conflict_quantity,omitempty"`
+	TenantID         string `json:"tenant_id"`
 	// RatedAmount, LedgerAmount and Currency: the ledger's anomalies
 	// (Config.Ledger) only. LedgerAmount is empty for rated_not_ledgered.
 	RatedAmount  string `json:"rated_amount,omitempty"`
@@ -355,6 +358,15 @@ func (g *Generator) usageTruth(e *emitter) UsageTruth {
 	for r := 0; r < g.cfg.Rounds; r++ {
 		_ = w.round(r, func(u *usageRec) error {
 			ut.Events++
+			if u.corrected {
+				a := UsageAnomaly{Kind: string(contract.KindConflictingUsage), UnitID: u.unit, Quantity: FormatMicros(u.micros),
+					ConflictQuantity: FormatMicros(u.micros + correctionMicros),
+					MeteringSource:   g.meterProducers[u.f][u.i/g.per[u.f]], TenantID: string(appendTenant(nil, u.tenant))}
+				a.MeteringID = string(e.appendMeteringID(buf[:0], u))
+				a.UsageID = string(e.appendUsageID(buf[:0], u))
+				ut.Anomalies = append(ut.Anomalies, a)
+				return nil // the first copy is rated and counted
+			}
 			if u.duplicate || u.anomaly == usageUnknownUnit {
 				a := UsageAnomaly{Kind: string(contract.KindDuplicateUsage), UnitID: u.unit, Quantity: FormatMicros(u.micros),
 					MeteringSource: g.meterProducers[u.f][u.i/g.per[u.f]], TenantID: string(appendTenant(nil, u.tenant))}

@@ -71,6 +71,7 @@ type usageRec struct {
 	micros      int64 // quantity in millionths of the unit
 	tenant      int
 	duplicate   bool // the second usage_id of a duplicate_usage pair
+	corrected   bool // the corrected copy of a conflicting_usage pair: the same usage_id, another quantity
 	anomaly     uint8
 }
 
@@ -79,7 +80,12 @@ const (
 	usageNormal uint8 = iota
 	usageDuplicated
 	usageUnknownUnit
+	usageConflicting // followed by a corrected copy (last: a config without it draws as before)
 )
+
+// correctionMicros is what a corrected copy adds to the quantity: half a
+// unit.
+const correctionMicros = 500_000
 
 // usageWalker walks the usage events of the fleet in emission order. Its
 // anomaly draws come from their own random stream, so Emit and Truth,
@@ -96,7 +102,7 @@ func (g *Generator) newUsageWalker() *usageWalker {
 	return &usageWalker{
 		g:    g,
 		rng:  rand.New(rand.NewPCG(uint64(g.cfg.Seed), 0xa4093822299f31d0)),
-		left: []int{g.usageBase - g.usageDup - g.usageUnknown, g.usageDup, g.usageUnknown},
+		left: []int{g.usageBase - g.usageDup - g.usageUnknown - g.usageConflict, g.usageDup, g.usageUnknown, g.usageConflict},
 		n:    g.usageBase,
 	}
 }
@@ -131,6 +137,12 @@ func (w *usageWalker) round(r int, fn func(*usageRec) error) error {
 				}
 				if c == usageDuplicated {
 					u.duplicate = true
+					if err := fn(u); err != nil {
+						return err
+					}
+				}
+				if c == usageConflicting {
+					u.corrected = true
 					if err := fn(u); err != nil {
 						return err
 					}

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"net/http"
 	"time"
+
+	"github.com/driftline/driftline/internal/chserver"
 )
 
 // startService runs bin/<name> and waits until its /healthz answers 200.
@@ -17,7 +19,7 @@ func (s *Stack) startService(ctx context.Context, name string) error {
 	}
 	addr, _ := s.opts.serviceAddr(name)
 	s.logf("starting %s on %s", name, addr)
-	p, err := s.spawn(procSpec{name: name, path: path, env: s.childEnv(), log: s.logPath(name)})
+	p, err := s.spawn(procSpec{name: name, path: path, env: s.serviceEnv(name), log: s.logPath(name)})
 	if err != nil {
 		return err
 	}
@@ -54,4 +56,27 @@ func waitHealthy(ctx context.Context, p *process, url string, timeout time.Durat
 		case <-time.After(100 * time.Millisecond):
 		}
 	}
+}
+
+// serviceEnv is childEnv with the ClickHouse user of the service when the
+// stack runs its own server: the query service reads as the read-only
+// user and appends its audit log as the audit user, the joiner and the
+// rater write as the writer user (chserver's users). Options.Env still
+// wins.
+func (s *Stack) serviceEnv(name string) []string {
+	env := s.childEnv()
+	if s.opts.ExternalClickHouse {
+		return env
+	}
+	var users []string
+	switch name {
+	case NameQuery:
+		users = []string{"DRIFTLINE_CLICKHOUSE_USER=" + chserver.ReaderUser, "DRIFTLINE_CLICKHOUSE_PASSWORD=",
+			"DRIFTLINE_QUERY_AUDIT_USER=" + chserver.AuditUser, "DRIFTLINE_QUERY_AUDIT_PASSWORD="}
+	case NameJoiner, NameRater:
+		users = []string{"DRIFTLINE_CLICKHOUSE_USER=" + chserver.WriterUser, "DRIFTLINE_CLICKHOUSE_PASSWORD="}
+	default:
+		return env
+	}
+	return append(append(env, users...), s.opts.Env...)
 }

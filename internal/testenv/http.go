@@ -2,19 +2,21 @@ package testenv
 
 import (
 	"io"
-	"net/http"
 	"testing"
 )
 
-// GetJSON GETs u from a JSON API under test and returns the body. It
-// fails t when the request fails, and reports an error when the status is
-// not wantCode or the answer is not application/json.
+// GetJSON GETs u from a JSON API under test with LocalKey and returns the
+// body. It fails t when the request fails, and reports an error when the
+// status is not wantCode or the answer is not application/json.
 func GetJSON(t testing.TB, u string, wantCode int) []byte {
 	t.Helper()
-	resp, err := http.Get(u)
-	if err != nil {
-		t.Fatal(err)
-	}
+	return GetJSONWithKey(t, u, LocalKey, wantCode)
+}
+
+// GetJSONWithKey is GetJSON with key (empty: no Authorization header).
+func GetJSONWithKey(t testing.TB, u, key string, wantCode int) []byte {
+	t.Helper()
+	resp := Get(t, u, key)
 	defer resp.Body.Close()
 	b, err := io.ReadAll(resp.Body)
 	if err != nil {

@@ -45,6 +45,34 @@ func KafkaCluster(t testing.TB, partitions int32) (*kfake.Cluster, contract.Topi
 	return c, names
 }
 
+// KafkaReplicated starts an in-process cluster of n brokers and creates
+// every pipeline topic (default names) with partitions partitions,
+// replication n and min.insync.replicas 2 (1 for one broker), as a
+// production cluster has them. The cluster's RemoveNode stops a broker:
+// its partitions and coordinators move to the others, which clients
+// must follow without losing or repeating a record.
+func KafkaReplicated(t testing.TB, partitions int32, n int) (*kfake.Cluster, contract.Topics) {
+	t.Helper()
+	c, err := kfake.NewCluster(kfake.NumBrokers(n))
+	if err != nil {
+		t.Fatalf("start kfake cluster: %v", err)
+	}
+	t.Cleanup(c.Close)
+	cl, err := kgo.NewClient(kgo.SeedBrokers(c.ListenAddrs()...))
+	if err != nil {
+		t.Fatalf("kafka client: %v", err)
+	}
+	defer cl.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	names := contract.DefaultTopics()
+	r := topics.Replication{Factor: int16(n), MinInsync: min(2, n)}
+	if err := topics.EnsureReplicated(ctx, kadm.NewClient(cl), names, partitions, r); err != nil {
+		t.Fatalf("create topics: %v", err)
+	}
+	return c, names
+}
+
 // KafkaClient returns a client of brokers with opts, closed when the test
 // ends.
 func KafkaClient(t testing.TB, brokers []string, opts ...kgo.Opt) *kgo.Client {

@@ -81,7 +81,7 @@ func (s *Server) handleBillingMismatches(w http.ResponseWriter, r *http.Request)
 	if err != nil {
 		return err
 	}
-	format, limit, err := formatAndLimit(r, q)
+	format, limit, err := s.formatAndLimit(w, r, q)
 	if err != nil {
 		return err
 	}

@@ -1,11 +1,20 @@
 // Package api serves the read-only query API of the reconciliation
 // pipeline (CONTRACT section 7): JSON over HTTP, read from the ClickHouse
-// read model. The server never writes.
+// read model. The server writes nothing but its audit log.
+//
+// Every request but /healthz and the UI's files is authenticated by its
+// bearer key and authorised by the key's roles (package access,
+// docs/access.md): 401 without a valid key, 403 without a role the
+// endpoint needs; a finance key's tenant scope hides other tenants' rows
+// in every billing read. Every answer carries Driftline-Policy-Rev and
+// Driftline-Request-Id; a failed read answers 503 with the request id,
+// never ClickHouse's text.
 //
 // The package holds the HTTP server and its handlers: parameters and
 // filters, paging cursors, read-your-writes waits and the JSON answers.
 // Beside it:
 //
+//	access    who may call what: principal, roles, scopes, audit log
 //	apitypes  the answers' Go types and the vocabulary they carry
 //	client    a Go client for the API (cmd/driftctl is built on it)
 //	export    Arrow IPC, Parquet and CSV encodings of the listings
@@ -29,7 +38,9 @@
 //	GET /v1/billing/rated         rated totals by tenant, product, unit and day (RatedTotals)
 //	GET /v1/billing/automation    is financial automation stopped for tenant_id (and product_id) (Automation)
 //	GET /v1/billing/conservation  billing conservation windows, newest first (ConservationPage)
-//	GET /v1/bundle                evidence bundle of an incident as an Arrow IPC file or Parquet file
+//	GET /v1/bundle                evidence bundle of an incident as an Arrow IPC file or Parquet file (audited)
+//	GET /v1/session               the caller's actor, roles, scopes and endpoints (Session)
+//	GET /v1/audit                 the audit log, newest first, for auditors (AuditPage)
 //	GET /ui/                      the web UI (embedded static files; / redirects here)
 //	GET /metrics                  Prometheus metrics
 //	GET /healthz                  200 when ClickHouse answers a ping, else 503

@@ -31,7 +31,7 @@ func (s *Server) handleDrift(w http.ResponseWriter, r *http.Request) error {
 	} else if after, err = parseKeyset(q, order.Name); err != nil {
 		return err
 	}
-	format, limit, err := formatAndLimit(r, q)
+	format, limit, err := s.formatAndLimit(w, r, q)
 	if err != nil {
 		return err
 	}
@@ -86,7 +86,7 @@ func (s *Server) handleDriftDetail(w http.ResponseWriter, r *http.Request) error
 var postureSummary = map[string]string{
 	string(contract.PostureQuarantine):     "Quarantine the resource: keep it out of scheduling and traffic, and do not delete it until ownership is settled.",
 	string(contract.PostureBlockAdmission): "Block admissions to the affected capacity until the finding resolves.",
-	string(contract.PostureRetry):          "The platform retries reconciliation by itself at next_attempt_at; no operator action yet.",
+	string(contract.PostureRetry):          "Retry reconciliation from next_attempt_at with the retry action: the platform's controllers receive a request, and the finding shows it pending until an observation resolves it or its deadline sends it to operator review.",
 	string(contract.PostureOperatorReview): "An operator must review the evidence and decide; automation will not act on it.",
 }
 
@@ -103,6 +103,12 @@ func recommend(f apitypes.Finding) apitypes.Action {
 	a := apitypes.Action{Required: true, Posture: f.Posture, Runbook: f.Runbook, Summary: postureSummary[f.Posture]}
 	if a.Summary == "" {
 		a.Summary = "Follow the runbook."
+	}
+	switch contract.ActionState(f.ActionState) {
+	case contract.ActionPending:
+		a.Summary = "A request to the platform's controllers is pending (last action " + f.LastActionID + "): wait for an observation to resolve the finding, or for its deadline. " + a.Summary
+	case contract.ActionOperatorReview:
+		a.Summary = "The request to the platform's controllers passed its deadline with the finding still open: review the evidence and decide. " + a.Summary
 	}
 	if f.Posture == string(contract.PostureRetry) {
 		a.NextAttemptAt = f.NextAttemptAt

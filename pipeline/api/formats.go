@@ -3,8 +3,10 @@ package api
 import (
 	"net/http"
 	"net/url"
+	"strconv"
 	"strings"
 
+	"github.com/driftline/driftline/pipeline/api/apitypes"
 	"github.com/driftline/driftline/pipeline/api/export"
 )
 
@@ -33,23 +35,33 @@ func negotiate(r *http.Request, q url.Values) (string, error) {
 	return formatJSON, nil
 }
 
+// HeaderExportRowCap names, on an export that gave no limit, the most rows
+// it holds (Options.MaxExportRows).
+const HeaderExportRowCap = "Driftline-Export-Row-Cap"
+
 // formatAndLimit negotiates the answer format and reads the limit: a
-// page's, or an export's, which is the whole selection (0) unless a limit
-// is given.
-func formatAndLimit(r *http.Request, q url.Values) (format string, limit int, err error) {
+// page's, or an export's, which is the whole selection up to
+// MaxExportRows unless a limit is given.
+func (s *Server) formatAndLimit(w http.ResponseWriter, r *http.Request, q url.Values) (format string, limit int, err error) {
 	if format, err = negotiate(r, q); err != nil {
 		return "", 0, err
 	}
 	if format != formatJSON && len(q["limit"]) == 0 {
-		return format, 0, nil
+		w.Header().Set(HeaderExportRowCap, strconv.Itoa(s.opts.MaxExportRows))
+		return format, s.opts.MaxExportRows, nil
 	}
 	limit, err = parseLimit(q)
 	return format, limit, err
 }
 
-// exportRows streams the rows each yields as the export name in format.
+// exportRows streams the rows each yields as the export name in format,
+// after writing the read's audit entry.
 func exportRows[T any](s *Server, w http.ResponseWriter, r *http.Request, format, name string, cols []export.Column[T],
 	each func(fn func(T) error) error) error {
+	if err := s.auditRead(r); err != nil {
+		writeJSON(w, http.StatusServiceUnavailable, apitypes.ErrorBody{Error: err.Error(), RequestID: requestID(r)})
+		return nil
+	}
 	rw := export.NewRowWriter(w, format, name, cols)
 	err := each(func(v T) error { return rw.Write(&v) })
 	return s.endExport(r, name, rw.Close(err != nil), err)

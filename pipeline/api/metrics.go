@@ -16,6 +16,10 @@ type metrics struct {
 	waitSeconds prometheus.Histogram
 	// waiting counts the requests waiting for their watermark now.
 	waiting prometheus.Gauge
+	// busy counts requests refused because MaxConcurrent were served.
+	busy prometheus.Counter
+	// denied counts requests refused by access control, by code (401, 403).
+	denied *prometheus.CounterVec
 }
 
 // newMetrics declares the series unregistered; register adds them to the
@@ -39,6 +43,10 @@ func newMetrics() *metrics {
 			[]float64{.01, .05, .1, .25, .5, 1, 2.5, 5, 10, 30}),
 		waiting: f.Gauge("driftline_query_watermark_waiting",
 			"Requests waiting now for their wait_watermark (read-your-writes): each found it not yet reached and holds its connection until it is or wait_timeout passes."),
+		busy: f.Counter("driftline_query_busy_total",
+			"Requests answered 503 at once because -query.maxConcurrent requests were being served."),
+		denied: f.CounterVec("driftline_query_denied_total",
+			"Requests refused by access control, by HTTP status: 401 (no, unknown or revoked key), 403 (role or scope missing).", "code"),
 	}
 }
 
@@ -51,7 +59,9 @@ var queryNames = []string{"drift_list", "drift_detail", "drift_history", "status
 func (m *metrics) register(r prometheus.Registerer) error {
 	service.Touch(m.chErrors, queryNames...)
 	service.Touch(m.waits, "reached", "timeout")
-	for _, c := range []prometheus.Collector{m.requests, m.latency, m.chErrors, m.lagErrs, m.waits, m.waitSeconds, m.waiting} {
+	service.Touch(m.chErrors, "audit") // GET /v1/audit (audit.go)
+	service.Touch(m.denied, "401", "403")
+	for _, c := range []prometheus.Collector{m.requests, m.latency, m.chErrors, m.lagErrs, m.waits, m.waitSeconds, m.waiting, m.busy, m.denied} {
 		if err := r.Register(c); err != nil {
 			return err
 		}

@@ -4,10 +4,13 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -22,6 +25,7 @@ import (
 	"github.com/driftline/driftline/pipeline/api/apitypes"
 	"github.com/driftline/driftline/pipeline/api/client"
 	"github.com/driftline/driftline/pipeline/readmodel/sink"
+	"github.com/driftline/driftline/pipeline/service"
 )
 
 func TestMain(m *testing.M) { testenv.Main(m) }
@@ -168,13 +172,20 @@ func newFixture(t *testing.T, opts api.Options) *fixture {
 	seed(t, db)
 	opts.DB = db
 	opts.Now = func() time.Time { return t0 }
+	if opts.Guard == nil {
+		opts.Guard = testenv.LocalGuard(t)
+	}
 	srv, err := api.New(opts)
 	if err != nil {
 		t.Fatal(err)
 	}
-	hs := httptest.NewServer(srv.Handler())
+	t.Cleanup(srv.Close) // before the database closes: the audit log's last batch
+	mux := http.NewServeMux()
+	mux.Handle("/", srv.Handler())
+	mux.HandleFunc("GET /test/signin", signInPage)
+	hs := httptest.NewServer(mux)
 	t.Cleanup(hs.Close)
-	return &fixture{db: db, url: hs.URL, client: &client.Client{BaseURL: hs.URL}}
+	return &fixture{db: db, url: hs.URL, client: &client.Client{BaseURL: hs.URL, APIKey: service.DefaultLocalAPIKey}}
 }
 
 func ids(fs []apitypes.Finding) []string {
@@ -497,10 +508,11 @@ func TestStatus(t *testing.T) {
 }
 
 func TestStatusEmpty(t *testing.T) {
-	srv, err := api.New(api.Options{DB: openDB(t)})
+	srv, err := api.New(api.Options{Guard: testenv.LocalGuard(t), DB: openDB(t)})
 	if err != nil {
 		t.Fatal(err)
 	}
+	defer srv.Close()
 	hs := httptest.NewServer(srv.Handler())
 	defer hs.Close()
 	body := testenv.GetJSON(t, hs.URL+"/v1/status", 200)
@@ -585,7 +597,7 @@ func TestHealthAndMetrics(t *testing.T) {
 	testenv.GetJSON(t, fx.url+"/healthz", 200)
 	testenv.GetJSON(t, fx.url+"/v1/drift", 200)
 	testenv.GetJSON(t, fx.url+"/v1/drift?limit=0", 400)
-	resp, err := http.Get(fx.url + "/metrics")
+	resp, err := testenv.Do(fx.url+"/metrics", testenv.LocalKey)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -620,4 +632,28 @@ func TestMissingTableHint(t *testing.T) {
 	if !strings.Contains(string(body), "Possible solutions") {
 		t.Errorf("no hint: %s", body)
 	}
+}
+
+// uiKeys are the keys the UI test signs in with, by name.
+var uiKeys = map[string]string{"admin": testenv.LocalKey, "viewer": keyViewer, "finance-t1": keyFinT1}
+
+// signInPage does what a person does on the UI's sign-in form: it puts
+// the key of ?as= in the tab's session storage. Headless Chromium cannot
+// type, so the UI test opens this page: the UI's own index.html with that
+// one script before it, under the UI's base URL, so the hash routes work
+// without a navigation.
+func signInPage(w http.ResponseWriter, r *http.Request) {
+	key, ok := uiKeys[r.URL.Query().Get("as")]
+	if !ok {
+		http.Error(w, "unknown key name", http.StatusBadRequest)
+		return
+	}
+	index, err := os.ReadFile(filepath.Join("web", "index.html"))
+	if err != nil {
+		http.Error(w, err.Error(), http.StatusInternalServerError)
+		return
+	}
+	pre := fmt.Sprintf(`<head><base href="/ui/"><script>sessionStorage.setItem("driftline.apiKey", %q);</script>`, key)
+	w.Header().Set("Content-Type", "text/html")
+	_, _ = io.WriteString(w, strings.Replace(string(index), "<head>", pre, 1))
 }

@@ -51,12 +51,18 @@ type StatusReader interface {
 	ProducerRejections(ctx context.Context) ([]apitypes.ProducerRejections, error)
 }
 
+// AuditReader reads the audit log.
+type AuditReader interface {
+	Audit(ctx context.Context, f reader.AuditFilter) ([]apitypes.AuditEntry, bool, error)
+}
+
 // ReadModel is every read of the server, and the health check.
 type ReadModel interface {
 	DriftReader
 	NodeReader
 	BillingReader
 	StatusReader
+	AuditReader
 	Ping(ctx context.Context) error
 }
 

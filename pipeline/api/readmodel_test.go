@@ -9,6 +9,7 @@ import (
 
 	"github.com/driftline/driftline/internal/testenv"
 	"github.com/driftline/driftline/pipeline/api"
+	"github.com/driftline/driftline/pipeline/api/access"
 	"github.com/driftline/driftline/pipeline/api/apitypes"
 	"github.com/driftline/driftline/pipeline/contract"
 	"github.com/driftline/driftline/pipeline/readmodel/reader"
@@ -35,7 +36,12 @@ func TestHeatmapOverAFakeReadModel(t *testing.T) {
 		{OwningDomain: "compute", Classification: string(contract.ClassIdentity), Severity: string(contract.SeverityCritical), Status: string(contract.StatusOpen), Count: 2},
 		{OwningDomain: "apps", Classification: "a_new_class", Severity: string(contract.SeverityWarning), Status: string(contract.StatusOpen), Count: 1},
 	}}
-	srv, err := api.New(api.Options{ReadModel: fr, Now: func() time.Time { return t0 }})
+	aud, err := access.NewAuditor(&access.MemorySink{}, access.AuditorOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(aud.Close)
+	srv, err := api.New(api.Options{Guard: testenv.LocalGuard(t), Auditor: aud, ReadModel: fr, Now: func() time.Time { return t0 }})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -4,8 +4,10 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"log/slog"
 	"net/http"
+	"slices"
 	"strconv"
 	"time"
 
@@ -14,8 +16,10 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"github.com/twmb/franz-go/pkg/kadm"
 
+	"github.com/driftline/driftline/pipeline/api/access"
 	"github.com/driftline/driftline/pipeline/api/apitypes"
 	"github.com/driftline/driftline/pipeline/api/web"
+	"github.com/driftline/driftline/pipeline/contract"
 	"github.com/driftline/driftline/pipeline/readmodel/reader"
 	"github.com/driftline/driftline/pipeline/service"
 )
@@ -71,6 +75,37 @@ type Options struct {
 	WaitPartitions int
 	// MaxWait bounds wait_timeout. Default 30s.
 	MaxWait time.Duration
+	// Guard authenticates every request and holds the access policy
+	// (package access). Required: access.NewGuard over the keys file, or
+	// over keys.LocalKeyring in local_parity.
+	Guard *access.Guard
+	// Auditor writes audit_log. Default: an auditor appending to
+	// audit_log over DB, which must then be able to insert (a
+	// clickhouse-go driver.Conn can).
+	Auditor *access.Auditor
+	// MaxConcurrent bounds the requests served at once; past it a request
+	// is answered 503 with Retry-After at once. Default 64.
+	MaxConcurrent int
+	// MaxExportRows bounds the rows of an export (Arrow, CSV) that gives
+	// no limit; the answer then carries Driftline-Export-Row-Cap.
+	// Default 1,000,000.
+	MaxExportRows int
+	// AllowOrigins are the origins whose pages may call the API from a
+	// browser (CORS). Default none: only the UI served by this server.
+	AllowOrigins []string
+	// Commands receives accepted operator actions (a producer to
+	// Topics.Commands, acks=all). Default nil: the action endpoints
+	// answer 503.
+	Commands CommandLog
+	// Actions keeps the answers to actions by Idempotency-Key, shared by
+	// every replica (reader.ActionLog). Default nil: the action endpoints
+	// answer 503.
+	Actions ActionLog
+	// Topics names the commands topic. Default contract.DefaultTopics().
+	Topics contract.Topics
+	// Environment is stamped on every command; the joiner rejects another.
+	// Default local_parity.
+	Environment string
 }
 
 func (o *Options) setDefaults() error {
@@ -104,14 +139,33 @@ func (o *Options) setDefaults() error {
 	if o.MaxWait <= 0 {
 		o.MaxWait = 30 * time.Second
 	}
+	if o.Guard == nil {
+		return errors.New("api: Options.Guard is required; Possible solutions: access.NewGuard over the keys file (or keys.LocalKeyring in local_parity)")
+	}
+	if o.MaxConcurrent <= 0 {
+		o.MaxConcurrent = 64
+	}
+	if o.MaxExportRows <= 0 {
+		o.MaxExportRows = 1_000_000
+	}
+	if o.Topics.Commands == "" {
+		o.Topics = contract.DefaultTopics()
+	}
+	if o.Environment == "" {
+		o.Environment = contract.EnvLocalParity
+	}
 	return nil
 }
 
 // Server answers the query API.
 type Server struct {
-	opts    Options
-	read    ReadModel
-	metrics *metrics
+	opts        Options
+	read        ReadModel
+	actionReads ActionReader
+	metrics     *metrics
+	auditor     *access.Auditor
+	ownsAud     bool          // the auditor is the server's, closed by Close
+	slots       chan struct{} // one per request being served (MaxConcurrent)
 }
 
 // New returns a Server; it fails only on invalid options.
@@ -127,7 +181,32 @@ func New(opts Options) (*Server, error) {
 	if read == nil {
 		read = reader.New(opts.DB, reader.Options{Failed: func(q string) { m.chErrors.WithLabelValues(q).Inc() }})
 	}
-	return &Server{opts: opts, read: read, metrics: m}, nil
+	s := &Server{opts: opts, read: read, metrics: m, auditor: opts.Auditor, slots: make(chan struct{}, opts.MaxConcurrent)}
+	if s.auditor == nil {
+		ins, ok := opts.DB.(access.Inserter)
+		if !ok {
+			return nil, errors.New("api: Options.Auditor is required when DB cannot insert into audit_log")
+		}
+		aud, err := access.NewAuditor(access.NewClickHouseSink(ins), access.AuditorOptions{Logger: opts.Logger, Registry: opts.Registry})
+		if err != nil {
+			return nil, err
+		}
+		s.auditor, s.ownsAud = aud, true
+	}
+	if ar, ok := read.(ActionReader); ok {
+		s.actionReads = ar
+	} else {
+		s.actionReads = noActionReads{}
+	}
+	return s, nil
+}
+
+// Close writes the audit entries still queued and stops the server's own
+// auditor; call it after the HTTP server has stopped.
+func (s *Server) Close() {
+	if s.ownsAud {
+		s.auditor.Close()
+	}
 }
 
 // Handler returns the HTTP handler of every endpoint.
@@ -148,6 +227,10 @@ func (s *Server) Handler() http.Handler {
 	s.route(mux, "GET /v1/billing/automation", "billing_automation", s.handleAutomation)
 	s.route(mux, "GET /v1/billing/conservation", "billing_conservation", s.handleConservation)
 	s.route(mux, "GET /v1/bundle", "bundle", s.handleBundle)
+	s.route(mux, "GET /v1/session", "session", s.handleSession)
+	s.route(mux, "GET /v1/audit", "audit", s.handleAudit)
+	s.route(mux, "POST /v1/findings/{evidence_id...}", "finding_actions", s.routeAction)
+	s.route(mux, "POST /v1/actions/batch", "actions_batch", s.handleBatchAction)
 	s.route(mux, "GET /healthz", "healthz", s.handleHealthz)
 	mux.Handle("GET /ui/", web.Handler())
 	mux.Handle("GET /{$}", http.RedirectHandler("/ui/", http.StatusFound))
@@ -155,8 +238,36 @@ func (s *Server) Handler() http.Handler {
 		writeJSON(w, http.StatusNotFound, apitypes.ErrorBody{Error: "no such endpoint: " + r.URL.Path})
 		return nil
 	})
-	mux.Handle("GET /metrics", promhttp.HandlerFor(s.opts.Registry, promhttp.HandlerOpts{Registry: s.opts.Registry}))
-	return mux
+	metricsHandler := promhttp.HandlerFor(s.opts.Registry, promhttp.HandlerOpts{Registry: s.opts.Registry})
+	s.route(mux, "GET /metrics", "metrics", func(w http.ResponseWriter, r *http.Request) error {
+		metricsHandler.ServeHTTP(w, r)
+		return nil
+	})
+	return s.common(mux)
+}
+
+// common sets what every answer carries: the policy revision, no
+// caching of API answers, and CORS only for the allowed origins (a
+// preflight from any other origin gets no CORS headers, so the browser
+// refuses the call).
+func (s *Server) common(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		h := w.Header()
+		h.Set(access.HeaderPolicyRev, s.opts.Guard.PolicyRev())
+		h.Set("X-Content-Type-Options", "nosniff")
+		if origin := r.Header.Get("Origin"); origin != "" && slices.Contains(s.opts.AllowOrigins, origin) {
+			h.Set("Access-Control-Allow-Origin", origin)
+			h.Set("Access-Control-Allow-Headers", "Authorization, Accept, Content-Type, Idempotency-Key")
+			h.Set("Access-Control-Allow-Methods", "GET, POST")
+			h.Set("Access-Control-Expose-Headers", access.HeaderPolicyRev+", "+access.HeaderRequestID)
+			h.Add("Vary", "Origin")
+			if r.Method == http.MethodOptions {
+				w.WriteHeader(http.StatusNoContent)
+				return
+			}
+		}
+		next.ServeHTTP(w, r)
+	})
 }
 
 // handlerFunc is an endpoint. It writes its own success answer; a returned
@@ -166,9 +277,28 @@ type handlerFunc func(w http.ResponseWriter, r *http.Request) error
 func (s *Server) route(mux *http.ServeMux, pattern, endpoint string, h handlerFunc) {
 	requests := s.metrics.requests.MustCurryWith(prometheus.Labels{"endpoint": endpoint})
 	latency := s.metrics.latency.WithLabelValues(endpoint)
+	rule := access.RuleOf(endpoint)
 	mux.HandleFunc(pattern, func(w http.ResponseWriter, r *http.Request) {
 		start := time.Now()
 		rec := &statusRecorder{ResponseWriter: w, code: http.StatusOK}
+		defer func() {
+			latency.Observe(time.Since(start).Seconds())
+			requests.WithLabelValues(strconv.Itoa(rec.code)).Inc()
+		}()
+		r, ok := s.admit(rec, r, endpoint, rule)
+		if !ok {
+			return
+		}
+		select {
+		case s.slots <- struct{}{}:
+			defer func() { <-s.slots }()
+		default:
+			s.metrics.busy.Inc()
+			rec.Header().Set("Retry-After", "1")
+			writeJSON(rec, http.StatusServiceUnavailable, apitypes.ErrorBody{Error: fmt.Sprintf("busy: %d requests are being served; retry shortly", cap(s.slots)),
+				RequestID: requestID(r)})
+			return
+		}
 		err := s.wait(r)
 		if err == nil {
 			ctx, cancel := context.WithTimeout(r.Context(), s.opts.QueryTimeout)
@@ -178,8 +308,6 @@ func (s *Server) route(mux *http.ServeMux, pattern, endpoint string, h handlerFu
 		if err != nil {
 			s.writeError(rec, r, endpoint, err)
 		}
-		latency.Observe(time.Since(start).Seconds())
-		requests.WithLabelValues(strconv.Itoa(rec.code)).Inc()
 	})
 }
 
@@ -198,16 +326,28 @@ func (s *Server) writeError(w http.ResponseWriter, r *http.Request, endpoint str
 		writeJSON(w, http.StatusBadRequest, pe.body())
 		return
 	}
+	if ae, ok := errors.AsType[*actionError](err); ok {
+		writeJSON(w, ae.code, apitypes.ErrorBody{Error: ae.msg, Reason: string(ae.reason)})
+		return
+	}
 	if we, ok := errors.AsType[*WaitTimeoutError](err); ok {
 		writeJSON(w, http.StatusGatewayTimeout, apitypes.ErrorBody{Error: we.Error(), Parameter: "wait_watermark"})
 		return
 	}
-	s.opts.Logger.Warn("query failed", "endpoint", endpoint, "url", r.URL.String(), "err", err)
-	msg := err.Error()
+	msg := s.hideError(r, endpoint, err)
 	if ex, ok := errors.AsType[*clickhouse.Exception](err); ok && (ex.Code == codeUnknownTable || ex.Code == codeUnknownDatabase) {
 		msg += "; Possible solutions: start the stack or the joiner, which create the read model, or point -clickhouse.db at the database they write"
 	}
-	writeJSON(w, http.StatusServiceUnavailable, apitypes.ErrorBody{Error: msg})
+	writeJSON(w, http.StatusServiceUnavailable, apitypes.ErrorBody{Error: msg, RequestID: requestID(r)})
+}
+
+// hideError logs err with the request's id and returns what a client is
+// told instead: the id, never ClickHouse's text (which names tables,
+// columns and servers).
+func (s *Server) hideError(r *http.Request, what string, err error) string {
+	id := requestID(r)
+	s.opts.Logger.Warn("query failed", "endpoint", what, "request_id", id, "url", r.URL.String(), "err", err)
+	return "the read model did not answer; the query service's log has the detail under request_id " + id
 }
 
 func writeJSON(w http.ResponseWriter, code int, v any) {
@@ -232,7 +372,7 @@ func (r *statusRecorder) WriteHeader(code int) {
 func (s *Server) handleHealthz(w http.ResponseWriter, r *http.Request) error {
 	if err := s.read.Ping(r.Context()); err != nil {
 		s.metrics.chErrors.WithLabelValues("ping").Inc()
-		writeJSON(w, http.StatusServiceUnavailable, map[string]string{"status": "unavailable", "error": "clickhouse ping: " + err.Error()})
+		writeJSON(w, http.StatusServiceUnavailable, map[string]string{"status": "unavailable", "error": s.hideError(r, "healthz", err)})
 		return nil
 	}
 	writeJSON(w, http.StatusOK, map[string]string{"status": "ok"})

@@ -7,6 +7,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/driftline/driftline/pipeline/api/access"
 	"github.com/driftline/driftline/pipeline/api/apitypes"
 	"github.com/driftline/driftline/pipeline/contract"
 	"github.com/driftline/driftline/pipeline/readmodel/reader"
@@ -27,12 +28,17 @@ func (s *Server) handleStatus(w http.ResponseWriter, r *http.Request) error {
 	)
 	wg.Go(func() { lag = s.lag(ctx) })
 	var bill apitypes.BillingConservation
-	wg.Go(func() {
-		var err error
-		if bill, err = s.read.Conservation(ctx); err != nil {
-			bill.Error = err.Error()
-		}
-	})
+	if p, _ := access.FromContext(ctx); p.Has(contract.RoleFinance) {
+		wg.Go(func() {
+			var err error
+			if bill, err = s.read.Conservation(ctx); err != nil {
+				bill.Error = s.hideError(r, "status_billing", err)
+			}
+		})
+	} else {
+		bill = apitypes.BillingConservation{Tenants: []apitypes.TenantConservation{}, Unbalanced: []apitypes.ConservationWindow{},
+			Error: "not shown: billing needs the finance role"}
+	}
 	defer wg.Wait()
 
 	progress, err := s.read.Progress(ctx)

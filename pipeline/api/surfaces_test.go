@@ -234,8 +234,9 @@ func TestAttention(t *testing.T) {
 	ctx := context.Background()
 	// Seeded finding scores equal their version: missing 2, identity 4,
 	// orphan/quota/stale 1. Nodes: n3 passes (never queued), n2 300, n1 50,
-	// e9 5.
-	a, err := fx.client.Attention(ctx, url.Values{"n": {"4"}})
+	// e9 5. The five open billing mismatches are critical findings of
+	// billing_mismatch (1250 each), first in the global queue.
+	a, err := fx.client.Attention(ctx, url.Values{"n": {"9"}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -243,11 +244,13 @@ func TestAttention(t *testing.T) {
 	for _, it := range a.Global {
 		got = append(got, it.Kind+":"+it.ID)
 	}
-	want := []string{"node:n2", "node:n1", "node:e9", "finding:" + idIdentity}
+	want := []string{"finding:billing_mismatch:b1", "finding:billing_mismatch:b2", "finding:billing_mismatch:b3",
+		"finding:billing_mismatch:b4", "finding:billing_mismatch:b5", "node:n2", "node:n1", "node:e9", "finding:" + idIdentity}
 	if !slices.Equal(got, want) {
 		t.Errorf("global: %v want %v", got, want)
 	}
-	if a.Global[0].Node == nil || a.Global[3].Finding == nil || a.Domains != nil {
+	if len(a.Global) != len(want) || a.Global[0].Finding == nil || a.Global[0].Finding.Classification != "billing_mismatch" ||
+		a.Global[5].Node == nil || a.Global[8].Finding == nil || a.Domains != nil {
 		t.Errorf("items: %+v", a)
 	}
 	a, err = fx.client.Attention(ctx, url.Values{"n": {"2"}, "by": {"domain"}, "kind": {"finding"}})
@@ -339,6 +342,7 @@ func TestBillingCSV(t *testing.T) {
 	fx := newSurfaceFixture(t, api.Options{})
 	req, _ := http.NewRequest("GET", fx.url+"/v1/billing/mismatches?status=all", nil)
 	req.Header.Set("Accept", "text/csv")
+	req.Header.Set("Authorization", "Bearer "+testenv.LocalKey)
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
 		t.Fatal(err)
@@ -351,7 +355,7 @@ func TestBillingCSV(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(recs) != 7 || recs[0][0] != "mismatch_id" || recs[3][0] != "b3" || recs[3][11] != "0.123455" {
+	if len(recs) != 7 || recs[0][0] != "mismatch_id" || recs[3][0] != "b3" || recs[3][12] != "0.123455" {
 		t.Errorf("csv: %v", recs)
 	}
 }
@@ -433,6 +437,7 @@ func readArrowStream(t *testing.T, u string, name string) ([]string, int) {
 	t.Helper()
 	req, _ := http.NewRequest("GET", u, nil)
 	req.Header.Set("Accept", export.MediaArrowStream)
+	req.Header.Set("Authorization", "Bearer "+testenv.LocalKey)
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
 		t.Fatal(err)
@@ -505,7 +510,7 @@ func TestBundle(t *testing.T) {
 	fx := newSurfaceFixture(t, api.Options{})
 	get := func(q string) []byte {
 		t.Helper()
-		resp, err := http.Get(fx.url + "/v1/bundle?" + q)
+		resp, err := testenv.Do(fx.url+"/v1/bundle?"+q, testenv.LocalKey)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -554,7 +559,7 @@ func TestBundle(t *testing.T) {
 	}
 	checkBundle(t, tr.RecordBatch())
 
-	resp, err := http.Get(fx.url + "/v1/bundle?correlation_id=nope")
+	resp, err := testenv.Do(fx.url+"/v1/bundle?correlation_id=nope", testenv.LocalKey)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -614,7 +619,7 @@ func TestWaitWatermark(t *testing.T) {
 	// Partition 2 catches up while a request waits.
 	done := make(chan []byte)
 	go func() {
-		resp, err := http.Get(strings.Replace(u, "300ms", "10s", 1))
+		resp, err := testenv.Do(strings.Replace(u, "300ms", "10s", 1), testenv.LocalKey)
 		if err != nil {
 			done <- []byte(err.Error())
 			return

@@ -105,9 +105,9 @@ func (b *browser) page(t *testing.T, u, name string) string {
 
 func TestUI(t *testing.T) {
 	bin := chromium(t)
-	fx := newSurfaceFixture(t, api.Options{})
+	fx := newSurfaceFixture(t, api.Options{Guard: accessGuard(t)})
 	b := &browser{bin: bin, profile: t.TempDir(), artifacts: artifactsDir(t)}
-	ui := fx.url + "/ui/"
+	ui := fx.url + "/test/signin?as=admin"
 
 	has := func(page, dom string, frags ...string) {
 		t.Helper()
@@ -126,8 +126,14 @@ func TestUI(t *testing.T) {
 		}
 	}
 
-	dom := b.page(t, ui+"#/", "0-global")
-	has("global", dom, `data-view="global"`, `id="kpi-open">5<`, `id="kpi-critical">3<`,
+	// Without a key the UI shows the sign-in form and no data.
+	dom := string(b.run(t, "--dump-dom", fx.url+"/ui/#/"))
+	if !strings.Contains(dom, `data-ready="signin"`) || !strings.Contains(dom, `id="signin-form"`) || strings.Contains(dom, `id="kpi-open"`) {
+		t.Errorf("the UI without a key:\n%s", dom)
+	}
+
+	dom = b.page(t, ui+"#/", "0-global")
+	has("global", dom, `data-view="global"`, `id="kpi-open">10<`, `id="kpi-critical">8<`, // 5 open billing mismatches among them
 		`data-domain="compute" data-class="identity_mismatch"`, `data-mode="REPLAYING">REPLAYING 1`,
 		`data-kind="node" data-id="n2"`, `data-kind="finding" data-id="`+idIdentity+`"`)
 	hasNot("global", dom, `data-kind="node" data-id="n3"`) // gate pass: no attention
@@ -148,12 +154,51 @@ func TestUI(t *testing.T) {
 	dom = b.page(t, ui+"#/finding/"+url.PathEscape(idMissing), "2-finding")
 	has("finding", dom, `data-view="finding"`, "<b>opened</b>", "<b>updated</b>", "Block admissions", "block_admission")
 
+	// Operator actions: the forms on finding and node pages, the action
+	// history, and a batch preview on a domain's filtered findings.
+	insert(t, fx.db, `INSERT INTO drift_history (evidence_id, version, transition, classification, severity,
+		status, posture, expected_state, observed_state, observed_version, retry_count, at, correlation_id,
+		action_state, action, action_id, actor_id, reason)`,
+		idMissing, uint64(3), "action", "missing_provider_resource", "critical", "open", "block_admission",
+		"running", "", "", uint32(1), t0.Add(-time.Hour), "corr-n1", "", "acknowledge", "cmd-ui", "HUMAN::local-operator", "on it")
+	dom = b.page(t, ui+"#/finding/"+url.PathEscape(idMissing), "4-finding-actions")
+	has("finding actions", dom, `id="operator-state"`, `id="action-form"`, `data-action="acknowledge"`, `data-action="cleanup"`,
+		`data-action="suppress"`, `data-action-row="acknowledge"`, "HUMAN::local-operator", "“on it”", "Timeline and action history")
+	dom = b.page(t, ui+"#/node/n2", "4-node-actions")
+	has("node actions", dom, `id="node-actions"`, `data-action="quarantine_node"`, `data-action="release_node"`,
+		`name="evidence_id" value="`+idIdentity+`"`)
+	dom = b.page(t, ui+"#/domain/compute?severity=critical&preview=acknowledge", "4-domain-batch-preview")
+	has("batch preview", dom, `id="batch-form"`, `id="batch-summary"`, "Preview: would apply acknowledge to",
+		`data-touch="`+idMissing+`"`, `data-touch="`+idIdentity+`"`)
+	hasNot("batch preview", dom, `data-touch="`+idStale+`"`) // a warning: not in the severity filter
+
 	dom = b.page(t, ui+"#/finance", "3-finance")
 	has("finance", dom, `data-view="finance"`, "0.423455", "99999999999999.99", "1234567890123.423456",
 		`data-mismatch="b1"`, `data-mismatch="b3"`, "2345678901234.000001")
 	dom = b.page(t, ui+"#/finance?kind=amount_mismatch", "3-finance-filtered")
 	has("filtered finance", dom, `data-mismatch="b3"`, "0.123455")
 	hasNot("filtered finance", dom, `data-mismatch="b1"`, `data-mismatch="b5"`)
+
+	// The UI hides what a role cannot do: a finance key scoped to t1 sees
+	// the finance page with t1's rows only and no fleet view; a viewer
+	// sees no finance view.
+	fin := fx.url + "/test/signin?as=finance-t1"
+	dom = b.page(t, fin+"#/", "4-finance-t1")
+	has("finance t1", dom, `data-view="finance"`, `data-mismatch="b1"`, `id="actor">HUMAN::fin-t1<`, `data-nav="global" hidden=""`)
+	hasNot("finance t1", dom, `data-mismatch="b3"`, `data-mismatch="b4"`)
+	dom = b.page(t, fin+"#/domain/compute", "4-finance-t1-fleet")
+	has("finance t1 on a fleet page", dom, `id="forbidden"`)
+	hasNot("finance t1 on a fleet page", dom, `data-node="n1"`)
+	dom = b.page(t, fx.url+"/test/signin?as=viewer#/", "5-viewer")
+	has("viewer", dom, `data-view="global"`, `data-nav="finance" hidden=""`)
+	// The key never appears in the page the UI renders (links, downloads,
+	// text); only the test's sign-in script in the head holds it.
+	_, body, _ := strings.Cut(dom, "<body")
+	for _, k := range uiKeys {
+		if strings.Contains(body, k) {
+			t.Errorf("the rendered page holds the key %q", k)
+		}
+	}
 
 	// The UI is self-contained: no request leaves the server.
 	for _, f := range []string{"index.html", "app.js", "style.css"} {

@@ -63,6 +63,7 @@ type Decoder struct {
 	usage         Usage
 	rated         Rated
 	ledger        LedgerEntry
+	command       Command
 	tags          []string // backing array of record.Tags
 }
 
@@ -270,6 +271,8 @@ func knownType(t string) string {
 		return TypeBillingRated
 	case TypeLedgerEntry:
 		return TypeLedgerEntry
+	case TypeCommand:
+		return TypeCommand
 	}
 	return ""
 }

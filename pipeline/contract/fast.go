@@ -273,6 +273,9 @@ func (d *fastScan) target(typ string) (fastPayload, unsafe.Pointer, []payloadFie
 	case TypeLedgerEntry:
 		p := reusedOrNew(r, func(d *Decoder) *LedgerEntry { return &d.ledger })
 		return p, unsafe.Pointer(p), ledgerEntryFields
+	case TypeCommand:
+		p := reusedOrNew(r, func(d *Decoder) *Command { return &d.command })
+		return p, unsafe.Pointer(p), commandFields
 	}
 	panic("BUG: fast path target of an unknown event type " + typ)
 }
@@ -795,6 +798,7 @@ var (
 	usageFields          = fieldsOf[Usage]()
 	ratedFields          = fieldsOf[Rated]()
 	ledgerEntryFields    = fieldsOf[LedgerEntry]()
+	commandFields        = fieldsOf[Command]()
 )
 
 func fieldsOf[T any]() []payloadField {

@@ -89,6 +89,11 @@ func samplePayload(typ string, i int) any {
 	case TypeLedgerEntry:
 		return &LedgerEntry{LedgerEntryID: fmt.Sprintf("le-%d", i), UsageID: fmt.Sprintf("usage-%d", i),
 			MeteringSource: "gpu-meter", MeteringID: fmt.Sprintf("m-%d", i), Amount: "3.0000", Currency: "EUR", PostedAt: at}
+	case TypeCommand:
+		return &Command{CommandID: fmt.Sprintf("cmd-%d", i), EvidenceID: "orphan_provider_resource:maas/n-1", Provider: ProviderMAAS,
+			ProviderID: "n-1", Action: string(Actions[i%len(Actions)]), Reason: []string{"", "on it", "ü<&>"}[i%3],
+			Assignee: []string{"", "ops-eu"}[i%2], Until: []time.Time{{}, at}[i%2], IdempotencyKey: fmt.Sprintf("k-%d", i),
+			ActorID: "HUMAN::local-operator"}
 	}
 	panic("unknown type " + typ)
 }
@@ -116,7 +121,7 @@ func sampleEvent(typ string, i int) []byte {
 // with the payload first, with unknown fields and escapes.
 func sampleEvents() [][]byte {
 	var out [][]byte
-	for _, typ := range AllTypes {
+	for _, typ := range append(AllTypes[:len(AllTypes):len(AllTypes)], TypeCommand) {
 		for i := range 6 {
 			line := sampleEvent(typ, i)
 			out = append(out, line)

@@ -115,6 +115,10 @@ const (
 	KindAmountMismatch   BillingKind = "amount_mismatch"
 	KindDuplicateUsage   BillingKind = "duplicate_usage"
 	KindUnknownUnit      BillingKind = "unknown_unit"
+	// KindConflictingUsage: a usage_id came again with other content
+	// (another PayloadDigest: quantity, unit, tenant, window...). The first
+	// stays rated; the finding holds both quantities.
+	KindConflictingUsage BillingKind = "conflicting_usage"
 	// KindWindowUnbalanced extends the contract's kinds: a conservation
 	// window that does not balance after its graces. It holds a rated line
 	// with no accepted usage behind it, or a ledger entry with no rated
@@ -123,7 +127,7 @@ const (
 )
 
 // BillingKinds lists every billing mismatch kind in a stable order.
-var BillingKinds = []BillingKind{KindUsageNotRated, KindRatedNotLedgered, KindAmountMismatch, KindDuplicateUsage, KindUnknownUnit, KindWindowUnbalanced}
+var BillingKinds = []BillingKind{KindUsageNotRated, KindRatedNotLedgered, KindAmountMismatch, KindDuplicateUsage, KindUnknownUnit, KindConflictingUsage, KindWindowUnbalanced}
 
 // Strings returns the values of a vocabulary list as plain strings, for
 // the places that take any string (query filters, allowed-value lists).

@@ -42,6 +42,8 @@ func keyParts(payload any) (a, sep, b string) {
 		return p.MeteringSource, "/", p.MeteringID
 	case *LedgerEntry:
 		return p.MeteringSource, "/", p.MeteringID
+	case *Command:
+		return p.Provider, "/", p.ProviderID
 	}
 	panic("BUG: key of an unknown payload type")
 }

@@ -92,6 +92,8 @@ func decodePayload(typ string, raw []byte, flags json.ParseFlags) (any, *Validat
 		return parseAs[Rated](raw, flags)
 	case TypeLedgerEntry:
 		return parseAs[LedgerEntry](raw, flags)
+	case TypeCommand:
+		return parseAs[Command](raw, flags)
 	}
 	return nil, invalid(ReasonUnknownEventType, "event_type", "%q is not a known event type", typ)
 }

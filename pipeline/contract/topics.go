@@ -12,6 +12,8 @@ const (
 	TopicRated           = "billing.rated"
 	TopicLedger          = "billing.ledger"
 	TopicQuarantine      = "ingest.quarantine"
+	TopicCommands        = "ops.commands"
+	TopicRequests        = "reconcile.requests"
 )
 
 // TopicOf returns the default topic of an event type, or "" if the type is
@@ -30,6 +32,11 @@ type Topics struct {
 	Rated           string
 	Ledger          string
 	Quarantine      string
+	// Commands holds operator actions (ops.command), co-partitioned with
+	// the joined topics; Requests the joiner's requests to the platform's
+	// controllers (CONTRACT section 9.2).
+	Commands string
+	Requests string
 }
 
 // DefaultTopics returns the contract's default topic names.
@@ -42,6 +49,8 @@ func DefaultTopics() Topics {
 		Rated:           TopicRated,
 		Ledger:          TopicLedger,
 		Quarantine:      TopicQuarantine,
+		Commands:        TopicCommands,
+		Requests:        TopicRequests,
 	}
 }
 
@@ -55,6 +64,8 @@ func (t *Topics) RegisterFlags(fs *flag.FlagSet) {
 	fs.StringVar(&t.Rated, "topic.rated", t.Rated, "rated usage topic")
 	fs.StringVar(&t.Ledger, "topic.ledger", t.Ledger, "ledger entries topic")
 	fs.StringVar(&t.Quarantine, "topic.quarantine", t.Quarantine, "quarantine topic for rejected input")
+	fs.StringVar(&t.Commands, "topic.commands", t.Commands, "operator commands topic (co-partitioned with the joined topics)")
+	fs.StringVar(&t.Requests, "topic.requests", t.Requests, "topic of the joiner's requests to the platform's controllers")
 }
 
 // ForType returns the topic an event type is written to, or "" if unknown.
@@ -72,16 +83,23 @@ func (t Topics) ForType(eventType string) string {
 		return t.Rated
 	case TypeLedgerEntry:
 		return t.Ledger
+	case TypeCommand:
+		return t.Commands
 	}
 	return ""
 }
 
-// Joined returns the co-partitioned topics the joiner consumes.
-func (t Topics) Joined() []string { return []string{t.PlatformRecords, t.Observations, t.Telemetry} }
+// Joined returns the co-partitioned topics the joiner consumes: the three
+// streams of the fleet and the operators' commands.
+func (t Topics) Joined() []string {
+	return []string{t.PlatformRecords, t.Observations, t.Telemetry, t.Commands}
+}
 
 // Billing returns the co-partitioned billing topics.
 func (t Topics) Billing() []string { return []string{t.Usage, t.Rated, t.Ledger} }
 
-// All returns every topic: the joined ones, the billing ones, then the
-// quarantine.
-func (t Topics) All() []string { return append(append(t.Joined(), t.Billing()...), t.Quarantine) }
+// All returns every topic: the joined ones, the billing ones, the
+// requests, then the quarantine.
+func (t Topics) All() []string {
+	return append(append(t.Joined(), t.Billing()...), t.Requests, t.Quarantine)
+}

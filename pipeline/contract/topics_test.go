@@ -12,12 +12,15 @@ func TestTopics(t *testing.T) {
 			t.Errorf("event type %s has no default topic", typ)
 		}
 	}
-	if TopicOf("ops.command") != "" {
+	if TopicOf("ops.unknown") != "" {
 		t.Error("an unknown event type has a topic")
 	}
+	if TopicOf(TypeCommand) != TopicCommands || !slices.Contains(d.Joined(), TopicCommands) {
+		t.Error("operator commands are not routed to the joined commands topic")
+	}
 	all := d.All()
-	if len(all) != 7 || len(slices.Compact(slices.Sorted(slices.Values(all)))) != 7 || all[6] != TopicQuarantine {
-		t.Errorf("All() = %v, want seven distinct topics ending with the quarantine", all)
+	if len(all) != 9 || len(slices.Compact(slices.Sorted(slices.Values(all)))) != 9 || all[8] != TopicQuarantine {
+		t.Errorf("All() = %v, want nine distinct topics ending with the quarantine", all)
 	}
 	renamed := d
 	renamed.Usage = "usage.v2"

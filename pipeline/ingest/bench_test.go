@@ -4,7 +4,10 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"runtime"
 	"testing"
+
+	"github.com/driftline/driftline/pipeline/contract"
 )
 
 // benchBody is a request of n observation lines with distinct ids.
@@ -38,4 +41,42 @@ func BenchmarkPrepare(b *testing.B) {
 			b.Fatal(err)
 		}
 	}
+}
+
+// BenchmarkRecentSet measures the memory of the gateway's recent set per
+// remembered identity, full at DefaultDedupeCapacity, beside the same
+// identities in a set without digests (a map to struct{}): what keeping
+// each identity's content digest costs. One op fills a set.
+func BenchmarkRecentSet(b *testing.B) {
+	const n = DefaultDedupeCapacity
+	ids := make([]recent, n)
+	for i := range ids {
+		ids[i] = recent{id: fmt.Sprintf("9:scanner-1/s/%d", 1_000_000+i), digest: contract.Digest(i)}
+	}
+	heap := func() uint64 {
+		runtime.GC()
+		var ms runtime.MemStats
+		runtime.ReadMemStats(&ms)
+		return ms.HeapAlloc
+	}
+	var withDigest, without float64
+	for b.Loop() {
+		base := heap()
+		s := newRecentSet(n)
+		s.add(ids...)
+		withDigest = float64(heap()-base) / n
+		runtime.KeepAlive(s)
+		base = heap()
+		m := make(map[string]struct{}, n)
+		ring := make([]string, n)
+		for i, r := range ids {
+			m[r.id] = struct{}{}
+			ring[i] = r.id
+		}
+		without = float64(heap()-base) / n
+		runtime.KeepAlive(m)
+		runtime.KeepAlive(ring)
+	}
+	b.ReportMetric(withDigest, "heapB/id")
+	b.ReportMetric(without, "heapB/id-without-digest")
 }

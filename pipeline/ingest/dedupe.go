@@ -2,6 +2,7 @@ package ingest
 
 import (
 	"strconv"
+	"strings"
 	"sync"
 
 	"github.com/driftline/driftline/pipeline/contract"
@@ -19,42 +20,64 @@ func dedupeID(env *contract.Envelope) string {
 	return p + "/e/" + env.EventID
 }
 
+// dedupeField names the envelope field of a dedupeID's identity besides
+// the producer: "seq" or "event_id".
+func dedupeField(id string) string {
+	n, rest, _ := strings.Cut(id, ":")
+	if k, err := strconv.Atoi(n); err == nil && k <= len(rest) && strings.HasPrefix(rest[k:], "/s/") {
+		return "seq"
+	}
+	return "event_id"
+}
+
 // recentSet remembers the last capacity dedupe identities accepted by this
-// gateway. Eviction is FIFO by insertion: an identity is recognised until
-// capacity newer identities have been accepted after it. Memory is bounded
-// by capacity times the identity length (at most ~300 bytes each).
+// gateway, each with the content digest of the event accepted under it
+// (contract.EventDigest), so that a retry of the same event (same digest)
+// is told from another event reusing the identity (another digest).
+// Eviction is FIFO by insertion: an identity is recognised until capacity
+// newer identities have been accepted after it. Memory is bounded by
+// capacity times the identity length (at most ~300 bytes each) plus about
+// 51 bytes of map and ring per identity; the digest adds nothing to that,
+// since a map slot of a string key and a struct{} value was padded to the
+// same 24 bytes (BenchmarkRecentSet measures both).
 type recentSet struct {
-	mu   sync.Mutex          // mu protects set, ring and next
-	set  map[string]struct{} // identities in ring
-	ring []string            // insertion order; "" marks an empty slot
-	next int                 // slot the next insertion overwrites
+	mu   sync.Mutex                 // mu protects set, ring and next
+	set  map[string]contract.Digest // identities in ring, with their first digest
+	ring []string                   // insertion order; "" marks an empty slot
+	next int                        // slot the next insertion overwrites
+}
+
+// recent is an accepted identity and its content digest.
+type recent struct {
+	id     string
+	digest contract.Digest
 }
 
 func newRecentSet(capacity int) *recentSet {
-	return &recentSet{set: make(map[string]struct{}, capacity), ring: make([]string, capacity)}
+	return &recentSet{set: make(map[string]contract.Digest, capacity), ring: make([]string, capacity)}
 }
 
-// contains reports whether id was accepted recently.
-func (s *recentSet) contains(id string) bool {
-	s.mu.Lock()
-	_, ok := s.set[id]
-	s.mu.Unlock()
-	return ok
+// lookup returns the digest accepted under id, if id was accepted
+// recently. The caller holds mu.
+func (s *recentSet) lookup(id string) (contract.Digest, bool) {
+	d, ok := s.set[id]
+	return d, ok
 }
 
-// add records ids, evicting the oldest entries when full.
-func (s *recentSet) add(ids ...string) {
+// add records ids, evicting the oldest entries when full. An identity
+// already held keeps its first digest.
+func (s *recentSet) add(ids ...recent) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	for _, id := range ids {
-		if _, ok := s.set[id]; ok {
+	for _, r := range ids {
+		if _, ok := s.set[r.id]; ok {
 			continue
 		}
 		if old := s.ring[s.next]; old != "" {
 			delete(s.set, old)
 		}
-		s.ring[s.next] = id
-		s.set[id] = struct{}{}
+		s.ring[s.next] = r.id
+		s.set[r.id] = r.digest
 		s.next = (s.next + 1) % len(s.ring)
 	}
 }

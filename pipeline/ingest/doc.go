@@ -46,5 +46,10 @@
 // never as hashes) but forgetful, per process, and checked before the write:
 // two concurrent requests carrying the same event may both write it.
 // Downstream consumers dedupe exactly; this only spares them the common
-// retried request.
+// retried request. Each remembered identity keeps the content digest of
+// the event accepted under it (contract.EventDigest): a line that repeats
+// the identity with the same digest is a duplicate, one with another
+// digest (a producer reusing an event_id or a seq) is rejected with
+// reason conflicting_duplicate, its receipt naming both digests
+// (first_digest, digest), and quarantined like every rejected line.
 package ingest

@@ -4,24 +4,19 @@ import (
 	"errors"
 	"fmt"
 	"time"
+
+	"github.com/driftline/driftline/pipeline/contract/keys"
 )
 
-// Authentication failures. Each answers 401 and is counted by kind.
+// Authentication failures (package keys). Each answers 401 and is counted
+// by kind.
 var (
-	// ErrMissingKey means the request carried no bearer API key.
-	ErrMissingKey = errors.New("missing API key: send Authorization: Bearer <key>")
-	// ErrUnknownKey means the key's digest is not in the allowlist.
-	ErrUnknownKey = errors.New("unknown API key")
-	// ErrRevokedKey means the key is in the allowlist but revoked.
-	ErrRevokedKey = errors.New("revoked API key")
-	// ErrMissingCert means an mTLS gateway got a request without a
-	// verified client certificate.
-	ErrMissingCert = errors.New("no verified TLS client certificate")
-	// ErrUnknownCert means no clients entry of the keys file names the
-	// client certificate.
-	ErrUnknownCert = errors.New("client certificate is not mapped to an actor in the keys file")
-	// ErrRevokedCert means the certificate's identity is revoked.
-	ErrRevokedCert = errors.New("revoked client certificate identity")
+	ErrMissingKey  = keys.ErrMissingKey
+	ErrUnknownKey  = keys.ErrUnknownKey
+	ErrRevokedKey  = keys.ErrRevokedKey
+	ErrMissingCert = keys.ErrMissingCert
+	ErrUnknownCert = keys.ErrUnknownCert
+	ErrRevokedCert = keys.ErrRevokedCert
 )
 
 // ErrProdWithoutMTLS is returned when a prod gateway is configured without
@@ -36,27 +31,19 @@ var ErrNoClientIdentities = errors.New("client certificate authentication is on 
 // client certificate but the server would not require and verify one.
 var ErrTLSConfig = errors.New("client certificate authentication needs a TLS config with ClientAuth = RequireAndVerifyClientCert and ClientCAs; Possible solutions: use ServerTLSConfig")
 
-// ErrNoKeysFile is returned when a non-local environment is started without
-// a keys file: only local_parity may fall back to the built-in local key.
-var ErrNoKeysFile = errors.New("no API keys file; Possible solutions: set -ingest.keysFile (or DRIFTLINE_INGEST_KEYS_FILE), or run with -env local_parity")
-
-// ErrLocalKeyOutsideLocal is returned when the allowlist of a dev or prod
-// gateway admits the well-known local_parity key.
-var ErrLocalKeyOutsideLocal = errors.New("the keys file admits the built-in local_parity key, which dev and prod refuse; Possible solutions: revoke or remove that entry")
+// ErrNoKeysFile and ErrLocalKeyOutsideLocal are package keys' rules of
+// the environments.
+var (
+	ErrNoKeysFile           = keys.ErrNoKeysFile
+	ErrLocalKeyOutsideLocal = keys.ErrLocalKeyOutsideLocal
+)
 
 // ErrLineHasNewline is returned by Client.Post when a line contains a
 // newline and so cannot be sent as one NDJSON line.
 var ErrLineHasNewline = errors.New("line contains a newline; encode each event as compact JSON")
 
 // KeyFileError says which entry of a keys file is wrong and why.
-type KeyFileError struct {
-	Index  int    // position of the entry in the file's "keys" array
-	Detail string // what is wrong
-}
-
-func (e *KeyFileError) Error() string {
-	return fmt.Sprintf("keys file entry %d: %s", e.Index, e.Detail)
-}
+type KeyFileError = keys.KeyFileError
 
 // StatusError is a non-200 answer from the gateway, as seen by Client.
 type StatusError struct {

@@ -131,9 +131,9 @@ func (g *Gateway) Handler() http.Handler {
 }
 
 // EnsureTopics creates missing topics and checks co-partitioning (see
-// topics.Ensure). Replication -1 takes the broker's default.
-func (g *Gateway) EnsureTopics(ctx context.Context, partitions int32, replication int16) error {
-	if err := topics.Ensure(ctx, g.adm, g.opts.Topics, partitions, replication); err != nil {
+// topics.EnsureReplicated), replicated as r says.
+func (g *Gateway) EnsureTopics(ctx context.Context, partitions int32, r topics.Replication) error {
+	if err := topics.EnsureReplicated(ctx, g.adm, g.opts.Topics, partitions, r); err != nil {
 		return fmt.Errorf("ensure topics: %w", err)
 	}
 	return nil

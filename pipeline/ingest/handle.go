@@ -208,13 +208,13 @@ func writeJSON(w http.ResponseWriter, v any) {
 // identities and counts.
 func (g *Gateway) commit(b *batch) Response {
 	resp := Response{PolicyRev: b.pol.rev, Receipts: make([]Receipt, 0, len(b.lines))}
-	ids := make([]string, 0, len(b.lines))
+	ids := make([]recent, 0, len(b.lines))
 	for i := range b.lines {
 		l := &b.lines[i]
 		switch l.receipt.Status {
 		case StatusAccepted:
 			resp.Accepted++
-			ids = append(ids, l.dedupeID)
+			ids = append(ids, recent{l.dedupeID, l.digest})
 			g.m.accepted.WithLabelValues(l.topic).Inc()
 		case StatusDuplicate:
 			resp.Duplicate++

@@ -25,13 +25,13 @@ func FuzzParseKeyring(f *testing.F) {
 		if err != nil {
 			return
 		}
-		if kr.Len() != len(kr.specs)+len(kr.clients) || kr.Clients() != len(kr.clients) {
-			t.Fatalf("Len %d, Clients %d of %d keys and %d clients", kr.Len(), kr.Clients(), len(kr.specs), len(kr.clients))
+		if kr.Len() != len(kr.Specs())+len(kr.ClientSpecs()) || kr.Clients() != len(kr.ClientSpecs()) {
+			t.Fatalf("Len %d, Clients %d of %d keys and %d clients", kr.Len(), kr.Clients(), len(kr.Specs()), len(kr.ClientSpecs()))
 		}
 		if !utf8.Valid(data) {
 			return // JSON encoding replaces invalid UTF-8, so the round trip may differ
 		}
-		again, err := json.Marshal(KeyFile{Keys: kr.specs, Clients: kr.clients})
+		again, err := json.Marshal(KeyFile{Keys: kr.Specs(), Clients: kr.ClientSpecs()})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -40,7 +40,7 @@ func FuzzParseKeyring(f *testing.F) {
 			t.Fatalf("the keyring written back does not parse: %v\n%s", err, again)
 		}
 		// Compared as written: an empty list and none are the same file.
-		if twice, err := json.Marshal(KeyFile{Keys: kr2.specs, Clients: kr2.clients}); err != nil || string(twice) != string(again) {
+		if twice, err := json.Marshal(KeyFile{Keys: kr2.Specs(), Clients: kr2.ClientSpecs()}); err != nil || string(twice) != string(again) {
 			t.Fatalf("written back and parsed again:\n%s\nwant\n%s", twice, again)
 		}
 	})

@@ -8,6 +8,7 @@ import (
 	json "github.com/segmentio/encoding/json"
 
 	"github.com/driftline/driftline/pipeline/contract"
+	keyfile "github.com/driftline/driftline/pipeline/contract/keys"
 	"github.com/driftline/driftline/pipeline/service"
 )
 
@@ -50,7 +51,7 @@ func (g *Gateway) SetKeys(keys *Keyring) (string, error) {
 	g.m.reloads.WithLabelValues("applied").Inc()
 	g.m.setPolicy(old.rev, next.rev)
 	g.audit.Warn("policy revision changed", "event", "policy_rev_changed", "old_policy_rev", old.rev, "policy_rev", next.rev,
-		"keys", len(keys.specs), "clients", len(keys.clients), "revoked", keys.revokedCount())
+		"keys", len(keys.Specs()), "clients", len(keys.ClientSpecs()), "revoked", keys.Revoked())
 	return next.rev, nil
 }
 
@@ -59,28 +60,13 @@ func checkKeys(environment string, certAuth bool, keys *Keyring) error {
 	if keys == nil {
 		return fmt.Errorf("no key allowlist; see OpenKeyring")
 	}
-	if environment != contract.EnvLocalParity && keys.admits(service.DefaultLocalAPIKey) {
-		return ErrLocalKeyOutsideLocal
+	if err := keyfile.CheckEnvironment(environment, service.DefaultLocalAPIKey, keys); err != nil {
+		return err
 	}
 	if certAuth && keys.Clients() == 0 {
 		return ErrNoClientIdentities
 	}
 	return nil
-}
-
-func (k *Keyring) revokedCount() int {
-	n := 0
-	for _, r := range k.revoked {
-		if r {
-			n++
-		}
-	}
-	for _, r := range k.identRevoked {
-		if r {
-			n++
-		}
-	}
-	return n
 }
 
 // policyRev digests the validation and routing configuration in force: the
@@ -107,8 +93,8 @@ func policyRev(environment string, names contract.Topics, keys *Keyring, certAut
 		Routes:        map[string]any{},
 		Quarantine:    names.Quarantine,
 		ClientCerts:   certAuth,
-		Keys:          keys.specs,
-		Clients:       keys.clients,
+		Keys:          keys.Specs(),
+		Clients:       keys.ClientSpecs(),
 	}
 	for _, t := range contract.AllTypes {
 		doc.Routes[t] = names.ForType(t)

@@ -21,9 +21,10 @@ type batch struct {
 // line is one non-blank line of a request.
 type line struct {
 	receipt  Receipt
-	dedupeID string // accepted lines only
-	topic    string // accepted lines only: destination topic
-	fanout   bool   // write one copy to every partition of topic
+	dedupeID string          // accepted lines only
+	digest   contract.Digest // accepted lines only: contract.EventDigest
+	topic    string          // accepted lines only: destination topic
+	fanout   bool            // write one copy to every partition of topic
 	key      []byte
 	value    []byte // the original line (or the quarantine document)
 	rejected bool
@@ -37,7 +38,7 @@ type line struct {
 func (g *Gateway) prepare(pol *policy, p *Principal, body []byte) *batch {
 	n := bytes.Count(body, []byte{'\n'}) + 1
 	b := &batch{pol: pol, principal: p, lines: make([]line, 0, n)}
-	inRequest := make(map[string]struct{}, n)
+	inRequest := make(map[string]contract.Digest, n)
 	keys := make([]byte, 0, 24*n) // the lines' keys, back to back
 	now := g.opts.now()
 	receivedAt := now.UTC().Format(time.RFC3339Nano)
@@ -61,24 +62,24 @@ func (g *Gateway) prepare(pol *policy, p *Principal, body []byte) *batch {
 			verr = contract.ClockSkewError(env.OccurredAt, now, g.opts.MaxClockSkew)
 		}
 		if verr != nil {
-			l.rejected = true
-			l.receipt.Status = StatusRejected
-			l.receipt.Reason, l.receipt.Field, l.receipt.Detail = verr.Reason, verr.Field, verr.Detail
 			l.receipt.EventID = env.EventID // the validator reads it first, so most rejections still name it
-			l.topic = g.opts.Topics.Quarantine
-			l.key = []byte(p.ActorID)
-			l.value = g.quarantineDoc(pol, p, raw, verr, l.receipt.EventID, receivedAt)
+			g.reject(&l, pol, p, raw, verr, receivedAt)
 			b.lines = append(b.lines, l)
 			continue
 		}
 		l.receipt.EventID = env.EventID
 		l.dedupeID = dedupeID(&env)
-		if _, dup := inRequest[l.dedupeID]; dup {
-			l.receipt.Status = StatusDuplicate
+		l.digest = contract.EventDigest(&env)
+		if first, dup := inRequest[l.dedupeID]; dup {
+			if first == l.digest {
+				l.receipt.Status = StatusDuplicate
+			} else {
+				g.conflict(&l, pol, p, raw, first, receivedAt)
+			}
 			b.lines = append(b.lines, l)
 			continue
 		}
-		inRequest[l.dedupeID] = struct{}{}
+		inRequest[l.dedupeID] = l.digest
 		l.receipt.Status = StatusAccepted
 		l.topic = g.opts.Topics.ForType(env.EventType)
 		l.fanout = env.EventType == contract.TypeScanCompleted
@@ -90,13 +91,14 @@ func (g *Gateway) prepare(pol *policy, p *Principal, body []byte) *batch {
 		l.value = raw
 		b.lines = append(b.lines, l)
 	}
-	g.markRecent(b)
+	g.markRecent(b, receivedAt)
 	return b
 }
 
-// markRecent answers duplicate for accepted lines this gateway accepted
-// in earlier requests.
-func (g *Gateway) markRecent(b *batch) {
+// markRecent answers duplicate for accepted lines whose event this
+// gateway accepted in earlier requests, and rejects those that reuse an
+// accepted identity with other content.
+func (g *Gateway) markRecent(b *batch, receivedAt string) {
 	g.recent.mu.Lock()
 	defer g.recent.mu.Unlock()
 	for i := range b.lines {
@@ -104,11 +106,40 @@ func (g *Gateway) markRecent(b *batch) {
 		if l.receipt.Status != StatusAccepted {
 			continue
 		}
-		if _, seen := g.recent.set[l.dedupeID]; seen {
+		first, seen := g.recent.lookup(l.dedupeID)
+		switch {
+		case !seen:
+		case first == l.digest:
 			l.receipt.Status = StatusDuplicate
 			l.key, l.value, l.topic, l.fanout = nil, nil, "", false
+		default:
+			g.conflict(l, b.pol, b.principal, l.value, first, receivedAt)
 		}
 	}
+}
+
+// reject turns l into a rejected line: its receipt names verr, and its
+// record is the quarantine document of raw.
+func (g *Gateway) reject(l *line, pol *policy, p *Principal, raw []byte, verr *contract.ValidationError, receivedAt string) {
+	l.rejected = true
+	l.receipt.Status = StatusRejected
+	l.receipt.Reason, l.receipt.Field, l.receipt.Detail = verr.Reason, verr.Field, verr.Detail
+	l.topic = g.opts.Topics.Quarantine
+	l.fanout = false
+	l.key = []byte(p.ActorID)
+	l.value = g.quarantineDoc(pol, p, raw, verr, l.receipt.EventID, receivedAt)
+}
+
+// conflict rejects l, whose dedupe identity was accepted before with the
+// content digest first (another than l's): a producer reusing an event_id
+// or a seq. The first event stays the accepted one; this one is
+// quarantined, not dropped.
+func (g *Gateway) conflict(l *line, pol *policy, p *Principal, raw []byte, first contract.Digest, receivedAt string) {
+	verr := &contract.ValidationError{Reason: contract.ReasonConflictingDuplicate, Field: dedupeField(l.dedupeID),
+		Detail: "the dedupe identity was accepted before with content digest " + first.String() +
+			", this event's is " + l.digest.String() + ": a redelivery repeats the content, so the producer reused the identity"}
+	g.reject(l, pol, p, raw, verr, receivedAt)
+	l.receipt.FirstDigest, l.receipt.Digest = first.String(), l.digest.String()
 }
 
 // check validates raw with the shared validator and authorises it for p.

@@ -4,10 +4,13 @@ import (
 	"bytes"
 	"io"
 	"log/slog"
+	"strconv"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	json "github.com/segmentio/encoding/json"
 
 	"github.com/driftline/driftline/pipeline/contract"
 )
@@ -38,7 +41,7 @@ func FuzzPrepare(f *testing.F) {
 		f.Fatal(err)
 	}
 	known := map[contract.Reason]bool{}
-	for _, r := range append(contract.Reasons, contract.ReasonClockSkew) {
+	for _, r := range append(contract.Reasons, contract.ProducerReasons...) {
 		known[r] = true
 	}
 	g.opts.now = func() time.Time { return time.Unix(0, 0) }
@@ -74,4 +77,62 @@ func FuzzPrepare(f *testing.F) {
 			}
 		}
 	})
+}
+
+// TestPrepareConflicts: a line that repeats an accepted dedupe identity
+// with the same content (in the request or in an earlier one) is a
+// duplicate, whatever its key order; with other content it is rejected
+// as conflicting_duplicate, naming both digests, and quarantined.
+func TestPrepareConflicts(t *testing.T) {
+	g := offlineGateway(t)
+	p, err := g.opts.Keys.Authenticate("k")
+	if err != nil {
+		t.Fatal(err)
+	}
+	obs := func(id string, seq int, providerID string, reorder bool) string {
+		payload := `{"provider":"maas","provider_id":"` + providerID + `","resource_family":"gpuaas_allocation","observed_state":"running","observed_version":"v1"}`
+		if reorder {
+			payload = `{ "observed_version":"v1", "observed_state":"running","resource_family":"gpuaas_allocation","provider_id":"` + providerID + `","provider":"maas"}`
+		}
+		return `{"event_id":"` + id + `","event_type":"provider.observation","schema_version":1,"producer":"scanner","seq":` + strconv.Itoa(seq) +
+			`,"occurred_at":"2026-11-21T10:15:30Z","environment":"local_parity","payload":` + payload + `}`
+	}
+	first := obs("e1", 1, "n-1", false)
+	env, _, verr := g.validator.DecodeEvent([]byte(first))
+	if verr != nil {
+		t.Fatal(verr)
+	}
+	firstDigest := contract.EventDigest(&env).String()
+	check := func(body string, want ...Status) *batch {
+		t.Helper()
+		b := g.prepare(g.pol.Load(), p, []byte(body))
+		if len(b.lines) != len(want) {
+			t.Fatalf("%d lines, want %d", len(b.lines), len(want))
+		}
+		for i, l := range b.lines {
+			if l.receipt.Status != want[i] {
+				t.Fatalf("line %d: %+v, want %s", i+1, l.receipt, want[i])
+			}
+			if l.receipt.Status != StatusRejected {
+				continue
+			}
+			if l.receipt.Reason != contract.ReasonConflictingDuplicate || l.receipt.Field != "seq" ||
+				l.receipt.FirstDigest != firstDigest || l.receipt.Digest == firstDigest || l.topic != g.opts.Topics.Quarantine {
+				t.Fatalf("line %d: %+v to %s, want a conflict with %s", i+1, l.receipt, l.topic, firstDigest)
+			}
+			var q contract.Quarantined
+			if err := json.Unmarshal(l.value, &q); err != nil || q.Reason != contract.ReasonConflictingDuplicate {
+				t.Fatalf("line %d: quarantine record %s (%v)", i+1, l.value, err)
+			}
+		}
+		return b
+	}
+	// In one request: a redelivery (reordered), a conflict by content, a
+	// conflict by a new event_id with other content under the seen seq.
+	b := check(strings.Join([]string{first, obs("e1", 1, "n-1", true), obs("e1", 1, "n-2", false), obs("e9", 1, "n-3", false)}, "\n"),
+		StatusAccepted, StatusDuplicate, StatusRejected, StatusRejected)
+	g.commit(b)
+	// In a later request, against the recent set.
+	check(strings.Join([]string{obs("e1", 1, "n-1", true), obs("e1", 1, "n-2", false), obs("e2", 2, "n-1", false)}, "\n"),
+		StatusDuplicate, StatusRejected, StatusAccepted)
 }

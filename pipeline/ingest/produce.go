@@ -84,10 +84,10 @@ func (g *Gateway) produce(reqCtx context.Context, b *batch) error {
 		g.m.produceErrors.WithLabelValues(r.Topic).Inc()
 		failed[lineOf[index[r]]] = true
 	}
-	var durable []string
+	var durable []recent
 	for i := range b.lines {
 		if l := &b.lines[i]; l.receipt.Status == StatusAccepted && !failed[i] {
-			durable = append(durable, l.dedupeID)
+			durable = append(durable, recent{l.dedupeID, l.digest})
 		}
 	}
 	g.recent.add(durable...)

@@ -8,7 +8,7 @@ type Status string
 // Line statuses.
 const (
 	StatusAccepted  Status = "accepted"  // written to its topic and acknowledged
-	StatusDuplicate Status = "duplicate" // this gateway already accepted the same dedupe identity; not written again
+	StatusDuplicate Status = "duplicate" // this gateway already accepted the same event (dedupe identity and content); not written again
 	StatusRejected  Status = "rejected"  // written to the quarantine topic with Reason
 )
 
@@ -32,6 +32,11 @@ type Receipt struct {
 	Reason  contract.Reason `json:"reason,omitempty"`
 	Field   string          `json:"field,omitempty"`
 	Detail  string          `json:"detail,omitempty"`
+	// FirstDigest is set with reason conflicting_duplicate: the content
+	// digest (contract.Digest, 16 hex digits) of the event first accepted
+	// under the line's dedupe identity; Digest is the line's own.
+	FirstDigest string `json:"first_digest,omitempty"`
+	Digest      string `json:"digest,omitempty"`
 }
 
 // ErrorResponse is the body of every non-200 answer.

@@ -72,21 +72,35 @@ func TestDedupeIDExact(t *testing.T) {
 
 func TestRecentSetEvictsOldest(t *testing.T) {
 	s := newRecentSet(3)
-	s.add("a", "b", "c")
-	s.add("b") // already present: no refresh, no eviction
+	add := func(ids ...string) {
+		for _, id := range ids {
+			s.add(recent{id, contract.Digest(len(id))})
+		}
+	}
+	contains := func(id string) bool {
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		_, ok := s.lookup(id)
+		return ok
+	}
+	add("a", "b", "c")
+	s.add(recent{"b", 99}) // already present: no refresh, no eviction, the first digest stays
 	for _, id := range []string{"a", "b", "c"} {
-		if !s.contains(id) {
+		if !contains(id) {
 			t.Fatalf("%s missing", id)
 		}
 	}
-	s.add("d")
-	if s.contains("a") || !s.contains("d") || s.len() != 3 {
-		t.Fatalf("after add(d): a=%v d=%v len=%d; want a evicted", s.contains("a"), s.contains("d"), s.len())
+	if d, _ := s.lookup("b"); d != 1 {
+		t.Fatalf("b's digest %d, want the first (1)", d)
+	}
+	add("d")
+	if contains("a") || !contains("d") || s.len() != 3 {
+		t.Fatalf("after add(d): a=%v d=%v len=%d; want a evicted", contains("a"), contains("d"), s.len())
 	}
 	for i := range 10 {
-		s.add(fmt.Sprint(i))
+		add(fmt.Sprint(i))
 	}
-	if s.len() != 3 || !s.contains("9") || s.contains("6") {
+	if s.len() != 3 || !contains("9") || contains("6") {
 		t.Fatalf("bounded ring broken: len=%d", s.len())
 	}
 }

@@ -30,6 +30,9 @@ type batch struct {
 	// rerouted are the mis-partitioned records, moved to their partition
 	// before the commit.
 	rerouted []*kgo.Record
+	// requests are the records of reconcile.requests the batch's actions
+	// made, produced before the commit.
+	requests []*kgo.Record
 	// offsets are the positions to commit: per topic and partition, the
 	// offset after the last record applied.
 	offsets map[string]map[int32]kgo.EpochOffset
@@ -54,6 +57,8 @@ func (b *batch) reset(free []*sink.Batch) []*sink.Batch {
 	clear(b.rejected)
 	clear(b.rerouted)
 	clear(b.saves)
+	clear(b.requests)
+	b.requests = b.requests[:0]
 	b.rejected, b.rerouted, b.saves = b.rejected[:0], b.rerouted[:0], b.saves[:0]
 	b.offsets, b.done, b.committed, b.err = nil, nil, false, nil
 	return free
@@ -149,6 +154,16 @@ func (j *Joiner) write(ctx context.Context, b *batch) {
 			}
 			j.m.flushSeconds.Observe(time.Since(start).Seconds())
 			j.m.flushRows.Observe(float64(rows))
+			return nil
+		}},
+		stream.Write{What: "write requests to the platform's controllers", Do: func(ctx context.Context) error {
+			if len(b.requests) == 0 || j.opts.Requests == nil {
+				return nil
+			}
+			if err := j.opts.Requests.ProduceSync(ctx, b.requests...).FirstErr(); err != nil {
+				return err
+			}
+			j.m.requests.Add(float64(len(b.requests)))
 			return nil
 		}})
 }

@@ -57,6 +57,9 @@ func (j *Joiner) control(part *partition, r *kgo.Record) bool {
 		w = part.engine.Watermark()
 		part.nodes.Advance(w)
 		part.dedupe.Advance(w)
+		if ns := w.UnixNano(); ns >= part.acts.due {
+			j.fireActions(part, ns)
+		}
 		part.dirty = true
 		if part.out.emit {
 			j.m.idleAdvances.Inc()

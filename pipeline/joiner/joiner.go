@@ -233,7 +233,7 @@ func (j *Joiner) initCounters() {
 
 // streamTopics returns the topic of each stream.
 func (j *Joiner) streamTopics() [numStreams]string {
-	return [numStreams]string{j.opts.Topics.PlatformRecords, j.opts.Topics.Observations, j.opts.Topics.Telemetry}
+	return [numStreams]string{j.opts.Topics.PlatformRecords, j.opts.Topics.Observations, j.opts.Topics.Telemetry, j.opts.Topics.Commands}
 }
 
 // stream returns the stream of topic.
@@ -245,6 +245,8 @@ func (j *Joiner) stream(topic string) int {
 		return streamObservations
 	case j.opts.Topics.Telemetry:
 		return streamTelemetry
+	case j.opts.Topics.Commands:
+		return streamCommands
 	}
 	panic("BUG: joiner consumed topic " + topic)
 }

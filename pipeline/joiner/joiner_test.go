@@ -1,7 +1,9 @@
 package joiner
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -341,7 +343,7 @@ func TestRestoreSkipsUnusableCheckpoint(t *testing.T) {
 	newer := snap.Writer{}
 	newer.Header("joiner.partition", snapshotVersion+1)
 	newer.Varint(0)
-	all := checkpoint.Cut{f.names.PlatformRecords: math.MaxInt64, f.names.Observations: math.MaxInt64, f.names.Telemetry: math.MaxInt64}
+	all := checkpoint.Cut{f.names.PlatformRecords: math.MaxInt64, f.names.Observations: math.MaxInt64, f.names.Telemetry: math.MaxInt64, f.names.Commands: math.MaxInt64}
 	for p := range int32(4) {
 		cp, ok, err := store.Load(context.Background(), group, p, all)
 		if err == nil && !ok {
@@ -712,4 +714,104 @@ func TestIdlePartitionFollows(t *testing.T) {
 	f.caughtUp("joiner-idle-replay")
 	stop()
 	f.wantFindings(want)
+}
+
+// TestConflictingRedeliveryIsQuarantined: a Kafka-native producer that
+// reuses a seq, with other content under the same event_id or under a new
+// one, has both repeats quarantined as conflicting_duplicate, counted for
+// it and never applied; a byte-for-byte redelivery and one re-serialised
+// in another key order are skipped as duplicates. Restored from its
+// checkpoint, the joiner still knows the first event's digest.
+func TestConflictingRedeliveryIsQuarantined(t *testing.T) {
+	f := newFixture(t)
+	const group = "joiner-conflict"
+	q, err := ingest.NewQuarantiner(f.cl, ingest.QuarantinerOptions{ActorID: "SYSTEM::joiner", Topic: f.names.Quarantine})
+	if err != nil {
+		t.Fatal(err)
+	}
+	store := f.checkpoints()
+	with := func(reg prometheus.Registerer) func(*Options) {
+		return func(o *Options) {
+			checkpointing(store, time.Millisecond, reg)(o)
+			o.Quarantine = q
+		}
+	}
+	reg := prometheus.NewRegistry()
+	produce := func(rs ...*kgo.Record) {
+		t.Helper()
+		for _, r := range rs {
+			if err := f.cl.ProduceSync(context.Background(), r).FirstErr(); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	f.send(contract.TypePlatformRecord, "platform", t0, record("s", "running"), -1)
+	f.send(contract.TypeProviderObservation, "scanner", t0.Add(time.Second), observation("s", "running"), -1)
+	seq := f.seq["scanner"]
+	event := func(id, state string) *kgo.Record {
+		r := streamtest.Event(t, f.names, contract.TypeProviderObservation, "scanner", seq, t0.Add(time.Second), observation("s", state))
+		r.Value = bytes.Replace(r.Value, []byte(`"event_id":"scanner-`), []byte(`"event_id":"`+id+`-`), 1)
+		return r
+	}
+	first := event("scanner", "running")
+	// The same event re-serialised: another key order and spaces.
+	var doc map[string]any
+	if err := json.Unmarshal(first.Value, &doc); err != nil {
+		t.Fatal(err)
+	}
+	reordered, err := json.MarshalIndent(doc, "", "  ") // encoding/json sorts the keys
+	if err != nil {
+		t.Fatal(err)
+	}
+	produce(first, &kgo.Record{Topic: first.Topic, Key: first.Key, Value: reordered},
+		event("scanner", "stopped"), // the same event_id, other content
+		event("other", "deleted"))   // a new event_id under the seq, other content
+	stop := f.start(group, with(reg))
+	f.caughtUp(group)
+	stop()
+
+	// Neither conflict was applied: the record and its first observation
+	// agree, so there is no finding.
+	f.wantFindings(nil)
+	counter := func(name string) float64 {
+		t.Helper()
+		m := metric(t, reg, name)
+		if m == nil {
+			t.Fatalf("no metric %s", name)
+		}
+		return m.GetCounter().GetValue()
+	}
+	if d, c := counter("driftline_joiner_duplicates_total"), counter("driftline_joiner_conflicting_duplicates_total"); d != 2 || c != 2 {
+		t.Fatalf("duplicates %v, conflicts %v; want 2 and 2", d, c)
+	}
+	check := func(n int) {
+		t.Helper()
+		for i, r := range f.quarantined(n) {
+			var q contract.Quarantined
+			if err := json.Unmarshal(r.Value, &q); err != nil {
+				t.Fatal(err)
+			}
+			if q.Reason != contract.ReasonConflictingDuplicate || q.Field != "seq" || !strings.Contains(q.Detail, "content digest") {
+				t.Fatalf("quarantine record %d: %+v", i, q)
+			}
+		}
+		rows, err := reader.New(f.ch, reader.Options{}).ProducerRejections(context.Background())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(rows) != 1 || rows[0].Consumer != group || rows[0].Producer != "scanner" ||
+			rows[0].Reason != string(contract.ReasonConflictingDuplicate) || rows[0].Events != uint64(n) {
+			t.Fatalf("producer rejections %+v, want scanner conflicting_duplicate %d of %s", rows, n, group)
+		}
+	}
+	check(2)
+
+	// Restored from its checkpoint: a redelivery is still a duplicate and
+	// a third content under the seq still a conflict, counted once more.
+	produce(first, event("third", "released"))
+	stop = f.start(group, with(prometheus.NewRegistry()))
+	f.caughtUp(group)
+	stop()
+	f.wantFindings(nil)
+	check(3)
 }

@@ -2,7 +2,7 @@ package joiner
 
 // Streams of a partition number, in the order that breaks timestamp ties
 // in the merge: desired state first, then what providers saw, then what
-// node agents reported.
+// node agents reported, then what operators asked.
 //
 // Each partition orders its three co-partitioned streams with a
 // logmerge.Merge, into one order that depends only on the logs' contents:
@@ -13,5 +13,6 @@ const (
 	streamRecords = iota
 	streamObservations
 	streamTelemetry
+	streamCommands
 	numStreams
 )

@@ -18,6 +18,7 @@ type metrics struct {
 	events         *prometheus.CounterVec // by topic
 	invalid        *prometheus.CounterVec // by reason
 	duplicates     prometheus.Counter     // redeliveries skipped by dedupe
+	conflicts      prometheus.Counter     // repeated identities with other content, quarantined
 	mispartitioned *prometheus.CounterVec // by topic
 	transitions    *prometheus.CounterVec // by classification, transition
 	findingsOpen   *prometheus.GaugeVec   // by partition
@@ -26,15 +27,17 @@ type metrics struct {
 	flushRows      prometheus.Histogram   // current rows per flush
 	flushErrors    prometheus.Counter     // failed sink writes (retried)
 
-	restoreCheckpoints        prometheus.Counter   // restores from a checkpoint
-	restoreKept               prometheus.Counter   // partitions reused after a rebalance
-	checkpointSnapshotSeconds prometheus.Histogram // serialising one partition
-	checkpointBytes           prometheus.Gauge     // size of the latest checkpoint
-	checkpointErrors          prometheus.Counter   // checkpoints not saved or unusable
-	late                      prometheus.Counter   // events before the dedupe horizon
-	clockSkew                 prometheus.Counter   // events too far ahead of their broker timestamp
-	idleAdvances              prometheus.Counter   // watermark markers applied
-	paused                    prometheus.Gauge     // streams paused by the throttle
+	restoreCheckpoints        prometheus.Counter     // restores from a checkpoint
+	restoreKept               prometheus.Counter     // partitions reused after a rebalance
+	checkpointSnapshotSeconds prometheus.Histogram   // serialising one partition
+	checkpointBytes           prometheus.Gauge       // size of the latest checkpoint
+	checkpointErrors          prometheus.Counter     // checkpoints not saved or unusable
+	late                      prometheus.Counter     // events before the dedupe horizon
+	clockSkew                 prometheus.Counter     // events too far ahead of their broker timestamp
+	idleAdvances              prometheus.Counter     // watermark markers applied
+	paused                    prometheus.Gauge       // streams paused by the throttle
+	actions                   *prometheus.CounterVec // operator commands applied live, by action and outcome
+	requests                  prometheus.Counter     // requests written to reconcile.requests
 
 	// byTransition holds the series of transitions, looked up once
 	// (WithLabelValues hashes its labels on every call): every
@@ -54,11 +57,13 @@ func (m *metrics) transition(f *drift.Finding) prometheus.Counter {
 
 func newMetrics(reg prometheus.Registerer) *metrics {
 	m := &metrics{
-		StageMetrics:   stream.NewStageMetrics("joiner", "joiner"),
-		RoundMetrics:   stream.NewRoundMetrics("joiner", "joiner"),
-		events:         prometheus.NewCounterVec(prometheus.CounterOpts{Name: "driftline_joiner_events_total", Help: "Events applied, by topic."}, []string{"topic"}),
-		invalid:        prometheus.NewCounterVec(prometheus.CounterOpts{Name: "driftline_joiner_invalid_events_total", Help: "Records that failed validation, by reason."}, []string{"reason"}),
-		duplicates:     prometheus.NewCounter(prometheus.CounterOpts{Name: "driftline_joiner_duplicates_total", Help: "Redelivered events skipped by dedupe."}),
+		StageMetrics: stream.NewStageMetrics("joiner", "joiner"),
+		RoundMetrics: stream.NewRoundMetrics("joiner", "joiner"),
+		events:       prometheus.NewCounterVec(prometheus.CounterOpts{Name: "driftline_joiner_events_total", Help: "Events applied, by topic."}, []string{"topic"}),
+		invalid:      prometheus.NewCounterVec(prometheus.CounterOpts{Name: "driftline_joiner_invalid_events_total", Help: "Records that failed validation, by reason."}, []string{"reason"}),
+		duplicates:   prometheus.NewCounter(prometheus.CounterOpts{Name: "driftline_joiner_duplicates_total", Help: "Redelivered events skipped by dedupe."}),
+		conflicts: prometheus.NewCounter(prometheus.CounterOpts{Name: "driftline_joiner_conflicting_duplicates_total",
+			Help: "Events that repeat an applied dedupe identity with other content: quarantined as conflicting_duplicate, not applied."}),
 		mispartitioned: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "driftline_joiner_mispartitioned_total", Help: "Records whose key does not hash (murmur2) to the partition they arrived on."}, []string{"topic"}),
 		transitions:    prometheus.NewCounterVec(prometheus.CounterOpts{Name: "driftline_joiner_finding_transitions_total", Help: "Finding transitions, by classification and transition."}, []string{"classification", "transition"}),
 		findingsOpen:   prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "driftline_joiner_findings_open", Help: "Open findings, by partition."}, []string{"partition"}),
@@ -76,6 +81,8 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 		clockSkew:                 prometheus.NewCounter(prometheus.CounterOpts{Name: "driftline_joiner_clock_skew_events_total", Help: "Events quarantined because their occurred_at is further ahead of their record's broker timestamp than the allowed clock skew (never applied)."}),
 		idleAdvances:              prometheus.NewCounter(prometheus.CounterOpts{Name: "driftline_joiner_idle_watermark_advances_total", Help: "Watermark markers applied to idle partitions."}),
 		paused:                    prometheus.NewGauge(prometheus.GaugeOpts{Name: "driftline_joiner_paused_streams", Help: "Topic partitions not fetched for now: their records wait in the merge for an earlier stream to catch up."}),
+		actions:                   prometheus.NewCounterVec(prometheus.CounterOpts{Name: "driftline_joiner_actions_total", Help: "Operator commands applied, by action and outcome (applied, or the refusal reason)."}, []string{"action", "outcome"}),
+		requests:                  prometheus.NewCounter(prometheus.CounterOpts{Name: "driftline_joiner_requests_total", Help: "Requests written to the platform's controllers (reconcile.requests)."}),
 	}
 	for c := range drift.NumClasses {
 		for t, name := range transitionNames {
@@ -84,9 +91,9 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 	}
 	if reg != nil {
 		reg.MustRegister(append(append(m.StageMetrics.Collectors(), m.RoundMetrics.Collectors()...),
-			m.events, m.invalid, m.duplicates, m.mispartitioned, m.transitions, m.findingsOpen, m.watermark,
+			m.events, m.invalid, m.duplicates, m.conflicts, m.mispartitioned, m.transitions, m.findingsOpen, m.watermark,
 			m.flushSeconds, m.flushRows, m.flushErrors, m.restoreCheckpoints, m.restoreKept,
-			m.checkpointSnapshotSeconds, m.checkpointBytes, m.checkpointErrors, m.late, m.clockSkew, m.idleAdvances, m.paused)...)
+			m.checkpointSnapshotSeconds, m.checkpointBytes, m.checkpointErrors, m.late, m.clockSkew, m.idleAdvances, m.paused, m.actions, m.requests)...)
 	}
 	return m
 }

@@ -121,6 +121,16 @@ type Options struct {
 	// docs/event-time.md). Checkpoints written after it are used as
 	// usual, so the setting may stay in place. Default none.
 	IgnoreCheckpointsBefore time.Time
+	// Requests, when set, produces the requests operator actions make
+	// (retry, cleanup, quarantine_node, release_node) to
+	// Topics.Requests, keyed by identity with the murmur2 partitioner,
+	// before the offsets of their commands are committed. Default none:
+	// actions are applied and their findings show them pending, but no
+	// controller is asked.
+	Requests *kgo.Client
+	// RequestTimeout is how long, in event time, a request stays pending
+	// before its finding goes to operator_review. Default 10m.
+	RequestTimeout time.Duration
 	// IdleAfter is how long a partition may apply nothing before the
 	// joiner advances its watermark to the latest of its other partitions
 	// with a marker record in the partition's observations stream (see
@@ -150,6 +160,7 @@ func DefaultOptions() Options {
 		Parallelism:        runtime.GOMAXPROCS(0),
 		IdleAfter:          5 * time.Minute,
 		MaxClockSkew:       5 * time.Minute,
+		RequestTimeout:     10 * time.Minute,
 	}
 }
 
@@ -182,6 +193,7 @@ func (o *Options) defaults() error {
 	if o.unbounded {
 		o.MaxClockSkew = -1
 	}
+	stream.DefaultPositive(&o.RequestTimeout, d.RequestTimeout)
 	stream.DefaultPositive(&o.CheckpointInterval, d.CheckpointInterval)
 	stream.Default(&o.CheckpointEvents, d.CheckpointEvents)
 	return nil

@@ -57,6 +57,11 @@ type partition struct {
 	merge logmerge.Merge
 	// summary keeps the partition's finding counts and attention top.
 	summary *summary
+	// acts holds what operator actions added to the findings.
+	acts *actionBook
+	// requests are the records of reconcile.requests the partition's
+	// actions made since the last flush.
+	requests []*kgo.Record
 	// nodeRows holds each node's row of the round, by the node's aux word
 	// in the tracker (minus one).
 	nodeRows []rowSlot
@@ -128,12 +133,14 @@ func (o *output) add(p *partition, f *drift.Finding, aux *uint32) {
 	case contract.TransitionResolved:
 		p.findingsOpen--
 	}
+	p.acts.overlay(f, p.engine.Watermark().UnixNano())
 	sl := p.summary.apply(f, aux)
 	if !o.emit {
 		return
 	}
 	o.m.transition(f).Inc()
 	tr := sink.TransitionOf(f)
+	p.acts.annotate(&tr)
 	o.batch.History.Append(&tr)
 	upsert(&o.batch.Current, &sl.at, o.seal, f)
 }
@@ -152,7 +159,7 @@ func (o *output) addNode(p *partition, s *nodeagent.Status, aux *uint32) {
 }
 
 func (j *Joiner) newPartition(p int32, out *output) *partition {
-	part := &partition{p: p, label: strconv.Itoa(int(p)), dedupe: dedupe.New(j.opts.Dedupe), out: out, summary: newSummary(), merge: logmerge.NewMerge(numStreams),
+	part := &partition{p: p, label: strconv.Itoa(int(p)), dedupe: dedupe.New(j.opts.Dedupe), out: out, summary: newSummary(), acts: newActionBook(), merge: logmerge.NewMerge(numStreams),
 		live: output{batch: &sink.Batch{}, seal: 1, m: j.m, emit: true},
 		dec:  contract.NewDecoder(j.validator)}
 	part.engine = classify.New(j.opts.Classify, ownerstate.New(), func(f *drift.Finding, aux *uint32) { part.out.add(part, f, aux) })
@@ -298,13 +305,17 @@ func (j *Joiner) apply(part *partition, r *kgo.Record) {
 		j.reject(part, r, env.Producer, contract.ClockSkewError(env.OccurredAt, r.Timestamp, j.opts.MaxClockSkew))
 		return
 	}
-	switch part.dedupe.Observe(env.Producer, env.HasSeq, env.Seq, env.EventID, env.OccurredAt) {
+	digest := contract.EventDigest(&env)
+	switch part.dedupe.Observe(env.Producer, env.HasSeq, env.Seq, env.EventID, env.OccurredAt, uint64(digest)) {
 	case dedupe.Duplicate:
 		j.m.duplicates.Inc()
 		return
 	case dedupe.Late:
 		j.m.late.Inc()
 		j.reject(part, r, env.Producer, contract.LateError(env.OccurredAt, part.engine.Watermark().Add(-j.opts.Dedupe.Horizon)))
+		return
+	case dedupe.Conflict:
+		j.conflict(part, r, &env, contract.Digest(part.dedupe.FirstDigest()), digest)
 		return
 	}
 	part.events++
@@ -323,6 +334,10 @@ func (j *Joiner) apply(part *partition, r *kgo.Record) {
 		part.engine.ApplyObservation(p, at, env.CorrelationID)
 	case *contract.ScanCompleted:
 		part.engine.ApplyScan(p, at, env.CorrelationID)
+	case *contract.Command:
+		// An operator's action does not move event time: it is applied
+		// at the partition's watermark, where it falls in stream order.
+		j.applyCommand(part, p, at, env.CorrelationID)
 	case *contract.Heartbeat:
 		part.inHeartbeat = true
 		part.nodes.ApplyHeartbeat(p, at, env.CorrelationID)
@@ -337,6 +352,9 @@ func (j *Joiner) apply(part *partition, r *kgo.Record) {
 	part.nodes.Advance(w)
 	if !w.IsZero() {
 		part.dedupe.Advance(w)
+		if ns := w.UnixNano(); ns >= part.acts.due {
+			j.fireActions(part, ns)
+		}
 	}
 }
 
@@ -348,6 +366,26 @@ func (j *Joiner) reject(part *partition, r *kgo.Record, producer string, verr *c
 	part.dirty = true
 	if part.out.emit {
 		part.rejected = append(part.rejected, rejected{r, verr})
+	}
+}
+
+// conflict handles a record whose dedupe identity was applied before with
+// another content digest (first): a producer reusing an event_id or a seq,
+// not a redelivery. The first event stays applied; this one is
+// quarantined with reason conflicting_duplicate and counted for its
+// producer.
+func (j *Joiner) conflict(part *partition, r *kgo.Record, env *contract.Envelope, first, digest contract.Digest) {
+	field := "event_id"
+	if env.HasSeq {
+		field = "seq"
+	}
+	j.reject(part, r, env.Producer, &contract.ValidationError{
+		Reason: contract.ReasonConflictingDuplicate, Field: field,
+		Detail: "producer " + env.Producer + " sent this " + field + " before with content digest " + first.String() +
+			", this event's is " + digest.String() + ": the first stays applied",
+	})
+	if part.out.emit {
+		j.m.conflicts.Inc()
 	}
 }
 
@@ -393,8 +431,8 @@ func (j *Joiner) observe(part *partition) {
 }
 
 // snapshotVersion is the format of a partition's checkpoint blob. Version
-// 2 added the per-producer rejection counts; a version 1 blob restores
-// with none.
+// 2 added the per-producer rejection counts and the action book; a
+// version 1 blob restores with neither.
 const snapshotVersion = 2
 
 // snapshot serialises the partition's state: everything applied so far,
@@ -419,6 +457,7 @@ func (part *partition) snapshot() []byte {
 	part.dedupe.AppendSnapshot(&w)
 	part.summary.appendSnapshot(&w)
 	part.producers.AppendSnapshot(&w)
+	part.acts.appendSnapshot(&w)
 	part.snapSize = len(w.B)
 	return w.B
 }
@@ -460,6 +499,9 @@ func (part *partition) loadSnapshot(b []byte) error {
 		if err := part.producers.LoadSnapshot(r); err != nil {
 			return err
 		}
+		if err := part.acts.loadSnapshot(r); err != nil {
+			return err
+		}
 	}
 	if r.Len() != 0 {
 		return fmt.Errorf("%d bytes after the snapshot", r.Len())
@@ -499,6 +541,9 @@ func (j *Joiner) gather(part *partition, b *batch) *sink.Batch {
 	b.parts = append(b.parts, out)
 	b.rejected = append(b.rejected, part.rejected...)
 	b.rerouted = append(b.rerouted, part.rerouted...)
+	b.requests = append(b.requests, part.requests...)
+	clear(part.requests)
+	part.requests = part.requests[:0]
 	clear(part.rejected)
 	clear(part.rerouted)
 	part.rejected, part.rerouted = part.rejected[:0], part.rerouted[:0]

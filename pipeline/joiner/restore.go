@@ -95,6 +95,16 @@ func (j *Joiner) restore(ctx context.Context, r *stream.Restore) (map[int32]*par
 	if err := j.replay(ctx, r, from, targets, parts); err != nil {
 		return nil, err
 	}
+	// Requests a predecessor produced for commands it did not commit are
+	// on the requests topic: the live run after the restore does not
+	// produce them again (docs/actions.md).
+	sent, err := j.producedRequests(ctx)
+	if err != nil {
+		return nil, err
+	}
+	for _, part := range parts {
+		part.acts.sent = sent
+	}
 	// From here on the partitions emit into the live batch. The live
 	// merge waits for the first records of a stream that has some beyond
 	// the committed offset, so the first fetch of another stream does not

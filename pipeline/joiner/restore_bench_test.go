@@ -29,7 +29,7 @@ func bigPartition(b *testing.B, n int) (*Joiner, *partition) {
 		at := start.Add(time.Duration(i) * time.Microsecond)
 		part.engine.ApplyRecord(&rec, at, "sync-1")
 		part.engine.ApplyObservation(&obs, at.Add(time.Millisecond), "scan-1")
-		part.dedupe.Observe("maas-scanner-eu1", true, uint64(i+1), "", at)
+		part.dedupe.Observe("maas-scanner-eu1", true, uint64(i+1), "", at, uint64(i)*0x9e3779b97f4a7c15+1)
 		part.events += 2
 	}
 	return j, part

@@ -151,7 +151,7 @@ func (s *summary) apply(f *drift.Finding, aux *uint32) *findingSlot {
 	if had {
 		s.groups[sl.group].n--
 		s.groups[sl.group].dirty = true
-		if s.open(sl.group) {
+		if s.open(sl.group) && sl.score > 0 {
 			e := topEntry{sl.score, f.EvidenceID}
 			s.top(global).remove(e)
 			s.domainTop(sl.group).remove(e)
@@ -160,7 +160,8 @@ func (s *summary) apply(f *drift.Finding, aux *uint32) *findingSlot {
 	sl.group, sl.score = g, score
 	s.groups[g].n++
 	s.groups[g].dirty = true
-	if s.open(g) {
+	// A suppressed finding scores 0 and leaves the tops (docs/actions.md).
+	if s.open(g) && score > 0 {
 		e := topEntry{score, f.EvidenceID}
 		s.top(global).add(e)
 		s.domainTop(g).add(e)

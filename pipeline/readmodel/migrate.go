@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"io/fs"
 	"regexp"
@@ -12,6 +13,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/ClickHouse/clickhouse-go/v2"
 	"github.com/ClickHouse/clickhouse-go/v2/lib/driver"
 
 	chschema "github.com/driftline/driftline/schema/clickhouse"
@@ -59,7 +61,11 @@ func Migrate(ctx context.Context, conn driver.Conn, database string) error {
 //
 // Statements must therefore be idempotent and run on ClickHouse 18.16,
 // which knows CREATE/DROP ... IF [NOT] EXISTS but not ALTER TABLE ... ADD
-// COLUMN IF NOT EXISTS, column CODECs, table TTL or the IPv4 type.
+// COLUMN IF NOT EXISTS, column CODECs, table TTL or the IPv4 type. An
+// ALTER TABLE that adds one column (one ADD COLUMN per statement) is
+// idempotent all the same: the column it fails to add because it exists
+// was added by an earlier run of its migration, and the failure is
+// skipped.
 func MigrateFS(ctx context.Context, conn driver.Conn, database string, fsys fs.FS) error {
 	migs, err := loadMigrations(fsys)
 	if err != nil {
@@ -89,7 +95,7 @@ func MigrateFS(ctx context.Context, conn driver.Conn, database string, fsys fs.F
 			continue
 		}
 		for i, stmt := range m.statements {
-			if err := conn.Exec(ctx, stmt); err != nil {
+			if err := conn.Exec(ctx, stmt); err != nil && !columnAddedBefore(stmt, err) {
 				return &StatementError{Name: m.name, Index: i + 1, Statement: stmt, Err: err}
 			}
 		}
@@ -198,4 +204,29 @@ func splitStatements(src string) []string {
 	}
 	flush()
 	return out
+}
+
+// codeIllegalColumn is ClickHouse's error code for adding a column that
+// exists (ILLEGAL_COLUMN), on 18.16 as on current releases.
+const codeIllegalColumn = 44
+
+// addOneColumn matches an ALTER TABLE statement that adds exactly one
+// column (comments stripped).
+var addOneColumn = regexp.MustCompile(`(?is)^\s*ALTER\s+TABLE\s+\S+\s+ADD\s+COLUMN\s+[^,]*$`)
+
+// columnAddedBefore reports whether err is stmt, which adds one column,
+// failing because the column exists: an earlier run of the migration
+// added it.
+func columnAddedBefore(stmt string, err error) bool {
+	var ex *clickhouse.Exception
+	if !errors.As(err, &ex) || ex.Code != codeIllegalColumn {
+		return false
+	}
+	var code []string
+	for _, line := range strings.Split(stmt, "\n") {
+		if !strings.HasPrefix(strings.TrimSpace(line), "--") {
+			code = append(code, line)
+		}
+	}
+	return addOneColumn.MatchString(strings.Join(code, "\n"))
 }

@@ -2,6 +2,7 @@ package readmodel
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"net"
@@ -36,6 +37,7 @@ type options struct {
 	settings    clickhouse.Settings
 	create      bool
 	compression clickhouse.CompressionMethod // from the config
+	tls         *tls.Config                  // from the config; nil: plain TCP
 }
 
 // Opt configures Open.
@@ -82,6 +84,9 @@ func Open(ctx context.Context, cfg service.ClickHouse, opts ...Opt) (driver.Conn
 		return nil, err
 	}
 	o.compression = method
+	if o.tls, err = cfg.TLS.Config(); err != nil {
+		return nil, fmt.Errorf("-clickhouse.tls.*: %w", err)
+	}
 	if !identifier.MatchString(cfg.Database) {
 		return nil, fmt.Errorf("clickhouse database %q: want letters, digits and underscores, not starting with a digit; Possible solutions: set DRIFTLINE_CLICKHOUSE_DB (or -clickhouse.db) to such a name", cfg.Database)
 	}
@@ -119,6 +124,7 @@ func dial(ctx context.Context, cfg service.ClickHouse, database string, o option
 		MaxIdleConns:    min(5, DefaultMaxOpenConns),
 		ConnMaxLifetime: time.Hour,
 		Compression:     &clickhouse.Compression{Method: o.compression},
+		TLS:             o.tls,
 		ClientInfo: clickhouse.ClientInfo{Products: []struct{ Name, Version string }{
 			{Name: "driftline"},
 		}},

@@ -9,6 +9,7 @@ import (
 
 	"github.com/driftline/driftline/pipeline/service"
 	"github.com/driftline/driftline/pipeline/stream/retry"
+	chschema "github.com/driftline/driftline/schema/clickhouse"
 )
 
 // waitBackoff spaces the attempts of OpenWait: a server starting up is
@@ -41,4 +42,38 @@ func OpenWait(ctx context.Context, cfg service.ClickHouse, log *slog.Logger, hin
 		return nil, ctx.Err()
 	}
 	return conn, err
+}
+
+// WaitMigrated waits until every migration of chschema.Migrations is
+// recorded as applied in conn's database, polling every interval, for a
+// process that must not migrate (the read-only query service: whoever
+// writes the read model migrates it). It logs while it waits and returns
+// ctx's error when ctx ends first.
+func WaitMigrated(ctx context.Context, conn driver.Conn, log *slog.Logger, interval time.Duration) error {
+	ms, err := loadMigrations(chschema.Migrations)
+	if err != nil {
+		return err
+	}
+	for logged := false; ; {
+		applied, err := appliedMigrations(ctx, conn)
+		missing := 0
+		for _, m := range ms {
+			if sum, ok := applied[m.version]; !ok || sum != m.checksum {
+				missing++
+			}
+		}
+		if err == nil && missing == 0 {
+			return nil
+		}
+		if !logged {
+			log.Warn("read model schema not migrated yet; waiting for the writers (joiner, rater or the stack) to apply it",
+				"missing", missing, "err", err)
+			logged = true
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(interval):
+		}
+	}
 }

@@ -52,6 +52,7 @@ type Common struct {
 	CreateTopics bool            // create missing topics at start
 	ClickHouse   ClickHouse      // ClickHouse connection
 	Topics       contract.Topics // topic names
+	Kafka        Kafka           // replication of created topics, client TLS and SASL
 }
 
 // ClickHouse says how to reach ClickHouse.
@@ -65,6 +66,8 @@ type ClickHouse struct {
 	// where compressing costs CPU on both ends and saves no network, and
 	// lz4 otherwise.
 	Compression string
+	// TLS says how to encrypt the connection; off by default.
+	TLS ClickHouseTLS
 }
 
 // Compression settings of ClickHouse; chdb.Open rejects any other, as it
@@ -106,6 +109,8 @@ func RegisterFlags(fs *flag.FlagSet) *Common {
 	fs.StringVar(&c.ClickHouse.Password, "clickhouse.password", Env("DRIFTLINE_CLICKHOUSE_PASSWORD", ""), "ClickHouse password")
 	fs.StringVar(&c.ClickHouse.Compression, "clickhouse.compression", Env("DRIFTLINE_CLICKHOUSE_COMPRESSION", CompressionAuto), "compression of the ClickHouse connection: lz4, zstd, none, or auto (none to a loopback address, lz4 otherwise)")
 	c.Topics.RegisterFlags(fs)
+	c.Kafka.registerFlags(fs)
+	registerClickHouseTLS(fs, &c.ClickHouse.TLS)
 	return c
 }
 
@@ -131,5 +136,5 @@ func (c *Common) Validate() error {
 	if c.Partitions < 1 {
 		return fmt.Errorf("-kafka.partitions %d: must be at least 1", c.Partitions)
 	}
-	return nil
+	return c.Kafka.Validate()
 }

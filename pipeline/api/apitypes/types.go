@@ -59,6 +59,12 @@ type Finding struct {
 	AttentionScore  float64    `json:"attention_score"`
 	Version         uint64     `json:"version"`    // row version; grows with every transition
 	UpdatedAt       *time.Time `json:"updated_at"` // when the joiner wrote this version (wall clock)
+	// The operator columns (docs/actions.md).
+	AcknowledgedBy  string     `json:"acknowledged_by"`  // actor of the latest acknowledge; "" if none
+	Assignee        string     `json:"assignee"`         // "" if unassigned
+	SuppressedUntil *time.Time `json:"suppressed_until"` // null: not suppressed
+	ActionState     string     `json:"action_state"`     // pending, succeeded, operator_review; "" if no request
+	LastActionID    string     `json:"last_action_id"`   // command_id of the latest action applied
 }
 
 // DriftPage is the answer of GET /v1/drift.
@@ -84,6 +90,16 @@ type HistoryEntry struct {
 	RetryCount      uint32    `json:"retry_count"`
 	At              time.Time `json:"at"` // event time of the transition
 	CorrelationID   string    `json:"correlation_id"`
+	// ActionState is the finding's action_state after the transition.
+	ActionState string `json:"action_state"`
+	// Action, ActionID, ActorID and Reason describe the operator action of
+	// an action or action_refused transition; Refusal is why the joiner
+	// refused it.
+	Action   string `json:"action,omitempty"`
+	ActionID string `json:"action_id,omitempty"`
+	ActorID  string `json:"actor_id,omitempty"`
+	Reason   string `json:"reason,omitempty"`
+	Refusal  string `json:"refusal,omitempty"`
 }
 
 // Action is what an operator or the platform should do about a finding.
@@ -247,6 +263,41 @@ type ErrorBody struct {
 	Parameter string   `json:"parameter,omitempty"` // the offending query parameter
 	Value     string   `json:"value,omitempty"`     // its offending value
 	Allowed   []string `json:"allowed,omitempty"`   // allowed values of an enumeration
+	// RequestID names the request in the query service's log and the
+	// audit log; a failed read's detail is there, not in the answer.
+	RequestID string `json:"request_id,omitempty"`
+	// Reason is the refusal reason of an action (contract.ActionReasons).
+	Reason string `json:"reason,omitempty"`
+}
+
+// ActionAccepted is the answer of POST /v1/findings/{evidence_id}/actions
+// (202), and one finding of a batch: the action is on the commands topic
+// and the joiner applies it in stream order (its effect shows in the
+// finding's row and history once applied).
+type ActionAccepted struct {
+	CommandID  string    `json:"command_id,omitempty"` // absent in a preview
+	EvidenceID string    `json:"evidence_id"`
+	Action     string    `json:"action"`
+	ActorID    string    `json:"actor_id"`
+	Status     string    `json:"status"` // accepted, or preview
+	AcceptedAt time.Time `json:"accepted_at"`
+}
+
+// ActionRefusal is a finding a batch action does not apply to, and why.
+type ActionRefusal struct {
+	EvidenceID string `json:"evidence_id"`
+	Reason     string `json:"reason"`
+}
+
+// BatchAccepted is the answer of POST /v1/actions/batch.
+type BatchAccepted struct {
+	Action     string           `json:"action"`
+	ActorID    string           `json:"actor_id"`
+	Preview    bool             `json:"preview"`
+	AcceptedAt time.Time        `json:"accepted_at"`
+	Count      int              `json:"count"`      // len(AppliedTo)
+	AppliedTo  []ActionAccepted `json:"applied_to"` // never null
+	Refused    []ActionRefusal  `json:"refused"`    // never null
 }
 
 // Node is the current node-agent evidence and gate of one node
@@ -376,21 +427,25 @@ type Attention struct {
 // (billing_mismatch). Amounts are decimal strings as written; empty when
 // unknown.
 type BillingMismatch struct {
-	MismatchID     string    `json:"mismatch_id"`
-	Kind           string    `json:"kind"`
-	UsageID        string    `json:"usage_id"`
-	MeteringSource string    `json:"metering_source"`
-	MeteringID     string    `json:"metering_id"`
-	TenantID       string    `json:"tenant_id"`
-	ProductID      string    `json:"product_id"`
-	UnitID         string    `json:"unit_id"`
-	Quantity       string    `json:"quantity"`
-	RatedAmount    string    `json:"rated_amount"`
-	LedgerAmount   string    `json:"ledger_amount"`
-	Currency       string    `json:"currency"`
-	Status         string    `json:"status"`
-	FirstSeenAt    time.Time `json:"first_seen_at"`
-	LastSeenAt     time.Time `json:"last_seen_at"`
+	MismatchID     string `json:"mismatch_id"`
+	Kind           string `json:"kind"`
+	UsageID        string `json:"usage_id"`
+	MeteringSource string `json:"metering_source"`
+	MeteringID     string `json:"metering_id"`
+	TenantID       string `json:"tenant_id"`
+	ProductID      string `json:"product_id"`
+	UnitID         string `json:"unit_id"`
+	Quantity       string `json:"quantity"`
+	// ConflictQuantity is set on conflicting_usage: the quantity of the
+	// latest usage that repeated the usage_id with other content
+	// (Quantity is the first one's, the one rated); else empty.
+	ConflictQuantity string    `json:"conflict_quantity"`
+	RatedAmount      string    `json:"rated_amount"`
+	LedgerAmount     string    `json:"ledger_amount"`
+	Currency         string    `json:"currency"`
+	Status           string    `json:"status"`
+	FirstSeenAt      time.Time `json:"first_seen_at"`
+	LastSeenAt       time.Time `json:"last_seen_at"`
 	// AmountAtRisk is |rated - ledger| for amount_mismatch, else the rated
 	// amount, else the ledger amount; empty when the row has neither
 	// (usage never priced: usage_not_rated, unknown_unit).

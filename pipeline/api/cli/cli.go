@@ -1,5 +1,6 @@
 // Package cli is the command-line client of the query API (cmd/driftctl):
-// one subcommand per reading surface, printed as a table, JSON or CSV.
+// one subcommand per reading surface, and act for operator actions,
+// printed as a table, JSON or CSV.
 package cli
 
 import (
@@ -29,9 +30,10 @@ var commands = map[string]func(ctx context.Context, c *client.Client, q url.Valu
 	"billing":    cmdBilling,
 	"automation": cmdAutomation,
 	"node":       cmdNode,
+	"act":        cmdAct,
 }
 
-const usage = `usage: driftctl drift|heatmap|attention|billing|automation|node [flags] [name=value ...]
+const usage = `usage: driftctl drift|heatmap|attention|billing|automation|node|act [flags] [name=value ...]
 
 Each subcommand calls the query API and prints a table (default), JSON or
 CSV. Trailing name=value arguments are passed as API parameters, e.g.
@@ -43,6 +45,9 @@ CSV. Trailing name=value arguments are passed as API parameters, e.g.
   driftctl node                     node list (filters: gate=, connectivity_mode=, ...)
   driftctl node n-0042              one node: gate, desired vs actual, findings
   driftctl heatmap status=all
+  driftctl act acknowledge orphan_provider_resource:maas/n-0042 reason="on it"
+  driftctl act retry stale_lifecycle_state:app_runtime/a-7 reason=redeploy key=K   (key: Idempotency-Key)
+  driftctl act assign batch owning_domain=compute assignee=ops-eu reason=triage preview=true
 
 Flags:
 `
@@ -57,9 +62,9 @@ type table struct {
 
 // flags are the options every subcommand takes.
 type flags struct {
-	api, out string
-	all      bool
-	timeout  time.Duration
+	api, key, out string
+	all           bool
+	timeout       time.Duration
 }
 
 func newFlagSet(name string) (*flag.FlagSet, *flags) {
@@ -70,6 +75,7 @@ func newFlagSet(name string) (*flag.FlagSet, *flags) {
 	}
 	var f flags
 	fs.StringVar(&f.api, "api", service.Env("DRIFTLINE_QUERY_URL", "http://"+service.DefaultQueryAddr), "base URL of the query API (env DRIFTLINE_QUERY_URL)")
+	fs.StringVar(&f.key, "key", service.Env("DRIFTLINE_QUERY_KEY", service.DefaultLocalAPIKey), "API key of the query API (env DRIFTLINE_QUERY_KEY); the default is the local stack's key")
 	fs.StringVar(&f.out, "o", "table", "output: table, json or csv")
 	fs.BoolVar(&f.all, "all", false, "drift, billing, node list: follow next_cursor to the last page (large fleets: prefer -o csv with the API's export)")
 	fs.DurationVar(&f.timeout, "timeout", 30*time.Second, "bound on the whole command")
@@ -118,7 +124,7 @@ func Run(name string, args []string, stdout io.Writer) error {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), opt.timeout)
 	defer cancel()
-	c := &client.Client{BaseURL: opt.api}
+	c := &client.Client{BaseURL: opt.api, APIKey: opt.key}
 	t, raw, err := cmd(ctx, c, q, pos)
 	if err != nil {
 		if ae, ok := errors.AsType[*client.APIError](err); ok && ae.Body.Allowed != nil {
@@ -257,7 +263,7 @@ func cmdAttention(ctx context.Context, c *client.Client, q url.Values, _ []strin
 
 func cmdBilling(ctx context.Context, c *client.Client, q url.Values, _ []string) (table, any, error) {
 	all := takeAll(q)
-	t := table{head: []string{"mismatch_id", "kind", "tenant_id", "product_id", "unit_id", "quantity", "rated_amount", "ledger_amount", "amount_at_risk", "currency", "status", "first_seen_at"}}
+	t := table{head: []string{"mismatch_id", "kind", "tenant_id", "product_id", "unit_id", "quantity", "conflict_quantity", "rated_amount", "ledger_amount", "amount_at_risk", "currency", "status", "first_seen_at"}}
 	var pages []*apitypes.BillingPage
 	for {
 		p, err := c.BillingMismatches(ctx, q)
@@ -273,7 +279,7 @@ func cmdBilling(ctx context.Context, c *client.Client, q url.Values, _ []string)
 	last := pages[len(pages)-1]
 	for _, p := range pages {
 		for _, m := range p.Mismatches {
-			t.rows = append(t.rows, []string{m.MismatchID, m.Kind, m.TenantID, m.ProductID, m.UnitID, m.Quantity, m.RatedAmount,
+			t.rows = append(t.rows, []string{m.MismatchID, m.Kind, m.TenantID, m.ProductID, m.UnitID, m.Quantity, m.ConflictQuantity, m.RatedAmount,
 				m.LedgerAmount, m.AmountAtRisk, m.Currency, m.Status, m.FirstSeenAt.UTC().Format(time.RFC3339)})
 		}
 	}

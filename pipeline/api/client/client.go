@@ -3,6 +3,9 @@
 package client
 
 import (
+	"bytes"
+	"time"
+
 	"github.com/driftline/driftline/pipeline/api/apitypes"
 
 	"context"
@@ -14,10 +17,22 @@ import (
 	"strings"
 )
 
-// Client calls the query API. The zero value is not usable: set BaseURL.
+// Client calls the query API. The zero value is not usable: set BaseURL
+// and APIKey.
 type Client struct {
 	BaseURL string       // e.g. "http://127.0.0.1:18081"
+	APIKey  string       // sent as Authorization: Bearer <key>
 	HTTP    *http.Client // default http.DefaultClient
+}
+
+// Session calls GET /v1/session: who the key is, its roles and scopes.
+func (c *Client) Session(ctx context.Context) (*apitypes.Session, error) {
+	return get[apitypes.Session](ctx, c, "/v1/session", nil)
+}
+
+// Audit calls GET /v1/audit with the filters in q (auditors).
+func (c *Client) Audit(ctx context.Context, q url.Values) (*apitypes.AuditPage, error) {
+	return get[apitypes.AuditPage](ctx, c, "/v1/audit", q)
 }
 
 // Status calls GET /v1/status.
@@ -75,15 +90,30 @@ func get[T any](ctx context.Context, c *Client, path string, q url.Values) (*T, 
 }
 
 func (c *Client) get(ctx context.Context, path string, q url.Values, into any) error {
+	return c.do(ctx, http.MethodGet, path, q, "", nil, into)
+}
+
+// do sends one request (with an Idempotency-Key when key is set) and
+// decodes a 2xx answer into into; any other answer is an *APIError.
+func (c *Client) do(ctx context.Context, method, path string, q url.Values, key string, body io.Reader, into any) error {
 	u := strings.TrimSuffix(c.BaseURL, "/") + path
 	if len(q) > 0 {
 		u += "?" + q.Encode()
 	}
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
+	req, err := http.NewRequestWithContext(ctx, method, u, body)
 	if err != nil {
 		return fmt.Errorf("query api: %w", err)
 	}
 	req.Header.Set("Accept", "application/json")
+	if c.APIKey != "" {
+		req.Header.Set("Authorization", "Bearer "+c.APIKey)
+	}
+	if body != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	if key != "" {
+		req.Header.Set("Idempotency-Key", key)
+	}
 	hc := c.HTTP
 	if hc == nil {
 		hc = http.DefaultClient
@@ -156,4 +186,38 @@ func (c *Client) Rated(ctx context.Context, q url.Values) (*apitypes.RatedTotals
 // and product_id in q.
 func (c *Client) Automation(ctx context.Context, q url.Values) (*apitypes.Automation, error) {
 	return get[apitypes.Automation](ctx, c, "/v1/billing/automation", q)
+}
+
+// ActionRequest is the body of an action (CONTRACT section 9.2).
+type ActionRequest struct {
+	Action   string    `json:"action"`
+	Reason   string    `json:"reason"`
+	Assignee string    `json:"assignee,omitempty"`
+	Until    time.Time `json:"until,omitzero"`
+	// Preview (batch only) answers what the batch would touch, writing
+	// nothing.
+	Preview bool `json:"preview,omitempty"`
+}
+
+// Act calls POST /v1/findings/{evidence_id}/actions with the
+// Idempotency-Key key. A refusal is an *APIError whose Body.Reason names
+// it.
+func (c *Client) Act(ctx context.Context, evidenceID, key string, a ActionRequest) (*apitypes.ActionAccepted, error) {
+	v := new(apitypes.ActionAccepted)
+	return v, c.post(ctx, "/v1/findings/"+url.PathEscape(evidenceID)+"/actions", nil, key, a, v)
+}
+
+// ActBatch calls POST /v1/actions/batch with the drift filters in q and
+// the Idempotency-Key key ("" for a preview).
+func (c *Client) ActBatch(ctx context.Context, q url.Values, key string, a ActionRequest) (*apitypes.BatchAccepted, error) {
+	v := new(apitypes.BatchAccepted)
+	return v, c.post(ctx, "/v1/actions/batch", q, key, a, v)
+}
+
+func (c *Client) post(ctx context.Context, path string, q url.Values, key string, body, into any) error {
+	b, err := json.Marshal(body)
+	if err != nil {
+		return fmt.Errorf("query api: %w", err)
+	}
+	return c.do(ctx, http.MethodPost, path, q, key, bytes.NewReader(b), into)
 }

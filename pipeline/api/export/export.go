@@ -138,6 +138,7 @@ var MismatchColumns = []Column[apitypes.BillingMismatch]{
 	strCol("product_id", func(m *apitypes.BillingMismatch) string { return m.ProductID }),
 	strCol("unit_id", func(m *apitypes.BillingMismatch) string { return m.UnitID }),
 	strCol("quantity", func(m *apitypes.BillingMismatch) string { return m.Quantity }),
+	strCol("conflict_quantity", func(m *apitypes.BillingMismatch) string { return m.ConflictQuantity }),
 	strCol("rated_amount", func(m *apitypes.BillingMismatch) string { return m.RatedAmount }),
 	strCol("ledger_amount", func(m *apitypes.BillingMismatch) string { return m.LedgerAmount }),
 	strCol("amount_at_risk", func(m *apitypes.BillingMismatch) string { return m.AmountAtRisk }),

@@ -5,6 +5,10 @@
 // Filters live in the hash query (#/domain/x?gate=warning) so every view is
 // a link. Every view re-renders every REFRESH seconds (?refresh=N on the
 // page URL, default 10).
+// Sign-in: the API key is typed into the sign-in form and kept in this
+// tab's sessionStorage (gone when the tab closes), sent only in the
+// Authorization header, never in a URL. GET /v1/session names the key's
+// roles; views and links the roles cannot use are not shown.
 "use strict";
 
 const API = new URL("../", document.baseURI).pathname.replace(/\/$/, "") + "/v1";
@@ -14,7 +18,9 @@ const MODE_COLOURS = {LIVE: "#2e7d32", DELAYED: "#7cb342", EDGE_CACHED: "#00897b
   DISCONNECTED: "#c62828", RETURNING: "#8e24aa", REPLAYING: "#e69500"};
 const GATES = ["pass", "warning", "retry", "investigate", "block_production"];
 const HEALTHS = ["OK", "DEGRADED", "FAILED", "UNKNOWN"];
-const KINDS = ["usage_not_rated", "rated_not_ledgered", "amount_mismatch", "duplicate_usage", "unknown_unit", "window_unbalanced"];
+// Operator actions (docs/actions.md): the node ones act on a node's finding.
+const ACTIONS = ["acknowledge", "assign", "suppress", "unsuppress", "retry", "cleanup", "quarantine_node", "release_node"];
+const KINDS = ["usage_not_rated", "rated_not_ledgered", "amount_mismatch", "duplicate_usage", "unknown_unit", "conflicting_usage", "window_unbalanced"];
 
 function esc(v) {
   return String(v ?? "").replace(/[&<>"']/g, c => ({"&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;", "'": "&#39;"}[c]));
@@ -33,12 +39,167 @@ function nodeLink(id) { return `<a href="#/node/${encodeURIComponent(id)}">${esc
 function findingLink(id) { return `<a href="#/finding/${encodeURIComponent(id)}">${esc(id)}</a>`; }
 function domainLink(d) { return `<a href="#/domain/${encodeURIComponent(d)}">${esc(d || "(none)")}</a>`; }
 
+const KEY_STORE = "driftline.apiKey";
+function apiKey() { return sessionStorage.getItem(KEY_STORE) || ""; }
+
+// SignInNeeded is thrown when there is no key or the server refused it.
+class SignInNeeded extends Error {}
+
+let session = null; // GET /v1/session of the key in use
+
 async function api(path, params) {
+  const key = apiKey();
+  if (!key) throw new SignInNeeded("");
   const qs = params && [...params].length ? "?" + params : "";
-  const r = await fetch(API + path + qs, {headers: {Accept: "application/json"}});
+  const r = await fetch(API + path + qs, {headers: {Accept: "application/json", Authorization: "Bearer " + key}});
   const body = await r.json().catch(() => ({error: r.statusText}));
+  if (r.status === 401) {
+    sessionStorage.removeItem(KEY_STORE);
+    session = null;
+    throw new SignInNeeded(body.error || r.statusText);
+  }
   if (!r.ok) throw new Error(body.error || r.statusText);
   return body;
+}
+
+// can reports whether the signed-in key may call endpoint (by name).
+function can(endpoint) { return !!session && session.endpoints.includes(endpoint); }
+
+// download fetches an export or bundle with the key and saves it: a plain
+// link could not carry the Authorization header.
+async function download(href, name) {
+  const r = await fetch(href, {headers: {Authorization: "Bearer " + apiKey()}});
+  if (!r.ok) { alert("Download refused: " + r.status + " " + ((await r.json().catch(() => ({}))).error || r.statusText)); return; }
+  const url = URL.createObjectURL(await r.blob());
+  const a = document.createElement("a");
+  a.href = url;
+  a.download = name;
+  document.body.appendChild(a);
+  a.click();
+  a.remove();
+  setTimeout(() => URL.revokeObjectURL(url), 10000);
+}
+document.addEventListener("click", ev => {
+  const a = ev.target.closest && ev.target.closest("a[data-download]");
+  if (!a) return;
+  ev.preventDefault();
+  download(a.dataset.download, a.dataset.name);
+});
+
+function signInView(msg) {
+  return `<section class="card" id="signin"><h1>Sign in</h1>
+    <p class="muted">Paste your Driftline API key. It is kept in this browser tab only, until the tab closes or you sign out.</p>
+    <form id="signin-form" method="post" autocomplete="off"><label>API key <input type="password" name="key" size="40" autocomplete="off"></label>
+    <button type="submit">Sign in</button></form>${msg ? `<p class="error" id="signin-error">${esc(msg)}</p>` : ""}</section>`;
+}
+
+function bindSignIn() {
+  const f = document.getElementById("signin-form");
+  if (!f || f.dataset.bound) return;
+  f.dataset.bound = "1";
+  f.addEventListener("submit", ev => {
+    ev.preventDefault();
+    const key = f.elements.key.value.trim();
+    if (!key) return;
+    sessionStorage.setItem(KEY_STORE, key);
+    session = null;
+    render();
+  });
+}
+
+function signOut() {
+  sessionStorage.removeItem(KEY_STORE);
+  session = null;
+  render();
+}
+
+// showSession shows who is signed in and only the views the roles allow.
+function showSession() {
+  const who = document.getElementById("who");
+  const nav = {global: can("heatmap"), finance: can("billing_mismatches")};
+  for (const a of document.querySelectorAll("header nav a")) a.hidden = !session || !nav[a.dataset.nav];
+  if (!session) { who.innerHTML = ""; return; }
+  who.innerHTML = `<span id="actor">${esc(session.actor_id)}</span> <span class="muted" id="roles">(${esc(session.roles.join(", "))}${session.tenant_ids ? " · tenants " + esc(session.tenant_ids.join(", ")) : ""})</span> <a href="#" id="signout">sign out</a>`;
+  document.getElementById("signout").onclick = ev => { ev.preventDefault(); signOut(); };
+}
+
+// post sends an action with a new Idempotency-Key (kept on the form, so a
+// resubmission after a lost answer repeats the same key).
+async function post(path, params, key, body) {
+  const qs = params && [...params].length ? "?" + params : "";
+  const headers = {Accept: "application/json", "Content-Type": "application/json", Authorization: "Bearer " + apiKey()};
+  if (key) headers["Idempotency-Key"] = key;
+  const r = await fetch(API + path + qs, {method: "POST", headers, body: JSON.stringify(body)});
+  const answer = await r.json().catch(() => ({error: r.statusText}));
+  if (!r.ok) throw new Error((answer.reason ? answer.reason + ": " : "") + (answer.error || r.statusText));
+  return answer;
+}
+
+// An action form being filled in holds the periodic re-render, which
+// would wipe it; lastResult keeps the answer of the last submission.
+let acting = false;
+let lastResult = "";
+function newKey() { return "ui-" + (crypto.randomUUID ? crypto.randomUUID() : String(Date.now()) + Math.random()); }
+
+// actionForm renders the action controls: one button per action, with
+// reason, assignee and until fields; targets is a list of evidence ids
+// (a select when several) or, for a batch, null.
+function actionForm(id, actions, targets, batch) {
+  const target = !targets ? "" : targets.length === 1
+    ? `<input type="hidden" name="evidence_id" value="${esc(targets[0])}">`
+    : `<label>finding<select name="evidence_id">${targets.map(t => `<option value="${esc(t)}">${esc(t)}</option>`).join("")}</select></label>`;
+  return `<form class="filters act-form" id="${id}" data-batch="${batch ? 1 : 0}" data-key="${newKey()}">${target}
+    <label>reason<input name="reason" size="24" placeholder="why (recorded)"></label>
+    <label>assignee<input name="assignee" size="12"></label>
+    <label>until (suppress)<input name="until" size="20" placeholder="2026-12-01T00:00:00Z"></label>
+    ${batch ? '<label><span><input type="checkbox" name="preview" checked> preview only</span></label>' : ""}
+    ${actions.map(a => `<button type="submit" name="action" value="${a}" data-action="${a}">${a.replace("_", " ")}</button>`).join("")}
+    </form><div id="${id}-result" class="action-result">${lastResult}</div>`;
+}
+
+function bindActionForm(id, params) {
+  const form = document.getElementById(id);
+  if (!form) return;
+  form.addEventListener("input", () => { acting = true; });
+  form.addEventListener("submit", async ev => {
+    ev.preventDefault();
+    const fd = new FormData(form);
+    const action = ev.submitter ? ev.submitter.value : "";
+    const body = {action, reason: fd.get("reason") || ""};
+    if (fd.get("assignee")) body.assignee = fd.get("assignee");
+    if (fd.get("until")) body.until = fd.get("until");
+    const out = document.getElementById(id + "-result");
+    try {
+      let a;
+      if (form.dataset.batch === "1") {
+        body.preview = fd.get("preview") === "on";
+        a = await post("/actions/batch", params, body.preview ? "" : form.dataset.key, body);
+        lastResult = batchResult(a);
+      } else {
+        a = await post("/findings/" + encodeURIComponent(fd.get("evidence_id")) + "/actions", null, form.dataset.key, body);
+        lastResult = `<p class="ok" id="action-accepted">${esc(a.action)} accepted (${esc(a.command_id)}); it shows below once the joiner applied it.</p>`;
+      }
+      form.dataset.key = newKey();
+    } catch (e) {
+      lastResult = `<p class="error" id="action-refused">${esc(e.message)}</p>`;
+    }
+    out.innerHTML = lastResult;
+    acting = false;
+  });
+}
+
+function batchResult(a) {
+  const rows = a.applied_to.map(x => `<tr data-touch="${esc(x.evidence_id)}"><td>${findingLink(x.evidence_id)}</td><td>${esc(x.status)}</td><td></td></tr>`)
+    .concat(a.refused.map(x => `<tr data-refused="${esc(x.evidence_id)}"><td>${findingLink(x.evidence_id)}</td><td>refused</td><td>${esc(x.reason)}</td></tr>`));
+  return `<p id="batch-summary">${a.preview ? "Preview: would apply" : "Applied"} ${esc(a.action)} to ${a.count} finding(s), ${a.refused.length} refused.</p>
+    ${rows.length ? `<table><tr><th>finding</th><th>result</th><th>reason</th></tr>${rows.join("")}</table>` : ""}`;
+}
+
+// operatorState lists a finding's operator columns.
+function operatorState(f) {
+  return `<table id="operator-state">${[["acknowledged_by", f.acknowledged_by], ["assignee", f.assignee], ["suppressed_until", f.suppressed_until],
+    ["action_state", f.action_state], ["last_action_id", f.last_action_id]].map(([k, v]) =>
+    `<tr><th>${k}</th><td>${v ? esc(v) : '<span class="muted">—</span>'}</td></tr>`).join("")}</table>`;
 }
 
 // route parses the hash: "#/domain/x?gate=warning" -> ["domain","x"], params.
@@ -93,7 +254,17 @@ function statusCard(st) {
     <div class="kpi"><b>${f.resolved}</b>resolved</div>
     <div class="kpi"><b>${ago(st.watermark_age_seconds)}</b>watermark age</div>
     <div class="kpi"><b>${when(st.last_run)}</b>last run</div>
-    <div class="kpi"><b>${lag}</b>consumer lag</div></div></section>`;
+    <div class="kpi"><b>${lag}</b>consumer lag</div></div>${producersTable(st.producers || [])}</section>`;
+}
+
+// producersTable lists the producers whose records a consumer did not
+// apply (clock ahead of the log, late, ids reused with other content).
+function producersTable(rows) {
+  if (!rows.length) return "";
+  return `<h3>Records not applied, by producer</h3><table id="producer-rejections"><tr><th>producer</th><th>reason</th>
+    <th>consumer</th><th class="num">records</th><th>latest</th></tr>${rows.map(r =>
+    `<tr><td>${esc(r.producer)}</td><td>${esc(r.reason)}</td><td>${esc(r.consumer)}</td><td class="num">${r.events}</td>
+    <td>${when(r.last_at)}</td></tr>`).join("")}</table>`;
 }
 
 function spectrumBar(modes, total) {
@@ -160,6 +331,17 @@ async function viewDomain(domain, params) {
   for (const k of ["gate", "connectivity_mode", "health"]) if (params.get(k)) nodeQ.set(k, params.get(k));
   const driftQ = new URLSearchParams({owning_domain: domain, limit: "200", sort: "attention_score"});
   for (const k of ["classification", "severity"]) if (params.get(k)) driftQ.set(k, params.get(k));
+  // ?preview=<action> previews a batch action on the filtered findings
+  // (a read: it writes nothing), so a preview is a link.
+  if (ACTIONS.includes(params.get("preview"))) {
+    const bq = new URLSearchParams({owning_domain: domain});
+    for (const k of ["classification", "severity"]) if (params.get(k)) bq.set(k, params.get(k));
+    try {
+      lastResult = batchResult(await post("/actions/batch", bq, "", {action: params.get("preview"), reason: "", preview: true}));
+    } catch (e) {
+      lastResult = `<p class="error" id="action-refused">${esc(e.message)}</p>`;
+    }
+  }
   const [heat, att, nodes, drift, conn] = await Promise.all([
     api("/heatmap", new URLSearchParams({owning_domain: domain})),
     api("/attention", new URLSearchParams({owning_domain: domain, n: "10"})),
@@ -182,6 +364,9 @@ async function viewDomain(domain, params) {
       {name: "severity", label: "severity", options: ["critical", "warning"]}])}
     ${nodeRows ? `<table><tr><th>node</th><th>gate</th><th>connectivity</th><th>health</th><th>agent state</th><th>agent observed / expected</th>
       <th class="num">s behind</th><th class="num">backlog</th><th class="num">score</th><th>last seen</th></tr>${nodeRows}</table>` : '<p class="muted">No node matches.</p>'}</section>
+    ${can("actions_batch") ? `<section class="card" id="batch"><h2>Act on these findings</h2>
+      <p class="muted">Applies to the open findings of ${esc(domain)} the filters above select (classification, severity); preview first.</p>
+      ${actionForm("batch-form", ACTIONS, null, true)}</section>` : ""}
     <section class="card" id="findings"><h2>Open findings (${drift.count}${drift.next_cursor ? "+" : ""})</h2>
     ${findingRows ? `<table><tr><th>evidence</th><th>severity</th><th>classification</th><th>expected → observed</th><th>posture</th><th>since</th></tr>${findingRows}</table>` : '<p class="muted">No finding matches.</p>'}</section>`;
 }
@@ -193,8 +378,8 @@ function sideBySide(rows) {
 
 function timeline(entries) {
   if (!entries.length) return '<p class="muted">No transitions recorded.</p>';
-  return `<ul class="timeline">${entries.map(e => `<li>${when(e.at)} <b>${esc(e.transition)}</b> ${e.id ? findingLink(e.id) : ""}
-    ${esc(e.status)} · ${esc(e.posture)} · observed ${esc(e.observed_state || "∅")}${e.retry_count ? " · retry " + e.retry_count : ""}</li>`).join("")}</ul>`;
+  return `<ul class="timeline">${entries.map(e => `<li${e.action ? ` data-action-row="${esc(e.action)}"` : ""}>${when(e.at)} <b>${esc(e.transition)}</b> ${e.id ? findingLink(e.id) : ""}
+    ${e.action ? `<b>${esc(e.action)}</b> by ${esc(e.actor_id)}${e.reason ? ` “${esc(e.reason)}”` : ""}${e.refusal ? ` <span class="bad">refused: ${esc(e.refusal)}</span>` : ""} · ` : ""}${esc(e.status)} · ${esc(e.posture)} · observed ${esc(e.observed_state || "∅")}${e.retry_count ? " · retry " + e.retry_count : ""}${e.action_state ? " · request " + esc(e.action_state) : ""}</li>`).join("")}</ul>`;
 }
 
 async function viewNode(id) {
@@ -217,6 +402,8 @@ async function viewNode(id) {
     <div class="row"><section class="card" id="evidence"><h2>Node-agent evidence</h2><table>${evidence.map(([k, v]) =>
       `<tr><th>${esc(k)}</th><td>${esc(v)}</td></tr>`).join("")}</table></section>
     <section class="card" id="timeline"><h2>Finding timeline</h2>${timeline(events)}</section></div>
+    ${d.findings.length && can("finding_actions") ? `<section class="card" id="node-actions"><h2>Act on this node</h2>
+      ${actionForm("action-form", ["quarantine_node", "release_node", "acknowledge", "assign", "retry"], d.findings.map(f => f.finding.evidence_id), false)}</section>` : ""}
     <section class="card" id="node-findings"><h2>Findings (${d.findings.length})</h2>${d.findings.length ? `<table><tr><th>evidence</th><th>status</th><th>severity</th><th>posture</th><th>action</th></tr>${d.findings.map(f =>
       `<tr><td>${findingLink(f.finding.evidence_id)}</td><td>${esc(f.finding.status)}</td><td>${sev(f.finding.severity)}</td><td>${esc(f.finding.posture)}</td><td>${esc(f.action.summary)}</td></tr>`).join("")}</table>` : '<p class="muted">None.</p>'}</section>`;
 }
@@ -233,9 +420,11 @@ async function viewFinding(id) {
       <p class="muted">observed at ${when(f.observed_at)}</p></section>
     <section class="card" id="action"><h2>Recommended action</h2><p>${esc(d.action.summary)}</p>
       <p>posture <b>${esc(d.action.posture)}</b>${d.action.runbook ? ` · runbook ${esc(d.action.runbook)}` : ""}${d.action.next_attempt_at ? ` · next attempt ${when(d.action.next_attempt_at)}` : ""}</p>
-      <p><a href="${API}/bundle?evidence_id=${encodeURIComponent(f.evidence_id)}">evidence bundle (Arrow)</a> ·
-         <a href="${API}/bundle?evidence_id=${encodeURIComponent(f.evidence_id)}&format=parquet">Parquet</a></p></section></div>
-    <section class="card" id="timeline"><h2>Timeline</h2>${timeline(d.history)}</section>`;
+      <p><a href="#" data-download="${API}/bundle?evidence_id=${encodeURIComponent(f.evidence_id)}" data-name="evidence-bundle.arrow">evidence bundle (Arrow)</a> ·
+         <a href="#" data-download="${API}/bundle?evidence_id=${encodeURIComponent(f.evidence_id)}&format=parquet" data-name="evidence-bundle.parquet">Parquet</a></p></section></div>
+    <div class="row"><section class="card" id="operator"><h2>Operator</h2>${operatorState(f)}</section>
+    ${can("finding_actions") ? `<section class="card" id="actions"><h2>Actions</h2>${actionForm("action-form", ACTIONS, [f.evidence_id], false)}</section>` : ""}</div>
+    <section class="card" id="timeline"><h2>Timeline and action history</h2>${timeline(d.history)}</section>`;
 }
 
 async function viewFinance(params) {
@@ -246,7 +435,7 @@ async function viewFinance(params) {
     <td class="num risk">${esc(t.amount_at_risk)}</td><td class="num">${esc(t.rated_amount)}</td><td class="num">${esc(t.ledger_amount)}</td><td class="num">${t.unpriced}</td></tr>`).join("");
   const kinds = p.totals.by_kind.map(t => `<tr><td>${esc(t.kind)}</td><td>${esc(t.currency)}</td><td class="num">${t.count}</td><td class="num">${esc(t.amount_at_risk)}</td></tr>`).join("");
   const rows = p.mismatches.map(m => `<tr data-mismatch="${esc(m.mismatch_id)}"><td>${esc(m.mismatch_id)}</td><td>${esc(m.kind)}</td><td>${esc(m.tenant_id)}</td>
-    <td>${esc(m.product_id)}</td><td>${esc(m.unit_id)}</td><td class="num">${esc(m.quantity)}</td><td class="num">${esc(m.rated_amount)}</td>
+    <td>${esc(m.product_id)}</td><td>${esc(m.unit_id)}</td><td class="num">${esc(m.quantity)}</td><td class="num conflict">${esc(m.conflict_quantity || "")}</td><td class="num">${esc(m.rated_amount)}</td>
     <td class="num">${esc(m.ledger_amount)}</td><td class="num">${esc(m.amount_at_risk)}</td><td>${esc(m.currency)}</td><td>${esc(m.status)}</td><td>${when(m.first_seen_at)}</td></tr>`).join("");
   const csv = new URLSearchParams(q); csv.delete("limit"); csv.set("format", "csv");
   const ratedRows = rated.totals.map(t => `<tr><td>${esc(t.tenant_id)}</td><td>${esc(t.currency)}</td><td class="num">${t.lines}</td><td class="num">${esc(t.amount)}</td></tr>`).join("");
@@ -255,45 +444,70 @@ async function viewFinance(params) {
       <table><tr><th>currency</th><th class="num">count</th><th class="num">at risk</th><th class="num">rated</th><th class="num">ledger</th><th class="num">unpriced</th></tr>${cur}</table></section>
     <div class="row"><section class="card" id="by-kind"><h2>By kind</h2><table><tr><th>kind</th><th>currency</th><th class="num">count</th><th class="num">at risk</th></tr>${kinds}</table></section>
     <section class="card" id="rated"><h2>Rated totals by tenant</h2><table><tr><th>tenant</th><th>currency</th><th class="num">lines</th><th class="num">amount</th></tr>${ratedRows}</table></section></div>
-    <section class="card" id="mismatches"><h2>Mismatches (${p.count}${p.next_cursor ? "+" : ""}) · <a href="${API}/billing/mismatches?${csv}">CSV</a></h2>
+    <section class="card" id="mismatches"><h2>Mismatches (${p.count}${p.next_cursor ? "+" : ""}) · <a href="#" data-download="${API}/billing/mismatches?${csv}" data-name="billing-mismatches.csv">CSV</a></h2>
     ${filterForm("billing-filters", params, [{name: "kind", label: "kind", options: KINDS}, {name: "status", label: "status", options: ["open", "resolved", "all"]},
       {name: "tenant", label: "tenant"}, {name: "product", label: "product"}, {name: "unit", label: "unit"}, {name: "day", label: "day (YYYY-MM-DD)"}])}
-    ${rows ? `<table><tr><th>mismatch</th><th>kind</th><th>tenant</th><th>product</th><th>unit</th><th class="num">qty</th><th class="num">rated</th><th class="num">ledger</th>
+    ${rows ? `<table><tr><th>mismatch</th><th>kind</th><th>tenant</th><th>product</th><th>unit</th><th class="num">qty</th><th class="num" title="conflicting_usage: the quantity of the usage that repeated the usage_id with other content (qty is the first one's, the one rated)">conflicting qty</th><th class="num">rated</th><th class="num">ledger</th>
       <th class="num">at risk</th><th>cur</th><th>status</th><th>first seen</th></tr>${rows}</table>` : '<p class="muted">No mismatch matches.</p>'}</section>`;
+}
+
+function forbidden(what) {
+  return `<p class="muted" id="forbidden">This key's roles (${esc(session.roles.join(", ") || "none")}) do not include the ${esc(what)} view.</p>`;
 }
 
 let rendering = false;
 async function render() {
-  if (rendering) return;
+  if (rendering || acting) return;
   rendering = true;
   const {parts, params} = route();
   const view = document.getElementById("view");
   let name = "global";
   try {
+    if (!session) session = await api("/session");
+    showSession();
     let html;
-    if (parts[0] === "domain" && parts[1] !== undefined) { name = "domain"; html = await viewDomain(parts[1], params); }
+    const fleet = can("heatmap");
+    if (parts[0] === "finance" || (!fleet && parts.length === 0 && can("billing_mismatches"))) {
+      name = "finance";
+      html = can("billing_mismatches") ? await viewFinance(params) : forbidden("finance");
+    } else if (!fleet) html = forbidden("fleet");
+    else if (parts[0] === "domain" && parts[1] !== undefined) { name = "domain"; html = await viewDomain(parts[1], params); }
     else if (parts[0] === "node" && parts[1]) { name = "node"; html = await viewNode(parts.slice(1).join("/")); }
     else if (parts[0] === "finding" && parts[1]) { name = "finding"; html = await viewFinding(parts.slice(1).join("/")); }
-    else if (parts[0] === "finance") { name = "finance"; html = await viewFinance(params); }
     else html = await viewGlobal();
     // Keep a focused filter control across refreshes.
     const focused = document.activeElement && document.activeElement.name;
     view.innerHTML = html;
     bindForm("node-filters");
     bindForm("billing-filters");
+    const batchQ = new URLSearchParams();
+    if (name === "domain") {
+      batchQ.set("owning_domain", parts[1]);
+      for (const k of ["classification", "severity"]) if (params.get(k)) batchQ.set(k, params.get(k));
+    }
+    bindActionForm("action-form", null);
+    bindActionForm("batch-form", batchQ);
     if (focused) { const el = view.querySelector(`[name="${focused}"]`); if (el) el.focus(); }
     document.body.dataset.view = name;
     document.body.dataset.ready = "1";
     document.getElementById("refresh").textContent = "updated " + new Date().toISOString().slice(11, 19) + " UTC · every " + REFRESH + " s";
   } catch (e) {
-    view.innerHTML = `<p class="error" id="error">Could not load: ${esc(e.message)}</p>`;
-    document.body.dataset.ready = "error";
+    if (e instanceof SignInNeeded) {
+      showSession();
+      if (!document.getElementById("signin-form")) view.innerHTML = signInView(e.message);
+      bindSignIn();
+      document.body.dataset.view = "signin";
+      document.body.dataset.ready = "signin";
+    } else {
+      view.innerHTML = `<p class="error" id="error">Could not load: ${esc(e.message)}</p>`;
+      document.body.dataset.ready = "error";
+    }
   } finally {
     rendering = false;
   }
   for (const a of document.querySelectorAll("header nav a")) a.classList.toggle("active", a.dataset.nav === name);
 }
 
-window.addEventListener("hashchange", render);
+window.addEventListener("hashchange", () => { lastResult = ""; acting = false; render(); });
 render();
 setInterval(render, REFRESH * 1000);

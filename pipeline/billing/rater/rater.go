@@ -268,13 +268,17 @@ func (r *Rater) process(rec *kgo.Record, book *pricebook.Book, now time.Time, ar
 	if part != rec.Partition || string(rec.Key) != key {
 		out.mispartitioned++
 	}
-	switch v, first := r.state.check(part, u, key); v {
+	digest := contract.PayloadDigest(env.Payload)
+	switch v, first := r.state.check(part, u, key, digest); v {
 	case verdictRedelivery:
 		out.redelivered++
 		return nil, arena
+	case verdictConflict:
+		return r.quarantine(rec, env.EventID, contract.ReasonConflictingDuplicate, "payload.usage_id",
+			fmt.Sprintf("usage_id %s was rated before with payload digest %s, this payload's is %s: the first stays rated", first.usageID, first.digest, digest), out), arena
 	case verdictDuplicate:
 		return r.quarantine(rec, env.EventID, contract.ReasonDuplicateUsage, "payload.metering_id",
-			fmt.Sprintf("usage key %s is already claimed by usage_id %s", key, first), out), arena
+			fmt.Sprintf("usage key %s is already claimed by usage_id %s", key, first.usageID), out), arena
 	case verdictNotOwned:
 		return r.quarantine(rec, env.EventID, contract.ReasonNotOwned, "",
 			fmt.Sprintf("usage key %s hashes to partition %d, which another rater owns", key, part), out), arena

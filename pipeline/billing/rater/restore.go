@@ -20,11 +20,11 @@ import (
 // seen here (its rater quarantined it as misrouted_not_owned, or, with a
 // single rater, owned both partitions).
 func (r *Rater) restore(ctx context.Context, rs *stream.Restore) error {
-	fresh := make(map[int32]map[string]string, len(rs.Partitions))
+	fresh := make(map[int32]map[string]claim, len(rs.Partitions))
 	consume := map[int32]kgo.Offset{}
 	ends := map[int32]int64{}
 	for _, p := range rs.Partitions {
-		fresh[p] = map[string]string{}
+		fresh[p] = map[string]claim{}
 		if at := rs.Committed(r.opts.Topics.Usage, p); at > 0 {
 			consume[p] = kgo.NewOffset().AtStart()
 			ends[p] = at
@@ -52,8 +52,8 @@ func (r *Rater) restore(ctx context.Context, rs *stream.Restore) error {
 
 // replay claims the key of one already processed usage record, in the
 // partitions being restored (fresh) or those owned already.
-func (r *Rater) replay(rec *kgo.Record, fresh map[int32]map[string]string) {
-	_, payload, verr := r.validator.DecodeEvent(rec.Value)
+func (r *Rater) replay(rec *kgo.Record, fresh map[int32]map[string]claim) {
+	env, payload, verr := r.validator.DecodeEvent(rec.Value)
 	if verr != nil {
 		return
 	}
@@ -69,7 +69,7 @@ func (r *Rater) replay(rec *kgo.Record, fresh map[int32]map[string]string) {
 	}
 	if ok {
 		if _, seen := m[key]; !seen {
-			m[key] = u.UsageID
+			m[key] = claim{u.UsageID, contract.PayloadDigest(env.Payload)}
 		}
 	}
 	r.m.RestoreEvents.Inc()

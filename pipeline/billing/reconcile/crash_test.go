@@ -65,8 +65,8 @@ func (c *crashSink) revive() <-chan struct{} {
 // produceBillingHistory writes three hours of usage of three tenants with
 // their rated lines and postings, and every anomaly: usage never rated,
 // rated lines never posted, postings of another amount, rated lines
-// without usage, postings without rated line, duplicate usage and unknown
-// units.
+// without usage, postings without rated line, duplicate usage, unknown
+// units and usage corrected under its usage_id (conflicting usage).
 func (f *fixture) produceBillingHistory() {
 	rng := rand.New(rand.NewPCG(7, 7))
 	for i := range 400 {
@@ -88,6 +88,12 @@ func (f *fixture) produceBillingHistory() {
 			d := *u
 			d.UsageID = id + "-dup"
 			f.send(contract.TypeUsageRecorded, "gpu-meter", at.Add(time.Second), &d)
+		}
+		if roll == 4 { // the usage again in a new envelope, then corrected under its usage_id
+			f.send(contract.TypeUsageRecorded, "gpu-meter", at.Add(time.Second), u)
+			c := *u
+			c.Quantity = "2.500000"
+			f.send(contract.TypeUsageRecorded, "gpu-meter", at.Add(2*time.Second), &c)
 		}
 		if roll == 0 || roll == 3 { // unknown unit, or never rated
 			continue

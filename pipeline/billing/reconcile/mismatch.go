@@ -20,12 +20,16 @@ type Mismatch struct {
 	ProductID      string
 	UnitID         string
 	Quantity       string // decimal string, as the usage or rated line wrote it
-	RatedAmount    string // decimal string, empty when there is no rated line
-	LedgerAmount   string // decimal string, empty when there is no ledger entry
-	Currency       string // the rated line's currency, else the ledger entry's
-	Status         contract.FindingStatus
-	FirstSeenAt    time.Time
-	LastSeenAt     time.Time
+	// ConflictQuantity is set on conflicting_usage: the quantity of the
+	// latest usage that repeated the usage_id with other content (Quantity
+	// is the first one's, the one rated).
+	ConflictQuantity string
+	RatedAmount      string // decimal string, empty when there is no rated line
+	LedgerAmount     string // decimal string, empty when there is no ledger entry
+	Currency         string // the rated line's currency, else the ledger entry's
+	Status           contract.FindingStatus
+	FirstSeenAt      time.Time
+	LastSeenAt       time.Time
 	// Version orders the rows of one mismatch: max(previous+1, event time
 	// of the transition in µs).
 	Version uint64

@@ -97,7 +97,7 @@ func (t *Tracker) sweep() {
 func (t *Tracker) prune(s *usageState) {
 	delete(t.usage, s.id)
 	t.pruned++
-	for _, kind := range []contract.BillingKind{contract.KindUsageNotRated, contract.KindRatedNotLedgered, contract.KindAmountMismatch, contract.KindUnknownUnit} {
+	for _, kind := range []contract.BillingKind{contract.KindUsageNotRated, contract.KindRatedNotLedgered, contract.KindAmountMismatch, contract.KindUnknownUnit, contract.KindConflictingUsage} {
 		id := MismatchID(kind, s.id)
 		if m := t.mismatches[id]; m != nil && m.Status != contract.StatusOpen {
 			delete(t.mismatches, id)

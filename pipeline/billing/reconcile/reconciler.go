@@ -254,7 +254,7 @@ func (r *Reconciler) apply(parts map[int32]*partition, rec *kgo.Record) {
 	t.SetBound(rec.Timestamp)
 	switch p := payload.(type) {
 	case *contract.Usage:
-		t.ApplyUsage(p, at)
+		t.ApplyUsageDigest(p, contract.PayloadDigest(env.Payload), at)
 	case *contract.Rated:
 		if t.ApplyRated(p, at) && part.out.emit {
 			part.out.batch.Rated = append(part.out.batch.Rated, *p)

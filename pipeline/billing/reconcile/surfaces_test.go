@@ -22,10 +22,11 @@ func TestStatusAndAutomationThroughTheAPI(t *testing.T) {
 	f := newFixture(t)
 	stop := f.start("billing-surfaces")
 	defer stop()
-	srv, err := api.New(api.Options{DB: f.ch, Logger: slog.New(slog.DiscardHandler)})
+	srv, err := api.New(api.Options{Guard: testenv.LocalGuard(t), DB: f.ch, Logger: slog.New(slog.DiscardHandler)})
 	if err != nil {
 		t.Fatal(err)
 	}
+	defer srv.Close()
 	hs := httptest.NewServer(srv.Handler())
 	defer hs.Close()
 

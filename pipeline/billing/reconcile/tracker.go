@@ -3,6 +3,7 @@ package reconcile
 import (
 	"errors"
 	"math/big"
+	"strings"
 	"time"
 
 	"github.com/driftline/driftline/pipeline/billing/pricebook"
@@ -70,6 +71,11 @@ type usageState struct {
 	unit                                                                  string
 	quantity                                                              string
 	currency                                                              string // of the price book unit, when known
+	// digest is the payload digest of the usage (contract.PayloadDigest;
+	// 0: not known), conflictQuantity the quantity of the latest usage
+	// that came under the same usage_id with another content.
+	digest           contract.Digest
+	conflictQuantity string
 
 	rated  *ratedLine
 	ledger *ledgerLine
@@ -164,18 +170,35 @@ func (t *Tracker) state(usageID string) *usageState {
 	return s
 }
 
-// ApplyUsage applies one accepted usage event with event time at.
-func (t *Tracker) ApplyUsage(u *contract.Usage, at time.Time) {
+// ApplyUsage applies one accepted usage event with event time at, its
+// payload's digest not known: a usage_id seen before is a redelivery
+// unless its usage key differs.
+func (t *Tracker) ApplyUsage(u *contract.Usage, at time.Time) { t.ApplyUsageDigest(u, 0, at) }
+
+// ApplyUsageDigest applies one accepted usage event with event time at
+// and payload digest d (contract.PayloadDigest). A usage_id seen before
+// with the same digest is a redelivery and changes nothing; with another
+// digest (or under another usage key) it is conflicting_usage: the first
+// usage stays the one rated and reconciled, and the mismatch names both
+// quantities.
+func (t *Tracker) ApplyUsageDigest(u *contract.Usage, d contract.Digest, at time.Time) {
 	defer t.Advance(at)
 	key := u.MeteringSource + "/" + u.MeteringID
 	first, claimed := t.keys[key]
 	if claimed && first == u.UsageID {
-		return // redelivery
+		if s := t.usage[u.UsageID]; s != nil && s.digest != 0 && d != 0 && s.digest != d {
+			t.conflict(s, u, at)
+		}
+		return // a redelivery (or a usage pruned past the horizon)
 	}
 	s := t.state(u.UsageID)
 	if s.usageSeen {
-		return // the same usage_id under another key: the first one counts
+		// The same usage_id under another key: other content. The first
+		// one counts.
+		t.conflict(s, u, at)
+		return
 	}
+	s.digest = d
 	t.detach(s, at)
 	defer t.attach(s, at)
 	s.usageSeen, s.at = true, at
@@ -203,6 +226,13 @@ func (t *Tracker) ApplyUsage(u *contract.Usage, at time.Time) {
 	if s.rated == nil {
 		t.ratingDue.push(deadline{at: at.Add(t.rules.RatingGrace), usageID: u.UsageID})
 	}
+}
+
+// conflict raises conflicting_usage for usage s, which u repeats with
+// other content.
+func (t *Tracker) conflict(s *usageState, u *contract.Usage, at time.Time) {
+	s.conflictQuantity = strings.Clone(u.Quantity)
+	t.set(MismatchID(contract.KindConflictingUsage, s.id), contract.KindConflictingUsage, s.id, s, true, at)
 }
 
 // ApplyRated applies one rated line with event time at (the rater keeps
@@ -396,6 +426,14 @@ func (t *Tracker) resolve(id string, s *usageState, at time.Time) {
 func (t *Tracker) describe(m *Mismatch, s *usageState) {
 	m.MeteringSource, m.MeteringID, m.TenantID, m.ProductID, m.UnitID, m.Quantity = s.source, s.meterID, s.tenant, s.product, s.unit, s.quantity
 	m.RatedAmount, m.LedgerAmount, m.Currency = "", "", s.currency
+	if m.Kind == contract.KindConflictingUsage {
+		// The conflict is between quantities; the first usage's amounts
+		// are in its rated line and its own rows. (Whether its rated line
+		// was applied before the conflict depends on the merge, and the
+		// row must not.)
+		m.ConflictQuantity = s.conflictQuantity
+		return
+	}
 	if s.ledger != nil {
 		m.LedgerAmount, m.Currency = s.ledger.amount, s.ledger.currency
 	}

@@ -213,3 +213,45 @@ func TestWatermarkNeverMovesBack(t *testing.T) {
 		t.Fatalf("watermark %s", w)
 	}
 }
+
+// TestConflictingUsage: a usage_id that comes again with the same payload
+// digest is a redelivery; with another digest (a corrected quantity) or
+// under another usage key it is conflicting_usage, showing the first
+// quantity (the one rated) and the latest conflicting one, while the
+// first usage is reconciled as before.
+func TestConflictingUsage(t *testing.T) {
+	tr, rec := newTestTracker(t)
+	u := usage("u-1", "m-1", "gpu_hour")
+	tr.ApplyUsageDigest(u, 1, t0)
+	tr.ApplyUsageDigest(u, 1, t0.Add(time.Second)) // a redelivery
+	if n := len(rec.rows); n != 0 {
+		t.Fatalf("a redelivery raised %v", rec.rows)
+	}
+	corrected := *u
+	corrected.Quantity = "3.500000"
+	tr.ApplyUsageDigest(&corrected, 2, t0.Add(2*time.Second))
+	m := rec.want(t, "conflicting_usage:u-1", contract.StatusOpen)
+	if m.Kind != contract.KindConflictingUsage || m.Quantity != "2.000000" || m.ConflictQuantity != "3.500000" || m.UsageID != "u-1" {
+		t.Fatalf("conflict row %+v", m)
+	}
+	// The same usage_id under another usage key is other content too.
+	moved := *u
+	moved.MeteringID, moved.Quantity = "m-9", "4.000000"
+	tr.ApplyUsageDigest(&moved, 1, t0.Add(3*time.Second))
+	if m := rec.want(t, "conflicting_usage:u-1", contract.StatusOpen); m.ConflictQuantity != "4.000000" || m.Quantity != "2.000000" {
+		t.Fatalf("second conflict row %+v", m)
+	}
+	// The first usage is rated in time: nothing else opens, and the
+	// conflict stays open for finance.
+	tr.ApplyRated(rated("u-1", "m-1", "4.90"), t0.Add(4*time.Second))
+	tr.Advance(t0.Add(10 * time.Minute))
+	if _, ok := rec.rows["usage_not_rated:u-1"]; ok {
+		t.Fatalf("the first usage is rated: %v", rec.rows)
+	}
+	rec.want(t, "conflicting_usage:u-1", contract.StatusOpen)
+	// An unknown digest (0) never makes a conflict.
+	tr.ApplyUsage(&corrected, t0.Add(11*time.Minute))
+	if m := rec.rows["conflicting_usage:u-1"]; m.ConflictQuantity != "4.000000" {
+		t.Fatalf("a repeat with an unknown digest changed the conflict: %+v", m)
+	}
+}

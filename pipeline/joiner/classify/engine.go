@@ -425,3 +425,50 @@ func (e *Engine) emitFinding(id *ownerstate.Identity, k drift.Class, f *ownersta
 	out.AttentionScore = drift.AttentionScore(k, out.Status, out.RetryCount)
 	e.emit(out, &f.Aux)
 }
+
+// Touch emits the current finding of class k on identity provider/
+// providerID again, with transition (an operator action changed what the
+// consumer adds to its row), and reports whether the identity has such a
+// finding. Its version grows as a classifier transition's would.
+func (e *Engine) Touch(provider, providerID string, k drift.Class, transition contract.Transition) bool {
+	id := e.store.Get(provider, providerID, false)
+	if id == nil {
+		return false
+	}
+	fs := e.store.PeekFindings(id)
+	if fs == nil || fs[k].Status == ownerstate.None {
+		return false
+	}
+	f := &fs[k]
+	f.Version = max(f.Version+1, uint64(max(e.watermark, 0)/1000))
+	e.emitFinding(id, k, f, transition)
+	return true
+}
+
+// Status returns the status of the finding of class k on identity
+// provider/providerID, and false if there is none.
+func (e *Engine) Status(provider, providerID string, k drift.Class) (contract.FindingStatus, bool) {
+	id := e.store.Get(provider, providerID, false)
+	if id == nil {
+		return "", false
+	}
+	fs := e.store.PeekFindings(id)
+	switch {
+	case fs == nil || fs[k].Status == ownerstate.None:
+		return "", false
+	case fs[k].Status == ownerstate.Open:
+		return contract.StatusOpen, true
+	}
+	return contract.StatusResolved, true
+}
+
+// Owned reports whether a live platform record owns identity provider/
+// providerID, or its newest observation's owner_ref names a record:
+// cleanup's guard (contract.FindingFacts.Owned).
+func (e *Engine) Owned(provider, providerID string) bool {
+	id := e.store.Get(provider, providerID, false)
+	if id == nil {
+		return false
+	}
+	return e.owned(id) || e.store.OwnerRef(id) != ""
+}

@@ -68,9 +68,9 @@ type observer interface {
 type set struct{ s *Set }
 
 func (o set) seq(p string, seq uint64, at time.Time) bool {
-	return o.s.Observe(p, true, seq, "", at) == Fresh
+	return o.s.Observe(p, true, seq, "", at, 1) == Fresh
 }
-func (o set) id(p, id string, at time.Time) bool { return o.s.Observe(p, false, 0, id, at) == Fresh }
+func (o set) id(p, id string, at time.Time) bool { return o.s.Observe(p, false, 0, id, at, 1) == Fresh }
 
 // roaring32 is a bare 32-bit roaring bitmap per producer (no horizon).
 type roaring32 map[string]*roaring.Bitmap
@@ -257,11 +257,11 @@ func BenchmarkObserve(b *testing.B) {
 				switch kind {
 				case "seq":
 					p, seq := seqInput(i)
-					return s.Observe(p, true, seq, "", at)
+					return s.Observe(p, true, seq, "", at, 1)
 				case "agent":
-					return s.Observe(agentNames[i%agents], true, uint64(i/agents), "", at)
+					return s.Observe(agentNames[i%agents], true, uint64(i/agents), "", at, 1)
 				}
-				return s.Observe(producerNames[i%idProducers], false, 0, idAt(ids, i%(live+1000)), at)
+				return s.Observe(producerNames[i%idProducers], false, 0, idAt(ids, i%(live+1000)), at, 1)
 			}
 			// Warm up to the steady state: a full horizon of events.
 			for i := range live + 1000 {

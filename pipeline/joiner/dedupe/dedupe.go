@@ -72,6 +72,11 @@ const (
 	// Late is an event that occurred before watermark - Horizon: it cannot
 	// be checked any more, and the caller drops it (and counts it).
 	Late
+	// Conflict is an identity already applied with another content
+	// digest: not a redelivery but a producer reusing an event_id or a
+	// seq. The caller skips the event (the first one stays applied) and
+	// quarantines it; FirstDigest names the first one's digest.
+	Conflict
 )
 
 func (r Result) String() string {
@@ -82,6 +87,8 @@ func (r Result) String() string {
 		return "duplicate"
 	case Late:
 		return "late"
+	case Conflict:
+		return "conflict"
 	}
 	return "unknown"
 }
@@ -105,6 +112,8 @@ type Set struct {
 	prods []*producer       // nil where free
 	free  []uint32          // free indexes in prods
 	last  *producer         // the producer of the previous Observe
+	// first is the digest of the identity the last Conflict repeated.
+	first uint64
 
 	ids idSet
 }
@@ -130,11 +139,15 @@ func (s *Set) reset(width int64) {
 	s.ids.init()
 }
 
-// Observe records the identity of an event that occurred at occurredAt and
-// reports whether it is Fresh (apply it), a Duplicate (skip it) or Late
-// (drop it: see the package doc). A Duplicate or Late event changes
-// nothing in the set.
-func (s *Set) Observe(producer string, hasSeq bool, seq uint64, eventID string, occurredAt time.Time) Result {
+// Observe records the identity of an event that occurred at occurredAt,
+// with its content digest (contract.EventDigest), and reports whether it
+// is Fresh (apply it), a Duplicate (the same identity and digest: skip
+// it), a Conflict (the same identity, another digest: skip and quarantine
+// it) or Late (drop it: see the package doc). Anything but Fresh changes
+// nothing in the set. A digest of 0 stands for "not known": it matches
+// any (identities restored from a snapshot of version 2 or older carry
+// none).
+func (s *Set) Observe(producer string, hasSeq bool, seq uint64, eventID string, occurredAt time.Time, digest uint64) Result {
 	at := occurredAt.UnixNano()
 	if at < s.lateBefore {
 		return Late
@@ -146,18 +159,31 @@ func (s *Set) Observe(producer string, hasSeq bool, seq uint64, eventID string, 
 	}
 	b := floorDiv(at, s.width)
 	if hasSeq {
-		if !p.addSeq(seq) {
-			return Duplicate
+		if !p.addSeq(seq, digest) {
+			return s.repeat(p.digestOf(seq), digest)
 		}
 		p.noteSeq(b, seq)
-	} else if !s.ids.add(b, p.idx, eventID) {
-		return Duplicate
+	} else if added, first := s.ids.add(b, p.idx, eventID, digest); !added {
+		return s.repeat(first, digest)
 	}
 	if b > p.newest {
 		p.newest = b
 	}
 	return Fresh
 }
+
+// repeat judges an identity seen before with digest first.
+func (s *Set) repeat(first, digest uint64) Result {
+	if first == digest || first == 0 || digest == 0 {
+		return Duplicate
+	}
+	s.first = first
+	return Conflict
+}
+
+// FirstDigest returns the digest of the event first applied under the
+// identity of the last Observe that returned Conflict.
+func (s *Set) FirstDigest() uint64 { return s.first }
 
 // producer returns the state of the named producer, creating it.
 func (s *Set) producer(name string) *producer {

@@ -33,7 +33,7 @@ func TestObserve(t *testing.T) {
 		{"p1", false, 0, "\x00a", Fresh},
 	}
 	for i, st := range steps {
-		if got := s.Observe(st.producer, st.hasSeq, st.seq, st.id, t0); got != st.want {
+		if got := s.Observe(st.producer, st.hasSeq, st.seq, st.id, t0, 1); got != st.want {
 			t.Fatalf("step %d: Observe = %v, want %v", i, got, st.want)
 		}
 	}
@@ -46,7 +46,7 @@ func TestHorizon(t *testing.T) {
 	s := New(Options{Horizon: 2 * time.Hour, Bucket: time.Hour})
 	obs := func(seq uint64, id string, d time.Duration, want Result) {
 		t.Helper()
-		if got := s.Observe("p", id == "", seq, id, at(d)); got != want {
+		if got := s.Observe("p", id == "", seq, id, at(d), 1); got != want {
 			t.Fatalf("seq %d id %q at %v: %v, want %v", seq, id, d, got, want)
 		}
 	}
@@ -96,10 +96,17 @@ func TestHorizon(t *testing.T) {
 func TestCollisions(t *testing.T) {
 	s := New(Options{Horizon: time.Hour, Bucket: time.Hour})
 	st := &s.ids
+	// Each identity's digest is its own, so a repeat must find the digest
+	// of its own entry, not of the one its hash collides with.
+	digest := func(prod uint32, id string) uint64 { return uint64(prod)<<32 | uint64(id[0]) }
 	add := func(b int64, prod uint32, id string, want bool) {
 		t.Helper()
-		if got := st.addHash(st.bucket(b), 42, prod, id); got != want {
+		got, first := st.addHash(st.bucket(b), 42, prod, id, digest(prod, id))
+		if got != want {
 			t.Fatalf("add(%d, %d, %q) = %v, want %v", b, prod, id, got, want)
+		}
+		if !got && first != digest(prod, id) {
+			t.Fatalf("add(%d, %d, %q): first digest %x, want %x", b, prod, id, first, digest(prod, id))
 		}
 	}
 	add(0, 0, "a", true)
@@ -126,35 +133,44 @@ func TestCollisions(t *testing.T) {
 type model struct {
 	horizon    time.Duration
 	bucket     time.Duration
-	seen       map[string]time.Time // identity -> occurred_at of the first copy
+	seen       map[string]first // identity -> its first copy
 	w          time.Time
 	lateBefore time.Time
 }
 
+// first is what the model keeps of an identity's first copy.
+type first struct {
+	at     time.Time
+	digest uint64
+}
+
 // observe returns the verdict the model requires, or ok=false when
-// either Fresh or Duplicate is right: an identity seen before but already
+// any verdict but Late is right: an identity seen before but already
 // behind the horizon, which the set may still remember (it releases
-// memory by bucket, and by seq low-water mark).
-func (m *model) observe(producer string, hasSeq bool, seq uint64, id string, occurred time.Time) (r Result, ok bool) {
+// memory by bucket, and by seq low-water mark). want is the first
+// digest a Conflict must name.
+func (m *model) observe(producer string, hasSeq bool, seq uint64, id string, occurred time.Time, digest uint64) (r Result, want uint64, ok bool) {
 	if !m.lateBefore.IsZero() && occurred.Before(m.lateBefore) {
-		return Late, true
+		return Late, 0, true
 	}
 	k := fmt.Sprintf("%q/id/%q/%d", producer, id, floorDiv(occurred.UnixNano(), int64(m.bucket)))
 	if hasSeq {
 		k = fmt.Sprintf("%q/seq/%d", producer, seq)
 	}
-	first, seen := m.seen[k]
+	f, seen := m.seen[k]
 	switch {
 	case !seen:
-		return Fresh, true
-	case !first.Before(m.lateBefore):
-		return Duplicate, true
+		return Fresh, 0, true
+	case f.at.Before(m.lateBefore):
+		return 0, 0, false
+	case f.digest == digest:
+		return Duplicate, 0, true
 	}
-	return 0, false
+	return Conflict, f.digest, true
 }
 
 // record notes the set's verdict.
-func (m *model) record(producer string, hasSeq bool, seq uint64, id string, occurred time.Time, r Result) {
+func (m *model) record(producer string, hasSeq bool, seq uint64, id string, occurred time.Time, digest uint64, r Result) {
 	if r != Fresh {
 		return
 	}
@@ -162,7 +178,7 @@ func (m *model) record(producer string, hasSeq bool, seq uint64, id string, occu
 	if hasSeq {
 		k = fmt.Sprintf("%q/seq/%d", producer, seq)
 	}
-	m.seen[k] = occurred
+	m.seen[k] = first{occurred, digest}
 }
 
 func (m *model) advance(w time.Time) {
@@ -183,11 +199,13 @@ type op struct {
 	seq      uint64
 	id       string
 	at       time.Time
+	digest   uint64
 }
 
 // randomOps returns a workload of seq and id producers (p0 with
 // contiguous seqs, except for a rare one from the past) with redeliveries,
-// out-of-order and late events, and a watermark trailing event time.
+// conflicting repeats (an identity again with another digest), out-of-order
+// and late events, and a watermark trailing event time.
 func randomOps(seed uint64, n int) []op {
 	r := rand.New(rand.NewPCG(seed, 1))
 	var ops []op
@@ -200,9 +218,13 @@ func randomOps(seed uint64, n int) []op {
 			ops = append(ops, op{advance: true, at: now.Add(-time.Duration(r.IntN(30)) * time.Minute)})
 		case x < 25 && len(past) > 0: // a redelivery, possibly a stale one
 			ops = append(ops, past[r.IntN(len(past))])
+		case x < 30 && len(past) > 0: // a conflict: the identity with other content
+			o := past[r.IntN(len(past))]
+			o.digest = 1 + r.Uint64N(1<<40)
+			ops = append(ops, o)
 		default:
 			now = now.Add(time.Duration(r.IntN(120)) * time.Second)
-			o := op{producer: fmt.Sprintf("p%d", r.IntN(6)), at: now.Add(-time.Duration(r.IntN(90)) * time.Minute)}
+			o := op{producer: fmt.Sprintf("p%d", r.IntN(6)), at: now.Add(-time.Duration(r.IntN(90)) * time.Minute), digest: 1 + r.Uint64N(1<<40)}
 			if o.producer < "p3" {
 				o.hasSeq = true
 				step := uint64(1 + r.IntN(3))
@@ -230,19 +252,29 @@ func randomOps(seed uint64, n int) []op {
 func TestAgainstModel(t *testing.T) {
 	for seed := range uint64(5) {
 		opts := Options{Horizon: 2 * time.Hour, Bucket: 20 * time.Minute}
-		s, m := New(opts), &model{horizon: opts.Horizon, bucket: opts.Bucket, seen: map[string]time.Time{}}
+		s, m := New(opts), &model{horizon: opts.Horizon, bucket: opts.Bucket, seen: map[string]first{}}
+		conflicts := 0
 		for i, o := range randomOps(seed, 20000) {
 			if o.advance {
 				s.Advance(o.at)
 				m.advance(o.at)
 				continue
 			}
-			got := s.Observe(o.producer, o.hasSeq, o.seq, o.id, o.at)
-			want, ok := m.observe(o.producer, o.hasSeq, o.seq, o.id, o.at)
+			got := s.Observe(o.producer, o.hasSeq, o.seq, o.id, o.at, o.digest)
+			want, wantFirst, ok := m.observe(o.producer, o.hasSeq, o.seq, o.id, o.at, o.digest)
 			if ok && got != want || !ok && got == Late {
 				t.Fatalf("seed %d op %d %+v: %v, want %v", seed, i, o, got, want)
 			}
-			m.record(o.producer, o.hasSeq, o.seq, o.id, o.at, got)
+			if ok && got == Conflict {
+				conflicts++
+				if s.FirstDigest() != wantFirst {
+					t.Fatalf("seed %d op %d %+v: conflict with first digest %x, want %x", seed, i, o, s.FirstDigest(), wantFirst)
+				}
+			}
+			m.record(o.producer, o.hasSeq, o.seq, o.id, o.at, o.digest, got)
+		}
+		if conflicts < 50 {
+			t.Fatalf("seed %d: %d conflicts checked: the workload does not exercise them", seed, conflicts)
 		}
 		s.Advance(t0.Add(1000 * time.Hour))
 		if s.Len() != 0 || s.Producers() != 0 || len(s.ids.buckets) != 0 {
@@ -258,13 +290,13 @@ func TestAllocationFree(t *testing.T) {
 		ids[i] = fmt.Sprintf("01JD3Q9R6V8M2Q2Y5K3W%06d", i)
 	}
 	for i, id := range ids {
-		s.Observe("scanner", true, uint64(i), "", t0)
-		s.Observe("gateway", false, 0, id, t0)
+		s.Observe("scanner", true, uint64(i), "", t0, 1)
+		s.Observe("gateway", false, 0, id, t0, 1)
 	}
 	i := 0
 	allocs := testing.AllocsPerRun(1000, func() {
-		s.Observe("scanner", true, uint64(i%4096), "", t0)
-		s.Observe("gateway", false, 0, ids[i%4096], t0)
+		s.Observe("scanner", true, uint64(i%4096), "", t0, 1)
+		s.Observe("gateway", false, 0, ids[i%4096], t0, 1)
 		i++
 	})
 	if allocs != 0 {
@@ -291,7 +323,7 @@ func TestSeqRuns(t *testing.T) {
 	opts := Options{Horizon: 2 * time.Hour, Bucket: 20 * time.Minute}
 	s := New(opts)
 	for i := range uint64(1000) {
-		if got := s.Observe("agent", true, 1<<32-500+i, "", at(time.Duration(i)*time.Second)); got != Fresh {
+		if got := s.Observe("agent", true, 1<<32-500+i, "", at(time.Duration(i)*time.Second), 1); got != Fresh {
 			t.Fatalf("seq %d: %v", i, got)
 		}
 	}
@@ -299,23 +331,23 @@ func TestSeqRuns(t *testing.T) {
 	if p.lo != nil || p.hi != nil || p.run != (seqRange{1<<32 - 500, 1<<32 + 500}) {
 		t.Fatalf("contiguous seqs: run %v, bitmaps %v %v", p.run, p.lo != nil, p.hi != nil)
 	}
-	if got := s.Observe("agent", true, 1<<32+10, "", at(time.Hour)); got != Duplicate {
+	if got := s.Observe("agent", true, 1<<32+10, "", at(time.Hour), 1); got != Duplicate {
 		t.Fatalf("a seq of the run: %v", got)
 	}
 	// A gap, across 2^32: the run goes into both bitmaps.
-	if got := s.Observe("agent", true, 1<<32+600, "", at(time.Hour)); got != Fresh {
+	if got := s.Observe("agent", true, 1<<32+600, "", at(time.Hour), 1); got != Fresh {
 		t.Fatalf("after a gap: %v", got)
 	}
 	if p.run.lo != p.run.hi || p.lo == nil || p.hi == nil || s.Len() != 1001 {
 		t.Fatalf("after a gap: run %v, bitmaps %v %v, %d seqs", p.run, p.lo != nil, p.hi != nil, s.Len())
 	}
 	for _, seq := range []uint64{1<<32 - 500, 1<<32 - 1, 1 << 32, 1<<32 + 499, 1<<32 + 600} {
-		if got := s.Observe("agent", true, seq, "", at(time.Hour)); got != Duplicate {
+		if got := s.Observe("agent", true, seq, "", at(time.Hour), 1); got != Duplicate {
 			t.Fatalf("seq %d after the spill: %v", seq, got)
 		}
 	}
 	for seq := uint64(1<<32 + 601); seq < 1<<32+700; seq++ {
-		s.Observe("agent", true, seq, "", at(3*time.Hour))
+		s.Observe("agent", true, seq, "", at(3*time.Hour), 1)
 	}
 	// The first hours expire (the seq after the gap with them): left are
 	// the seqs of the third hour, contiguous again.
@@ -323,7 +355,7 @@ func TestSeqRuns(t *testing.T) {
 	if p.lo != nil || p.hi != nil || p.run != (seqRange{1<<32 + 601, 1<<32 + 700}) || s.Len() != 99 {
 		t.Fatalf("after expiry: run %v, bitmaps %v %v, %d seqs", p.run, p.lo != nil, p.hi != nil, s.Len())
 	}
-	if got := s.Observe("agent", true, 1<<32+700, "", at(4*time.Hour)); got != Fresh || p.run.hi != 1<<32+701 {
+	if got := s.Observe("agent", true, 1<<32+700, "", at(4*time.Hour), 1); got != Fresh || p.run.hi != 1<<32+701 {
 		t.Fatalf("the next seq: %v, run %v", got, p.run)
 	}
 }

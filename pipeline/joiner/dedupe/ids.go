@@ -15,9 +15,9 @@ const chunkSize = 64 << 10
 // likely needs as many.
 const keepFree = 16
 
-// An arena entry is: producer index (4 bytes, little endian), id length
-// (uvarint), id bytes.
-const entryHead = 4
+// An arena entry is: producer index (4 bytes, little endian), content
+// digest (8 bytes, little endian), id length (uvarint), id bytes.
+const entryHead = 12
 
 // idSet is the exact set of (producer, event_id) identities, grouped by
 // bucket of occurred_at. Each bucket has its own index, dropped whole on
@@ -40,8 +40,9 @@ type idBucket struct {
 	index map[uint64]uint64
 	// collide holds identities whose hash another identity of the bucket
 	// held when they were added (producer index, 4 bytes little endian,
-	// then the id). It is nil unless 64-bit hashes collide.
-	collide map[string]struct{}
+	// then the id), with their digest. It is nil unless 64-bit hashes
+	// collide.
+	collide map[string]uint64
 	chunks  []uint32 // the last one is being filled
 }
 
@@ -53,28 +54,35 @@ func hashID(prod uint32, id string) uint64 {
 	return xxhash.Sum64String(id) ^ (uint64(prod)+1)*0x9e3779b97f4a7c15
 }
 
-// add adds the identity to bucket b and reports whether it was absent.
-func (st *idSet) add(b int64, prod uint32, id string) bool {
-	return st.addHash(st.bucket(b), hashID(prod, id), prod, id)
+// add adds the identity with its content digest to bucket b and reports
+// whether it was absent; when it was not, first is the digest it was
+// added with.
+func (st *idSet) add(b int64, prod uint32, id string, digest uint64) (added bool, first uint64) {
+	return st.addHash(st.bucket(b), hashID(prod, id), prod, id, digest)
 }
 
-func (st *idSet) addHash(bk *idBucket, h uint64, prod uint32, id string) bool {
+func (st *idSet) addHash(bk *idBucket, h uint64, prod uint32, id string, digest uint64) (bool, uint64) {
 	if ref, ok := bk.index[h]; ok {
 		if st.equal(ref, prod, id) {
-			return false
+			return false, st.digest(ref)
 		}
 		k := st.collideKey(prod, id)
-		if _, ok := bk.collide[string(k)]; ok {
-			return false
+		if first, ok := bk.collide[string(k)]; ok {
+			return false, first
 		}
 		if bk.collide == nil {
-			bk.collide = make(map[string]struct{})
+			bk.collide = make(map[string]uint64)
 		}
-		bk.collide[string(k)] = struct{}{}
-		return true
+		bk.collide[string(k)] = digest
+		return true, 0
 	}
-	bk.index[h] = st.append(bk, prod, id)
-	return true
+	bk.index[h] = st.append(bk, prod, id, digest)
+	return true, 0
+}
+
+// digest returns the digest of the entry at ref.
+func (st *idSet) digest(ref uint64) uint64 {
+	return binary.LittleEndian.Uint64(st.chunks[uint32(ref>>32)][uint32(ref)+4:])
 }
 
 func (st *idSet) collideKey(prod uint32, id string) []byte {
@@ -95,7 +103,7 @@ func (st *idSet) equal(ref uint64, prod uint32, id string) bool {
 }
 
 // append copies the identity into bk's arena and returns its ref.
-func (st *idSet) append(bk *idBucket, prod uint32, id string) uint64 {
+func (st *idSet) append(bk *idBucket, prod uint32, id string, digest uint64) uint64 {
 	size := entryHead + uvarintLen(uint64(len(id))) + len(id)
 	var c uint32
 	if n := len(bk.chunks); n > 0 && cap(st.chunks[bk.chunks[n-1]])-len(st.chunks[bk.chunks[n-1]]) >= size {
@@ -107,6 +115,7 @@ func (st *idSet) append(bk *idBucket, prod uint32, id string) uint64 {
 	buf := st.chunks[c]
 	off := len(buf)
 	buf = binary.LittleEndian.AppendUint32(buf, prod)
+	buf = binary.LittleEndian.AppendUint64(buf, digest)
 	buf = binary.AppendUvarint(buf, uint64(len(id)))
 	st.chunks[c] = append(buf, id...)
 	return uint64(c)<<32 | uint64(off)
@@ -187,20 +196,20 @@ func (st *idSet) expire(eb int64) {
 	st.buckets = st.buckets[:kept]
 }
 
-// each calls fn with every identity of bucket bk (arena, then overflow in
-// no particular order).
-func (st *idSet) each(bk *idBucket, fn func(prod uint32, id []byte)) {
+// each calls fn with every identity of bucket bk and its digest (arena,
+// then overflow in no particular order).
+func (st *idSet) each(bk *idBucket, fn func(prod uint32, id []byte, digest uint64)) {
 	for _, c := range bk.chunks {
 		for off := 0; off < len(st.chunks[c]); {
 			e := st.chunks[c][off:]
 			prod := binary.LittleEndian.Uint32(e)
 			l, k := binary.Uvarint(e[entryHead:])
-			fn(prod, e[entryHead+k:entryHead+k+int(l)])
+			fn(prod, e[entryHead+k:entryHead+k+int(l)], binary.LittleEndian.Uint64(e[4:]))
 			off += entryHead + k + int(l)
 		}
 	}
-	for key := range bk.collide {
-		fn(binary.LittleEndian.Uint32([]byte(key)), []byte(key[4:]))
+	for key, d := range bk.collide {
+		fn(binary.LittleEndian.Uint32([]byte(key)), []byte(key[4:]), d)
 	}
 }
 

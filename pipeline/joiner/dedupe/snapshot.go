@@ -12,10 +12,18 @@ import (
 
 const (
 	snapSection = "dedupe"
-	// snapVersion 2 added the producers' runs of contiguous seqs; a
-	// version 1 section (bitmaps only) still loads.
-	snapVersion = 2
+	// snapVersion 2 added the producers' runs of contiguous seqs; 3 the
+	// content digests of seqs and ids. Sections of versions 1 and 2 still
+	// load, their identities with digest 0 ("not known": a repeat of one
+	// is taken for a redelivery, as before digests).
+	snapVersion = 3
 )
+
+// maxLegacySeqs bounds the seqs of one producer in a section of version 2
+// or older, which carries no digest count to check against the bytes
+// left: each gets a digest 0, 8 bytes, and a corrupt run length must not
+// allocate without bound.
+const maxLegacySeqs = 1 << 24
 
 // AppendSnapshot appends the set's state to w as one versioned section.
 // Producer indexes are renumbered densely and ids are written as strings,
@@ -24,8 +32,8 @@ const (
 // Layout: bucket width, watermark, late-before, first live bucket; the
 // producers (name, newest bucket, spans, the run of contiguous seqs as
 // its first seq and length, the two seq bitmaps in roaring's portable
-// format); the id buckets (key, then each identity as producer
-// number and id).
+// format, the seqs' digests in seq order, 8 bytes each); the id buckets
+// (key, then each identity as producer number, id and digest).
 func (s *Set) AppendSnapshot(w *snap.Writer) {
 	w.Header(snapSection, snapVersion)
 	w.Varint(s.width)
@@ -53,6 +61,13 @@ func (s *Set) AppendSnapshot(w *snap.Writer) {
 		w.Uvarint(p.run.hi - p.run.lo)
 		w.Bytes(bitmapBytes(p.lo))
 		w.Bytes(bitmap64Bytes(p.hi))
+		if len(p.digs) != p.seqCount() {
+			panic("BUG: dedupe: digests out of step with the seqs")
+		}
+		w.Uvarint(uint64(len(p.digs)))
+		for _, d := range p.digs {
+			w.Uint64(d)
+		}
 	}
 
 	w.Uvarint(uint64(len(s.ids.buckets)))
@@ -60,9 +75,10 @@ func (s *Set) AppendSnapshot(w *snap.Writer) {
 		bk := &s.ids.buckets[i]
 		w.Varint(bk.key)
 		w.Uvarint(uint64(len(bk.index) + len(bk.collide)))
-		s.ids.each(bk, func(prod uint32, id []byte) {
+		s.ids.each(bk, func(prod uint32, id []byte, digest uint64) {
 			w.Uvarint(uint64(renum[prod]))
 			w.Bytes(id)
+			w.Uint64(digest)
 		})
 	}
 }
@@ -156,6 +172,28 @@ func (s *Set) LoadSnapshot(r *snap.Reader) (err error) {
 		if p.run.lo != p.run.hi && (p.lo != nil || p.hi != nil) {
 			return fmt.Errorf("%w: producer %q: a run and bitmaps", ErrSnapshot, name)
 		}
+		switch {
+		case p.hi != nil && !p.hi.IsEmpty():
+			p.top = p.hi.Maximum()
+		case p.lo != nil && !p.lo.IsEmpty():
+			p.top = uint64(p.lo.Maximum())
+		}
+		seqs := p.seqCount()
+		if version >= 3 {
+			nd := r.Count(8)
+			if r.Err() == nil && nd != seqs {
+				return fmt.Errorf("%w: producer %q: %d digests for %d seqs", ErrSnapshot, name, nd, seqs)
+			}
+			p.digs = make([]uint64, nd)
+			for i := range p.digs {
+				p.digs[i] = r.Uint64()
+			}
+		} else {
+			if seqs > maxLegacySeqs {
+				return fmt.Errorf("%w: producer %q: %d seqs in a version %d section", ErrSnapshot, name, seqs, version)
+			}
+			p.digs = make([]uint64, seqs)
+		}
 	}
 
 	nb := r.Count(2)
@@ -172,13 +210,17 @@ func (s *Set) LoadSnapshot(r *snap.Reader) (err error) {
 		ne := r.Count(2)
 		for range ne {
 			prod, id := r.Uvarint(), r.Bytes()
+			var digest uint64
+			if version >= 3 {
+				digest = r.Uint64()
+			}
 			if r.Err() != nil {
 				return r.Err()
 			}
 			if prod >= uint64(np) {
 				return fmt.Errorf("%w: producer number %d of %d", ErrSnapshot, prod, np)
 			}
-			if !s.ids.add(key, uint32(prod), string(id)) {
+			if added, _ := s.ids.add(key, uint32(prod), string(id), digest); !added {
 				return fmt.Errorf("%w: id %q twice", ErrSnapshot, id)
 			}
 		}

@@ -47,10 +47,13 @@ func TestSnapshotRestoresExactly(t *testing.T) {
 						}
 						continue
 					}
-					got := s.Observe(o.producer, o.hasSeq, o.seq, o.id, o.at)
+					got := s.Observe(o.producer, o.hasSeq, o.seq, o.id, o.at, o.digest)
 					if check != nil {
-						if want := check.Observe(o.producer, o.hasSeq, o.seq, o.id, o.at); got != want {
+						if want := check.Observe(o.producer, o.hasSeq, o.seq, o.id, o.at, o.digest); got != want {
 							t.Fatalf("seed %d cut %d op %d %+v: restored %v, original %v", seed, cut, i, o, got, want)
+						}
+						if got == Conflict && s.FirstDigest() != check.FirstDigest() {
+							t.Fatalf("seed %d cut %d op %d %+v: restored names digest %x, original %x", seed, cut, i, o, s.FirstDigest(), check.FirstDigest())
 						}
 					}
 				}
@@ -71,19 +74,19 @@ func TestSnapshotRestoresExactly(t *testing.T) {
 
 func TestSnapshotCollisions(t *testing.T) {
 	s := New(DefaultOptions())
-	s.Observe("p", false, 0, "a", t0)
+	s.Observe("p", false, 0, "a", t0, 1)
 	// Put a second identity in the overflow map, as a hash collision does.
 	bk := s.ids.bucket(floorDiv(t0.UnixNano(), s.width))
-	if !s.ids.addHash(bk, hashID(s.names["p"], "a"), s.names["p"], "b") || len(bk.collide) != 1 {
+	if added, _ := s.ids.addHash(bk, hashID(s.names["p"], "a"), s.names["p"], "b", 1); !added || len(bk.collide) != 1 {
 		t.Fatal("no collision")
 	}
 	r := load(t, DefaultOptions(), snapshot(s))
 	for _, id := range []string{"a", "b"} {
-		if got := r.Observe("p", false, 0, id, t0); got != Duplicate {
+		if got := r.Observe("p", false, 0, id, t0, 1); got != Duplicate {
 			t.Fatalf("%s: %v after restore", id, got)
 		}
 	}
-	if got := r.Observe("p", false, 0, "c", t0); got != Fresh {
+	if got := r.Observe("p", false, 0, "c", t0, 1); got != Fresh {
 		t.Fatalf("c: %v", got)
 	}
 	r.Advance(at(100 * time.Hour))
@@ -94,11 +97,11 @@ func TestSnapshotCollisions(t *testing.T) {
 
 func TestSnapshotKeepsLateBefore(t *testing.T) {
 	s := New(Options{Horizon: time.Hour, Bucket: time.Hour})
-	s.Observe("p", true, 1, "", t0)
+	s.Observe("p", true, 1, "", t0, 1)
 	s.Advance(at(3 * time.Hour))
 	// Restarted with a longer horizon: what was forgotten stays late.
 	r := load(t, Options{Horizon: 5 * time.Hour, Bucket: time.Hour}, snapshot(s))
-	if got := r.Observe("p", true, 1, "", t0); got != Late {
+	if got := r.Observe("p", true, 1, "", t0, 1); got != Late {
 		t.Fatalf("%v, want late", got)
 	}
 	r.Advance(at(4 * time.Hour))
@@ -110,9 +113,9 @@ func TestSnapshotKeepsLateBefore(t *testing.T) {
 func TestSnapshotCorrupt(t *testing.T) {
 	s := New(DefaultOptions())
 	for i := range 300 {
-		s.Observe("scanner", true, uint64(i*3), "", at(time.Duration(i)*time.Minute))
-		s.Observe("gw", false, 0, string(rune('a'+i%26))+"-id", at(time.Duration(i)*time.Minute))
-		s.Observe("big", true, 1<<40+uint64(i), "", at(time.Duration(i)*time.Minute))
+		s.Observe("scanner", true, uint64(i*3), "", at(time.Duration(i)*time.Minute), 1)
+		s.Observe("gw", false, 0, string(rune('a'+i%26))+"-id", at(time.Duration(i)*time.Minute), 1)
+		s.Observe("big", true, 1<<40+uint64(i), "", at(time.Duration(i)*time.Minute), 1)
 	}
 	s.Advance(at(30 * time.Hour))
 	b := snapshot(s)
@@ -133,9 +136,9 @@ func TestSnapshotCorrupt(t *testing.T) {
 			}
 			continue
 		}
-		r.Observe("scanner", true, 5, "", at(29*time.Hour))
+		r.Observe("scanner", true, 5, "", at(29*time.Hour), 1)
 	}
-	r := snap.NewReader([]byte("\x06dedupe\x03"))
+	r := snap.NewReader([]byte("\x06dedupe\x04"))
 	if err := New(DefaultOptions()).LoadSnapshot(r); err == nil || errors.Is(err, snap.ErrShort) {
 		t.Fatalf("version mismatch: %v", err)
 	}
@@ -146,9 +149,9 @@ func TestSnapshotCorrupt(t *testing.T) {
 func FuzzLoadSnapshot(f *testing.F) {
 	s := New(DefaultOptions())
 	for i := range 50 {
-		s.Observe("scanner", true, uint64(i*7), "", at(time.Duration(i)*time.Minute))
-		s.Observe("gw", false, 0, string(rune('a'+i%26)), at(time.Duration(i)*time.Minute))
-		s.Observe("big", true, 1<<40+uint64(i), "", at(time.Duration(i)*time.Minute))
+		s.Observe("scanner", true, uint64(i*7), "", at(time.Duration(i)*time.Minute), 1)
+		s.Observe("gw", false, 0, string(rune('a'+i%26)), at(time.Duration(i)*time.Minute), 1)
+		s.Observe("big", true, 1<<40+uint64(i), "", at(time.Duration(i)*time.Minute), 1)
 	}
 	s.Advance(at(25 * time.Hour))
 	f.Add(snapshot(s))
@@ -162,8 +165,8 @@ func FuzzLoadSnapshot(f *testing.F) {
 		if again.Len() != r.Len() || again.Producers() != r.Producers() {
 			t.Fatalf("reloaded %d/%d, loaded %d/%d", again.Len(), again.Producers(), r.Len(), r.Producers())
 		}
-		r.Observe("scanner", true, 3, "", at(24*time.Hour))
-		r.Observe("gw", false, 0, "a", at(24*time.Hour))
+		r.Observe("scanner", true, 3, "", at(24*time.Hour), 1)
+		r.Observe("gw", false, 0, "a", at(24*time.Hour), 1)
 	})
 }
 
@@ -188,11 +191,11 @@ func TestSnapshotVersion1(t *testing.T) {
 		{"scanner", 3 * 150, Duplicate}, {"scanner", 3*150 + 1, Fresh},
 		{"big", 1<<40 + 200, Duplicate}, {"big", 1<<40 + 300, Fresh},
 	} {
-		if got := s.Observe(c.producer, true, c.seq, "", at(5*time.Hour)); got != c.want {
+		if got := s.Observe(c.producer, true, c.seq, "", at(5*time.Hour), 1); got != c.want {
 			t.Errorf("%s seq %d: %v, want %v", c.producer, c.seq, got, c.want)
 		}
 	}
-	if got := s.Observe("gw", false, 0, "k-id", at(270*time.Minute)); got != Duplicate {
+	if got := s.Observe("gw", false, 0, "k-id", at(270*time.Minute), 1); got != Duplicate {
 		t.Errorf("a known event id: %v", got)
 	}
 }

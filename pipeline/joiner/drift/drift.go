@@ -96,6 +96,16 @@ func AttentionScore(c Class, status contract.FindingStatus, retryCount uint32) f
 	return base + weights[c] + 5*float64(min(retryCount, 10))
 }
 
+// BillingWeight ranks billing_mismatch, which the billing reconciler
+// raises (one finding per mismatch row), among the critical findings in
+// the attention score: above missing and quota, below route and identity.
+const BillingWeight = 250
+
+// BillingAttentionScore is the attention score of an open billing
+// mismatch: the critical base plus BillingWeight (a mismatch is not
+// retried, so no retry term).
+func BillingAttentionScore() float64 { return 1000 + BillingWeight }
+
 // Finding is the current state of one drift finding, as written to
 // reconcile.drift_evidence.
 type Finding struct {
@@ -126,6 +136,16 @@ type Finding struct {
 	NextAttemptAt   time.Time
 	Runbook         string
 	AttentionScore  float64
+	// The operator columns (CONTRACT section 9.2), kept by the joiner's
+	// actions beside the classifier's state: who acknowledged it, who it
+	// is assigned to, until when it is suppressed, where its latest
+	// request stands (contract.ActionState) and the id of the latest
+	// action applied.
+	AcknowledgedBy  string
+	Assignee        string
+	SuppressedUntil time.Time
+	ActionState     contract.ActionState
+	LastActionID    string
 	// Version grows with every transition of this finding; the highest
 	// version is the current row.
 	Version uint64

@@ -15,12 +15,12 @@ import (
 )
 
 const mismatchColumns = `mismatch_id, kind, usage_id, metering_source, metering_id, tenant_id, product_id,
-	unit_id, quantity, rated_amount, ledger_amount, currency, status, first_seen_at, last_seen_at, version`
+	unit_id, quantity, conflict_quantity, rated_amount, ledger_amount, currency, status, first_seen_at, last_seen_at, version`
 
 func scanMismatch(rows driver.Rows) (apitypes.BillingMismatch, error) {
 	var m apitypes.BillingMismatch
 	err := rows.Scan(&m.MismatchID, &m.Kind, &m.UsageID, &m.MeteringSource, &m.MeteringID, &m.TenantID, &m.ProductID,
-		&m.UnitID, &m.Quantity, &m.RatedAmount, &m.LedgerAmount, &m.Currency, &m.Status, &m.FirstSeenAt, &m.LastSeenAt, &m.Version)
+		&m.UnitID, &m.Quantity, &m.ConflictQuantity, &m.RatedAmount, &m.LedgerAmount, &m.Currency, &m.Status, &m.FirstSeenAt, &m.LastSeenAt, &m.Version)
 	m.FirstSeenAt, m.LastSeenAt = m.FirstSeenAt.UTC(), m.LastSeenAt.UTC()
 	m.AmountAtRisk = amountAtRisk(m)
 	return m, err
@@ -54,6 +54,7 @@ func amountAtRisk(m apitypes.BillingMismatch) string {
 // arrive.
 func (rd *Reader) EachMismatch(ctx context.Context, f MismatchFilter, order Sort, after *Keyset, limit int, fn func(apitypes.BillingMismatch) error) error {
 	conds, args := f.where()
+	conds, args = scopeWhere(ctx, "tenant_id", conds, args)
 	sql, args := listSQL(mismatchColumns, "billing_mismatch", "mismatch_id", conds, args, order, after, limit)
 	return eachRow(ctx, rd, "billing_mismatches", sql, args, scanMismatch, fn)
 }
@@ -62,6 +63,7 @@ func (rd *Reader) EachMismatch(ctx context.Context, f MismatchFilter, order Sort
 // kind in ClickHouse (Decimal128) and per currency here (math/big).
 func (rd *Reader) BillingTotals(ctx context.Context, f MismatchFilter) (apitypes.BillingTotals, error) {
 	conds, args := f.where()
+	conds, args = scopeWhere(ctx, "tenant_id", conds, args)
 	rated, ledger := decSQL("rated_amount"), decSQL("ledger_amount")
 	atRisk := fmt.Sprintf("multiIf(kind = 'amount_mismatch', abs(%s - %s), rated_amount != '', %s, %s)", rated, ledger, rated, ledger)
 	sql := fmt.Sprintf(`SELECT currency, kind, count(), toString(sum(%s)), toString(sum(%s)), toString(sum(%s)),
@@ -179,6 +181,7 @@ func (rd *Reader) Rated(ctx context.Context, q RatedQuery) (apitypes.RatedTotals
 		conds = append(conds, "day <= toDate(?)")
 		args = append(args, q.To.Format(time.DateOnly))
 	}
+	conds, args = scopeWhere(ctx, "tenant_id", conds, args)
 	var cols []string
 	for _, g := range RatedGroups {
 		if slices.Contains(q.GroupBy, g) {

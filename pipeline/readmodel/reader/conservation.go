@@ -117,11 +117,12 @@ func (rd *Reader) Conservation(ctx context.Context) (apitypes.BillingConservatio
 }
 
 func (rd *Reader) readConservation(ctx context.Context, out *apitypes.BillingConservation) error {
+	conds, args := scopeWhere(ctx, "tenant_id", nil, nil)
 	sql := fmt.Sprintf(`SELECT w_tenant, w_currency, count(), countIf(w_unexplained > 0), %s
-	FROM (%s) GROUP BY w_tenant, w_currency ORDER BY w_tenant, w_currency`, totalsSQL(), windowSQL(nil))
+	FROM (%s) GROUP BY w_tenant, w_currency ORDER BY w_tenant, w_currency`, totalsSQL(), windowSQL(conds))
 	// Balanced stays false when the query fails before any row.
 	balanced := true
-	err := rd.each(ctx, "billing_conservation", sql, nil, func(r driver.Rows) error {
+	err := rd.each(ctx, "billing_conservation", sql, args, func(r driver.Rows) error {
 		var tc apitypes.TenantConservation
 		if err := scanTotals(r, &tc.ConservationTotals, &tc.TenantID, &tc.Currency, &tc.Windows, &tc.WindowsUnbalanced); err != nil {
 			return err
@@ -140,7 +141,7 @@ func (rd *Reader) readConservation(ctx context.Context, out *apitypes.BillingCon
 	if err != nil || out.WindowsUnbalanced == 0 {
 		return err
 	}
-	out.Unbalanced, _, err = rd.windows(ctx, nil, nil, true, apitypes.MaxUnbalancedShown)
+	out.Unbalanced, _, err = rd.windows(ctx, conds, args, true, apitypes.MaxUnbalancedShown)
 	return err
 }
 
@@ -171,6 +172,7 @@ func (rd *Reader) ConservationWindows(ctx context.Context, f WindowFilter) ([]ap
 		conds = append(conds, "window_start < toDateTime(?)")
 		args = append(args, f.To.Unix())
 	}
+	conds, args = scopeWhere(ctx, "tenant_id", conds, args)
 	return rd.windows(ctx, conds, args, f.Unbalanced, f.Limit)
 }
 
@@ -227,6 +229,7 @@ func (rd *Reader) Automation(ctx context.Context, tenant, product string) (apity
 		conds = append(conds, "(product_id = ? OR tenant_id = '')")
 		args = append(args, product)
 	}
+	conds, args = scopeWhere(ctx, "tenant_id", conds, args)
 	sql := fmt.Sprintf(`SELECT tenant_id, product_id, kind, currency, count(), toString(sum(%s)),
 	toUInt64(max(greatest(%s, %s))), max(updated_at)
 	FROM billing_mismatch FINAL%s GROUP BY tenant_id, product_id, kind, currency

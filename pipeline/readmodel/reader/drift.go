@@ -16,20 +16,22 @@ const findingColumns = `evidence_id, correlation_id, resource_family, product_id
 	owning_package, domain_id, record_type, record_id, expected_state, expected_version,
 	provider, provider_id, observed_state, observed_version, observed_at,
 	classification, severity, status, first_seen_at, last_seen_at, resolved_at,
-	retry_count, posture, next_attempt_at, runbook, attention_score, version, updated_at`
+	retry_count, posture, next_attempt_at, runbook, attention_score, version, updated_at,
+	acknowledged_by, assignee, suppressed_until, action_state, last_action_id`
 
 // scanFinding scans the findingColumns of a row, then the extra columns
 // that follow them into extra.
 func scanFinding(rows driver.Rows, extra ...any) (apitypes.Finding, error) {
 	var (
-		f                                                          apitypes.Finding
-		observedAt, firstSeen, lastSeen, resolved, next, updatedAt time.Time
+		f                                                                      apitypes.Finding
+		observedAt, firstSeen, lastSeen, resolved, next, updatedAt, suppressed time.Time
 	)
 	err := rows.Scan(append([]any{&f.EvidenceID, &f.CorrelationID, &f.ResourceFamily, &f.ProductID, &f.OwningDomain,
 		&f.OwningPackage, &f.DomainID, &f.RecordType, &f.RecordID, &f.ExpectedState, &f.ExpectedVersion,
 		&f.Provider, &f.ProviderID, &f.ObservedState, &f.ObservedVersion, &observedAt,
 		&f.Classification, &f.Severity, &f.Status, &firstSeen, &lastSeen, &resolved,
-		&f.RetryCount, &f.Posture, &next, &f.Runbook, &f.AttentionScore, &f.Version, &updatedAt}, extra...)...)
+		&f.RetryCount, &f.Posture, &next, &f.Runbook, &f.AttentionScore, &f.Version, &updatedAt,
+		&f.AcknowledgedBy, &f.Assignee, &suppressed, &f.ActionState, &f.LastActionID}, extra...)...)
 	if err != nil {
 		return f, err
 	}
@@ -39,6 +41,7 @@ func scanFinding(rows driver.Rows, extra ...any) (apitypes.Finding, error) {
 	f.ResolvedAt = nullTime(resolved)
 	f.NextAttemptAt = nullTime(next)
 	f.UpdatedAt = nullTime(updatedAt)
+	f.SuppressedUntil = nullTime(suppressed)
 	if math.IsNaN(f.AttentionScore) || math.IsInf(f.AttentionScore, 0) {
 		f.AttentionScore = 0 // JSON has no NaN; a broken score must not break the listing
 	}
@@ -92,13 +95,15 @@ func (rd *Reader) History(ctx context.Context, id string) ([]apitypes.HistoryEnt
 }
 
 const historyColumns = `version, transition, classification, severity,
-	status, posture, expected_state, observed_state, observed_version, retry_count, at, correlation_id`
+	status, posture, expected_state, observed_state, observed_version, retry_count, at, correlation_id,
+	action_state, action, action_id, actor_id, reason, refusal`
 
 // scanHistory scans the columns before in a row, then the historyColumns.
 func scanHistory(r driver.Rows, before ...any) (apitypes.HistoryEntry, error) {
 	var h apitypes.HistoryEntry
 	err := r.Scan(append(before, &h.Version, &h.Transition, &h.Classification, &h.Severity, &h.Status, &h.Posture,
-		&h.ExpectedState, &h.ObservedState, &h.ObservedVersion, &h.RetryCount, &h.At, &h.CorrelationID)...)
+		&h.ExpectedState, &h.ObservedState, &h.ObservedVersion, &h.RetryCount, &h.At, &h.CorrelationID,
+		&h.ActionState, &h.Action, &h.ActionID, &h.ActorID, &h.Reason, &h.Refusal)...)
 	h.At = h.At.UTC()
 	return h, err
 }

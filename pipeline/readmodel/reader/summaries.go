@@ -25,17 +25,22 @@ func countedFilter(f Filter) bool { return f.FirstSeenBy.IsZero() }
 
 // Heatmap counts the current findings matching f by owning_domain,
 // classification, severity, status and posture, from finding_counts when
-// it answers f.
+// it answers f; the billing mismatches count as findings of
+// classification billing_mismatch (billingGroups).
 func (rd *Reader) Heatmap(ctx context.Context, f Filter) ([]FindingGroup, error) {
 	if countedFilter(f) {
-		return rd.countGroups(ctx, "heatmap", f)
+		groups, err := rd.countGroups(ctx, "heatmap", f)
+		return rd.withBilling(ctx, "heatmap", f, groups, err)
 	}
-	return rd.groups(ctx, "heatmap", f)
+	groups, err := rd.groups(ctx, "heatmap", f)
+	return rd.withBilling(ctx, "heatmap", f, groups, err)
 }
 
 // StatusCounts counts every current finding as Heatmap does.
 func (rd *Reader) StatusCounts(ctx context.Context) ([]FindingGroup, error) {
-	return rd.countGroups(ctx, "status_counts", Filter{Status: apitypes.StatusAll})
+	f := Filter{Status: apitypes.StatusAll}
+	groups, err := rd.countGroups(ctx, "status_counts", f)
+	return rd.withBilling(ctx, "status_counts", f, groups, err)
 }
 
 // countGroups sums finding_counts over the joiner partitions, by the
@@ -118,5 +123,48 @@ func (rd *Reader) rankedFindings(ctx context.Context, domains []string, n int, p
 	if len(ids) == 0 {
 		return nil, nil
 	}
-	return rd.currentFindings(ctx, "attention_findings", []string{"status = ?"}, []any{string(contract.StatusOpen)}, ids)
+	// A suppressed finding scores 0: it leaves the queue (docs/actions.md).
+	return rd.currentFindings(ctx, "attention_findings", []string{"status = ?", "attention_score > 0"}, []any{string(contract.StatusOpen)}, ids)
+}
+
+// billingGroups counts the billing mismatches that f admits as findings of
+// classification billing_mismatch (CONTRACT section 4), with its policy's
+// severity and posture. A mismatch belongs to no owning domain (its group
+// has domain ""), so a filter on domains, domain ids, resource families
+// other than billing_usage, or providers other than billing_ingestion
+// admits none.
+func (rd *Reader) billingGroups(ctx context.Context, name string, f Filter) ([]FindingGroup, error) {
+	p, ok := admitsBilling(f)
+	if !ok {
+		return nil, nil
+	}
+	conds, args := listWhere([]listColumn{{"product_id", f.Products}})
+	conds, args = lifecycleWhere(conds, args, f.Status, f.FirstSeenBy)
+	counts, err := list(ctx, rd, name+"_billing", "SELECT status, count() FROM billing_mismatch FINAL"+whereClause(conds)+
+		" GROUP BY status", args, nil, func(r driver.Rows) (FindingGroup, error) {
+		g := FindingGroup{Classification: string(contract.ClassBilling), Severity: string(p.Severity), Posture: string(p.Posture)}
+		err := r.Scan(&g.Status, &g.Count)
+		return g, err
+	})
+	return counts, err
+}
+
+// admitsBilling reports whether f's filters other than status, product
+// and first-seen admit billing mismatches, and returns the policy of
+// billing_mismatch.
+func admitsBilling(f Filter) (contract.Policy, bool) {
+	p, _ := contract.PolicyOf(contract.ClassBilling)
+	admits := func(vs []string, v string) bool { return len(vs) == 0 || slices.Contains(vs, v) }
+	return p, admits(f.Classifications, string(contract.ClassBilling)) && admits(f.Severities, string(p.Severity)) &&
+		len(f.OwningDomains) == 0 && len(f.DomainIDs) == 0 && admits(f.ResourceFamilies, contract.FamilyBillingUsage) &&
+		admits(f.Providers, contract.ProviderBillingIngestion)
+}
+
+// withBilling appends the billing groups of f to groups.
+func (rd *Reader) withBilling(ctx context.Context, name string, f Filter, groups []FindingGroup, err error) ([]FindingGroup, error) {
+	if err != nil {
+		return nil, err
+	}
+	billing, err := rd.billingGroups(ctx, name, f)
+	return append(groups, billing...), err
 }

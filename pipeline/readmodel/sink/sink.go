@@ -84,8 +84,19 @@ type Transition struct {
 	RetryCount      uint32
 	Version         uint64
 	// At is the event time of the transition: when the finding was last
-	// seen, or resolved for a resolution.
+	// seen, or resolved for a resolution; for an action, when it was
+	// accepted.
 	At time.Time
+	// ActionState is the finding's action_state after the transition.
+	ActionState contract.ActionState
+	// Action, ActionID, ActorID and Reason describe the operator action
+	// of an action or action_refused row (empty otherwise); Refusal is
+	// why the joiner refused it.
+	Action   contract.Action
+	ActionID string
+	ActorID  string
+	Reason   string
+	Refusal  contract.ActionReason
 }
 
 // TransitionOf returns the history row of f's latest transition.
@@ -97,7 +108,7 @@ func TransitionOf(f *drift.Finding) Transition {
 	return Transition{EvidenceID: f.EvidenceID, CorrelationID: f.CorrelationID, Transition: f.Transition, Class: f.Class,
 		Severity: f.Severity, Status: f.Status, Posture: f.Posture, ExpectedState: f.ExpectedState,
 		ObservedState: f.ObservedState, ObservedVersion: f.ObservedVersion, RetryCount: f.RetryCount,
-		Version: f.Version, At: at}
+		Version: f.Version, At: at, ActionState: f.ActionState}
 }
 
 // ClickHouse writes batches to a ClickHouse database.
@@ -149,6 +160,11 @@ var evidenceTable = readmodel.NewTable("drift_evidence",
 	readmodel.Float64("attention_score", func(f *finding) float64 { return f.AttentionScore }),
 	readmodel.UInt64("version", func(f *finding) uint64 { return f.Version }),
 	readmodel.Now[finding]("updated_at"),
+	readmodel.String("acknowledged_by", func(f *finding) string { return f.AcknowledgedBy }),
+	readmodel.String("assignee", func(f *finding) string { return f.Assignee }),
+	readmodel.DateTime("suppressed_until", func(f *finding) time.Time { return readmodel.Epoch(f.SuppressedUntil) }),
+	readmodel.String("action_state", func(f *finding) string { return string(f.ActionState) }),
+	readmodel.String("last_action_id", func(f *finding) string { return f.LastActionID }),
 )
 
 var historyTable = readmodel.NewTable("drift_history",
@@ -165,6 +181,12 @@ var historyTable = readmodel.NewTable("drift_history",
 	readmodel.UInt32("retry_count", func(t *transition) uint32 { return t.RetryCount }),
 	readmodel.DateTime("at", func(t *transition) time.Time { return readmodel.Epoch(t.At) }),
 	readmodel.String("correlation_id", func(t *transition) string { return t.CorrelationID }),
+	readmodel.String("action_state", func(t *transition) string { return string(t.ActionState) }),
+	readmodel.String("action", func(t *transition) string { return string(t.Action) }),
+	readmodel.String("action_id", func(t *transition) string { return t.ActionID }),
+	readmodel.String("actor_id", func(t *transition) string { return t.ActorID }),
+	readmodel.String("reason", func(t *transition) string { return t.Reason }),
+	readmodel.String("refusal", func(t *transition) string { return string(t.Refusal) }),
 )
 
 var nodesTable = readmodel.NewTable("node_agent_status",

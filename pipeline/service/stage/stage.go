@@ -56,12 +56,14 @@ func (s *Stage) CPUProfileFlag() {
 }
 
 // StageFlags registers -<prefix>.group; once the flags are parsed, o
-// takes the brokers, topics and environment of the shared flags and the
+// takes the brokers, topics and environment of the shared flags, the
+// client options their -kafka.tls.* and -kafka.sasl.* flags say, and the
 // Registry. plural names the stage's processes in the help.
 func (s *Stage) StageFlags(prefix, plural string, o *stream.StageOptions) {
 	s.fs.StringVar(&o.Group, prefix+".group", o.Group, "consumer group shared by all "+plural+"; every member owns a share of the partitions")
 	s.parsed = append(s.parsed, func() {
 		o.Brokers, o.Topics, o.Environment = s.Common.SeedBrokers(), s.Common.Topics, s.Common.Environment
+		o.ClientOpts = append(o.ClientOpts, s.Common.KafkaOpts()...)
 		o.Registerer = s.Registry
 	})
 }
@@ -90,14 +92,14 @@ func (s *Stage) Start() (context.Context, error) {
 	if err := s.fs.Parse(os.Args[1:]); err != nil {
 		return nil, err
 	}
-	for _, f := range s.parsed {
-		f()
-	}
 	if _, err := service.SetupLogging(s.log, os.Stderr); err != nil {
 		return nil, err
 	}
 	if err := s.Common.Validate(); err != nil {
 		return nil, err
+	}
+	for _, f := range s.parsed {
+		f()
 	}
 	if s.cpuProfile != "" {
 		stop, err := service.StartCPUProfile(s.cpuProfile)

@@ -74,8 +74,8 @@ func (c *Counts) Add(producer string, reason contract.Reason, at time.Time) {
 			e = c.m[k]
 		}
 		if e == nil {
-			// The name may alias a record's bytes (the joiner decodes
-			// zero-copy, and recycles records): keep a copy.
+			// producer may alias a pooled record's bytes (a zero-copy
+			// decoder's string): keep a copy.
 			k.producer = strings.Clone(k.producer)
 			e = &entry{Count: Count{Producer: k.producer, Reason: reason}}
 			c.m[k] = e

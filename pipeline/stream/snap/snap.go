@@ -59,6 +59,10 @@ func (w *Writer) Bytes(b []byte) {
 // Float64 appends v's IEEE 754 bits.
 func (w *Writer) Float64(v float64) { w.B = binary.LittleEndian.AppendUint64(w.B, math.Float64bits(v)) }
 
+// Uint64 appends v as 8 bytes, little endian: for hashes and digests,
+// which a varint would spread over 10.
+func (w *Writer) Uint64(v uint64) { w.B = binary.LittleEndian.AppendUint64(w.B, v) }
+
 // Time appends t as Unix nanoseconds; the zero time round-trips.
 func (w *Writer) Time(t time.Time) {
 	if t.IsZero() {
@@ -186,6 +190,20 @@ func (r *Reader) Float64() float64 {
 		return 0
 	}
 	v := math.Float64frombits(binary.LittleEndian.Uint64(r.b))
+	r.b = r.b[8:]
+	return v
+}
+
+// Uint64 reads 8 bytes written by Writer.Uint64.
+func (r *Reader) Uint64() uint64 {
+	if r.err != nil {
+		return 0
+	}
+	if len(r.b) < 8 {
+		r.Fail(ErrShort)
+		return 0
+	}
+	v := binary.LittleEndian.Uint64(r.b)
 	r.b = r.b[8:]
 	return v
 }

@@ -7,6 +7,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strconv"
 
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -35,19 +36,59 @@ func Specs(n contract.Topics, partitions int32) []Spec {
 		{n.PlatformRecords, partitions, true, true},
 		{n.Observations, partitions, false, true},
 		{n.Telemetry, partitions, false, true},
+		{n.Commands, partitions, false, true},
 		{n.Usage, partitions, false, true},
 		{n.Rated, partitions, false, true},
 		{n.Ledger, partitions, false, true},
+		{n.Requests, partitions, false, false},
 		{n.Quarantine, partitions, false, false},
 	}
 }
 
-// Ensure creates the topics that do not exist yet and checks that existing
-// co-partitioned topics agree on their partition count: a joiner cannot
-// join streams partitioned differently.
+// Replication says how created topics are replicated.
+type Replication struct {
+	// Factor is the replication factor; -1 takes the broker's default.
+	Factor int16
+	// MinInsync is min.insync.replicas: with acks=all a write succeeds
+	// once this many replicas hold it. 0 takes the broker's default.
+	MinInsync int
+}
+
+// Config returns the topic configuration Replication sets, added to cfg
+// (a new map when cfg is nil).
+func (r Replication) Config(cfg map[string]*string) map[string]*string {
+	if cfg == nil {
+		cfg = map[string]*string{}
+	}
+	if r.MinInsync > 0 {
+		v := strconv.Itoa(r.MinInsync)
+		cfg["min.insync.replicas"] = &v
+	}
+	return cfg
+}
+
+// ConfigStrings is Config as plain strings (checkpoint.Options.TopicConfig).
+func (r Replication) ConfigStrings() map[string]string {
+	out := map[string]string{}
+	for k, v := range r.Config(nil) {
+		out[k] = *v
+	}
+	return out
+}
+
+// Ensure is EnsureReplicated with replication factor replication and the
+// broker's min.insync.replicas.
 func Ensure(ctx context.Context, adm *kadm.Client, n contract.Topics, partitions int32, replication int16) error {
+	return EnsureReplicated(ctx, adm, n, partitions, Replication{Factor: replication})
+}
+
+// EnsureReplicated creates the topics that do not exist yet, replicated
+// as r says, and checks that existing co-partitioned topics agree on
+// their partition count: a joiner cannot join streams partitioned
+// differently. Existing topics keep their replication.
+func EnsureReplicated(ctx context.Context, adm *kadm.Client, n contract.Topics, partitions int32, r Replication) error {
 	for _, s := range Specs(n, partitions) {
-		cfg := map[string]*string{}
+		cfg := r.Config(nil)
 		if s.Compacted {
 			compact := "compact"
 			cfg["cleanup.policy"] = &compact
@@ -56,7 +97,7 @@ func Ensure(ctx context.Context, adm *kadm.Client, n contract.Topics, partitions
 			logAppend := "LogAppendTime"
 			cfg["message.timestamp.type"] = &logAppend
 		}
-		resp, err := adm.CreateTopic(ctx, s.Partitions, replication, cfg, s.Name)
+		resp, err := adm.CreateTopic(ctx, s.Partitions, r.Factor, cfg, s.Name)
 		if err != nil && !errors.Is(err, kerr.TopicAlreadyExists) {
 			return fmt.Errorf("create topic %s: %w", s.Name, err)
 		}

@@ -1,0 +1,419 @@
+package api
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/driftline/driftline/pipeline/api/access"
+	"github.com/driftline/driftline/pipeline/api/apitypes"
+	"github.com/driftline/driftline/pipeline/contract"
+	"github.com/driftline/driftline/pipeline/readmodel/reader"
+)
+
+// Operator actions (CONTRACT section 9.2, docs/actions.md). An action is
+// checked against the read model, written as an ops.command record to the
+// commands topic and answered 202; the joiner applies it in stream order.
+// The answer is kept by Idempotency-Key in the shared action log
+// (ClickHouse), so a re-post to any replica, or after a restart, gets the
+// first answer again.
+
+// CommandLog is where accepted actions go: a *kgo.Client producing to the
+// commands topic is one.
+type CommandLog interface {
+	ProduceSync(ctx context.Context, rs ...*kgo.Record) kgo.ProduceResults
+}
+
+// ActionLog keeps the answers to accepted actions by Idempotency-Key, for
+// every replica; a *reader.ActionLog is one.
+type ActionLog interface {
+	Accepted(ctx context.Context, key string) (reader.AcceptedCommand, bool, error)
+	Accept(ctx context.Context, c reader.AcceptedCommand) error
+}
+
+// ActionReader reads what the action checks need beyond the drift reads.
+type ActionReader interface {
+	NodeQuarantined(ctx context.Context, evidenceIDs []string) (bool, error)
+}
+
+// actorOf returns the actor_id an action is taken as: the authenticated
+// principal's, which the access middleware put in the request's context
+// before the handler runs (the action routes are never public).
+func actorOf(r *http.Request) string {
+	p, _ := access.FromContext(r.Context())
+	return p.ActorID
+}
+
+// audit records the outcome of one action request in the audit log,
+// beside the entry the middleware wrote when it admitted the request. A
+// failure is logged: the command is on its topic by then, and the
+// admission entry already names the request.
+func (s *Server) audit(r *http.Request, target string, code int) {
+	if err := access.Record(r.Context(), access.Entry{Target: target, Status: code, Result: access.ResultAllowed}); err != nil {
+		s.opts.Logger.Warn("action outcome not audited", "target", target, "status", code, "err", err)
+	}
+}
+
+// maxBatch is the most findings one batch action may touch; a wider
+// filter is refused so that nobody acts on more than they previewed.
+const maxBatch = 1000
+
+// commandProducer is the producer of every ops.command the query service
+// writes: with event ids derived from idempotency keys, the joiner's
+// dedupe of (producer, event_id) applies a command posted twice once.
+const commandProducer = "driftline-query"
+
+// actionBody is the body of an action request.
+type actionBody struct {
+	Action   string    `json:"action"`
+	Reason   string    `json:"reason"`
+	Assignee string    `json:"assignee,omitempty"`
+	Until    time.Time `json:"until,omitzero"`
+	// Preview (batch only) lists what the batch would touch and writes
+	// nothing.
+	Preview bool `json:"preview,omitempty"`
+}
+
+// actionError is a refused action: its status and reason.
+type actionError struct {
+	code   int
+	reason contract.ActionReason
+	msg    string
+}
+
+func (e *actionError) Error() string { return e.msg }
+
+func refuse(code int, reason contract.ActionReason, format string, args ...any) *actionError {
+	return &actionError{code: code, reason: reason, msg: fmt.Sprintf(format, args...)}
+}
+
+// stateCode is the status of a refusal: 400 for a request that can never
+// succeed as written, 409 for one the finding's state refuses.
+func stateCode(r contract.ActionReason) int {
+	switch r {
+	case contract.ReasonUnknownAction, contract.ReasonMissingAssignee, contract.ReasonBadUntil, contract.ReasonBadBody:
+		return http.StatusBadRequest
+	}
+	return http.StatusConflict
+}
+
+// readAction reads the Idempotency-Key and the body of an action request.
+func readAction(r *http.Request, keyRequired bool) (string, actionBody, error) {
+	var b actionBody
+	key := strings.TrimSpace(r.Header.Get("Idempotency-Key"))
+	if key == "" && keyRequired {
+		return "", b, refuse(http.StatusBadRequest, contract.ReasonMissingIdempotency, "the Idempotency-Key header is required")
+	}
+	if len(key) > 256 {
+		return "", b, refuse(http.StatusBadRequest, contract.ReasonMissingIdempotency, "the Idempotency-Key header is longer than 256 bytes")
+	}
+	dec := json.NewDecoder(io.LimitReader(r.Body, 64<<10))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&b); err != nil {
+		return key, b, refuse(http.StatusBadRequest, contract.ReasonBadBody, "body: %v; want {\"action\", \"reason\", \"assignee\"?, \"until\"?}", err)
+	}
+	if !contract.ValidAction(b.Action) {
+		return key, b, refuse(http.StatusBadRequest, contract.ReasonUnknownAction, "action %q is not one of %s", b.Action,
+			strings.Join(contract.Strings(contract.Actions), ", "))
+	}
+	return key, b, nil
+}
+
+// requestHash is the SHA-256 of the canonical request: what a re-post
+// under the same key must repeat exactly.
+func requestHash(target string, b actionBody) string {
+	until := ""
+	if !b.Until.IsZero() {
+		until = b.Until.UTC().Format(time.RFC3339Nano)
+	}
+	h := sha256.Sum256(fmt.Appendf(nil, "%s\n%s\n%s\n%s\n%s\n%t", target, b.Action, b.Reason, b.Assignee, until, b.Preview))
+	return hex.EncodeToString(h[:])
+}
+
+// commandID derives the command id of the action posted under key (and,
+// for one finding of a batch, the finding's evidence id).
+func commandID(key string) string {
+	h := sha256.Sum256([]byte(key))
+	return "cmd-" + hex.EncodeToString(h[:16])
+}
+
+// replay answers a key seen before: the first answer again if the request
+// is the same, 409 otherwise. It reports whether the key was seen.
+func (s *Server) replay(w http.ResponseWriter, r *http.Request, key, hash string) (bool, error) {
+	prior, ok, err := s.opts.Actions.Accepted(r.Context(), key)
+	if err != nil || !ok {
+		return false, err
+	}
+	if prior.RequestHash != hash {
+		return true, refuse(http.StatusConflict, contract.ReasonIdempotencyReused,
+			"Idempotency-Key %q was used with another request (command %s); use a new key for a new action", key, prior.CommandID)
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Cache-Control", "no-store")
+	w.Header().Set("Idempotent-Replayed", "true")
+	w.WriteHeader(http.StatusAccepted)
+	_, _ = io.WriteString(w, prior.Answer)
+	return true, nil
+}
+
+// facts returns the action facts of finding f as the read model knows
+// them. Whether a record owns the identity is the joiner's to check
+// (its state knows the owner_ref); the read model's guard is the rest.
+func (s *Server) facts(ctx context.Context, f apitypes.Finding) (contract.FindingFacts, error) {
+	ff := contract.FindingFacts{Classification: contract.Classification(f.Classification),
+		Status: contract.FindingStatus(f.Status), Provider: f.Provider, ActionState: contract.ActionState(f.ActionState)}
+	if f.SuppressedUntil != nil {
+		ff.SuppressedUntil = *f.SuppressedUntil
+	}
+	of, err := s.read.FindingsOf(ctx, f.Provider, f.ProviderID)
+	if err != nil {
+		return ff, err
+	}
+	ids := make([]string, 0, len(of))
+	for _, o := range of {
+		ids = append(ids, o.EvidenceID)
+		ff.IdentityPending = ff.IdentityPending || o.ActionState == string(contract.ActionPending)
+	}
+	if f.Provider == contract.ProviderMAAS {
+		if ff.NodeQuarantined, err = s.actionReads.NodeQuarantined(ctx, ids); err != nil {
+			return ff, err
+		}
+	}
+	return ff, nil
+}
+
+// command returns the ops.command record of action b on finding f.
+func (s *Server) command(f apitypes.Finding, id, key, actor string, b actionBody, at time.Time) *kgo.Record {
+	payload := contract.Command{CommandID: id, EvidenceID: f.EvidenceID, Provider: f.Provider, ProviderID: f.ProviderID,
+		Action: b.Action, Reason: b.Reason, Assignee: b.Assignee, Until: b.Until.UTC(), IdempotencyKey: key, ActorID: actor}
+	p, err := json.Marshal(payload)
+	if err != nil {
+		panic("BUG: a command does not encode: " + err.Error())
+	}
+	env := struct {
+		EventID       string          `json:"event_id"`
+		EventType     string          `json:"event_type"`
+		SchemaVersion int             `json:"schema_version"`
+		Producer      string          `json:"producer"`
+		OccurredAt    time.Time       `json:"occurred_at"`
+		CorrelationID string          `json:"correlation_id,omitempty"`
+		Environment   string          `json:"environment"`
+		Payload       json.RawMessage `json:"payload"`
+	}{id, contract.TypeCommand, contract.SchemaVersion, commandProducer, at, f.CorrelationID, s.opts.Environment, p}
+	v, err := json.Marshal(env)
+	if err != nil {
+		panic("BUG: a command envelope does not encode: " + err.Error())
+	}
+	source := contract.SourceSystem
+	if strings.HasPrefix(actor, contract.SourceHuman+"::") {
+		source = contract.SourceHuman
+	}
+	return &kgo.Record{Topic: s.opts.Topics.Commands, Key: []byte(contract.IdentityKey(f.Provider, f.ProviderID)), Value: v,
+		Timestamp: at, Headers: []kgo.RecordHeader{{Key: contract.HeaderActorID, Value: []byte(actor)},
+			{Key: contract.HeaderSourceType, Value: []byte(source)}}}
+}
+
+// produce writes commands and waits for the broker (acks=all).
+func (s *Server) produce(ctx context.Context, recs ...*kgo.Record) error {
+	if len(recs) == 0 {
+		return nil
+	}
+	if err := s.opts.Commands.ProduceSync(ctx, recs...).FirstErr(); err != nil {
+		return fmt.Errorf("write commands to %s: %w", s.opts.Topics.Commands, err)
+	}
+	return nil
+}
+
+// actionsReady refuses actions when the server was started without a
+// broker or action log.
+func (s *Server) actionsReady() error {
+	if s.opts.Commands == nil || s.opts.Actions == nil {
+		return errors.New("actions are not configured: start the query service with -brokers (commands are written to Kafka)")
+	}
+	return nil
+}
+
+// handleAction serves POST /v1/findings/{evidence_id}/actions.
+func (s *Server) handleAction(w http.ResponseWriter, r *http.Request) error {
+	id := r.PathValue("evidence_id")
+	code, err := s.action(w, r, id, actorOf(r))
+	s.audit(r, "finding:"+id, code)
+	return err
+}
+
+func (s *Server) action(w http.ResponseWriter, r *http.Request, id, actor string) (int, error) {
+	if err := allowOnly(r.URL.Query()); err != nil {
+		return http.StatusBadRequest, err
+	}
+	if err := s.actionsReady(); err != nil {
+		return http.StatusServiceUnavailable, err
+	}
+	key, b, err := readAction(r, true)
+	if err != nil {
+		return codeOf(err), err
+	}
+	hash := requestHash("finding\n"+id, b)
+	if seen, err := s.replay(w, r, key, hash); seen || err != nil {
+		return codeOf(err), err
+	}
+	f, ok, err := s.read.Finding(r.Context(), id)
+	if err != nil {
+		return http.StatusServiceUnavailable, err
+	}
+	if !ok {
+		err := refuse(http.StatusNotFound, contract.ReasonFindingNotFound, "no finding with evidence_id %s", id)
+		return err.code, err
+	}
+	now := s.opts.Now().UTC()
+	ff, err := s.facts(r.Context(), f)
+	if err != nil {
+		return http.StatusServiceUnavailable, err
+	}
+	if why := contract.ActionAllowed(contract.Action(b.Action), ff, b.Assignee, b.Until, now); why != "" {
+		err := refuse(stateCode(why), why, "%s refused on %s (status %s, classification %s, action_state %q): %s",
+			b.Action, id, f.Status, f.Classification, f.ActionState, why)
+		return err.code, err
+	}
+	cid := commandID(key)
+	ans := apitypes.ActionAccepted{CommandID: cid, EvidenceID: id, Action: b.Action, ActorID: actor,
+		Status: "accepted", AcceptedAt: now}
+	if err := s.produce(r.Context(), s.command(f, cid, key, actor, b, now)); err != nil {
+		return http.StatusServiceUnavailable, err
+	}
+	if err := s.accept(r.Context(), key, hash, cid, id, b.Action, actor, now, ans); err != nil {
+		return http.StatusServiceUnavailable, err
+	}
+	writeJSON(w, http.StatusAccepted, ans)
+	return http.StatusAccepted, nil
+}
+
+// accept records the answer ans under key.
+func (s *Server) accept(ctx context.Context, key, hash, cid, evidenceID, action, actor string, at time.Time, ans any) error {
+	a, err := json.Marshal(ans)
+	if err != nil {
+		panic("BUG: an action answer does not encode: " + err.Error())
+	}
+	return s.opts.Actions.Accept(ctx, reader.AcceptedCommand{IdempotencyKey: key, RequestHash: hash, CommandID: cid,
+		EvidenceID: evidenceID, Action: action, ActorID: actor, Answer: string(a) + "\n", AcceptedAt: at})
+}
+
+// handleBatchAction serves POST /v1/actions/batch: the drift list's
+// filters (query parameters) select the findings, the body names the
+// action. With "preview": true it answers which findings the action would
+// touch and which it would refuse, and writes nothing (no key needed).
+func (s *Server) handleBatchAction(w http.ResponseWriter, r *http.Request) error {
+	code, err := s.batchAction(w, r, actorOf(r))
+	s.audit(r, "batch:"+r.URL.RawQuery, code)
+	return err
+}
+
+func (s *Server) batchAction(w http.ResponseWriter, r *http.Request, actor string) (int, error) {
+	flt, err := parseFilter(r.URL.Query(), s.opts.Now())
+	if err != nil {
+		return http.StatusBadRequest, err
+	}
+	key, b, err := readAction(r, false)
+	if err != nil {
+		return codeOf(err), err
+	}
+	if err := s.actionsReady(); err != nil && !b.Preview {
+		return http.StatusServiceUnavailable, err
+	}
+	if key == "" && !b.Preview {
+		err := refuse(http.StatusBadRequest, contract.ReasonMissingIdempotency, "the Idempotency-Key header is required (or preview the batch with \"preview\": true)")
+		return err.code, err
+	}
+	hash := requestHash("batch\n"+canonicalQuery(r), b)
+	if !b.Preview {
+		if seen, err := s.replay(w, r, key, hash); seen || err != nil {
+			return codeOf(err), err
+		}
+	}
+	order, _ := parseSort(nil, reader.DriftSorts)
+	rows, err := s.read.Findings(r.Context(), flt, order, nil, maxBatch+1)
+	if err != nil {
+		return http.StatusServiceUnavailable, err
+	}
+	if len(rows) > maxBatch {
+		err := &ParamError{Param: "filter", Reason: fmt.Sprintf("the filter selects more than %d findings; narrow it", maxBatch)}
+		return http.StatusBadRequest, err
+	}
+	now := s.opts.Now().UTC()
+	ans := apitypes.BatchAccepted{Action: b.Action, ActorID: actor, Preview: b.Preview, AcceptedAt: now,
+		AppliedTo: []apitypes.ActionAccepted{}, Refused: []apitypes.ActionRefusal{}}
+	var recs []*kgo.Record
+	for _, f := range rows {
+		ff, err := s.facts(r.Context(), f)
+		if err != nil {
+			return http.StatusServiceUnavailable, err
+		}
+		if why := contract.ActionAllowed(contract.Action(b.Action), ff, b.Assignee, b.Until, now); why != "" {
+			ans.Refused = append(ans.Refused, apitypes.ActionRefusal{EvidenceID: f.EvidenceID, Reason: string(why)})
+			continue
+		}
+		a := apitypes.ActionAccepted{EvidenceID: f.EvidenceID, Action: b.Action, ActorID: actor, Status: "preview", AcceptedAt: now}
+		if !b.Preview {
+			a.CommandID, a.Status = commandID(key+"\n"+f.EvidenceID), "accepted"
+			recs = append(recs, s.command(f, a.CommandID, key, actor, b, now))
+		}
+		ans.AppliedTo = append(ans.AppliedTo, a)
+	}
+	ans.Count = len(ans.AppliedTo)
+	if b.Preview {
+		writeJSON(w, http.StatusOK, ans)
+		return http.StatusOK, nil
+	}
+	if err := s.produce(r.Context(), recs...); err != nil {
+		return http.StatusServiceUnavailable, err
+	}
+	if err := s.accept(r.Context(), key, hash, commandID(key), "", b.Action, actor, now, ans); err != nil {
+		return http.StatusServiceUnavailable, err
+	}
+	writeJSON(w, http.StatusAccepted, ans)
+	return http.StatusAccepted, nil
+}
+
+// canonicalQuery is the batch's query string with its parameters sorted.
+func canonicalQuery(r *http.Request) string { return r.URL.Query().Encode() }
+
+// codeOf is the status route answers err with.
+func codeOf(err error) int {
+	if err == nil {
+		return http.StatusAccepted
+	}
+	if ae, ok := errors.AsType[*actionError](err); ok {
+		return ae.code
+	}
+	if _, ok := errors.AsType[*ParamError](err); ok {
+		return http.StatusBadRequest
+	}
+	return http.StatusServiceUnavailable
+}
+
+// routeAction serves POST /v1/findings/{evidence_id}/actions. The
+// evidence id holds '/' ("orphan_provider_resource:maas/n1"), so the
+// route takes the rest of the path and cuts the "/actions" suffix.
+func (s *Server) routeAction(w http.ResponseWriter, r *http.Request) error {
+	id, ok := strings.CutSuffix(r.PathValue("evidence_id"), "/actions")
+	if !ok || id == "" {
+		writeJSON(w, http.StatusNotFound, apitypes.ErrorBody{Error: "no such endpoint: " + r.URL.Path})
+		return nil
+	}
+	r.SetPathValue("evidence_id", id)
+	return s.handleAction(w, r)
+}
+
+// noActionReads answers for a read model without the action reads (a
+// test's fake): no node is known quarantined.
+type noActionReads struct{}
+
+func (noActionReads) NodeQuarantined(context.Context, []string) (bool, error) { return false, nil }

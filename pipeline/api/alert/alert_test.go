@@ -1,0 +1,165 @@
+package alert
+
+import (
+	"context"
+	"encoding/json"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/driftline/driftline/internal/testenv"
+	"github.com/driftline/driftline/pipeline/readmodel/reader"
+	"github.com/driftline/driftline/pipeline/stream/retry"
+)
+
+func TestMain(m *testing.M) { testenv.Main(m) }
+
+// conditions is a Source whose conditions the test sets.
+type conditions struct {
+	mu  sync.Mutex // protects now
+	now []reader.Alertable
+}
+
+func (c *conditions) set(as ...reader.Alertable) { c.mu.Lock(); c.now = as; c.mu.Unlock() }
+
+func (c *conditions) Alertables(context.Context) ([]reader.Alertable, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return append([]reader.Alertable(nil), c.now...), nil
+}
+
+// receiver is an Alertmanager v2 endpoint that fails its first
+// failures posts and records the alerts of the others.
+type receiver struct {
+	mu       sync.Mutex // protects the fields below
+	failures int
+	posts    int
+	alerts   []amAlert
+}
+
+func (r *receiver) ServeHTTP(w http.ResponseWriter, req *http.Request) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.posts++
+	if req.Method != http.MethodPost || req.Header.Get("Content-Type") != "application/json" {
+		http.Error(w, "want a JSON POST", http.StatusBadRequest)
+		return
+	}
+	if r.failures > 0 {
+		r.failures--
+		http.Error(w, "down", http.StatusServiceUnavailable)
+		return
+	}
+	b, _ := io.ReadAll(req.Body)
+	var as []amAlert
+	if err := json.Unmarshal(b, &as); err != nil {
+		http.Error(w, err.Error(), http.StatusBadRequest)
+		return
+	}
+	r.alerts = append(r.alerts, as...)
+}
+
+// take returns the alerts received since the last take.
+func (r *receiver) take() []amAlert {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	as := r.alerts
+	r.alerts = nil
+	return as
+}
+
+func finding(id string) reader.Alertable {
+	return reader.Alertable{ID: id, Kind: "finding", StartsAt: time.Date(2026, 11, 21, 10, 0, 0, 0, time.UTC),
+		Labels: map[string]string{"evidence_id": id, "severity": "critical"}, Summary: id}
+}
+
+// TestSender: each receiver gets one firing per alert while it holds and
+// a resolve when it ends, through failures (retried) and a restart of the
+// sender (its position is in the read model).
+func TestSender(t *testing.T) {
+	conn, _ := testenv.ClickHouseConn(t)
+	log := reader.NewAlertLog(conn)
+	src := &conditions{}
+	a, b := &receiver{failures: 2}, &receiver{}
+	ha, hb := httptest.NewServer(a), httptest.NewServer(b)
+	t.Cleanup(ha.Close)
+	t.Cleanup(hb.Close)
+	now := time.Date(2026, 11, 21, 12, 0, 0, 0, time.UTC)
+	newSender := func() *Sender {
+		s, err := New(Options{Webhooks: []string{ha.URL, hb.URL}, Backoff: retry.Backoff{First: time.Millisecond, Max: 10 * time.Millisecond},
+			Now: func() time.Time { now = now.Add(time.Second); return now }}, src, log)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return s
+	}
+	ctx := context.Background()
+	s := newSender()
+	round := func(s *Sender) {
+		t.Helper()
+		if err := s.Round(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want := func(r *receiver, name string, firing, resolved []string) {
+		t.Helper()
+		got := r.take()
+		var f, res []string
+		for _, al := range got {
+			if al.EndsAt.IsZero() {
+				f = append(f, al.Labels["alert_id"])
+			} else {
+				res = append(res, al.Labels["alert_id"])
+			}
+			if al.Labels["alertname"] == "" || al.StartsAt.IsZero() {
+				t.Errorf("%s: alert without a name or start: %+v", name, al)
+			}
+		}
+		if len(f) != len(firing) || len(res) != len(resolved) {
+			t.Fatalf("%s received firing %v resolved %v, want firing %v resolved %v", name, f, res, firing, resolved)
+		}
+		for i := range f {
+			if f[i] != firing[i] {
+				t.Fatalf("%s received firing %v, want %v", name, f, firing)
+			}
+		}
+		for i := range res {
+			if res[i] != resolved[i] {
+				t.Fatalf("%s received resolved %v, want %v", name, res, resolved)
+			}
+		}
+	}
+
+	src.set(finding("missing_provider_resource:maas/n1"))
+	round(s)
+	want(a, "a", []string{"missing_provider_resource:maas/n1"}, nil)
+	want(b, "b", []string{"missing_provider_resource:maas/n1"}, nil)
+	if a.posts != 3 {
+		t.Errorf("receiver a had %d posts, want 3 (two failures retried)", a.posts)
+	}
+	round(s) // nothing new
+	want(a, "a", nil, nil)
+
+	s = newSender() // a restart: the position is kept
+	src.set(finding("missing_provider_resource:maas/n1"), finding("route_or_dns_mismatch:gateway/g1"))
+	round(s)
+	want(a, "a", []string{"route_or_dns_mismatch:gateway/g1"}, nil)
+	want(b, "b", []string{"route_or_dns_mismatch:gateway/g1"}, nil)
+
+	src.set(finding("route_or_dns_mismatch:gateway/g1")) // n1 resolved
+	b.failures = 1
+	round(newSender())
+	want(a, "a", nil, []string{"missing_provider_resource:maas/n1"})
+	want(b, "b", nil, []string{"missing_provider_resource:maas/n1"})
+	round(newSender())
+	want(a, "a", nil, nil)
+	want(b, "b", nil, nil)
+
+	// It fires again if it opens again.
+	src.set(finding("route_or_dns_mismatch:gateway/g1"), finding("missing_provider_resource:maas/n1"))
+	round(s)
+	want(a, "a", []string{"missing_provider_resource:maas/n1"}, nil)
+}

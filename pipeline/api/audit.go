@@ -1,0 +1,62 @@
+package api
+
+import (
+	"net/http"
+	"time"
+
+	"github.com/driftline/driftline/pipeline/api/apitypes"
+	"github.com/driftline/driftline/pipeline/readmodel/reader"
+)
+
+// Limits of /v1/audit.
+const (
+	DefaultAuditLimit = 100
+	MaxAuditLimit     = 10000
+)
+
+// auditParams are the filters of /v1/audit, read into f.
+func auditParams(f *reader.AuditFilter) []listParam {
+	return []listParam{
+		{"actor_id", &f.Actors, nil},
+		{"result", &f.Results, nil},
+		{"method", &f.Methods, nil},
+		{"endpoint", &f.Endpoints, nil},
+		{"request_id", &f.RequestIDs, nil},
+	}
+}
+
+// handleAudit lists audit_log entries, newest first (auditors only).
+func (s *Server) handleAudit(w http.ResponseWriter, r *http.Request) error {
+	q := r.URL.Query()
+	var f reader.AuditFilter
+	if err := parseParams(q, auditParams(&f), "from", "to", "limit"); err != nil {
+		return err
+	}
+	for _, b := range []struct {
+		name string
+		dst  *time.Time
+	}{{"from", &f.From}, {"to", &f.To}} {
+		v, ok := single(q, b.name)
+		if !ok {
+			if len(q[b.name]) > 0 {
+				return &ParamError{Param: b.name, Reason: "give one time"}
+			}
+			continue
+		}
+		at, err := time.Parse(time.RFC3339, v)
+		if err != nil {
+			return &ParamError{Param: b.name, Value: v, Reason: "not an RFC 3339 time"}
+		}
+		*b.dst = at
+	}
+	var err error
+	if f.Limit, err = parseInt(q, "limit", DefaultAuditLimit, 1, MaxAuditLimit); err != nil {
+		return err
+	}
+	entries, truncated, err := s.read.Audit(r.Context(), f)
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, apitypes.AuditPage{Entries: entries, Count: len(entries), Truncated: truncated})
+	return nil
+}
