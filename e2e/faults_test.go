@@ -165,10 +165,13 @@ func faultSchedule(seed int64, p faultParams) faultPlan {
 // and restarts every component at random moments: joiners (SIGKILL, and
 // members added and removed: rebalances), the rater, the ingest gateway,
 // the broker (SIGTERM and SIGKILL) and ClickHouse mid-flush (SIGTERM and
-// SIGKILL). Afterwards the generator's ground truth, the topics and the
-// tables must agree exactly: every event in its topic, each rated line
-// exactly once, findings identical to an uninterrupted run and to the
-// truth, billing mismatches and rated totals equal to the truth.
+// SIGKILL), while a producer whose clock is wrong by minutes to decades
+// writes through the gateway and straight to Kafka. Afterwards the
+// generator's ground truth, the topics and the tables must agree exactly:
+// every event in its topic, each rated line exactly once, findings
+// identical to an uninterrupted run and to the truth, billing mismatches
+// and rated totals equal to the truth, and each skewed event quarantined
+// with its reason and counted once for its producer.
 func TestFaults(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts the whole stack and kills its components")
@@ -314,6 +317,12 @@ func runFaults(t *testing.T, ctx context.Context, bin string, seed int64, params
 		js.start()
 	}
 
+	// A producer with a broken clock writes through the gateway and
+	// straight to Kafka while the faults land (checkSkew).
+	skew := skewSchedule(seed, 8, cfg.Start, plan.duration())
+	ss := newSkewSender(t, s)
+	skewDone := ss.sendFuture(ctx, skew)
+
 	// Pace the feed so that it spans the schedule: every fault lands
 	// while events flow.
 	const batch = 300
@@ -360,6 +369,10 @@ func runFaults(t *testing.T, ctx context.Context, bin string, seed int64, params
 	if stats.Rejected != 0 || stats.Accepted+stats.Duplicate != stats.Events {
 		t.Fatalf("feed stats %+v: want nothing rejected and accepted+duplicate = events", stats)
 	}
+	if err := <-skewDone; err != nil {
+		t.Fatalf("skewed producer: %v", err)
+	}
+	ss.sendPast(ctx, skew)
 	t.Logf("fed %d events (%d accepted, %d duplicate, %d retried requests) at %v",
 		stats.Events, stats.Accepted, stats.Duplicate, stats.Retries, time.Since(start).Round(time.Millisecond))
 
@@ -373,6 +386,7 @@ func runFaults(t *testing.T, ctx context.Context, bin string, seed int64, params
 	checkActions(t, ctx, s, accepted)
 	checkTopics(t, ctx, s.BrokerAddr(), want, truth)
 	checkJoinerTables(t, ctx, s, js, truth, start)
+	checkSkew(t, ctx, s, js.group, skew)
 	conflicts.check(t, ctx, s, js.group, "reference-joiner")
 	checkExits()
 	t.Logf("seed %d done in %v", seed, time.Since(start).Round(time.Millisecond))
@@ -482,7 +496,8 @@ func eventID(line []byte) (string, error) {
 
 // checkTopics reads every input topic and billing.rated back. Each
 // generated event must be in its topic and nothing else may be there (but
-// the joiner's control records);
+// the joiner's control records and the skewed producer's events, which
+// checkSkew checks);
 // copies of an event are allowed (ingest is at-least-once across a crash,
 // consumers dedupe) and counted. billing.rated, read committed, must hold
 // exactly one line per rated usage_id, as many as the truth rates.
@@ -504,7 +519,9 @@ func checkTopics(t *testing.T, ctx context.Context, broker string, want topicTru
 				t.Errorf("%s/%d@%d: %v", topic, r.Partition, r.Offset, err)
 				continue
 			}
-			got[id]++
+			if !isSkewEvent(id) { // checkSkew's
+				got[id]++
+			}
 		}
 		var missing, unexpected []string
 		for id := range want.ids[topic] {

@@ -53,6 +53,7 @@ func main() {
 	flag.DurationVar(&opts.ProduceTimeout, "ingest.produceTimeout", opts.ProduceTimeout, "how long a request waits for broker acknowledgements before answering 503")
 	flag.DurationVar(&opts.Linger, "ingest.linger", opts.Linger, "producer batching delay; higher is kinder to the broker, lower answers faster")
 	flag.IntVar(&opts.DedupeCapacity, "ingest.dedupeCapacity", opts.DedupeCapacity, "recently accepted dedupe identities remembered to answer retried lines 'duplicate'; more costs memory")
+	flag.DurationVar(&opts.MaxClockSkew, "ingest.maxClockSkew", opts.MaxClockSkew, "how far ahead of the gateway's clock an event's occurred_at may be; later events are rejected with reason clock_skew and quarantined. Larger admits producers with worse clocks, smaller rejects producers running slightly ahead")
 	flag.DurationVar(&serveOpts.ShutdownTimeout, "ingest.shutdownTimeout", serveOpts.ShutdownTimeout, "on SIGTERM, how long to finish admitted requests and flush the producer; keep it above -ingest.produceTimeout")
 	flag.Parse()
 

@@ -44,6 +44,15 @@ func run() error {
 	fs.DurationVar(&o.CheckpointInterval, "joiner.checkpointInterval", o.CheckpointInterval, "how often a partition that applied events is checkpointed; shorter makes restores replay less, longer writes less")
 	fs.Uint64Var(&o.CheckpointEvents, "joiner.checkpointEvents", o.CheckpointEvents, "checkpoint a partition sooner once it applied this many events since its last checkpoint")
 	fs.DurationVar(&o.Dedupe.Horizon, "joiner.dedupeHorizon", o.Dedupe.Horizon, "event time for which event identities are remembered exactly; events older than watermark - horizon are dropped as late (counted)")
+	fs.DurationVar(&o.MaxClockSkew, "joiner.maxClockSkew", o.MaxClockSkew, "how far an event's occurred_at may lie ahead of its record's broker timestamp; later events are quarantined (clock_skew), never applied. Accepted events move event time no further than their broker timestamp. Larger admits worse producer clocks; negative disables the check")
+	fs.Func("joiner.ignoreCheckpointsBefore", "RFC 3339 time: restores skip checkpoints written before it and replay the partition from the start of its streams under the rules in force (the way back from a state checkpointed while wrong, docs/event-time.md); later checkpoints are used as usual", func(s string) error {
+		t, err := time.Parse(time.RFC3339, s)
+		if err != nil {
+			return err
+		}
+		o.IgnoreCheckpointsBefore = t
+		return nil
+	})
 	fs.DurationVar(&o.IdleAfter, "joiner.idleAfter", o.IdleAfter, "wall time a partition may apply nothing before its watermark follows this joiner's latest partition (a marker record in its observations stream); negative disables")
 	var keep retention.Policy
 	retainEvery := fs.Duration("retention.interval", retention.DefaultInterval, "how often this joiner drops the read model's partitions past retention (docs/deploy.md); 0 turns retention off here, e.g. when another process runs it")

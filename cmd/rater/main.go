@@ -23,9 +23,12 @@ import (
 	"time"
 	"unicode"
 
+	"github.com/twmb/franz-go/pkg/kgo"
+
 	"github.com/driftline/driftline/pipeline/billing/pricebook"
 	"github.com/driftline/driftline/pipeline/billing/rater"
 	"github.com/driftline/driftline/pipeline/billing/reconcile"
+	"github.com/driftline/driftline/pipeline/ingest"
 	"github.com/driftline/driftline/pipeline/readmodel"
 	"github.com/driftline/driftline/pipeline/service"
 	"github.com/driftline/driftline/pipeline/service/stage"
@@ -50,6 +53,7 @@ func run() error {
 	billingOn := fs.Bool("billing.enabled", true, "run the billing reconciler in this process (needs ClickHouse); false rates only")
 	fs.DurationVar(&bo.Rules.RatingGrace, "billing.ratingGrace", bo.Rules.RatingGrace, "event time accepted usage may wait for its rated line before it is usage_not_rated; shorter flags a slow rater sooner but raises findings that resolve when it catches up")
 	fs.DurationVar(&bo.Rules.LedgerGrace, "billing.ledgerGrace", bo.Rules.LedgerGrace, "event time a rated line may wait for its ledger entry before it is rated_not_ledgered; must exceed the ledger's normal posting delay")
+	fs.DurationVar(&bo.MaxClockSkew, "billing.maxClockSkew", bo.MaxClockSkew, "how far an event's occurred_at may lie ahead of its record's broker timestamp; later events are counted (clock_skew) and not applied, and accepted ones move event time no further than their broker timestamp. Negative disables the check")
 	fs.DurationVar(&bo.Rules.AllowedLateness, "billing.allowedLateness", bo.Rules.AllowedLateness, "how far the billing watermark trails the newest event time; larger tolerates more disorder but delays grace-based findings")
 	fs.DurationVar(&bo.Rules.Horizon, "billing.horizon", bo.Rules.Horizon, "event time after a conservation window's end at which its settled usage is dropped from memory (bounds memory; a later change for it is not counted in the window)")
 	ctx, err := st.Start()
@@ -95,6 +99,16 @@ func run() error {
 	runCtx, cancelRun := context.WithCancel(ctx)
 	defer cancelRun()
 	billingDone := make(chan error, 1)
+	if *billingOn {
+		qcl, err := kgo.NewClient(kgo.SeedBrokers(st.Common.SeedBrokers()...), kgo.RequiredAcks(kgo.AllISRAcks()))
+		if err != nil {
+			return fmt.Errorf("kafka client: %w", err)
+		}
+		defer qcl.Close()
+		if bo.Quarantine, err = ingest.NewQuarantiner(qcl, ingest.QuarantinerOptions{ActorID: "SYSTEM::billing", Topic: st.Common.Topics.Quarantine, Registerer: st.Registry}); err != nil {
+			return err
+		}
+	}
 	go func() { billingDone <- runBilling(runCtx, cancelRun, *billingOn, st.Common, bo) }()
 	runErr := rt.Run(runCtx)
 	cancelRun()

@@ -282,6 +282,9 @@ func TestEachReasonIsQuarantined(t *testing.T) {
 		{contract.ReasonWrongEnvironment, fleetKey, func(t *testing.T) []byte { return enc(t, with(obs, "environment", contract.EnvProd)) }},
 		{contract.ReasonUnauthorizedType, scannerKey, func(t *testing.T) []byte { return enc(t, usage("e-1", "m-1")) }},
 		{contract.ReasonUnauthorizedProducer, scannerKey, func(t *testing.T) []byte { return enc(t, with(obs, "producer", "someone-else")) }},
+		{contract.ReasonClockSkew, fleetKey, func(t *testing.T) []byte {
+			return enc(t, with(obs, "occurred_at", time.Now().Add(DefaultMaxClockSkew+time.Minute).UTC().Format(time.RFC3339Nano)))
+		}},
 	} {
 		t.Run(string(tc.reason), func(t *testing.T) {
 			e := newTestEnv(t, nil)

@@ -78,6 +78,7 @@ func newMetrics(reg prometheus.Registerer, topics []string, dedupeLen, inflightB
 	service.Touch(m.accepted, topics...)
 	service.Touch(m.produceErrors, topics...)
 	service.Touch(m.rejected, contract.Strings(contract.Reasons)...)
+	service.Touch(m.rejected, string(contract.ReasonClockSkew))
 	service.Touch(m.authFailures, "missing", "unknown", "revoked")
 	return m
 }

@@ -26,6 +26,9 @@ const (
 	DefaultQuarantineLineLimit = contract.DefaultQuarantineLineLimit
 	DefaultRetryAfter          = 5 * time.Second
 	DefaultPartitionCacheTTL   = 30 * time.Second
+	// DefaultMaxClockSkew is how far ahead of the gateway's clock an
+	// event's occurred_at may be (docs/event-time.md).
+	DefaultMaxClockSkew = 5 * time.Minute
 	// DefaultKeysReloadInterval is how often a command running WatchKeys
 	// checks the keys file for changes.
 	DefaultKeysReloadInterval = 5 * time.Second
@@ -48,6 +51,7 @@ func DefaultOptions() Options {
 		QuarantineLineLimit: DefaultQuarantineLineLimit,
 		RetryAfter:          DefaultRetryAfter,
 		PartitionCacheTTL:   DefaultPartitionCacheTTL,
+		MaxClockSkew:        DefaultMaxClockSkew,
 	}
 }
 
@@ -128,6 +132,14 @@ type Options struct {
 	// DefaultPartitionCacheTTL.
 	PartitionCacheTTL time.Duration
 
+	// MaxClockSkew is how far ahead of the gateway's clock an event's
+	// occurred_at may be: a later one is rejected with reason clock_skew
+	// and quarantined, since one event from a producer whose clock is
+	// wrong would move the joiner's event time with it. Larger admits
+	// producers with worse clocks; smaller rejects events of producers
+	// whose clocks run slightly ahead. Default DefaultMaxClockSkew.
+	MaxClockSkew time.Duration
+
 	// Registry receives the gateway's metrics and is served on /metrics.
 	// Default: a new registry with the Go and process collectors.
 	Registry *prometheus.Registry
@@ -179,6 +191,7 @@ func (o *Options) validate() error {
 	setDefault(&o.QuarantineLineLimit, DefaultQuarantineLineLimit)
 	setDefault(&o.RetryAfter, DefaultRetryAfter)
 	setDefault(&o.PartitionCacheTTL, DefaultPartitionCacheTTL)
+	setDefault(&o.MaxClockSkew, DefaultMaxClockSkew)
 	if o.Registry == nil {
 		o.Registry = service.NewRegistry()
 	}

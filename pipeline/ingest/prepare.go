@@ -40,7 +40,9 @@ func (g *Gateway) prepare(pol *policy, p *Principal, body []byte) *batch {
 	b := &batch{pol: pol, principal: p, lines: make([]line, 0, n)}
 	inRequest := make(map[string]contract.Digest, n)
 	keys := make([]byte, 0, 24*n) // the lines' keys, back to back
-	receivedAt := g.opts.now().UTC().Format(time.RFC3339Nano)
+	now := g.opts.now()
+	receivedAt := now.UTC().Format(time.RFC3339Nano)
+	aheadLimit := now.Add(g.opts.MaxClockSkew)
 	lineNo := 0
 	for len(body) > 0 {
 		lineNo++
@@ -56,6 +58,9 @@ func (g *Gateway) prepare(pol *policy, p *Principal, body []byte) *batch {
 		}
 		l := line{receipt: Receipt{Line: lineNo}}
 		env, payload, verr := g.check(p, raw)
+		if verr == nil && env.OccurredAt.After(aheadLimit) {
+			verr = contract.ClockSkewError(env.OccurredAt, now, g.opts.MaxClockSkew)
+		}
 		if verr != nil {
 			l.receipt.EventID = env.EventID // the validator reads it first, so most rejections still name it
 			g.reject(&l, pol, p, raw, verr, receivedAt)

@@ -2,6 +2,8 @@ package joiner
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -12,6 +14,10 @@ import (
 // saveTimeout bounds one checkpoint write; a write that fails is retried
 // at the next interval (the previous checkpoint stays valid meanwhile).
 const saveTimeout = 30 * time.Second
+
+// errIgnoredCheckpoint is why a restore skips a checkpoint written before
+// Options.IgnoreCheckpointsBefore.
+var errIgnoredCheckpoint = errors.New("checkpoint ignored (-joiner.ignoreCheckpointsBefore)")
 
 // applied returns, per stream, the offset after the last record applied
 // to part: its state includes exactly the records below.
@@ -120,6 +126,9 @@ func (j *Joiner) fromCheckpoint(ctx context.Context, p int32, targets [numStream
 		return nil, from, false
 	}
 	cp, found, err := j.opts.Checkpoints.LoadUsable(ctx, j.opts.Group, p, j.cut(targets), func(cp checkpoint.Checkpoint) error {
+		if before := j.opts.IgnoreCheckpointsBefore; !before.IsZero() && cp.Written.Before(before) {
+			return fmt.Errorf("%w: written %s, before %s", errIgnoredCheckpoint, cp.Written.UTC().Format(time.RFC3339), before.UTC().Format(time.RFC3339))
+		}
 		part = j.newPartition(p, out)
 		if err := part.loadSnapshot(cp.Blob); err != nil {
 			j.m.checkpointErrors.Inc()

@@ -50,7 +50,8 @@ func benchEvents(n, identities int, topic string, start time.Time) []*kgo.Record
 			v = fmt.Sprintf(`{"event_id":"obs-%d","event_type":"provider.observation","schema_version":1,"producer":"maas-scanner-eu1","seq":%d,"occurred_at":%q,"correlation_id":"scan-%d","environment":"local_parity","payload":{"provider":"maas","provider_id":%q,"resource_family":"gpuaas_allocation","observed_state":"allocated","observed_version":"img-2026.11","owner_ref":"alloc-%s"}}`,
 				i, i+1, at, i/identities, node, node)
 		}
-		recs[i] = &kgo.Record{Topic: topic, Key: []byte("maas/" + node), Value: []byte(v), Timestamp: start}
+		// Appended a second after it occurred, as a live producer writes.
+		recs[i] = &kgo.Record{Topic: topic, Key: []byte("maas/" + node), Value: []byte(v), Timestamp: start.Add(time.Duration(i)*time.Millisecond + time.Second)}
 	}
 	return recs
 }

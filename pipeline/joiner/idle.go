@@ -21,6 +21,12 @@ import (
 // that value. Because the marker is in the log, a replay or a restore
 // applies it at the same place and yields the same findings; the decision
 // to write one is the only wall-clock-driven step.
+//
+// A marker moves event time no further than its own broker timestamp, as
+// any record does (docs/event-time.md), and is never written with a value
+// past the joiner's clock: a partition whose watermark a producer moved
+// into the future before the bounds existed cannot spread it to the
+// others.
 
 // HeaderControl marks a record the joiner wrote for itself; its value
 // names the kind ("watermark").
@@ -46,6 +52,7 @@ func (j *Joiner) control(part *partition, r *kgo.Record) bool {
 			j.m.invalid.WithLabelValues("bad_control_record").Inc()
 			return true
 		}
+		part.engine.SetBound(r.Timestamp)
 		part.engine.AdvanceWatermark(w)
 		w = part.engine.Watermark()
 		part.nodes.Advance(w)
@@ -78,6 +85,9 @@ func (j *Joiner) advanceIdle(ctx context.Context) {
 		}
 	}
 	now := time.Now()
+	if latest.After(now) {
+		latest = now
+	}
 	var markers []*kgo.Record
 	for p, part := range j.parts {
 		if now.Sub(part.active) < j.opts.IdleAfter || !part.engine.Watermark().Before(latest) {

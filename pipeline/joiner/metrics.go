@@ -33,6 +33,7 @@ type metrics struct {
 	checkpointBytes           prometheus.Gauge       // size of the latest checkpoint
 	checkpointErrors          prometheus.Counter     // checkpoints not saved or unusable
 	late                      prometheus.Counter     // events before the dedupe horizon
+	clockSkew                 prometheus.Counter     // events too far ahead of their broker timestamp
 	idleAdvances              prometheus.Counter     // watermark markers applied
 	paused                    prometheus.Gauge       // streams paused by the throttle
 	actions                   *prometheus.CounterVec // operator commands applied live, by action and outcome
@@ -76,7 +77,8 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 		checkpointSnapshotSeconds: prometheus.NewHistogram(prometheus.HistogramOpts{Name: "driftline_joiner_checkpoint_snapshot_seconds", Help: "Time to serialise one partition's state (the poll loop waits for it).", Buckets: prometheus.ExponentialBuckets(0.0005, 2, 14)}),
 		checkpointBytes:           prometheus.NewGauge(prometheus.GaugeOpts{Name: "driftline_joiner_checkpoint_bytes", Help: "Size of the latest partition checkpoint."}),
 		checkpointErrors:          prometheus.NewCounter(prometheus.CounterOpts{Name: "driftline_joiner_checkpoint_errors_total", Help: "Checkpoints not saved or not usable (the previous one, or a replay from the start, is used instead)."}),
-		late:                      prometheus.NewCounter(prometheus.CounterOpts{Name: "driftline_joiner_late_events_total", Help: "Events dropped because they occurred before the dedupe horizon (watermark - horizon)."}),
+		late:                      prometheus.NewCounter(prometheus.CounterOpts{Name: "driftline_joiner_late_events_total", Help: "Events quarantined (reason late_event) because they occurred before the dedupe horizon (watermark - horizon); never applied."}),
+		clockSkew:                 prometheus.NewCounter(prometheus.CounterOpts{Name: "driftline_joiner_clock_skew_events_total", Help: "Events quarantined because their occurred_at is further ahead of their record's broker timestamp than the allowed clock skew (never applied)."}),
 		idleAdvances:              prometheus.NewCounter(prometheus.CounterOpts{Name: "driftline_joiner_idle_watermark_advances_total", Help: "Watermark markers applied to idle partitions."}),
 		paused:                    prometheus.NewGauge(prometheus.GaugeOpts{Name: "driftline_joiner_paused_streams", Help: "Topic partitions not fetched for now: their records wait in the merge for an earlier stream to catch up."}),
 		actions:                   prometheus.NewCounterVec(prometheus.CounterOpts{Name: "driftline_joiner_actions_total", Help: "Operator commands applied, by action and outcome (applied, or the refusal reason)."}, []string{"action", "outcome"}),
@@ -91,7 +93,7 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 		reg.MustRegister(append(append(m.StageMetrics.Collectors(), m.RoundMetrics.Collectors()...),
 			m.events, m.invalid, m.duplicates, m.conflicts, m.mispartitioned, m.transitions, m.findingsOpen, m.watermark,
 			m.flushSeconds, m.flushRows, m.flushErrors, m.restoreCheckpoints, m.restoreKept,
-			m.checkpointSnapshotSeconds, m.checkpointBytes, m.checkpointErrors, m.late, m.idleAdvances, m.paused, m.actions, m.requests)...)
+			m.checkpointSnapshotSeconds, m.checkpointBytes, m.checkpointErrors, m.late, m.clockSkew, m.idleAdvances, m.paused, m.actions, m.requests)...)
 	}
 	return m
 }

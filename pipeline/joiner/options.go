@@ -105,6 +105,22 @@ type Options struct {
 	// Parallelism is how many partitions are applied at once. Default
 	// GOMAXPROCS as of DefaultOptions (as of New when left zero).
 	Parallelism int
+	// MaxClockSkew is how far an event's occurred_at may lie ahead of its
+	// record's broker timestamp. A later one is quarantined with reason
+	// clock_skew and never applied; an accepted one moves the partition's
+	// event time no further than the broker timestamp
+	// (docs/event-time.md). Larger admits producers with worse clocks;
+	// smaller quarantines events of producers whose clocks run slightly
+	// ahead. Default 5m; negative disables the check (not the cap).
+	MaxClockSkew time.Duration
+	// IgnoreCheckpointsBefore, when set, makes a restore skip the
+	// checkpoints written before it and replay the partition from the
+	// start of its streams instead, under the rules in force: the way
+	// back from a state checkpointed while it was wrong (a watermark a
+	// skewed producer moved years ahead before the bounds existed; see
+	// docs/event-time.md). Checkpoints written after it are used as
+	// usual, so the setting may stay in place. Default none.
+	IgnoreCheckpointsBefore time.Time
 	// Requests, when set, produces the requests operator actions make
 	// (retry, cleanup, quarantine_node, release_node) to
 	// Topics.Requests, keyed by identity with the murmur2 partitioner,
@@ -120,6 +136,12 @@ type Options struct {
 	// with a marker record in the partition's observations stream (see
 	// idle.go). Default 5m; negative disables it.
 	IdleAfter time.Duration
+
+	// unbounded applies event time as it was before the bounds of
+	// docs/event-time.md: no clock skew check, no cap at the broker
+	// timestamp. Only the tests of the way back from a poisoned state set
+	// it, to write one.
+	unbounded bool
 }
 
 // DefaultOptions returns the default of every option but Brokers (and
@@ -137,6 +159,7 @@ func DefaultOptions() Options {
 		CheckpointEvents:   2_000_000,
 		Parallelism:        runtime.GOMAXPROCS(0),
 		IdleAfter:          5 * time.Minute,
+		MaxClockSkew:       5 * time.Minute,
 		RequestTimeout:     10 * time.Minute,
 	}
 }
@@ -166,6 +189,10 @@ func (o *Options) defaults() error {
 	stream.DefaultPositive(&o.RebalanceTimeout, d.RebalanceTimeout)
 	stream.DefaultPositive(&o.Parallelism, d.Parallelism)
 	stream.Default(&o.IdleAfter, d.IdleAfter)
+	stream.Default(&o.MaxClockSkew, d.MaxClockSkew)
+	if o.unbounded {
+		o.MaxClockSkew = -1
+	}
 	stream.DefaultPositive(&o.RequestTimeout, d.RequestTimeout)
 	stream.DefaultPositive(&o.CheckpointInterval, d.CheckpointInterval)
 	stream.Default(&o.CheckpointEvents, d.CheckpointEvents)

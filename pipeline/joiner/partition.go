@@ -268,6 +268,7 @@ func (j *Joiner) apply(part *partition, r *kgo.Record) {
 		}
 		if r.Topic == j.opts.Topics.PlatformRecords {
 			if provider, id, ok := strings.Cut(string(r.Key), "/"); ok {
+				part.engine.SetBound(r.Timestamp)
 				part.engine.ApplyTombstone(provider, id, r.Timestamp.UTC())
 				if provider == contract.ProviderMAAS {
 					part.nodes.ApplyTombstone(provider, id, r.Timestamp.UTC())
@@ -295,6 +296,15 @@ func (j *Joiner) apply(part *partition, r *kgo.Record) {
 		j.opts.Logger.Debug("invalid record", "topic", r.Topic, "partition", r.Partition, "offset", r.Offset, "err", verr)
 		return
 	}
+	// Event time is bounded by the log's clock (docs/event-time.md): an
+	// event further ahead of its broker timestamp than the skew allows is
+	// quarantined, and an accepted one moves event time no further than
+	// the broker timestamp (SetBound).
+	if j.opts.MaxClockSkew >= 0 && !r.Timestamp.IsZero() && env.OccurredAt.Sub(r.Timestamp) > j.opts.MaxClockSkew {
+		j.m.clockSkew.Inc()
+		j.reject(part, r, env.Producer, contract.ClockSkewError(env.OccurredAt, r.Timestamp, j.opts.MaxClockSkew))
+		return
+	}
 	digest := contract.EventDigest(&env)
 	switch part.dedupe.Observe(env.Producer, env.HasSeq, env.Seq, env.EventID, env.OccurredAt, uint64(digest)) {
 	case dedupe.Duplicate:
@@ -302,9 +312,7 @@ func (j *Joiner) apply(part *partition, r *kgo.Record) {
 		return
 	case dedupe.Late:
 		j.m.late.Inc()
-		j.reject(part, r, env.Producer, &contract.ValidationError{Reason: contract.ReasonLate, Field: "occurred_at",
-			Detail: fmt.Sprintf("occurred %s, before the partition's dedupe horizon (watermark %s less %s)",
-				env.OccurredAt.UTC().Format(time.RFC3339), part.engine.Watermark().Format(time.RFC3339), j.opts.Dedupe.Horizon)})
+		j.reject(part, r, env.Producer, contract.LateError(env.OccurredAt, part.engine.Watermark().Add(-j.opts.Dedupe.Horizon)))
 		return
 	case dedupe.Conflict:
 		j.conflict(part, r, &env, contract.Digest(part.dedupe.FirstDigest()), digest)
@@ -312,6 +320,9 @@ func (j *Joiner) apply(part *partition, r *kgo.Record) {
 	}
 	part.events++
 	part.uncounted[j.stream(r.Topic)]++
+	if !j.opts.unbounded {
+		part.engine.SetBound(r.Timestamp)
+	}
 	at := env.OccurredAt.UTC()
 	switch p := payload.(type) {
 	case *contract.PlatformRecord:

@@ -5,13 +5,26 @@ import (
 	"errors"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kgo"
+
 	"github.com/driftline/driftline/pipeline/billing/pricebook"
+	"github.com/driftline/driftline/pipeline/contract"
 	"github.com/driftline/driftline/pipeline/stream"
 )
 
 // Sink is where the reconciler writes mismatches and rated lines.
 type Sink interface {
 	Write(ctx context.Context, b *Batch) error
+}
+
+// Quarantine is where the reconciler sends the well-formed records it
+// does not apply (ingest.Quarantiner is one): Produce sends one
+// asynchronously, and Flush waits until every one sent is acknowledged
+// and returns the first error since the last Flush. The reconciler
+// commits the records' offsets only after a Flush that succeeded.
+type Quarantine interface {
+	Produce(ctx context.Context, rec *kgo.Record, verr *contract.ValidationError)
+	Flush(ctx context.Context) error
 }
 
 // Options configure a Reconciler. A field left at its zero value takes
@@ -32,6 +45,17 @@ type Options struct {
 	// field of Rules takes its default too, but for AllowedLateness, whose
 	// zero is none.
 	Rules Rules
+	// MaxClockSkew is how far an event's occurred_at may lie ahead of its
+	// record's broker timestamp; a later one is rejected (counted with
+	// reason clock_skew, never applied), and an accepted one moves the
+	// partition's event time no further than its broker timestamp
+	// (docs/event-time.md). Default 5m; negative disables the check (not
+	// the cap).
+	MaxClockSkew time.Duration
+	// Quarantine receives the records rejected for clock_skew, with
+	// their reason. Default none: they are only counted (per producer on
+	// the status endpoint, and by reason in the metrics).
+	Quarantine Quarantine
 }
 
 // DefaultOptions returns the default of every option but Brokers and
@@ -41,7 +65,8 @@ func DefaultOptions() Options {
 		StageOptions: stream.DefaultStageOptions("driftline-billing"),
 		RoundOptions: stream.RoundOptions{FlushInterval: 500 * time.Millisecond, FlushEvents: 50_000,
 			CatchUpInterval: 3 * time.Second, CatchUpEvents: 500_000, QueueRecords: 16384},
-		Rules: DefaultRules(),
+		Rules:        DefaultRules(),
+		MaxClockSkew: 5 * time.Minute,
 	}
 }
 
@@ -57,5 +82,6 @@ func (o *Options) defaults() error {
 	}
 	o.RoundOptions.Defaults(d.RoundOptions)
 	o.Rules.defaults()
+	stream.Default(&o.MaxClockSkew, d.MaxClockSkew)
 	return nil
 }

@@ -2,14 +2,17 @@ package reconcile
 
 import (
 	"context"
+	"fmt"
 	"strconv"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/driftline/driftline/pipeline/contract"
+	"github.com/driftline/driftline/pipeline/readmodel"
 	"github.com/driftline/driftline/pipeline/stream"
 	"github.com/driftline/driftline/pipeline/stream/logmerge"
+	"github.com/driftline/driftline/pipeline/stream/producers"
 )
 
 // Reconciler is one member of the billing reconciler consumer group: the
@@ -47,6 +50,9 @@ type partition struct {
 	// pruned and late are the tracker's counts already added to the
 	// metrics.
 	pruned, late int64
+	// producers counts, per producer and reason, the well-formed records
+	// not applied because their producer got time wrong.
+	producers producers.Counts
 }
 
 // logs returns the merge of the partition's streams (for the
@@ -58,10 +64,12 @@ func (p *partition) streams() logmerge.Streams { return p.merge.Streams() }
 
 // output collects what a batch of records produces.
 type output struct {
-	batch   Batch
-	current map[string]int // mismatch_id -> index in batch.Mismatches
-	m       *metrics
-	emit    bool // false while restoring: the rows are already written
+	batch Batch
+	// rejected are the records to quarantine before the batch commits.
+	rejected []rejected
+	current  map[string]int // mismatch_id -> index in batch.Mismatches
+	m        *metrics
+	emit     bool // false while restoring: the rows are already written
 }
 
 func (o *output) add(m *Mismatch) {
@@ -77,8 +85,16 @@ func (o *output) add(m *Mismatch) {
 	o.batch.Mismatches = append(o.batch.Mismatches, *m)
 }
 
+// rejected is a record not applied, with why.
+type rejected struct {
+	rec  *kgo.Record
+	verr *contract.ValidationError
+}
+
 func (o *output) reset() {
 	o.batch.Reset()
+	clear(o.rejected)
+	o.rejected = o.rejected[:0]
 	clear(o.current)
 }
 
@@ -130,6 +146,7 @@ func (r *Reconciler) flush(ctx context.Context) error {
 			part.dirty, dirty = false, true
 		}
 		part.tracker.TakeWindows(func(w *Window) { r.out.batch.Windows = append(r.out.batch.Windows, *w) })
+		r.out.batch.Producers = readmodel.AppendProducerRejections(r.out.batch.Producers, r.opts.Group, part.p, &part.producers)
 	}
 	if !dirty && r.out.batch.Empty() {
 		return nil
@@ -142,6 +159,14 @@ func (r *Reconciler) flush(ctx context.Context) error {
 	empty := r.out.batch.Empty()
 	committed, err := r.member.WriteThenCommit(ctx, offsets, stream.Write{What: "write billing rows to ClickHouse",
 		Do: func(ctx context.Context) error {
+			if q := r.opts.Quarantine; q != nil && len(r.out.rejected) > 0 {
+				for _, rj := range r.out.rejected {
+					q.Produce(ctx, rj.rec, rj.verr)
+				}
+				if err := q.Flush(ctx); err != nil {
+					return fmt.Errorf("quarantine: %w", err)
+				}
+			}
 			if empty {
 				return nil
 			}
@@ -211,9 +236,22 @@ func (r *Reconciler) apply(parts map[int32]*partition, rec *kgo.Record) {
 		r.opts.Logger.Debug("invalid record", "topic", rec.Topic, "partition", rec.Partition, "offset", rec.Offset, "err", verr)
 		return
 	}
+	// Event time is bounded by the log's clock, as in the joiner
+	// (docs/event-time.md).
+	if r.opts.MaxClockSkew >= 0 && !rec.Timestamp.IsZero() && env.OccurredAt.Sub(rec.Timestamp) > r.opts.MaxClockSkew {
+		verr := contract.ClockSkewError(env.OccurredAt, rec.Timestamp, r.opts.MaxClockSkew)
+		r.m.invalid.WithLabelValues(string(verr.Reason)).Inc()
+		part.producers.Add(env.Producer, verr.Reason, rec.Timestamp)
+		if part.out.emit { // a restore replays records quarantined before
+			part.out.rejected = append(part.out.rejected, rejected{rec, verr})
+		}
+		r.opts.Logger.Debug("record rejected", "topic", rec.Topic, "partition", rec.Partition, "offset", rec.Offset, "err", verr)
+		return
+	}
 	r.m.events.WithLabelValues(rec.Topic).Inc()
 	at := env.OccurredAt.UTC()
 	t := part.tracker
+	t.SetBound(rec.Timestamp)
 	switch p := payload.(type) {
 	case *contract.Usage:
 		t.ApplyUsageDigest(p, contract.PayloadDigest(env.Payload), at)

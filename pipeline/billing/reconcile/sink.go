@@ -20,16 +20,19 @@ type Batch struct {
 	// Windows holds the latest row of each conservation window changed in
 	// the batch.
 	Windows []Window
+	// Producers holds the per-producer rejection counts changed in the
+	// batch (cumulative, per partition).
+	Producers []readmodel.ProducerRejection
 }
 
 // Empty reports whether the batch writes nothing.
 func (b *Batch) Empty() bool {
-	return len(b.Mismatches) == 0 && len(b.Rated) == 0 && len(b.Windows) == 0
+	return len(b.Mismatches) == 0 && len(b.Rated) == 0 && len(b.Windows) == 0 && len(b.Producers) == 0
 }
 
 // Reset empties the batch, keeping its capacity.
 func (b *Batch) Reset() {
-	b.Mismatches, b.Rated, b.Windows = b.Mismatches[:0], b.Rated[:0], b.Windows[:0]
+	b.Mismatches, b.Rated, b.Windows, b.Producers = b.Mismatches[:0], b.Rated[:0], b.Windows[:0], b.Producers[:0]
 }
 
 // ClickHouse writes batches to the billing_mismatch, rated_usage and
@@ -127,6 +130,9 @@ func (c *ClickHouse) Write(ctx context.Context, b *Batch) error {
 		return err
 	}
 	if err := windowTable.Insert(ctx, c.conn, now, b.Windows); err != nil {
+		return err
+	}
+	if err := readmodel.ProducerRejections.Insert(ctx, c.conn, now, b.Producers); err != nil {
 		return err
 	}
 	return mismatchTable.Insert(ctx, c.conn, now, b.Mismatches)

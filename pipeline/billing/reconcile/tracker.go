@@ -113,6 +113,7 @@ type Tracker struct {
 	open       int
 
 	newest          time.Time // newest event time applied
+	bound           time.Time // caps what Advance moves newest to (SetBound); zero: none
 	watermark       time.Time
 	ratingDue       deadlines
 	ledgerDue       deadlines
@@ -319,9 +320,19 @@ func amountsEqual(a, b string) bool {
 	return decimal.Equal(da, db)
 }
 
+// SetBound caps the event time that the events applied from now on may
+// move the watermark to: an event at at moves it as an event at
+// min(at, bound) would, while its own state keeps at. The reconciler sets
+// it to each record's broker timestamp (docs/event-time.md). A zero bound
+// removes the cap.
+func (t *Tracker) SetBound(bound time.Time) { t.bound = bound }
+
 // Advance moves event time to at (if newer) and raises every mismatch
 // whose grace the watermark has passed.
 func (t *Tracker) Advance(at time.Time) {
+	if !t.bound.IsZero() && at.After(t.bound) {
+		at = t.bound
+	}
 	if at.After(t.newest) {
 		t.newest = at
 		if w := at.Add(-t.rules.AllowedLateness); w.After(t.watermark) {

@@ -7,6 +7,7 @@
 package classify
 
 import (
+	"math"
 	"time"
 
 	"github.com/driftline/driftline/pipeline/contract"
@@ -58,9 +59,12 @@ type Engine struct {
 	staleness    int64
 	orphanGrace  int64
 	lateness     int64
-	scratch      drift.Finding
-	rec          ownerstate.Record
-	obs          ownerstate.Observation
+	// bound caps the event time the events being applied may move the
+	// watermark to (SetBound); math.MaxInt64 when none.
+	bound   int64
+	scratch drift.Finding
+	rec     ownerstate.Record
+	obs     ownerstate.Observation
 }
 
 // Emit receives every transition of a finding. f is reused after it
@@ -73,7 +77,7 @@ type Emit func(f *drift.Finding, aux *uint32)
 // New returns an Engine over store that calls emit for every transition.
 func New(opts Options, store *ownerstate.Store, emit Emit) *Engine {
 	e := &Engine{opts: opts, store: store, emit: emit, maxEventTime: ownerstate.NoTime, watermark: ownerstate.NoTime,
-		staleness: int64(opts.Staleness), orphanGrace: int64(opts.OrphanGrace), lateness: int64(opts.AllowedLateness)}
+		staleness: int64(opts.Staleness), orphanGrace: int64(opts.OrphanGrace), lateness: int64(opts.AllowedLateness), bound: math.MaxInt64}
 	store.SetDeadline(e.deadline)
 	return e
 }
@@ -193,6 +197,20 @@ func (e *Engine) SetNodeIdentity(nodeID string, mismatch bool, at time.Time, cor
 	e.store.Maintain()
 }
 
+// SetBound caps the event time that the events applied from now on may
+// move the watermark to: an event at at moves it as an event at
+// min(at, bound) would, while its own state keeps at. The joiner sets it
+// to each record's broker timestamp, so that no producer moves the
+// partition's event time past the log's clock (docs/event-time.md). A
+// zero bound removes the cap.
+func (e *Engine) SetBound(bound time.Time) {
+	if bound.IsZero() {
+		e.bound = math.MaxInt64
+		return
+	}
+	e.bound = bound.UnixNano()
+}
+
 // Advance moves the event clock to at (if newer) and fires the deadlines
 // the watermark has passed.
 func (e *Engine) Advance(at time.Time) { e.advance(at.UnixNano()) }
@@ -203,6 +221,7 @@ func (e *Engine) AdvanceWatermark(w time.Time) { e.advance(w.UnixNano() + e.late
 
 func (e *Engine) advance(at int64) {
 	defer e.store.Maintain()
+	at = min(at, e.bound)
 	if at <= e.maxEventTime {
 		return
 	}

@@ -20,22 +20,28 @@ type Spec struct {
 	Name       string
 	Partitions int32
 	Compacted  bool
+	// LogAppendTime has the broker stamp each record with its own clock
+	// (message.timestamp.type), so that a producer's clock cannot set
+	// the broker timestamp that bounds its events' effect on event time
+	// (docs/event-time.md).
+	LogAppendTime bool
 }
 
 // Specs returns the creation spec of every topic of n. Co-partitioned
 // topics share the partition count; platform records are compacted
-// (CONTRACT section 1).
+// (CONTRACT section 1); the topics consumers take event time from are
+// stamped with the broker's clock.
 func Specs(n contract.Topics, partitions int32) []Spec {
 	return []Spec{
-		{n.PlatformRecords, partitions, true},
-		{n.Observations, partitions, false},
-		{n.Telemetry, partitions, false},
-		{n.Commands, partitions, false},
-		{n.Usage, partitions, false},
-		{n.Rated, partitions, false},
-		{n.Ledger, partitions, false},
-		{n.Requests, partitions, false},
-		{n.Quarantine, partitions, false},
+		{n.PlatformRecords, partitions, true, true},
+		{n.Observations, partitions, false, true},
+		{n.Telemetry, partitions, false, true},
+		{n.Commands, partitions, false, true},
+		{n.Usage, partitions, false, true},
+		{n.Rated, partitions, false, true},
+		{n.Ledger, partitions, false, true},
+		{n.Requests, partitions, false, false},
+		{n.Quarantine, partitions, false, false},
 	}
 }
 
@@ -86,6 +92,10 @@ func EnsureReplicated(ctx context.Context, adm *kadm.Client, n contract.Topics, 
 		if s.Compacted {
 			compact := "compact"
 			cfg["cleanup.policy"] = &compact
+		}
+		if s.LogAppendTime {
+			logAppend := "LogAppendTime"
+			cfg["message.timestamp.type"] = &logAppend
 		}
 		resp, err := adm.CreateTopic(ctx, s.Partitions, r.Factor, cfg, s.Name)
 		if err != nil && !errors.Is(err, kerr.TopicAlreadyExists) {
