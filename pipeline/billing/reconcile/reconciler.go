@@ -254,7 +254,11 @@ func (r *Reconciler) apply(parts map[int32]*partition, rec *kgo.Record) {
 	t.SetBound(rec.Timestamp)
 	switch p := payload.(type) {
 	case *contract.Usage:
-		t.ApplyUsageDigest(p, contract.PayloadDigest(env.Payload), at)
+		if t.ApplyUsageDigest(p, contract.PayloadDigest(env.Payload), at) {
+			// A conflict is a finding (conflicting_usage), and its producer
+			// is counted like the joiner's conflicting duplicates.
+			part.producers.Add(env.Producer, contract.ReasonConflictingDuplicate, rec.Timestamp)
+		}
 	case *contract.Rated:
 		if t.ApplyRated(p, at) && part.out.emit {
 			part.out.batch.Rated = append(part.out.batch.Rated, *p)

@@ -173,30 +173,31 @@ func (t *Tracker) state(usageID string) *usageState {
 // ApplyUsage applies one accepted usage event with event time at, its
 // payload's digest not known: a usage_id seen before is a redelivery
 // unless its usage key differs.
-func (t *Tracker) ApplyUsage(u *contract.Usage, at time.Time) { t.ApplyUsageDigest(u, 0, at) }
+func (t *Tracker) ApplyUsage(u *contract.Usage, at time.Time) { _ = t.ApplyUsageDigest(u, 0, at) }
 
 // ApplyUsageDigest applies one accepted usage event with event time at
 // and payload digest d (contract.PayloadDigest). A usage_id seen before
 // with the same digest is a redelivery and changes nothing; with another
 // digest (or under another usage key) it is conflicting_usage: the first
 // usage stays the one rated and reconciled, and the mismatch names both
-// quantities.
-func (t *Tracker) ApplyUsageDigest(u *contract.Usage, d contract.Digest, at time.Time) {
+// quantities. It reports whether u was such a conflict.
+func (t *Tracker) ApplyUsageDigest(u *contract.Usage, d contract.Digest, at time.Time) (conflict bool) {
 	defer t.Advance(at)
 	key := u.MeteringSource + "/" + u.MeteringID
 	first, claimed := t.keys[key]
 	if claimed && first == u.UsageID {
 		if s := t.usage[u.UsageID]; s != nil && s.digest != 0 && d != 0 && s.digest != d {
 			t.conflict(s, u, at)
+			return true
 		}
-		return // a redelivery (or a usage pruned past the horizon)
+		return false // a redelivery (or a usage pruned past the horizon)
 	}
 	s := t.state(u.UsageID)
 	if s.usageSeen {
 		// The same usage_id under another key: other content. The first
 		// one counts.
 		t.conflict(s, u, at)
-		return
+		return true
 	}
 	s.digest = d
 	t.detach(s, at)
@@ -212,20 +213,21 @@ func (t *Tracker) ApplyUsageDigest(u *contract.Usage, d contract.Digest, at time
 		// the first one only.
 		s.explained = true
 		t.set(MismatchID(contract.KindDuplicateUsage, key), contract.KindDuplicateUsage, u.UsageID, s, true, at)
-		return
+		return false
 	}
 	t.keys[key] = u.UsageID
 	switch {
 	case errors.Is(err, pricebook.ErrUnknownUnit), errors.Is(err, pricebook.ErrRetiredUnit):
 		s.explained = true
 		t.set(MismatchID(contract.KindUnknownUnit, u.UsageID), contract.KindUnknownUnit, u.UsageID, s, true, at)
-		return
+		return false
 	case err != nil:
 		panic("BUG: unexpected price book lookup error: " + err.Error())
 	}
 	if s.rated == nil {
 		t.ratingDue.push(deadline{at: at.Add(t.rules.RatingGrace), usageID: u.UsageID})
 	}
+	return false
 }
 
 // conflict raises conflicting_usage for usage s, which u repeats with

@@ -222,14 +222,17 @@ func TestWatermarkNeverMovesBack(t *testing.T) {
 func TestConflictingUsage(t *testing.T) {
 	tr, rec := newTestTracker(t)
 	u := usage("u-1", "m-1", "gpu_hour")
-	tr.ApplyUsageDigest(u, 1, t0)
-	tr.ApplyUsageDigest(u, 1, t0.Add(time.Second)) // a redelivery
+	if tr.ApplyUsageDigest(u, 1, t0) || tr.ApplyUsageDigest(u, 1, t0.Add(time.Second)) { // the second a redelivery
+		t.Fatal("a first usage or its redelivery reported as a conflict")
+	}
 	if n := len(rec.rows); n != 0 {
 		t.Fatalf("a redelivery raised %v", rec.rows)
 	}
 	corrected := *u
 	corrected.Quantity = "3.500000"
-	tr.ApplyUsageDigest(&corrected, 2, t0.Add(2*time.Second))
+	if !tr.ApplyUsageDigest(&corrected, 2, t0.Add(2*time.Second)) {
+		t.Fatal("a corrected usage under the same usage_id not reported as a conflict")
+	}
 	m := rec.want(t, "conflicting_usage:u-1", contract.StatusOpen)
 	if m.Kind != contract.KindConflictingUsage || m.Quantity != "2.000000" || m.ConflictQuantity != "3.500000" || m.UsageID != "u-1" {
 		t.Fatalf("conflict row %+v", m)
@@ -237,7 +240,9 @@ func TestConflictingUsage(t *testing.T) {
 	// The same usage_id under another usage key is other content too.
 	moved := *u
 	moved.MeteringID, moved.Quantity = "m-9", "4.000000"
-	tr.ApplyUsageDigest(&moved, 1, t0.Add(3*time.Second))
+	if !tr.ApplyUsageDigest(&moved, 1, t0.Add(3*time.Second)) {
+		t.Fatal("a usage_id under another usage key not reported as a conflict")
+	}
 	if m := rec.want(t, "conflicting_usage:u-1", contract.StatusOpen); m.ConflictQuantity != "4.000000" || m.Quantity != "2.000000" {
 		t.Fatalf("second conflict row %+v", m)
 	}
