@@ -1,7 +1,6 @@
 package access
 
 import (
-	"bytes"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -140,42 +139,15 @@ func (g *Guard) SetKeys(kr *keys.Keyring) (string, error) {
 // environment refuses leaves the policy in force, logged. Revoking a key:
 // set "revoked": true in the file, then wait one interval or send SIGHUP.
 func (g *Guard) Watch(ctx context.Context, path string, interval time.Duration, hup <-chan os.Signal) {
-	var last [sha256.Size]byte
-	if data, err := os.ReadFile(path); err == nil {
-		last = sha256.Sum256(data)
-	}
-	var tick <-chan time.Time
-	if interval > 0 {
-		t := time.NewTicker(interval)
-		defer t.Stop()
-		tick = t.C
-	}
-	for {
-		forced := false
-		select {
-		case <-ctx.Done():
-			return
-		case <-tick:
-		case <-hup:
-			forced = true
-		}
-		data, err := os.ReadFile(path)
-		if err != nil {
-			g.opts.Logger.Error("keys file unreadable; the previous access policy stays in force", "event", "policy_reload_refused", "path", path, "err", err)
-			continue
-		}
-		sum := sha256.Sum256(data)
-		if !forced && bytes.Equal(sum[:], last[:]) {
-			continue
-		}
-		last = sum
-		kr, err := keys.ParseKeyring(data)
-		if err != nil {
-			g.opts.Logger.Error("keys file refused; the previous access policy stays in force", "event", "policy_reload_refused", "path", path, "err", err)
-			continue
-		}
+	keys.Watch(ctx, path, interval, hup, func(kr *keys.Keyring) {
 		_, _ = g.SetKeys(kr) // logs its own outcome
-	}
+	}, func(err error, unreadable bool) {
+		what := "keys file refused"
+		if unreadable {
+			what = "keys file unreadable"
+		}
+		g.opts.Logger.Error(what+"; the previous access policy stays in force", "event", "policy_reload_refused", "path", path, "err", err)
+	})
 }
 
 // Authenticate returns the principal of r under the policy in force: by
