@@ -79,7 +79,7 @@ const (
 // usersXML lets the users in without a password, from loopback only: the
 // server listens on 127.0.0.1 alone, and the network list keeps it that
 // way should the listen address ever widen.
-const usersXML = `<?xml version="1.0"?>
+var usersXML = `<?xml version="1.0"?>
 <!-- Written by chserver.Start on every start; edits are overwritten. -->
 <yandex>
     <profiles>
@@ -93,43 +93,7 @@ const usersXML = `<?xml version="1.0"?>
         </readonly>
     </profiles>
     <users>
-        <default>
-            <password></password>
-            <networks>
-                <ip>127.0.0.1</ip>
-                <ip>::1</ip>
-            </networks>
-            <profile>default</profile>
-            <quota>default</quota>
-        </default>
-        <` + ReaderUser + `>
-            <password></password>
-            <networks>
-                <ip>127.0.0.1</ip>
-                <ip>::1</ip>
-            </networks>
-            <profile>readonly</profile>
-            <quota>default</quota>
-        </` + ReaderUser + `>
-        <` + WriterUser + `>
-            <password></password>
-            <networks>
-                <ip>127.0.0.1</ip>
-                <ip>::1</ip>
-            </networks>
-            <profile>default</profile>
-            <quota>default</quota>
-        </` + WriterUser + `>
-        <` + AuditUser + `>
-            <password></password>
-            <networks>
-                <ip>127.0.0.1</ip>
-                <ip>::1</ip>
-            </networks>
-            <profile>default</profile>
-            <quota>default</quota>
-        </` + AuditUser + `>
-    </users>
+` + userXML("default", "default") + userXML(ReaderUser, "readonly") + userXML(WriterUser, "default") + userXML(AuditUser, "default") + `    </users>
     <quotas>
         <default>
             <interval>
@@ -144,6 +108,21 @@ const usersXML = `<?xml version="1.0"?>
     </quotas>
 </yandex>
 `
+
+// userXML is one user of usersXML: no password, loopback only, with the
+// given profile.
+func userXML(name, profile string) string {
+	return `        <` + name + `>
+            <password></password>
+            <networks>
+                <ip>127.0.0.1</ip>
+                <ip>::1</ip>
+            </networks>
+            <profile>` + profile + `</profile>
+            <quota>default</quota>
+        </` + name + `>
+`
+}
 
 type configData struct {
 	LogLevel         string
