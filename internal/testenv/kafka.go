@@ -26,23 +26,7 @@ func Kafka(t testing.TB, partitions int32) (brokers []string, names contract.Top
 // (kfake's ControlKey, to inject broker errors).
 func KafkaCluster(t testing.TB, partitions int32) (*kfake.Cluster, contract.Topics) {
 	t.Helper()
-	c, err := kfake.NewCluster(kfake.NumBrokers(1))
-	if err != nil {
-		t.Fatalf("start kfake cluster: %v", err)
-	}
-	t.Cleanup(c.Close)
-	cl, err := kgo.NewClient(kgo.SeedBrokers(c.ListenAddrs()...))
-	if err != nil {
-		t.Fatalf("kafka client: %v", err)
-	}
-	defer cl.Close()
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	names := contract.DefaultTopics()
-	if err := topics.Ensure(ctx, kadm.NewClient(cl), names, partitions, 1); err != nil {
-		t.Fatalf("create topics: %v", err)
-	}
-	return c, names
+	return KafkaReplicated(t, partitions, 1)
 }
 
 // KafkaReplicated starts an in-process cluster of n brokers and creates

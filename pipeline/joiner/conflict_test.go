@@ -186,10 +186,7 @@ func TestRedeliveriesAndConflictsProperty(t *testing.T) {
 		t.Fatalf("seed %d does not exercise every path", seed)
 	}
 
-	q, err := ingest.NewQuarantiner(f.cl, ingest.QuarantinerOptions{ActorID: "SYSTEM::joiner", Topic: f.names.Quarantine})
-	if err != nil {
-		t.Fatal(err)
-	}
+	q := f.quarantiner()
 	reg := prometheus.NewRegistry()
 	stop := f.start(group, checkpointing(f.checkpoints(), time.Millisecond, reg), func(o *Options) { o.Quarantine = q })
 	f.caughtUp(group)

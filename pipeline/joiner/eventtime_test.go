@@ -13,7 +13,6 @@ import (
 
 	"github.com/driftline/driftline/internal/testenv"
 	"github.com/driftline/driftline/pipeline/contract"
-	"github.com/driftline/driftline/pipeline/ingest"
 	"github.com/driftline/driftline/pipeline/readmodel/reader"
 	"github.com/driftline/driftline/pipeline/stream/streamtest"
 )
@@ -94,10 +93,7 @@ func TestSkewedProducerCannotMoveEventTime(t *testing.T) {
 	// other producers' time.
 	f.sendLogged(contract.TypeProviderObservation, "scanner", at(10*time.Minute+30*time.Second), ts(10*time.Minute+30*time.Second), observation(b, "running"))
 
-	q, err := ingest.NewQuarantiner(f.cl, ingest.QuarantinerOptions{ActorID: "SYSTEM::joiner", Topic: f.names.Quarantine})
-	if err != nil {
-		t.Fatal(err)
-	}
+	q := f.quarantiner()
 	reg := prometheus.NewRegistry()
 	const group = "joiner-skew"
 	stop := f.start(group, func(o *Options) { o.Quarantine, o.Registerer = q, reg })
@@ -149,10 +145,7 @@ func TestIgnoreCheckpointsBefore(t *testing.T) {
 	f := newFixture(t)
 	store := f.checkpoints()
 	const group = "joiner-poisoned"
-	q, err := ingest.NewQuarantiner(f.cl, ingest.QuarantinerOptions{ActorID: "SYSTEM::joiner", Topic: f.names.Quarantine})
-	if err != nil {
-		t.Fatal(err)
-	}
+	q := f.quarantiner()
 	ids := idsOn(1, "poison-", 3)
 	a, c, s := ids[0], ids[1], ids[2]
 	base := time.Now().Add(-time.Hour).Truncate(time.Second)

@@ -555,10 +555,7 @@ func TestInvalidRecordIsQuarantined(t *testing.T) {
 	if err := f.cl.ProduceSync(context.Background(), &kgo.Record{Topic: f.names.Observations, Key: []byte("maas/n1"), Value: bad}).FirstErr(); err != nil {
 		t.Fatal(err)
 	}
-	q, err := ingest.NewQuarantiner(f.cl, ingest.QuarantinerOptions{ActorID: "SYSTEM::joiner", Topic: f.names.Quarantine})
-	if err != nil {
-		t.Fatal(err)
-	}
+	q := f.quarantiner()
 	ctx, cancel := context.WithCancel(context.Background())
 	opts := f.options(group)
 	opts.Quarantine = q
@@ -581,6 +578,17 @@ func TestInvalidRecordIsQuarantined(t *testing.T) {
 	if v := counterValue(j.m.invalid.WithLabelValues(string(contract.ReasonWrongType))); v != 1 {
 		t.Fatalf("invalid counter %v, want 1", v)
 	}
+}
+
+// quarantiner returns a quarantine writer to the fixture's quarantine
+// topic, as the joiner's main makes it.
+func (f *fixture) quarantiner() *ingest.Quarantiner {
+	f.t.Helper()
+	q, err := ingest.NewQuarantiner(f.cl, ingest.QuarantinerOptions{ActorID: "SYSTEM::joiner", Topic: f.names.Quarantine})
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	return q
 }
 
 // quarantined reads the quarantine topic until it holds n records, and
@@ -622,10 +630,7 @@ func headersOf(r *kgo.Record) map[string]string {
 func TestLateEventIsQuarantinedAndCounted(t *testing.T) {
 	f := newFixture(t)
 	const group = "joiner-late"
-	q, err := ingest.NewQuarantiner(f.cl, ingest.QuarantinerOptions{ActorID: "SYSTEM::joiner", Topic: f.names.Quarantine})
-	if err != nil {
-		t.Fatal(err)
-	}
+	q := f.quarantiner()
 	store := f.checkpoints()
 	with := func(reg prometheus.Registerer) func(*Options) {
 		return func(o *Options) {
@@ -725,10 +730,7 @@ func TestIdlePartitionFollows(t *testing.T) {
 func TestConflictingRedeliveryIsQuarantined(t *testing.T) {
 	f := newFixture(t)
 	const group = "joiner-conflict"
-	q, err := ingest.NewQuarantiner(f.cl, ingest.QuarantinerOptions{ActorID: "SYSTEM::joiner", Topic: f.names.Quarantine})
-	if err != nil {
-		t.Fatal(err)
-	}
+	q := f.quarantiner()
 	store := f.checkpoints()
 	with := func(reg prometheus.Registerer) func(*Options) {
 		return func(o *Options) {
