@@ -2,7 +2,6 @@ package api
 
 import (
 	"net/http"
-	"time"
 
 	"github.com/driftline/driftline/pipeline/api/apitypes"
 	"github.com/driftline/driftline/pipeline/readmodel/reader"
@@ -32,22 +31,8 @@ func (s *Server) handleAudit(w http.ResponseWriter, r *http.Request) error {
 	if err := parseParams(q, auditParams(&f), "from", "to", "limit"); err != nil {
 		return err
 	}
-	for _, b := range []struct {
-		name string
-		dst  *time.Time
-	}{{"from", &f.From}, {"to", &f.To}} {
-		v, ok := single(q, b.name)
-		if !ok {
-			if len(q[b.name]) > 0 {
-				return &ParamError{Param: b.name, Reason: "give one time"}
-			}
-			continue
-		}
-		at, err := time.Parse(time.RFC3339, v)
-		if err != nil {
-			return &ParamError{Param: b.name, Value: v, Reason: "not an RFC 3339 time"}
-		}
-		*b.dst = at
+	if err := parseTimeRange(q, &f.From, &f.To); err != nil {
+		return err
 	}
 	var err error
 	if f.Limit, err = parseInt(q, "limit", DefaultAuditLimit, 1, MaxAuditLimit); err != nil {

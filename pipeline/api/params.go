@@ -190,3 +190,26 @@ func parseKeyset(q url.Values, sortName string) (*reader.Keyset, error) {
 	}
 	return &reader.Keyset{Sort: parts[0], Key: key, ID: parts[2]}, nil
 }
+
+// parseTimeRange sets from and to from the parameters of the same name,
+// RFC 3339 times, each optional and given at most once.
+func parseTimeRange(q url.Values, from, to *time.Time) error {
+	for _, b := range []struct {
+		name string
+		dst  *time.Time
+	}{{"from", from}, {"to", to}} {
+		v, ok := single(q, b.name)
+		if !ok {
+			if len(q[b.name]) > 0 {
+				return &ParamError{Param: b.name, Reason: "give one time"}
+			}
+			continue
+		}
+		at, err := time.Parse(time.RFC3339, v)
+		if err != nil {
+			return &ParamError{Param: b.name, Value: v, Reason: "not an RFC 3339 time"}
+		}
+		*b.dst = at
+	}
+	return nil
+}
