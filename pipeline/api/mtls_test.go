@@ -1,13 +1,8 @@
 package api_test
 
 import (
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
 	"crypto/tls"
 	"crypto/x509"
-	"crypto/x509/pkix"
-	"math/big"
 	"net/http"
 	"net/http/httptest"
 	"testing"
@@ -20,41 +15,13 @@ import (
 	"github.com/driftline/driftline/pipeline/contract/keys"
 )
 
-// certPair returns a certificate for cn signed by (caCert, caKey), or a
-// self-signed CA when caCert is nil.
-func certPair(t *testing.T, cn string, caCert *x509.Certificate, caKey *ecdsa.PrivateKey) (*x509.Certificate, *ecdsa.PrivateKey, tls.Certificate) {
-	t.Helper()
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		t.Fatal(err)
-	}
-	tmpl := &x509.Certificate{SerialNumber: big.NewInt(time.Now().UnixNano()), Subject: pkix.Name{CommonName: cn},
-		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour),
-		KeyUsage: x509.KeyUsageDigitalSignature, ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth}}
-	parent, signer := tmpl, key
-	if caCert == nil {
-		tmpl.IsCA, tmpl.BasicConstraintsValid, tmpl.KeyUsage, tmpl.ExtKeyUsage = true, true, x509.KeyUsageCertSign, nil
-	} else {
-		parent, signer = caCert, caKey
-	}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, parent, &key.PublicKey, signer)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cert, err := x509.ParseCertificate(der)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return cert, key, tls.Certificate{Certificate: [][]byte{der}, PrivateKey: key, Leaf: cert}
-}
-
 // TestProdMTLS serves the API as prod does: every connection presents a
 // client certificate the CA signed; the bearer key decides the roles, or,
 // without one, the keys file's entry for the certificate.
 func TestProdMTLS(t *testing.T) {
-	caCert, caKey, _ := certPair(t, "driftline test CA", nil, nil)
-	_, _, dash := certPair(t, "dashboard", caCert, caKey)
-	_, _, other := certPair(t, "someone", caCert, caKey)
+	ca := testenv.NewCA(t)
+	dash, _, _ := ca.Issue(t, "dashboard", "", false)
+	other, _, _ := ca.Issue(t, "someone", "", false)
 	kr, err := keys.NewKeyringWithClients(
 		[]keys.KeySpec{spec(keyViewer, "HUMAN::vera", keys.Grant{Roles: []string{contract.RoleViewer}})},
 		[]keys.ClientSpec{{Identity: "cn:dashboard", Grant: keys.Grant{ActorID: "SYSTEM::dashboard", SourceType: contract.SourceSystem, Roles: []string{contract.RoleViewer}}}})
@@ -75,7 +42,7 @@ func TestProdMTLS(t *testing.T) {
 	t.Cleanup(srv.Close)
 	hs := httptest.NewUnstartedServer(srv.Handler())
 	pool := x509.NewCertPool()
-	pool.AddCert(caCert)
+	pool.AddCert(ca.Cert)
 	hs.TLS = &tls.Config{ClientAuth: tls.RequireAndVerifyClientCert, ClientCAs: pool, MinVersion: tls.VersionTLS12}
 	hs.StartTLS()
 	t.Cleanup(hs.Close)

@@ -2,93 +2,19 @@ package ingest
 
 import (
 	"context"
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
 	"crypto/tls"
 	"crypto/x509"
-	"crypto/x509/pkix"
-	"encoding/pem"
 	"errors"
-	"math/big"
 	"net"
 	"net/http"
-	"net/url"
 	"os"
 	"path/filepath"
 	"testing"
 	"time"
 
+	"github.com/driftline/driftline/internal/testenv"
 	"github.com/driftline/driftline/pipeline/contract"
 )
-
-// testCA issues certificates for the mTLS tests.
-type testCA struct {
-	cert *x509.Certificate
-	key  *ecdsa.PrivateKey
-	pem  []byte
-	n    int64
-}
-
-func newTestCA(t *testing.T) *testCA {
-	t.Helper()
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		t.Fatal(err)
-	}
-	tmpl := &x509.Certificate{
-		SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "driftline test CA"},
-		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour),
-		IsCA: true, BasicConstraintsValid: true, KeyUsage: x509.KeyUsageCertSign,
-	}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cert, _ := x509.ParseCertificate(der)
-	return &testCA{cert: cert, key: key, pem: pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), n: 1}
-}
-
-// issue returns a leaf certificate; server certificates are for 127.0.0.1.
-func (ca *testCA) issue(t *testing.T, cn string, uri string, server bool) (tls.Certificate, []byte, []byte) {
-	t.Helper()
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ca.n++
-	tmpl := &x509.Certificate{
-		SerialNumber: big.NewInt(ca.n), Subject: pkix.Name{CommonName: cn},
-		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour),
-		KeyUsage: x509.KeyUsageDigitalSignature, ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth},
-	}
-	if server {
-		tmpl.ExtKeyUsage = []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth}
-		tmpl.IPAddresses = []net.IP{net.ParseIP("127.0.0.1")}
-	}
-	if uri != "" {
-		u, err := url.Parse(uri)
-		if err != nil {
-			t.Fatal(err)
-		}
-		tmpl.URIs = []*url.URL{u}
-	}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, ca.cert, &key.PublicKey, ca.key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	kder, err := x509.MarshalECPrivateKey(key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	certPEM := pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der})
-	keyPEM := pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: kder})
-	pair, err := tls.X509KeyPair(certPEM, keyPEM)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return pair, certPEM, keyPEM
-}
 
 func TestProdRequiresMTLS(t *testing.T) {
 	kr, err := NewKeyringWithClients(nil, []ClientSpec{{Identity: "cn:x", Grant: Grant{ActorID: "SYSTEM::x", SourceType: contract.SourceSystem, EventTypes: contract.AllTypes}}})
@@ -122,10 +48,10 @@ func TestProdRequiresMTLS(t *testing.T) {
 // refused (and audited); no certificate fails the handshake; an API key
 // does not stand in for a certificate.
 func TestMTLSIdentity(t *testing.T) {
-	ca := newTestCA(t)
+	ca := testenv.NewCA(t)
 	dir := t.TempDir()
-	_, srvCert, srvKey := ca.issue(t, "ingest", "", true)
-	files := map[string][]byte{"server.pem": srvCert, "server.key": srvKey, "ca.pem": ca.pem}
+	_, srvCert, srvKey := ca.Issue(t, "ingest", "", true)
+	files := map[string][]byte{"server.pem": srvCert, "server.key": srvKey, "ca.pem": ca.PEM}
 	for name, data := range files {
 		if err := os.WriteFile(filepath.Join(dir, name), data, 0o600); err != nil {
 			t.Fatal(err)
@@ -135,11 +61,11 @@ func TestMTLSIdentity(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	scanner, _, _ := ca.issue(t, "scanner-eu1", "spiffe://driftline/maas-scanner", false)
-	stranger, _, _ := ca.issue(t, "nobody", "", false)
-	old, _, _ := ca.issue(t, "old-agent", "", false)
-	otherCA := newTestCA(t)
-	forged, _, _ := otherCA.issue(t, "scanner-eu1", "spiffe://driftline/maas-scanner", false)
+	scanner, _, _ := ca.Issue(t, "scanner-eu1", "spiffe://driftline/maas-scanner", false)
+	stranger, _, _ := ca.Issue(t, "nobody", "", false)
+	old, _, _ := ca.Issue(t, "old-agent", "", false)
+	otherCA := testenv.NewCA(t)
+	forged, _, _ := otherCA.Issue(t, "scanner-eu1", "spiffe://driftline/maas-scanner", false)
 
 	kr, err := NewKeyringWithClients(
 		[]KeySpec{{SHA256: HashKey(fleetKey), Grant: Grant{ActorID: "SYSTEM::fleet", SourceType: contract.SourceSystem, EventTypes: contract.AllTypes}}},
@@ -158,7 +84,7 @@ func TestMTLSIdentity(t *testing.T) {
 	}, ServeOptions{TLS: tlsCfg})
 
 	roots := x509.NewCertPool()
-	roots.AddCert(ca.cert)
+	roots.AddCert(ca.Cert)
 	client := func(cert *tls.Certificate, key string) *Client {
 		cfg := &tls.Config{RootCAs: roots, MinVersion: tls.VersionTLS12}
 		if cert != nil {
@@ -217,8 +143,8 @@ func TestMTLSIdentity(t *testing.T) {
 }
 
 func TestCertIdentitiesOrder(t *testing.T) {
-	ca := newTestCA(t)
-	pair, _, _ := ca.issue(t, "cn-name", "spiffe://x/y", false)
+	ca := testenv.NewCA(t)
+	pair, _, _ := ca.Issue(t, "cn-name", "spiffe://x/y", false)
 	leaf, err := x509.ParseCertificate(pair.Certificate[0])
 	if err != nil {
 		t.Fatal(err)
