@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"path/filepath"
-	"sync"
 	"testing"
 	"time"
 
@@ -14,6 +13,7 @@ import (
 	"github.com/driftline/driftline/pipeline/billing/rater"
 	"github.com/driftline/driftline/pipeline/contract"
 	"github.com/driftline/driftline/pipeline/stream"
+	"github.com/driftline/driftline/pipeline/stream/streamtest"
 )
 
 func deployBook(t testing.TB) *pricebook.Store {
@@ -51,25 +51,11 @@ func TestRateAndQuarantine(t *testing.T) {
 		wrongEnv,
 	)
 
-	r, err := rater.New(context.Background(), rater.Options{
+	opts := rater.Options{
 		StageOptions: stream.StageOptions{Brokers: brokers, Topics: names}, Prices: deployBook(t), MaxBatch: 4,
 		Now: func() time.Time { return time.Date(2026, 11, 21, 10, 16, 0, 0, time.UTC) },
-	})
-	if err != nil {
-		t.Fatal(err)
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	var wg sync.WaitGroup
-	wg.Add(1)
-	var runErr error
-	go func() { defer wg.Done(); runErr = r.Run(ctx) }()
-	defer func() {
-		cancel()
-		wg.Wait()
-		if runErr != nil {
-			t.Error(runErr)
-		}
-	}()
+	defer streamtest.Start(t, "rater", func(ctx context.Context) (*rater.Rater, error) { return rater.New(ctx, opts) })()
 
 	// Records the validator refuses are quarantined without an event_id.
 	wantQ := map[string]contract.Reason{

@@ -3,7 +3,6 @@ package rater_test
 import (
 	"context"
 	"fmt"
-	"sync"
 	"testing"
 	"time"
 
@@ -12,6 +11,7 @@ import (
 	"github.com/driftline/driftline/internal/testenv"
 	"github.com/driftline/driftline/pipeline/billing/rater"
 	"github.com/driftline/driftline/pipeline/stream"
+	"github.com/driftline/driftline/pipeline/stream/streamtest"
 )
 
 // TestExactlyOnceAcrossBrokerLoss rates usage on a three-broker cluster
@@ -38,22 +38,7 @@ func TestExactlyOnceAcrossBrokerLoss(t *testing.T) {
 	opts := rater.DefaultOptions()
 	opts.StageOptions = stream.StageOptions{Brokers: brokers, Topics: names}
 	opts.Prices, opts.MaxBatch = deployBook(t), 200
-	r, err := rater.New(context.Background(), opts)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	var wg sync.WaitGroup
-	wg.Add(1)
-	var runErr error
-	go func() { defer wg.Done(); runErr = r.Run(ctx) }()
-	defer func() {
-		cancel()
-		wg.Wait()
-		if runErr != nil {
-			t.Error(runErr)
-		}
-	}()
+	defer streamtest.Start(t, "rater", func(ctx context.Context) (*rater.Rater, error) { return rater.New(ctx, opts) })()
 
 	// Feed in chunks; stop a broker after a third and after two thirds.
 	chunk := len(events) / 12
