@@ -363,7 +363,6 @@ func (j *Joiner) apply(part *partition, r *kgo.Record) {
 // quarantined before).
 func (j *Joiner) reject(part *partition, r *kgo.Record, producer string, verr *contract.ValidationError) {
 	part.producers.Add(producer, verr.Reason, r.Timestamp)
-	part.dirty = true
 	if part.out.emit {
 		part.rejected = append(part.rejected, rejected{r, verr})
 	}
