@@ -102,6 +102,26 @@ type PlatformRecord struct {
 	ExpectedAgentVersion    string   `json:"expected_agent_version,omitempty"`
 	CertIssuerFingerprint   string   `json:"cert_issuer_fingerprint,omitempty"`
 	IngressTrustFingerprint string   `json:"ingress_trust_fingerprint,omitempty"`
+
+	// Fleet core of a node's record (CONTRACT 8.1); all optional.
+	NodeKind        string     `json:"node_kind,omitempty"`
+	LifecycleIntent string     `json:"lifecycle_intent,omitempty"`
+	Authority       *Authority `json:"authority,omitempty"`
+	Desired         *Desired   `json:"desired,omitempty"`
+}
+
+// Authority says who may declare desired state for a node (CONTRACT 8.1).
+type Authority struct {
+	MasterOfRecord string   `json:"master_of_record,omitempty"`
+	ControllerIDs  []string `json:"controller_ids,omitempty"`
+}
+
+// Desired is a node's desired software state (CONTRACT 8.1).
+type Desired struct {
+	PolicyBundleID    string `json:"policy_bundle_id,omitempty"`
+	TargetVersion     string `json:"target_version,omitempty"`
+	MaintenanceWindow string `json:"maintenance_window,omitempty"`
+	RequiresOnline    bool   `json:"requires_online,omitempty"`
 }
 
 // Observation is what a provider or runtime reports about one resource.
@@ -141,6 +161,17 @@ type Heartbeat struct {
 	BacklogMessages         int64   `json:"backlog_messages"`
 	SecondsBehind           int64   `json:"seconds_behind"`
 	ReplayRequired          bool    `json:"replay_required"`
+
+	// Fleet core (CONTRACT 8.1); all optional. PolicyBundleID, the bundle
+	// the agent says it is applying, goes beyond 8.1: a heartbeat naming a
+	// bundle the registry does not have is quarantined.
+	ReportedVersion string `json:"reported_version,omitempty"`
+	ArtifactID      string `json:"artifact_id,omitempty"`
+	ArtifactDigest  string `json:"artifact_digest,omitempty"`
+	ControllerID    string `json:"controller_id,omitempty"`
+	RelayID         string `json:"relay_id,omitempty"`
+	UptimeS         int64  `json:"uptime_s,omitempty"`
+	PolicyBundleID  string `json:"policy_bundle_id,omitempty"`
 }
 
 // Usage is accepted usage reported by a gateway.
