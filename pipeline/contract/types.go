@@ -104,10 +104,10 @@ type PlatformRecord struct {
 	IngressTrustFingerprint string   `json:"ingress_trust_fingerprint,omitempty"`
 
 	// Fleet core of a node's record (CONTRACT 8.1); all optional.
-	NodeKind        string     `json:"node_kind,omitempty"`
-	LifecycleIntent string     `json:"lifecycle_intent,omitempty"`
-	Authority       *Authority `json:"authority,omitempty"`
-	Desired         *Desired   `json:"desired,omitempty"`
+	// The nested objects authority and desired are not fields yet: the
+	// fast decoder reads flat payloads only.
+	NodeKind        string `json:"node_kind,omitempty"`
+	LifecycleIntent string `json:"lifecycle_intent,omitempty"`
 }
 
 // Authority says who may declare desired state for a node (CONTRACT 8.1).
