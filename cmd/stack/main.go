@@ -6,6 +6,8 @@
 //	stack down           stop a detached stack
 //	stack status         show what runs and where
 //	stack run            start the stack, feed a synthetic fleet, summarise (internal/demo)
+//	stack cluster-up     start a local ClickHouse cluster (ZooKeeper, 2 shards x 2 replicas) and migrate it
+//	stack cluster-down   stop it
 package main
 
 import (
@@ -29,6 +31,10 @@ commands:
   run     start the stack (or use the running one), feed a synthetic fleet
           through the ingest gateway, wait for the pipeline to catch up,
           print a summary, then run until Ctrl-C
+  cluster-up    start a local ClickHouse cluster in the background (ZooKeeper
+                and 2 shards x 2 replicas on loopback ports), migrate the
+                read model on it and print the flags that use it
+  cluster-down  stop the cluster started with cluster-up (data stays)
 
 Run "stack <command> -h" for the flags of a command. Ports, directories and
 ClickHouse settings come from DRIFTLINE_* environment variables; see
@@ -51,6 +57,10 @@ func main() {
 		err = cmdStatus(args)
 	case "run":
 		err = cmdRun(args)
+	case "cluster-up":
+		err = cmdClusterUp(args)
+	case "cluster-down":
+		err = cmdClusterDown(args)
 	case "-h", "-help", "--help", "help":
 		fmt.Fprint(os.Stdout, usage)
 		return

@@ -4,10 +4,19 @@ import (
 	"bytes"
 	"encoding/xml"
 	"fmt"
+	"net"
 	"os"
 	"path/filepath"
+	"strconv"
+	"strings"
 	"text/template"
+	"time"
 )
+
+// zkSessionTimeout is a cluster member's ZooKeeper session timeout: short,
+// so that a killed replica's session (and its leadership of merges)
+// expires within seconds in tests; production configs keep their own.
+const zkSessionTimeout = 10 * time.Second
 
 // Files and directories under Options.Dir.
 const (
@@ -57,6 +66,36 @@ var configTmpl = template.Must(template.New("config").Funcs(template.FuncMap{"x"
     <max_server_memory_usage>{{.MaxMemory}}</max_server_memory_usage>
     <max_concurrent_queries>100</max_concurrent_queries>
     <mlock_executable>false</mlock_executable>
+{{- with .Cluster}}
+    <interserver_http_host>127.0.0.1</interserver_http_host>
+    <interserver_http_port>{{$.InterserverPort}}</interserver_http_port>
+    <remote_servers>
+        <{{x .Name}}>
+{{- range .Shards}}
+            <shard>
+                <internal_replication>true</internal_replication>
+{{- range .}}
+                <replica><host>{{x .Host}}</host><port>{{.Port}}</port></replica>
+{{- end}}
+            </shard>
+{{- end}}
+        </{{x .Name}}>
+    </remote_servers>
+    <zookeeper>
+{{- range .ZooKeeper}}
+        <node><host>{{x .Host}}</host><port>{{.Port}}</port></node>
+{{- end}}
+        <session_timeout_ms>{{$.ZKSessionMS}}</session_timeout_ms>
+    </zookeeper>
+    <macros>
+        <cluster>{{x .Name}}</cluster>
+        <shard>{{x .Shard}}</shard>
+        <replica>{{x .Replica}}</replica>
+    </macros>
+    <distributed_ddl>
+        <path>/clickhouse/task_queue/ddl</path>
+    </distributed_ddl>
+{{- end}}
 </yandex>
 `))
 
@@ -85,7 +124,7 @@ var usersXML = `<?xml version="1.0"?>
     <profiles>
         <default>
             <load_balancing>random</load_balancing>
-            <low_cardinality_allow_in_native_format>0</low_cardinality_allow_in_native_format>
+` + lowCardinalitySetting + `
         </default>
         <readonly>
             <load_balancing>random</load_balancing>
@@ -124,6 +163,29 @@ func userXML(name, profile string) string {
 `
 }
 
+// lowCardinalitySetting is the line of the default profile that a
+// cluster member's profile settings follow.
+const lowCardinalitySetting = `            <low_cardinality_allow_in_native_format>0</low_cardinality_allow_in_native_format>`
+
+// clusterProfile replaces lowCardinalitySetting in a cluster member's
+// default profile. 18.16 checks the header a shard answers an insert or a
+// read of a Distributed table with against the types of the Distributed
+// table, and the shard (which takes its settings from this profile, not
+// from the query) must then keep LowCardinality in the native format: a
+// client's own query still asks for plain strings. It keeps a member small, for four of them and
+// ZooKeeper on a developer's machine: the background pools that merge and
+// fetch parts (16 threads each by default) and the memory of one query.
+// Reads through a Distributed table that name another Distributed table in
+// a subquery run it once, globally, instead of failing. DDL ON CLUSTER
+// runs on each member with the default profile, not the settings of the
+// query that queued it, so 18.16 needs LowCardinality allowed there.
+const clusterProfile = `            <low_cardinality_allow_in_native_format>1</low_cardinality_allow_in_native_format>
+            <allow_experimental_low_cardinality_type>1</allow_experimental_low_cardinality_type>
+            <background_pool_size>4</background_pool_size>
+            <background_schedule_pool_size>4</background_schedule_pool_size>
+            <max_memory_usage>2000000000</max_memory_usage>
+            <distributed_product_mode>global</distributed_product_mode>`
+
 type configData struct {
 	LogLevel         string
 	Log, ErrorLog    string
@@ -136,6 +198,58 @@ type configData struct {
 	UsersConfig      string
 	MarkCacheSize    int64
 	MaxMemory        int64
+	Cluster          *clusterData
+	InterserverPort  int
+	ZKSessionMS      int64
+}
+
+// clusterData is Options.Cluster in the shape of the config.
+type clusterData struct {
+	Name           string
+	Shard, Replica string
+	Shards         [][]hostPort
+	ZooKeeper      []hostPort
+}
+
+type hostPort struct {
+	Host string
+	Port int
+}
+
+func splitHostPorts(addrs []string) ([]hostPort, error) {
+	out := make([]hostPort, 0, len(addrs))
+	for _, a := range addrs {
+		h, p, err := net.SplitHostPort(a)
+		if err != nil {
+			return nil, fmt.Errorf("cluster address %q: %w", a, err)
+		}
+		n, err := strconv.Atoi(p)
+		if err != nil {
+			return nil, fmt.Errorf("cluster address %q: port: %w", a, err)
+		}
+		out = append(out, hostPort{h, n})
+	}
+	return out, nil
+}
+
+func newClusterData(c *Cluster) (*clusterData, error) {
+	if c == nil {
+		return nil, nil
+	}
+	d := &clusterData{Name: c.Name, Shard: c.Shard, Replica: c.Replica}
+	for _, sh := range c.Shards {
+		hp, err := splitHostPorts(sh)
+		if err != nil {
+			return nil, err
+		}
+		d.Shards = append(d.Shards, hp)
+	}
+	zk, err := splitHostPorts(c.ZooKeeper)
+	if err != nil {
+		return nil, err
+	}
+	d.ZooKeeper = zk
+	return d, nil
 }
 
 // writeConfig creates the directory layout under dir and writes the
@@ -149,8 +263,12 @@ func writeConfig(dir string, o Options) error {
 	}
 	// ClickHouse requires the trailing slash on directory paths.
 	slash := func(d string) string { return filepath.Join(dir, d) + string(filepath.Separator) }
+	cluster, err := newClusterData(o.Cluster)
+	if err != nil {
+		return err
+	}
 	var buf bytes.Buffer
-	err := configTmpl.Execute(&buf, configData{
+	err = configTmpl.Execute(&buf, configData{
 		LogLevel:         o.LogLevel,
 		Log:              filepath.Join(dir, logDir, serverLog),
 		ErrorLog:         filepath.Join(dir, logDir, errorLog),
@@ -163,6 +281,9 @@ func writeConfig(dir string, o Options) error {
 		UsersConfig:      filepath.Join(dir, usersFile),
 		MarkCacheSize:    o.CacheSize,
 		MaxMemory:        o.MaxMemory,
+		Cluster:          cluster,
+		InterserverPort:  o.InterserverPort,
+		ZKSessionMS:      zkSessionTimeout.Milliseconds(),
 	})
 	if err != nil {
 		panic("BUG: config template: " + err.Error())
@@ -170,7 +291,11 @@ func writeConfig(dir string, o Options) error {
 	if err := writeFile(filepath.Join(dir, configFile), buf.Bytes()); err != nil {
 		return err
 	}
-	return writeFile(filepath.Join(dir, usersFile), []byte(usersXML))
+	users := usersXML
+	if o.Cluster != nil {
+		users = strings.Replace(users, lowCardinalitySetting, clusterProfile, 1)
+	}
+	return writeFile(filepath.Join(dir, usersFile), []byte(users))
 }
 
 // writeFile replaces name atomically, so a server reloading its config

@@ -71,6 +71,28 @@ type Options struct {
 	// StopTimeout is how long Stop waits after SIGTERM before it sends
 	// SIGKILL. Default: 15s.
 	StopTimeout time.Duration
+	// Cluster makes the server a member of a cluster: the config gets the
+	// cluster's shards (remote_servers, internal_replication on, so a
+	// Distributed table writes one replica per shard and replication does
+	// the rest), the ZooKeeper ensemble, the server's macros and the
+	// distributed DDL queue. Default: nil, a server of its own.
+	Cluster *Cluster
+	// InterserverPort is the port on 127.0.0.1 replicas fetch parts from;
+	// required with Cluster.
+	InterserverPort int
+}
+
+// Cluster is a server's place in a cluster (Options.Cluster).
+type Cluster struct {
+	// Name is the cluster's name in remote_servers and ON CLUSTER.
+	Name string
+	// Shards lists each shard's replicas by native-protocol host:port.
+	Shards [][]string
+	// ZooKeeper lists the ensemble's client addresses, host:port.
+	ZooKeeper []string
+	// Shard and Replica are this server's macros {shard} and {replica},
+	// which the paths of its ReplicatedMergeTree tables name.
+	Shard, Replica string
 }
 
 // DefaultDir returns the directory of the local stack's server:
@@ -130,6 +152,9 @@ func (o *Options) setDefaults() error {
 	}
 	if o.StopTimeout <= 0 {
 		o.StopTimeout = DefaultStopTimeout
+	}
+	if o.Cluster != nil && (o.InterserverPort == 0 || o.InterserverPort == o.TCPPort || o.InterserverPort == o.HTTPPort) {
+		return fmt.Errorf("clickhouse cluster member needs an interserver port of its own, not %d; Possible solutions: set Options.InterserverPort", o.InterserverPort)
 	}
 	return nil
 }

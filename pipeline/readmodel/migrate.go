@@ -81,14 +81,18 @@ func MigrateFS(ctx context.Context, conn driver.Conn, database string, fsys fs.F
 	if err := conn.Exec(ctx, createMigrationsTable); err != nil {
 		return fmt.Errorf("migrate %s: create %s: %w", database, MigrationsTable, err)
 	}
+	return applyMigrations(ctx, conn, database, migs)
+}
+
+// applyMigrations applies those of migs that schema_migrations does not
+// record, in order, and records each.
+func applyMigrations(ctx context.Context, conn driver.Conn, database string, migs []migration) error {
 	applied, err := appliedMigrations(ctx, conn)
 	if err != nil {
 		return fmt.Errorf("migrate %s: %w", database, err)
 	}
-	for _, m := range migs {
-		if sum, ok := applied[m.version]; ok && sum != m.checksum {
-			return &ChecksumError{Database: database, Version: m.version, Name: m.name, Applied: sum, Current: m.checksum}
-		}
+	if err := checkChecksums(database, migs, applied); err != nil {
+		return err
 	}
 	for _, m := range migs {
 		if _, ok := applied[m.version]; ok {
@@ -101,6 +105,17 @@ func MigrateFS(ctx context.Context, conn driver.Conn, database string, fsys fs.F
 		}
 		if err := record(ctx, conn, m); err != nil {
 			return fmt.Errorf("migrate %s: record %s: %w", database, m.name, err)
+		}
+	}
+	return nil
+}
+
+// checkChecksums returns a *ChecksumError if an applied migration's file
+// has changed since.
+func checkChecksums(database string, migs []migration, applied map[uint32]string) error {
+	for _, m := range migs {
+		if sum, ok := applied[m.version]; ok && sum != m.checksum {
+			return &ChecksumError{Database: database, Version: m.version, Name: m.name, Applied: sum, Current: m.checksum}
 		}
 	}
 	return nil

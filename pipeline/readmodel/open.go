@@ -31,6 +31,24 @@ var baseSettings = clickhouse.Settings{
 	"allow_experimental_low_cardinality_type": 1,
 }
 
+// clusterSettings are sent with every query in cluster mode. An insert
+// into a Distributed table returns once every shard's replica has the
+// rows (insert_distributed_sync), not once they are queued on the server
+// the client reached: the writers commit their Kafka offsets after the
+// write, so the write must be in a replicated table by then, not in a
+// queue on one server that may die with it.
+var clusterSettings = clickhouse.Settings{
+	"insert_distributed_sync": 1,
+}
+
+// onCluster is the ON CLUSTER clause of DDL in cluster mode, or "".
+func onCluster(cluster string) string {
+	if cluster == "" {
+		return ""
+	}
+	return " ON CLUSTER " + cluster
+}
+
 type options struct {
 	dialTimeout time.Duration
 	readTimeout time.Duration
@@ -76,7 +94,15 @@ func Open(ctx context.Context, cfg service.ClickHouse, opts ...Opt) (driver.Conn
 	for _, opt := range opts {
 		opt(&o)
 	}
-	if cfg.Addr == "" {
+	if cfg.Cluster != "" {
+		for k, v := range clusterSettings {
+			o.settings[k] = v
+		}
+		if !identifier.MatchString(cfg.Cluster) {
+			return nil, fmt.Errorf("clickhouse cluster %q: want letters, digits and underscores; Possible solutions: set DRIFTLINE_CLICKHOUSE_CLUSTER (or -clickhouse.cluster) to the name in the servers' remote_servers", cfg.Cluster)
+		}
+	}
+	if len(cfg.Addrs()) == 0 {
 		return nil, errors.New("clickhouse address is empty; Possible solutions: set DRIFTLINE_CLICKHOUSE_ADDR (or -clickhouse.addr) to the server's native-protocol host:port")
 	}
 	method, err := compression(cfg)
@@ -95,7 +121,7 @@ func Open(ctx context.Context, cfg service.ClickHouse, opts ...Opt) (driver.Conn
 		if err != nil {
 			return nil, err
 		}
-		err = admin.Exec(ctx, "CREATE DATABASE IF NOT EXISTS "+cfg.Database)
+		err = admin.Exec(ctx, "CREATE DATABASE IF NOT EXISTS "+cfg.Database+onCluster(cfg.Cluster))
 		admin.Close()
 		if err != nil {
 			return nil, fmt.Errorf("create clickhouse database %s: %w", cfg.Database, err)
@@ -111,7 +137,7 @@ func dial(ctx context.Context, cfg service.ClickHouse, database string, o option
 	}
 	conn, err := clickhouse.Open(&clickhouse.Options{
 		Protocol: clickhouse.Native,
-		Addr:     []string{cfg.Addr},
+		Addr:     cfg.Addrs(),
 		Auth: clickhouse.Auth{
 			Database: database,
 			Username: user,
@@ -167,12 +193,22 @@ func compression(cfg service.ClickHouse) (clickhouse.CompressionMethod, error) {
 	case service.CompressionNone:
 		return clickhouse.CompressionNone, nil
 	case "", service.CompressionAuto:
-		if loopback(cfg.Addr) {
+		if loopbackAll(cfg.Addrs()) {
 			return clickhouse.CompressionNone, nil
 		}
 		return clickhouse.CompressionLZ4, nil
 	}
 	return 0, fmt.Errorf("clickhouse compression %q: want auto, lz4, zstd or none; Possible solutions: set DRIFTLINE_CLICKHOUSE_COMPRESSION (or -clickhouse.compression) to one of them", cfg.Compression)
+}
+
+// loopbackAll reports whether every address of addrs is on this host.
+func loopbackAll(addrs []string) bool {
+	for _, a := range addrs {
+		if !loopback(a) {
+			return false
+		}
+	}
+	return len(addrs) > 0
 }
 
 // loopback reports whether the host of addr is localhost or a loopback IP.

@@ -68,6 +68,21 @@ type ClickHouse struct {
 	Compression string
 	// TLS says how to encrypt the connection; off by default.
 	TLS ClickHouseTLS
+	// Cluster names the ClickHouse cluster the read model is sharded and
+	// replicated over; empty: one server. Addr may then list several of
+	// its servers, comma-separated.
+	Cluster string
+}
+
+// Addrs splits Addr into the addresses of the servers to try, in order.
+func (c ClickHouse) Addrs() []string {
+	var out []string
+	for _, a := range strings.Split(c.Addr, ",") {
+		if a = strings.TrimSpace(a); a != "" {
+			out = append(out, a)
+		}
+	}
+	return out
 }
 
 // Compression settings of ClickHouse; chdb.Open rejects any other, as it
@@ -103,7 +118,8 @@ func RegisterFlags(fs *flag.FlagSet) *Common {
 	fs.StringVar(&c.Brokers, "kafka.brokers", Env("DRIFTLINE_BROKERS", DefaultBrokers), "comma-separated Kafka/Redpanda seed brokers")
 	fs.IntVar(&c.Partitions, "kafka.partitions", EnvInt("DRIFTLINE_PARTITIONS", DefaultPartitions), "partitions of each topic created at start; co-partitioned topics must agree, so choose once")
 	fs.BoolVar(&c.CreateTopics, "kafka.createTopics", true, "create missing topics at start; turn off where topics are managed elsewhere")
-	fs.StringVar(&c.ClickHouse.Addr, "clickhouse.addr", Env("DRIFTLINE_CLICKHOUSE_ADDR", DefaultClickHouseAddr), "ClickHouse native-protocol address")
+	fs.StringVar(&c.ClickHouse.Addr, "clickhouse.addr", Env("DRIFTLINE_CLICKHOUSE_ADDR", DefaultClickHouseAddr), "ClickHouse native-protocol address; with -clickhouse.cluster a comma-separated list of the cluster's servers, tried in order when one is down")
+	fs.StringVar(&c.ClickHouse.Cluster, "clickhouse.cluster", Env("DRIFTLINE_CLICKHOUSE_CLUSTER", ""), "ClickHouse cluster (remote_servers) the read model lives on: ReplicatedMergeTree tables <t>_local ON CLUSTER with Distributed tables <t> in front, sharded by each table's identity key (docs/deploy.md); empty: one server, plain tables")
 	fs.StringVar(&c.ClickHouse.Database, "clickhouse.db", Env("DRIFTLINE_CLICKHOUSE_DB", DefaultDatabase), "ClickHouse database of the read model")
 	fs.StringVar(&c.ClickHouse.User, "clickhouse.user", Env("DRIFTLINE_CLICKHOUSE_USER", "default"), "ClickHouse user")
 	fs.StringVar(&c.ClickHouse.Password, "clickhouse.password", Env("DRIFTLINE_CLICKHOUSE_PASSWORD", ""), "ClickHouse password")
