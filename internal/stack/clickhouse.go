@@ -95,8 +95,8 @@ func (s *Stack) migrate(ctx context.Context) error {
 	for {
 		conn, err := readmodel.Open(ctx, cfg)
 		if err == nil {
-			err = readmodel.Migrate(ctx, conn, cfg.Database)
 			conn.Close()
+			err = readmodel.OpenMigrate(ctx, cfg)
 			if err != nil {
 				return fmt.Errorf("migrate ClickHouse at %s: %w", cfg.Addr, err)
 			}
@@ -140,5 +140,6 @@ func (s *Stack) ClickHouse() service.ClickHouse {
 		Database: s.opts.Database,
 		User:     s.opts.ClickHouseUser,
 		Password: s.opts.ClickHousePassword,
+		Cluster:  s.opts.ClickHouseCluster,
 	}
 }

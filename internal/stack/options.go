@@ -65,6 +65,12 @@ type Options struct {
 	// ClickHouseUser and ClickHousePassword authenticate to ClickHouse.
 	// Default user: default, no password.
 	ClickHouseUser, ClickHousePassword string
+	// ClickHouseCluster is the cluster of an external ClickHouse
+	// (ExternalClickHouse; ClickHouseAddr then lists its servers,
+	// comma-separated): the stack migrates in cluster mode and the
+	// services run with -clickhouse.cluster. Default: none
+	// (DRIFTLINE_CLICKHOUSE_CLUSTER).
+	ClickHouseCluster string
 	// Environment is the environment profile passed to every service.
 	// Default local_parity.
 	Environment string
@@ -131,6 +137,7 @@ func DefaultOptions() Options {
 		RaterAddr:          service.Env("DRIFTLINE_RATER_ADDR", service.DefaultRaterAddr),
 		Database:           service.Env("DRIFTLINE_CLICKHOUSE_DB", service.DefaultDatabase),
 		ClickHouseUser:     service.Env("DRIFTLINE_CLICKHOUSE_USER", "default"),
+		ClickHouseCluster:  service.Env("DRIFTLINE_CLICKHOUSE_CLUSTER", ""),
 		ClickHousePassword: service.Env("DRIFTLINE_CLICKHOUSE_PASSWORD", ""),
 		Environment:        service.Env("DRIFTLINE_ENV", contract.EnvLocalParity),
 		Partitions:         service.EnvInt("DRIFTLINE_PARTITIONS", service.DefaultPartitions),
@@ -197,6 +204,9 @@ func (o Options) withDefaults() (Options, error) {
 		{&o.RaterAddr, service.DefaultRaterAddr},
 	}
 	for _, a := range addrs {
+		if a.p == &o.ClickHouseAddr && o.ExternalClickHouse && *a.p != "" {
+			continue // a server of one's own, or a cluster's list
+		}
 		if *a.p == "" {
 			*a.p = a.def
 			if o.FreePorts {

@@ -258,6 +258,7 @@ func (s *Stack) Env() []string {
 		"DRIFTLINE_CLICKHOUSE_DB=" + o.Database,
 		"DRIFTLINE_CLICKHOUSE_USER=" + o.ClickHouseUser,
 		"DRIFTLINE_CLICKHOUSE_PASSWORD=" + o.ClickHousePassword,
+		"DRIFTLINE_CLICKHOUSE_CLUSTER=" + o.ClickHouseCluster,
 		"DRIFTLINE_INGEST_ADDR=" + o.IngestAddr,
 		"DRIFTLINE_QUERY_ADDR=" + o.QueryAddr,
 		"DRIFTLINE_JOINER_ADDR=" + o.JoinerAddr,

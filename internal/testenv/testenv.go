@@ -29,10 +29,12 @@ import (
 // (goleak; leakOpts tolerate known ones). It does not return.
 func Main(m *testing.M, leakOpts ...goleak.Option) {
 	code := m.Run()
-	if err := stopShared(code == 0); err != nil {
-		fmt.Fprintln(os.Stderr, "testenv:", err)
-		if code == 0 {
-			code = 1
+	for _, stop := range []func(bool) error{stopShared, stopSharedCluster} {
+		if err := stop(code == 0); err != nil {
+			fmt.Fprintln(os.Stderr, "testenv:", err)
+			if code == 0 {
+				code = 1
+			}
 		}
 	}
 	if code == 0 {
