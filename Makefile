@@ -4,6 +4,9 @@
 #   make up      start the local stack in the background (state in .driftline/)
 #   make down    stop it
 #   make run     start the stack, feed a synthetic fleet, print a summary; Ctrl-C stops
+#   make cluster-up    start a local ClickHouse cluster (ZooKeeper, 2 shards x 2 replicas,
+#                ports 29000-29204), migrate it and print the flags that use it
+#   make cluster-down  stop it (its data stays in .driftline/cluster)
 #   make test    all tests (starts ClickHouse and brokers; installs ClickHouse when absent and root)
 #   make soak    long fault schedules for SOAK (20m): every component killed and restarted under load
 #   make check   go vet, staticcheck (installed into GOBIN when absent), then every
@@ -40,6 +43,8 @@ STATICCHECK ?= $(or $(shell command -v staticcheck 2>/dev/null),$(GOBIN_DIR)/sta
 SOAK      ?= 20m
 SOAK_TIMEOUT ?= 90m
 
+
+.PHONY: cluster-up cluster-down
 .PHONY: build up down status run test soak check bench bench-micro fuzz clean distclean
 
 build:
@@ -56,6 +61,12 @@ status:
 
 run: build
 	$(BIN)/stack run
+
+cluster-up: build
+	$(BIN)/stack cluster-up
+
+cluster-down:
+	@if [ -x $(BIN)/stack ]; then $(BIN)/stack cluster-down; else $(GO) run ./cmd/stack cluster-down; fi
 
 test: build
 	$(GO) test -timeout $(TEST_TIMEOUT) -p $(TEST_P) ./...

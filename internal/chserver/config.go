@@ -167,6 +167,11 @@ func userXML(name, profile string) string {
 // cluster member's profile settings follow.
 const lowCardinalitySetting = `            <low_cardinality_allow_in_native_format>0</low_cardinality_allow_in_native_format>`
 
+// In a cluster member's profiles load_balancing is in_order: Distributed
+// tables write to and read from the first live replica of each shard, so
+// a read follows the write before it while that replica lives (random
+// would read the other replica before it fetched the write).
+//
 // clusterProfile replaces lowCardinalitySetting in a cluster member's
 // default profile. 18.16 checks the header a shard answers an insert or a
 // read of a Distributed table with against the types of the Distributed
@@ -294,6 +299,7 @@ func writeConfig(dir string, o Options) error {
 	users := usersXML
 	if o.Cluster != nil {
 		users = strings.Replace(users, lowCardinalitySetting, clusterProfile, 1)
+		users = strings.ReplaceAll(users, "<load_balancing>random</load_balancing>", "<load_balancing>in_order</load_balancing>")
 	}
 	return writeFile(filepath.Join(dir, usersFile), []byte(users))
 }
