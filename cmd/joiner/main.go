@@ -115,6 +115,7 @@ func run() error {
 
 	if *retainEvery > 0 {
 		policy := retention.DefaultPolicy(common.Environment).Override(keep)
+		policy.Cluster = common.ClickHouse.Cluster
 		go retention.Run(ctx, conn, policy, *retainEvery, slog.With("component", "retention"))
 	}
 

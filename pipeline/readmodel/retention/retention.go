@@ -32,6 +32,7 @@ import (
 	"github.com/ClickHouse/clickhouse-go/v2/lib/driver"
 
 	"github.com/driftline/driftline/pipeline/contract"
+	"github.com/driftline/driftline/pipeline/readmodel"
 )
 
 // Day is 24 hours, the unit retention is set in.
@@ -49,6 +50,12 @@ type Policy struct {
 	// Progress is how long a consumer_progress key may stop reporting
 	// before it is deleted.
 	Progress time.Duration
+	// Cluster is the ClickHouse cluster the read model lives on
+	// (-clickhouse.cluster): partitions are listed through the
+	// Distributed tables and dropped, and stale progress deleted, in each
+	// shard's <table>_local ON CLUSTER. Empty: one server. Override keeps
+	// it.
+	Cluster string
 }
 
 // DefaultPolicy returns the retention of an environment profile: prod
@@ -99,22 +106,23 @@ type Dropped struct {
 // partitions (YYYYMM) holding an open finding's current row.
 type table struct {
 	name   string
+	month  string // the column the table is partitioned by the month of
 	keep   func(Policy) time.Duration
 	pinned string
 }
 
 // Each ? of a pinned query is contract.StatusOpen.
 var tables = []table{
-	{"drift_history", func(p Policy) time.Duration { return p.History },
+	{"drift_history", "at", func(p Policy) time.Duration { return p.History },
 		`SELECT DISTINCT toUInt32(toYYYYMM(at)) FROM drift_history
 		 WHERE (evidence_id, version) IN (
 		   SELECT evidence_id, max(version) FROM drift_history
 		   WHERE evidence_id IN (SELECT evidence_id FROM drift_evidence FINAL WHERE status = ?)
 		   GROUP BY evidence_id)`},
-	{"rated_usage", func(p Policy) time.Duration { return p.Rated },
+	{"rated_usage", "day", func(p Policy) time.Duration { return p.Rated },
 		`SELECT DISTINCT toUInt32(toYYYYMM(day)) FROM rated_usage
 		 WHERE usage_id IN (SELECT usage_id FROM billing_mismatch FINAL WHERE status = ? AND usage_id != '')`},
-	{"billing_window", func(p Policy) time.Duration { return p.Windows },
+	{"billing_window", "window_start", func(p Policy) time.Duration { return p.Windows },
 		`SELECT DISTINCT toUInt32(toYYYYMM(window_start)) FROM billing_window FINAL WHERE balanced = 0`},
 }
 
@@ -126,7 +134,7 @@ func Apply(ctx context.Context, conn driver.Conn, policy Policy, now time.Time) 
 		if keep <= 0 {
 			continue
 		}
-		parts, err := partitions(ctx, conn, t.name)
+		parts, err := partitions(ctx, conn, t, policy.Cluster)
 		if err != nil {
 			return d, err
 		}
@@ -145,7 +153,14 @@ func Apply(ctx context.Context, conn driver.Conn, policy Policy, now time.Time) 
 		for i := range args {
 			args[i] = string(contract.StatusOpen)
 		}
-		pinned, err := uints(ctx, conn, t.pinned, args...)
+		query := t.pinned
+		if policy.Cluster != "" {
+			// A subquery over a Distributed table inside a read of one
+			// runs once, at the initiator, whatever the servers'
+			// distributed_product_mode.
+			query = strings.ReplaceAll(query, " IN (", " GLOBAL IN (")
+		}
+		pinned, err := uints(ctx, conn, query, args...)
 		if err != nil {
 			return d, fmt.Errorf("retention: open rows of %s: %w", t.name, err)
 		}
@@ -154,14 +169,14 @@ func Apply(ctx context.Context, conn driver.Conn, policy Policy, now time.Time) 
 				d.Kept[t.name] = append(d.Kept[t.name], p)
 				continue
 			}
-			if err := conn.Exec(ctx, fmt.Sprintf("ALTER TABLE %s DROP PARTITION %d", t.name, p)); err != nil {
+			if err := conn.Exec(ctx, fmt.Sprintf("ALTER TABLE %s DROP PARTITION %d", local(t.name, policy.Cluster), p)); err != nil {
 				return d, fmt.Errorf("retention: drop partition %d of %s: %w", p, t.name, err)
 			}
 			d.Partitions[t.name] = append(d.Partitions[t.name], p)
 		}
 	}
 	if policy.Progress > 0 {
-		n, err := dropStaleProgress(ctx, conn, now.Add(-policy.Progress))
+		n, err := dropStaleProgress(ctx, conn, now.Add(-policy.Progress), policy.Cluster)
 		d.ProgressKeys = n
 		if err != nil {
 			return d, err
@@ -200,8 +215,33 @@ func monthEnd(p uint32) time.Time {
 	return time.Date(int(p/100), time.Month(p%100)+1, 1, 0, 0, 0, 0, time.UTC)
 }
 
-// partitions returns the partitions (YYYYMM) of table's active parts.
-func partitions(ctx context.Context, conn driver.Conn, table string) ([]uint32, error) {
+// local returns what a statement that changes table's data names: the
+// table itself on one server, every shard's replicated table on a
+// cluster.
+func local(table, cluster string) string {
+	if cluster == "" {
+		return table
+	}
+	return table + readmodel.LocalSuffix + " ON CLUSTER " + cluster
+}
+
+// partitions returns the partitions (YYYYMM) of t's active parts; on a
+// cluster, the months its rows hold on any shard (system.parts shows one
+// server's).
+func partitions(ctx context.Context, conn driver.Conn, t table, cluster string) ([]uint32, error) {
+	if cluster != "" {
+		ps, err := uints(ctx, conn, fmt.Sprintf("SELECT DISTINCT toUInt32(toYYYYMM(%s)) FROM %s", t.month, t.name))
+		if err != nil {
+			return nil, fmt.Errorf("retention: months of %s: %w", t.name, err)
+		}
+		out := make([]uint32, 0, len(ps))
+		for p := range ps {
+			out = append(out, p)
+		}
+		sort.Slice(out, func(i, j int) bool { return out[i] < out[j] })
+		return out, nil
+	}
+	table := t.name
 	rows, err := conn.Query(ctx, "SELECT DISTINCT partition FROM system.parts WHERE database = currentDatabase() AND table = ? AND active", table)
 	if err != nil {
 		return nil, fmt.Errorf("retention: partitions of %s: %w", table, err)
@@ -243,7 +283,7 @@ func uints(ctx context.Context, conn driver.Conn, query string, args ...any) (ma
 
 // dropStaleProgress deletes the consumer_progress keys whose newest row
 // is older than cutoff, and returns how many.
-func dropStaleProgress(ctx context.Context, conn driver.Conn, cutoff time.Time) (int, error) {
+func dropStaleProgress(ctx context.Context, conn driver.Conn, cutoff time.Time, cluster string) (int, error) {
 	rows, err := conn.Query(ctx, `SELECT consumer, partition FROM consumer_progress
 		GROUP BY consumer, partition HAVING toUInt32(max(updated_at)) < ?`, uint32(cutoff.Unix()))
 	if err != nil {
@@ -272,7 +312,7 @@ func dropStaleProgress(ctx context.Context, conn driver.Conn, cutoff time.Time) 
 		}
 		// The consumer's name is quoted as a literal: mutations take no
 		// query parameters on every server version.
-		q := fmt.Sprintf("ALTER TABLE consumer_progress DELETE WHERE consumer = %s AND partition IN (%s)", quote(c), strings.Join(list, ","))
+		q := fmt.Sprintf("ALTER TABLE %s DELETE WHERE consumer = %s AND partition IN (%s)", local("consumer_progress", cluster), quote(c), strings.Join(list, ","))
 		if err := conn.Exec(ctx, q); err != nil {
 			return 0, fmt.Errorf("retention: delete stale consumer_progress of %s: %w", c, err)
 		}

@@ -44,6 +44,19 @@ func count(t *testing.T, conn driver.Conn, q string) uint64 {
 // unbalanced window stays, and so does everything younger.
 func TestApply(t *testing.T) {
 	conn, _ := testenv.ClickHouseConn(t)
+	testApply(t, conn, "")
+}
+
+// TestApplyCluster is TestApply on the read model in cluster mode: the
+// rows spread over two shards of two replicas, the months are found
+// through the Distributed tables and dropped in every shard's replicated
+// table.
+func TestApplyCluster(t *testing.T) {
+	cfg, _ := testenv.ClickHouseCluster(t)
+	testApply(t, testenv.Open(t, cfg), cfg.Cluster)
+}
+
+func testApply(t *testing.T, conn driver.Conn, cluster string) {
 	ctx := context.Background()
 	open, resolved := string(contract.StatusOpen), string(contract.StatusResolved)
 	now := time.Date(2026, 11, 24, 12, 0, 0, 0, time.UTC)
@@ -81,7 +94,7 @@ func TestApply(t *testing.T) {
 	insert(t, conn, "consumer_progress", "consumer, partition, updated_at, version",
 		"'g', 0, "+month(3)+", 1", "'g', 0, "+at(now.Add(-time.Hour))+", 2", "'g', 1, "+month(3)+", 1", `'old\'group', 0, `+month(3)+", 1")
 
-	policy := retention.Policy{History: 180 * retention.Day, Rated: 180 * retention.Day, Windows: 180 * retention.Day, Progress: 30 * retention.Day}
+	policy := retention.Policy{History: 180 * retention.Day, Rated: 180 * retention.Day, Windows: 180 * retention.Day, Progress: 30 * retention.Day, Cluster: cluster}
 	d, err := retention.Apply(ctx, conn, policy, now)
 	if err != nil {
 		t.Fatal(err)
