@@ -1,0 +1,49 @@
+// Command migrate applies the read model's ClickHouse migrations
+// (schema/clickhouse) to the database of -clickhouse.db and exits: the
+// one-shot step of a deployment before the writers start (the services
+// do not migrate; the query service waits for the schema). With
+// -clickhouse.cluster it migrates in cluster mode: replicated tables and
+// Distributed tables in front, ON CLUSTER (docs/deploy.md). It retries
+// connecting until -migrate.timeout, for a server still starting; a
+// failing migration is not retried.
+//
+//	migrate -clickhouse.addr ch-1:9000,ch-2:9000 -clickhouse.cluster driftline
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"log/slog"
+	"os"
+	"time"
+
+	"github.com/driftline/driftline/pipeline/readmodel"
+	"github.com/driftline/driftline/pipeline/service"
+)
+
+func main() {
+	fs := flag.NewFlagSet("migrate", flag.ExitOnError)
+	common := service.RegisterFlags(fs)
+	logOpts := service.LogFlags(fs)
+	timeout := fs.Duration("migrate.timeout", 5*time.Minute, "how long to wait for ClickHouse to answer before giving up")
+	_ = fs.Parse(os.Args[1:])
+	if _, err := service.SetupLogging(logOpts, os.Stderr); err != nil {
+		fmt.Fprintln(os.Stderr, "migrate:", err)
+		os.Exit(2)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), *timeout)
+	defer cancel()
+	cfg := common.ClickHouse
+	conn, err := readmodel.OpenWait(ctx, cfg, slog.Default(), "the migration waits for ClickHouse")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "migrate:", err)
+		os.Exit(1)
+	}
+	conn.Close()
+	if err := readmodel.OpenMigrate(ctx, cfg); err != nil {
+		fmt.Fprintln(os.Stderr, "migrate:", err)
+		os.Exit(1)
+	}
+	slog.Info("read model migrated", "addr", cfg.Addr, "db", cfg.Database, "cluster", cfg.Cluster)
+}
