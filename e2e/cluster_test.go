@@ -13,6 +13,7 @@ import (
 	"github.com/driftline/driftline/internal/stack"
 	"github.com/driftline/driftline/internal/testenv"
 	"github.com/driftline/driftline/pipeline/api/client"
+	"github.com/driftline/driftline/pipeline/contract"
 	"github.com/driftline/driftline/pipeline/readmodel"
 	"github.com/driftline/driftline/pipeline/service"
 )
@@ -107,6 +108,30 @@ func TestClusterFindingsMatchGroundTruth(t *testing.T) {
 	})
 	t.Logf("fed %d events through a replica's crash; %d findings match the ground truth exactly", stats.Events, len(truth.Findings))
 	checkBilling(t, s, truth)
+
+	// The summaries read through the Distributed tables agree too.
+	hm, err := qc.Heatmap(ctx, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	open := map[string]int{}
+	for _, f := range truth.Findings {
+		if f.Status == string(contract.StatusOpen) {
+			open[f.Classification]++
+		}
+	}
+	cells := map[string]int{}
+	for _, c := range hm.Cells {
+		cells[c.Classification] += int(c.Count)
+	}
+	for class, n := range open {
+		if cells[class] != n {
+			t.Errorf("heat map has %d open %s, ground truth %d", cells[class], class, n)
+		}
+	}
+	if st, err := qc.Status(ctx); err != nil || st.LastRun == nil {
+		t.Errorf("status through the cluster: %+v, %v", st, err)
+	}
 
 	// The crash is seen by the writers: each logs the writes it retried.
 	for _, name := range []string{stack.NameJoiner, stack.NameRater} {

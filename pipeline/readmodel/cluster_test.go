@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/driftline/driftline/internal/testenv"
+	"github.com/driftline/driftline/pipeline/contract"
 	"github.com/driftline/driftline/pipeline/readmodel"
 	"github.com/driftline/driftline/pipeline/service"
 	chschema "github.com/driftline/driftline/schema/clickhouse"
@@ -101,7 +102,7 @@ func TestMigrateCluster(t *testing.T) {
 			t.Fatalf("insert through the Distributed table: %v", err)
 		}
 		for i := from; i < to; i++ {
-			if err := batch.Append(fmt.Sprintf("ev-%d", i), uint64(version), "open"); err != nil {
+			if err := batch.Append(fmt.Sprintf("ev-%d", i), uint64(version), string(contract.StatusOpen)); err != nil {
 				t.Fatal(err)
 			}
 		}
