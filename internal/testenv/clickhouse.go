@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -25,6 +26,10 @@ const (
 	EnvClickHouseAddr     = "DRIFTLINE_TEST_CLICKHOUSE_ADDR"
 	EnvClickHouseUser     = "DRIFTLINE_TEST_CLICKHOUSE_USER"
 	EnvClickHousePassword = "DRIFTLINE_TEST_CLICKHOUSE_PASSWORD"
+	// EnvClickHouseCluster=1 gives every test that asks for ClickHouse a
+	// database in cluster mode on the local cluster (ClickHouseCluster),
+	// to run a package's tests against the cluster's Distributed tables.
+	EnvClickHouseCluster = "DRIFTLINE_TEST_CLICKHOUSE_CLUSTER"
 )
 
 // shared is the server started for this test binary.
@@ -40,6 +45,10 @@ var shared struct {
 // inspection and its name logged.
 func ClickHouse(t testing.TB) service.ClickHouse {
 	t.Helper()
+	if on, _ := strconv.ParseBool(os.Getenv(EnvClickHouseCluster)); on {
+		cfg, _ := ClickHouseCluster(t)
+		return cfg
+	}
 	cfg := service.ClickHouse{
 		Addr:     os.Getenv(EnvClickHouseAddr),
 		Database: databaseName(t),
