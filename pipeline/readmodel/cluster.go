@@ -94,16 +94,16 @@ func MigrateClusterFS(ctx context.Context, cfg service.ClickHouse, fsys fs.FS) e
 	}
 	defer conn.Close()
 	db, on := cfg.Database, onCluster(cfg.Cluster)
-	if err := conn.Exec(ctx, fmt.Sprintf(`CREATE TABLE IF NOT EXISTS %s.%s%s
-(
-    version    UInt32,
-    name       String,
-    checksum   String,
-    applied_at DateTime
-)
-ENGINE = ReplicatedMergeTree('/clickhouse/driftline/%s/%s', '{shard}-{replica}')
-ORDER BY version`, db, MigrationsTable, on, db, MigrationsTable)); err != nil {
-		return fmt.Errorf("migrate %s on cluster %s: create %s: %w", db, cfg.Cluster, MigrationsTable, err)
+	// Distributed DDL waits for every server: a migration with nothing to
+	// do must not need them all.
+	var have uint64
+	if err := conn.QueryRow(ctx, "SELECT count() FROM system.tables WHERE database = ? AND name = ?", db, MigrationsTable).Scan(&have); err != nil {
+		return fmt.Errorf("migrate %s: %w", db, err)
+	}
+	if have == 0 {
+		if err := createClusterMigrations(ctx, conn, db, on); err != nil {
+			return fmt.Errorf("migrate %s on cluster %s: create %s: %w", db, cfg.Cluster, MigrationsTable, err)
+		}
 	}
 	applied, err := appliedMigrations(ctx, conn)
 	if err != nil {
@@ -142,6 +142,20 @@ ORDER BY version`, db, MigrationsTable, on, db, MigrationsTable)); err != nil {
 		}
 	}
 	return nil
+}
+
+// createClusterMigrations creates schema_migrations on every server as
+// one ReplicatedMergeTree table that all of them replicate.
+func createClusterMigrations(ctx context.Context, conn driver.Conn, db, on string) error {
+	return conn.Exec(ctx, fmt.Sprintf(`CREATE TABLE IF NOT EXISTS %s.%s%s
+(
+    version    UInt32,
+    name       String,
+    checksum   String,
+    applied_at DateTime
+)
+ENGINE = ReplicatedMergeTree('/clickhouse/driftline/%s/%s', '{shard}-{replica}')
+ORDER BY version`, db, MigrationsTable, on, db, MigrationsTable))
 }
 
 // tableDef is a table of the scratch database, as the server describes it.

@@ -128,13 +128,30 @@ func Open(ctx context.Context, cfg service.ClickHouse, opts ...Opt) (driver.Conn
 		if err != nil {
 			return nil, err
 		}
-		err = admin.Exec(ctx, "CREATE DATABASE IF NOT EXISTS "+cfg.Database+onCluster(cfg.Cluster))
+		err = createDatabase(ctx, admin, cfg)
 		admin.Close()
 		if err != nil {
 			return nil, fmt.Errorf("create clickhouse database %s: %w", cfg.Database, err)
 		}
 	}
 	return dial(ctx, cfg, cfg.Database, o)
+}
+
+// createDatabase creates cfg.Database when it is missing; on a cluster,
+// ON CLUSTER, and only when the server reached lacks it: distributed DDL
+// waits for every server, so a process must not need it to start while a
+// replica is down.
+func createDatabase(ctx context.Context, admin driver.Conn, cfg service.ClickHouse) error {
+	if cfg.Cluster != "" {
+		var n uint64
+		if err := admin.QueryRow(ctx, "SELECT count() FROM system.databases WHERE name = ?", cfg.Database).Scan(&n); err != nil {
+			return err
+		}
+		if n > 0 {
+			return nil
+		}
+	}
+	return admin.Exec(ctx, "CREATE DATABASE IF NOT EXISTS "+cfg.Database+onCluster(cfg.Cluster))
 }
 
 func dial(ctx context.Context, cfg service.ClickHouse, database string, o options) (driver.Conn, error) {
