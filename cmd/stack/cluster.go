@@ -55,7 +55,8 @@ func cmdClusterUp(args []string) error {
 	}
 	fmt.Fprintf(os.Stdout, `Database %s is migrated in cluster mode. Point the services at it with
   -clickhouse.addr %s -clickhouse.cluster %s -clickhouse.db %s
-or DRIFTLINE_CLICKHOUSE_ADDR=%s DRIFTLINE_CLICKHOUSE_CLUSTER=%s.
+or DRIFTLINE_CLICKHOUSE_ADDR=%s DRIFTLINE_CLICKHOUSE_CLUSTER=%s;
+the whole local stack on it: DRIFTLINE_EXTERNAL_CLICKHOUSE=1 with those two, then make up.
 Stop it with: make cluster-down
 `, *db, cfg.Addr, c.Name(), *db, cfg.Addr, c.Name())
 	return nil

@@ -46,6 +46,9 @@
 //	DRIFTLINE_CLICKHOUSE_SERVER     ClickHouse server binary (found on PATH, /usr/sbin, /usr/bin)
 //	DRIFTLINE_INSTALL_CLICKHOUSE    0: never install ClickHouse with apt-get (1)
 //	DRIFTLINE_EXTERNAL_CLICKHOUSE   1: use the ClickHouse at DRIFTLINE_CLICKHOUSE_ADDR, start none (0)
+//	DRIFTLINE_CLICKHOUSE_CLUSTER    with DRIFTLINE_EXTERNAL_CLICKHOUSE: the cluster of the servers
+//	                                DRIFTLINE_CLICKHOUSE_ADDR lists (make cluster-up); the stack migrates
+//	                                in cluster mode and the services run with -clickhouse.cluster (none)
 //	DRIFTLINE_EXTERNAL_BROKER       1: use the broker at DRIFTLINE_BROKERS, start none (0)
 //	DRIFTLINE_INGEST_ADDR           ingest gateway HTTP address (127.0.0.1:18080)
 //	DRIFTLINE_QUERY_ADDR            query API HTTP address (127.0.0.1:18081)
