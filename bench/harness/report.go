@@ -36,6 +36,7 @@ type sizeResult struct {
 	Naive         *consumerResult  `json:"naive,omitempty"`
 	NaiveStorage  *storageResult   `json:"naive_storage,omitempty"`
 	Rater         *consumerResult  `json:"rater,omitempty"`
+	Billing       *consumerResult  `json:"billing,omitempty"`
 }
 
 type consumerResult struct {
@@ -206,7 +207,10 @@ func renderMarkdown(rep *report) string {
 			row(fmt.Sprintf("%s: topics to committed findings (bin/naive -insert.batch %d)", baselineName(rep.NaiveBatch), rep.NaiveBatch), s.Naive)
 		}
 		if s.Rater != nil {
-			row("rater: usage.events to billing.rated (bin/rater, transactions)", s.Rater)
+			row("rater: usage.events to billing.rated (bin/rater -billing.enabled=false, transactions)", s.Rater)
+		}
+		if s.Billing != nil {
+			row("billing reconciler: usage, rated and ledger topics to ClickHouse (bin/rater -rater.enabled=false)", s.Billing)
 		}
 		w("\nTime runs from the first process's start (group join and, for the rater, its startup included) until the group's committed offsets reach the end of every partition. ")
 		w("CPU seconds count the processes of the stage plus what the broker and ClickHouse used during it (/proc/<pid>/stat utime+stime). " +
@@ -233,6 +237,9 @@ func renderMarkdown(rep *report) string {
 		}
 		if s.Rater != nil {
 			all = append(all, *s.Rater)
+		}
+		if s.Billing != nil {
+			all = append(all, *s.Billing)
 		}
 		for _, r := range all {
 			us := append([]usage(nil), r.Usage...)
