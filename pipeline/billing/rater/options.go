@@ -43,6 +43,14 @@ type Options struct {
 	// amortise the commit; smaller ones redo less after a crash. Default
 	// 10000.
 	MaxBatch int
+	// Horizon bounds the memory of usage keys, in event time: a key is
+	// remembered until its usage's occurred_at is more than Horizon
+	// behind the partition's watermark, and usage that occurred earlier
+	// than that is quarantined (late_event), never rated (state.go).
+	// Longer remembers more keys (about 110 bytes each, docs/sizing.md)
+	// and accepts later redeliveries. Default 48h, the billing
+	// reconciler's horizon.
+	Horizon time.Duration
 	// Now is the clock of rated_at. Default time.Now.
 	Now func() time.Time
 }
@@ -55,6 +63,7 @@ func DefaultOptions() Options {
 		TransactionalID:    "driftline-rater",
 		TransactionTimeout: 10 * time.Second,
 		MaxBatch:           10000,
+		Horizon:            48 * time.Hour,
 		Now:                time.Now,
 	}
 }
@@ -73,6 +82,7 @@ func (o *Options) defaults() error {
 	stream.Default(&o.InstanceID, o.TransactionalID)
 	stream.DefaultPositive(&o.TransactionTimeout, d.TransactionTimeout)
 	stream.DefaultPositive(&o.MaxBatch, d.MaxBatch)
+	stream.DefaultPositive(&o.Horizon, d.Horizon)
 	if o.Now == nil {
 		o.Now = d.Now
 	}

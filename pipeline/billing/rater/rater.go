@@ -31,6 +31,7 @@
 package rater
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"sync/atomic"
@@ -47,11 +48,10 @@ import (
 // Rater is one member of the rater consumer group: the processor of a
 // stream.Member (see member.go).
 type Rater struct {
-	opts      Options
-	m         *metrics
-	validator contract.Validator // the restore's: payloads it keeps are its own
-	// decoder is the loop's: its payloads and their strings (ZeroCopy)
-	// live only while one record is processed.
+	opts Options
+	m    *metrics
+	// decoder is the loop's and the restore's: its payloads and their
+	// strings (ZeroCopy) live only while one record is processed.
 	decoder    *contract.Decoder
 	currencies map[string]bool
 	member     *stream.Member
@@ -64,6 +64,10 @@ type Rater struct {
 	// round is the batch in progress, between Apply and Flush; nil
 	// between rounds.
 	round *round
+	// ratedAt is the round's rated_at, formatted once.
+	ratedAt []byte
+	// keyBuf is the restore's usage key.
+	keyBuf []byte
 }
 
 // New connects to the brokers and returns a Rater. With transactions on,
@@ -74,11 +78,10 @@ func New(ctx context.Context, opts Options) (*Rater, error) {
 		return nil, err
 	}
 	r := &Rater{
-		opts:      opts,
-		m:         newMetrics(opts.Registerer),
-		validator: contract.Validator{Environment: opts.Environment},
-		decoder:   contract.NewDecoder(contract.Validator{Environment: opts.Environment, ZeroCopy: true}),
-		state:     newKeyState(),
+		opts:    opts,
+		m:       newMetrics(opts.Registerer),
+		decoder: contract.NewDecoder(contract.Validator{Environment: opts.Environment, ZeroCopy: true}),
+		state:   newKeyState(opts.Horizon),
 	}
 	if len(opts.Currencies) > 0 {
 		r.currencies = map[string]bool{}
@@ -176,13 +179,17 @@ func (r *Rater) begin(ctx context.Context, fetches kgo.Fetches) {
 				rd.produceErr.CompareAndSwap(nil, &err)
 			}
 		}
-		book  = r.opts.Prices.Book()
-		now   = r.opts.Now()
-		arena = make([]byte, 0, 512*rd.records)
+		book = r.opts.Prices.Book()
+		now  = r.opts.Now()
 	)
+	// One allocation per round for the outputs' values, keys and records:
+	// the client holds them until the transaction ends.
+	r.ratedAt = now.UTC().AppendFormat(r.ratedAt[:0], ratedAtLayout)
+	arena := make([]byte, 0, 512*rd.records)
+	recs := make([]kgo.Record, 0, rd.records)
 	fetches.EachRecord(func(rec *kgo.Record) {
 		var o *kgo.Record
-		o, arena = r.process(rec, book, now, arena, &rd.out)
+		o, arena, recs = r.process(rec, book, arena, recs, &rd.out)
 		if o != nil {
 			cl.Produce(rd.ctx, o, promise)
 		}
@@ -235,7 +242,7 @@ func (r *Rater) end() error {
 		return nil
 	}
 	r.state.commit()
-	r.m.keys.Set(float64(r.state.keys()))
+	r.setKeys()
 	r.m.txns.WithLabelValues("committed").Inc()
 	r.m.usage.WithLabelValues("rated").Add(float64(rd.out.rated))
 	r.m.usage.WithLabelValues("redelivery").Add(float64(rd.out.redelivered))
@@ -250,54 +257,68 @@ func (r *Rater) end() error {
 }
 
 // process turns one usage record into its rated line or quarantine record
-// (nil for a redelivery). Values are carved from arena. The member's lock
-// is held.
-func (r *Rater) process(rec *kgo.Record, book *pricebook.Book, now time.Time, arena []byte, out *outcome) (*kgo.Record, []byte) {
+// (nil for a redelivery). Rated lines, their keys and records are carved
+// from arena and recs. The member's lock is held.
+func (r *Rater) process(rec *kgo.Record, book *pricebook.Book, arena []byte, recs []kgo.Record, out *outcome) (*kgo.Record, []byte, []kgo.Record) {
 	// The envelope and payload alias rec.Value and the decoder: what
-	// outlives this call is copied (the staged usage_id, the rated line).
+	// outlives this call is copied (the claimed key, the rated line).
 	env, payload, verr := r.decoder.DecodeEvent(rec.Value)
 	if verr != nil {
-		return r.quarantine(rec, "", verr.Reason, verr.Field, verr.Detail, out), arena
+		return r.quarantine(rec, "", verr.Reason, verr.Field, verr.Detail, out), arena, recs
 	}
 	u, ok := payload.(*contract.Usage)
 	if !ok {
-		return r.quarantine(rec, env.EventID, contract.ReasonWrongEventType, "event_type", env.EventType+" on the usage topic", out), arena
+		return r.quarantine(rec, env.EventID, contract.ReasonWrongEventType, "event_type", env.EventType+" on the usage topic", out), arena, recs
 	}
-	key := contract.UsageKey(u.MeteringSource, u.MeteringID)
-	part := contract.Partition([]byte(key), r.partitions)
-	if part != rec.Partition || string(rec.Key) != key {
+	// The key is carved from arena: the rated record's key if it is rated.
+	keyStart := len(arena)
+	arena = append(append(append(arena, u.MeteringSource...), '/'), u.MeteringID...)
+	key := arena[keyStart:len(arena):len(arena)]
+	part := contract.Partition(key, r.partitions)
+	if part != rec.Partition || !bytes.Equal(rec.Key, key) {
 		out.mispartitioned++
 	}
-	digest := contract.PayloadDigest(env.Payload)
-	switch v, first := r.state.check(part, u, key, digest); v {
+	e := usageEvent{part: part, key: key, usageID: u.UsageID, digest: contract.PayloadDigest(env.Payload), at: env.OccurredAt.UnixNano()}
+	if !rec.Timestamp.IsZero() {
+		e.ts = rec.Timestamp.UnixNano()
+	}
+	switch v, first, floor := r.state.check(&e); v {
 	case verdictRedelivery:
 		out.redelivered++
-		return nil, arena
+		return nil, arena[:keyStart], recs
 	case verdictConflict:
 		return r.quarantine(rec, env.EventID, contract.ReasonConflictingDuplicate, "payload.usage_id",
-			fmt.Sprintf("usage_id %s was rated before with payload digest %s, this payload's is %s: the first stays rated", first.usageID, first.digest, digest), out), arena
+			fmt.Sprintf("usage_id %s was rated before with payload digest %s, this payload's is %s: the first stays rated", first.usageID, first.digest, e.digest), out), arena[:keyStart], recs
 	case verdictDuplicate:
 		return r.quarantine(rec, env.EventID, contract.ReasonDuplicateUsage, "payload.metering_id",
-			fmt.Sprintf("usage key %s is already claimed by usage_id %s", key, first.usageID), out), arena
+			fmt.Sprintf("usage key %s is already claimed by usage_id %s", key, first.usageID), out), arena[:keyStart], recs
 	case verdictNotOwned:
 		return r.quarantine(rec, env.EventID, contract.ReasonNotOwned, "",
-			fmt.Sprintf("usage key %s hashes to partition %d, which another rater owns", key, part), out), arena
+			fmt.Sprintf("usage key %s hashes to partition %d, which another rater owns", key, part), out), arena[:keyStart], recs
+	case verdictLate:
+		return r.quarantine(rec, env.EventID, contract.ReasonLate, "occurred_at",
+			fmt.Sprintf("usage occurred at %s, before partition %d's watermark less the rater's horizon (%s): its usage key may be forgotten, so it is not rated",
+				env.OccurredAt.UTC().Format(time.RFC3339Nano), part, time.Unix(0, floor).UTC().Format(time.RFC3339Nano)), out), arena[:keyStart], recs
 	}
 	rating := Rate(book, r.currencies, u)
 	if rating.Reason != "" {
-		return r.quarantine(rec, env.EventID, rating.Reason, "", rating.Detail, out), arena
+		return r.quarantine(rec, env.EventID, rating.Reason, "", rating.Detail, out), arena[:keyStart], recs
 	}
 	start := len(arena)
-	arena = AppendRated(arena, &env, u, &rating, r.opts.Environment, now)
-	value := arena[start:len(arena):len(arena)]
+	arena = appendRated(arena, &env, u, &rating, r.opts.Environment, r.ratedAt)
 	out.rated++
-	return &kgo.Record{
+	recs = append(recs, kgo.Record{
 		Topic:   r.opts.Topics.Rated,
-		Key:     []byte(key),
-		Value:   value,
-		Headers: systemHeaders(""),
-	}, arena
+		Key:     key,
+		Value:   arena[start:len(arena):len(arena)],
+		Headers: ratedHeaders,
+	})
+	return &recs[len(recs)-1], arena, recs
 }
+
+// ratedHeaders are the headers of every rated line; the client only reads
+// them.
+var ratedHeaders = systemHeaders("")
 
 func (r *Rater) quarantine(rec *kgo.Record, eventID string, reason contract.Reason, field, detail string, out *outcome) *kgo.Record {
 	doc := contract.Quarantined{
@@ -313,6 +334,12 @@ func (r *Rater) quarantine(rec *kgo.Record, eventID string, reason contract.Reas
 	}
 	out.quarantined[reason]++
 	return &kgo.Record{Topic: r.opts.Topics.Quarantine, Key: rec.Key, Value: v, Headers: systemHeaders(reason)}
+}
+
+// setKeys sets the gauges of the usage keys remembered.
+func (r *Rater) setKeys() {
+	r.m.keys.Set(float64(r.state.keys()))
+	r.m.keyBytes.Set(float64(r.state.bytes()))
 }
 
 func systemHeaders(reason contract.Reason) []kgo.RecordHeader {
