@@ -61,6 +61,7 @@ type options struct {
 	phaseTimeout    time.Duration
 	rater           bool
 	billing         bool
+	ledger          bool
 	latencyRate     int
 	latencyDuration time.Duration
 	out             string
@@ -84,6 +85,7 @@ func main() {
 	flag.DurationVar(&o.phaseTimeout, "timeout", 8*time.Minute, "longest wait for one joiner or rater phase to catch up")
 	flag.BoolVar(&o.rater, "rater", true, "run bin/rater over usage.events (rating only, -billing.enabled=false)")
 	flag.BoolVar(&o.billing, "billing", true, "run the billing reconciler (bin/rater -rater.enabled=false) over the billing topics after the rater phase, and check rated_usage against the ground truth's totals")
+	flag.BoolVar(&o.ledger, "ledger", true, "generate the ledger's entries (billing.ledger, fleet.DefaultLedger) beside the usage, so that the billing reconciler reconciles rated lines against postings rather than opening rated_not_ledgered for every line")
 	flag.IntVar(&o.latencyRate, "latency.rate", 20000, "events per second fed during the latency phase (0 skips it)")
 	flag.DurationVar(&o.latencyDuration, "latency.duration", 30*time.Second, "length of the latency phase")
 	flag.StringVar(&o.out, "out", "bench/out", "directory for stacks, logs and results.json of this run (each run in a new subdirectory)")

@@ -50,6 +50,10 @@ func runSize(ctx context.Context, o options, runDir string, size int, latency bo
 	res := &sizeResult{Name: name}
 
 	cfg := fleet.SizedConfig(size)
+	if o.ledger {
+		cfg.Ledger = fleet.DefaultLedger()
+		cfg.Ledger.Enabled = true
+	}
 	g, err := fleet.New(cfg)
 	if err != nil {
 		return nil, err
