@@ -258,39 +258,12 @@ func renderMarkdown(rep *report) string {
 		}
 		w("\n")
 
-		w("### Findings\n\n")
-		for _, r := range s.Joiners {
-			w("- joiner x%d: %s findings in `%s.drift_evidence`; against the ground truth: **%s**.\n", r.Processes, thousands(float64(r.Findings)), r.Database, r.Truth)
+		if len(s.Joiners) > 0 || s.Naive != nil {
+			writeFindings(w, rep, s)
 		}
-		w("\n| classification | ground truth | joiner x%d | %s |\n|---|---|---|---|\n", firstProcs(s), baselineName(rep.NaiveBatch))
-		classes := map[string]bool{}
-		naive := map[string]int{}
-		if s.Naive != nil {
-			for k, v := range s.Naive.NaiveCounts {
-				c, _, _ := strings.Cut(k, " ")
-				naive[c] += v
-				classes[c] = true
-			}
+		if s.Billing != nil {
+			w("### Billing\n\n- billing reconciler: `rated_usage` against the ground truth's totals per tenant and unit: **%s**.\n\n", s.Billing.Truth)
 		}
-		for c := range s.TruthCounts {
-			classes[c] = true
-		}
-		for c := range s.JoinerCounts {
-			classes[c] = true
-		}
-		keys := make([]string, 0, len(classes))
-		for c := range classes {
-			keys = append(keys, c)
-		}
-		sort.Strings(keys)
-		for _, c := range keys {
-			nv := "-"
-			if s.Naive != nil {
-				nv = thousands(float64(naive[c]))
-			}
-			w("| %s | %s | %s | %s |\n", c, thousands(float64(s.TruthCounts[c])), thousands(float64(s.JoinerCounts[c])), nv)
-		}
-		w("\nCounts of current findings (open and resolved) per classification. The baseline ignores node-agent evidence (the ground truth's identity_mismatch includes cloned nodes seen in heartbeats) and quota; when it stopped before the end, its counts are partial.\n\n")
 		if s.Storage != nil {
 			w("### ClickHouse bytes per finding\n\n")
 			w("`SELECT table, sum(bytes_on_disk), sum(rows), count() FROM system.parts WHERE database = '%s' AND active GROUP BY table` after the joiner phase writing to it (the first whose findings equal the ground truth):\n\n", s.Storage.Database)
@@ -347,4 +320,42 @@ func baselineName(batch int) string {
 		return "row-by-row first version"
 	}
 	return "baseline (batched inserts)"
+}
+
+// writeFindings writes the findings of the joiner phases and the baseline
+// against the ground truth.
+func writeFindings(w func(string, ...any), rep *report, s sizeResult) {
+	w("### Findings\n\n")
+	for _, r := range s.Joiners {
+		w("- joiner x%d: %s findings in `%s.drift_evidence`; against the ground truth: **%s**.\n", r.Processes, thousands(float64(r.Findings)), r.Database, r.Truth)
+	}
+	w("\n| classification | ground truth | joiner x%d | %s |\n|---|---|---|---|\n", firstProcs(s), baselineName(rep.NaiveBatch))
+	classes := map[string]bool{}
+	naive := map[string]int{}
+	if s.Naive != nil {
+		for k, v := range s.Naive.NaiveCounts {
+			c, _, _ := strings.Cut(k, " ")
+			naive[c] += v
+			classes[c] = true
+		}
+	}
+	for c := range s.TruthCounts {
+		classes[c] = true
+	}
+	for c := range s.JoinerCounts {
+		classes[c] = true
+	}
+	keys := make([]string, 0, len(classes))
+	for c := range classes {
+		keys = append(keys, c)
+	}
+	sort.Strings(keys)
+	for _, c := range keys {
+		nv := "-"
+		if s.Naive != nil {
+			nv = thousands(float64(naive[c]))
+		}
+		w("| %s | %s | %s | %s |\n", c, thousands(float64(s.TruthCounts[c])), thousands(float64(s.JoinerCounts[c])), nv)
+	}
+	w("\nCounts of current findings (open and resolved) per classification. The baseline ignores node-agent evidence (the ground truth's identity_mismatch includes cloned nodes seen in heartbeats) and quota; when it stopped before the end, its counts are partial.\n\n")
 }
