@@ -68,6 +68,8 @@ type Rater struct {
 	ratedAt []byte
 	// keyBuf is the restore's usage key.
 	keyBuf []byte
+	// spare are the outputs of the last round, reused by the next one.
+	spare outputs
 }
 
 // New connects to the brokers and returns a Rater. With transactions on,
@@ -152,6 +154,7 @@ type round struct {
 	err        error
 	produceErr atomic.Pointer[error]
 	out        outcome
+	outputs
 }
 
 // roundTimeout bounds producing and ending one round's transaction.
@@ -182,18 +185,31 @@ func (r *Rater) begin(ctx context.Context, fetches kgo.Fetches) {
 		book = r.opts.Prices.Book()
 		now  = r.opts.Now()
 	)
-	// One allocation per round for the outputs' values, keys and records:
-	// the client holds them until the transaction ends.
+	// The outputs' values, keys and records are carved from the round's
+	// arena and slab: the client holds them until the round's flush, after
+	// which the next round reuses them.
 	r.ratedAt = now.UTC().AppendFormat(r.ratedAt[:0], ratedAtLayout)
-	arena := make([]byte, 0, 512*rd.records)
-	recs := make([]kgo.Record, 0, rd.records)
+	rd.arena, rd.recs = r.spare.arena, r.spare.recs
+	r.spare = outputs{}
+	if cap(rd.arena) < 512*rd.records {
+		rd.arena = make([]byte, 0, 512*rd.records)
+	}
+	if cap(rd.recs) < rd.records {
+		rd.recs = make([]kgo.Record, 0, rd.records)
+	}
 	fetches.EachRecord(func(rec *kgo.Record) {
 		var o *kgo.Record
-		o, arena, recs = r.process(rec, book, arena, recs, &rd.out)
+		o, rd.arena, rd.recs = r.process(rec, book, rd.arena, rd.recs, &rd.out)
 		if o != nil {
 			cl.Produce(rd.ctx, o, promise)
 		}
 	})
+}
+
+// outputs are a round's arena and record slab (process).
+type outputs struct {
+	arena []byte
+	recs  []kgo.Record
 }
 
 // end ends the round's transaction: it commits the outputs with the
@@ -213,6 +229,10 @@ func (r *Rater) end() error {
 	if err := r.member.Client().Flush(rd.ctx); err != nil {
 		return fmt.Errorf("flush: %w", err)
 	}
+	// Every record of the round is finished: the client no longer reads
+	// their memory.
+	r.spare = rd.outputs
+	r.spare.arena, r.spare.recs = r.spare.arena[:0], r.spare.recs[:0]
 	committed := false
 	if sess := r.member.Session(); sess != nil {
 		try := kgo.TryCommit
