@@ -50,7 +50,7 @@ import (
 type Rater struct {
 	opts Options
 	m    *metrics
-	// decoder is the loop's and the restore's: its payloads and their
+	// decoder is the restore's: its payloads and their
 	// strings (ZeroCopy) live only while one record is processed.
 	decoder    *contract.Decoder
 	currencies map[string]bool
@@ -68,8 +68,14 @@ type Rater struct {
 	ratedAt []byte
 	// keyBuf is the restore's usage key.
 	keyBuf []byte
-	// spare are the outputs of the last round, reused by the next one.
-	spare outputs
+	// preparers are prepare's workers, each with its decoder and arena.
+	preparers []*preparer
+	// in, prepared and spareRecs are reused from round to round: the
+	// records of a round, their preparation, and the slab of the rated
+	// records of the last round once it is flushed.
+	in        []*kgo.Record
+	prepared  []prepared
+	spareRecs []kgo.Record
 }
 
 // New connects to the brokers and returns a Rater. With transactions on,
@@ -154,7 +160,8 @@ type round struct {
 	err        error
 	produceErr atomic.Pointer[error]
 	out        outcome
-	outputs
+	// recs is the slab of the round's rated records.
+	recs []kgo.Record
 }
 
 // roundTimeout bounds producing and ending one round's transaction.
@@ -185,31 +192,30 @@ func (r *Rater) begin(ctx context.Context, fetches kgo.Fetches) {
 		book = r.opts.Prices.Book()
 		now  = r.opts.Now()
 	)
-	// The outputs' values, keys and records are carved from the round's
-	// arena and slab: the client holds them until the round's flush, after
-	// which the next round reuses them.
+	// The rated lines, their keys and records are carved from the
+	// preparers' arenas and the round's slab: the client holds them until
+	// the round's flush, after which the next round reuses them.
 	r.ratedAt = now.UTC().AppendFormat(r.ratedAt[:0], ratedAtLayout)
-	rd.arena, rd.recs = r.spare.arena, r.spare.recs
-	r.spare = outputs{}
-	if cap(rd.arena) < 512*rd.records {
-		rd.arena = make([]byte, 0, 512*rd.records)
-	}
+	rd.recs, r.spareRecs = r.spareRecs, nil
 	if cap(rd.recs) < rd.records {
 		rd.recs = make([]kgo.Record, 0, rd.records)
 	}
-	fetches.EachRecord(func(rec *kgo.Record) {
-		var o *kgo.Record
-		o, rd.arena, rd.recs = r.process(rec, book, rd.arena, rd.recs, &rd.out)
-		if o != nil {
+	in := r.in[:0]
+	fetches.EachRecord(func(rec *kgo.Record) { in = append(in, rec) })
+	if cap(r.prepared) < len(in) {
+		r.prepared = make([]prepared, len(in))
+	}
+	ps := r.prepared[:len(in)]
+	r.prepare(in, ps, book)
+	for i := range ps {
+		if o := r.decide(&ps[i], rd); o != nil {
 			cl.Produce(rd.ctx, o, promise)
 		}
-	})
-}
-
-// outputs are a round's arena and record slab (process).
-type outputs struct {
-	arena []byte
-	recs  []kgo.Record
+	}
+	// Drop the references to this round's records until the next one.
+	clear(in)
+	clear(ps)
+	r.in = in[:0]
 }
 
 // end ends the round's transaction: it commits the outputs with the
@@ -227,12 +233,18 @@ func (r *Rater) end() error {
 	}
 	// Flush first so a failed produce aborts rather than commits.
 	if err := r.member.Client().Flush(rd.ctx); err != nil {
+		// The client may still hold records carved from the arenas.
+		for _, p := range r.preparers {
+			p.arena = nil
+		}
 		return fmt.Errorf("flush: %w", err)
 	}
 	// Every record of the round is finished: the client no longer reads
 	// their memory.
-	r.spare = rd.outputs
-	r.spare.arena, r.spare.recs = r.spare.arena[:0], r.spare.recs[:0]
+	r.spareRecs = rd.recs[:0]
+	for _, p := range r.preparers {
+		p.arena = p.arena[:0]
+	}
 	committed := false
 	if sess := r.member.Session(); sess != nil {
 		try := kgo.TryCommit
@@ -276,64 +288,51 @@ func (r *Rater) end() error {
 	return nil
 }
 
-// process turns one usage record into its rated line or quarantine record
-// (nil for a redelivery). Rated lines, their keys and records are carved
-// from arena and recs. The member's lock is held.
-func (r *Rater) process(rec *kgo.Record, book *pricebook.Book, arena []byte, recs []kgo.Record, out *outcome) (*kgo.Record, []byte, []kgo.Record) {
-	// The envelope and payload alias rec.Value and the decoder: what
-	// outlives this call is copied (the claimed key, the rated line).
-	env, payload, verr := r.decoder.DecodeEvent(rec.Value)
-	if verr != nil {
-		return r.quarantine(rec, "", verr.Reason, verr.Field, verr.Detail, out), arena, recs
+// decide turns one prepared usage record into its rated line or
+// quarantine record (nil for a redelivery), checking it against the key
+// state. Rated records are carved from the round's slab. The member's
+// lock is held.
+func (r *Rater) decide(p *prepared, rd *round) *kgo.Record {
+	rec, out := p.rec, &rd.out
+	switch {
+	case p.verr != nil:
+		return r.quarantine(rec, "", p.verr.Reason, p.verr.Field, p.verr.Detail, out)
+	case p.notUsage:
+		return r.quarantine(rec, p.eventID, contract.ReasonWrongEventType, "event_type", p.eventType+" on the usage topic", out)
 	}
-	u, ok := payload.(*contract.Usage)
-	if !ok {
-		return r.quarantine(rec, env.EventID, contract.ReasonWrongEventType, "event_type", env.EventType+" on the usage topic", out), arena, recs
-	}
-	// The key is carved from arena: the rated record's key if it is rated.
-	keyStart := len(arena)
-	arena = append(append(append(arena, u.MeteringSource...), '/'), u.MeteringID...)
-	key := arena[keyStart:len(arena):len(arena)]
-	part := contract.Partition(key, r.partitions)
-	if part != rec.Partition || !bytes.Equal(rec.Key, key) {
+	e := &p.e
+	if e.part != rec.Partition || !bytes.Equal(rec.Key, e.key) {
 		out.mispartitioned++
 	}
-	e := usageEvent{part: part, key: key, usageID: u.UsageID, digest: contract.PayloadDigest(env.Payload), at: env.OccurredAt.UnixNano()}
-	if !rec.Timestamp.IsZero() {
-		e.ts = rec.Timestamp.UnixNano()
-	}
-	switch v, first, floor := r.state.check(&e); v {
+	switch v, first, floor := r.state.check(e); v {
 	case verdictRedelivery:
 		out.redelivered++
-		return nil, arena[:keyStart], recs
+		return nil
 	case verdictConflict:
-		return r.quarantine(rec, env.EventID, contract.ReasonConflictingDuplicate, "payload.usage_id",
-			fmt.Sprintf("usage_id %s was rated before with payload digest %s, this payload's is %s: the first stays rated", first.usageID, first.digest, e.digest), out), arena[:keyStart], recs
+		return r.quarantine(rec, p.eventID, contract.ReasonConflictingDuplicate, "payload.usage_id",
+			fmt.Sprintf("usage_id %s was rated before with payload digest %s, this payload's is %s: the first stays rated", first.usageID, first.digest, e.digest), out)
 	case verdictDuplicate:
-		return r.quarantine(rec, env.EventID, contract.ReasonDuplicateUsage, "payload.metering_id",
-			fmt.Sprintf("usage key %s is already claimed by usage_id %s", key, first.usageID), out), arena[:keyStart], recs
+		return r.quarantine(rec, p.eventID, contract.ReasonDuplicateUsage, "payload.metering_id",
+			fmt.Sprintf("usage key %s is already claimed by usage_id %s", e.key, first.usageID), out)
 	case verdictNotOwned:
-		return r.quarantine(rec, env.EventID, contract.ReasonNotOwned, "",
-			fmt.Sprintf("usage key %s hashes to partition %d, which another rater owns", key, part), out), arena[:keyStart], recs
+		return r.quarantine(rec, p.eventID, contract.ReasonNotOwned, "",
+			fmt.Sprintf("usage key %s hashes to partition %d, which another rater owns", e.key, e.part), out)
 	case verdictLate:
-		return r.quarantine(rec, env.EventID, contract.ReasonLate, "occurred_at",
+		return r.quarantine(rec, p.eventID, contract.ReasonLate, "occurred_at",
 			fmt.Sprintf("usage occurred at %s, before partition %d's watermark less the rater's horizon (%s): its usage key may be forgotten, so it is not rated",
-				env.OccurredAt.UTC().Format(time.RFC3339Nano), part, time.Unix(0, floor).UTC().Format(time.RFC3339Nano)), out), arena[:keyStart], recs
+				p.occurred.UTC().Format(time.RFC3339Nano), e.part, time.Unix(0, floor).UTC().Format(time.RFC3339Nano)), out)
 	}
-	rating := Rate(book, r.currencies, u)
-	if rating.Reason != "" {
-		return r.quarantine(rec, env.EventID, rating.Reason, "", rating.Detail, out), arena[:keyStart], recs
+	if p.rating.Reason != "" {
+		return r.quarantine(rec, p.eventID, p.rating.Reason, "", p.rating.Detail, out)
 	}
-	start := len(arena)
-	arena = appendRated(arena, &env, u, &rating, r.opts.Environment, r.ratedAt)
 	out.rated++
-	recs = append(recs, kgo.Record{
+	rd.recs = append(rd.recs, kgo.Record{
 		Topic:   r.opts.Topics.Rated,
-		Key:     key,
-		Value:   arena[start:len(arena):len(arena)],
+		Key:     e.key,
+		Value:   p.value,
 		Headers: ratedHeaders,
 	})
-	return &recs[len(recs)-1], arena, recs
+	return &rd.recs[len(rd.recs)-1]
 }
 
 // ratedHeaders are the headers of every rated line; the client only reads
