@@ -1,6 +1,7 @@
 package rater
 
 import (
+	"bytes"
 	"runtime"
 	"sync"
 	"time"
@@ -29,6 +30,9 @@ type prepared struct {
 	eventType string
 	eventID   string // copied out of the record's decoder
 	e         usageEvent
+	// misrouted: the usage key does not hash to the partition the record
+	// is in, or the record's key is not the usage key.
+	misrouted bool
 	occurred  time.Time
 	// rating is the usage's rating; value its rated line when rated.
 	rating Rating
@@ -108,6 +112,7 @@ func (p *preparer) prepareOne(r *Rater, out *prepared, book *pricebook.Book) {
 	if !rec.Timestamp.IsZero() {
 		out.e.ts = rec.Timestamp.UnixNano()
 	}
+	out.misrouted = out.e.part != rec.Partition || !bytes.Equal(rec.Key, key)
 	out.occurred = env.OccurredAt
 	out.rating = Rate(book, r.currencies, u)
 	if out.rating.Reason != "" {

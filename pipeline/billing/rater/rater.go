@@ -31,7 +31,6 @@
 package rater
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"sync/atomic"
@@ -301,7 +300,7 @@ func (r *Rater) decide(p *prepared, rd *round) *kgo.Record {
 		return r.quarantine(rec, p.eventID, contract.ReasonWrongEventType, "event_type", p.eventType+" on the usage topic", out)
 	}
 	e := &p.e
-	if e.part != rec.Partition || !bytes.Equal(rec.Key, e.key) {
+	if p.misrouted {
 		out.mispartitioned++
 	}
 	switch v, first, floor := r.state.check(e); v {
