@@ -47,6 +47,10 @@ type partition struct {
 	dirty   bool
 	// merge orders the polled records of the three streams.
 	merge logmerge.Merge
+	// marker is, per stream, the position after the last transaction
+	// marker fetched (the rater's commits on billing.rated): the merge
+	// moves past it once every record before it is applied (markers).
+	marker [numStreams]kgo.EpochOffset
 	// pruned and late are the tracker's counts already added to the
 	// metrics.
 	pruned, late int64
