@@ -105,6 +105,7 @@ func (p *preparer) prepareOne(r *Rater, out *prepared, book *pricebook.Book) {
 	out.e = usageEvent{
 		part:    contract.Partition(key, r.partitions),
 		key:     key,
+		hash:    hashKey(key),
 		usageID: p.copyString(u.UsageID),
 		digest:  contract.PayloadDigest(env.Payload),
 		at:      env.OccurredAt.UnixNano(),

@@ -65,7 +65,7 @@ func (r *Rater) replay(rec *kgo.Record) {
 		return
 	}
 	r.keyBuf = append(append(append(r.keyBuf[:0], u.MeteringSource...), '/'), u.MeteringID...)
-	e := usageEvent{part: contract.Partition(r.keyBuf, r.partitions), key: r.keyBuf, usageID: u.UsageID,
+	e := usageEvent{part: contract.Partition(r.keyBuf, r.partitions), key: r.keyBuf, hash: hashKey(r.keyBuf), usageID: u.UsageID,
 		digest: contract.PayloadDigest(env.Payload), at: env.OccurredAt.UnixNano()}
 	if !rec.Timestamp.IsZero() {
 		e.ts = rec.Timestamp.UnixNano()

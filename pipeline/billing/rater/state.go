@@ -122,6 +122,7 @@ const (
 type usageEvent struct {
 	part    int32  // the partition its key hashes to
 	key     []byte // its usage key (copied when claimed)
+	hash    uint64 // hashKey(key)
 	usageID string // copied when claimed
 	digest  contract.Digest
 	at      int64 // occurred_at, unix ns
@@ -147,7 +148,7 @@ func (s *keyState) check(e *usageEvent) (verdict, claim, int64) {
 		p.watermark = w
 		floor = p.floor(s.horizon)
 	}
-	h := hashKey(e.key)
+	h := e.hash
 	for _, g := range p.gens {
 		if g.start+s.span <= floor {
 			continue // forgotten, dropped at the next commit

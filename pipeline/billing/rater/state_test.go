@@ -13,7 +13,7 @@ import (
 var t0 = time.Date(2026, 11, 21, 10, 0, 0, 0, time.UTC).UnixNano()
 
 func ev(part int32, key, usageID string, d contract.Digest, at int64) *usageEvent {
-	return &usageEvent{part: part, key: []byte(key), usageID: usageID, digest: d, at: at}
+	return &usageEvent{part: part, key: []byte(key), hash: hashKey([]byte(key)), usageID: usageID, digest: d, at: at}
 }
 
 // The rater decodes with a reused ZeroCopy contract.Decoder: the key and
@@ -22,7 +22,7 @@ func TestCheckKeepsItsOwnUsageID(t *testing.T) {
 	s := newKeyState(48 * time.Hour)
 	s.parts[3] = &partKeys{}
 	line := []byte("usage-1 src/m-1")
-	e := &usageEvent{part: 3, usageID: unsafe.String(&line[0], 7), key: line[8:], digest: 7, at: t0}
+	e := &usageEvent{part: 3, usageID: unsafe.String(&line[0], 7), key: line[8:], hash: hashKey(line[8:]), digest: 7, at: t0}
 	if v, _, _ := s.check(e); v != verdictNew {
 		t.Fatalf("verdict %v", v)
 	}
@@ -191,6 +191,5 @@ func TestCheckMemory(t *testing.T) {
 }
 
 func hashOf(key string) uint64 {
-	e := ev(0, key, "", 0, 0)
-	return hashKey(e.key)
+	return hashKey([]byte(key))
 }
