@@ -2,6 +2,7 @@ package rater
 
 import (
 	"fmt"
+	"math/rand/v2"
 	"runtime"
 	"testing"
 	"time"
@@ -192,4 +193,86 @@ func TestCheckMemory(t *testing.T) {
 
 func hashOf(key string) uint64 {
 	return hashKey([]byte(key))
+}
+
+// TestReplayEqualsLive: the state a restore rebuilds (the committed
+// records through check, in batches of another size) equals the live
+// state after rounds of which some aborted and were processed again, as
+// a transaction's records are after an abort: same verdicts, keys,
+// watermark and generations, with keys forgotten past the horizon.
+func TestReplayEqualsLive(t *testing.T) {
+	const horizon = 4 * time.Hour
+	rng := rand.New(rand.NewPCG(1, 2))
+	var log []*usageEvent
+	at := t0
+	for i := 0; i < 20_000; i++ {
+		at += int64(time.Duration(rng.IntN(4000)) * time.Millisecond) // about 11 h in all
+		key := fmt.Sprintf("src/m-%d", rng.IntN(15_000))
+		id := fmt.Sprintf("u-%d", rng.IntN(18_000))
+		occurred := at - int64(time.Duration(rng.IntN(6*3600))*time.Second) // some late
+		log = append(log, ev(0, key, id, contract.Digest(rng.IntN(3)+1), occurred))
+		log[i].ts = at
+	}
+	verdicts := func(s *keyState, evs []*usageEvent) []verdict {
+		var out []verdict
+		for _, e := range evs {
+			v, _, _ := s.check(e)
+			out = append(out, v)
+		}
+		return out
+	}
+	live := newKeyState(horizon)
+	live.parts[0] = &partKeys{}
+	var liveVerdicts []verdict
+	for i := 0; i < len(log); {
+		n := min(1+rng.IntN(700), len(log)-i)
+		vs := verdicts(live, log[i:i+n])
+		if rng.IntN(4) == 0 {
+			live.abort() // the round is polled again
+			continue
+		}
+		live.commit()
+		liveVerdicts = append(liveVerdicts, vs...)
+		i += n
+	}
+	replay := newKeyState(horizon)
+	replay.parts[0] = &partKeys{}
+	var replayVerdicts []verdict
+	for i := 0; i < len(log); i += 1000 {
+		replayVerdicts = append(replayVerdicts, verdicts(replay, log[i:min(i+1000, len(log))])...)
+		replay.commit()
+	}
+	late := 0
+	for i := range liveVerdicts {
+		if liveVerdicts[i] != replayVerdicts[i] {
+			t.Fatalf("event %d: live %v, replay %v", i, liveVerdicts[i], replayVerdicts[i])
+		}
+		if liveVerdicts[i] == verdictLate {
+			late++
+		}
+	}
+	if late == 0 || late == len(log) {
+		t.Fatalf("%d late events of %d: the test does not exercise the horizon", late, len(log))
+	}
+	lp, rp := live.parts[0], replay.parts[0]
+	if lp.watermark != rp.watermark || len(lp.gens) != len(rp.gens) {
+		t.Fatalf("live watermark %d, %d generations; replay %d, %d", lp.watermark, len(lp.gens), rp.watermark, len(rp.gens))
+	}
+	for i := range lp.gens {
+		lg, rg := lp.gens[i], rp.gens[i]
+		if lg.start != rg.start || len(lg.index)+len(lg.collide) != len(rg.index)+len(rg.collide) || lg.claims != rg.claims {
+			t.Fatalf("generation %d: live %d with %d claims, replay %d with %d", i, lg.start, lg.claims, rg.start, rg.claims)
+		}
+		for h, ref := range lg.index {
+			_, key, id := lg.entry(ref)
+			rref, ok := rg.index[h]
+			if !ok {
+				t.Fatalf("generation %d: key %s missing from the replay", i, key)
+			}
+			d2, key2, id2 := rg.entry(rref)
+			if d, _, _ := lg.entry(ref); string(key) != string(key2) || string(id) != string(id2) || d != d2 {
+				t.Fatalf("generation %d: live %s %s, replay %s %s", i, key, id, key2, id2)
+			}
+		}
+	}
 }
