@@ -96,7 +96,7 @@ func (p *preparer) prepareOne(r *Rater, out *prepared, book *pricebook.Book) {
 	out.eventID = p.copyString(env.EventID)
 	u, ok := payload.(*contract.Usage)
 	if !ok {
-		out.notUsage, out.eventType = true, env.EventType
+		out.notUsage, out.eventType = true, p.copyString(env.EventType)
 		return
 	}
 	start := len(p.arena)
