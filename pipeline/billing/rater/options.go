@@ -49,7 +49,7 @@ type Options struct {
 	// remembered until its usage's occurred_at is more than Horizon
 	// behind the partition's watermark, and usage that occurred earlier
 	// than that is quarantined (late_event), never rated (state.go).
-	// Longer remembers more keys (about 110 bytes each, docs/sizing.md)
+	// Longer remembers more keys (about 100 bytes each, docs/sizing.md)
 	// and accepts later redeliveries. Default 48h, the billing
 	// reconciler's horizon.
 	Horizon time.Duration
