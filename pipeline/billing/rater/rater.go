@@ -16,8 +16,14 @@
 // The rater therefore remembers, per usage key, the usage_id that first
 // claimed it: a redelivered usage_id changes nothing, and a second usage_id
 // of the same key is duplicate_usage (quarantined, not rated). That state
-// is rebuilt on assignment by replaying the partition's usage records below
-// the committed offset, and updated only when a transaction commits.
+// is bounded by an event-time horizon (usage older than it is quarantined
+// as late_event), rebuilt on assignment by replaying the partition's usage
+// records below the committed offset through the same checks, and what a
+// transaction adds is undone when it aborts (state.go).
+//
+// A round's records are decoded, rated and encoded in parallel, then
+// checked against the key state and produced in their order by the loop
+// alone (prepare.go).
 //
 // Usage that cannot be rated exactly is never guessed at: an unknown or
 // retired unit, a negative or inexact quantity, a currency the rater may
