@@ -29,6 +29,7 @@ import (
 	"github.com/driftline/driftline/pipeline/billing/pricebook"
 	"github.com/driftline/driftline/pipeline/billing/rater"
 	"github.com/driftline/driftline/pipeline/billing/reconcile"
+	"github.com/driftline/driftline/pipeline/contract"
 	"github.com/driftline/driftline/pipeline/ingest"
 	"github.com/driftline/driftline/pipeline/readmodel"
 	"github.com/driftline/driftline/pipeline/service"
@@ -51,7 +52,7 @@ func run() error {
 	txns := fs.Bool("rater.transactions", !ro.DisableTransactions, "rate exactly-once in Kafka transactions; false is at-least-once and only for measuring the transactions' overhead")
 	fs.DurationVar(&ro.TransactionTimeout, "rater.transactionTimeout", ro.TransactionTimeout, "how long a crashed rater's open transaction may hold back read_committed consumers if no restart fences it")
 	fs.IntVar(&ro.MaxBatch, "rater.maxBatch", ro.MaxBatch, "records per transaction; larger amortises commits, smaller redoes less after a crash")
-	fs.DurationVar(&ro.Horizon, "rater.horizon", ro.Horizon, "event time a usage key is remembered for after its usage occurred (bounds memory, about 100 bytes a key); usage that occurred longer before its partition's watermark is quarantined as late_event, never rated")
+	fs.DurationVar(&ro.Horizon, "rater.horizon", ro.Horizon, "event time a usage key is remembered for after its usage occurred (bounds memory, about 100 bytes a key); usage that occurred longer before its partition's watermark is quarantined as "+string(contract.ReasonLate)+", never rated")
 	currencies := fs.String("rater.currencies", "", "comma-separated currencies this rater may bill (empty: any the price book names); other usage is quarantined")
 	billingOn := fs.Bool("billing.enabled", true, "run the billing reconciler in this process (needs ClickHouse); false rates only")
 	raterOn := fs.Bool("rater.enabled", true, "rate usage in this process; false runs only the billing reconciler (for a reconciler of its own, or to measure each apart)")
