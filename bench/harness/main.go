@@ -19,7 +19,10 @@
 //   - bin/naive (bench/naive): the same job as a competent engineer writes
 //     it in a day (batched inserts; -naive.batch 1 for its row-by-row
 //     first version), the baseline every ratio is taken against;
-//   - bin/rater over usage.events.
+//   - bin/rater over usage.events, rating only;
+//   - the billing reconciler (bin/rater -rater.enabled=false) over
+//     usage.events, billing.rated and billing.ledger, its rated_usage
+//     totals checked against the ground truth.
 //
 // A latency phase runs once per invocation: one joiner on its own topics,
 // fed at a fixed rate with events stamped with the wall clock; a sample of
@@ -57,6 +60,8 @@ type options struct {
 	naiveBatch      int
 	phaseTimeout    time.Duration
 	rater           bool
+	billing         bool
+	ledger          bool
 	latencyRate     int
 	latencyDuration time.Duration
 	out             string
@@ -71,21 +76,23 @@ type options struct {
 func main() {
 	var o options
 	sizes := flag.String("sizes", "1m", "data set sizes in generated events, comma separated (k and m suffixes); about 7.5 events per identity")
-	joiners := flag.String("joiners", "1,2,4", "joiner process counts to run, one consumer group each")
+	joiners := flag.String("joiners", "1,2,4", "joiner process counts to run, one consumer group each; 0 runs no joiner phase")
 	scaling := flag.String("scaling.upTo", "2m", "sizes above this run only the first -joiners count (and its restore), to bound the run's length")
 	flag.IntVar(&o.partitions, "partitions", 8, "partitions per topic")
 	flag.BoolVar(&o.naive, "naive", true, "run the baseline (bench/naive) on the same topics")
 	flag.IntVar(&o.naiveBatch, "naive.batch", 50000, "rows per INSERT of the baseline; 1 runs its row-by-row first version")
 	flag.DurationVar(&o.naiveTimeout, "naive.timeout", 3*time.Minute, "stop the naive baseline after this long and report its rate so far")
 	flag.DurationVar(&o.phaseTimeout, "timeout", 8*time.Minute, "longest wait for one joiner or rater phase to catch up")
-	flag.BoolVar(&o.rater, "rater", true, "run bin/rater over usage.events")
+	flag.BoolVar(&o.rater, "rater", true, "run bin/rater over usage.events (rating only, -billing.enabled=false)")
+	flag.BoolVar(&o.billing, "billing", true, "run the billing reconciler (bin/rater -rater.enabled=false) over the billing topics after the rater phase, and check rated_usage against the ground truth's totals")
+	flag.BoolVar(&o.ledger, "ledger", true, "generate the ledger's entries (billing.ledger, fleet.DefaultLedger) beside the usage, so that the billing reconciler reconciles rated lines against postings rather than opening rated_not_ledgered for every line")
 	flag.IntVar(&o.latencyRate, "latency.rate", 20000, "events per second fed during the latency phase (0 skips it)")
 	flag.DurationVar(&o.latencyDuration, "latency.duration", 30*time.Second, "length of the latency phase")
 	flag.StringVar(&o.out, "out", "bench/out", "directory for stacks, logs and results.json of this run (each run in a new subdirectory)")
 	flag.StringVar(&o.results, "results", "", "write the Markdown report to this file (e.g. bench/RESULTS.md); always written to the run directory")
 	flag.StringVar(&o.plot, "plot", "", "write the scaling plot to this PNG file (e.g. bench/scaling.png); always written to the run directory")
 	flag.StringVar(&o.binDir, "bin", "bin", "directory of the pipeline binaries (make build) and bin/naive")
-	flag.BoolVar(&o.profile, "profile", false, "write a CPU profile of every joiner process next to its log (log/<group>-<i>.cpu.pprof)")
+	flag.BoolVar(&o.profile, "profile", false, "write a CPU profile of every joiner, rater and billing process next to its log (log/<name>.cpu.pprof)")
 	flag.BoolVar(&o.keep, "keep", false, "keep each stack's broker and ClickHouse data in the run directory (logs are always kept)")
 	flag.Parse()
 	o.command = "go run ./bench/harness " + strings.Join(os.Args[1:], " ")
@@ -93,7 +100,9 @@ func main() {
 	if o.sizes, err = parseSizes(*sizes); err != nil {
 		log.Fatal(err)
 	}
-	if o.joiners, err = parseInts(*joiners); err != nil {
+	if *joiners == "0" {
+		o.joiners = nil
+	} else if o.joiners, err = parseInts(*joiners); err != nil {
 		log.Fatal(err)
 	}
 	up, err := parseSizes(*scaling)

@@ -36,6 +36,7 @@ type sizeResult struct {
 	Naive         *consumerResult  `json:"naive,omitempty"`
 	NaiveStorage  *storageResult   `json:"naive_storage,omitempty"`
 	Rater         *consumerResult  `json:"rater,omitempty"`
+	Billing       *consumerResult  `json:"billing,omitempty"`
 }
 
 type consumerResult struct {
@@ -206,7 +207,10 @@ func renderMarkdown(rep *report) string {
 			row(fmt.Sprintf("%s: topics to committed findings (bin/naive -insert.batch %d)", baselineName(rep.NaiveBatch), rep.NaiveBatch), s.Naive)
 		}
 		if s.Rater != nil {
-			row("rater: usage.events to billing.rated (bin/rater, transactions)", s.Rater)
+			row("rater: usage.events to billing.rated (bin/rater -billing.enabled=false, transactions)", s.Rater)
+		}
+		if s.Billing != nil {
+			row("billing reconciler: usage, rated and ledger topics to ClickHouse (bin/rater -rater.enabled=false)", s.Billing)
 		}
 		w("\nTime runs from the first process's start (group join and, for the rater, its startup included) until the group's committed offsets reach the end of every partition. ")
 		w("CPU seconds count the processes of the stage plus what the broker and ClickHouse used during it (/proc/<pid>/stat utime+stime). " +
@@ -234,6 +238,9 @@ func renderMarkdown(rep *report) string {
 		if s.Rater != nil {
 			all = append(all, *s.Rater)
 		}
+		if s.Billing != nil {
+			all = append(all, *s.Billing)
+		}
 		for _, r := range all {
 			us := append([]usage(nil), r.Usage...)
 			sort.SliceStable(us, func(i, j int) bool { return us[i].Name < us[j].Name })
@@ -251,39 +258,12 @@ func renderMarkdown(rep *report) string {
 		}
 		w("\n")
 
-		w("### Findings\n\n")
-		for _, r := range s.Joiners {
-			w("- joiner x%d: %s findings in `%s.drift_evidence`; against the ground truth: **%s**.\n", r.Processes, thousands(float64(r.Findings)), r.Database, r.Truth)
+		if len(s.Joiners) > 0 || s.Naive != nil {
+			writeFindings(w, rep, s)
 		}
-		w("\n| classification | ground truth | joiner x%d | %s |\n|---|---|---|---|\n", firstProcs(s), baselineName(rep.NaiveBatch))
-		classes := map[string]bool{}
-		naive := map[string]int{}
-		if s.Naive != nil {
-			for k, v := range s.Naive.NaiveCounts {
-				c, _, _ := strings.Cut(k, " ")
-				naive[c] += v
-				classes[c] = true
-			}
+		if s.Billing != nil {
+			w("### Billing\n\n- billing reconciler: `rated_usage` against the ground truth's totals per tenant and unit: **%s**.\n\n", s.Billing.Truth)
 		}
-		for c := range s.TruthCounts {
-			classes[c] = true
-		}
-		for c := range s.JoinerCounts {
-			classes[c] = true
-		}
-		keys := make([]string, 0, len(classes))
-		for c := range classes {
-			keys = append(keys, c)
-		}
-		sort.Strings(keys)
-		for _, c := range keys {
-			nv := "-"
-			if s.Naive != nil {
-				nv = thousands(float64(naive[c]))
-			}
-			w("| %s | %s | %s | %s |\n", c, thousands(float64(s.TruthCounts[c])), thousands(float64(s.JoinerCounts[c])), nv)
-		}
-		w("\nCounts of current findings (open and resolved) per classification. The baseline ignores node-agent evidence (the ground truth's identity_mismatch includes cloned nodes seen in heartbeats) and quota; when it stopped before the end, its counts are partial.\n\n")
 		if s.Storage != nil {
 			w("### ClickHouse bytes per finding\n\n")
 			w("`SELECT table, sum(bytes_on_disk), sum(rows), count() FROM system.parts WHERE database = '%s' AND active GROUP BY table` after the joiner phase writing to it (the first whose findings equal the ground truth):\n\n", s.Storage.Database)
@@ -340,4 +320,42 @@ func baselineName(batch int) string {
 		return "row-by-row first version"
 	}
 	return "baseline (batched inserts)"
+}
+
+// writeFindings writes the findings of the joiner phases and the baseline
+// against the ground truth.
+func writeFindings(w func(string, ...any), rep *report, s sizeResult) {
+	w("### Findings\n\n")
+	for _, r := range s.Joiners {
+		w("- joiner x%d: %s findings in `%s.drift_evidence`; against the ground truth: **%s**.\n", r.Processes, thousands(float64(r.Findings)), r.Database, r.Truth)
+	}
+	w("\n| classification | ground truth | joiner x%d | %s |\n|---|---|---|---|\n", firstProcs(s), baselineName(rep.NaiveBatch))
+	classes := map[string]bool{}
+	naive := map[string]int{}
+	if s.Naive != nil {
+		for k, v := range s.Naive.NaiveCounts {
+			c, _, _ := strings.Cut(k, " ")
+			naive[c] += v
+			classes[c] = true
+		}
+	}
+	for c := range s.TruthCounts {
+		classes[c] = true
+	}
+	for c := range s.JoinerCounts {
+		classes[c] = true
+	}
+	keys := make([]string, 0, len(classes))
+	for c := range classes {
+		keys = append(keys, c)
+	}
+	sort.Strings(keys)
+	for _, c := range keys {
+		nv := "-"
+		if s.Naive != nil {
+			nv = thousands(float64(naive[c]))
+		}
+		w("| %s | %s | %s | %s |\n", c, thousands(float64(s.TruthCounts[c])), thousands(float64(s.JoinerCounts[c])), nv)
+	}
+	w("\nCounts of current findings (open and resolved) per classification. The baseline ignores node-agent evidence (the ground truth's identity_mismatch includes cloned nodes seen in heartbeats) and quota; when it stopped before the end, its counts are partial.\n\n")
 }

@@ -7,7 +7,9 @@ import (
 	"log"
 	"os"
 	"path/filepath"
+	"sort"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/ClickHouse/clickhouse-go/v2/lib/driver"
@@ -18,6 +20,7 @@ import (
 	"github.com/driftline/driftline/internal/freeport"
 	"github.com/driftline/driftline/internal/stack"
 	"github.com/driftline/driftline/pipeline/contract"
+	"github.com/driftline/driftline/pipeline/contract/decimal"
 	"github.com/driftline/driftline/pipeline/readmodel"
 	"github.com/driftline/driftline/pipeline/service"
 )
@@ -47,6 +50,10 @@ func runSize(ctx context.Context, o options, runDir string, size int, latency bo
 	res := &sizeResult{Name: name}
 
 	cfg := fleet.SizedConfig(size)
+	if o.ledger {
+		cfg.Ledger = fleet.DefaultLedger()
+		cfg.Ledger.Enabled = true
+	}
 	g, err := fleet.New(cfg)
 	if err != nil {
 		return nil, err
@@ -168,6 +175,13 @@ func runSize(ctx context.Context, o options, runDir string, size int, latency bo
 			res.Rater = r
 		}
 		failed("rater", err)
+	}
+	if o.billing && o.rater && ctx.Err() == nil {
+		r, err := e.billingPhase(ctx, logf)
+		if r != nil {
+			res.Billing = r
+		}
+		failed("billing", err)
 	}
 	if latency && ctx.Err() == nil {
 		lr, err := e.latencyPhase(ctx, logf)
@@ -464,20 +478,107 @@ func (e *env) naiveCounts(ctx context.Context, db string) map[string]int {
 	return out
 }
 
-// raterPhase runs bin/rater until its group has committed all of
-// usage.events.
+// raterPhase runs bin/rater, rating only, until its group has committed
+// all of usage.events.
 func (e *env) raterPhase(ctx context.Context, logf func(string, ...any)) (*consumerResult, error) {
+	group := "driftline-rater"
+	logf("rater, group %s", group)
+	return e.billingProcess(ctx, "rater", group, []string{"-rater.group", group, "-billing.enabled=false"}, []string{e.names.Usage}, logf)
+}
+
+// billingPhase runs the billing reconciler alone (bin/rater
+// -rater.enabled=false) until its group has committed all of the billing
+// topics, then checks rated_usage against the ground truth's totals.
+func (e *env) billingPhase(ctx context.Context, logf func(string, ...any)) (*consumerResult, error) {
+	group := "driftline-billing"
+	logf("billing reconciler, group %s, database %s", group, service.DefaultDatabase)
+	r, err := e.billingProcess(ctx, "billing", group, []string{"-billing.group", group, "-rater.enabled=false"},
+		[]string{e.names.Usage, e.names.Rated, e.names.Ledger}, logf)
+	if err != nil || r == nil || !r.CaughtUp {
+		return r, err
+	}
+	r.Truth = e.checkRatedTotals(ctx)
+	logf("billing: rated_usage against the ground truth's totals: %s", r.Truth)
+	return r, nil
+}
+
+// billingProcess runs bin/rater with args until group has committed all of
+// topicNames, and measures it.
+func (e *env) billingProcess(ctx context.Context, name, group string, args, topicNames []string, logf func(string, ...any)) (*consumerResult, error) {
 	addr := freeAddr()
 	book, _ := filepath.Abs(filepath.Join("deploy", "pricebook.json"))
 	env := append(e.childEnv(), "DRIFTLINE_RATER_ADDR="+addr, "DRIFTLINE_RATER_PRICEBOOK="+book)
-	group := "driftline-rater"
-	logf("rater, group %s", group)
+	if e.o.profile {
+		args = append(args, "-cpuprofile", filepath.Join(e.dir, "log", name+".cpu.pprof"))
+	}
 	quiesce(logf)
-	c, err := startChild("rater", filepath.Join(e.o.binDir, "rater"), []string{"-rater.group", group}, env, filepath.Join(e.dir, "log"), addr)
+	c, err := startChild(name, filepath.Join(e.o.binDir, "rater"), args, env, filepath.Join(e.dir, "log"), addr)
 	if err != nil {
 		return nil, err
 	}
-	r, err := e.consumerPhase(ctx, "rater", group, service.DefaultDatabase, []string{e.names.Usage}, []*child{c}, e.o.phaseTimeout, logf)
+	r, err := e.consumerPhase(ctx, name, group, service.DefaultDatabase, topicNames, []*child{c}, e.o.phaseTimeout, logf)
 	c.stop(30 * time.Second)
 	return r, err
+}
+
+// checkRatedTotals compares the quantity rated per tenant and unit in
+// rated_usage with the ground truth's totals, exactly.
+func (e *env) checkRatedTotals(ctx context.Context) string {
+	want := map[string]string{}
+	lines := 0
+	for _, t := range e.truth.Usage.Totals {
+		want[t.TenantID+"/"+t.UnitID] = t.Quantity
+		lines += t.Events
+	}
+	rows, err := e.conn.Query(ctx, "SELECT tenant_id, unit_id, quantity FROM "+service.DefaultDatabase+".rated_usage FINAL")
+	if err != nil {
+		return "not checked: " + err.Error()
+	}
+	defer rows.Close()
+	sums := map[string]decimal.Dec{}
+	got := 0
+	for rows.Next() {
+		var tenant, unit, qty string
+		if err := rows.Scan(&tenant, &unit, &qty); err != nil {
+			return "not checked: " + err.Error()
+		}
+		q, err := decimal.Parse(qty)
+		if err != nil {
+			return fmt.Sprintf("differs: rated_usage quantity %q: %v", qty, err)
+		}
+		k := tenant + "/" + unit
+		if sums[k], err = decimal.Add(sums[k], q); err != nil {
+			return "not checked: " + err.Error()
+		}
+		got++
+	}
+	if err := rows.Err(); err != nil {
+		return "not checked: " + err.Error()
+	}
+	var diffs []string
+	for k, w := range want {
+		wq, err := decimal.Parse(w)
+		if err != nil {
+			return "not checked: " + err.Error()
+		}
+		if g, ok := sums[k]; !ok || !decimal.Equal(g, wq) {
+			diffs = append(diffs, fmt.Sprintf("%s %s, want %s", k, sums[k].String(), w))
+		}
+	}
+	for k := range sums {
+		if _, ok := want[k]; !ok {
+			diffs = append(diffs, "unexpected "+k)
+		}
+	}
+	if got != lines {
+		diffs = append(diffs, fmt.Sprintf("%d rated lines, want %d", got, lines))
+	}
+	if len(diffs) > 0 {
+		sort.Strings(diffs)
+		if len(diffs) > 10 {
+			diffs = append(diffs[:10], fmt.Sprintf("... %d more", len(diffs)-10))
+		}
+		return "differs: " + strings.Join(diffs, "; ")
+	}
+	return fmt.Sprintf("equal (%d rated lines, %d tenant/unit totals)", got, len(sums))
 }

@@ -18,6 +18,7 @@ import (
 	"net/http"
 	"os"
 	"os/signal"
+	"runtime/debug"
 	"strings"
 	"syscall"
 	"time"
@@ -28,6 +29,7 @@ import (
 	"github.com/driftline/driftline/pipeline/billing/pricebook"
 	"github.com/driftline/driftline/pipeline/billing/rater"
 	"github.com/driftline/driftline/pipeline/billing/reconcile"
+	"github.com/driftline/driftline/pipeline/contract"
 	"github.com/driftline/driftline/pipeline/ingest"
 	"github.com/driftline/driftline/pipeline/readmodel"
 	"github.com/driftline/driftline/pipeline/service"
@@ -42,6 +44,7 @@ func run() error {
 	st.StageFlags("rater", "raters", &ro.StageOptions)
 	st.StageFlags("billing", "billing reconcilers", &bo.StageOptions)
 	st.RoundFlags("billing", "reconciler", &bo.RoundOptions)
+	st.CPUProfileFlag()
 	bookPath := fs.String("rater.priceBook", service.Env("DRIFTLINE_RATER_PRICEBOOK", "deploy/pricebook.json"), "price book file (env DRIFTLINE_RATER_PRICEBOOK); reloaded on change and on SIGHUP")
 	reload := fs.Duration("rater.priceBookCheck", 2*time.Second, "how often the price book file is checked for changes; SIGHUP reloads at once")
 	fs.StringVar(&ro.TransactionalID, "rater.transactionalID", service.Env("DRIFTLINE_RATER_TRANSACTIONAL_ID", ro.TransactionalID), "transactional id of this instance (env DRIFTLINE_RATER_TRANSACTIONAL_ID): stable across its restarts, distinct between instances running at once")
@@ -49,8 +52,10 @@ func run() error {
 	txns := fs.Bool("rater.transactions", !ro.DisableTransactions, "rate exactly-once in Kafka transactions; false is at-least-once and only for measuring the transactions' overhead")
 	fs.DurationVar(&ro.TransactionTimeout, "rater.transactionTimeout", ro.TransactionTimeout, "how long a crashed rater's open transaction may hold back read_committed consumers if no restart fences it")
 	fs.IntVar(&ro.MaxBatch, "rater.maxBatch", ro.MaxBatch, "records per transaction; larger amortises commits, smaller redoes less after a crash")
+	fs.DurationVar(&ro.Horizon, "rater.horizon", ro.Horizon, "event time a usage key is remembered for after its usage occurred (bounds memory, about 100 bytes a key); usage that occurred longer before its partition's watermark is quarantined as "+string(contract.ReasonLate)+", never rated")
 	currencies := fs.String("rater.currencies", "", "comma-separated currencies this rater may bill (empty: any the price book names); other usage is quarantined")
 	billingOn := fs.Bool("billing.enabled", true, "run the billing reconciler in this process (needs ClickHouse); false rates only")
+	raterOn := fs.Bool("rater.enabled", true, "rate usage in this process; false runs only the billing reconciler (for a reconciler of its own, or to measure each apart)")
 	fs.DurationVar(&bo.Rules.RatingGrace, "billing.ratingGrace", bo.Rules.RatingGrace, "event time accepted usage may wait for its rated line before it is usage_not_rated; shorter flags a slow rater sooner but raises findings that resolve when it catches up")
 	fs.DurationVar(&bo.Rules.LedgerGrace, "billing.ledgerGrace", bo.Rules.LedgerGrace, "event time a rated line may wait for its ledger entry before it is rated_not_ledgered; must exceed the ledger's normal posting delay")
 	fs.DurationVar(&bo.MaxClockSkew, "billing.maxClockSkew", bo.MaxClockSkew, "how far an event's occurred_at may lie ahead of its record's broker timestamp; later events are counted (clock_skew) and not applied, and accepted ones move event time no further than their broker timestamp. Negative disables the check")
@@ -77,12 +82,26 @@ func run() error {
 		return err
 	}
 	ro.Currencies = strings.FieldsFunc(*currencies, func(r rune) bool { return r == ',' || unicode.IsSpace(r) })
-	ro.Prices, bo.Prices, ro.DisableTransactions = prices, prices, !*txns
-	rt, err := rater.New(startCtx, ro)
-	if err != nil {
-		return err
+	if !*raterOn && !*billingOn {
+		return fmt.Errorf("-rater.enabled=false and -billing.enabled=false leave nothing to run")
 	}
-	rt.WatchPrices()
+	if !*billingOn && os.Getenv("GOGC") == "" {
+		// The rater's heap is mostly its usage keys, arenas without
+		// pointers that a collection does not scan: collecting at half
+		// the live heap instead of all of it costs little CPU and keeps
+		// its RSS nearer the keys' size (docs/sizing.md). The reconciler's
+		// heap is all pointers, so a process that runs it keeps Go's
+		// default.
+		debug.SetGCPercent(50)
+	}
+	ro.Prices, bo.Prices, ro.DisableTransactions = prices, prices, !*txns
+	var rt *rater.Rater
+	if *raterOn {
+		if rt, err = rater.New(startCtx, ro); err != nil {
+			return err
+		}
+		rt.WatchPrices()
+	}
 	srv := st.Serve(func(w http.ResponseWriter, _ *http.Request) {
 		fmt.Fprintf(w, "ok price_book=%s\n", prices.Book().Digest())
 	})
@@ -92,7 +111,7 @@ func run() error {
 		prices.Watch(ctx, *reload, hup)
 	}()
 
-	slog.Info("rater started", "http", st.Addr, "transactions", *txns, "transactional_id", ro.TransactionalID, "billing", *billingOn)
+	slog.Info("rater started", "http", st.Addr, "rating", *raterOn, "transactions", *txns, "transactional_id", ro.TransactionalID, "billing", *billingOn)
 	// The rater and the reconciler run side by side; when the reconciler
 	// fails, the process stops. Rating never waits for ClickHouse: the
 	// reconciler connects (and retries) on its own.
@@ -110,7 +129,12 @@ func run() error {
 		}
 	}
 	go func() { billingDone <- runBilling(runCtx, cancelRun, *billingOn, st.Common, bo) }()
-	runErr := rt.Run(runCtx)
+	var runErr error
+	if rt != nil {
+		runErr = rt.Run(runCtx)
+	} else {
+		<-runCtx.Done()
+	}
 	cancelRun()
 	if err := <-billingDone; runErr == nil && err != nil {
 		runErr = fmt.Errorf("billing: %w", err)

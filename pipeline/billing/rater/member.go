@@ -42,7 +42,7 @@ func (p *processor) Restore(ctx context.Context, rs *stream.Restore) error {
 	if err := r.restore(ctx, rs); err != nil {
 		return err
 	}
-	r.m.keys.Set(float64(r.state.keys()))
+	r.setKeys()
 	r.m.Restored(len(r.state.parts), rs.Began)
 	return nil
 }
@@ -51,10 +51,10 @@ func (p *processor) Restore(ctx context.Context, rs *stream.Restore) error {
 func (p *processor) Release(ps []int32, _ bool) {
 	r := (*Rater)(p)
 	for _, p := range ps {
-		delete(r.state.parts, p)
+		r.state.drop(p)
 	}
 	r.m.Assigned.Set(float64(len(r.state.parts)))
-	r.m.keys.Set(float64(r.state.keys()))
+	r.setKeys()
 }
 
 // Stop has nothing in flight: Run ended the last round.

@@ -16,6 +16,7 @@ type metrics struct {
 	batchSeconds   prometheus.Histogram   // one poll-rate-produce-commit round
 	batchEvents    prometheus.Histogram   // records per round
 	keys           prometheus.Gauge       // usage keys remembered
+	keyBytes       prometheus.Gauge       // memory they hold
 	bookReloads    *prometheus.CounterVec // by result: applied, refused
 	bookUnits      prometheus.Gauge       // unit ids in the book in use
 }
@@ -29,13 +30,14 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 		txns:           prometheus.NewCounterVec(prometheus.CounterOpts{Name: "driftline_rater_transactions_total", Help: "Transactions ended, by result (committed, aborted)."}, []string{"result"}),
 		batchSeconds:   prometheus.NewHistogram(prometheus.HistogramOpts{Name: "driftline_rater_batch_seconds", Help: "Latency of one consume-rate-produce-commit round.", Buckets: prometheus.ExponentialBuckets(0.001, 2, 15)}),
 		batchEvents:    prometheus.NewHistogram(prometheus.HistogramOpts{Name: "driftline_rater_batch_events", Help: "Records per round.", Buckets: prometheus.ExponentialBuckets(1, 4, 10)}),
-		keys:           prometheus.NewGauge(prometheus.GaugeOpts{Name: "driftline_rater_usage_keys", Help: "Usage keys remembered for exactly-once rating (memory grows with it)."}),
+		keys:           prometheus.NewGauge(prometheus.GaugeOpts{Name: "driftline_rater_usage_keys", Help: "Usage keys remembered for exactly-once rating, within the horizon (memory grows with it)."}),
+		keyBytes:       prometheus.NewGauge(prometheus.GaugeOpts{Name: "driftline_rater_usage_key_bytes", Help: "Memory the usage keys remembered hold (arena and index), approximately."}),
 		bookReloads:    prometheus.NewCounterVec(prometheus.CounterOpts{Name: "driftline_rater_pricebook_reloads_total", Help: "Price book reloads, by result (applied, refused); a refused file leaves the previous book in use."}, []string{"result"}),
 		bookUnits:      prometheus.NewGauge(prometheus.GaugeOpts{Name: "driftline_rater_pricebook_units", Help: "Unit ids in the price book in use."}),
 	}
 	if reg != nil {
 		reg.MustRegister(append(m.StageMetrics.Collectors(), m.usage, m.quarantined, m.mispartitioned, m.txns,
-			m.batchSeconds, m.batchEvents, m.keys, m.bookReloads, m.bookUnits)...)
+			m.batchSeconds, m.batchEvents, m.keys, m.keyBytes, m.bookReloads, m.bookUnits)...)
 	}
 	return m
 }

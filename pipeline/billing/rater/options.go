@@ -40,9 +40,19 @@ type Options struct {
 	// (currency_not_allowed). Default: any currency the price book names.
 	Currencies []string
 	// MaxBatch bounds the records of one transaction. Larger batches
-	// amortise the commit; smaller ones redo less after a crash. Default
-	// 10000.
+	// amortise the flush and commit, which the loop waits for (bench/rater);
+	// smaller ones redo less after a crash and hold less memory (about 600
+	// bytes per record of a round).
+	// Default 50000.
 	MaxBatch int
+	// Horizon bounds the memory of usage keys, in event time: a key is
+	// remembered until its usage's occurred_at is more than Horizon
+	// behind the partition's watermark, and usage that occurred earlier
+	// than that is quarantined (late_event), never rated (state.go).
+	// Longer remembers more keys (about 100 bytes each, docs/sizing.md)
+	// and accepts later redeliveries. Default 48h, the billing
+	// reconciler's horizon.
+	Horizon time.Duration
 	// Now is the clock of rated_at. Default time.Now.
 	Now func() time.Time
 }
@@ -54,7 +64,8 @@ func DefaultOptions() Options {
 		StageOptions:       stream.DefaultStageOptions("driftline-rater"),
 		TransactionalID:    "driftline-rater",
 		TransactionTimeout: 10 * time.Second,
-		MaxBatch:           10000,
+		MaxBatch:           50000,
+		Horizon:            48 * time.Hour,
 		Now:                time.Now,
 	}
 }
@@ -73,6 +84,7 @@ func (o *Options) defaults() error {
 	stream.Default(&o.InstanceID, o.TransactionalID)
 	stream.DefaultPositive(&o.TransactionTimeout, d.TransactionTimeout)
 	stream.DefaultPositive(&o.MaxBatch, d.MaxBatch)
+	stream.DefaultPositive(&o.Horizon, d.Horizon)
 	if o.Now == nil {
 		o.Now = d.Now
 	}

@@ -79,6 +79,15 @@ func RatedEventID(usageID string) string {
 // dst. The envelope keeps the usage's occurred_at (event time) and
 // correlation_id; rated_at is the wall-clock time of rating.
 func AppendRated(dst []byte, env *contract.Envelope, u *contract.Usage, r *Rating, environment string, ratedAt time.Time) []byte {
+	var buf [32]byte
+	return appendRated(dst, env, u, r, environment, ratedAt.UTC().AppendFormat(buf[:0], ratedAtLayout))
+}
+
+// ratedAtLayout is the form of rated_at: UTC, milliseconds.
+const ratedAtLayout = "2006-01-02T15:04:05.000Z07:00"
+
+// appendRated is AppendRated with rated_at formatted already (ratedAtLayout).
+func appendRated(dst []byte, env *contract.Envelope, u *contract.Usage, r *Rating, environment string, ratedAt []byte) []byte {
 	dst = append(dst, `{"event_id":`...)
 	dst = appendRatedEventID(dst, u.UsageID)
 	dst = append(dst, `,"event_type":"billing.rated","schema_version":1,"producer":"rater","occurred_at":"`...)
@@ -113,7 +122,7 @@ func AppendRated(dst []byte, env *contract.Envelope, u *contract.Usage, r *Ratin
 	dst = append(dst, `,"product_id":`...)
 	dst = appendString(dst, u.ProductID)
 	dst = append(dst, `,"rated_at":"`...)
-	dst = ratedAt.UTC().AppendFormat(dst, "2006-01-02T15:04:05.000Z07:00")
+	dst = append(dst, ratedAt...)
 	return append(dst, `"}}`...)
 }
 

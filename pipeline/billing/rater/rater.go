@@ -16,8 +16,14 @@
 // The rater therefore remembers, per usage key, the usage_id that first
 // claimed it: a redelivered usage_id changes nothing, and a second usage_id
 // of the same key is duplicate_usage (quarantined, not rated). That state
-// is rebuilt on assignment by replaying the partition's usage records below
-// the committed offset, and updated only when a transaction commits.
+// is bounded by an event-time horizon (usage older than it is quarantined
+// as late_event), rebuilt on assignment by replaying the partition's usage
+// records below the committed offset through the same checks, and what a
+// transaction adds is undone when it aborts (state.go).
+//
+// A round's records are decoded, rated and encoded in parallel, then
+// checked against the key state and produced in their order by the loop
+// alone (prepare.go).
 //
 // Usage that cannot be rated exactly is never guessed at: an unknown or
 // retired unit, a negative or inexact quantity, a currency the rater may
@@ -47,11 +53,10 @@ import (
 // Rater is one member of the rater consumer group: the processor of a
 // stream.Member (see member.go).
 type Rater struct {
-	opts      Options
-	m         *metrics
-	validator contract.Validator // the restore's: payloads it keeps are its own
-	// decoder is the loop's: its payloads and their strings (ZeroCopy)
-	// live only while one record is processed.
+	opts Options
+	m    *metrics
+	// decoder is the restore's: its payloads and their
+	// strings (ZeroCopy) live only while one record is processed.
 	decoder    *contract.Decoder
 	currencies map[string]bool
 	member     *stream.Member
@@ -64,6 +69,18 @@ type Rater struct {
 	// round is the batch in progress, between Apply and Flush; nil
 	// between rounds.
 	round *round
+	// ratedAt is the round's rated_at, formatted once.
+	ratedAt []byte
+	// keyBuf is the restore's usage key.
+	keyBuf []byte
+	// preparers are prepare's workers, each with its decoder and arena.
+	preparers []*preparer
+	// in, prepared and spareRecs are reused from round to round: the
+	// records of a round, their preparation, and the slab of the rated
+	// records of the last round once it is flushed.
+	in        []*kgo.Record
+	prepared  []prepared
+	spareRecs []kgo.Record
 }
 
 // New connects to the brokers and returns a Rater. With transactions on,
@@ -74,11 +91,10 @@ func New(ctx context.Context, opts Options) (*Rater, error) {
 		return nil, err
 	}
 	r := &Rater{
-		opts:      opts,
-		m:         newMetrics(opts.Registerer),
-		validator: contract.Validator{Environment: opts.Environment},
-		decoder:   contract.NewDecoder(contract.Validator{Environment: opts.Environment, ZeroCopy: true}),
-		state:     newKeyState(),
+		opts:    opts,
+		m:       newMetrics(opts.Registerer),
+		decoder: contract.NewDecoder(contract.Validator{Environment: opts.Environment, ZeroCopy: true}),
+		state:   newKeyState(opts.Horizon),
 	}
 	if len(opts.Currencies) > 0 {
 		r.currencies = map[string]bool{}
@@ -149,6 +165,8 @@ type round struct {
 	err        error
 	produceErr atomic.Pointer[error]
 	out        outcome
+	// recs is the slab of the round's rated records.
+	recs []kgo.Record
 }
 
 // roundTimeout bounds producing and ending one round's transaction.
@@ -176,17 +194,33 @@ func (r *Rater) begin(ctx context.Context, fetches kgo.Fetches) {
 				rd.produceErr.CompareAndSwap(nil, &err)
 			}
 		}
-		book  = r.opts.Prices.Book()
-		now   = r.opts.Now()
-		arena = make([]byte, 0, 512*rd.records)
+		book = r.opts.Prices.Book()
+		now  = r.opts.Now()
 	)
-	fetches.EachRecord(func(rec *kgo.Record) {
-		var o *kgo.Record
-		o, arena = r.process(rec, book, now, arena, &rd.out)
-		if o != nil {
+	// The rated lines, their keys and records are carved from the
+	// preparers' arenas and the round's slab: the client holds them until
+	// the round's flush, after which the next round reuses them.
+	r.ratedAt = now.UTC().AppendFormat(r.ratedAt[:0], ratedAtLayout)
+	rd.recs, r.spareRecs = r.spareRecs, nil
+	if cap(rd.recs) < rd.records {
+		rd.recs = make([]kgo.Record, 0, rd.records)
+	}
+	in := r.in[:0]
+	fetches.EachRecord(func(rec *kgo.Record) { in = append(in, rec) })
+	if cap(r.prepared) < len(in) {
+		r.prepared = make([]prepared, len(in))
+	}
+	ps := r.prepared[:len(in)]
+	r.prepare(in, ps, book)
+	for i := range ps {
+		if o := r.decide(&ps[i], rd); o != nil {
 			cl.Produce(rd.ctx, o, promise)
 		}
-	})
+	}
+	// Drop the references to this round's records until the next one.
+	clear(in)
+	clear(ps)
+	r.in = in[:0]
 }
 
 // end ends the round's transaction: it commits the outputs with the
@@ -204,7 +238,17 @@ func (r *Rater) end() error {
 	}
 	// Flush first so a failed produce aborts rather than commits.
 	if err := r.member.Client().Flush(rd.ctx); err != nil {
+		// The client may still hold records carved from the arenas.
+		for _, p := range r.preparers {
+			p.arena = nil
+		}
 		return fmt.Errorf("flush: %w", err)
+	}
+	// Every record of the round is finished: the client no longer reads
+	// their memory.
+	r.spareRecs = rd.recs[:0]
+	for _, p := range r.preparers {
+		p.arena = p.arena[:0]
 	}
 	committed := false
 	if sess := r.member.Session(); sess != nil {
@@ -235,7 +279,7 @@ func (r *Rater) end() error {
 		return nil
 	}
 	r.state.commit()
-	r.m.keys.Set(float64(r.state.keys()))
+	r.setKeys()
 	r.m.txns.WithLabelValues("committed").Inc()
 	r.m.usage.WithLabelValues("rated").Add(float64(rd.out.rated))
 	r.m.usage.WithLabelValues("redelivery").Add(float64(rd.out.redelivered))
@@ -249,55 +293,56 @@ func (r *Rater) end() error {
 	return nil
 }
 
-// process turns one usage record into its rated line or quarantine record
-// (nil for a redelivery). Values are carved from arena. The member's lock
-// is held.
-func (r *Rater) process(rec *kgo.Record, book *pricebook.Book, now time.Time, arena []byte, out *outcome) (*kgo.Record, []byte) {
-	// The envelope and payload alias rec.Value and the decoder: what
-	// outlives this call is copied (the staged usage_id, the rated line).
-	env, payload, verr := r.decoder.DecodeEvent(rec.Value)
-	if verr != nil {
-		return r.quarantine(rec, "", verr.Reason, verr.Field, verr.Detail, out), arena
+// decide turns one prepared usage record into its rated line or
+// quarantine record (nil for a redelivery), checking it against the key
+// state. Rated records are carved from the round's slab. The member's
+// lock is held.
+func (r *Rater) decide(p *prepared, rd *round) *kgo.Record {
+	rec, out := p.rec, &rd.out
+	switch {
+	case p.verr != nil:
+		return r.quarantine(rec, "", p.verr.Reason, p.verr.Field, p.verr.Detail, out)
+	case p.notUsage:
+		return r.quarantine(rec, p.eventID, contract.ReasonWrongEventType, "event_type", p.eventType+" on the usage topic", out)
 	}
-	u, ok := payload.(*contract.Usage)
-	if !ok {
-		return r.quarantine(rec, env.EventID, contract.ReasonWrongEventType, "event_type", env.EventType+" on the usage topic", out), arena
-	}
-	key := contract.UsageKey(u.MeteringSource, u.MeteringID)
-	part := contract.Partition([]byte(key), r.partitions)
-	if part != rec.Partition || string(rec.Key) != key {
+	e := &p.e
+	if p.misrouted {
 		out.mispartitioned++
 	}
-	digest := contract.PayloadDigest(env.Payload)
-	switch v, first := r.state.check(part, u, key, digest); v {
+	switch v, first, floor := r.state.check(e); v {
 	case verdictRedelivery:
 		out.redelivered++
-		return nil, arena
+		return nil
 	case verdictConflict:
-		return r.quarantine(rec, env.EventID, contract.ReasonConflictingDuplicate, "payload.usage_id",
-			fmt.Sprintf("usage_id %s was rated before with payload digest %s, this payload's is %s: the first stays rated", first.usageID, first.digest, digest), out), arena
+		return r.quarantine(rec, p.eventID, contract.ReasonConflictingDuplicate, "payload.usage_id",
+			fmt.Sprintf("usage_id %s was rated before with payload digest %s, this payload's is %s: the first stays rated", first.usageID, first.digest, e.digest), out)
 	case verdictDuplicate:
-		return r.quarantine(rec, env.EventID, contract.ReasonDuplicateUsage, "payload.metering_id",
-			fmt.Sprintf("usage key %s is already claimed by usage_id %s", key, first.usageID), out), arena
+		return r.quarantine(rec, p.eventID, contract.ReasonDuplicateUsage, "payload.metering_id",
+			fmt.Sprintf("usage key %s is already claimed by usage_id %s", e.key, first.usageID), out)
 	case verdictNotOwned:
-		return r.quarantine(rec, env.EventID, contract.ReasonNotOwned, "",
-			fmt.Sprintf("usage key %s hashes to partition %d, which another rater owns", key, part), out), arena
+		return r.quarantine(rec, p.eventID, contract.ReasonNotOwned, "",
+			fmt.Sprintf("usage key %s hashes to partition %d, which another rater owns", e.key, e.part), out)
+	case verdictLate:
+		return r.quarantine(rec, p.eventID, contract.ReasonLate, "occurred_at",
+			fmt.Sprintf("usage occurred at %s, before partition %d's watermark less the rater's horizon (%s): its usage key may be forgotten, so it is not rated",
+				p.occurred.UTC().Format(time.RFC3339Nano), e.part, time.Unix(0, floor).UTC().Format(time.RFC3339Nano)), out)
 	}
-	rating := Rate(book, r.currencies, u)
-	if rating.Reason != "" {
-		return r.quarantine(rec, env.EventID, rating.Reason, "", rating.Detail, out), arena
+	if p.rating.Reason != "" {
+		return r.quarantine(rec, p.eventID, p.rating.Reason, "", p.rating.Detail, out)
 	}
-	start := len(arena)
-	arena = AppendRated(arena, &env, u, &rating, r.opts.Environment, now)
-	value := arena[start:len(arena):len(arena)]
 	out.rated++
-	return &kgo.Record{
+	rd.recs = append(rd.recs, kgo.Record{
 		Topic:   r.opts.Topics.Rated,
-		Key:     []byte(key),
-		Value:   value,
-		Headers: systemHeaders(""),
-	}, arena
+		Key:     e.key,
+		Value:   p.value,
+		Headers: ratedHeaders,
+	})
+	return &rd.recs[len(rd.recs)-1]
 }
+
+// ratedHeaders are the headers of every rated line; the client only reads
+// them.
+var ratedHeaders = systemHeaders("")
 
 func (r *Rater) quarantine(rec *kgo.Record, eventID string, reason contract.Reason, field, detail string, out *outcome) *kgo.Record {
 	doc := contract.Quarantined{
@@ -313,6 +358,12 @@ func (r *Rater) quarantine(rec *kgo.Record, eventID string, reason contract.Reas
 	}
 	out.quarantined[reason]++
 	return &kgo.Record{Topic: r.opts.Topics.Quarantine, Key: rec.Key, Value: v, Headers: systemHeaders(reason)}
+}
+
+// setKeys sets the gauges of the usage keys remembered.
+func (r *Rater) setKeys() {
+	r.m.keys.Set(float64(r.state.keys()))
+	r.m.keyBytes.Set(float64(r.state.bytes()))
 }
 
 func systemHeaders(reason contract.Reason) []kgo.RecordHeader {

@@ -10,21 +10,23 @@ import (
 )
 
 // restore replays usage partitions rs.Partitions from their start up to
-// the group's committed offsets (read_committed), claiming keys exactly
-// as the live path did, and then owns them. Everything below a committed
-// offset was rated or quarantined in a committed transaction. The
-// member's lock is held.
+// the group's committed offsets (read_committed), claiming keys and moving
+// watermarks through the live path's own check, record by record in the
+// same order, and then owns them. Everything below a committed offset was
+// rated or quarantined in a committed transaction, so the state is the
+// one the live path had committed. The member's lock is held, and no
+// round is in progress.
 //
 // A mis-partitioned usage record is remembered under the partition its
 // key hashes to; one that sits in a partition another rater owns is not
 // seen here (its rater quarantined it as misrouted_not_owned, or, with a
 // single rater, owned both partitions).
 func (r *Rater) restore(ctx context.Context, rs *stream.Restore) error {
-	fresh := make(map[int32]map[string]claim, len(rs.Partitions))
 	consume := map[int32]kgo.Offset{}
 	ends := map[int32]int64{}
 	for _, p := range rs.Partitions {
-		fresh[p] = map[string]claim{}
+		r.state.drop(p)
+		r.state.parts[p] = &partKeys{}
 		if at := rs.Committed(r.opts.Topics.Usage, p); at > 0 {
 			consume[p] = kgo.NewOffset().AtStart()
 			ends[p] = at
@@ -37,23 +39,24 @@ func (r *Rater) restore(ctx context.Context, rs *stream.Restore) error {
 		err := rs.Replay(ctx, map[string]map[int32]kgo.Offset{r.opts.Topics.Usage: consume}, map[string]map[int32]int64{r.opts.Topics.Usage: ends},
 			func(_ string, _ int32, recs []*kgo.Record, _ int64) {
 				for _, rec := range recs {
-					r.replay(rec, fresh)
+					r.replay(rec)
 				}
+				r.state.commit()
 			}, nil)
 		if err != nil {
+			for _, p := range rs.Partitions {
+				r.state.drop(p)
+			}
 			return err
 		}
-	}
-	for p, keys := range fresh {
-		r.state.parts[p] = keys
 	}
 	return nil
 }
 
-// replay claims the key of one already processed usage record, in the
-// partitions being restored (fresh) or those owned already.
-func (r *Rater) replay(rec *kgo.Record, fresh map[int32]map[string]claim) {
-	env, payload, verr := r.validator.DecodeEvent(rec.Value)
+// replay claims the key of one already processed usage record, as the
+// live path did (process).
+func (r *Rater) replay(rec *kgo.Record) {
+	env, payload, verr := r.decoder.DecodeEvent(rec.Value)
 	if verr != nil {
 		return
 	}
@@ -61,16 +64,12 @@ func (r *Rater) replay(rec *kgo.Record, fresh map[int32]map[string]claim) {
 	if !ok {
 		return
 	}
-	key := contract.UsageKey(u.MeteringSource, u.MeteringID)
-	part := contract.Partition([]byte(key), r.partitions)
-	m, ok := fresh[part]
-	if !ok {
-		m, ok = r.state.parts[part]
+	r.keyBuf = append(append(append(r.keyBuf[:0], u.MeteringSource...), '/'), u.MeteringID...)
+	e := usageEvent{part: contract.Partition(r.keyBuf, r.partitions), key: r.keyBuf, hash: hashKey(r.keyBuf), usageID: u.UsageID,
+		digest: contract.PayloadDigest(env.Payload), at: env.OccurredAt.UnixNano()}
+	if !rec.Timestamp.IsZero() {
+		e.ts = rec.Timestamp.UnixNano()
 	}
-	if ok {
-		if _, seen := m[key]; !seen {
-			m[key] = claim{u.UsageID, contract.PayloadDigest(env.Payload)}
-		}
-	}
+	r.state.check(&e)
 	r.m.RestoreEvents.Inc()
 }

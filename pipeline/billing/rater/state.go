@@ -1,7 +1,11 @@
 package rater
 
 import (
-	"strings"
+	"encoding/binary"
+	"slices"
+	"time"
+
+	"github.com/cespare/xxhash/v2"
 
 	"github.com/driftline/driftline/pipeline/contract"
 )
@@ -16,17 +20,77 @@ import (
 // second usage_id for the same key is duplicate_usage, never a second
 // rated line.
 //
+// Memory is bounded by the horizon, in event time: each partition (by
+// the partition a key hashes to) has a watermark, the newest occurred_at
+// of its usage, capped by each record's broker timestamp so that a
+// producer's clock running ahead cannot move it. A claim is kept in the
+// generation of its usage's occurred_at (horizon/4 of event time wide)
+// and forgotten once the generation ends before the watermark less the
+// horizon; usage that occurred before the watermark less the horizon is
+// late (verdictLate): it is quarantined, never rated, since its key may
+// have been forgotten. A redelivery repeats its occurred_at, so it is
+// either found or late: a usage_id is never rated twice. What the horizon
+// gives up is duplicate_usage between usage that occurred further apart
+// than the horizon.
+//
+// Claims are stored without pointers (the garbage collector does not
+// scan them): each generation keeps its entries (digest, usage key,
+// usage_id) in arena chunks and an index from the usage key's 64-bit hash
+// to its entry. Lookups compare the key itself, so keys whose hashes
+// collide are told apart (the few that do go to a small map by key):
+// dedupe is exact.
+//
 // The state of a partition is rebuilt on assignment by replaying its
-// usage partition up to the group's committed offset (restore.go); changes
-// made while processing a transaction are staged and applied only when the
-// transaction commits.
+// usage partition up to the group's committed offset through check, the
+// same decisions in the same order (restore.go). Changes made while
+// processing a transaction are applied at once and undone if it aborts.
 type keyState struct {
-	// parts holds the committed state of each owned partition (by the
-	// partition a key hashes to).
-	parts map[int32]map[string]claim
-	// staged holds the changes of the transaction in progress.
-	staged map[string]staged
+	horizon time.Duration
+	span    int64 // width of a generation, ns of event time
+	// parts holds the state of each owned partition (by the partition a
+	// key hashes to).
+	parts map[int32]*partKeys
+	// undo lists the claims added by the transaction in progress;
+	// touched the partitions whose watermark it moved (with the
+	// watermark before it).
+	undo    []undoClaim
+	touched map[*partKeys]int64
 }
+
+// partKeys is one partition's claims.
+type partKeys struct {
+	// watermark is the newest event time applied (unix ns; 0: none).
+	watermark int64
+	// gens are the generations by start, oldest first.
+	gens []*generation
+}
+
+// generation holds the claims of usage that occurred in [start,
+// start+span).
+type generation struct {
+	start int64
+	// index maps the xxhash of a usage key to its arena entry (chunk
+	// number << 32 | offset).
+	index map[uint64]uint64
+	// collide maps the usage keys whose hash another key of the
+	// generation held when they were added to their entry; nil unless
+	// 64-bit hashes collide.
+	collide map[string]uint64
+	chunks  [][]byte
+	claims  int
+}
+
+// undoClaim is one claim added by the transaction in progress.
+type undoClaim struct {
+	gen      *generation
+	hash     uint64
+	collided bool   // added to gen.collide under key
+	key      string // only when collided
+}
+
+// chunkSize is the size of an arena chunk; an entry larger than it gets a
+// chunk of its own.
+const chunkSize = 256 << 10
 
 // claim is the usage that claimed a key first.
 type claim struct {
@@ -34,13 +98,12 @@ type claim struct {
 	digest  contract.Digest // of its payload; 0 when not known
 }
 
-type staged struct {
-	part int32
-	claim
-}
-
-func newKeyState() *keyState {
-	return &keyState{parts: map[int32]map[string]claim{}, staged: map[string]staged{}}
+func newKeyState(horizon time.Duration) *keyState {
+	span := int64(horizon / 4)
+	if span <= 0 {
+		span = int64(time.Hour)
+	}
+	return &keyState{horizon: horizon, span: span, parts: map[int32]*partKeys{}, touched: map[*partKeys]int64{}}
 }
 
 // verdict says what to do with a valid usage event.
@@ -52,52 +115,234 @@ const (
 	verdictConflict                  // same usage_id seen with another payload: quarantine, never rate again
 	verdictDuplicate                 // another usage_id has the key
 	verdictNotOwned                  // the key's partition is not ours
+	verdictLate                      // occurred before the partition's watermark less the horizon
 )
 
-// check classifies usage u whose key hashes to partition part and whose
-// payload has digest d, and stages the key if it is new. It returns the
-// key's first claim for duplicates and conflicts.
-func (s *keyState) check(part int32, u *contract.Usage, key string, d contract.Digest) (verdict, claim) {
-	m, ok := s.parts[part]
+// usageEvent is what check needs of one usage event.
+type usageEvent struct {
+	part    int32  // the partition its key hashes to
+	key     []byte // its usage key (copied when claimed)
+	hash    uint64 // hashKey(key)
+	usageID string // copied when claimed
+	digest  contract.Digest
+	at      int64 // occurred_at, unix ns
+	ts      int64 // the record's broker timestamp, unix ns; 0: none
+}
+
+// check classifies usage e, claims its key if it is new, and moves the
+// partition's watermark. It returns the key's first claim for duplicates
+// and conflicts; with verdictLate, the bound e.at fell behind (unix ns).
+func (s *keyState) check(e *usageEvent) (verdict, claim, int64) {
+	p, ok := s.parts[e.part]
 	if !ok {
-		return verdictNotOwned, claim{}
+		return verdictNotOwned, claim{}, 0
 	}
-	first, seen := m[key]
-	if !seen {
-		if st, ok := s.staged[key]; ok {
-			first, seen = st.claim, true
+	floor := p.floor(s.horizon)
+	if p.watermark != 0 && e.at < floor {
+		return verdictLate, claim{}, floor
+	}
+	if w := min(e.at, cmpOr(e.ts, e.at)); w > p.watermark {
+		if _, ok := s.touched[p]; !ok {
+			s.touched[p] = p.watermark
 		}
+		p.watermark = w
+		floor = p.floor(s.horizon)
 	}
-	switch {
-	case !seen:
-		s.staged[key] = staged{part: part, claim: claim{strings.Clone(u.UsageID), d}} // u may alias a record and a reused decoder
-		return verdictNew, claim{}
-	case first.usageID != u.UsageID:
-		return verdictDuplicate, first
-	case first.digest == d || first.digest == 0 || d == 0:
-		return verdictRedelivery, claim{}
+	h := e.hash
+	for _, g := range p.gens {
+		if g.start+s.span <= floor {
+			continue // forgotten, dropped at the next commit
+		}
+		ref, ok := g.index[h]
+		if !ok {
+			continue
+		}
+		if !g.keyIs(ref, e.key) {
+			if ref, ok = g.collide[string(e.key)]; !ok {
+				continue
+			}
+		}
+		first := g.claim(ref)
+		switch {
+		case first.usageID != e.usageID:
+			return verdictDuplicate, first, 0
+		case first.digest == e.digest || first.digest == 0 || e.digest == 0:
+			return verdictRedelivery, claim{}, 0
+		}
+		return verdictConflict, first, 0
 	}
-	return verdictConflict, first
+	g := p.gen(e.at - mod(e.at, s.span))
+	ref := g.append(e.key, e.usageID, e.digest)
+	u := undoClaim{gen: g, hash: h}
+	if _, taken := g.index[h]; taken {
+		if g.collide == nil {
+			g.collide = map[string]uint64{}
+		}
+		u.collided, u.key = true, string(e.key)
+		g.collide[u.key] = ref
+	} else {
+		g.index[h] = ref
+	}
+	g.claims++
+	s.undo = append(s.undo, u)
+	return verdictNew, claim{}, 0
 }
 
-// commit applies the staged changes.
+// hashKey is the index key of a usage key.
+func hashKey(key []byte) uint64 { return xxhash.Sum64(key) }
+
+func cmpOr(a, b int64) int64 {
+	if a != 0 {
+		return a
+	}
+	return b
+}
+
+// mod is a modulo that is never negative.
+func mod(a, b int64) int64 {
+	m := a % b
+	if m < 0 {
+		m += b
+	}
+	return m
+}
+
+// floor is the event time before which usage of p is late (unix ns).
+func (p *partKeys) floor(horizon time.Duration) int64 { return p.watermark - int64(horizon) }
+
+// gen returns the generation starting at start, created if need be.
+func (p *partKeys) gen(start int64) *generation {
+	i, found := slices.BinarySearchFunc(p.gens, start, func(g *generation, t int64) int {
+		switch {
+		case g.start < t:
+			return -1
+		case g.start > t:
+			return 1
+		}
+		return 0
+	})
+	if found {
+		return p.gens[i]
+	}
+	g := &generation{start: start, index: map[uint64]uint64{}}
+	p.gens = slices.Insert(p.gens, i, g)
+	return g
+}
+
+// An arena entry is: digest (8 bytes, little endian), key length
+// (uvarint), key, usage_id length (uvarint), usage_id.
+
+// append copies a claim into the arena and returns its ref.
+func (g *generation) append(key []byte, usageID string, d contract.Digest) uint64 {
+	size := 8 + binary.MaxVarintLen32*2 + len(key) + len(usageID)
+	n := len(g.chunks)
+	if n == 0 || cap(g.chunks[n-1])-len(g.chunks[n-1]) < size {
+		g.chunks = append(g.chunks, make([]byte, 0, max(chunkSize, size)))
+		n++
+	}
+	buf := g.chunks[n-1]
+	off := len(buf)
+	buf = binary.LittleEndian.AppendUint64(buf, uint64(d))
+	buf = binary.AppendUvarint(buf, uint64(len(key)))
+	buf = append(buf, key...)
+	buf = binary.AppendUvarint(buf, uint64(len(usageID)))
+	g.chunks[n-1] = append(buf, usageID...)
+	return uint64(n-1)<<32 | uint64(off)
+}
+
+// entry returns the key and usage_id of the entry at ref.
+func (g *generation) entry(ref uint64) (d contract.Digest, key, usageID []byte) {
+	e := g.chunks[ref>>32][uint32(ref):]
+	d = contract.Digest(binary.LittleEndian.Uint64(e))
+	n, k := binary.Uvarint(e[8:])
+	e = e[8+k:]
+	key, e = e[:n], e[n:]
+	n, k = binary.Uvarint(e)
+	return d, key, e[k : k+int(n)]
+}
+
+func (g *generation) keyIs(ref uint64, key []byte) bool {
+	_, k, _ := g.entry(ref)
+	return string(k) == string(key)
+}
+
+func (g *generation) claim(ref uint64) claim {
+	d, _, id := g.entry(ref)
+	return claim{usageID: string(id), digest: d}
+}
+
+// bytes returns the memory the generation holds, approximately: its
+// arena and its index (about 24 bytes a slot, maps keep up to 1/8 free).
+func (g *generation) bytes() int {
+	n := 0
+	for _, c := range g.chunks {
+		n += cap(c)
+	}
+	return n + len(g.index)*24*8/7 + len(g.collide)*64
+}
+
+// commit keeps the transaction's claims and forgets the generations
+// past the horizon of the partitions it moved.
 func (s *keyState) commit() {
-	for k, st := range s.staged {
-		if m := s.parts[st.part]; m != nil {
-			m[k] = st.claim
-		}
+	s.undo = s.undo[:0]
+	if cap(s.undo) > 1<<16 {
+		s.undo = nil // a restore's replay batch, larger than a round
 	}
-	clear(s.staged)
+	for p := range s.touched {
+		floor := p.floor(s.horizon)
+		p.gens = slices.DeleteFunc(p.gens, func(g *generation) bool { return g.start+s.span <= floor })
+	}
+	clear(s.touched)
 }
 
-// abort drops the staged changes.
-func (s *keyState) abort() { clear(s.staged) }
+// abort undoes the transaction's claims and watermarks. Their arena bytes
+// stay until the generation is dropped.
+func (s *keyState) abort() {
+	for i := len(s.undo) - 1; i >= 0; i-- {
+		u := s.undo[i]
+		if u.collided {
+			delete(u.gen.collide, u.key)
+		} else {
+			delete(u.gen.index, u.hash)
+		}
+		u.gen.claims--
+	}
+	s.undo = s.undo[:0]
+	for p, w := range s.touched {
+		p.watermark = w
+	}
+	clear(s.touched)
+}
+
+// drop forgets partition part (revoked, lost, or a restore that failed).
+func (s *keyState) drop(part int32) {
+	p := s.parts[part]
+	if p == nil {
+		return
+	}
+	delete(s.parts, part)
+	delete(s.touched, p)
+	s.undo = slices.DeleteFunc(s.undo, func(u undoClaim) bool { return slices.Contains(p.gens, u.gen) })
+}
 
 // keys returns the number of keys remembered.
 func (s *keyState) keys() int {
 	n := 0
-	for _, m := range s.parts {
-		n += len(m)
+	for _, p := range s.parts {
+		for _, g := range p.gens {
+			n += g.claims
+		}
+	}
+	return n
+}
+
+// bytes returns the memory the claims hold, approximately.
+func (s *keyState) bytes() int {
+	n := 0
+	for _, p := range s.parts {
+		for _, g := range p.gens {
+			n += g.bytes()
+		}
 	}
 	return n
 }

@@ -1,59 +1,278 @@
 package rater
 
 import (
+	"fmt"
+	"math/rand/v2"
+	"runtime"
 	"testing"
+	"time"
 	"unsafe"
 
 	"github.com/driftline/driftline/pipeline/contract"
 )
 
-// The rater decodes with a reused ZeroCopy contract.Decoder: the usage_id it
-// stages must not alias the record it came from.
+var t0 = time.Date(2026, 11, 21, 10, 0, 0, 0, time.UTC).UnixNano()
+
+func ev(part int32, key, usageID string, d contract.Digest, at int64) *usageEvent {
+	return &usageEvent{part: part, key: []byte(key), hash: hashKey([]byte(key)), usageID: usageID, digest: d, at: at}
+}
+
+// The rater decodes with a reused ZeroCopy contract.Decoder: the key and
+// usage_id it claims must not alias the record they came from.
 func TestCheckKeepsItsOwnUsageID(t *testing.T) {
-	s := newKeyState()
-	s.parts[3] = map[string]claim{}
-	line := []byte("usage-1")
-	u := &contract.Usage{UsageID: unsafe.String(&line[0], len(line))}
-	if v, _ := s.check(3, u, "src/m-1", 7); v != verdictNew {
+	s := newKeyState(48 * time.Hour)
+	s.parts[3] = &partKeys{}
+	line := []byte("usage-1 src/m-1")
+	e := &usageEvent{part: 3, usageID: unsafe.String(&line[0], 7), key: line[8:], hash: hashKey(line[8:]), digest: 7, at: t0}
+	if v, _, _ := s.check(e); v != verdictNew {
 		t.Fatalf("verdict %v", v)
 	}
-	copy(line, "XXXXXXX") // the record's memory is reused
+	copy(line, "XXXXXXXXXXXXXXX") // the record's memory is reused
 	s.commit()
-	if got := s.parts[3]["src/m-1"]; got.usageID != "usage-1" || got.digest != 7 {
-		t.Fatalf("kept %+v", got)
+	if v, first, _ := s.check(ev(3, "src/m-1", "usage-2", 7, t0)); v != verdictDuplicate || first != (claim{"usage-1", 7}) {
+		t.Fatalf("kept %v %+v", v, first)
 	}
 }
 
 // TestCheckTellsConflicts: the same usage_id with the same payload digest
 // is a redelivery, with another one a conflict naming the first claim, and
-// another usage_id on the key a duplicate; staged and committed alike.
+// another usage_id on the key a duplicate; in the transaction and after
+// its commit alike.
 func TestCheckTellsConflicts(t *testing.T) {
-	s := newKeyState()
-	s.parts[0] = map[string]claim{}
-	u := &contract.Usage{UsageID: "u-1"}
-	other := &contract.Usage{UsageID: "u-2"}
+	s := newKeyState(48 * time.Hour)
+	s.parts[0] = &partKeys{}
 	for _, committed := range []bool{false, true} {
 		if !committed {
-			if v, _ := s.check(0, u, "k", 11); v != verdictNew {
+			if v, _, _ := s.check(ev(0, "k", "u-1", 11, t0)); v != verdictNew {
 				t.Fatalf("first: %v", v)
 			}
 		} else {
 			s.commit()
 		}
-		if v, _ := s.check(0, u, "k", 11); v != verdictRedelivery {
+		if v, _, _ := s.check(ev(0, "k", "u-1", 11, t0)); v != verdictRedelivery {
 			t.Fatalf("committed %v: redelivery: %v", committed, v)
 		}
-		if v, first := s.check(0, u, "k", 12); v != verdictConflict || first != (claim{"u-1", 11}) {
+		if v, first, _ := s.check(ev(0, "k", "u-1", 12, t0)); v != verdictConflict || first != (claim{"u-1", 11}) {
 			t.Fatalf("committed %v: conflict: %v %+v", committed, v, first)
 		}
-		if v, first := s.check(0, other, "k", 11); v != verdictDuplicate || first.usageID != "u-1" {
+		if v, first, _ := s.check(ev(0, "k", "u-2", 11, t0)); v != verdictDuplicate || first.usageID != "u-1" {
 			t.Fatalf("committed %v: duplicate: %v %+v", committed, v, first)
 		}
 	}
-	// A claim restored without a digest (0) takes any payload for a
-	// redelivery.
-	s.parts[0]["old"] = claim{usageID: "u-9"}
-	if v, _ := s.check(0, &contract.Usage{UsageID: "u-9"}, "old", 5); v != verdictRedelivery {
+	// A claim without a digest (0) takes any payload for a redelivery.
+	if v, _, _ := s.check(ev(0, "old", "u-9", 0, t0)); v != verdictNew {
+		t.Fatalf("no digest: %v", v)
+	}
+	if v, _, _ := s.check(ev(0, "old", "u-9", 5, t0)); v != verdictRedelivery {
 		t.Fatalf("unknown digest: %v", v)
+	}
+	if v, _, _ := s.check(ev(1, "k", "u-1", 11, t0)); v != verdictNotOwned {
+		t.Fatalf("not owned: %v", v)
+	}
+}
+
+// TestCheckAbortUndoes: an aborted transaction's claims and watermark are
+// gone, a committed one's stay.
+func TestCheckAbortUndoes(t *testing.T) {
+	s := newKeyState(time.Hour)
+	s.parts[0] = &partKeys{}
+	s.check(ev(0, "a", "u-a", 1, t0))
+	s.commit()
+	s.check(ev(0, "b", "u-b", 1, t0+int64(10*time.Hour)))
+	s.abort()
+	if got := s.parts[0].watermark; got != t0 {
+		t.Fatalf("watermark after abort %d, want %d", got, t0)
+	}
+	if v, _, _ := s.check(ev(0, "a", "u-a", 1, t0)); v != verdictRedelivery {
+		t.Fatalf("committed claim: %v", v)
+	}
+	if v, _, _ := s.check(ev(0, "b", "u-x", 1, t0)); v != verdictNew {
+		t.Fatalf("aborted claim: %v", v)
+	}
+	if s.keys() != 2 {
+		t.Fatalf("keys %d, want 2", s.keys())
+	}
+}
+
+// TestCheckCollidingHashes: keys whose 64-bit hashes collide are told
+// apart (the index is forced to hold another key under the same hash).
+func TestCheckCollidingHashes(t *testing.T) {
+	s := newKeyState(48 * time.Hour)
+	s.parts[0] = &partKeys{}
+	s.check(ev(0, "k1", "u-1", 1, t0))
+	s.commit()
+	g := s.parts[0].gens[0]
+	// Point k2's hash at k1's entry, as a collision would.
+	for h, ref := range g.index {
+		delete(g.index, h)
+		g.index[hashOf("k2")] = ref
+	}
+	if v, _, _ := s.check(ev(0, "k2", "u-2", 2, t0)); v != verdictNew {
+		t.Fatalf("colliding key: %v", v)
+	}
+	if v, _, _ := s.check(ev(0, "k2", "u-2", 2, t0)); v != verdictRedelivery {
+		t.Fatalf("colliding key again: %v", v)
+	}
+	if v, first, _ := s.check(ev(0, "k2", "u-3", 2, t0)); v != verdictDuplicate || first.usageID != "u-2" {
+		t.Fatalf("colliding key, other id: %v %+v", v, first)
+	}
+	s.abort()
+	if v, _, _ := s.check(ev(0, "k2", "u-3", 2, t0)); v != verdictNew {
+		t.Fatalf("colliding key after abort: %v", v)
+	}
+}
+
+// TestCheckHorizon: usage that occurred more than the horizon before the
+// watermark is late; keys of generations past the horizon are forgotten
+// and dropped at commit; the watermark does not pass a record's broker
+// timestamp.
+func TestCheckHorizon(t *testing.T) {
+	h := 4 * time.Hour
+	s := newKeyState(h)
+	s.parts[0] = &partKeys{}
+	s.check(ev(0, "old", "u-old", 1, t0))
+	s.commit()
+	// A clock running ahead moves the watermark only to the broker's time.
+	ahead := ev(0, "ahead", "u-ahead", 1, t0+int64(100*time.Hour))
+	ahead.ts = t0 + int64(time.Minute)
+	s.check(ahead)
+	if v, _, _ := s.check(ev(0, "old", "u-old", 1, t0)); v != verdictRedelivery {
+		t.Fatalf("redelivery within the horizon: %v", v)
+	}
+	s.commit()
+	later := t0 + int64(h+2*time.Hour)
+	if v, _, _ := s.check(ev(0, "new", "u-new", 1, later)); v != verdictNew {
+		t.Fatalf("new: %v", v)
+	}
+	if v, _, floor := s.check(ev(0, "old", "u-old", 1, t0)); v != verdictLate || floor != later-int64(h) {
+		t.Fatalf("redelivery past the horizon: %v %d", v, floor)
+	}
+	// Usage within the horizon whose key was claimed before it: the old
+	// claim is forgotten (its generation ended before the floor).
+	if v, _, _ := s.check(ev(0, "old", "u-other", 1, later-int64(time.Hour))); v != verdictNew {
+		t.Fatalf("key past the horizon: %v", v)
+	}
+	before := len(s.parts[0].gens)
+	s.commit()
+	if after := len(s.parts[0].gens); after >= before {
+		t.Fatalf("generations %d -> %d: none dropped", before, after)
+	}
+}
+
+// TestCheckMemory: a claim costs about 100 bytes of arena and index for
+// keys and usage_ids of 30 bytes, and nothing the garbage collector scans.
+func TestCheckMemory(t *testing.T) {
+	const n = 200_000
+	evs := make([]*usageEvent, n)
+	for i := range evs {
+		evs[i] = ev(0, fmt.Sprintf("gpu-meter-eu1/m-%014d", i), fmt.Sprintf("usage-%024d", i), contract.Digest(i+1), t0)
+	}
+	var before, after runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&before)
+	s := newKeyState(48 * time.Hour)
+	s.parts[0] = &partKeys{}
+	for _, e := range evs {
+		s.check(e)
+	}
+	s.commit()
+	runtime.GC()
+	runtime.ReadMemStats(&after)
+	if s.keys() != n {
+		t.Fatalf("keys %d", s.keys())
+	}
+	heap := float64(after.HeapAlloc-before.HeapAlloc) / n
+	est := float64(s.bytes()) / n
+	t.Logf("%.0f bytes of heap per claim (%.0f estimated)", heap, est)
+	if heap > 160 || est > 160 {
+		t.Fatalf("%.0f bytes of heap per claim (%.0f estimated)", heap, est)
+	}
+	runtime.KeepAlive(s)
+	runtime.KeepAlive(evs)
+}
+
+func hashOf(key string) uint64 {
+	return hashKey([]byte(key))
+}
+
+// TestReplayEqualsLive: the state a restore rebuilds (the committed
+// records through check, in batches of another size) equals the live
+// state after rounds of which some aborted and were processed again, as
+// a transaction's records are after an abort: same verdicts, keys,
+// watermark and generations, with keys forgotten past the horizon.
+func TestReplayEqualsLive(t *testing.T) {
+	const horizon = 4 * time.Hour
+	rng := rand.New(rand.NewPCG(1, 2))
+	var log []*usageEvent
+	at := t0
+	for i := 0; i < 20_000; i++ {
+		at += int64(time.Duration(rng.IntN(4000)) * time.Millisecond) // about 11 h in all
+		key := fmt.Sprintf("src/m-%d", rng.IntN(15_000))
+		id := fmt.Sprintf("u-%d", rng.IntN(18_000))
+		occurred := at - int64(time.Duration(rng.IntN(6*3600))*time.Second) // some late
+		log = append(log, ev(0, key, id, contract.Digest(rng.IntN(3)+1), occurred))
+		log[i].ts = at
+	}
+	verdicts := func(s *keyState, evs []*usageEvent) []verdict {
+		var out []verdict
+		for _, e := range evs {
+			v, _, _ := s.check(e)
+			out = append(out, v)
+		}
+		return out
+	}
+	live := newKeyState(horizon)
+	live.parts[0] = &partKeys{}
+	var liveVerdicts []verdict
+	for i := 0; i < len(log); {
+		n := min(1+rng.IntN(700), len(log)-i)
+		vs := verdicts(live, log[i:i+n])
+		if rng.IntN(4) == 0 {
+			live.abort() // the round is polled again
+			continue
+		}
+		live.commit()
+		liveVerdicts = append(liveVerdicts, vs...)
+		i += n
+	}
+	replay := newKeyState(horizon)
+	replay.parts[0] = &partKeys{}
+	var replayVerdicts []verdict
+	for i := 0; i < len(log); i += 1000 {
+		replayVerdicts = append(replayVerdicts, verdicts(replay, log[i:min(i+1000, len(log))])...)
+		replay.commit()
+	}
+	late := 0
+	for i := range liveVerdicts {
+		if liveVerdicts[i] != replayVerdicts[i] {
+			t.Fatalf("event %d: live %v, replay %v", i, liveVerdicts[i], replayVerdicts[i])
+		}
+		if liveVerdicts[i] == verdictLate {
+			late++
+		}
+	}
+	if late == 0 || late == len(log) {
+		t.Fatalf("%d late events of %d: the test does not exercise the horizon", late, len(log))
+	}
+	lp, rp := live.parts[0], replay.parts[0]
+	if lp.watermark != rp.watermark || len(lp.gens) != len(rp.gens) {
+		t.Fatalf("live watermark %d, %d generations; replay %d, %d", lp.watermark, len(lp.gens), rp.watermark, len(rp.gens))
+	}
+	for i := range lp.gens {
+		lg, rg := lp.gens[i], rp.gens[i]
+		if lg.start != rg.start || len(lg.index)+len(lg.collide) != len(rg.index)+len(rg.collide) || lg.claims != rg.claims {
+			t.Fatalf("generation %d: live %d with %d claims, replay %d with %d", i, lg.start, lg.claims, rg.start, rg.claims)
+		}
+		for h, ref := range lg.index {
+			_, key, id := lg.entry(ref)
+			rref, ok := rg.index[h]
+			if !ok {
+				t.Fatalf("generation %d: key %s missing from the replay", i, key)
+			}
+			d2, key2, id2 := rg.entry(rref)
+			if d, _, _ := lg.entry(ref); string(key) != string(key2) || string(id) != string(id2) || d != d2 {
+				t.Fatalf("generation %d: live %s %s, replay %s %s", i, key, id, key2, id2)
+			}
+		}
 	}
 }

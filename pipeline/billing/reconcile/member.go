@@ -23,8 +23,10 @@ var _ stream.Processor = (*processor)(nil)
 // applies what the merges release.
 func (p *processor) Apply(_ context.Context, fetches kgo.Fetches) (int, int64) {
 	r := (*Reconciler)(p)
+	r.noteMarkers(fetches)
 	logmerge.PushAll(fetches, r.parts, (*partition).logs, r.stream)
 	n := r.applyAll(r.parts)
+	r.passMarkers()
 	r.throttle()
 	backlog := logmerge.BacklogAll(r.parts, (*partition).logs)
 	r.m.Backlog.Set(float64(backlog))
@@ -76,3 +78,35 @@ func (p *processor) Release(ps []int32, _ bool) {
 
 // Stop has nothing in flight.
 func (p *processor) Stop() {}
+
+// noteMarkers remembers the position after the last transaction marker
+// of each stream in fetches.
+func (r *Reconciler) noteMarkers(fetches kgo.Fetches) {
+	fetches.EachPartition(func(ft kgo.FetchTopicPartition) {
+		part, ok := r.parts[ft.Partition]
+		if !ok {
+			return
+		}
+		s := r.stream(ft.Topic)
+		for _, rec := range ft.Records {
+			if rec.Attrs.IsControl() && rec.Offset >= part.marker[s].Offset {
+				part.marker[s] = kgo.EpochOffset{Epoch: rec.LeaderEpoch, Offset: rec.Offset + 1}
+			}
+		}
+	})
+}
+
+// passMarkers moves each stream whose queue is empty past the markers
+// fetched after its last applied record: every record before them is
+// applied, so the group's committed offsets reach the end of a topic
+// whose last records are markers, and its lag reads 0.
+func (r *Reconciler) passMarkers() {
+	for _, part := range r.parts {
+		q := part.merge.Streams().Queue
+		for s, m := range part.marker {
+			if len(q[s]) == 0 && m.Offset > part.merge.Next[s].Offset {
+				part.merge.Next[s] = m
+			}
+		}
+	}
+}

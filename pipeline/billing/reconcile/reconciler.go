@@ -47,6 +47,10 @@ type partition struct {
 	dirty   bool
 	// merge orders the polled records of the three streams.
 	merge logmerge.Merge
+	// marker is, per stream, the position after the last transaction
+	// marker fetched (the rater's commits on billing.rated): the merge
+	// moves past it once every record before it is applied (markers).
+	marker [numStreams]kgo.EpochOffset
 	// pruned and late are the tracker's counts already added to the
 	// metrics.
 	pruned, late int64
@@ -148,13 +152,16 @@ func (r *Reconciler) flush(ctx context.Context) error {
 		part.tracker.TakeWindows(func(w *Window) { r.out.batch.Windows = append(r.out.batch.Windows, *w) })
 		r.out.batch.Producers = readmodel.AppendProducerRejections(r.out.batch.Producers, r.opts.Group, part.p, &part.producers)
 	}
-	if !dirty && r.out.batch.Empty() {
-		return nil
-	}
 	names := r.streamTopics()
 	var offsets map[string]map[int32]kgo.EpochOffset
 	for p, part := range r.parts {
 		offsets = part.merge.Uncommitted(p, names[:], offsets)
+	}
+	// A round of transaction markers alone (the rater's last commit on
+	// billing.rated) changes no row but moves the positions: committing
+	// them leaves the group no lag.
+	if !dirty && r.out.batch.Empty() && len(offsets) == 0 {
+		return nil
 	}
 	empty := r.out.batch.Empty()
 	committed, err := r.member.WriteThenCommit(ctx, offsets, stream.Write{What: "write billing rows to ClickHouse",
