@@ -71,7 +71,7 @@ func (t *Topics) RegisterFlags(fs *flag.FlagSet) {
 // ForType returns the topic an event type is written to, or "" if unknown.
 func (t Topics) ForType(eventType string) string {
 	switch eventType {
-	case TypePlatformRecord:
+	case TypePlatformRecord, TypeArtifact, TypePolicyBundle:
 		return t.PlatformRecords
 	case TypeProviderObservation, TypeScanCompleted:
 		return t.Observations
