@@ -89,6 +89,18 @@ func (t Topics) ForType(eventType string) string {
 	return ""
 }
 
+// Broadcast reports whether events of eventType are facts every
+// partition needs, written to every partition of their topic rather than
+// to the partition of their key: scan markers and the fleet registry's
+// artifacts and policy bundles (CONTRACT 8.2).
+func Broadcast(eventType string) bool {
+	switch eventType {
+	case TypeScanCompleted, TypeArtifact, TypePolicyBundle:
+		return true
+	}
+	return false
+}
+
 // Joined returns the co-partitioned topics the joiner consumes: the three
 // streams of the fleet and the operators' commands.
 func (t Topics) Joined() []string {
