@@ -48,31 +48,31 @@ func ModeState(m ConnectivityMode) LifecycleState {
 	return LifecycleState(m)
 }
 
-// TransitionReason is the lifecycle rule that matched at a transition
+// LifecycleRule names the lifecycle rule that matched at a transition
 // (node_lifecycle_history.reason).
-type TransitionReason string
+type LifecycleRule string
 
 // Transition reasons, one per rule of docs/fleet-core.md.
 const (
-	TransitionRetire             TransitionReason = "retired"
-	TransitionDecommissioning    TransitionReason = "decommissioning"
-	TransitionOperatorQuarantine TransitionReason = "operator_quarantine"
-	TransitionSupplyChain        TransitionReason = "supply_chain"
-	TransitionAuthorityConflict  TransitionReason = "authority_conflict"
-	TransitionGateBlocked        TransitionReason = "gate_blocked"
-	TransitionProvisioning       TransitionReason = "provisioning"
-	TransitionEnrolled           TransitionReason = "enrolled"
-	TransitionHealthDegraded     TransitionReason = "health_degraded"
-	TransitionHealthFailed       TransitionReason = "health_failed"
-	TransitionUpdateFailed       TransitionReason = "update_failed"
-	TransitionUpdating           TransitionReason = "updating"
-	TransitionConnectivity       TransitionReason = "connectivity"
+	RuleRetired            LifecycleRule = "retired"
+	RuleDecommissioning    LifecycleRule = "decommissioning"
+	RuleOperatorQuarantine LifecycleRule = "operator_quarantine"
+	RuleSupplyChain        LifecycleRule = "supply_chain"
+	RuleAuthorityConflict  LifecycleRule = "authority_conflict"
+	RuleGateBlocked        LifecycleRule = "gate_blocked"
+	RuleProvisioning       LifecycleRule = "provisioning"
+	RuleEnrolled           LifecycleRule = "enrolled"
+	RuleHealthDegraded     LifecycleRule = "health_degraded"
+	RuleHealthFailed       LifecycleRule = "health_failed"
+	RuleUpdateFailed       LifecycleRule = "update_failed"
+	RuleUpdating           LifecycleRule = "updating"
+	RuleConnectivity       LifecycleRule = "connectivity"
 )
 
-// TransitionReasons lists the transition reasons in rule order.
-var TransitionReasons = []TransitionReason{TransitionRetire, TransitionDecommissioning, TransitionOperatorQuarantine,
-	TransitionSupplyChain, TransitionAuthorityConflict, TransitionGateBlocked, TransitionProvisioning, TransitionEnrolled,
-	TransitionHealthDegraded, TransitionHealthFailed, TransitionUpdateFailed, TransitionUpdating, TransitionConnectivity}
+// LifecycleRules lists the transition reasons in rule order.
+var LifecycleRules = []LifecycleRule{RuleRetired, RuleDecommissioning, RuleOperatorQuarantine,
+	RuleSupplyChain, RuleAuthorityConflict, RuleGateBlocked, RuleProvisioning, RuleEnrolled,
+	RuleHealthDegraded, RuleHealthFailed, RuleUpdateFailed, RuleUpdating, RuleConnectivity}
 
 // AuthorityState is node_agent_status.authority: ” without controller
 // evidence.
