@@ -193,6 +193,12 @@ type fleetState struct {
 	// minute is the start (Unix ns) of the event-time minute the
 	// watermark is in; math.MinInt64 before the first Advance.
 	minute int64
+	// nextDue is the earliest deadline of a bundle the watermark has not
+	// reached (math.MaxInt64: none).
+	nextDue int64
+	// compactAt is the size of pool and lists that triggers a rebuild
+	// from what the nodes and the registry hold.
+	compactAt int
 	// topics name the ring's streams; partition is the tracker's.
 	topics    []string
 	partition int32
@@ -204,12 +210,62 @@ type fleetState struct {
 
 func newFleetState() fleetState {
 	return fleetState{
-		reg:      registry{artifacts: map[string]*artifactEntry{}, bundles: map[string]*bundleEntry{}},
-		pool:     map[string]string{},
-		lists:    map[string][]string{},
-		rollouts: map[rolloutKey]*rolloutCounts{},
-		minute:   math.MinInt64,
+		reg:       registry{artifacts: map[string]*artifactEntry{}, bundles: map[string]*bundleEntry{}},
+		pool:      map[string]string{},
+		lists:     map[string][]string{},
+		rollouts:  map[rolloutKey]*rolloutCounts{},
+		minute:    math.MinInt64,
+		nextDue:   math.MaxInt64,
+		compactAt: minFleetCompactAt,
 	}
+}
+
+// minFleetCompactAt is the smallest pool size that triggers a rebuild.
+const minFleetCompactAt = 4096
+
+// maybeCompactFleet rebuilds the pool of fleet strings and lists from
+// what the nodes and the registry hold once it has doubled since the last
+// rebuild, so a producer sending a new version or digest with each
+// heartbeat cannot grow it without bound. The strings kept are the same
+// (nodes keep theirs): only the pool's entries go.
+func (t *Tracker) maybeCompactFleet() {
+	fs := &t.fleet
+	if len(fs.pool)+len(fs.lists) < fs.compactAt {
+		return
+	}
+	pool, lists := map[string]string{}, map[string][]string{}
+	keep := func(ss ...string) {
+		for _, s := range ss {
+			if s != "" {
+				pool[s] = s
+			}
+		}
+	}
+	keepList := func(l []string) {
+		if len(l) > 0 {
+			keep(l...)
+			lists[strings.Join(l, "\x00")] = l
+		}
+	}
+	for _, n := range t.nodes {
+		if f := n.fleet; f != nil {
+			keepList(f.controllers)
+			keepList(f.tags)
+			keep(f.bundle, f.reported, f.artifactID, f.artifactDigest, f.controller, f.relay, f.ctl[0].id, f.ctl[1].id, f.counted, f.countedIn)
+		}
+	}
+	for id, e := range fs.reg.artifacts {
+		keep(id, e.a.ArtifactID, e.a.Version, e.a.Digest, e.a.SignedBy)
+	}
+	for id, e := range fs.reg.bundles {
+		keep(id, e.b.PolicyBundleID, e.b.TargetVersion, e.b.ArtifactID)
+		keepList(e.b.Domains)
+	}
+	for k := range fs.rollouts {
+		keep(k.bundle, k.domain)
+	}
+	fs.pool, fs.lists = pool, lists
+	fs.compactAt = max(minFleetCompactAt, 2*(len(pool)+len(lists)))
 }
 
 // SetFleetOutput sets where the fleet core's rows go.
@@ -333,6 +389,9 @@ func (t *Tracker) ApplyBundle(b *contract.PolicyBundle, at time.Time, correlatio
 		ArtifactID: t.str(b.ArtifactID), Domains: t.strs(b.Domains), Deadline: b.Deadline.UTC()}
 	e.deadline = b.Deadline.UnixNano()
 	e.due = t.w >= e.deadline
+	if !e.due {
+		t.fleet.nextDue = min(t.fleet.nextDue, e.deadline)
+	}
 	// The bundle's rollout rows carry its target and deadline: rewrite
 	// them.
 	for k, c := range t.fleet.rollouts {
@@ -691,10 +750,17 @@ func (t *Tracker) Rollouts(fn func(*RolloutRow)) {
 // debt of the minute that just ended.
 func (t *Tracker) advanceFleet(prev int64) {
 	var due []string
-	for id, e := range t.fleet.reg.bundles {
-		if !e.due && t.w >= e.deadline {
-			e.due = true
-			due = append(due, id)
+	if t.w >= t.fleet.nextDue {
+		t.fleet.nextDue = math.MaxInt64
+		for id, e := range t.fleet.reg.bundles {
+			switch {
+			case e.due:
+			case t.w >= e.deadline:
+				e.due = true
+				due = append(due, id)
+			default:
+				t.fleet.nextDue = min(t.fleet.nextDue, e.deadline)
+			}
 		}
 	}
 	if len(due) > 0 {

@@ -197,6 +197,12 @@ func (t *Tracker) load(r *snap.Reader) error {
 		}
 	}
 	fleet.out, fleet.topics, fleet.partition = t.fleet.out, t.fleet.topics, t.fleet.partition
+	for _, e := range fleet.reg.bundles {
+		if !e.due {
+			fleet.nextDue = min(fleet.nextDue, e.deadline)
+		}
+	}
+	fleet.compactAt = max(minFleetCompactAt, 2*(len(fleet.pool)+len(fleet.lists)))
 	t.nodes, t.timers, t.syms, t.w, t.fleet = nodes, timers, syms, wm, fleet
 	t.compactAt = max(minCompactAt, 2*syms.Len())
 	return nil
