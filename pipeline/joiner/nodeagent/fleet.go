@@ -86,6 +86,7 @@ type fleetNode struct {
 	controllers []string
 	tags        []string
 	bundle      string // desired.policy_bundle_id
+	target      string // desired.target_version
 	intent      enum   // contract.LifecycleIntents; RETIRED for a deleted record or a tombstone
 	kind        enum   // contract.NodeKinds
 	master      enum   // contract.MastersOfRecord
@@ -251,7 +252,7 @@ func (t *Tracker) maybeCompactFleet() {
 		if f := n.fleet; f != nil {
 			keepList(f.controllers)
 			keepList(f.tags)
-			keep(f.bundle, f.reported, f.artifactID, f.artifactDigest, f.controller, f.relay, f.ctl[0].id, f.ctl[1].id, f.counted, f.countedIn)
+			keep(f.bundle, f.target, f.reported, f.artifactID, f.artifactDigest, f.controller, f.relay, f.ctl[0].id, f.ctl[1].id, f.counted, f.countedIn)
 		}
 	}
 	for id, e := range fs.reg.artifacts {
@@ -490,9 +491,9 @@ func (t *Tracker) applyRecordFleet(n *node, r *contract.PlatformRecord) {
 	f.kind = enumOf(contract.NodeKinds, contract.NodeKind(r.NodeKind))
 	f.master = enumOf(contract.MastersOfRecord, contract.MasterOfRecord(r.Authority.MasterOfRecord))
 	f.controllers = t.strs(r.Authority.ControllerIDs)
-	f.bundle = t.str(r.Desired.PolicyBundleID)
+	f.bundle, f.target = t.str(r.Desired.PolicyBundleID), t.str(r.Desired.TargetVersion)
 	f.tags = t.strs(r.Tags)
-	if before.intent != f.intent || before.kind != f.kind || before.master != f.master || before.bundle != f.bundle ||
+	if before.intent != f.intent || before.kind != f.kind || before.master != f.master || before.bundle != f.bundle || before.target != f.target ||
 		!slices.Equal(before.controllers, f.controllers) || !slices.Equal(before.tags, f.tags) {
 		n.flags |= flagDirty
 	}
@@ -856,6 +857,7 @@ func (t *Tracker) fillFleet(n *node, s *Status) {
 	s.Tags, s.NodeKind, s.LifecycleIntent = f.tags, string(valueOf(contract.NodeKinds, f.kind)), string(valueOf(contract.LifecycleIntents, f.intent))
 	s.MasterOfRecord, s.ControllerIDs, s.ControllerID = string(valueOf(contract.MastersOfRecord, f.master)), f.controllers, f.controller
 	s.Authority, s.RelayID, s.PolicyBundleID = string(valueOf(contract.AuthorityStates, f.authority)), f.relay, f.bundle
+	s.TargetVersion = f.target // the record's, unless the registry has its bundle
 	if e := t.fleet.reg.bundles[f.bundle]; f.bundle != "" && e != nil {
 		s.TargetVersion = e.b.TargetVersion
 	}
