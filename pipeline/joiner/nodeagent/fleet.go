@@ -688,7 +688,10 @@ func (t *Tracker) settleFleet(n *node, v *fleetVerdicts, at int64) {
 		FromPhase: valueOf(contract.Phases, l.phase), FromState: valueOf(contract.LifecycleStates, l.state),
 		ToPhase: v.phase, ToState: v.state, Reason: v.rule, CorrelationID: strings.Clone(t.fleet.corr)}
 	if t.fleet.byTime {
-		at, tr.CorrelationID = t.w, ""
+		// Time alone changed the node: at is the deadline the watermark
+		// passed (as a status row's), which no partitioning or restart
+		// moves, where the watermark's own value depends on them.
+		tr.CorrelationID = ""
 	}
 	tr.At = time.Unix(0, at).UTC()
 	l.phase, l.state, l.since, l.seq = phase, state, at, l.seq+1
@@ -768,8 +771,9 @@ func (t *Tracker) advanceFleet(prev int64) {
 		slices.Sort(due)
 		t.fleet.byTime = true
 		for _, id := range due {
+			deadline := t.fleet.reg.bundles[id].deadline
 			for _, n := range t.sortedNodes(func(n *node) bool { return n.fleet != nil && n.fleet.bundle == id }) {
-				t.settle(n, t.w, false)
+				t.settle(n, deadline, false)
 			}
 		}
 		t.fleet.byTime = false
