@@ -455,20 +455,29 @@ func (t *Tracker) RecordEvent(nodeID string, stream uint8, offset int64) {
 	}
 }
 
-// recentEvents returns the ring as <topic>/<partition>/<offset>, newest
-// first.
-func (t *Tracker) recentEvents(r *ring) []string {
-	if r.n == 0 {
+// Recent is a node's ring of recent events as a status row carries it:
+// the coordinates are formatted only when the row is written (Strings),
+// not for each row a round overwrites.
+type Recent struct {
+	ring      ring
+	topics    []string // shared with the tracker
+	partition int32
+}
+
+// Strings returns the events as <topic>/<partition>/<offset>, newest
+// first (nil for none).
+func (r *Recent) Strings() []string {
+	if r.ring.n == 0 {
 		return nil
 	}
-	out := make([]string, 0, r.n)
-	p := strconv.Itoa(int(t.fleet.partition))
-	for i := range int(r.n) {
-		c := r.ev[(int(r.h)-i+RecentEvents)%RecentEvents]
+	out := make([]string, 0, r.ring.n)
+	p := strconv.Itoa(int(r.partition))
+	for i := range int(r.ring.n) {
+		c := r.ring.ev[(int(r.ring.h)-i+RecentEvents)%RecentEvents]
 		stream := int(c >> 56)
 		topic := strconv.Itoa(stream)
-		if stream < len(t.fleet.topics) {
-			topic = t.fleet.topics[stream]
+		if stream < len(r.topics) {
+			topic = r.topics[stream]
 		}
 		out = append(out, topic+"/"+p+"/"+strconv.FormatInt(int64(c&(1<<56-1)), 10))
 	}
@@ -856,7 +865,7 @@ func (t *Tracker) fillFleet(n *node, s *Status) {
 	if l.seq > 0 {
 		s.PhaseSince = time.Unix(0, l.since).UTC()
 	}
-	s.RecentEvents = t.recentEvents(&n.ring)
+	s.Recent = Recent{ring: n.ring, topics: t.fleet.topics, partition: t.fleet.partition}
 	f := n.fleetOf()
 	s.Tags, s.NodeKind, s.LifecycleIntent = f.tags, string(valueOf(contract.NodeKinds, f.kind)), string(valueOf(contract.LifecycleIntents, f.intent))
 	s.MasterOfRecord, s.ControllerIDs, s.ControllerID = string(valueOf(contract.MastersOfRecord, f.master)), f.controllers, f.controller

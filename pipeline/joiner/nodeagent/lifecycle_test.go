@@ -547,7 +547,7 @@ func TestFleetSnapshotReplay(t *testing.T) {
 	}
 	// The ring holds the last events, newest first, as coordinates.
 	var s nodeagent.Status
-	if !tr.Lookup("n01", &s) || len(s.RecentEvents) != nodeagent.RecentEvents || !strings.HasPrefix(s.RecentEvents[0], "nodeagent.telemetry/3/") {
-		t.Fatalf("recent events %v", s.RecentEvents)
+	if !tr.Lookup("n01", &s) || len(s.Recent.Strings()) != nodeagent.RecentEvents || !strings.HasPrefix(s.Recent.Strings()[0], "nodeagent.telemetry/3/") {
+		t.Fatalf("recent events %v", s.Recent.Strings())
 	}
 }

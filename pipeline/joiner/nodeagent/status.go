@@ -156,9 +156,9 @@ type Status struct {
 	ArtifactDigest       string
 	SupplyChain          string
 	UptimeS              int64
-	RecentEvents         []string
-	AuthorityConflict    bool // authority_conflict is open
-	SupplyChainViolation bool // supply_chain_violation is open
+	Recent               Recent // RecentEvents formats it
+	AuthorityConflict    bool   // authority_conflict is open
+	SupplyChainViolation bool   // supply_chain_violation is open
 
 	// CorrelationID is the correlation_id of the newest heartbeat.
 	CorrelationID string

@@ -243,7 +243,7 @@ var nodesTable = readmodel.NewTable("node_agent_status",
 	readmodel.String("artifact_digest", func(n *status) string { return n.ArtifactDigest }),
 	readmodel.String("supply_chain", func(n *status) string { return n.SupplyChain }),
 	readmodel.Int64("uptime_s", func(n *status) int64 { return n.UptimeS }),
-	readmodel.Strings("recent_events", func(n *status) []string { return n.RecentEvents }),
+	readmodel.Strings("recent_events", func(n *status) []string { return n.Recent.Strings() }),
 )
 
 var progressTable = readmodel.NewTable("consumer_progress",
