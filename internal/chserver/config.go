@@ -95,6 +95,12 @@ var configTmpl = template.Must(template.New("config").Funcs(template.FuncMap{"x"
     <distributed_ddl>
         <path>/clickhouse/task_queue/ddl</path>
     </distributed_ddl>
+    <!-- A replica killed while fetching a part leaves its tmp_fetch_
+         directory, and 18.16 refuses every later fetch of that part
+         ("already exists") until the directory is older than this. -->
+    <merge_tree>
+        <temporary_directories_lifetime>30</temporary_directories_lifetime>
+    </merge_tree>
 {{- end}}
 </yandex>
 `))

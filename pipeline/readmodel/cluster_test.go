@@ -138,7 +138,9 @@ func TestMigrateCluster(t *testing.T) {
 		t.Fatal(err)
 	}
 	var perServer []uint64
-	testenv.CheckFor(t, time.Minute, func() error {
+	// A fetch the kill interrupted waits for its leftover temporary
+	// directory to expire (chserver's temporary_directories_lifetime).
+	testenv.CheckFor(t, 2*time.Minute, func() error {
 		perServer = perServer[:0]
 		for _, addr := range cluster.Addrs() {
 			one := testenv.Open(t, service.ClickHouse{Addr: addr, Database: cfg.Database, User: "default"}, readmodel.NoCreate())
