@@ -25,6 +25,7 @@ func nodeParams(f *reader.NodeFilter) []listParam {
 		{"workload_impact", &f.WorkloadImpacts, apitypes.WorkloadImpacts},
 		{"update_path", &f.UpdatePaths, apitypes.UpdatePaths},
 		{"terminal_stream_probe", &f.TerminalStreamProbes, apitypes.TerminalStreamProbes},
+		{"tag", &f.Tags, nil},
 	}
 }
 
