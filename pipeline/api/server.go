@@ -106,6 +106,10 @@ type Options struct {
 	// Environment is stamped on every command; the joiner rejects another.
 	// Default local_parity.
 	Environment string
+	// Events reads the records of a node's observations timeline from
+	// Kafka (NewKafkaEvents). Default nil: the node page shows the
+	// coordinates only, as unavailable.
+	Events EventReader
 }
 
 func (o *Options) setDefaults() error {
