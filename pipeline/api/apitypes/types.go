@@ -287,6 +287,7 @@ type ActionAccepted struct {
 type ActionRefusal struct {
 	EvidenceID string `json:"evidence_id"`
 	Reason     string `json:"reason"`
+	Detail     string `json:"detail,omitempty"` // what the reason means here, when it needs saying
 }
 
 // BatchAccepted is the answer of POST /v1/actions/batch.
@@ -298,6 +299,9 @@ type BatchAccepted struct {
 	Count      int              `json:"count"`      // len(AppliedTo)
 	AppliedTo  []ActionAccepted `json:"applied_to"` // never null
 	Refused    []ActionRefusal  `json:"refused"`    // never null
+	// Skipped are the findings of nodes outside the key's authority
+	// levels (reason authority_out_of_scope); never null.
+	Skipped []ActionRefusal `json:"skipped"`
 }
 
 // Node is the current node-agent evidence and gate of one node
