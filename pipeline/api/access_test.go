@@ -33,7 +33,7 @@ const (
 	keyFinance  = "k-finance"
 	keyFinT1    = "k-finance-t1"
 	keyFinNone  = "k-finance-t9" // scoped to a tenant with no rows
-	keyOperator = "k-operator" // scoped to authority level LOCAL
+	keyOperator = "k-operator"   // scoped to authority level LOCAL
 	keyOpAll    = "k-operator-all"
 	keyAuditor  = "k-auditor"
 	keyRevoked  = "k-revoked"
