@@ -102,7 +102,8 @@ func foldRollouts(rows []apitypes.RolloutRow) apitypes.Rollouts {
 func (s *Server) handleRelays(w http.ResponseWriter, r *http.Request) error {
 	q := r.URL.Query()
 	var f reader.RelayFilter
-	if err := parseParams(q, []listParam{{"domain_id", &f.DomainIDs, nil}, {"relay_id", &f.RelayIDs, nil}, {"tag", &f.Tags, nil}}, "format"); err != nil {
+	if err := parseParams(q, []listParam{{"owning_domain", &f.OwningDomains, nil}, {"domain_id", &f.DomainIDs, nil},
+		{"relay_id", &f.RelayIDs, nil}, {"tag", &f.Tags, nil}}, "format"); err != nil {
 		return err
 	}
 	format, err := negotiate(r, q)
@@ -153,7 +154,11 @@ func foldRelays(rows []apitypes.RelayRow) apitypes.Relays {
 func (s *Server) handleSyncDebt(w http.ResponseWriter, r *http.Request) error {
 	q := r.URL.Query()
 	var f reader.SyncDebtFilter
-	if err := parseParams(q, []listParam{{"domain_id", &f.DomainIDs, nil}, {"relay_id", &f.RelayIDs, nil}}, "from", "to", "limit", "format"); err != nil {
+	if err := parseParams(q, []listParam{{"domain_id", &f.DomainIDs, nil}, {"relay_id", &f.RelayIDs, nil}}, "from", "to", "last", "limit", "format"); err != nil {
+		return err
+	}
+	var err error
+	if f.Last, err = parseDuration(q, "last"); err != nil {
 		return err
 	}
 	if err := parseTimeRange(q, &f.From, &f.To); err != nil {

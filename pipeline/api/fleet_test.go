@@ -207,6 +207,13 @@ func TestFleetEndpoints(t *testing.T) {
 	if sd.Points != 2 {
 		t.Errorf("sync debt from -2m: %+v", sd)
 	}
+	sd = decode[apitypes.SyncDebt](t, testenv.GetJSON(t, fx.url+"/v1/syncdebt?domain_id=d-eu1&last=90s", 200))
+	if sd.Points != 2 || !sd.Series[0].Points[0].Minute.Equal(t0.Add(-2*time.Minute)) {
+		t.Errorf("sync debt last=90s: %+v", sd)
+	}
+	if rl := decode[apitypes.Relays](t, testenv.GetJSON(t, fx.url+"/v1/relays?owning_domain=edge", 200)); len(rl.Domains) != 0 {
+		t.Errorf("relays of edge (its one node retired): %+v", rl)
+	}
 	sd = decode[apitypes.SyncDebt](t, testenv.GetJSON(t, fx.url+"/v1/syncdebt?limit=2", 200))
 	if sd.Points != 2 || !sd.Truncated {
 		t.Errorf("sync debt limit=2: %+v", sd)
@@ -235,6 +242,7 @@ func TestFleetEndpoints(t *testing.T) {
 		{"/v1/syncdebt?from=yesterday", "from"},
 		{"/v1/syncdebt?from=" + from + "&to=" + from, "to"},
 		{"/v1/syncdebt?limit=0", "limit"},
+		{"/v1/syncdebt?last=-1m", "last"},
 		{"/v1/nodes/n2/timeline?limit=x", "limit"},
 		{"/v1/nodes/n2/timeline?seq=1", "seq"},
 		{"/v1/drift?tag=", "tag"},

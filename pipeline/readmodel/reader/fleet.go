@@ -3,6 +3,7 @@ package reader
 import (
 	"context"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/ClickHouse/clickhouse-go/v2/lib/driver"
@@ -67,16 +68,17 @@ func (rd *Reader) Rollouts(ctx context.Context, f RolloutFilter) ([]apitypes.Rol
 
 // RelayFilter selects the nodes of the relay topology.
 type RelayFilter struct {
-	DomainIDs []string
-	RelayIDs  []string
-	Tags      []string
+	OwningDomains []string
+	DomainIDs     []string
+	RelayIDs      []string
+	Tags          []string
 }
 
 // Relays reads, per domain and relay (” = direct), the current nodes
 // that have sent a heartbeat and are not retired, their worst
 // seconds_behind and their summed backlog.
 func (rd *Reader) Relays(ctx context.Context, f RelayFilter) ([]apitypes.RelayRow, error) {
-	conds, args := listWhere([]listColumn{{"domain_id", f.DomainIDs}, {"relay_id", f.RelayIDs}})
+	conds, args := listWhere([]listColumn{{"owning_domain", f.OwningDomains}, {"domain_id", f.DomainIDs}, {"relay_id", f.RelayIDs}})
 	conds, args = tagsWhere(conds, args, f.Tags)
 	conds = append(conds, "last_seen_at > toDateTime(0)", "phase != ?")
 	args = append(args, string(contract.PhaseRetired))
@@ -96,6 +98,10 @@ type SyncDebtFilter struct {
 	// From and To bound the minutes (From inclusive, To exclusive); zero
 	// is unbounded.
 	From, To time.Time
+	// Last, when set, keeps the minutes within Last before the newest
+	// minute the other conditions select: the recent timeline, whatever
+	// the event time of the fleet is.
+	Last time.Duration
 }
 
 // SyncDebt reads up to limit points of the sync-debt timeline per
@@ -110,6 +116,13 @@ func (rd *Reader) SyncDebt(ctx context.Context, f SyncDebtFilter, limit int) ([]
 	if !f.To.IsZero() {
 		conds = append(conds, "minute < toDateTime(?)")
 		args = append(args, f.To.Unix())
+	}
+	if f.Last > 0 {
+		// A scalar subquery over the same conditions; in the text its
+		// arguments follow the outer conditions'.
+		inner := whereClause(conds)
+		conds = append(slices.Clone(conds), "minute > (SELECT max(minute) FROM sync_debt_minute"+inner+") - ?")
+		args = append(append(slices.Clone(args), args...), int64(f.Last/time.Second))
 	}
 	return list(ctx, rd, "sync_debt", fmt.Sprintf(`SELECT domain_id, relay_id, minute, toUInt64(sum(nodes)), max(max_seconds_behind),
 	sum(backlog_messages) FROM sync_debt_minute FINAL%s GROUP BY domain_id, relay_id, minute
