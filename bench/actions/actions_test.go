@@ -162,6 +162,16 @@ func TestActionFigures(t *testing.T) {
 		}
 		vis[i] = time.Since(answered)
 	}
+	// What the accepts left to merge: answers and audit entries written
+	// together share an INSERT (group commit), so a part holds many.
+	for _, table := range []string{"action_commands", "audit_log"} {
+		var parts, rows uint64
+		if err := env.CH.QueryRow(context.Background(), `SELECT count(), sum(rows) FROM system.parts
+			WHERE database = currentDatabase() AND table = ? AND active`, table).Scan(&parts, &rows); err != nil {
+			t.Fatal(err)
+		}
+		t.Logf("%s: %d rows in %d active parts", table, rows, parts)
+	}
 	t.Logf("action to visible in drift_evidence (%d actions, joiner flush interval %v): p50 %v p99 %v max %v",
 		visible, joiner.DefaultOptions().FlushInterval, pct(vis, 0.5).Round(time.Millisecond), pct(vis, 0.99).Round(time.Millisecond), pct(vis, 1).Round(time.Millisecond))
 }
