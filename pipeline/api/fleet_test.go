@@ -4,10 +4,12 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -19,6 +21,10 @@ import (
 	"github.com/driftline/driftline/pipeline/api"
 	"github.com/driftline/driftline/pipeline/api/apitypes"
 	"github.com/driftline/driftline/pipeline/contract"
+	"github.com/driftline/driftline/pipeline/joiner"
+	"github.com/driftline/driftline/pipeline/readmodel/sink"
+	"github.com/driftline/driftline/pipeline/stream"
+	"github.com/driftline/driftline/pipeline/stream/streamtest"
 )
 
 // fleetNode is one node_agent_status row version with the fleet core's
@@ -408,4 +414,98 @@ func newTestServer(t *testing.T, srv *api.Server) string {
 	hs := httptest.NewServer(srv.Handler())
 	t.Cleanup(hs.Close)
 	return hs.URL
+}
+
+// TestFleetFromJoiner reads, through the API, what the joiner writes of
+// the fleet core: a node with fleet fields and heartbeats over a few
+// minutes, the registry; the node page's recent events come from the
+// topics by the coordinates the joiner kept.
+func TestFleetFromJoiner(t *testing.T) {
+	env := streamtest.NewEnv(t, 1)
+	opts := joiner.Options{StageOptions: stream.StageOptions{Brokers: env.Brokers, Group: "fleet-joiner", Topics: env.Names,
+		Logger: slog.New(slog.DiscardHandler)}, RoundOptions: stream.RoundOptions{FlushInterval: 50 * time.Millisecond}}
+	stop := streamtest.Start(t, "joiner", func(ctx context.Context) (*joiner.Joiner, error) {
+		return joiner.New(ctx, opts, sink.NewClickHouse(env.CH))
+	})
+	t.Cleanup(stop)
+	srv, err := api.New(api.Options{DB: env.CH, Topics: env.Names, Guard: testenv.LocalGuard(t), Events: api.NewKafkaEvents(env.Client, 5*time.Second)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(srv.Close)
+	base := newTestServer(t, srv)
+
+	const digest = "sha256:1111111111111111111111111111111111111111111111111111111111111111"
+	var seq uint64
+	send := func(typ string, at time.Time, payload any) {
+		t.Helper()
+		seq++
+		if err := env.Client.ProduceSync(context.Background(), streamtest.Event(t, env.Names, typ, "fleet", seq, at, payload)).FirstErr(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	send(contract.TypeArtifact, t0, contract.Artifact{ArtifactID: "art-1", Version: "2.0", Digest: digest, SignedBy: "release-1", SBOMRef: "sbom://1"})
+	send(contract.TypePolicyBundle, t0, contract.PolicyBundle{PolicyBundleID: "pb-1", TargetVersion: "2.0", ArtifactID: "art-1", Deadline: t0.Add(time.Hour)})
+	send(contract.TypePlatformRecord, t0.Add(time.Second), contract.PlatformRecord{RecordType: "inventory_node", RecordID: "rec-n1",
+		RecordVersion: 1, ResourceFamily: contract.FamilyGPUaaS, OwningDomain: "gpuaas", DomainID: "dom-1", Tags: []string{"site:ams"},
+		Provider: contract.ProviderMAAS, ProviderID: "n1", ExpectedState: "allocated", NodeKind: "EDGE",
+		Authority: contract.Authority{MasterOfRecord: "REGION", ControllerIDs: []string{"ctl-a"}},
+		Desired:   contract.Desired{PolicyBundleID: "pb-1", TargetVersion: "2.0"}})
+	for m := range 4 {
+		send(contract.TypeHeartbeat, t0.Add(time.Duration(m)*time.Minute+10*time.Second), contract.Heartbeat{NodeID: "n1", AgentVersion: "1.0",
+			HostFingerprint: "h-n1", Health: "OK", UpdatePath: "self_update", ReportedVersion: "1.9", ArtifactID: "art-1",
+			ArtifactDigest: digest, ControllerID: "ctl-b", RelayID: "relay-1", SecondsBehind: int64(5 * (m + 1)), BacklogMessages: 10, UptimeS: 60})
+	}
+
+	var d apitypes.NodeDetail
+	testenv.CheckFor(t, time.Minute, func() error {
+		code, body, _ := getAs(t, base+"/v1/nodes/n1", testenv.LocalKey)
+		if code != http.StatusOK {
+			return fmt.Errorf("node page: %d", code)
+		}
+		d = decode[apitypes.NodeDetail](t, body)
+		// The ring is written with the node's rows: as of its last row.
+		if d.Lifecycle == nil || len(d.Lifecycle.Recent) == 0 || len(d.Observations) < 3 || d.Authority.State == "" || d.SupplyChain.Registry == nil {
+			return fmt.Errorf("node page not yet written: %+v %+v %d observations", d.Lifecycle, d.SupplyChain, len(d.Observations))
+		}
+		if sd := decode[apitypes.SyncDebt](t, testenv.GetJSON(t, base+"/v1/syncdebt?relay_id=relay-1", 200)); sd.Points == 0 {
+			return fmt.Errorf("no sync debt yet")
+		}
+		if ro := decode[apitypes.Rollouts](t, testenv.GetJSON(t, base+"/v1/rollouts", 200)); len(ro.Rollouts) == 0 {
+			return fmt.Errorf("no rollout yet")
+		}
+		return nil
+	})
+	if d.Authority.State != "controller_not_listed" || d.Lifecycle.Phase != string(contract.PhaseQuarantined) || d.Lifecycle.Transitions == 0 ||
+		len(d.Lifecycle.Recent) == 0 {
+		t.Errorf("authority %+v, lifecycle %+v", d.Authority, d.Lifecycle)
+	}
+	if sc := d.SupplyChain; sc.State != "ok" || sc.Registry == nil || sc.Registry.Digest != digest || sc.Registry.SBOMRef != "sbom://1" {
+		t.Errorf("supply chain: %+v", sc)
+	}
+	types := map[string]int{}
+	for _, o := range d.Observations {
+		if o.Status != apitypes.ObservationFetched {
+			t.Errorf("observation %+v: want fetched", o)
+		}
+		types[o.EventType]++
+	}
+	if types[contract.TypeHeartbeat] < 2 || types[contract.TypePlatformRecord] != 1 || len(d.Observations) != len(d.Node.RecentEvents) {
+		t.Errorf("observations by type %v, want heartbeats and the record, one per coordinate of %v", types, d.Node.RecentEvents)
+	}
+	if d.Observations[0].EventType != contract.TypeHeartbeat || !strings.Contains(d.Observations[0].Summary, "controller_id=ctl-b") ||
+		d.Observations[0].Producer != "fleet" || d.Observations[0].OccurredAt == nil {
+		t.Errorf("newest observation: %+v", d.Observations[0])
+	}
+	ro := decode[apitypes.Rollouts](t, testenv.GetJSON(t, base+"/v1/rollouts", 200))
+	if len(ro.Rollouts) != 1 || ro.Rollouts[0].PolicyBundleID != "pb-1" || ro.Rollouts[0].Nodes != 1 {
+		t.Errorf("rollouts: %+v", ro)
+	}
+	rl := decode[apitypes.Relays](t, testenv.GetJSON(t, base+"/v1/relays?tag=site:ams", 200))
+	if len(rl.Domains) != 1 || rl.Domains[0].Relays[0].RelayID != "relay-1" || rl.Domains[0].Nodes != 1 {
+		t.Errorf("relays: %+v", rl)
+	}
+	if tl := decode[apitypes.Timeline](t, testenv.GetJSON(t, base+"/v1/nodes/n1/timeline", 200)); tl.Count == 0 || tl.Transitions[0].ToPhase != d.Lifecycle.Phase {
+		t.Errorf("timeline: %+v", tl)
+	}
 }
