@@ -21,6 +21,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ClickHouse/clickhouse-go/v2/lib/driver"
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/driftline/driftline/internal/testenv"
@@ -39,6 +40,34 @@ func TestMain(m *testing.M) { testenv.Main(m) }
 // EnvBench runs TestActionFigures (it takes a minute and prints figures).
 const EnvBench = "DRIFTLINE_BENCH_ACTIONS"
 
+// dropTables drops every table of the bench's database, with ten minutes
+// for all, and logs how long it took.
+func dropTables(t *testing.T, db driver.Conn) {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+	defer cancel()
+	start := time.Now()
+	rows, err := db.Query(ctx, "SELECT name FROM system.tables WHERE database = currentDatabase()")
+	if err != nil {
+		t.Errorf("list tables: %v", err)
+		return
+	}
+	var names []string
+	for rows.Next() {
+		var n string
+		if err := rows.Scan(&n); err != nil {
+			t.Errorf("list tables: %v", err)
+		}
+		names = append(names, n)
+	}
+	rows.Close()
+	for _, n := range names {
+		if err := db.Exec(ctx, "DROP TABLE IF EXISTS `"+n+"`"); err != nil {
+			t.Errorf("drop table %s: %v", n, err)
+		}
+	}
+	t.Logf("dropped %d tables in %v", len(names), time.Since(start).Round(time.Millisecond))
+}
+
 func pct(ds []time.Duration, p float64) time.Duration {
 	slices.Sort(ds)
 	return ds[min(len(ds)-1, int(float64(len(ds))*p))]
@@ -51,6 +80,13 @@ func TestActionFigures(t *testing.T) {
 	}
 	const findings, actions, clients, visible = 200, 4000, 8, 100
 	env := streamtest.NewEnv(t, 4)
+	// Runs after the joiner and the server stopped (defers run last
+	// first): the bench's tables are dropped here, each with time to
+	// spare. Thousands of accepts leave as many inactive part directories
+	// (ClickHouse removes them after old_parts_lifetime, 8 minutes), and
+	// on a loaded disk deleting them took the harness's one-minute DROP
+	// DATABASE past its deadline.
+	defer dropTables(t, env.CH)
 	producer := testenv.KafkaClient(t, env.Brokers, kgo.RequiredAcks(kgo.AllISRAcks()), kgo.RecordPartitioner(kgo.StickyKeyPartitioner(nil)))
 	opts := joiner.Options{StageOptions: stream.StageOptions{Brokers: env.Brokers, Group: "bench-actions", Topics: env.Names,
 		Logger: slog.New(slog.DiscardHandler)}, Requests: producer}
@@ -161,6 +197,16 @@ func TestActionFigures(t *testing.T) {
 			time.Sleep(2 * time.Millisecond)
 		}
 		vis[i] = time.Since(answered)
+	}
+	// What the accepts left to merge: answers and audit entries written
+	// together share an INSERT (group commit), so a part holds many.
+	for _, table := range []string{"action_commands", "audit_log"} {
+		var parts, rows uint64
+		if err := env.CH.QueryRow(context.Background(), `SELECT count(), sum(rows) FROM system.parts
+			WHERE database = currentDatabase() AND table = ? AND active`, table).Scan(&parts, &rows); err != nil {
+			t.Fatal(err)
+		}
+		t.Logf("%s: %d rows in %d active parts", table, rows, parts)
 	}
 	t.Logf("action to visible in drift_evidence (%d actions, joiner flush interval %v): p50 %v p99 %v max %v",
 		visible, joiner.DefaultOptions().FlushInterval, pct(vis, 0.5).Round(time.Millisecond), pct(vis, 0.99).Round(time.Millisecond), pct(vis, 1).Round(time.Millisecond))

@@ -1,10 +1,12 @@
 // Command driftctl reads the query API from a shell: drift findings, the
 // heat map, the attention queue, billing mismatches, the automation flag
-// and nodes, as tables, JSON or CSV, and takes operator actions (package
+// and nodes, the fleet core (lifecycle timelines, rollouts, relays, sync
+// debt), as tables, JSON or CSV, and takes operator actions (package
 // pipeline/api/cli).
 //
 //	driftctl drift severity=critical -o csv
-//	driftctl heatmap | attention | billing | automation | node [node_id]
+//	driftctl heatmap | attention | billing | automation | node [node_id] [-tag t]
+//	driftctl timeline <node_id> | rollouts | relays | syncdebt
 //	driftctl act <action> <evidence_id>|batch reason=... [key=...]
 package main
 

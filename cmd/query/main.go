@@ -79,6 +79,7 @@ func run() error {
 	})
 	alertInterval := fs.Duration("alert.interval", 15*time.Second, "how often alert conditions are read; shorter alerts sooner, each round reads drift_evidence with FINAL")
 	alertLagSLO := fs.Int64("alert.lagSLO", 100000, "consumer lag (records) of the joiner group above which an alert fires")
+	eventsTimeout := fs.Duration("query.eventsTimeout", 2*time.Second, "bound on reading a node page's recent events from Kafka; past it they show as unavailable and the page is still served")
 	shutdownTimeout := fs.Duration("query.shutdownTimeout", 10*time.Second, "how long in-flight requests may finish after SIGTERM before they are cut")
 	keysFile := fs.String("query.keysFile", service.Env("DRIFTLINE_QUERY_KEYS_FILE", ""), "keys file (the ingest gateway's format; entries with roles, tenant_ids, authority_levels; env DRIFTLINE_QUERY_KEYS_FILE): required in dev and prod; empty in local_parity admits only the built-in local key, as admin")
 	keysReload := fs.Duration("query.keysReloadInterval", 5*time.Second, "how often the keys file is checked for changes (SIGHUP reloads at once); a change starts a new policy_rev. 0 reloads on SIGHUP only")
@@ -190,6 +191,9 @@ func run() error {
 		}
 		defer ccl.Close()
 		opts.Commands = ccl
+		// The node page reads its recent events by coordinate through the
+		// same client (one Fetch per record, no consumer group).
+		opts.Events = api.NewKafkaEvents(ccl, *eventsTimeout)
 	}
 	srv, err := api.New(opts)
 	if err != nil {

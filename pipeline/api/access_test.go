@@ -33,7 +33,8 @@ const (
 	keyFinance  = "k-finance"
 	keyFinT1    = "k-finance-t1"
 	keyFinNone  = "k-finance-t9" // scoped to a tenant with no rows
-	keyOperator = "k-operator"
+	keyOperator = "k-operator"   // scoped to authority level LOCAL
+	keyOpAll    = "k-operator-all"
 	keyAuditor  = "k-auditor"
 	keyRevoked  = "k-revoked"
 	keyIngest   = "k-ingest" // a gateway key: event types, no role
@@ -56,6 +57,7 @@ func accessKeyring(t *testing.T) *keys.Keyring {
 		spec(keyFinT1, "HUMAN::fin-t1", keys.Grant{Roles: []string{contract.RoleFinance}, TenantIDs: []string{"t1"}}),
 		spec(keyFinNone, "HUMAN::fin-t9", keys.Grant{Roles: []string{contract.RoleFinance}, TenantIDs: []string{"t9"}}),
 		spec(keyOperator, "HUMAN::ops", keys.Grant{Roles: []string{contract.RoleOperator}, AuthorityLevels: []string{contract.AuthorityLocal}}),
+		spec(keyOpAll, "HUMAN::ops-all", keys.Grant{Roles: []string{contract.RoleOperator}}),
 		spec(keyAuditor, "HUMAN::audrey", keys.Grant{Roles: []string{contract.RoleAuditor}}),
 		spec(keyRevoked, "HUMAN::gone", keys.Grant{Roles: []string{contract.RoleAdmin}, Revoked: true}),
 		spec(keyIngest, "SYSTEM::scanner", keys.Grant{EventTypes: []string{contract.TypeProviderObservation}}),
@@ -127,6 +129,10 @@ func TestAccessTable(t *testing.T) {
 		{"/v1/connectivity", fleet},
 		{"/v1/nodes", fleet},
 		{"/v1/nodes/n1", fleet},
+		{"/v1/nodes/n1/timeline", fleet},
+		{"/v1/rollouts", fleet},
+		{"/v1/relays", fleet},
+		{"/v1/syncdebt", fleet},
 		{bundle, fleet},
 		{"/metrics", fleet},
 		{"/v1/billing/mismatches?status=all", billing},

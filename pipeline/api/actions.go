@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"slices"
 	"strings"
 	"time"
 
@@ -43,6 +44,53 @@ type ActionLog interface {
 // ActionReader reads what the action checks need beyond the drift reads.
 type ActionReader interface {
 	NodeQuarantined(ctx context.Context, evidenceIDs []string) (bool, error)
+	// NodeAuthority returns the master_of_record of each node of ids
+	// that has a status row.
+	NodeAuthority(ctx context.Context, nodeIDs []string) (map[string]string, error)
+}
+
+// ReasonOutOfAuthority refuses an action on a node's finding to an
+// operator key whose authority_levels do not hold the node's
+// master_of_record (CONTRACT 9.1, docs/access.md). It is answered with
+// 403, or listed among a batch's refusals.
+const ReasonOutOfAuthority contract.ActionReason = "authority_out_of_scope"
+
+// authorityScope returns, for a principal scoped to authority levels, the
+// master_of_record of the nodes the findings fs name; nil when the
+// principal is not scoped (admin, or an operator key without levels).
+func (s *Server) authorityScope(ctx context.Context, p access.Principal, fs []apitypes.Finding) (map[string]string, error) {
+	if slices.Contains(p.Roles, contract.RoleAdmin) || len(p.AuthorityLevels) == 0 {
+		return nil, nil
+	}
+	var ids []string
+	for _, f := range fs {
+		if f.Provider == contract.ProviderMAAS {
+			ids = append(ids, f.ProviderID)
+		}
+	}
+	if len(ids) == 0 {
+		return map[string]string{}, nil
+	}
+	return s.actionReads.NodeAuthority(ctx, ids)
+}
+
+// outOfScope returns why p may not act on finding f given the nodes'
+// levels (authorityScope), "" when it may. A node without a known
+// master_of_record is out of every scope: a scoped key acts only where
+// the level is known to be its own.
+func outOfScope(p access.Principal, levels map[string]string, f apitypes.Finding) string {
+	if levels == nil || f.Provider != contract.ProviderMAAS {
+		return ""
+	}
+	level := levels[f.ProviderID]
+	if access.AllowsAuthority(p, level) {
+		return ""
+	}
+	if level == "" {
+		level = "unknown"
+	}
+	return fmt.Sprintf("node %s has master_of_record %s; this key acts on %s only", f.ProviderID, level,
+		strings.Join(p.AuthorityLevels, ", "))
 }
 
 // actorOf returns the actor_id an action is taken as: the authenticated
@@ -273,6 +321,15 @@ func (s *Server) action(w http.ResponseWriter, r *http.Request, id, actor string
 		err := refuse(http.StatusNotFound, contract.ReasonFindingNotFound, "no finding with evidence_id %s", id)
 		return err.code, err
 	}
+	p, _ := access.FromContext(r.Context())
+	levels, err := s.authorityScope(r.Context(), p, []apitypes.Finding{f})
+	if err != nil {
+		return http.StatusServiceUnavailable, err
+	}
+	if why := outOfScope(p, levels, f); why != "" {
+		err := refuse(http.StatusForbidden, ReasonOutOfAuthority, "%s refused on %s: %s", b.Action, id, why)
+		return err.code, err
+	}
 	now := s.opts.Now().UTC()
 	ff, err := s.facts(r.Context(), f)
 	if err != nil {
@@ -349,9 +406,18 @@ func (s *Server) batchAction(w http.ResponseWriter, r *http.Request, actor strin
 	}
 	now := s.opts.Now().UTC()
 	ans := apitypes.BatchAccepted{Action: b.Action, ActorID: actor, Preview: b.Preview, AcceptedAt: now,
-		AppliedTo: []apitypes.ActionAccepted{}, Refused: []apitypes.ActionRefusal{}}
+		AppliedTo: []apitypes.ActionAccepted{}, Refused: []apitypes.ActionRefusal{}, Skipped: []apitypes.ActionRefusal{}}
+	p, _ := access.FromContext(r.Context())
+	levels, err := s.authorityScope(r.Context(), p, rows)
+	if err != nil {
+		return http.StatusServiceUnavailable, err
+	}
 	var recs []*kgo.Record
 	for _, f := range rows {
+		if why := outOfScope(p, levels, f); why != "" {
+			ans.Skipped = append(ans.Skipped, apitypes.ActionRefusal{EvidenceID: f.EvidenceID, Reason: string(ReasonOutOfAuthority), Detail: why})
+			continue
+		}
 		ff, err := s.facts(r.Context(), f)
 		if err != nil {
 			return http.StatusServiceUnavailable, err
@@ -417,3 +483,7 @@ func (s *Server) routeAction(w http.ResponseWriter, r *http.Request) error {
 type noActionReads struct{}
 
 func (noActionReads) NodeQuarantined(context.Context, []string) (bool, error) { return false, nil }
+
+func (noActionReads) NodeAuthority(context.Context, []string) (map[string]string, error) {
+	return map[string]string{}, nil
+}

@@ -38,7 +38,7 @@ func (s *Server) handleAttention(w http.ResponseWriter, r *http.Request) error {
 		switch {
 		case slices.Contains(nodeOnlyParams, k):
 			nq[k] = v
-		case k == "owning_domain" || k == "domain_id":
+		case k == "owning_domain" || k == "domain_id" || k == "tag":
 			dq[k], nq[k] = v, v
 		default:
 			dq[k] = v
@@ -51,7 +51,7 @@ func (s *Server) handleAttention(w http.ResponseWriter, r *http.Request) error {
 	f.Status = string(contract.StatusOpen)
 	var nf reader.NodeFilter
 	ps := slices.DeleteFunc(nodeParams(&nf), func(p listParam) bool {
-		return !slices.Contains(nodeOnlyParams, p.name) && p.name != "owning_domain" && p.name != "domain_id"
+		return !slices.Contains(nodeOnlyParams, p.name) && p.name != "owning_domain" && p.name != "domain_id" && p.name != "tag"
 	})
 	if err := parseLists(nq, ps); err != nil {
 		return err

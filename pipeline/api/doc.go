@@ -33,7 +33,12 @@
 //	GET /v1/attention             attention queue: top N open findings and nodes, global and per domain (Attention)
 //	GET /v1/connectivity          node counts per connectivity mode, overall and per domain (Connectivity)
 //	GET /v1/nodes                 node-agent evidence and gates, one page (NodePage)
-//	GET /v1/nodes/{node_id}       one node: gate, desired vs observed, its findings and their history (NodeDetail)
+//	GET /v1/nodes/{node_id}       one node: gate, desired vs observed, its findings and their history, and the
+//	                              fleet core's panels: lifecycle, authority, supply chain, replay, diff, recent events (NodeDetail)
+//	GET /v1/nodes/{node_id}/timeline  the node's lifecycle transitions, newest first (Timeline)
+//	GET /v1/rollouts              rollout counts per policy bundle and domain (Rollouts)
+//	GET /v1/relays                relay topology per domain: nodes, worst seconds behind, backlog (Relays)
+//	GET /v1/syncdebt              sync debt per domain, relay and minute of event time (SyncDebt)
 //	GET /v1/billing/mismatches    billing mismatches, one page, with exact totals at risk (BillingPage)
 //	GET /v1/billing/rated         rated totals by tenant, product, unit and day (RatedTotals)
 //	GET /v1/billing/automation    is financial automation stopped for tenant_id (and product_id) (Automation)
@@ -57,7 +62,7 @@
 //
 //	product          product_id (alias: product_id)
 //	resource_family  gpuaas_allocation | app_runtime | storage | model_serving | billing_usage
-//	classification   the seven classifications of CONTRACT section 4
+//	classification   the classifications of CONTRACT section 4 and 8.3
 //	severity         critical | warning
 //	owning_domain    owning_domain
 //	domain_id        domain_id
@@ -67,6 +72,10 @@
 //	                 whose first_seen_at is at or before now - age, where now is the
 //	                 server's wall clock. first_seen_at is event time, so on a replay
 //	                 of old events every finding is "old".
+//	tag              a tag of the finding's platform record; unlike the other
+//	                 filters, repeated tags must ALL be on the record (tag=gpu&tag=eu,
+//	                 or tag=gpu,eu). A tag filter reads drift_evidence, not the
+//	                 summary tables, and leaves billing mismatches (no tags) out.
 //
 // /v1/drift also takes
 //
@@ -86,19 +95,53 @@
 //
 // /v1/nodes filters on node_id, owning_domain, domain_id, gate,
 // connectivity_mode, node_agent_state, node_agent_reason, health,
-// workload_impact, update_path and terminal_stream_probe (enumerations
-// checked), sorts by node_id (default), attention_score (descending) or
+// workload_impact, update_path, terminal_stream_probe (enumerations
+// checked) and tag (all must match, as on /v1/drift), sorts by node_id (default), attention_score (descending) or
 // last_seen_at (longest silent first), and pages with limit and cursor.
 // /v1/connectivity takes the same filters but connectivity_mode.
 //
 // /v1/attention takes n (1..1000, default 20), by = global | domain, kind =
 // all | finding | node, the drift filters (findings; status must be open)
 // and gate, connectivity_mode, health, node_agent_state (nodes);
-// owning_domain and domain_id apply to both. A finding-only filter leaves
+// owning_domain, domain_id and tag apply to both. A finding-only filter leaves
 // nodes out and a node-only filter leaves findings out. Items rank by
 // attention_score descending, findings before nodes on a tie, then id.
 // Nodes whose gate is pass are never queued. The scores are the joiner's
 // (see the drift model); the queue only orders them.
+//
+// # Fleet core
+//
+// The projections of CONTRACT section 8 (docs/fleet-core.md). Each of
+// these answers JSON, or its flat rows as an Arrow stream or CSV (Accept
+// or format=, audited as every export).
+//
+// /v1/nodes/{node_id}/timeline lists node_lifecycle_history, newest first:
+// limit (default 100, at most 10000). An unknown node has no transitions.
+//
+// /v1/rollouts sums rollout_status over the joiner partitions per policy
+// bundle and domain (nodes, at_target, updating, behind, failed, pending,
+// with the bundle's target_version, artifact_id and deadline); filters
+// domain_id and policy_bundle_id. rollout_status keeps counts, not nodes,
+// so tag is refused here.
+//
+// /v1/relays counts the current nodes that have sent a heartbeat and are
+// not RETIRED per domain_id and relay_id ("" = direct), with the worst
+// seconds_behind and the summed backlog; filters owning_domain, domain_id,
+// relay_id and tag. Each domain's relays come worst first.
+//
+// /v1/syncdebt reads sync_debt_minute per (domain_id, relay_id, minute),
+// nodes and backlog summed and seconds behind the max over the
+// partitions; filters domain_id, relay_id, from and to (RFC 3339, to
+// exclusive), last (Go duration: the minutes within it of the newest one
+// selected) and limit (points, default 1440; truncated says more exist).
+//
+// The node page reads the node's recent events (recent_events: Kafka
+// coordinates topic/partition/offset, at most MaxObservations) from the
+// topics through an EventReader, one Fetch of the exact offset each,
+// bounded by a short timeout (-query.eventsTimeout). Each shows fetched
+// (envelope fields and a payload summary), expired (past retention or
+// compacted away), unavailable (Kafka did not answer, or is not
+// configured) or invalid; Kafka never fails the page.
 //
 // # Billing
 //
@@ -123,7 +166,7 @@
 //
 // # Exports
 //
-// /v1/drift and /v1/billing/mismatches stream Apache Arrow IPC (one record
+// /v1/drift, /v1/billing/mismatches and the fleet core's lists stream Apache Arrow IPC (one record
 // batch per 8192 rows, written as ClickHouse returns them) when the request
 // has Accept: application/vnd.apache.arrow.stream or format=arrow, and CSV
 // with Accept: text/csv or format=csv. Exports return the whole selection

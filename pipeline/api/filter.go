@@ -25,6 +25,7 @@ func driftParams(f *reader.Filter) []listParam {
 		{"owning_domain", &f.OwningDomains, nil},
 		{"domain_id", &f.DomainIDs, nil},
 		{"provider", &f.Providers, contract.Providers},
+		{"tag", &f.Tags, nil},
 	}
 }
 

@@ -25,6 +25,7 @@ func nodeParams(f *reader.NodeFilter) []listParam {
 		{"workload_impact", &f.WorkloadImpacts, apitypes.WorkloadImpacts},
 		{"update_path", &f.UpdatePaths, apitypes.UpdatePaths},
 		{"terminal_stream_probe", &f.TerminalStreamProbes, apitypes.TerminalStreamProbes},
+		{"tag", &f.Tags, nil},
 	}
 }
 
@@ -96,11 +97,15 @@ func (s *Server) handleNodeDetail(w http.ResponseWriter, r *http.Request) error 
 		writeJSON(w, http.StatusNotFound, apitypes.ErrorBody{Error: "no node-agent status and no finding for node_id " + id})
 		return nil
 	}
-	d := apitypes.NodeDetail{Comparison: []apitypes.Comparison{}, Findings: []apitypes.DriftDetail{}}
+	d := apitypes.NodeDetail{Comparison: []apitypes.Comparison{}, Findings: []apitypes.DriftDetail{},
+		Diff: []apitypes.DiffField{}, Observations: []apitypes.Observation{}}
 	if found {
 		d.Node = &node
 		d.Gate = explainGate(d.Node.Gate)
 		d.Comparison = append(d.Comparison, compare("agent_version", d.Node.ExpectedAgentVersion, d.Node.ObservedAgentVersion, "node_agent_status"))
+		if err := s.fleetPanels(ctx, &d); err != nil {
+			return err
+		}
 	} else {
 		d.Gate = explainGate("")
 	}

@@ -33,6 +33,15 @@ type NodeReader interface {
 	Connectivity(ctx context.Context, f reader.NodeFilter) ([]reader.ConnectivityCell, error)
 }
 
+// FleetReader reads the fleet core's projections (CONTRACT section 8).
+type FleetReader interface {
+	Timeline(ctx context.Context, nodeID string, limit int) ([]apitypes.Transition, error)
+	Rollouts(ctx context.Context, f reader.RolloutFilter) ([]apitypes.RolloutRow, error)
+	Relays(ctx context.Context, f reader.RelayFilter) ([]apitypes.RelayRow, error)
+	SyncDebt(ctx context.Context, f reader.SyncDebtFilter, limit int) ([]apitypes.SyncDebtPoint, error)
+	Artifact(ctx context.Context, artifactID string) (apitypes.Artifact, bool, error)
+}
+
 // BillingReader reads billing mismatches, rated totals and conservation.
 type BillingReader interface {
 	EachMismatch(ctx context.Context, f reader.MismatchFilter, order reader.Sort, after *reader.Keyset, limit int, fn func(apitypes.BillingMismatch) error) error
@@ -60,6 +69,7 @@ type AuditReader interface {
 type ReadModel interface {
 	DriftReader
 	NodeReader
+	FleetReader
 	BillingReader
 	StatusReader
 	AuditReader

@@ -106,6 +106,10 @@ type Options struct {
 	// Environment is stamped on every command; the joiner rejects another.
 	// Default local_parity.
 	Environment string
+	// Events reads the records of a node's observations timeline from
+	// Kafka (NewKafkaEvents). Default nil: the node page shows the
+	// coordinates only, as unavailable.
+	Events EventReader
 }
 
 func (o *Options) setDefaults() error {
@@ -222,6 +226,10 @@ func (s *Server) Handler() http.Handler {
 	s.route(mux, "GET /v1/connectivity", "connectivity", s.handleConnectivity)
 	s.route(mux, "GET /v1/nodes", "nodes", s.handleNodes)
 	s.route(mux, "GET /v1/nodes/{node_id}", "node_detail", s.handleNodeDetail)
+	s.route(mux, "GET /v1/nodes/{node_id}/timeline", "node_timeline", s.handleTimeline)
+	s.route(mux, "GET /v1/rollouts", "rollouts", s.handleRollouts)
+	s.route(mux, "GET /v1/relays", "relays", s.handleRelays)
+	s.route(mux, "GET /v1/syncdebt", "syncdebt", s.handleSyncDebt)
 	s.route(mux, "GET /v1/billing/mismatches", "billing_mismatches", s.handleBillingMismatches)
 	s.route(mux, "GET /v1/billing/rated", "billing_rated", s.handleRated)
 	s.route(mux, "GET /v1/billing/automation", "billing_automation", s.handleAutomation)

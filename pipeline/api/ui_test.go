@@ -211,3 +211,51 @@ func TestUI(t *testing.T) {
 		}
 	}
 }
+
+// TestUIFleet covers the fleet core's screens: rollouts by policy bundle
+// on the global view, relay topology and the sync-debt timeline on a
+// domain, and on a node its lifecycle timeline, replay progress,
+// desired-vs-actual diff, supply chain, authority and recent events; and
+// the tag filter where the other filters are.
+func TestUIFleet(t *testing.T) {
+	bin := chromium(t)
+	fx := newFleetFixture(t, api.Options{Guard: accessGuard(t)})
+	insertFleetNodes(t, fx.db, fleetNode{id: "n2", domainID: "d-eu1", owning: "compute", tags: []string{"gpu"}, phase: "QUARANTINED",
+		state: "AUTHORITY_CONFLICT", master: "REGION", controllers: []string{"ctl-a"}, controller: "ctl-b", authority: "controller_not_listed",
+		relay: "relay-1", bundle: "pb-1", target: "2.0", reported: "1.9", rollout: "updating", artifact: "art-1", digest: "sha256:bad",
+		supply: "artifact_digest_mismatch", backlog: 400, behind: 600, replay: true, recent: []string{"nodeagent.telemetry/1/7"}, version: 11})
+	b := &browser{bin: bin, profile: t.TempDir(), artifacts: artifactsDir(t)}
+	ui := fx.url + "/test/signin?as=admin"
+	has := func(page, dom string, frags ...string) {
+		t.Helper()
+		for _, f := range frags {
+			if !strings.Contains(dom, f) {
+				t.Errorf("%s lacks %q", page, f)
+			}
+		}
+	}
+
+	dom := b.page(t, ui+"#/", "6-global-fleet")
+	has("global", dom, `id="rollouts"`, `data-bundle="pb-1"`, `data-bundle="pb-2"`, `data-count="at_target">2<`, `data-count="pending">4<`,
+		`id="global-filters"`, `name="tag"`, `data-class="authority_conflict"`, `data-class="supply_chain_violation"`)
+	dom = b.page(t, ui+"#/?tag=eu", "6-global-tag")
+	has("global tag=eu", dom, `data-kind="finding" data-id="`+idMissing+`"`, `value="eu"`)
+	if strings.Contains(dom, `data-kind="finding" data-id="`+idIdentity+`"`) {
+		t.Errorf("global tag=eu shows n2's finding (tag gpu only)")
+	}
+
+	dom = b.page(t, ui+"#/domain/compute", "7-domain-fleet")
+	has("domain", dom, `id="relays"`, `data-domain-id="d-eu1"`, `data-relay="relay-1"`, `data-domain-id="d-us1"`, "(direct)",
+		`id="syncdebt"`, `<polyline data-series="d-eu1/relay-1"`, `<option value="supply_chain_violation">`)
+	dom = b.page(t, ui+"#/domain/compute?tag=gpu", "7-domain-tag")
+	has("domain tag=gpu", dom, `data-node="n1"`, `data-node="n2"`, `value="gpu"`)
+	if strings.Contains(dom, `data-node="n3"`) {
+		t.Errorf("domain tag=gpu lists n3")
+	}
+
+	dom = b.page(t, ui+"#/node/n2", "8-node-fleet")
+	has("node", dom, `id="lifecycle"`, `id="phase">QUARANTINED<`, `id="lifecycle-timeline"`, `data-seq="3"`, "authority_conflict",
+		`id="replay"`, "replaying", `id="fleet-diff"`, `data-field="artifact_digest" class="mismatch"`, `data-field="agent_version" class=""`,
+		`id="supply-chain"`, "artifact_digest_mismatch", "REVOKED", "sbom://art-1", "controller_not_listed", "REGION",
+		`id="observations"`, `data-observation="unavailable"`, "nodeagent.telemetry/1/7")
+}

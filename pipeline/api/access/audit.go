@@ -60,12 +60,18 @@ type AuditorOptions struct {
 // goes on (an action or a read that must not happen unaudited); Enqueue
 // writes denials in batches in the background.
 type Auditor struct {
-	sink    Sink
-	opts    AuditorOptions
-	queue   chan Entry
-	stop    chan struct{}
-	done    chan struct{}
-	once    sync.Once
+	sink  Sink
+	opts  AuditorOptions
+	queue chan Entry
+	stop  chan struct{}
+	done  chan struct{}
+	once  sync.Once
+	// mu protects pending and committing: the entries Record waits for
+	// and whether a commit loop is writing them.
+	mu         sync.Mutex
+	pending    []*auditWait
+	committing bool
+
 	written *prometheus.CounterVec
 	failed  prometheus.Counter
 	dropped prometheus.Counter
@@ -111,12 +117,69 @@ func (a *Auditor) Record(ctx context.Context, e Entry) error {
 		e.At = time.Now()
 	}
 	a.log(e)
-	if err := a.sink.WriteAudit(ctx, []Entry{e}); err != nil {
-		a.failed.Inc()
-		return fmt.Errorf("write audit entry: %w", err)
+	w := &auditWait{entry: e, done: make(chan error, 1)}
+	a.mu.Lock()
+	a.pending = append(a.pending, w)
+	if !a.committing {
+		a.committing = true
+		go a.commit()
 	}
-	a.written.WithLabelValues(e.Result).Inc()
-	return nil
+	a.mu.Unlock()
+	select {
+	case err := <-w.done:
+		if err != nil {
+			return fmt.Errorf("write audit entry: %w", err)
+		}
+		return nil
+	case <-ctx.Done():
+		return fmt.Errorf("write audit entry: %w", ctx.Err())
+	}
+}
+
+// auditWait is an entry Record waits to see written.
+type auditWait struct {
+	entry Entry
+	done  chan error
+}
+
+// maxCommit bounds the entries of one write of Record's entries.
+const maxCommit = 1000
+
+// commit writes the entries Record is waiting for, those that arrived
+// together in one write (group commit), until none is left: one INSERT
+// per audited request made one part per request, and a burst of actions
+// kept ClickHouse 18.16 merging them.
+func (a *Auditor) commit() {
+	for {
+		a.mu.Lock()
+		n := min(len(a.pending), maxCommit)
+		batch := a.pending[:n:n]
+		a.pending = a.pending[n:]
+		if n == 0 {
+			a.pending, a.committing = nil, false
+		}
+		a.mu.Unlock()
+		if n == 0 {
+			return
+		}
+		entries := make([]Entry, n)
+		for i, w := range batch {
+			entries[i] = w.entry
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		err := a.sink.WriteAudit(ctx, entries)
+		cancel()
+		if err != nil {
+			a.failed.Inc()
+		} else {
+			for _, e := range entries {
+				a.written.WithLabelValues(e.Result).Inc()
+			}
+		}
+		for _, w := range batch {
+			w.done <- err
+		}
+	}
 }
 
 // Enqueue logs e and queues it for the next batch.

@@ -46,7 +46,12 @@ var Routes = map[string]Rule{
 	"connectivity": {Roles: viewer},
 	"nodes":        {Roles: viewer},
 	"node_detail":  {Roles: viewer},
-	"bundle":       {Roles: viewer, Audited: true},
+	// The fleet core (CONTRACT section 8).
+	"node_timeline": {Roles: viewer},
+	"rollouts":      {Roles: viewer},
+	"relays":        {Roles: viewer},
+	"syncdebt":      {Roles: viewer},
+	"bundle":        {Roles: viewer, Audited: true},
 
 	"billing_mismatches":   {Roles: finance},
 	"billing_rated":        {Roles: finance},

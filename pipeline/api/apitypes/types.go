@@ -287,6 +287,7 @@ type ActionAccepted struct {
 type ActionRefusal struct {
 	EvidenceID string `json:"evidence_id"`
 	Reason     string `json:"reason"`
+	Detail     string `json:"detail,omitempty"` // what the reason means here, when it needs saying
 }
 
 // BatchAccepted is the answer of POST /v1/actions/batch.
@@ -298,6 +299,9 @@ type BatchAccepted struct {
 	Count      int              `json:"count"`      // len(AppliedTo)
 	AppliedTo  []ActionAccepted `json:"applied_to"` // never null
 	Refused    []ActionRefusal  `json:"refused"`    // never null
+	// Skipped are the findings of nodes outside the key's authority
+	// levels (reason authority_out_of_scope); never null.
+	Skipped []ActionRefusal `json:"skipped"`
 }
 
 // Node is the current node-agent evidence and gate of one node
@@ -329,6 +333,7 @@ type Node struct {
 	AttentionScore          float64    `json:"attention_score"`
 	Version                 uint64     `json:"version"`
 	UpdatedAt               *time.Time `json:"updated_at"`
+	NodeFleet
 }
 
 // NodePage is the answer of GET /v1/nodes.
@@ -359,12 +364,23 @@ type GateExplanation struct {
 
 // NodeDetail is the answer of GET /v1/nodes/{node_id}: the node's
 // evidence and gate, desired vs observed, and its drift findings (provider
-// maas, provider_id = node_id) with their history.
+// maas, provider_id = node_id) with their history; then the fleet core's
+// panels (CONTRACT section 8), each null when the node has no status row.
 type NodeDetail struct {
 	Node       *Node           `json:"node"` // null when only findings name the node
 	Gate       GateExplanation `json:"gate"`
 	Comparison []Comparison    `json:"comparison"` // never null
 	Findings   []DriftDetail   `json:"findings"`   // all statuses, open first then by evidence_id; never null
+
+	Lifecycle   *Lifecycle   `json:"lifecycle"`
+	Authority   *Authority   `json:"authority"`
+	SupplyChain *SupplyChain `json:"supply_chain"`
+	Replay      *Replay      `json:"replay"`
+	// Diff is desired vs actual, field by field; never null.
+	Diff []DiffField `json:"diff"`
+	// Observations are the node's recent events (newest first, at most
+	// eight), read from Kafka by their coordinates; never null.
+	Observations []Observation `json:"observations"`
 }
 
 // ConnectivityCount is the number of nodes in one connectivity mode.

@@ -31,9 +31,13 @@ var commands = map[string]func(ctx context.Context, c *client.Client, q url.Valu
 	"automation": cmdAutomation,
 	"node":       cmdNode,
 	"act":        cmdAct,
+	"timeline":   cmdTimeline,
+	"rollouts":   cmdRollouts,
+	"relays":     cmdRelays,
+	"syncdebt":   cmdSyncDebt,
 }
 
-const usage = `usage: driftctl drift|heatmap|attention|billing|automation|node|act [flags] [name=value ...]
+const usage = `usage: driftctl drift|heatmap|attention|billing|automation|node|timeline|rollouts|relays|syncdebt|act [flags] [name=value ...]
 
 Each subcommand calls the query API and prints a table (default), JSON or
 CSV. Trailing name=value arguments are passed as API parameters, e.g.
@@ -43,7 +47,12 @@ CSV. Trailing name=value arguments are passed as API parameters, e.g.
   driftctl billing kind=amount_mismatch tenant=t1
   driftctl automation tenant_id=t1  is financial automation stopped for t1 (product_id= for one product)
   driftctl node                     node list (filters: gate=, connectivity_mode=, ...)
-  driftctl node n-0042              one node: gate, desired vs actual, findings
+  driftctl node n-0042              one node: gate, lifecycle, authority, supply chain, diff, recent events, findings
+  driftctl node -tag gpu -tag eu    nodes carrying both tags (-tag works on drift, heatmap, attention, relays too)
+  driftctl timeline n-0042          the node's lifecycle transitions, newest first (limit=)
+  driftctl rollouts                 rollout per policy bundle and domain (domain_id=, policy_bundle_id=)
+  driftctl relays domain_id=d-eu1   relay topology: nodes and worst sync debt per relay
+  driftctl syncdebt from=2026-11-21T10:00:00Z   sync debt per domain, relay and minute (relay_id=, to=, limit=)
   driftctl heatmap status=all
   driftctl act acknowledge orphan_provider_resource:maas/n-0042 reason="on it"
   driftctl act retry stale_lifecycle_state:app_runtime/a-7 reason=redeploy key=K   (key: Idempotency-Key)
@@ -65,6 +74,7 @@ type flags struct {
 	api, key, out string
 	all           bool
 	timeout       time.Duration
+	tags          []string
 }
 
 func newFlagSet(name string) (*flag.FlagSet, *flags) {
@@ -79,6 +89,10 @@ func newFlagSet(name string) (*flag.FlagSet, *flags) {
 	fs.StringVar(&f.out, "o", "table", "output: table, json or csv")
 	fs.BoolVar(&f.all, "all", false, "drift, billing, node list: follow next_cursor to the last page (large fleets: prefer -o csv with the API's export)")
 	fs.DurationVar(&f.timeout, "timeout", 30*time.Second, "bound on the whole command")
+	fs.Func("tag", "keep what carries this tag (repeat: every tag must match); same as tag=", func(v string) error {
+		f.tags = append(f.tags, v)
+		return nil
+	})
 	return fs, &f
 }
 
@@ -118,6 +132,9 @@ func Run(name string, args []string, stdout io.Writer) error {
 			continue
 		}
 		q.Add(k, v)
+	}
+	for _, tag := range opt.tags {
+		q.Add("tag", tag)
 	}
 	if opt.all {
 		q.Set("__all", "1")
@@ -356,6 +373,7 @@ func cmdNode(ctx context.Context, c *client.Client, q url.Values, pos []string) 
 				[]string{"evidence", "health", "", n.Health, "workload " + n.WorkloadImpact},
 				[]string{"evidence", "terminal_stream_probe", "", n.TerminalStreamProbe, "update_path " + n.UpdatePath})
 		}
+		t.rows = append(t.rows, nodeFleetRows(d)...)
 		for _, f := range d.Findings {
 			t.rows = append(t.rows, []string{"finding", f.Finding.EvidenceID, f.Finding.ExpectedState, f.Finding.ObservedState,
 				f.Finding.Status + " " + f.Finding.Severity + " " + f.Finding.Posture})

@@ -221,3 +221,24 @@ func (c *Client) post(ctx context.Context, path string, q url.Values, key string
 	}
 	return c.do(ctx, http.MethodPost, path, q, key, bytes.NewReader(b), into)
 }
+
+// Timeline calls GET /v1/nodes/{node_id}/timeline with limit in q.
+func (c *Client) Timeline(ctx context.Context, nodeID string, q url.Values) (*apitypes.Timeline, error) {
+	return get[apitypes.Timeline](ctx, c, "/v1/nodes/"+url.PathEscape(nodeID)+"/timeline", q)
+}
+
+// Rollouts calls GET /v1/rollouts with the filters in q.
+func (c *Client) Rollouts(ctx context.Context, q url.Values) (*apitypes.Rollouts, error) {
+	return get[apitypes.Rollouts](ctx, c, "/v1/rollouts", q)
+}
+
+// Relays calls GET /v1/relays with the filters in q.
+func (c *Client) Relays(ctx context.Context, q url.Values) (*apitypes.Relays, error) {
+	return get[apitypes.Relays](ctx, c, "/v1/relays", q)
+}
+
+// SyncDebt calls GET /v1/syncdebt with the filters, from, to and limit in
+// q.
+func (c *Client) SyncDebt(ctx context.Context, q url.Values) (*apitypes.SyncDebt, error) {
+	return get[apitypes.SyncDebt](ctx, c, "/v1/syncdebt", q)
+}

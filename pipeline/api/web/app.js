@@ -1,7 +1,12 @@
 // Driftline fleet UI: plain JavaScript over the query API, no build step.
-// Views follow the UI layers of the fleet design: Layer 0 global (#/),
-// Layer 1 domain (#/domain/<owning_domain>), Layer 2 node (#/node/<id>)
-// and resource (#/finding/<evidence_id>), and finance (#/finance).
+// Views follow the UI layers of the fleet design: Layer 0 global (#/:
+// status, connectivity, heat map, rollouts by policy bundle, attention),
+// Layer 1 domain (#/domain/<owning_domain>: relay topology and sync-debt
+// timeline beside the domain's findings and nodes), Layer 2 node
+// (#/node/<id>: gate, lifecycle timeline, replay progress, desired-vs-
+// actual diff, supply chain, authority, recent events) and resource
+// (#/finding/<evidence_id>), and finance (#/finance). Aggregates come
+// first; a tag filter (tag=) narrows the fleet views.
 // Filters live in the hash query (#/domain/x?gate=warning) so every view is
 // a link. Every view re-renders every REFRESH seconds (?refresh=N on the
 // page URL, default 10).
@@ -190,8 +195,9 @@ function bindActionForm(id, params) {
 
 function batchResult(a) {
   const rows = a.applied_to.map(x => `<tr data-touch="${esc(x.evidence_id)}"><td>${findingLink(x.evidence_id)}</td><td>${esc(x.status)}</td><td></td></tr>`)
-    .concat(a.refused.map(x => `<tr data-refused="${esc(x.evidence_id)}"><td>${findingLink(x.evidence_id)}</td><td>refused</td><td>${esc(x.reason)}</td></tr>`));
-  return `<p id="batch-summary">${a.preview ? "Preview: would apply" : "Applied"} ${esc(a.action)} to ${a.count} finding(s), ${a.refused.length} refused.</p>
+    .concat(a.refused.map(x => `<tr data-refused="${esc(x.evidence_id)}"><td>${findingLink(x.evidence_id)}</td><td>refused</td><td>${esc(x.reason)}</td></tr>`))
+    .concat((a.skipped || []).map(x => `<tr data-skipped="${esc(x.evidence_id)}"><td>${findingLink(x.evidence_id)}</td><td>skipped</td><td>${esc(x.reason)}: ${esc(x.detail)}</td></tr>`));
+  return `<p id="batch-summary">${a.preview ? "Preview: would apply" : "Applied"} ${esc(a.action)} to ${a.count} finding(s), ${a.refused.length} refused, ${(a.skipped || []).length} skipped (outside this key's authority).</p>
     ${rows.length ? `<table><tr><th>finding</th><th>result</th><th>reason</th></tr>${rows.join("")}</table>` : ""}`;
 }
 
@@ -318,11 +324,83 @@ function attentionRows(items) {
   }).join("")}</table>`;
 }
 
-async function viewGlobal() {
-  const [st, conn, heat, att] = await Promise.all([api("/status"), api("/connectivity"), api("/heatmap"),
-    api("/attention", new URLSearchParams({n: "20"}))]);
+
+// Rollout categories of the rollout answer, in the order a node moves
+// through them, with their colours.
+const ROLLOUT_PARTS = [["at_target", "#2e7d32"], ["updating", "#1565c0"], ["pending", "#9e9e9e"], ["behind", "#e69500"], ["failed", "#c62828"]];
+
+function stackBar(counts) {
+  if (!counts.nodes) return '<span class="muted">no nodes</span>';
+  return `<div class="spectrum">${ROLLOUT_PARTS.filter(([k]) => counts[k]).map(([k, c]) =>
+    `<div style="flex:${counts[k]};background:${c}" title="${k}: ${counts[k]}">${counts[k]}</div>`).join("")}</div>`;
+}
+
+function rolloutCard(ro) {
+  const head = ROLLOUT_PARTS.map(([k, c]) => `<th class="num"><span class="legend"><span style="--c:${c}">${k.replace("_", " ")}</span></span></th>`).join("");
+  const rows = ro.rollouts.map(r => `<tr data-bundle="${esc(r.policy_bundle_id)}"><td>${esc(r.policy_bundle_id)}</td><td>${esc(r.target_version)}</td>
+    <td>${when(r.deadline)}</td><td class="num">${r.nodes}</td>${ROLLOUT_PARTS.map(([k]) => `<td class="num" data-count="${k}">${r[k]}</td>`).join("")}
+    <td style="width:25%">${stackBar(r)}</td><td class="muted">${r.domains.map(d => esc(d.domain_id) + " " + d.at_target + "/" + d.nodes).join(", ")}</td></tr>`).join("");
+  return `<section class="card" id="rollouts"><h2>Rollout status by policy bundle</h2>
+    ${rows ? `<table><tr><th>bundle</th><th>target</th><th>deadline</th><th class="num">nodes</th>${head}<th>progress</th><th>domains (at target / nodes)</th></tr>${rows}</table>`
+      : '<p class="muted">No policy bundle is rolling out.</p>'}</section>`;
+}
+
+function relayName(id) { return id ? esc(id) : '<span class="muted">(direct)</span>'; }
+
+function relayCard(rl) {
+  if (!rl.domains.length) return '<section class="card" id="relays"><h2>Relay topology</h2><p class="muted">No node of this domain has reported yet.</p></section>';
+  const worst = Math.max(1, ...rl.domains.map(d => d.max_seconds_behind));
+  const rows = rl.domains.map(d => `<tr class="relay-domain" data-domain-id="${esc(d.domain_id)}"><th>${esc(d.domain_id)}</th><th class="num">${d.nodes}</th>
+    <th class="num">${d.max_seconds_behind}</th><th class="num">${d.backlog_messages}</th><th>${d.relays.length} relay(s)</th></tr>` +
+    d.relays.map(r => `<tr data-relay="${esc(r.relay_id)}"><td>↳ ${relayName(r.relay_id)}</td><td class="num">${r.nodes}</td>
+      <td class="num">${r.max_seconds_behind}</td><td class="num">${r.backlog_messages}</td>
+      <td style="width:35%"><div class="bar" style="width:${Math.round(100 * r.max_seconds_behind / worst)}%"></div></td></tr>`).join("")).join("");
+  return `<section class="card" id="relays"><h2>Relay topology · worst sync debt</h2>
+    <table><tr><th>domain / relay</th><th class="num">nodes</th><th class="num">max s behind</th><th class="num">backlog</th><th>debt</th></tr>${rows}</table></section>`;
+}
+
+const SERIES_COLOURS = ["#1565c0", "#c62828", "#2e7d32", "#e69500", "#8e24aa", "#00897b", "#6d4c41", "#546e7a"];
+
+// syncDebtChart draws max seconds behind per minute, one line per
+// (domain, relay), as inline SVG.
+function syncDebtChart(sd) {
+  const pts = sd.series.flatMap(s => s.points);
+  if (!pts.length) return '<section class="card" id="syncdebt"><h2>Sync-debt timeline</h2><p class="muted">No sync debt recorded.</p></section>';
+  const W = 640, H = 140, P = 30;
+  const t = pts.map(p => Date.parse(p.minute));
+  const t0 = Math.min(...t), t1 = Math.max(...t, t0 + 60000);
+  const ymax = Math.max(1, ...pts.map(p => p.max_seconds_behind));
+  const x = m => P + (W - 2 * P) * (Date.parse(m) - t0) / (t1 - t0);
+  const y = v => H - P + (2 * P - H) * v / ymax;
+  const lines = sd.series.map((s, i) => {
+    const c = SERIES_COLOURS[i % SERIES_COLOURS.length];
+    const d = s.points.map(p => `${x(p.minute).toFixed(1)},${y(p.max_seconds_behind).toFixed(1)}`).join(" ");
+    const dots = s.points.map(p => `<circle cx="${x(p.minute).toFixed(1)}" cy="${y(p.max_seconds_behind).toFixed(1)}" r="2.5" fill="${c}"><title>${esc(p.minute)}: ${p.max_seconds_behind} s behind, ${p.nodes} nodes, backlog ${p.backlog_messages}</title></circle>`).join("");
+    return `<polyline data-series="${esc(s.domain_id + "/" + s.relay_id)}" fill="none" stroke="${c}" stroke-width="2" points="${d}"><title>${esc(s.domain_id)} ${esc(s.relay_id || "(direct)")}</title></polyline>${dots}`;
+  }).join("");
+  const legend = sd.series.map((s, i) => `<span style="--c:${SERIES_COLOURS[i % SERIES_COLOURS.length]}">${esc(s.domain_id)} ${esc(s.relay_id || "(direct)")}</span>`).join("");
+  return `<section class="card" id="syncdebt"><h2>Sync-debt timeline <span class="muted">(max seconds behind per minute${sd.truncated ? ", cut at the limit" : ""})</span></h2>
+    <svg viewBox="0 0 ${W} ${H}" width="100%" height="${H}" role="img" aria-label="sync debt per minute">
+      <line x1="${P}" y1="${H - P}" x2="${W - P}" y2="${H - P}" stroke="#dde1e8"/><line x1="${P}" y1="${P}" x2="${P}" y2="${H - P}" stroke="#dde1e8"/>
+      <text x="2" y="${P + 4}" font-size="10" fill="#6b7385">${ymax}s</text><text x="2" y="${H - P}" font-size="10" fill="#6b7385">0</text>
+      <text x="${P}" y="${H - 8}" font-size="10" fill="#6b7385">${esc(new Date(t0).toISOString().slice(11, 16))}</text>
+      <text x="${W - P - 30}" y="${H - 8}" font-size="10" fill="#6b7385">${esc(new Date(t1).toISOString().slice(11, 16))}</text>${lines}</svg>
+    <div class="legend">${legend}</div></section>`;
+}
+
+// withTag copies the tag filter of params into q.
+function withTag(q, params) {
+  for (const t of params.getAll("tag")) if (t) q.append("tag", t);
+  return q;
+}
+
+async function viewGlobal(params) {
+  const [st, conn, heat, att, ro] = await Promise.all([api("/status"), api("/connectivity", withTag(new URLSearchParams(), params)),
+    api("/heatmap", withTag(new URLSearchParams(), params)), api("/attention", withTag(new URLSearchParams({n: "20"}), params)),
+    can("rollouts") ? api("/rollouts") : {rollouts: []}]);
   return `<h1>Global fleet overview</h1>${statusCard(st)}
-    <div class="row">${connectivityCard(conn)}</div>${heatmapCard(heat)}
+    ${filterForm("global-filters", params, [{name: "tag", label: "tag (heat map, attention, connectivity)"}])}
+    <div class="row">${connectivityCard(conn)}</div>${heatmapCard(heat)}${rolloutCard(ro)}
     <section class="card" id="attention"><h2>Attention queue · top ${att.n}</h2>${attentionRows(att.global)}</section>`;
 }
 
@@ -331,6 +409,8 @@ async function viewDomain(domain, params) {
   for (const k of ["gate", "connectivity_mode", "health"]) if (params.get(k)) nodeQ.set(k, params.get(k));
   const driftQ = new URLSearchParams({owning_domain: domain, limit: "200", sort: "attention_score"});
   for (const k of ["classification", "severity"]) if (params.get(k)) driftQ.set(k, params.get(k));
+  withTag(nodeQ, params);
+  withTag(driftQ, params);
   // ?preview=<action> previews a batch action on the filtered findings
   // (a read: it writes nothing), so a preview is a link.
   if (ACTIONS.includes(params.get("preview"))) {
@@ -342,11 +422,16 @@ async function viewDomain(domain, params) {
       lastResult = `<p class="error" id="action-refused">${esc(e.message)}</p>`;
     }
   }
-  const [heat, att, nodes, drift, conn] = await Promise.all([
-    api("/heatmap", new URLSearchParams({owning_domain: domain})),
-    api("/attention", new URLSearchParams({owning_domain: domain, n: "10"})),
+  const [heat, att, nodes, drift, conn, relays] = await Promise.all([
+    api("/heatmap", withTag(new URLSearchParams({owning_domain: domain}), params)),
+    api("/attention", withTag(new URLSearchParams({owning_domain: domain, n: "10"}), params)),
     api("/nodes", nodeQ), api("/drift", driftQ),
-    api("/connectivity", new URLSearchParams({owning_domain: domain}))]);
+    api("/connectivity", withTag(new URLSearchParams({owning_domain: domain}), params)),
+    api("/relays", withTag(new URLSearchParams({owning_domain: domain}), params))]);
+  // The sync-debt timeline of the domain ids this domain's nodes are in:
+  // the last two hours of event time the joiner wrote.
+  const ids = relays.domains.map(d => d.domain_id);
+  const debt = ids.length ? await api("/syncdebt", new URLSearchParams({domain_id: ids.join(","), last: "2h"})) : {series: [], points: 0};
   const nodeRows = nodes.nodes.map(n => `<tr data-node="${esc(n.node_id)}"><td>${nodeLink(n.node_id)}</td><td>${gate(n.gate)}</td>
     <td>${esc(n.connectivity_mode)}</td><td>${esc(n.health)}</td><td>${esc(n.node_agent_state)}</td>
     <td class="${n.expected_agent_version && n.observed_agent_version && n.expected_agent_version !== n.observed_agent_version ? "bad" : ""}">${esc(n.observed_agent_version)} / ${esc(n.expected_agent_version)}</td>
@@ -356,12 +441,12 @@ async function viewDomain(domain, params) {
   return `<h1>Domain ${esc(domain)}</h1><p><a href="#/">← global</a></p>${heatmapCard(heat, "Heat map row")}
     <div class="row"><section class="card" id="attention"><h2>Attention queue · top ${att.n}</h2>${attentionRows(att.global)}</section>
     ${connectivityCard(conn)}</div>
+    <div class="row">${relayCard(relays)}${syncDebtChart(debt)}</div>
     <section class="card" id="nodes"><h2>Nodes (${nodes.count}${nodes.next_cursor ? "+" : ""})</h2>
     ${filterForm("node-filters", params, [{name: "gate", label: "gate", options: GATES},
       {name: "connectivity_mode", label: "connectivity", options: MODES}, {name: "health", label: "health", options: HEALTHS},
-      {name: "classification", label: "finding class", options: ["orphan_provider_resource", "missing_provider_resource", "stale_lifecycle_state",
-        "identity_mismatch", "quota_or_capacity_mismatch", "route_or_dns_mismatch", "billing_mismatch"]},
-      {name: "severity", label: "severity", options: ["critical", "warning"]}])}
+      {name: "classification", label: "finding class", options: heat.classifications},
+      {name: "severity", label: "severity", options: ["critical", "warning"]}, {name: "tag", label: "tag"}])}
     ${nodeRows ? `<table><tr><th>node</th><th>gate</th><th>connectivity</th><th>health</th><th>agent state</th><th>agent observed / expected</th>
       <th class="num">s behind</th><th class="num">backlog</th><th class="num">score</th><th>last seen</th></tr>${nodeRows}</table>` : '<p class="muted">No node matches.</p>'}</section>
     ${can("actions_batch") ? `<section class="card" id="batch"><h2>Act on these findings</h2>
@@ -382,13 +467,63 @@ function timeline(entries) {
     ${e.action ? `<b>${esc(e.action)}</b> by ${esc(e.actor_id)}${e.reason ? ` “${esc(e.reason)}”` : ""}${e.refusal ? ` <span class="bad">refused: ${esc(e.refusal)}</span>` : ""} · ` : ""}${esc(e.status)} · ${esc(e.posture)} · observed ${esc(e.observed_state || "∅")}${e.retry_count ? " · retry " + e.retry_count : ""}${e.action_state ? " · request " + esc(e.action_state) : ""}</li>`).join("")}</ul>`;
 }
 
+
+function kv(id, rows) {
+  return `<table id="${id}">${rows.map(([k, v]) => `<tr><th>${esc(k)}</th><td>${v === "" || v == null ? '<span class="muted">—</span>' : esc(v)}</td></tr>`).join("")}</table>`;
+}
+
+function lifecycleCard(l) {
+  const pos = (p, st) => p ? esc(p) + (st && st !== p ? ` / ${esc(st)}` : "") : '<span class="muted">(none)</span>';
+  const items = l.recent.map(x => `<li data-seq="${x.seq}">${when(x.at)} ${pos(x.from_phase, x.from_state)} → <b>${pos(x.to_phase, x.to_state)}</b>
+    · ${esc(x.reason)}${x.correlation_id ? ` · <span class="muted">${esc(x.correlation_id)}</span>` : ""}</li>`).join("");
+  return `<section class="card" id="lifecycle"><h2>Lifecycle: <span id="phase">${esc(l.phase || "—")}</span> <span class="muted" id="state">${esc(l.state)}</span></h2>
+    <p>since ${when(l.since)} · ${l.transitions} transition(s) · intent ${esc(l.intent || "ACTIVE")}${l.node_kind ? " · " + esc(l.node_kind) : ""}</p>
+    ${items ? `<ul class="timeline" id="lifecycle-timeline">${items}</ul>` : '<p class="muted">No transition recorded.</p>'}</section>`;
+}
+
+function replayCard(r) {
+  const caught = !r.replay_required && !r.backlog_messages;
+  return `<section class="card" id="replay"><h2>Replay progress</h2>
+    <p>${esc(r.connectivity_mode || "—")} · ${caught ? '<span class="ok">caught up</span>' : `<span class="sev-warning">replaying</span>`}</p>
+    ${kv("replay-table", [["replay required", r.replay_required ? "yes" : "no"], ["backlog messages", r.backlog_messages], ["seconds behind", r.seconds_behind]])}</section>`;
+}
+
+function diffCard(diff) {
+  const rows = diff.map(f => `<tr data-field="${esc(f.field)}" class="${f.known && !f.equal ? "mismatch" : ""}"><td>${esc(f.field)}</td>
+    <td>${esc(f.desired) || '<span class="muted">—</span>'}</td><td>${esc(f.actual) || '<span class="muted">—</span>'}</td>
+    <td>${!f.known ? '<span class="muted">unknown</span>' : f.equal ? '<span class="ok">equal</span>' : '<span class="bad">differs</span>'}</td>
+    <td class="muted">${esc(f.note || "")}</td></tr>`).join("");
+  return `<section class="card" id="fleet-diff"><h2>Desired vs actual, field by field</h2>
+    <table><tr><th>field</th><th>desired</th><th>actual</th><th></th><th></th></tr>${rows}</table></section>`;
+}
+
+function supplyChainCard(sc, a) {
+  const reg = sc.registry;
+  const state = sc.state && sc.state !== "ok" ? `<span class="bad">${esc(sc.state)}</span>` : esc(sc.state || "no evidence");
+  return `<section class="card" id="supply-chain"><h2>Supply chain: ${state}</h2>
+    ${sc.artifact_id ? kv("supply-chain-table", [["artifact", sc.artifact_id], ["reported digest", sc.reported_digest],
+      ["registry digest", reg ? reg.digest : "(not in the registry)"], ["version", reg && reg.version], ["signed by", reg && reg.signed_by],
+      ["SBOM", reg && reg.sbom_ref], ["provenance", reg && reg.provenance_ref], ["revoked", reg ? (reg.revoked ? "REVOKED" : "no") : ""]])
+      : '<p class="muted">The node has not reported an artifact.</p>'}
+    <h2>Authority: ${a.state && a.state !== "ok" ? `<span class="bad">${esc(a.state)}</span>` : esc(a.state || "no evidence")}</h2>
+    ${kv("authority-table", [["master of record", a.master_of_record], ["record's controllers", a.controller_ids.join(", ")], ["obeys", a.controller_id]])}</section>`;
+}
+
+function observationsCard(obs) {
+  const items = obs.map(o => `<li data-observation="${esc(o.status)}"><span class="muted">${esc(o.coordinate)}</span> ·
+    ${o.status === "fetched" ? `${when(o.occurred_at)} <b>${esc(o.event_type)}</b> by ${esc(o.producer)} · ${esc(o.summary)}`
+      : `<span class="${o.status === "expired" ? "muted" : "sev-warning"}">${esc(o.status)}</span>${o.error ? " · " + esc(o.error) : ""}`}</li>`).join("");
+  return `<section class="card" id="observations"><h2>Observations timeline <span class="muted">(recent events, newest first)</span></h2>
+    ${items ? `<ul class="timeline">${items}</ul>` : '<p class="muted">No recent event recorded.</p>'}</section>`;
+}
+
 async function viewNode(id) {
   const d = await api("/nodes/" + encodeURIComponent(id));
   const n = d.node;
   const events = [];
   for (const f of d.findings) for (const h of f.history) events.push({...h, id: f.finding.evidence_id});
   events.sort((a, b) => a.at.localeCompare(b.at));
-  const evidence = n ? [["node_agent_state", n.node_agent_state], ["node_agent_reason", n.node_agent_reason], ["update_path", n.update_path],
+  const evidence = n ? [["tags", (n.tags || []).join(", ")], ["relay", n.relay_id || "(direct)"], ["node_agent_state", n.node_agent_state], ["node_agent_reason", n.node_agent_reason], ["update_path", n.update_path],
     ["terminal_stream_probe", n.terminal_stream_probe], ["workload_impact", n.workload_impact], ["health", n.health],
     ["connectivity_mode", n.connectivity_mode], ["cert_issuer_fingerprint", n.cert_issuer_fingerprint],
     ["ingress_trust_fingerprint", n.ingress_trust_fingerprint], ["host_fingerprint", n.host_fingerprint],
@@ -399,6 +534,8 @@ async function viewNode(id) {
     <div class="row"><section class="card" id="gate"><h2>Gate: ${gate(d.gate.gate)}</h2><p>${esc(d.gate.summary)}</p>
       ${d.gate.blocking ? '<p class="bad">Blocks production releases.</p>' : ""}</section>
     <section class="card" id="desired-actual"><h2>Desired vs actual</h2>${sideBySide(d.comparison)}</section></div>
+    ${d.lifecycle ? `<div class="row">${lifecycleCard(d.lifecycle)}${replayCard(d.replay)}</div>
+    <div class="row">${diffCard(d.diff)}${supplyChainCard(d.supply_chain, d.authority)}</div>${observationsCard(d.observations)}` : ""}
     <div class="row"><section class="card" id="evidence"><h2>Node-agent evidence</h2><table>${evidence.map(([k, v]) =>
       `<tr><th>${esc(k)}</th><td>${esc(v)}</td></tr>`).join("")}</table></section>
     <section class="card" id="timeline"><h2>Finding timeline</h2>${timeline(events)}</section></div>
@@ -474,11 +611,12 @@ async function render() {
     else if (parts[0] === "domain" && parts[1] !== undefined) { name = "domain"; html = await viewDomain(parts[1], params); }
     else if (parts[0] === "node" && parts[1]) { name = "node"; html = await viewNode(parts.slice(1).join("/")); }
     else if (parts[0] === "finding" && parts[1]) { name = "finding"; html = await viewFinding(parts.slice(1).join("/")); }
-    else html = await viewGlobal();
+    else html = await viewGlobal(params);
     // Keep a focused filter control across refreshes.
     const focused = document.activeElement && document.activeElement.name;
     view.innerHTML = html;
     bindForm("node-filters");
+    bindForm("global-filters");
     bindForm("billing-filters");
     const batchQ = new URLSearchParams();
     if (name === "domain") {

@@ -25,6 +25,9 @@ type Filter struct {
 	Status string
 	// FirstSeenBy, when set, keeps the findings first seen at or before it.
 	FirstSeenBy time.Time
+	// Tags keeps the findings whose record carries every one of these
+	// tags (AND, unlike the lists above).
+	Tags []string
 }
 
 // where renders f as SQL conditions over drift_evidence with positional
@@ -39,7 +42,19 @@ func (f *Filter) where() (conds []string, args []any) {
 		{"domain_id", f.DomainIDs},
 		{"provider", f.Providers},
 	})
+	conds, args = tagsWhere(conds, args, f.Tags)
 	return lifecycleWhere(conds, args, f.Status, f.FirstSeenBy)
+}
+
+// tagsWhere adds to conds and args one condition per tag: the row's tags
+// hold it. has() per tag rather than hasAll of an array argument works
+// alike on every ClickHouse version.
+func tagsWhere(conds []string, args []any, tags []string) ([]string, []any) {
+	for _, t := range tags {
+		conds = append(conds, "has(tags, ?)")
+		args = append(args, t)
+	}
+	return conds, args
 }
 
 // lifecycleWhere adds to conds and args the status and first-seen
@@ -71,10 +86,12 @@ type NodeFilter struct {
 	WorkloadImpacts      []string
 	UpdatePaths          []string
 	TerminalStreamProbes []string
+	// Tags keeps the nodes whose record carries every one of these tags.
+	Tags []string
 }
 
 func (f *NodeFilter) where() ([]string, []any) {
-	return listWhere([]listColumn{
+	conds, args := listWhere([]listColumn{
 		{"node_id", f.NodeIDs},
 		{"owning_domain", f.OwningDomains},
 		{"domain_id", f.DomainIDs},
@@ -87,6 +104,7 @@ func (f *NodeFilter) where() ([]string, []any) {
 		{"update_path", f.UpdatePaths},
 		{"terminal_stream_probe", f.TerminalStreamProbes},
 	})
+	return tagsWhere(conds, args, f.Tags)
 }
 
 // MismatchFilter selects billing mismatches (billing_mismatch).

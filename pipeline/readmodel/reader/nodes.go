@@ -13,21 +13,30 @@ const nodeColumns = `node_id, domain_id, owning_domain, node_agent_state, node_a
 	expected_agent_version, observed_agent_version, cert_issuer_fingerprint, ingress_trust_fingerprint,
 	host_fingerprint, terminal_stream_probe, workload_impact, health, gate, connectivity_mode,
 	rtt_ms, loss_pct, bandwidth_kbps, backlog_messages, seconds_behind, replay_required,
-	last_seen_at, attention_score, version, updated_at`
+	last_seen_at, attention_score, version, updated_at,
+	tags, node_kind, lifecycle_intent, phase, state, phase_since, transitions, master_of_record,
+	controller_ids, controller_id, authority, relay_id, policy_bundle_id, target_version,
+	reported_version, rollout, artifact_id, artifact_digest, supply_chain, uptime_s, recent_events`
 
 // scanNode scans the nodeColumns of a row, then the extra columns that
 // follow them into extra.
 func scanNode(rows driver.Rows, extra ...any) (apitypes.Node, error) {
 	var (
-		n                 apitypes.Node
-		replay            uint8
-		lastSeen, updated time.Time
+		n                        apitypes.Node
+		replay                   uint8
+		lastSeen, updated, since time.Time
 	)
+	fl := &n.NodeFleet
 	err := rows.Scan(append([]any{&n.NodeID, &n.DomainID, &n.OwningDomain, &n.NodeAgentState, &n.NodeAgentReason, &n.UpdatePath,
 		&n.ExpectedAgentVersion, &n.ObservedAgentVersion, &n.CertIssuerFingerprint, &n.IngressTrustFingerprint,
 		&n.HostFingerprint, &n.TerminalStreamProbe, &n.WorkloadImpact, &n.Health, &n.Gate, &n.ConnectivityMode,
 		&n.RTTMs, &n.LossPct, &n.BandwidthKbps, &n.BacklogMessages, &n.SecondsBehind, &replay,
-		&lastSeen, &n.AttentionScore, &n.Version, &updated}, extra...)...)
+		&lastSeen, &n.AttentionScore, &n.Version, &updated,
+		&fl.Tags, &fl.NodeKind, &fl.LifecycleIntent, &fl.Phase, &fl.State, &since, &fl.Transitions, &fl.MasterOfRecord,
+		&fl.ControllerIDs, &fl.ControllerID, &fl.Authority, &fl.RelayID, &fl.PolicyBundleID, &fl.TargetVersion,
+		&fl.ReportedVersion, &fl.Rollout, &fl.ArtifactID, &fl.ArtifactDigest, &fl.SupplyChain, &fl.UptimeS, &fl.RecentEvents}, extra...)...)
+	fl.PhaseSince = nullTime(since)
+	fl.Tags, fl.ControllerIDs, fl.RecentEvents = nonNil(fl.Tags), nonNil(fl.ControllerIDs), nonNil(fl.RecentEvents)
 	n.ReplayRequired = replay != 0
 	n.LastSeenAt = nullTime(lastSeen)
 	n.UpdatedAt = nullTime(updated)

@@ -20,8 +20,8 @@ import (
 // (drift_evidence_marks). docs/drift-model.md describes the tables.
 
 // countedFilter reports whether finding_counts answers f: every filter
-// but the first-seen bound is one of its columns.
-func countedFilter(f Filter) bool { return f.FirstSeenBy.IsZero() }
+// but the first-seen bound and the tags is one of its columns.
+func countedFilter(f Filter) bool { return f.FirstSeenBy.IsZero() && len(f.Tags) == 0 }
 
 // Heatmap counts the current findings matching f by owning_domain,
 // classification, severity, status and posture, from finding_counts when
@@ -59,7 +59,7 @@ func (rd *Reader) countGroups(ctx context.Context, name string, f Filter) ([]Fin
 func rankedFilter(f Filter, n int) bool {
 	g := f
 	g.OwningDomains, g.Status = nil, ""
-	return n <= sink.AttentionSlots && g.FirstSeenBy.IsZero() && len(g.Products) == 0 && len(g.ResourceFamilies) == 0 &&
+	return n <= sink.AttentionSlots && g.FirstSeenBy.IsZero() && len(g.Tags) == 0 && len(g.Products) == 0 && len(g.ResourceFamilies) == 0 &&
 		len(g.Classifications) == 0 && len(g.Severities) == 0 && len(g.DomainIDs) == 0 && len(g.Providers) == 0
 }
 
@@ -157,7 +157,7 @@ func admitsBilling(f Filter) (contract.Policy, bool) {
 	admits := func(vs []string, v string) bool { return len(vs) == 0 || slices.Contains(vs, v) }
 	return p, admits(f.Classifications, string(contract.ClassBilling)) && admits(f.Severities, string(p.Severity)) &&
 		len(f.OwningDomains) == 0 && len(f.DomainIDs) == 0 && admits(f.ResourceFamilies, contract.FamilyBillingUsage) &&
-		admits(f.Providers, contract.ProviderBillingIngestion)
+		admits(f.Providers, contract.ProviderBillingIngestion) && len(f.Tags) == 0
 }
 
 // withBilling appends the billing groups of f to groups.

@@ -5,10 +5,11 @@ import (
 	"errors"
 	"testing"
 
-	"github.com/driftline/driftline/internal/fleet"
-	"github.com/driftline/driftline/pipeline/contract"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/driftline/driftline/internal/fleet"
+	"github.com/driftline/driftline/pipeline/contract"
 )
 
 // fleetBatches returns n record sets of about 1 MiB each, as a fetched

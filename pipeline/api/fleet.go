@@ -1,0 +1,202 @@
+package api
+
+import (
+	"net/http"
+	"slices"
+	"strconv"
+	"time"
+
+	"github.com/driftline/driftline/pipeline/api/apitypes"
+	"github.com/driftline/driftline/pipeline/api/export"
+	"github.com/driftline/driftline/pipeline/readmodel/reader"
+)
+
+// The fleet core's endpoints (CONTRACT section 8, docs/fleet-core.md):
+// a node's lifecycle timeline, rollouts per policy bundle, the relay
+// topology and the sync-debt timeline. Each answers JSON, or an Arrow
+// stream or CSV (Accept or format=) of its flat rows, audited as every
+// export is.
+
+// DefaultSyncDebtLimit is the points of the sync-debt timeline a request
+// without limit gets: a day of minutes for one relay.
+const DefaultSyncDebtLimit = 1440
+
+// exportSlice exports rows as the listing name in format.
+func exportSlice[T any](s *Server, w http.ResponseWriter, r *http.Request, format, name string, cols []export.Column[T], rows []T) error {
+	return exportRows(s, w, r, format, name, cols, func(fn func(T) error) error {
+		for _, v := range rows {
+			if err := fn(v); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+}
+
+func (s *Server) handleTimeline(w http.ResponseWriter, r *http.Request) error {
+	q := r.URL.Query()
+	if err := checkKnown(q, "limit", "format"); err != nil {
+		return err
+	}
+	format, limit, err := s.formatAndLimit(w, r, q)
+	if err != nil {
+		return err
+	}
+	id := r.PathValue("node_id")
+	ts, err := s.read.Timeline(r.Context(), id, limit)
+	if err != nil {
+		return err
+	}
+	if format != formatJSON {
+		return exportSlice(s, w, r, format, "timeline", export.TransitionColumns, ts)
+	}
+	writeJSON(w, http.StatusOK, apitypes.Timeline{NodeID: id, Transitions: ts, Count: len(ts)})
+	return nil
+}
+
+func (s *Server) handleRollouts(w http.ResponseWriter, r *http.Request) error {
+	q := r.URL.Query()
+	var f reader.RolloutFilter
+	if err := parseParams(q, []listParam{{"domain_id", &f.DomainIDs, nil}, {"policy_bundle_id", &f.PolicyBundleIDs, nil}}, "format"); err != nil {
+		return err
+	}
+	format, err := negotiate(r, q)
+	if err != nil {
+		return err
+	}
+	rows, err := s.read.Rollouts(r.Context(), f)
+	if err != nil {
+		return err
+	}
+	if format != formatJSON {
+		return exportSlice(s, w, r, format, "rollouts", export.RolloutColumns, rows)
+	}
+	writeJSON(w, http.StatusOK, foldRollouts(rows))
+	return nil
+}
+
+// foldRollouts sums the rows of each bundle (ordered by bundle, then
+// domain) into one rollout with its domains.
+func foldRollouts(rows []apitypes.RolloutRow) apitypes.Rollouts {
+	out := apitypes.Rollouts{Rollouts: []apitypes.Rollout{}}
+	for _, x := range rows {
+		n := len(out.Rollouts)
+		if n == 0 || out.Rollouts[n-1].PolicyBundleID != x.PolicyBundleID {
+			out.Rollouts = append(out.Rollouts, apitypes.Rollout{PolicyBundleID: x.PolicyBundleID, TargetVersion: x.TargetVersion,
+				ArtifactID: x.ArtifactID, Deadline: x.Deadline, Domains: []apitypes.RolloutDomain{}})
+			n++
+		}
+		b := &out.Rollouts[n-1]
+		b.Domains = append(b.Domains, apitypes.RolloutDomain{DomainID: x.DomainID, RolloutCounts: x.RolloutCounts})
+		c := &b.RolloutCounts
+		c.Nodes += x.Nodes
+		c.AtTarget += x.AtTarget
+		c.Updating += x.Updating
+		c.Behind += x.Behind
+		c.Failed += x.Failed
+		c.Pending += x.Pending
+	}
+	return out
+}
+
+func (s *Server) handleRelays(w http.ResponseWriter, r *http.Request) error {
+	q := r.URL.Query()
+	var f reader.RelayFilter
+	if err := parseParams(q, []listParam{{"owning_domain", &f.OwningDomains, nil}, {"domain_id", &f.DomainIDs, nil},
+		{"relay_id", &f.RelayIDs, nil}, {"tag", &f.Tags, nil}}, "format"); err != nil {
+		return err
+	}
+	format, err := negotiate(r, q)
+	if err != nil {
+		return err
+	}
+	rows, err := s.read.Relays(r.Context(), f)
+	if err != nil {
+		return err
+	}
+	if format != formatJSON {
+		return exportSlice(s, w, r, format, "relays", export.RelayColumns, rows)
+	}
+	writeJSON(w, http.StatusOK, foldRelays(rows))
+	return nil
+}
+
+// foldRelays groups the rows (ordered by domain) by domain, each domain's
+// relays worst sync debt first.
+func foldRelays(rows []apitypes.RelayRow) apitypes.Relays {
+	out := apitypes.Relays{Domains: []apitypes.RelayDomain{}}
+	for _, x := range rows {
+		n := len(out.Domains)
+		if n == 0 || out.Domains[n-1].DomainID != x.DomainID {
+			out.Domains = append(out.Domains, apitypes.RelayDomain{DomainID: x.DomainID, Relays: []apitypes.RelayRow{}})
+			n++
+		}
+		d := &out.Domains[n-1]
+		d.Relays = append(d.Relays, x)
+		d.Nodes += x.Nodes
+		d.BacklogMessages += x.BacklogMessages
+		d.MaxSecondsBehind = max(d.MaxSecondsBehind, x.MaxSecondsBehind)
+	}
+	for i := range out.Domains {
+		slices.SortStableFunc(out.Domains[i].Relays, func(a, b apitypes.RelayRow) int {
+			if a.MaxSecondsBehind != b.MaxSecondsBehind {
+				if a.MaxSecondsBehind > b.MaxSecondsBehind {
+					return -1
+				}
+				return 1
+			}
+			return 0
+		})
+	}
+	return out
+}
+
+func (s *Server) handleSyncDebt(w http.ResponseWriter, r *http.Request) error {
+	q := r.URL.Query()
+	var f reader.SyncDebtFilter
+	if err := parseParams(q, []listParam{{"domain_id", &f.DomainIDs, nil}, {"relay_id", &f.RelayIDs, nil}}, "from", "to", "last", "limit", "format"); err != nil {
+		return err
+	}
+	var err error
+	if f.Last, err = parseDuration(q, "last"); err != nil {
+		return err
+	}
+	if err := parseTimeRange(q, &f.From, &f.To); err != nil {
+		return err
+	}
+	if !f.From.IsZero() && !f.To.IsZero() && !f.From.Before(f.To) {
+		return &ParamError{Param: "to", Value: f.To.Format(time.RFC3339), Reason: "must be after from"}
+	}
+	format, err := negotiate(r, q)
+	if err != nil {
+		return err
+	}
+	limit, err := parseInt(q, "limit", DefaultSyncDebtLimit, 1, MaxLimit*10)
+	if err != nil {
+		return err
+	}
+	if format != formatJSON && len(q["limit"]) == 0 {
+		w.Header().Set(HeaderExportRowCap, strconv.Itoa(s.opts.MaxExportRows))
+		limit = s.opts.MaxExportRows
+	}
+	pts, err := s.read.SyncDebt(r.Context(), f, limit+1)
+	if err != nil {
+		return err
+	}
+	truncated := len(pts) > limit
+	pts = pts[:min(limit, len(pts))]
+	if format != formatJSON {
+		return exportSlice(s, w, r, format, "syncdebt", export.SyncDebtColumns, pts)
+	}
+	out := apitypes.SyncDebt{Series: []apitypes.SyncDebtSeries{}, Points: len(pts), Truncated: truncated}
+	for _, p := range pts {
+		n := len(out.Series)
+		if n == 0 || out.Series[n-1].DomainID != p.DomainID || out.Series[n-1].RelayID != p.RelayID {
+			out.Series = append(out.Series, apitypes.SyncDebtSeries{DomainID: p.DomainID, RelayID: p.RelayID})
+			n++
+		}
+		out.Series[n-1].Points = append(out.Series[n-1].Points, p)
+	}
+	writeJSON(w, http.StatusOK, out)
+	return nil
+}
