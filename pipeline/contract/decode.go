@@ -42,8 +42,8 @@ func (v Validator) DecodeEvent(line []byte) (Envelope, any, *ValidationError) {
 }
 
 // Decoder decodes events as its Validator does but reuses one payload
-// struct per event type: the payload DecodeEvent returns (with the Tags of
-// a *PlatformRecord) is valid only until the Decoder's next call, which
+// struct per event type: the payload DecodeEvent returns (with its string
+// lists: Tags, Authority.ControllerIDs, Domains) is valid only until the Decoder's next call, which
 // overwrites it. Strings follow Validator.ZeroCopy: without it they are
 // copies the caller may keep; with it they alias the line and are valid
 // only as long as its bytes are, and the common events then decode
@@ -64,7 +64,9 @@ type Decoder struct {
 	rated         Rated
 	ledger        LedgerEntry
 	command       Command
-	tags          []string // backing array of record.Tags
+	artifact      Artifact
+	bundle        PolicyBundle
+	lists         [numLists][]string // backing arrays of the payloads' string lists
 }
 
 // NewDecoder returns a Decoder applying v's rules.
@@ -273,6 +275,10 @@ func knownType(t string) string {
 		return TypeLedgerEntry
 	case TypeCommand:
 		return TypeCommand
+	case TypeArtifact:
+		return TypeArtifact
+	case TypePolicyBundle:
+		return TypePolicyBundle
 	}
 	return ""
 }

@@ -109,3 +109,86 @@ func FuzzDecode(f *testing.F) {
 		_ = KeyOf(payload)
 	})
 }
+
+// The fleet core's fields (CONTRACT 8.1, 8.2): every unknown enum value is
+// invalid_field naming the field, nested fields by their path; the
+// registry events' required fields and digest form are checked.
+func TestDecodeFleetReasons(t *testing.T) {
+	edit := func(typ string, i int, old, new string) string {
+		line := string(sampleEvent(typ, i))
+		if !strings.Contains(line, old) {
+			t.Fatalf("sample %s %d lacks %s: %s", typ, i, old, line)
+		}
+		return strings.Replace(line, old, new, 1)
+	}
+	cases := []struct {
+		name, line string
+		reason     Reason
+		field      string
+	}{
+		{"node kind", edit(TypePlatformRecord, 1, `"node_kind":"EDGE"`, `"node_kind":"edge"`), ReasonInvalidField, "payload.node_kind"},
+		{"lifecycle intent", edit(TypePlatformRecord, 1, `"lifecycle_intent":"ACTIVE"`, `"lifecycle_intent":"LIVE"`), ReasonInvalidField, "payload.lifecycle_intent"},
+		{"master of record", edit(TypePlatformRecord, 1, `"master_of_record":"REGION"`, `"master_of_record":"PLANET"`), ReasonInvalidField, "payload.authority.master_of_record"},
+		{"empty controller id", edit(TypePlatformRecord, 2, `"controller_ids":["ctl-a"`, `"controller_ids":[""`), ReasonInvalidField, "payload.authority.controller_ids"},
+		{"authority not an object", edit(TypePlatformRecord, 1, `"authority":{"master_of_record":"REGION"}`, `"authority":"REGION"`), ReasonWrongType, ""},
+		{"requires_online not a bool", edit(TypePlatformRecord, 1, `"requires_online":true`, `"requires_online":"yes"`), ReasonWrongType, ""},
+		{"negative uptime", edit(TypeHeartbeat, 1, `"uptime_s":60`, `"uptime_s":-60`), ReasonInvalidField, "payload.uptime_s"},
+		{"artifact without digest", edit(TypeArtifact, 1, `"digest":"`+sampleDigest+`",`, ``), ReasonMissingField, "payload.digest"},
+		{"artifact digest form", edit(TypeArtifact, 1, sampleDigest, "md5:0123"), ReasonInvalidField, "payload.digest"},
+		{"artifact digest short", edit(TypeArtifact, 1, sampleDigest, sampleDigest[:len(sampleDigest)-1]), ReasonInvalidField, "payload.digest"},
+		{"artifact digest not hex", edit(TypeArtifact, 1, sampleDigest, sampleDigest[:len(sampleDigest)-1]+"g"), ReasonInvalidField, "payload.digest"},
+		{"artifact without version", edit(TypeArtifact, 1, `"version":"2.0",`, ``), ReasonMissingField, "payload.version"},
+		{"bundle without deadline", edit(TypePolicyBundle, 1, `,"deadline":"2026-11-21T12:15:30.000001+02:00"`, ``), ReasonInvalidField, "payload.deadline"},
+		{"bundle without artifact", edit(TypePolicyBundle, 1, `"artifact_id":"art-1",`, ``), ReasonMissingField, "payload.artifact_id"},
+		{"bundle without target", edit(TypePolicyBundle, 1, `"target_version":"2.0",`, ``), ReasonMissingField, "payload.target_version"},
+		{"bundle bad deadline", edit(TypePolicyBundle, 1, `"deadline":"2026-11-21T12:15:30.000001+02:00"`, `"deadline":"tomorrow"`), ReasonWrongType, "payload.deadline"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			sameAsReference(t, []byte(c.line))
+			_, _, err := Validator{Environment: EnvLocalParity}.DecodeEvent([]byte(c.line))
+			if err == nil {
+				t.Fatalf("accepted %s", c.line)
+			}
+			if err.Reason != c.reason || (c.field != "" && err.Field != c.field) {
+				t.Fatalf("got %v (field %q), want reason %s field %q", err, err.Field, c.reason, c.field)
+			}
+		})
+	}
+	// Every value of each list is accepted.
+	for _, k := range NodeKinds {
+		line := edit(TypePlatformRecord, 1, `"node_kind":"EDGE"`, `"node_kind":"`+string(k)+`"`)
+		if _, _, err := (Validator{}).DecodeEvent([]byte(line)); err != nil {
+			t.Errorf("node kind %s: %v", k, err)
+		}
+	}
+	for _, in := range LifecycleIntents {
+		line := edit(TypePlatformRecord, 1, `"lifecycle_intent":"ACTIVE"`, `"lifecycle_intent":"`+string(in)+`"`)
+		if _, _, err := (Validator{}).DecodeEvent([]byte(line)); err != nil {
+			t.Errorf("intent %s: %v", in, err)
+		}
+	}
+	for _, m := range MastersOfRecord {
+		line := edit(TypePlatformRecord, 1, `"master_of_record":"REGION"`, `"master_of_record":"`+string(m)+`"`)
+		if _, _, err := (Validator{}).DecodeEvent([]byte(line)); err != nil {
+			t.Errorf("master %s: %v", m, err)
+		}
+	}
+}
+
+// The registry's events go to platform.records and are keyed by their
+// own id.
+func TestFleetEventTopicsAndKeys(t *testing.T) {
+	for typ, key := range map[string]string{TypeArtifact: "artifact/art-1", TypePolicyBundle: "bundle/pb-1"} {
+		if TopicOf(typ) != TopicPlatformRecords {
+			t.Errorf("topic of %s = %q", typ, TopicOf(typ))
+		}
+		_, p, err := Validator{}.DecodeEvent(sampleEvent(typ, 1))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if KeyOf(p) != key {
+			t.Errorf("key of %s = %q, want %q", typ, KeyOf(p), key)
+		}
+	}
+}

@@ -78,6 +78,22 @@ const (
 // ProducerReasons lists the producer reasons in a stable order.
 var ProducerReasons = []Reason{ReasonClockSkew, ReasonLate, ReasonConflictingDuplicate}
 
+// Registry reasons: a well-formed fleet event that names a registry entry
+// (CONTRACT 8.2) the joiner's partition does not have when it applies the
+// event. The joiner quarantines it with the reason and does not apply it;
+// nothing is guessed for the missing entry.
+const (
+	// ReasonUnknownArtifact: a fleet.policy_bundle names an artifact_id
+	// no fleet.artifact has registered.
+	ReasonUnknownArtifact Reason = "unknown_artifact"
+	// ReasonUnknownPolicyBundle: a nodeagent.heartbeat names a
+	// policy_bundle_id no fleet.policy_bundle has registered.
+	ReasonUnknownPolicyBundle Reason = "unknown_policy_bundle"
+)
+
+// RegistryReasons lists the registry reasons in a stable order.
+var RegistryReasons = []Reason{ReasonUnknownArtifact, ReasonUnknownPolicyBundle}
+
 // ValidationError says why one event was rejected.
 type ValidationError struct {
 	Reason Reason // stable code

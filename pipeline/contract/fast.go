@@ -276,6 +276,12 @@ func (d *fastScan) target(typ string) (fastPayload, unsafe.Pointer, []payloadFie
 	case TypeCommand:
 		p := reusedOrNew(r, func(d *Decoder) *Command { return &d.command })
 		return p, unsafe.Pointer(p), commandFields
+	case TypeArtifact:
+		p := reusedOrNew(r, func(d *Decoder) *Artifact { return &d.artifact })
+		return p, unsafe.Pointer(p), artifactFields
+	case TypePolicyBundle:
+		p := reusedOrNew(r, func(d *Decoder) *PolicyBundle { return &d.bundle })
+		return p, unsafe.Pointer(p), policyBundleFields
 	}
 	panic("BUG: fast path target of an unknown event type " + typ)
 }
@@ -359,7 +365,14 @@ func (d *fastScan) object(i int, base unsafe.Pointer, fields []payloadField) (in
 			case kindTime:
 				*(*time.Time)(p), i, ok = d.timeValue(i)
 			case kindStrings:
-				*(*[]string)(p), i, ok = d.tagsValue(i)
+				*(*[]string)(p), i, ok = d.listValue(i, fields[f].list)
+			case kindObject:
+				// A nested object of flat fields (authority, desired):
+				// null goes to the reference decoder.
+				if b[i] != '{' {
+					return 0, false
+				}
+				i, ok = d.object(i, p, fields[f].sub)
 			}
 			if !ok {
 				return 0, false
@@ -718,9 +731,9 @@ func (d *fastScan) timeValue(i int) (time.Time, int, bool) {
 	return t, end, true
 }
 
-// tagsValue decodes an array of strings (null is a nil slice, [] an empty
-// one), into the Decoder's reused array when there is one.
-func (d *fastScan) tagsValue(i int) ([]string, int, bool) {
+// listValue decodes an array of strings (null is a nil slice, [] an empty
+// one), into the Decoder's reused array of list when there is one.
+func (d *fastScan) listValue(i int, list listSlot) ([]string, int, bool) {
 	b := d.b
 	if b[i] == 'n' {
 		end, ok := d.literal(i, "null")
@@ -731,7 +744,7 @@ func (d *fastScan) tagsValue(i int) ([]string, int, bool) {
 	}
 	var tags []string
 	if d.dec != nil {
-		tags = d.dec.tags[:0]
+		tags = d.dec.lists[list][:0]
 	}
 	i = skipSpace(b, i+1)
 	if i < len(b) && b[i] == ']' {
@@ -758,7 +771,7 @@ func (d *fastScan) tagsValue(i int) ([]string, int, bool) {
 			i = skipSpace(b, i+1)
 		case ']':
 			if d.dec != nil {
-				d.dec.tags = tags
+				d.dec.lists[list] = tags
 			}
 			return tags, i + 1, true
 		default:
@@ -777,7 +790,22 @@ const (
 	kindBool
 	kindTime
 	kindStrings
+	kindObject // a struct of fields of the kinds above
 )
+
+// listSlot names the Decoder's reused backing array of a string list: one
+// per list field, as one payload may hold several.
+type listSlot uint8
+
+const (
+	listTags listSlot = iota
+	listControllerIDs
+	listDomains
+	numLists
+)
+
+// listSlots maps the json name of each string list field to its slot.
+var listSlots = map[string]listSlot{"tags": listTags, "controller_ids": listControllerIDs, "domains": listDomains}
 
 // payloadField describes a field of a payload struct, from its json tag
 // (the name the reference decoder matches exactly).
@@ -785,7 +813,9 @@ type payloadField struct {
 	name   string
 	quoted quotedKey
 	kind   fieldKind
-	off    uintptr // offset in the struct
+	off    uintptr        // offset in the struct
+	list   listSlot       // kindStrings: the Decoder's array it reuses
+	sub    []payloadField // kindObject: the nested struct's fields
 }
 
 // The fields of each payload struct, in struct order: the order the Go
@@ -799,10 +829,15 @@ var (
 	ratedFields          = fieldsOf[Rated]()
 	ledgerEntryFields    = fieldsOf[LedgerEntry]()
 	commandFields        = fieldsOf[Command]()
+	artifactFields       = fieldsOf[Artifact]()
+	policyBundleFields   = fieldsOf[PolicyBundle]()
 )
 
-func fieldsOf[T any]() []payloadField {
-	t := reflect.TypeFor[T]()
+func fieldsOf[T any]() []payloadField { return fieldsOfType(reflect.TypeFor[T](), true) }
+
+// fieldsOfType builds the fields of struct type t; top is false for a
+// nested struct, whose fields must be flat.
+func fieldsOfType(t reflect.Type, top bool) []payloadField {
 	if t.NumField() > 32 {
 		panic("BUG: " + t.Name() + " has more fields than the fast path's seen mask")
 	}
@@ -816,6 +851,14 @@ func fieldsOf[T any]() []payloadField {
 			f.kind = kindTime
 		case sf.Type == reflect.TypeFor[[]string]():
 			f.kind = kindStrings
+			slot, ok := listSlots[name]
+			if !ok {
+				panic("BUG: the fast path has no list slot for " + t.Name() + "." + sf.Name)
+			}
+			f.list = slot
+		case sf.Type.Kind() == reflect.Struct && top:
+			f.kind = kindObject
+			f.sub = fieldsOfType(sf.Type, false)
 		case sf.Type.Kind() == reflect.String:
 			f.kind = kindString
 		case sf.Type.Kind() == reflect.Int64:

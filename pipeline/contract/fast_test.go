@@ -63,7 +63,11 @@ func samplePayload(typ string, i int) any {
 			Tags: tags, Provider: prov, ProviderID: fmt.Sprintf("n%d", i), ExpectedState: "running",
 			ExpectedVersion: "v2", Deleted: i%2 == 0, Quota: []string{"", "12.5", "-3"}[i%3],
 			RouteTarget: []string{"", "10.0.0.1:443"}[i%2], ExpectedAgentVersion: "1.2.3",
-			CertIssuerFingerprint: "sha256:ab", IngressTrustFingerprint: "sha256:cd"}
+			CertIssuerFingerprint: "sha256:ab", IngressTrustFingerprint: "sha256:cd",
+			NodeKind: []string{"", "EDGE", "RELAY"}[i%3], LifecycleIntent: []string{"", "ACTIVE", "PROVISIONING", "RETIRED"}[i%4],
+			Authority: []Authority{{}, {MasterOfRecord: "REGION"}, {MasterOfRecord: "LOCAL", ControllerIDs: []string{"ctl-a", "ctl-\u00e9"}}}[i%3],
+			Desired: []Desired{{}, {PolicyBundleID: "pb-1", TargetVersion: "2.0"},
+				{PolicyBundleID: "pb-2", TargetVersion: "2.1", MaintenanceWindow: "sun 02:00-04:00", RequiresOnline: true}}[(i+1)%3]}
 	case TypeProviderObservation:
 		return &Observation{Provider: prov, ProviderID: fmt.Sprintf("n%d", i), ResourceFamily: fam,
 			ObservedState: "running", ObservedVersion: "v1", OwnerRef: []string{"", "owner/1"}[i%2],
@@ -76,7 +80,10 @@ func samplePayload(typ string, i int) any {
 			UpdatePath: "self_update", TerminalStreamProbe: "passed", WorkloadImpact: "none_observed",
 			Health: []string{"OK", "DEGRADED", "FAILED", "UNKNOWN"}[i%4],
 			RTTMs:  []float64{12, 12.5, 0.001, 1e21}[i%4], LossPct: []float64{0, 0.25, 100}[i%3],
-			BandwidthKbps: float64(1000 * i), BacklogMessages: int64(i * 7), SecondsBehind: int64(i % 2), ReplayRequired: i%2 == 1}
+			BandwidthKbps: float64(1000 * i), BacklogMessages: int64(i * 7), SecondsBehind: int64(i % 2), ReplayRequired: i%2 == 1,
+			ReportedVersion: []string{"", "2.0"}[i%2], ArtifactID: []string{"", "art-1"}[i%2], ArtifactDigest: []string{"", sampleDigest}[i%2],
+			ControllerID: []string{"", "ctl-a"}[i%2], RelayID: []string{"", "relay-1", ""}[i%3], UptimeS: int64(i * 60),
+			PolicyBundleID: []string{"", "pb-1"}[i%2]}
 	case TypeUsageRecorded:
 		return &Usage{UsageID: fmt.Sprintf("usage-%d", i), MeteringSource: "gpu-meter", MeteringID: fmt.Sprintf("m-%d", i),
 			UnitID: "gpu_hour", Quantity: fmt.Sprintf("%d.%06d", i, i*7919%1000000), ProductID: "gpuaas",
@@ -89,6 +96,13 @@ func samplePayload(typ string, i int) any {
 	case TypeLedgerEntry:
 		return &LedgerEntry{LedgerEntryID: fmt.Sprintf("le-%d", i), UsageID: fmt.Sprintf("usage-%d", i),
 			MeteringSource: "gpu-meter", MeteringID: fmt.Sprintf("m-%d", i), Amount: "3.0000", Currency: "EUR", PostedAt: at}
+	case TypeArtifact:
+		return &Artifact{ArtifactID: fmt.Sprintf("art-%d", i), Version: "2.0", Digest: sampleDigest,
+			SignedBy: []string{"", "release-key-1"}[i%2], SBOMRef: []string{"", "sbom://art"}[i%2],
+			ProvenanceRef: []string{"", "prov://art"}[i%2], Revoked: i%3 == 2}
+	case TypePolicyBundle:
+		return &PolicyBundle{PolicyBundleID: fmt.Sprintf("pb-%d", i), TargetVersion: "2.0", ArtifactID: "art-1",
+			Domains: [][]string{nil, {}, {"dom-1", "dom-\u00e9"}}[i%3], Deadline: at}
 	case TypeCommand:
 		return &Command{CommandID: fmt.Sprintf("cmd-%d", i), EvidenceID: "orphan_provider_resource:maas/n-1", Provider: ProviderMAAS,
 			ProviderID: "n-1", Action: string(Actions[i%len(Actions)]), Reason: []string{"", "on it", "ü<&>"}[i%3],
@@ -97,6 +111,9 @@ func samplePayload(typ string, i int) any {
 	}
 	panic("unknown type " + typ)
 }
+
+// sampleDigest is an artifact digest of the contract's form.
+const sampleDigest = "sha256:0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef"
 
 // sampleEvent encodes a valid event of type typ, varied by i.
 func sampleEvent(typ string, i int) []byte {

@@ -13,12 +13,16 @@ const (
 	ClassIdentity Classification = "identity_mismatch"
 	ClassQuota    Classification = "quota_or_capacity_mismatch"
 	ClassRoute    Classification = "route_or_dns_mismatch"
-	ClassBilling  Classification = "billing_mismatch"
+	// The fleet core's findings (CONTRACT 8.3), on a node's identity.
+	ClassAuthority   Classification = "authority_conflict"
+	ClassSupplyChain Classification = "supply_chain_violation"
+	ClassBilling     Classification = "billing_mismatch"
 )
 
 // Classifications lists every classification in contract order (the heat
 // map's column axis).
-var Classifications = []Classification{ClassOrphan, ClassMissing, ClassStale, ClassIdentity, ClassQuota, ClassRoute, ClassBilling}
+var Classifications = []Classification{ClassOrphan, ClassMissing, ClassStale, ClassIdentity, ClassQuota, ClassRoute,
+	ClassAuthority, ClassSupplyChain, ClassBilling}
 
 // Severity is how urgent a finding is.
 type Severity string
@@ -85,6 +89,8 @@ var policies = [...]struct {
 	{ClassIdentity, SeverityCritical, PostureQuarantine},
 	{ClassQuota, SeverityCritical, PostureBlockAdmission},
 	{ClassRoute, SeverityCritical, PostureQuarantine},
+	{ClassAuthority, SeverityCritical, PostureBlockAdmission},
+	{ClassSupplyChain, SeverityCritical, PostureQuarantine},
 	{ClassBilling, SeverityCritical, PostureOperatorReview},
 }
 

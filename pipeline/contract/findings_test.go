@@ -18,13 +18,15 @@ func TestPolicies(t *testing.T) {
 	// CONTRACT section 4, spelled out once more so that a slip in the
 	// table shows.
 	for c, want := range map[Classification]Policy{
-		ClassOrphan:   {SeverityWarning, PostureQuarantine, "runbooks/orphan_provider_resource"},
-		ClassMissing:  {SeverityCritical, PostureBlockAdmission, "runbooks/missing_provider_resource"},
-		ClassStale:    {SeverityWarning, PostureRetry, "runbooks/stale_lifecycle_state"},
-		ClassIdentity: {SeverityCritical, PostureQuarantine, "runbooks/identity_mismatch"},
-		ClassQuota:    {SeverityCritical, PostureBlockAdmission, "runbooks/quota_or_capacity_mismatch"},
-		ClassRoute:    {SeverityCritical, PostureQuarantine, "runbooks/route_or_dns_mismatch"},
-		ClassBilling:  {SeverityCritical, PostureOperatorReview, "runbooks/billing_mismatch"},
+		ClassOrphan:      {SeverityWarning, PostureQuarantine, "runbooks/orphan_provider_resource"},
+		ClassMissing:     {SeverityCritical, PostureBlockAdmission, "runbooks/missing_provider_resource"},
+		ClassStale:       {SeverityWarning, PostureRetry, "runbooks/stale_lifecycle_state"},
+		ClassIdentity:    {SeverityCritical, PostureQuarantine, "runbooks/identity_mismatch"},
+		ClassQuota:       {SeverityCritical, PostureBlockAdmission, "runbooks/quota_or_capacity_mismatch"},
+		ClassRoute:       {SeverityCritical, PostureQuarantine, "runbooks/route_or_dns_mismatch"},
+		ClassAuthority:   {SeverityCritical, PostureBlockAdmission, "runbooks/authority_conflict"},
+		ClassSupplyChain: {SeverityCritical, PostureQuarantine, "runbooks/supply_chain_violation"},
+		ClassBilling:     {SeverityCritical, PostureOperatorReview, "runbooks/billing_mismatch"},
 	} {
 		if got, _ := PolicyOf(c); got != want {
 			t.Errorf("PolicyOf(%s) = %+v, want %+v", c, got, want)

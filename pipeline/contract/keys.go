@@ -11,8 +11,10 @@ func NodeKey(nodeID string) string { return IdentityKey(ProviderMAAS, nodeID) }
 func UsageKey(meteringSource, meteringID string) string { return meteringSource + "/" + meteringID }
 
 // KeyOf returns the Kafka key of a decoded payload (as returned by
-// DecodePayload). Scan markers have no single key: they are written to
-// every partition, keyed by provider and scan id.
+// DecodePayload). Scan markers and the registry's events (fleet.artifact,
+// fleet.policy_bundle) have no single partition: they are written to
+// every partition, keyed by provider and scan id, artifact/<artifact_id>
+// and bundle/<policy_bundle_id>.
 func KeyOf(payload any) string {
 	a, sep, b := keyParts(payload)
 	return a + sep + b
@@ -44,6 +46,10 @@ func keyParts(payload any) (a, sep, b string) {
 		return p.MeteringSource, "/", p.MeteringID
 	case *Command:
 		return p.Provider, "/", p.ProviderID
+	case *Artifact:
+		return "artifact", "/", p.ArtifactID
+	case *PolicyBundle:
+		return "bundle", "/", p.PolicyBundleID
 	}
 	panic("BUG: key of an unknown payload type")
 }

@@ -56,6 +56,45 @@ func isHealth(v string) bool {
 	return false
 }
 
+func isNodeKind(v string) bool {
+	switch NodeKind(v) {
+	case NodeKindEdge, NodeKindDC, NodeKindGateway, NodeKindRelay, NodeKindVirtual:
+		return true
+	}
+	return false
+}
+
+func isLifecycleIntent(v string) bool {
+	switch LifecycleIntent(v) {
+	case IntentProvisioning, IntentEnrolled, IntentActive, IntentDecommissioning, IntentRetired:
+		return true
+	}
+	return false
+}
+
+func isMasterOfRecord(v string) bool {
+	switch MasterOfRecord(v) {
+	case MasterGlobal, MasterRegion, MasterLocal:
+		return true
+	}
+	return false
+}
+
+// IsArtifactDigest reports whether v is an artifact digest of CONTRACT
+// 8.2: "sha256:" and 64 hex digits.
+func IsArtifactDigest(v string) bool {
+	const prefix = "sha256:"
+	if len(v) != len(prefix)+64 || v[:len(prefix)] != prefix {
+		return false
+	}
+	for _, c := range []byte(v[len(prefix):]) {
+		if !(c >= '0' && c <= '9' || c >= 'a' && c <= 'f' || c >= 'A' && c <= 'F') {
+			return false
+		}
+	}
+	return true
+}
+
 // DecodePayload decodes and validates the payload of an event of type typ,
 // returning a pointer to its typed struct (*PlatformRecord, *Observation,
 // ...). raw gets the structural checks of Scan first.
@@ -94,6 +133,10 @@ func decodePayload(typ string, raw []byte, flags json.ParseFlags) (any, *Validat
 		return parseAs[LedgerEntry](raw, flags)
 	case TypeCommand:
 		return parseAs[Command](raw, flags)
+	case TypeArtifact:
+		return parseAs[Artifact](raw, flags)
+	case TypePolicyBundle:
+		return parseAs[PolicyBundle](raw, flags)
 	}
 	return nil, invalid(ReasonUnknownEventType, "event_type", "%q is not a known event type", typ)
 }
@@ -136,6 +179,13 @@ func (c *fieldCheck) decimal(name, v string) {
 	}
 }
 
+// digest checks an artifact digest's form, sha256:<64 hex digits>.
+func (c *fieldCheck) digest(name, v string) {
+	if c.err == nil && v != "" && !IsArtifactDigest(v) {
+		c.failValue(name, "%q is not sha256:<64 hex digits>", v)
+	}
+}
+
 func (c *fieldCheck) check(ok bool, name, detail string) {
 	if c.err == nil && !ok {
 		c.fail(ReasonInvalidField, name, detail)
@@ -165,6 +215,12 @@ func (p *PlatformRecord) validate() *ValidationError {
 	c.required("provider_id", p.ProviderID)
 	c.required("expected_state", p.ExpectedState)
 	c.decimal("quota", p.Quota)
+	c.oneOf("node_kind", p.NodeKind, isNodeKind)
+	c.oneOf("lifecycle_intent", p.LifecycleIntent, isLifecycleIntent)
+	c.oneOf("authority.master_of_record", p.Authority.MasterOfRecord, isMasterOfRecord)
+	for _, id := range p.Authority.ControllerIDs {
+		c.check(id != "", "authority.controller_ids", "holds an empty controller id")
+	}
 	return c.err
 }
 
@@ -201,6 +257,28 @@ func (p *Heartbeat) validate() *ValidationError {
 	c.oneOf("workload_impact", p.WorkloadImpact, isImpact)
 	c.check(p.RTTMs >= 0 && p.LossPct >= 0 && p.LossPct <= 100 && p.BandwidthKbps >= 0, "rtt_ms", "link quality out of range")
 	c.check(p.BacklogMessages >= 0 && p.SecondsBehind >= 0, "backlog_messages", "sync debt must not be negative")
+	c.check(p.UptimeS >= 0, "uptime_s", "must not be negative")
+	return c.err
+}
+
+func (p *Artifact) validate() *ValidationError {
+	var c fieldCheck
+	c.required("artifact_id", p.ArtifactID)
+	c.required("version", p.Version)
+	c.required("digest", p.Digest)
+	c.digest("digest", p.Digest)
+	return c.err
+}
+
+func (p *PolicyBundle) validate() *ValidationError {
+	var c fieldCheck
+	c.required("policy_bundle_id", p.PolicyBundleID)
+	c.required("target_version", p.TargetVersion)
+	c.required("artifact_id", p.ArtifactID)
+	c.check(!p.Deadline.IsZero(), "deadline", "required RFC 3339 time")
+	for _, d := range p.Domains {
+		c.check(d != "", "domains", "holds an empty domain")
+	}
 	return c.err
 }
 

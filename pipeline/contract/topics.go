@@ -71,7 +71,7 @@ func (t *Topics) RegisterFlags(fs *flag.FlagSet) {
 // ForType returns the topic an event type is written to, or "" if unknown.
 func (t Topics) ForType(eventType string) string {
 	switch eventType {
-	case TypePlatformRecord:
+	case TypePlatformRecord, TypeArtifact, TypePolicyBundle:
 		return t.PlatformRecords
 	case TypeProviderObservation, TypeScanCompleted:
 		return t.Observations
@@ -87,6 +87,18 @@ func (t Topics) ForType(eventType string) string {
 		return t.Commands
 	}
 	return ""
+}
+
+// Broadcast reports whether events of eventType are facts every
+// partition needs, written to every partition of their topic rather than
+// to the partition of their key: scan markers and the fleet registry's
+// artifacts and policy bundles (CONTRACT 8.2).
+func Broadcast(eventType string) bool {
+	switch eventType {
+	case TypeScanCompleted, TypeArtifact, TypePolicyBundle:
+		return true
+	}
+	return false
 }
 
 // Joined returns the co-partitioned topics the joiner consumes: the three

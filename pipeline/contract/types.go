@@ -17,6 +17,7 @@ const (
 var AllTypes = []string{
 	TypePlatformRecord, TypeProviderObservation, TypeScanCompleted,
 	TypeHeartbeat, TypeUsageRecorded, TypeBillingRated, TypeLedgerEntry,
+	TypeArtifact, TypePolicyBundle,
 }
 
 // SchemaVersion is the only envelope schema version this build understands.
@@ -103,11 +104,12 @@ type PlatformRecord struct {
 	CertIssuerFingerprint   string   `json:"cert_issuer_fingerprint,omitempty"`
 	IngressTrustFingerprint string   `json:"ingress_trust_fingerprint,omitempty"`
 
-	// Fleet core of a node's record (CONTRACT 8.1); all optional.
-	// The nested objects authority and desired are not fields yet: the
-	// fast decoder reads flat payloads only.
-	NodeKind        string `json:"node_kind,omitempty"`
-	LifecycleIntent string `json:"lifecycle_intent,omitempty"`
+	// Fleet core of a node's record (CONTRACT 8.1); all optional. An
+	// absent authority or desired object reads as its zero value.
+	NodeKind        string    `json:"node_kind,omitempty"`
+	LifecycleIntent string    `json:"lifecycle_intent,omitempty"`
+	Authority       Authority `json:"authority,omitzero"`
+	Desired         Desired   `json:"desired,omitzero"`
 }
 
 // Authority says who may declare desired state for a node (CONTRACT 8.1).

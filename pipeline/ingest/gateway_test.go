@@ -484,6 +484,45 @@ func TestScanCompletedFansOut(t *testing.T) {
 	}
 }
 
+// The fleet registry's events go to every partition of platform.records,
+// keyed by their own id, and count as one accepted event each.
+func TestFleetRegistryFansOut(t *testing.T) {
+	e := newTestEnv(t, nil)
+	art := enc(t, envelope(contract.TypeArtifact, "art-ev-1", "registry", map[string]any{
+		"artifact_id": "art-1", "version": "2.0", "digest": "sha256:" + strings.Repeat("ab", 32), "revoked": false,
+	}))
+	bundle := enc(t, envelope(contract.TypePolicyBundle, "pb-ev-1", "registry", map[string]any{
+		"policy_bundle_id": "pb-1", "target_version": "2.0", "artifact_id": "art-1", "domains": []string{"dom-1"}, "deadline": occurred,
+	}))
+	resp := e.mustPost(fleetKey, art, bundle)
+	if resp.Accepted != 2 {
+		t.Fatalf("response %+v", resp)
+	}
+	recs := e.read(e.names.PlatformRecords, 2*testPartitions)
+	perPartition := map[int32][]string{}
+	for _, r := range recs {
+		perPartition[r.Partition] = append(perPartition[r.Partition], string(r.Key))
+		if want := map[string][]byte{"artifact/art-1": art, "bundle/pb-1": bundle}[string(r.Key)]; !bytes.Equal(r.Value, want) {
+			t.Fatalf("partition %d key %q holds %s", r.Partition, r.Key, r.Value)
+		}
+	}
+	for p := range int32(testPartitions) {
+		if got := perPartition[p]; len(got) != 2 || got[0] != "artifact/art-1" || got[1] != "bundle/pb-1" {
+			t.Errorf("partition %d holds %v, want the artifact then the bundle", p, got)
+		}
+	}
+	if m := e.get("/metrics"); !strings.Contains(m, `driftline_ingest_events_accepted_total{topic="platform.records"} 2`) {
+		t.Error("each fanned-out registry event must count as one accepted event")
+	}
+	// A bad digest is rejected by the gateway with the field named.
+	bad := enc(t, envelope(contract.TypeArtifact, "art-ev-2", "registry", map[string]any{
+		"artifact_id": "art-2", "version": "2.0", "digest": "md5:00",
+	}))
+	if r := e.mustPost(fleetKey, bad); r.Rejected != 1 || r.Receipts[0].Reason != contract.ReasonInvalidField || r.Receipts[0].Field != "payload.digest" {
+		t.Fatalf("bad digest: %+v", r)
+	}
+}
+
 func TestDuplicates(t *testing.T) {
 	e := newTestEnv(t, nil)
 	a := enc(t, observation("obs-1", "node-1"))

@@ -82,7 +82,7 @@ func (g *Gateway) prepare(pol *policy, p *Principal, body []byte) *batch {
 		inRequest[l.dedupeID] = l.digest
 		l.receipt.Status = StatusAccepted
 		l.topic = g.opts.Topics.ForType(env.EventType)
-		l.fanout = env.EventType == contract.TypeScanCompleted
+		l.fanout = contract.Broadcast(env.EventType)
 		// Each key is capped at its length, so later appends never write
 		// into it; when the arena grows, earlier keys stay in the old one.
 		start := len(keys)
