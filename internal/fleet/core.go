@@ -466,3 +466,9 @@ func (g *Generator) hbSpec(i, r, slot, clone int, at time.Time) hbSpec {
 	}
 	return h
 }
+
+// nodeID returns node i's node_id.
+func (g *Generator) nodeID(i int) string {
+	e := emitter{g: g}
+	return string(e.appendProviderID(nil, famNodes, i))
+}
