@@ -101,10 +101,10 @@ var roleCount = [numRoles]int{0, 3, 1, 3, 1, 1, 2, 1, 1, 2, 2, 1, 2, 2, 2, 2, 2,
 
 // Registry of the generated fleet.
 const (
-	artStable  = 0 // art-agent-2026.10, pb-stable's
-	artRollout = 1 // art-agent-2026.11, pb-rollout's
-	artCanary  = 2 // art-agent-2026.12, pb-canary's
-	artRevoked = 3 // art-agent-2026.09, revoked in round 1
+	artStable    = 0 // art-agent-2026.10, pb-stable's
+	artRollout   = 1 // art-agent-2026.11, pb-rollout's
+	artCanary    = 2 // art-agent-2026.12, pb-canary's
+	artRevoked   = 3 // art-agent-2026.09, revoked in round 1
 	numArtifacts = 4
 )
 
@@ -115,7 +115,7 @@ const (
 	bundleStable  = 0 // every domain, deadline a day before Start: all at target
 	bundleRollout = 1 // the first two domains, deadline mid round 1: stragglers
 	bundleCanary  = 2 // the third domain, deadline a day after Start
-	numBundles = 3
+	numBundles    = 3
 )
 
 var bundleIDs = [numBundles]string{"pb-stable", "pb-rollout", "pb-canary"}

@@ -2,7 +2,9 @@ package fleet
 
 import (
 	"cmp"
+	"fmt"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/driftline/driftline/pipeline/contract"
@@ -185,7 +187,7 @@ type ctlSeen struct {
 
 func (s *nodeSim) finalW() time.Time {
 	g := s.g
-	return g.roundStart(g.cfg.Rounds-1).Add(g.cfg.ScanDuration + time.Duration(len(families)-1)*markerStep - g.cfg.Windows.AllowedLateness)
+	return g.roundStart(g.cfg.Rounds - 1).Add(g.cfg.ScanDuration + time.Duration(len(families)-1)*markerStep - g.cfg.Windows.AllowedLateness)
 }
 
 func (s *nodeSim) advance(at time.Time) {
@@ -738,7 +740,7 @@ func (g *Generator) fleetTruth(e *emitter) (FleetTruth, []Finding) {
 		}
 		ft.Rejections = []Rejection{
 			{Type: contract.TypePlatformRecord, Producer: g.recProducers[d], Seq: recSeq + 1,
-				Reason: string(contract.ReasonInvalidField), Field: "node_kind", Stage: stageGateway},
+				Reason: string(contract.ReasonInvalidField), Field: "payload.node_kind", Stage: stageGateway},
 			{Type: contract.TypePolicyBundle, Producer: registryProducer, Seq: numArtifacts + numBundles + 1,
 				Reason: string(contract.ReasonUnknownArtifact), Stage: stageJoiner},
 			{Type: contract.TypeHeartbeat, Producer: "nodeagent-" + id, Seq: 2,
@@ -754,3 +756,70 @@ func (g *Generator) fleetTruth(e *emitter) (FleetTruth, []Finding) {
 // revokes reports whether the stream revokes artRevoked (always, with the
 // fleet core: revokeRound exists for any Rounds >= 1).
 func (g *Generator) revokes() bool { return g.cfg.Core.Enabled && g.cfg.Rounds > 0 }
+
+// LifecycleRow is one node_lifecycle_history row as read back.
+type LifecycleRow struct {
+	Seq           int
+	Phase, State  string
+	Reason        string
+	At            time.Time
+	CorrelationID string
+}
+
+// MatchTransitions checks a node's lifecycle rows (in seq order) against
+// its predicted transitions: the row in force at TransitionsFrom must have
+// Transitions[0]'s phase and state, and the rows after it must be
+// Transitions[1:] exactly (phase, state, reason, and at and
+// correlation_id where the truth knows them).
+func MatchTransitions(cn CoreNode, rows []LifecycleRow) error {
+	if len(cn.Transitions) == 0 {
+		return nil
+	}
+	k := -1
+	for j, r := range rows {
+		if !r.At.After(cn.TransitionsFrom) {
+			k = j
+		}
+	}
+	if k < 0 {
+		return fmt.Errorf("no lifecycle row at or before %s; rows %s", cn.TransitionsFrom.Format(time.RFC3339Nano), formatRows(rows))
+	}
+	want := cn.Transitions
+	if rows[k].Phase != want[0].Phase || rows[k].State != want[0].State {
+		return fmt.Errorf("at %s: %s/%s, want %s/%s; rows %s", cn.TransitionsFrom.Format(time.RFC3339Nano),
+			rows[k].Phase, rows[k].State, want[0].Phase, want[0].State, formatRows(rows))
+	}
+	got := rows[k+1:]
+	if len(got) != len(want)-1 {
+		return fmt.Errorf("%d transitions after %s, want %d: rows %s, want %s", len(got),
+			cn.TransitionsFrom.Format(time.RFC3339Nano), len(want)-1, formatRows(rows), formatTransitions(want))
+	}
+	for j, r := range got {
+		w := want[j+1]
+		if r.Phase != w.Phase || r.State != w.State || r.Reason != w.Reason ||
+			(!w.At.IsZero() && (!r.At.Equal(w.At) || r.CorrelationID != w.CorrelationID)) {
+			return fmt.Errorf("transition %d: rows %s, want %s", j+1, formatRows(rows), formatTransitions(want))
+		}
+	}
+	return nil
+}
+
+func formatRows(rows []LifecycleRow) string {
+	var sb strings.Builder
+	for _, r := range rows {
+		fmt.Fprintf(&sb, "[%d %s/%s %s %s %q]", r.Seq, r.Phase, r.State, r.Reason, r.At.Format("15:04:05.000"), r.CorrelationID)
+	}
+	return sb.String()
+}
+
+func formatTransitions(ts []Transition) string {
+	var sb strings.Builder
+	for _, t := range ts {
+		at := "watermark"
+		if !t.At.IsZero() {
+			at = t.At.Format("15:04:05.000")
+		}
+		fmt.Fprintf(&sb, "[%s/%s %s %s %q]", t.Phase, t.State, t.Reason, at, t.CorrelationID)
+	}
+	return sb.String()
+}
