@@ -197,6 +197,26 @@ func (e *Engine) SetNodeIdentity(nodeID string, mismatch bool, at time.Time, cor
 	e.store.Maintain()
 }
 
+// SetNodeFleet applies the fleet core's verdicts on node nodeID
+// (identity maas/<node_id>): authority_conflict and
+// supply_chain_violation are open exactly while they are set. heartbeat
+// says the verdicts come with a newly applied heartbeat, which confirms
+// an open finding; otherwise only a change is evaluated.
+func (e *Engine) SetNodeFleet(nodeID string, authority, supplyChain bool, at time.Time, correlationID string, heartbeat bool) {
+	id := e.store.Get(contract.ProviderMAAS, nodeID, authority || supplyChain)
+	if id == nil {
+		return
+	}
+	changed := id.SetNodeFleet(authority, supplyChain)
+	switch {
+	case heartbeat && (changed || authority || supplyChain):
+		e.evaluate(id, at.UnixNano(), causeHeartbeat, correlationID)
+	case changed:
+		e.evaluate(id, at.UnixNano(), causeNode, correlationID)
+	}
+	e.store.Maintain()
+}
+
 // SetBound caps the event time that the events applied from now on may
 // move the watermark to: an event at at moves it as an event at
 // min(at, bound) would, while its own state keeps at. The joiner sets it
@@ -318,6 +338,8 @@ func (e *Engine) conditions(id *ownerstate.Identity, w int64) (open [drift.NumCl
 	if id.NodeMismatch() {
 		open[drift.IdentityMismatch] = true
 	}
+	open[drift.AuthorityConflict] = id.NodeAuthority()
+	open[drift.SupplyChain] = id.NodeSupplyChain()
 	return open, missingAhead && !open[drift.Missing], orphanAhead
 }
 
@@ -327,7 +349,7 @@ func confirms(id *ownerstate.Identity, k drift.Class, c cause) bool {
 	switch {
 	case k == drift.Missing:
 		return c == causeScan
-	case k == drift.IdentityMismatch && id.NodeMismatch():
+	case k == drift.IdentityMismatch && id.NodeMismatch(), k == drift.AuthorityConflict, k == drift.SupplyChain:
 		return c == causeHeartbeat
 	}
 	return c == causeObservation

@@ -2,7 +2,7 @@
 // attention score that orders the operator queue. The vocabulary (the
 // classifications with their severity, posture and runbook, statuses and
 // transitions) is the contract's; Class is the joiner's compact index of
-// the six classifications it derives.
+// the eight classifications it derives.
 package drift
 
 import (
@@ -25,11 +25,15 @@ const (
 	IdentityMismatch
 	Quota
 	Route
+	// The fleet core's findings on a node's identity (CONTRACT 8.3).
+	AuthorityConflict
+	SupplyChain
 	NumClasses
 )
 
 // classNames names each Class: the contract's classifications, in the
-// same order (the joiner raises every one but billing_mismatch).
+// same order (the joiner raises every one but billing_mismatch, which
+// comes last).
 var classNames = contract.Classifications[:NumClasses]
 
 // String returns the contract classification of c.
@@ -66,7 +70,8 @@ func PolicyOf(c Class) contract.Policy { return policies[c] }
 
 // weights rank the classifications within a severity in the attention
 // score.
-var weights = [NumClasses]float64{Orphan: 50, Missing: 200, Stale: 30, IdentityMismatch: 500, Quota: 200, Route: 300}
+var weights = [NumClasses]float64{Orphan: 50, Missing: 200, Stale: 30, IdentityMismatch: 500, Quota: 200, Route: 300,
+	AuthorityConflict: 450, SupplyChain: 450}
 
 // EvidenceID is the stable id of the finding of class c on an identity
 // (provider/provider_id): readable, and collision-free by construction.
@@ -77,10 +82,11 @@ func EvidenceID(c Class, identityKey string) string { return c.String() + ":" + 
 //	score = severity base + classification weight + 5 x min(retry_count, 10)
 //
 // with severity base critical 1000, warning 100, info 10, and weights
-// identity_mismatch 500, route 300, missing 200, quota 200, orphan 50,
-// stale 30. A warning scores at most 100 + 50 + 50 = 200, so every
-// critical finding (>= 1000), and above all every critical identity or
-// security finding (>= 1500), outranks every warning. Resolved findings
+// identity_mismatch 500, authority_conflict 450, supply_chain_violation
+// 450, route 300, missing 200, quota 200, orphan 50, stale 30. A warning
+// scores at most 100 + 50 + 50 = 200, so every critical finding (>= 1000),
+// and above all every critical identity or security finding (>= 1450),
+// outranks every warning. Resolved findings
 // score 0.
 func AttentionScore(c Class, status contract.FindingStatus, retryCount uint32) float64 {
 	if status != contract.StatusOpen {

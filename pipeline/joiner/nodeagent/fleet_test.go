@@ -167,7 +167,7 @@ func TestFleetDeterminism(t *testing.T) {
 	for id, s := range f1 {
 		o := f6[id]
 		s.Version, o.Version = 0, 0
-		if s != o {
+		if !reflect.DeepEqual(s, o) {
 			t.Errorf("node %s: 1 partition %+v\n6 partitions %+v", id, s, o)
 		}
 	}

@@ -3,16 +3,23 @@ package nodeagent
 import (
 	"errors"
 	"fmt"
+	"maps"
 	"math"
 	"slices"
 	"strings"
+	"time"
 
+	"github.com/driftline/driftline/pipeline/contract"
 	"github.com/driftline/driftline/pipeline/stream/snap"
 )
 
+// snapVersion 2 adds the fleet core (fleet.go): each node's lifecycle,
+// ring and fleet state, the registry, the rollout counts and the sync-debt
+// minute. LoadSnapshot reads version 1 too: its nodes have no fleet state
+// yet (their next evaluation gives them a lifecycle).
 const (
 	snapSection = "nodeagent"
-	snapVersion = 1
+	snapVersion = 2
 )
 
 // ErrSnapshot is wrapped by LoadSnapshot's errors for a snapshot whose
@@ -87,7 +94,9 @@ func (t *Tracker) AppendSnapshot(w *snap.Writer) {
 		w.Byte(byte(n.state))
 		w.Byte(n.hosts)
 		w.Uvarint(uint64(n.score))
+		t.appendFleetNode(w, n)
 	}
+	t.appendFleet(w)
 }
 
 // LoadSnapshot replaces the tracker's state with the section
@@ -106,8 +115,9 @@ func (t *Tracker) LoadSnapshot(r *snap.Reader) error {
 }
 
 func (t *Tracker) load(r *snap.Reader) error {
-	r.Header(snapSection, snapVersion)
+	version := r.HeaderIn(snapSection, 1, snapVersion)
 	wm := r.Varint()
+	fleet := newFleetState()
 	syms := newSymtab()
 	table := make([]sym, r.Count(1))
 	for i := range table {
@@ -147,6 +157,9 @@ func (t *Tracker) load(r *snap.Reader) error {
 		n.flags = r.Byte()
 		n.mode, n.gate, n.state, n.hosts = Mode(r.Byte()), Gate(r.Byte()), State(r.Byte()), r.Byte()
 		score := r.Uvarint()
+		if version >= 2 {
+			loadFleetNode(r, n, &fleet)
+		}
 		if r.Err() != nil {
 			return r.Err()
 		}
@@ -178,7 +191,207 @@ func (t *Tracker) load(r *snap.Reader) error {
 			return fmt.Errorf("%w: timer heap out of order at %d", ErrSnapshot, i)
 		}
 	}
-	t.nodes, t.timers, t.syms, t.w = nodes, timers, syms, wm
+	if version >= 2 {
+		if err := loadFleet(r, &fleet); err != nil {
+			return err
+		}
+	}
+	fleet.out, fleet.topics, fleet.partition = t.fleet.out, t.fleet.topics, t.fleet.partition
+	t.nodes, t.timers, t.syms, t.w, t.fleet = nodes, timers, syms, wm, fleet
 	t.compactAt = max(minCompactAt, 2*syms.Len())
 	return nil
+}
+
+// appendFleetNode appends n's lifecycle, ring and fleet state.
+func (t *Tracker) appendFleetNode(w *snap.Writer, n *node) {
+	w.Byte(byte(n.life.phase))
+	w.Byte(byte(n.life.state))
+	w.Uvarint(uint64(n.life.seq))
+	w.Varint(n.life.since)
+	w.Byte(n.ring.n)
+	w.Byte(n.ring.h)
+	for i := range int(n.ring.n) {
+		w.Uvarint(n.ring.ev[(int(n.ring.h)-i+RecentEvents)%RecentEvents])
+	}
+	f := n.fleet
+	if f == nil {
+		w.Byte(0)
+		return
+	}
+	w.Byte(1)
+	appendStrings(w, f.controllers)
+	appendStrings(w, f.tags)
+	for _, b := range [...]enum{f.intent, f.kind, f.master, f.authority, f.supply, f.rollout} {
+		w.Byte(byte(b))
+	}
+	if f.operatorQuarantine {
+		w.Byte(1)
+	} else {
+		w.Byte(0)
+	}
+	for _, s := range [...]string{f.bundle, f.reported, f.artifactID, f.artifactDigest, f.controller, f.relay, f.ctl[0].id, f.ctl[1].id, f.counted, f.countedIn} {
+		w.String(s)
+	}
+	w.Varint(f.uptime)
+	w.Varint(f.ctl[0].last)
+	w.Varint(f.ctl[1].last)
+}
+
+func appendStrings(w *snap.Writer, l []string) {
+	w.Uvarint(uint64(len(l)))
+	for _, s := range l {
+		w.String(s)
+	}
+}
+
+func loadStrings(r *snap.Reader, fs *fleetState) []string {
+	n := r.Count(1)
+	if n == 0 || r.Err() != nil {
+		return nil
+	}
+	l := make([]string, n)
+	for i := range l {
+		l[i] = r.String()
+	}
+	return internList(fs, l)
+}
+
+// internList interns l in fs (as Tracker.strs).
+func internList(fs *fleetState, l []string) []string {
+	key := strings.Join(l, "\x00")
+	if v, ok := fs.lists[key]; ok {
+		return v
+	}
+	for i, s := range l {
+		l[i] = internStr(fs, s)
+	}
+	fs.lists[key] = l
+	return l
+}
+
+func internStr(fs *fleetState, s string) string {
+	if s == "" {
+		return ""
+	}
+	if v, ok := fs.pool[s]; ok {
+		return v
+	}
+	fs.pool[s] = s
+	return s
+}
+
+// loadFleetNode reads what appendFleetNode wrote into n.
+func loadFleetNode(r *snap.Reader, n *node, fs *fleetState) {
+	n.life.phase, n.life.state = enum(r.Byte()), enum(r.Byte())
+	n.life.seq, n.life.since = uint32(r.Uvarint()), r.Varint()
+	n.ring.n, n.ring.h = r.Byte(), r.Byte()
+	if n.ring.n > RecentEvents || n.ring.h >= RecentEvents || int(n.life.phase) > len(contract.Phases) ||
+		int(n.life.state) > len(contract.LifecycleStates) {
+		r.Fail(fmt.Errorf("%w: node %q: lifecycle or ring out of range", ErrSnapshot, n.id))
+		return
+	}
+	for i := range int(n.ring.n) {
+		n.ring.ev[(int(n.ring.h)-i+RecentEvents)%RecentEvents] = r.Uvarint()
+	}
+	if r.Byte() == 0 {
+		return
+	}
+	f := &fleetNode{}
+	f.controllers, f.tags = loadStrings(r, fs), loadStrings(r, fs)
+	for _, p := range [...]*enum{&f.intent, &f.kind, &f.master, &f.authority, &f.supply, &f.rollout} {
+		*p = enum(r.Byte())
+	}
+	f.operatorQuarantine = r.Byte() == 1
+	for _, p := range [...]*string{&f.bundle, &f.reported, &f.artifactID, &f.artifactDigest, &f.controller, &f.relay, &f.ctl[0].id, &f.ctl[1].id, &f.counted, &f.countedIn} {
+		*p = internStr(fs, r.String())
+	}
+	f.uptime, f.ctl[0].last, f.ctl[1].last = r.Varint(), r.Varint(), r.Varint()
+	n.fleet = f
+}
+
+// appendFleet appends the registry, the rollout counts and the sync-debt
+// minute, in key order.
+func (t *Tracker) appendFleet(w *snap.Writer) {
+	fs := &t.fleet
+	w.Varint(fs.minute)
+	ids := slices.Sorted(maps.Keys(fs.reg.artifacts))
+	w.Uvarint(uint64(len(ids)))
+	for _, id := range ids {
+		e := fs.reg.artifacts[id]
+		for _, s := range [...]string{e.a.ArtifactID, e.a.Version, e.a.Digest, e.a.SignedBy, e.a.SBOMRef, e.a.ProvenanceRef} {
+			w.String(s)
+		}
+		w.Bool(e.a.Revoked)
+		w.Varint(e.at)
+	}
+	ids = slices.Sorted(maps.Keys(fs.reg.bundles))
+	w.Uvarint(uint64(len(ids)))
+	for _, id := range ids {
+		e := fs.reg.bundles[id]
+		for _, s := range [...]string{e.b.PolicyBundleID, e.b.TargetVersion, e.b.ArtifactID} {
+			w.String(s)
+		}
+		appendStrings(w, e.b.Domains)
+		w.Varint(e.b.Deadline.UnixNano())
+		w.Varint(e.at)
+		w.Bool(e.due)
+	}
+	keys := slices.SortedFunc(maps.Keys(fs.rollouts), func(a, b rolloutKey) int {
+		if c := strings.Compare(a.bundle, b.bundle); c != 0 {
+			return c
+		}
+		return strings.Compare(a.domain, b.domain)
+	})
+	w.Uvarint(uint64(len(keys)))
+	for _, k := range keys {
+		c := fs.rollouts[k]
+		w.String(k.bundle)
+		w.String(k.domain)
+		for _, v := range c.n {
+			w.Uvarint(uint64(v))
+		}
+		w.Uvarint(c.version)
+		w.Bool(c.dirty)
+		w.Bool(c.written)
+	}
+}
+
+// loadFleet reads what appendFleet wrote into fs.
+func loadFleet(r *snap.Reader, fs *fleetState) error {
+	fs.minute = r.Varint()
+	na := r.Count(8)
+	for range na {
+		e := &artifactEntry{}
+		for _, p := range [...]*string{&e.a.ArtifactID, &e.a.Version, &e.a.Digest, &e.a.SignedBy, &e.a.SBOMRef, &e.a.ProvenanceRef} {
+			*p = internStr(fs, r.String())
+		}
+		e.a.Revoked = r.Bool()
+		e.at = r.Varint()
+		fs.reg.artifacts[e.a.ArtifactID] = e
+	}
+	nb := r.Count(8)
+	for range nb {
+		e := &bundleEntry{}
+		for _, p := range [...]*string{&e.b.PolicyBundleID, &e.b.TargetVersion, &e.b.ArtifactID} {
+			*p = internStr(fs, r.String())
+		}
+		e.b.Domains = loadStrings(r, fs)
+		e.deadline = r.Varint()
+		e.b.Deadline = time.Unix(0, e.deadline).UTC()
+		e.at = r.Varint()
+		e.due = r.Bool()
+		fs.reg.bundles[e.b.PolicyBundleID] = e
+	}
+	nr := r.Count(8)
+	for range nr {
+		k := rolloutKey{internStr(fs, r.String()), internStr(fs, r.String())}
+		c := &rolloutCounts{}
+		for i := range c.n {
+			c.n[i] = uint32(r.Uvarint())
+		}
+		c.version = r.Uvarint()
+		c.dirty, c.written = r.Bool(), r.Bool()
+		fs.rollouts[k] = c
+	}
+	return r.Err()
 }

@@ -130,6 +130,36 @@ type Status struct {
 	IdentityMismatch bool
 	IdentityReason   string
 
+	// The fleet core (CONTRACT 8, docs/fleet-core.md): the record's tags,
+	// kind, intent and authority, the lifecycle phase and state with the
+	// at of the last transition and their count, the controller, relay,
+	// versions and artifact the newest heartbeat reports, the derived
+	// authority, rollout and supply-chain states, and the node's recent
+	// events as <topic>/<partition>/<offset>, newest first.
+	Tags                 []string
+	NodeKind             string
+	LifecycleIntent      string
+	Phase                string
+	LifecycleState       string
+	PhaseSince           time.Time
+	Transitions          uint64
+	MasterOfRecord       string
+	ControllerIDs        []string
+	ControllerID         string
+	Authority            string
+	RelayID              string
+	PolicyBundleID       string
+	TargetVersion        string
+	ReportedVersion      string
+	Rollout              string
+	ArtifactID           string
+	ArtifactDigest       string
+	SupplyChain          string
+	UptimeS              int64
+	RecentEvents         []string
+	AuthorityConflict    bool // authority_conflict is open
+	SupplyChainViolation bool // supply_chain_violation is open
+
 	// CorrelationID is the correlation_id of the newest heartbeat.
 	CorrelationID string
 	// At is the event time of the change this row reports: the

@@ -68,6 +68,12 @@ type node struct {
 	// aux is the emit callback's word for the node (see Emit), in what was
 	// padding.
 	aux uint32
+	// The fleet core (fleet.go): the node's lifecycle and recent events,
+	// and the rest of its fleet state, nil until its first fleet
+	// evidence.
+	life  lifecycle
+	ring  ring
+	fleet *fleetNode
 }
 
 func (n *node) has(f uint8) bool { return n.flags&f != 0 }
@@ -102,6 +108,8 @@ type Tracker struct {
 
 	// thresholds in ascending order, for deadlines.
 	silence [3]int64
+	// fleet is the fleet core (fleet.go).
+	fleet fleetState
 }
 
 // Emit receives a node's Status whenever it changes. s is reused after it
@@ -128,6 +136,7 @@ func New(opts Options, emit Emit) *Tracker {
 		compactAt: minCompactAt,
 		w:         math.MinInt64,
 		silence:   [3]int64{int64(opts.DelayedAfter), int64(opts.AutonomousAfter), int64(opts.DisconnectedAfter)},
+		fleet:     newFleetState(),
 	}
 }
 
@@ -155,7 +164,11 @@ func (t *Tracker) get(nodeID string) *node {
 // ApplyRecord applies a platform record that occurred at at. Only node
 // records (provider maas) matter; a record_version at or below the applied
 // one changes nothing.
-func (t *Tracker) ApplyRecord(r *contract.PlatformRecord, at time.Time) {
+func (t *Tracker) ApplyRecord(r *contract.PlatformRecord, at time.Time) { t.ApplyNodeRecord(r, at, "") }
+
+// ApplyNodeRecord is ApplyRecord with the event's correlation id, which a
+// lifecycle transition it causes carries.
+func (t *Tracker) ApplyNodeRecord(r *contract.PlatformRecord, at time.Time, correlationID string) {
 	if r.Provider != contract.ProviderMAAS {
 		return
 	}
@@ -176,7 +189,10 @@ func (t *Tracker) ApplyRecord(r *contract.PlatformRecord, at time.Time) {
 	n.setSym(&n.expected, t.syms.Intern(r.ExpectedAgentVersion))
 	n.setSym(&n.recCert, t.syms.Intern(r.CertIssuerFingerprint))
 	n.setSym(&n.recIngress, t.syms.Intern(r.IngressTrustFingerprint))
+	t.applyRecordFleet(n, r)
+	t.fleet.corr = correlationID
 	t.settle(n, at.UnixNano(), false)
+	t.fleet.corr = ""
 }
 
 // ApplyTombstone applies a Kafka tombstone on platform.records for the
@@ -191,6 +207,7 @@ func (t *Tracker) ApplyTombstone(provider, providerID string, at time.Time) {
 	}
 	n.set(flagOwned, false)
 	n.flags |= flagDirty
+	n.fl().intent = enumOf(contract.LifecycleIntents, contract.IntentRetired) // the platform no longer has the node
 	t.settle(n, at.UnixNano(), false)
 }
 
@@ -242,7 +259,10 @@ func (t *Tracker) ApplyHeartbeat(h *contract.Heartbeat, at time.Time, correlatio
 	if n.corr != correlationID {
 		n.corr = strings.Clone(correlationID)
 	}
+	t.applyHeartbeatFleet(n, h, atn)
+	t.fleet.corr = correlationID
 	t.settle(n, atn, true)
+	t.fleet.corr = ""
 }
 
 // promote makes fp the newest heartbeat's host; the previous one becomes
@@ -287,11 +307,15 @@ func (t *Tracker) Advance(w time.Time) {
 	if wn <= t.w {
 		return
 	}
+	prev := t.w
 	t.w = wn
+	t.fleet.byTime = true
 	for len(t.timers) > 0 && t.timers[0].deadline <= wn {
 		n := t.timers[0]
 		t.settle(n, t.crossed(n, wn), false)
 	}
+	t.fleet.byTime = false
+	t.advanceFleet(prev)
 }
 
 // crossed returns the latest of n's deadlines at or before w: the event
@@ -308,6 +332,11 @@ func (t *Tracker) crossed(n *node, w int64) int64 {
 			at = c
 		}
 	}
+	if f := n.fleet; f != nil && f.ctl[1].id != "" {
+		if c := f.ctl[1].last + int64(t.opts.HostWindow); c <= w && c > at {
+			at = c
+		}
+	}
 	return at
 }
 
@@ -317,7 +346,11 @@ func (t *Tracker) crossed(n *node, w int64) int64 {
 // cause (Unix ns).
 func (t *Tracker) settle(n *node, at int64, heartbeat bool) {
 	if !n.has(flagHeartbeat) {
-		return // a record alone is desired state, not evidence: no row
+		// A record alone is desired state, not evidence: no row, but a
+		// lifecycle (at the mode the tracker holds for the node).
+		fv := t.deriveFleet(n, GatePass, n.mode)
+		t.settleFleet(n, &fv, at)
+		return
 	}
 	// Forget hosts outside the window.
 	win := int64(t.opts.HostWindow)
@@ -358,6 +391,8 @@ func (t *Tracker) settle(n *node, at int64, heartbeat bool) {
 	v := judge(&e)
 	sc := uint16(score(&v, &e, &l))
 	hosts := uint8(min(1+len(n.others), math.MaxUint8))
+	fv := t.deriveFleet(n, v.gate, e.mode)
+	t.settleFleet(n, &fv, at)
 
 	changed := !n.has(flagEmitted) || n.has(flagDirty) || e.mode != n.mode || v.gate != n.gate ||
 		v.state != n.state || v.reason != n.reason || sc != n.score || hosts != n.hosts ||
@@ -414,6 +449,7 @@ func (t *Tracker) fill(n *node, s *Status) {
 	if s.IdentityMismatch {
 		s.IdentityReason = s.Reason
 	}
+	t.fillFleet(n, s)
 }
 
 // Lookup fills s with the current status of nodeID and reports whether
@@ -467,6 +503,11 @@ func (t *Tracker) arm(n *node) {
 		for _, o := range n.others {
 			if c := o.last + int64(t.opts.HostWindow); c > t.w && c < d {
 				d = c
+			}
+		}
+		if n.fleet != nil {
+			if _, ends := t.authority(n.fleet, t.w); ends > t.w && ends < d {
+				d = ends // a split brain resolves
 			}
 		}
 	}

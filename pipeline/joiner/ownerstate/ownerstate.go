@@ -91,6 +91,8 @@ const (
 	flagArmedMissing                    // a missing deadline is armed
 	flagArmedOrphan                     // an orphan deadline is armed
 	flagFindings                        // the identity has findings (Store.findingsOf)
+	flagNodeAuthority                   // the node obeys a controller it should not (authority_conflict)
+	flagNodeSupplyChain                 // the node runs an artifact the registry does not vouch for
 )
 
 // Identity is everything known about one provider resource. Its record
@@ -187,6 +189,23 @@ func (id *Identity) NodeMismatch() bool { return id.flags&flagNodeMismatch != 0 
 func (id *Identity) SetNodeMismatch(v bool) (changed bool) {
 	changed = id.NodeMismatch() != v
 	id.setFlag(flagNodeMismatch, v)
+	return changed
+}
+
+// NodeAuthority reports whether the node (maas/<node_id>) has an
+// authority conflict (CONTRACT 8.3).
+func (id *Identity) NodeAuthority() bool { return id.flags&flagNodeAuthority != 0 }
+
+// NodeSupplyChain reports whether the node runs an artifact that is
+// unknown, revoked or of another digest (CONTRACT 8.3).
+func (id *Identity) NodeSupplyChain() bool { return id.flags&flagNodeSupplyChain != 0 }
+
+// SetNodeFleet sets the fleet core's verdicts and reports whether either
+// changed.
+func (id *Identity) SetNodeFleet(authority, supplyChain bool) (changed bool) {
+	changed = id.NodeAuthority() != authority || id.NodeSupplyChain() != supplyChain
+	id.setFlag(flagNodeAuthority, authority)
+	id.setFlag(flagNodeSupplyChain, supplyChain)
 	return changed
 }
 

@@ -818,6 +818,9 @@ func dumpStore(s *Store) string {
 		}
 		if f := s.PeekFindings(id); f != nil {
 			for k := range f {
+				if k >= findingsBefore3 && f[k] == (FindingState{FirstSeen: NoTime, LastSeen: NoTime, ResolvedAt: NoTime}) {
+					continue // the fleet core's classes, which version 1 has not
+				}
 				fmt.Fprintf(&b, "|f%d %d %d %d %d %s", k, f[k].Status, f[k].Version, f[k].FirstSeen, f[k].RetryCount, s.Str(f[k].Correlation))
 			}
 		}

@@ -8,9 +8,15 @@ import (
 )
 
 // snapshotVersion 2: no per-identity queue time, and a timer heap without
-// superseded entries. LoadSnapshot also reads version 1 (which has both),
-// so checkpoints written before stay usable.
-const snapshotVersion = 2
+// superseded entries. Version 3: eight findings per identity (the fleet
+// core's authority_conflict and supply_chain_violation). LoadSnapshot also
+// reads versions 1 and 2 (six findings each, the two new ones none), so
+// checkpoints written before stay usable.
+const snapshotVersion = 3
+
+// findingsBefore3 is the number of findings per identity of snapshot
+// versions 1 and 2.
+const findingsBefore3 = 6
 
 // AppendSnapshot appends the store's state to w. Call it between events;
 // LoadSnapshot restores exactly this state, timers and interned tables
@@ -185,11 +191,18 @@ func (s *Store) LoadSnapshot(r *snap.Reader) error {
 			break
 		}
 	}
-	nf := r.Count(7 * len(Findings{}))
+	perIdentity := len(Findings{})
+	if version < 3 {
+		perIdentity = findingsBefore3
+	}
+	nf := r.Count(7 * perIdentity)
 	fresh.findings.Grow(nf)
 	for range nf {
 		fs := fresh.findings.At(fresh.findings.Append(Findings{}))
-		for k := range fs {
+		for k := perIdentity; k < len(fs); k++ { // none in an older version
+			fs[k].FirstSeen, fs[k].LastSeen, fs[k].ResolvedAt = NoTime, NoTime, NoTime
+		}
+		for k := range fs[:perIdentity] {
 			f := &fs[k]
 			f.Status, f.RetryCount, f.Version = r.Byte(), uint32(r.Uvarint()), r.Uvarint()
 			f.FirstSeen, f.LastSeen, f.ResolvedAt = r.Varint(), r.Varint(), r.Varint()
