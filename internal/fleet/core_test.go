@@ -1,6 +1,7 @@
 package fleet
 
 import (
+	"slices"
 	"testing"
 
 	"github.com/driftline/driftline/pipeline/contract"
@@ -30,13 +31,13 @@ func TestFleetCore(t *testing.T) {
 		}
 	}
 	want := map[string]string{
-		"return": "ACTIVE/LIVE_OK", "return_quarantined": "QUARANTINED/SUPPLY_CHAIN", "revoked_artifact": "QUARANTINED/SUPPLY_CHAIN",
-		"unknown_artifact": "QUARANTINED/SUPPLY_CHAIN", "digest_mismatch": "QUARANTINED/SUPPLY_CHAIN",
-		"split_brain": "QUARANTINED/AUTHORITY_CONFLICT", "split_brain_resolved": "ACTIVE/LIVE_OK",
-		"unlisted_controller": "QUARANTINED/AUTHORITY_CONFLICT", "behind": "ACTIVE/LIVE_OK", "updating": "UPDATING/UPDATING",
-		"update_failed": "DEGRADED/UPDATE_FAILED", "update_completes": "ACTIVE/LIVE_OK", "canary_updating": "UPDATING/UPDATING",
-		"provisioning": "PROVISIONING/PROVISIONING", "enrolled": "ENROLLED/ENROLLED",
-		"decommissioning": "DECOMMISSIONING/DECOMMISSIONING", "retired": "RETIRED/RETIRED",
+		"return": ps(contract.PhaseActive, contract.StateLiveOK), "return_quarantined": ps(contract.PhaseQuarantined, contract.StateSupplyChain), "revoked_artifact": ps(contract.PhaseQuarantined, contract.StateSupplyChain),
+		"unknown_artifact": ps(contract.PhaseQuarantined, contract.StateSupplyChain), "digest_mismatch": ps(contract.PhaseQuarantined, contract.StateSupplyChain),
+		"split_brain": ps(contract.PhaseQuarantined, contract.StateAuthorityConflict), "split_brain_resolved": ps(contract.PhaseActive, contract.StateLiveOK),
+		"unlisted_controller": ps(contract.PhaseQuarantined, contract.StateAuthorityConflict), "behind": ps(contract.PhaseActive, contract.StateLiveOK), "updating": ps(contract.PhaseUpdating, contract.StateUpdating),
+		"update_failed": ps(contract.PhaseDegraded, contract.StateUpdateFailed), "update_completes": ps(contract.PhaseActive, contract.StateLiveOK), "canary_updating": ps(contract.PhaseUpdating, contract.StateUpdating),
+		"provisioning": ps(contract.PhaseProvisioning, contract.StateProvisioning), "enrolled": ps(contract.PhaseEnrolled, contract.StateEnrolled),
+		"decommissioning": ps(contract.PhaseDecommissioning, contract.StateDecommissioning), "retired": ps(contract.PhaseRetired, contract.StateRetired),
 	}
 	for role, ps := range want {
 		if len(final[role]) != 1 || final[role][ps] == 0 {
@@ -52,7 +53,9 @@ func TestFleetCore(t *testing.T) {
 		for _, tr := range n.Transitions {
 			got = append(got, tr.State)
 		}
-		if len(got) != 5 || got[0] != "LIVE_OK" || got[1] != "AUTONOMOUS" || got[2] != "RETURNING" || got[3] != "REPLAYING" || got[4] != "LIVE_OK" {
+		path := []string{string(contract.StateLiveOK), string(contract.StateAutonomous), string(contract.StateReturning),
+			string(contract.StateReplaying), string(contract.StateLiveOK)}
+		if !slices.Equal(got, path) {
 			t.Errorf("return path of %s: %v", n.NodeID, got)
 		}
 	}
@@ -72,8 +75,8 @@ func TestFleetCore(t *testing.T) {
 			findings[f.Classification+"/"+f.Status]++
 		}
 	}
-	if findings[string(contract.ClassAuthority)+"/open"] != 3 || findings[string(contract.ClassAuthority)+"/resolved"] != 1 ||
-		findings[string(contract.ClassSupplyChain)+"/open"] != 6 {
+	if findings[string(contract.ClassAuthority)+"/"+string(contract.StatusOpen)] != 3 || findings[string(contract.ClassAuthority)+"/"+string(contract.StatusResolved)] != 1 ||
+		findings[string(contract.ClassSupplyChain)+"/"+string(contract.StatusOpen)] != 6 {
 		t.Errorf("fleet-core findings %v", findings)
 	}
 	relayed := 0
@@ -117,3 +120,5 @@ func TestFleetCoreOff(t *testing.T) {
 		t.Fatalf("fleet truth without the fleet core: %+v", truth.Fleet)
 	}
 }
+
+func ps(p contract.Phase, s contract.LifecycleState) string { return string(p) + "/" + string(s) }

@@ -10,46 +10,8 @@ import (
 	"github.com/driftline/driftline/pipeline/contract"
 )
 
-// Lifecycle states and transition reasons of the fleet core (the fleet
-// core's design, docs/fleet-core.md). The phases are contract.Phase.
+// Stages of a Rejection.
 const (
-	stateLiveOK             = "LIVE_OK"
-	stateOperatorQuarantine = "OPERATOR_QUARANTINE"
-	stateSupplyChain        = "SUPPLY_CHAIN"
-	stateAuthorityConflict  = "AUTHORITY_CONFLICT"
-	stateGateBlocked        = "GATE_BLOCKED"
-	stateUpdateFailed       = "UPDATE_FAILED"
-	stateHealthDegraded     = "HEALTH_DEGRADED"
-	stateHealthFailed       = "HEALTH_FAILED"
-
-	reasonRetired           = "retired"
-	reasonDecommissioning   = "decommissioning"
-	reasonSupplyChain       = "supply_chain"
-	reasonAuthorityConflict = "authority_conflict"
-	reasonGateBlocked       = "gate_blocked"
-	reasonProvisioning      = "provisioning"
-	reasonEnrolled          = "enrolled"
-	reasonHealthDegraded    = "health_degraded"
-	reasonHealthFailed      = "health_failed"
-	reasonUpdateFailed      = "update_failed"
-	reasonUpdating          = "updating"
-	reasonConnectivity      = "connectivity"
-
-	authorityNotListed = "controller_not_listed"
-	authoritySplit     = "split_brain"
-	authorityOK        = "ok"
-
-	supplyUnknown  = "artifact_unknown"
-	supplyRevoked  = "artifact_revoked"
-	supplyMismatch = "artifact_digest_mismatch"
-	supplyOK       = "ok"
-
-	rolloutAtTarget = "at_target"
-	rolloutFailed   = "failed"
-	rolloutBehind   = "behind"
-	rolloutUpdating = "updating"
-	rolloutPending  = "pending"
-
 	stageGateway = "gateway"
 	stageJoiner  = "joiner"
 )
@@ -241,13 +203,13 @@ func (s *nodeSim) evalSupply() {
 	case s.art == "":
 		s.supply = ""
 	case a < 0:
-		s.supply = supplyUnknown
+		s.supply = string(contract.SupplyChainUnknown)
 	case a == artRevoked && s.revoked:
-		s.supply = supplyRevoked
+		s.supply = string(contract.SupplyChainRevoked)
 	case s.digest != "" && s.digest != s.g.artifactDigest(a):
-		s.supply = supplyMismatch
+		s.supply = string(contract.SupplyChainDigestMismatch)
 	default:
-		s.supply = supplyOK
+		s.supply = string(contract.SupplyChainOK)
 	}
 }
 
@@ -258,17 +220,17 @@ func (s *nodeSim) authority() string {
 	}
 	d := s.i / s.g.per[famNodes]
 	if c := s.ev.controller; c != "" && c != s.g.controller(d, 0) && c != s.g.controller(d, 1) {
-		return authorityNotListed
+		return string(contract.AuthorityNotListed)
 	}
 	if s.ctl[1].id != "" {
 		a, b := s.ctl[0].at, s.ctl[1].at
 		older, gap := min(a.UnixNano(), b.UnixNano()), a.Sub(b).Abs()
 		stale := s.g.cfg.Windows.Staleness
 		if gap < stale && s.w.Before(time.Unix(0, older).Add(stale)) {
-			return authoritySplit
+			return string(contract.AuthoritySplitBrain)
 		}
 	}
-	return authorityOK
+	return string(contract.AuthorityOK)
 }
 
 // mode returns the connectivity mode and its cause ("silence", "link",
@@ -388,27 +350,27 @@ func (s *nodeSim) lifecycle() (phase contract.Phase, state, reason string, known
 	}
 	switch intent {
 	case string(contract.IntentRetired):
-		return contract.PhaseRetired, string(contract.PhaseRetired), reasonRetired, true
+		return contract.PhaseRetired, string(contract.PhaseRetired), string(contract.RuleRetired), true
 	case string(contract.IntentDecommissioning):
-		return contract.PhaseDecommissioning, string(contract.PhaseDecommissioning), reasonDecommissioning, true
+		return contract.PhaseDecommissioning, string(contract.PhaseDecommissioning), string(contract.RuleDecommissioning), true
 	}
 	if s.evSet {
 		gate := s.agentStatus().Gate
 		auth := s.authority()
 		switch {
-		case s.supply == supplyUnknown || s.supply == supplyRevoked || s.supply == supplyMismatch:
-			return contract.PhaseQuarantined, stateSupplyChain, reasonSupplyChain, true
-		case auth == authorityNotListed || auth == authoritySplit:
-			return contract.PhaseQuarantined, stateAuthorityConflict, reasonAuthorityConflict, true
+		case s.supply == string(contract.SupplyChainUnknown) || s.supply == string(contract.SupplyChainRevoked) || s.supply == string(contract.SupplyChainDigestMismatch):
+			return contract.PhaseQuarantined, string(contract.StateSupplyChain), string(contract.RuleSupplyChain), true
+		case auth == string(contract.AuthorityNotListed) || auth == string(contract.AuthoritySplitBrain):
+			return contract.PhaseQuarantined, string(contract.StateAuthorityConflict), string(contract.RuleAuthorityConflict), true
 		case gate == string(contract.GateBlockProduction):
-			return contract.PhaseQuarantined, stateGateBlocked, reasonGateBlocked, true
+			return contract.PhaseQuarantined, string(contract.StateGateBlocked), string(contract.RuleGateBlocked), true
 		}
 	}
 	switch intent {
 	case string(contract.IntentProvisioning):
-		return contract.PhaseProvisioning, string(contract.PhaseProvisioning), reasonProvisioning, true
+		return contract.PhaseProvisioning, string(contract.PhaseProvisioning), string(contract.RuleProvisioning), true
 	case string(contract.IntentEnrolled):
-		return contract.PhaseEnrolled, string(contract.PhaseEnrolled), reasonEnrolled, true
+		return contract.PhaseEnrolled, string(contract.PhaseEnrolled), string(contract.RuleEnrolled), true
 	}
 	if !s.evSet {
 		return "", "", "", false
@@ -417,22 +379,22 @@ func (s *nodeSim) lifecycle() (phase contract.Phase, state, reason string, known
 	switch h.health {
 	case string(contract.HealthDegraded), string(contract.HealthFailed):
 		if s.updating() {
-			return contract.PhaseDegraded, stateUpdateFailed, reasonUpdateFailed, true
+			return contract.PhaseDegraded, string(contract.StateUpdateFailed), string(contract.RuleUpdateFailed), true
 		}
 		if h.health == string(contract.HealthFailed) {
-			return contract.PhaseDegraded, stateHealthFailed, reasonHealthFailed, true
+			return contract.PhaseDegraded, string(contract.StateHealthFailed), string(contract.RuleHealthFailed), true
 		}
-		return contract.PhaseDegraded, stateHealthDegraded, reasonHealthDegraded, true
+		return contract.PhaseDegraded, string(contract.StateHealthDegraded), string(contract.RuleHealthDegraded), true
 	}
 	if s.updating() {
-		return contract.PhaseUpdating, string(contract.PhaseUpdating), reasonUpdating, true
+		return contract.PhaseUpdating, string(contract.PhaseUpdating), string(contract.RuleUpdating), true
 	}
 	mode, _ := s.mode()
 	st := string(mode)
 	if mode == contract.ModeLive {
-		st = stateLiveOK
+		st = string(contract.StateLiveOK)
 	}
-	return contract.PhaseActive, st, reasonConnectivity, true
+	return contract.PhaseActive, st, string(contract.RuleConnectivity), true
 }
 
 // rollout returns rollout_status's category of the node now ("": it counts
@@ -450,15 +412,15 @@ func (s *nodeSim) rollout() string {
 	}
 	switch {
 	case reported == target:
-		return rolloutAtTarget
+		return string(contract.RolloutAtTarget)
 	case (health == string(contract.HealthDegraded) || health == string(contract.HealthFailed)) && s.updating():
-		return rolloutFailed
+		return string(contract.RolloutFailed)
 	case !s.w.Before(s.g.bundleDeadline(b)):
-		return rolloutBehind
+		return string(contract.RolloutBehind)
 	case s.updating():
-		return rolloutUpdating
+		return string(contract.RolloutUpdating)
 	}
-	return rolloutPending
+	return string(contract.RolloutPending)
 }
 
 // simStep is one event of a node's simulation.
@@ -617,18 +579,18 @@ func (g *Generator) fleetTruth(e *emitter) (FleetTruth, []Finding) {
 			opened := map[string]bool{}
 			for _, t := range trans {
 				switch t.State {
-				case stateAuthorityConflict:
+				case string(contract.StateAuthorityConflict):
 					opened[string(contract.ClassAuthority)] = true
-				case stateSupplyChain:
+				case string(contract.StateSupplyChain):
 					opened[string(contract.ClassSupplyChain)] = true
 				}
 			}
 			// A node whose phase hides the condition (intent rules
 			// first) still has the finding: check the conditions too.
-			if a := s.authority(); a == authorityNotListed || a == authoritySplit {
+			if a := s.authority(); a == string(contract.AuthorityNotListed) || a == string(contract.AuthoritySplitBrain) {
 				opened[string(contract.ClassAuthority)] = true
 			}
-			if s.supply != "" && s.supply != supplyOK {
+			if s.supply != "" && s.supply != string(contract.SupplyChainOK) {
 				opened[string(contract.ClassSupplyChain)] = true
 			}
 			for class := range opened {
@@ -636,9 +598,9 @@ func (g *Generator) fleetTruth(e *emitter) (FleetTruth, []Finding) {
 				switch class {
 				case string(contract.ClassAuthority):
 					a := s.authority()
-					open = a == authorityNotListed || a == authoritySplit
+					open = a == string(contract.AuthorityNotListed) || a == string(contract.AuthoritySplitBrain)
 				case string(contract.ClassSupplyChain):
-					open = s.supply != "" && s.supply != supplyOK
+					open = s.supply != "" && s.supply != string(contract.SupplyChainOK)
 				}
 				fd := Finding{Classification: class, Provider: contract.ProviderMAAS, ProviderID: id,
 					Status: string(contract.StatusResolved), Kind: g.roles[i].String()}
@@ -669,13 +631,13 @@ func (g *Generator) fleetTruth(e *emitter) (FleetTruth, []Finding) {
 				rollouts[key] = rc
 			}
 			switch cn.Rollout {
-			case rolloutAtTarget:
+			case string(contract.RolloutAtTarget):
 				rc.AtTarget++
-			case rolloutFailed:
+			case string(contract.RolloutFailed):
 				rc.Failed++
-			case rolloutBehind:
+			case string(contract.RolloutBehind):
 				rc.Behind++
-			case rolloutUpdating:
+			case string(contract.RolloutUpdating):
 				rc.Updating++
 			default:
 				rc.Pending++

@@ -6,7 +6,6 @@ import (
 	"math/big"
 	"reflect"
 	"slices"
-	"strings"
 	"testing"
 	"time"
 
@@ -423,13 +422,13 @@ func (m *coreRef) evalSupply(p *coreRefPart, n *coreRefNode) {
 	a := p.artifacts[n.art]
 	switch {
 	case a == nil:
-		n.supply = "artifact_unknown"
+		n.supply = string(contract.SupplyChainUnknown)
 	case a.Revoked:
-		n.supply = "artifact_revoked"
+		n.supply = string(contract.SupplyChainRevoked)
 	case n.dig != "" && n.dig != a.Digest:
-		n.supply = "artifact_digest_mismatch"
+		n.supply = string(contract.SupplyChainDigestMismatch)
 	default:
-		n.supply = "ok"
+		n.supply = string(contract.SupplyChainOK)
 	}
 }
 
@@ -438,7 +437,7 @@ func (m *coreRef) authority(n *coreRefNode, w time.Time) string {
 		return ""
 	}
 	if c := n.hb.ControllerID; c != "" && len(n.rec.Authority.ControllerIDs) > 0 && !slices.Contains(n.rec.Authority.ControllerIDs, c) {
-		return "controller_not_listed"
+		return string(contract.AuthorityNotListed)
 	}
 	if len(n.ctls) == 2 {
 		a, b := n.ctls[0].at, n.ctls[1].at
@@ -447,10 +446,10 @@ func (m *coreRef) authority(n *coreRefNode, w time.Time) string {
 			older = b
 		}
 		if a.Sub(b).Abs() < m.w.Staleness && w.Before(older.Add(m.w.Staleness)) {
-			return "split_brain"
+			return string(contract.AuthoritySplitBrain)
 		}
 	}
-	return "ok"
+	return string(contract.AuthorityOK)
 }
 
 func (m *coreRef) mode(n *coreRefNode, w time.Time) string {
@@ -458,23 +457,23 @@ func (m *coreRef) mode(n *coreRefNode, w time.Time) string {
 	silence := max(w.Sub(n.hbAt), 0)
 	switch {
 	case silence >= m.w.Staleness:
-		return "DISCONNECTED"
+		return string(contract.StateDisconnected)
 	case silence >= 8*time.Minute:
-		return "AUTONOMOUS"
+		return string(contract.StateAutonomous)
 	case silence >= 7*time.Minute:
-		return "DELAYED"
+		return string(contract.StateDelayed)
 	case n.returning:
-		return "RETURNING"
+		return string(contract.StateReturning)
 	case h.ReplayRequired:
-		return "REPLAYING"
+		return string(contract.StateReplaying)
 	case h.SecondsBehind >= 600:
-		return "AUTONOMOUS"
+		return string(contract.StateAutonomous)
 	case h.SecondsBehind >= 60 || h.BacklogMessages >= 1000:
-		return "EDGE_CACHED"
+		return string(contract.StateEdgeCached)
 	case h.RTTMs >= 250 || h.LossPct >= 2:
-		return "DELAYED"
+		return string(contract.StateDelayed)
 	}
-	return "LIVE_OK"
+	return string(contract.StateLiveOK)
 }
 
 func (m *coreRef) blocked(n *coreRefNode, w time.Time) bool {
@@ -484,7 +483,7 @@ func (m *coreRef) blocked(n *coreRefNode, w time.Time) bool {
 			hosts++
 		}
 	}
-	return hosts > 1 || n.hb.CertIssuerFingerprint != n.rec.CertIssuerFingerprint || n.hb.Health == "FAILED"
+	return hosts > 1 || n.hb.CertIssuerFingerprint != n.rec.CertIssuerFingerprint || n.hb.Health == string(contract.HealthFailed)
 }
 
 func (m *coreRef) updating(p *coreRefPart, n *coreRefNode) bool {
@@ -493,7 +492,7 @@ func (m *coreRef) updating(p *coreRefPart, n *coreRefNode) bool {
 	}
 	b := p.bundles[n.rec.Desired.PolicyBundleID]
 	return b != nil && n.hb.ReportedVersion != "" && n.hb.ReportedVersion != b.TargetVersion &&
-		(n.hb.UpdatePath == "self_update" || n.hb.UpdatePath == "recovery_enrollment")
+		(n.hb.UpdatePath == string(contract.UpdatePathSelfUpdate) || n.hb.UpdatePath == string(contract.UpdatePathRecoveryEnrollment))
 }
 
 // lifecycle returns phase, state, reason; ok false when unknown (no
@@ -504,55 +503,58 @@ func (m *coreRef) lifecycle(p *coreRefPart, n *coreRefNode, w time.Time) (string
 	}
 	intent := n.rec.LifecycleIntent
 	if intent == "" {
-		intent = "ACTIVE"
+		intent = string(contract.IntentActive)
 	}
 	if n.rec.Deleted {
-		intent = "RETIRED"
+		intent = string(contract.IntentRetired)
 	}
 	switch intent {
-	case "RETIRED":
-		return "RETIRED", "RETIRED", "retired", true
-	case "DECOMMISSIONING":
-		return "DECOMMISSIONING", "DECOMMISSIONING", "decommissioning", true
+	case string(contract.IntentRetired):
+		return string(contract.PhaseRetired), string(contract.StateRetired), string(contract.RuleRetired), true
+	case string(contract.IntentDecommissioning):
+		return string(contract.PhaseDecommissioning), string(contract.StateDecommissioning), string(contract.RuleDecommissioning), true
 	}
 	if n.hb != nil {
 		a := m.authority(n, w)
 		switch {
-		case n.supply != "" && n.supply != "ok":
-			return "QUARANTINED", "SUPPLY_CHAIN", "supply_chain", true
-		case a == "controller_not_listed" || a == "split_brain":
-			return "QUARANTINED", "AUTHORITY_CONFLICT", "authority_conflict", true
+		case n.supply != "" && n.supply != string(contract.SupplyChainOK):
+			return string(contract.PhaseQuarantined), string(contract.StateSupplyChain), string(contract.RuleSupplyChain), true
+		case a == string(contract.AuthorityNotListed) || a == string(contract.AuthoritySplitBrain):
+			return string(contract.PhaseQuarantined), string(contract.StateAuthorityConflict), string(contract.RuleAuthorityConflict), true
 		case m.blocked(n, w):
-			return "QUARANTINED", "GATE_BLOCKED", "gate_blocked", true
+			return string(contract.PhaseQuarantined), string(contract.StateGateBlocked), string(contract.RuleGateBlocked), true
 		}
 	}
 	switch intent {
-	case "PROVISIONING":
-		return "PROVISIONING", "PROVISIONING", "provisioning", true
-	case "ENROLLED":
-		return "ENROLLED", "ENROLLED", "enrolled", true
+	case string(contract.IntentProvisioning):
+		return string(contract.PhaseProvisioning), string(contract.StateProvisioning), string(contract.RuleProvisioning), true
+	case string(contract.IntentEnrolled):
+		return string(contract.PhaseEnrolled), string(contract.StateEnrolled), string(contract.RuleEnrolled), true
 	}
 	if n.hb == nil {
 		return "", "", "", false
 	}
-	if n.hb.Health == "DEGRADED" || n.hb.Health == "FAILED" {
+	if n.hb.Health == string(contract.HealthDegraded) || n.hb.Health == string(contract.HealthFailed) {
 		if m.updating(p, n) {
-			return "DEGRADED", "UPDATE_FAILED", "update_failed", true
+			return string(contract.PhaseDegraded), string(contract.StateUpdateFailed), string(contract.RuleUpdateFailed), true
 		}
-		return "DEGRADED", "HEALTH_" + n.hb.Health, "health_" + strings.ToLower(n.hb.Health), true
+		if n.hb.Health == string(contract.HealthFailed) {
+			return string(contract.PhaseDegraded), string(contract.StateHealthFailed), string(contract.RuleHealthFailed), true
+		}
+		return string(contract.PhaseDegraded), string(contract.StateHealthDegraded), string(contract.RuleHealthDegraded), true
 	}
 	if m.updating(p, n) {
-		return "UPDATING", "UPDATING", "updating", true
+		return string(contract.PhaseUpdating), string(contract.StateUpdating), string(contract.RuleUpdating), true
 	}
-	return "ACTIVE", m.mode(n, w), "connectivity", true
+	return string(contract.PhaseActive), m.mode(n, w), string(contract.RuleConnectivity), true
 }
 
 func (m *coreRef) evaluate(p *coreRefPart, n *coreRefNode, w time.Time, cause bool, d decoded) {
 	if n.hb != nil {
-		if a := m.authority(n, w); a == "controller_not_listed" || a == "split_brain" {
+		if a := m.authority(n, w); a == string(contract.AuthorityNotListed) || a == string(contract.AuthoritySplitBrain) {
 			n.opened[string(contract.ClassAuthority)] = true
 		}
-		if n.supply != "" && n.supply != "ok" {
+		if n.supply != "" && n.supply != string(contract.SupplyChainOK) {
 			n.opened[string(contract.ClassSupplyChain)] = true
 		}
 	}
@@ -584,15 +586,15 @@ func (m *coreRef) rollout(p *coreRefPart, n *coreRefNode, w time.Time) string {
 	}
 	switch {
 	case reported == b.TargetVersion:
-		return "at_target"
-	case (health == "DEGRADED" || health == "FAILED") && m.updating(p, n):
-		return "failed"
+		return string(contract.RolloutAtTarget)
+	case (health == string(contract.HealthDegraded) || health == string(contract.HealthFailed)) && m.updating(p, n):
+		return string(contract.RolloutFailed)
 	case !w.Before(b.Deadline):
-		return "behind"
+		return string(contract.RolloutBehind)
 	case m.updating(p, n):
-		return "updating"
+		return string(contract.RolloutUpdating)
 	}
-	return "pending"
+	return string(contract.RolloutPending)
 }
 
 func TestReferenceFleetCoreMatchesTruth(t *testing.T) {
@@ -664,9 +666,9 @@ func TestReferenceFleetCoreMatchesTruth(t *testing.T) {
 						switch class {
 						case string(contract.ClassAuthority):
 							a := m.authority(n, w)
-							open = a == "controller_not_listed" || a == "split_brain"
+							open = a == string(contract.AuthorityNotListed) || a == string(contract.AuthoritySplitBrain)
 						default:
-							open = n.supply != "ok"
+							open = n.supply != string(contract.SupplyChainOK)
 						}
 						sev, posture := severityPosture(class, "")
 						st := string(contract.StatusResolved)
@@ -718,7 +720,7 @@ func TestReferenceFleetCoreMatchesTruth(t *testing.T) {
 			}
 			wantRollouts := map[string]int{}
 			for _, rc := range ft.Rollouts {
-				for cat, c := range map[string]int{"at_target": rc.AtTarget, "updating": rc.Updating, "behind": rc.Behind, "failed": rc.Failed, "pending": rc.Pending} {
+				for cat, c := range map[string]int{string(contract.RolloutAtTarget): rc.AtTarget, string(contract.RolloutUpdating): rc.Updating, string(contract.RolloutBehind): rc.Behind, string(contract.RolloutFailed): rc.Failed, string(contract.RolloutPending): rc.Pending} {
 					if c > 0 {
 						wantRollouts[rc.PolicyBundleID+"/"+rc.DomainID+"/"+cat] = c
 					}
