@@ -134,6 +134,9 @@ func (o *output) add(p *partition, f *drift.Finding, aux *uint32) {
 		p.findingsOpen--
 	}
 	p.acts.overlay(f, p.engine.Watermark().UnixNano())
+	if f.Provider == contract.ProviderMAAS {
+		f.Tags = p.nodes.Tags(f.ProviderID)
+	}
 	sl := p.summary.apply(f, aux)
 	if !o.emit {
 		return
@@ -169,7 +172,33 @@ func (j *Joiner) newPartition(p int32, out *output) *partition {
 			// Records and the watermark change the verdict too (a
 			// clone leaving the host window resolves the finding).
 			part.engine.SetNodeIdentity(s.NodeID, s.IdentityMismatch, s.At, s.CorrelationID, false)
+			part.engine.SetNodeFleet(s.NodeID, s.AuthorityConflict, s.SupplyChainViolation, s.At, s.CorrelationID, false)
 		}
+	})
+	topics := j.streamTopics()
+	part.nodes.SetCoordinates(topics[:], p)
+	part.nodes.SetFleetOutput(nodeagent.FleetOutput{
+		Transition: func(t *nodeagent.Transition) {
+			if part.out.emit {
+				part.out.batch.Fleet.Lifecycle = append(part.out.batch.Fleet.Lifecycle, *t)
+			}
+		},
+		SyncDebt: func(r *nodeagent.SyncDebtRow) {
+			if part.out.emit {
+				part.out.batch.Fleet.SyncDebt = append(part.out.batch.Fleet.SyncDebt, sink.SyncDebt{SyncDebtRow: *r, Partition: p})
+			}
+		},
+		// Every partition holds the same registry: partition 0 writes it.
+		Artifact: func(a *contract.Artifact, at time.Time) {
+			if part.out.emit && p == 0 {
+				part.out.batch.Fleet.Artifacts = append(part.out.batch.Fleet.Artifacts, sink.Artifact{Artifact: *a, OccurredAt: at})
+			}
+		},
+		Bundle: func(b *contract.PolicyBundle, at time.Time) {
+			if part.out.emit && p == 0 {
+				part.out.batch.Fleet.Bundles = append(part.out.batch.Fleet.Bundles, sink.Bundle{PolicyBundle: *b, OccurredAt: at})
+			}
+		},
 	})
 	return part
 }
@@ -283,9 +312,10 @@ func (j *Joiner) apply(part *partition, r *kgo.Record) {
 		return
 	}
 	env, payload, verr := part.dec.DecodeEvent(r.Value)
-	// Scan markers are written to every partition on purpose; every other
-	// event belongs on the partition its key hashes to.
-	if verr == nil && env.EventType != contract.TypeScanCompleted && j.misplaced(part, r) {
+	// Scan markers and registry events are written to every partition on
+	// purpose; every other event belongs on the partition its key hashes
+	// to.
+	if verr == nil && !contract.Broadcast(env.EventType) && j.misplaced(part, r) {
 		return
 	}
 	if verr != nil {
@@ -328,10 +358,22 @@ func (j *Joiner) apply(part *partition, r *kgo.Record) {
 	case *contract.PlatformRecord:
 		part.engine.ApplyRecord(p, at, env.CorrelationID)
 		if p.Provider == contract.ProviderMAAS {
-			part.nodes.ApplyRecord(p, at)
+			part.nodes.ApplyNodeRecord(p, at, env.CorrelationID)
+			part.nodes.RecordEvent(p.ProviderID, streamRecords, r.Offset)
 		}
 	case *contract.Observation:
 		part.engine.ApplyObservation(p, at, env.CorrelationID)
+		if p.Provider == contract.ProviderMAAS {
+			part.nodes.RecordEvent(p.ProviderID, streamObservations, r.Offset)
+		}
+	case *contract.Artifact:
+		part.nodes.ApplyArtifact(p, at, env.CorrelationID)
+		part.engine.Advance(at)
+	case *contract.PolicyBundle:
+		if rerr := part.nodes.ApplyBundle(p, at, env.CorrelationID); rerr != nil {
+			j.refuse(part, r, rerr, true)
+		}
+		part.engine.Advance(at)
 	case *contract.ScanCompleted:
 		part.engine.ApplyScan(p, at, env.CorrelationID)
 	case *contract.Command:
@@ -339,11 +381,21 @@ func (j *Joiner) apply(part *partition, r *kgo.Record) {
 		// at the partition's watermark, where it falls in stream order.
 		j.applyCommand(part, p, at, env.CorrelationID)
 	case *contract.Heartbeat:
+		if rerr := part.nodes.CheckHeartbeat(p); rerr != nil {
+			// It names a policy bundle the registry does not have:
+			// quarantined, not applied, nothing guessed.
+			j.refuse(part, r, rerr, false)
+			part.engine.Advance(at)
+			break
+		}
 		part.inHeartbeat = true
 		part.nodes.ApplyHeartbeat(p, at, env.CorrelationID)
 		part.inHeartbeat = false
+		part.nodes.RecordEvent(p.NodeID, streamTelemetry, r.Offset)
 		mismatch, _ := part.nodes.IdentityMismatch(p.NodeID)
 		part.engine.SetNodeIdentity(p.NodeID, mismatch, at, env.CorrelationID, true)
+		authority, supply := part.nodes.FleetVerdicts(p.NodeID)
+		part.engine.SetNodeFleet(p.NodeID, authority, supply, at, env.CorrelationID, true)
 		part.engine.Advance(at)
 	default:
 		part.engine.Advance(at) // anything else co-partitioned moves event time
@@ -355,6 +407,19 @@ func (j *Joiner) apply(part *partition, r *kgo.Record) {
 		if ns := w.UnixNano(); ns >= part.acts.due {
 			j.fireActions(part, ns)
 		}
+	}
+}
+
+// refuse quarantines a well-formed record the registry refuses
+// (contract.RegistryReasons): it is not applied. A broadcast record is
+// refused by every partition and quarantined by partition 0's only.
+func (j *Joiner) refuse(part *partition, r *kgo.Record, verr *contract.ValidationError, broadcast bool) {
+	if broadcast && part.p != 0 {
+		return
+	}
+	j.m.invalid.WithLabelValues(string(verr.Reason)).Inc()
+	if part.out.emit {
+		part.rejected = append(part.rejected, rejected{r, verr})
 	}
 }
 
@@ -535,6 +600,9 @@ func (j *Joiner) gather(part *partition, b *batch) *sink.Batch {
 		next = &sink.Batch{}
 	}
 	out := part.live.batch
+	part.nodes.Rollouts(func(r *nodeagent.RolloutRow) {
+		out.Fleet.Rollouts = append(out.Fleet.Rollouts, sink.Rollout{RolloutRow: *r, Partition: part.p})
+	})
 	part.live.batch = next
 	part.live.seal++
 	b.parts = append(b.parts, out)

@@ -138,6 +138,7 @@ type scratch struct {
 	i64   []int64
 	f64   []float64
 	times []time.Time
+	lists [][]string
 }
 
 var scratchPool = sync.Pool{New: func() any { return new(scratch) }}
@@ -193,6 +194,16 @@ func Int64[R any](name string, get func(*R) int64) Column[R] {
 // Float64 is a Float64 column.
 func Float64[R any](name string, get func(*R) float64) Column[R] {
 	return column(name, get, func(s *scratch) *[]float64 { return &s.f64 })
+}
+
+// Strings is an Array(String) column; a nil list is an empty array.
+func Strings[R any](name string, get func(*R) []string) Column[R] {
+	return column(name, func(r *R) []string {
+		if l := get(r); l != nil {
+			return l
+		}
+		return []string{}
+	}, func(s *scratch) *[][]string { return &s.lists })
 }
 
 // DateTime is a DateTime or Date column. A DateTime holds whole seconds

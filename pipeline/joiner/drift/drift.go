@@ -152,6 +152,9 @@ type Finding struct {
 	SuppressedUntil time.Time
 	ActionState     contract.ActionState
 	LastActionID    string
+	// Tags are the tags of the finding's platform record (a node's, for
+	// the node findings), shared: not to be modified.
+	Tags []string
 	// Version grows with every transition of this finding; the highest
 	// version is the current row.
 	Version uint64

@@ -626,7 +626,7 @@ func (t *Tracker) settleFleet(n *node, v *fleetVerdicts, at int64) {
 	n.flags |= flagDirty
 	tr := Transition{NodeID: n.id, Seq: uint64(l.seq) + 1, DomainID: t.syms.Str(n.domainID),
 		FromPhase: valueOf(contract.Phases, l.phase), FromState: valueOf(contract.LifecycleStates, l.state),
-		ToPhase: v.phase, ToState: v.state, Reason: v.rule, CorrelationID: t.fleet.corr}
+		ToPhase: v.phase, ToState: v.state, Reason: v.rule, CorrelationID: strings.Clone(t.fleet.corr)}
 	if t.fleet.byTime {
 		at, tr.CorrelationID = t.w, ""
 	}

@@ -1,7 +1,9 @@
 // Package sink writes joiner output to the ClickHouse read model: current
 // finding rows (drift_evidence), the append-only transition history
-// (drift_history), per-partition progress (consumer_progress) and the
-// per-producer rejection counts (producer_rejections).
+// (drift_history), per-partition progress (consumer_progress), the
+// per-producer rejection counts (producer_rejections) and the fleet
+// core's tables (node_lifecycle_history, rollout_status, sync_debt_minute,
+// fleet_artifacts, policy_bundles).
 //
 // Writes are idempotent: every row carries the finding's version, and the
 // tables are ReplacingMergeTree on (key, version), so a batch written
@@ -50,12 +52,15 @@ type Batch struct {
 	// Producers holds the per-producer rejection counts changed in the
 	// batch (producer_rejections).
 	Producers []readmodel.ProducerRejection
+	// The fleet core (fleet.go): lifecycle transitions, rollout counts,
+	// sync-debt minutes and registry entries of the batch.
+	Fleet Fleet
 }
 
 // Empty reports whether the batch writes nothing.
 func (b *Batch) Empty() bool {
 	return b.Current.Len() == 0 && b.History.Len() == 0 && b.Nodes.Len() == 0 && len(b.Counts) == 0 &&
-		len(b.Top) == 0 && len(b.Progress) == 0 && len(b.Producers) == 0
+		len(b.Top) == 0 && len(b.Progress) == 0 && len(b.Producers) == 0 && b.Fleet.empty()
 }
 
 // Reset empties the batch, keeping its capacity.
@@ -65,6 +70,7 @@ func (b *Batch) Reset() {
 	b.Nodes.Reset()
 	b.Progress, b.Producers = b.Progress[:0], b.Producers[:0]
 	b.Counts, b.Top = b.Counts[:0], b.Top[:0]
+	b.Fleet.reset()
 }
 
 // Transition is a row of drift_history: a finding as one of its
@@ -165,6 +171,7 @@ var evidenceTable = readmodel.NewTable("drift_evidence",
 	readmodel.DateTime("suppressed_until", func(f *finding) time.Time { return readmodel.Epoch(f.SuppressedUntil) }),
 	readmodel.String("action_state", func(f *finding) string { return string(f.ActionState) }),
 	readmodel.String("last_action_id", func(f *finding) string { return f.LastActionID }),
+	readmodel.Strings("tags", func(f *finding) []string { return f.Tags }),
 )
 
 var historyTable = readmodel.NewTable("drift_history",
@@ -216,6 +223,27 @@ var nodesTable = readmodel.NewTable("node_agent_status",
 	readmodel.Float64("attention_score", func(n *status) float64 { return n.AttentionScore }),
 	readmodel.UInt64("version", func(n *status) uint64 { return n.Version }),
 	readmodel.Now[status]("updated_at"),
+	readmodel.Strings("tags", func(n *status) []string { return n.Tags }),
+	readmodel.String("node_kind", func(n *status) string { return n.NodeKind }),
+	readmodel.String("lifecycle_intent", func(n *status) string { return n.LifecycleIntent }),
+	readmodel.String("phase", func(n *status) string { return n.Phase }),
+	readmodel.String("state", func(n *status) string { return n.LifecycleState }),
+	readmodel.DateTime("phase_since", func(n *status) time.Time { return readmodel.Epoch(n.PhaseSince) }),
+	readmodel.UInt64("transitions", func(n *status) uint64 { return n.Transitions }),
+	readmodel.String("master_of_record", func(n *status) string { return n.MasterOfRecord }),
+	readmodel.Strings("controller_ids", func(n *status) []string { return n.ControllerIDs }),
+	readmodel.String("controller_id", func(n *status) string { return n.ControllerID }),
+	readmodel.String("authority", func(n *status) string { return n.Authority }),
+	readmodel.String("relay_id", func(n *status) string { return n.RelayID }),
+	readmodel.String("policy_bundle_id", func(n *status) string { return n.PolicyBundleID }),
+	readmodel.String("target_version", func(n *status) string { return n.TargetVersion }),
+	readmodel.String("reported_version", func(n *status) string { return n.ReportedVersion }),
+	readmodel.String("rollout", func(n *status) string { return n.Rollout }),
+	readmodel.String("artifact_id", func(n *status) string { return n.ArtifactID }),
+	readmodel.String("artifact_digest", func(n *status) string { return n.ArtifactDigest }),
+	readmodel.String("supply_chain", func(n *status) string { return n.SupplyChain }),
+	readmodel.Int64("uptime_s", func(n *status) int64 { return n.UptimeS }),
+	readmodel.Strings("recent_events", func(n *status) []string { return n.RecentEvents }),
 )
 
 var progressTable = readmodel.NewTable("consumer_progress",
@@ -266,6 +294,9 @@ func (c *ClickHouse) Write(ctx context.Context, bs ...*Batch) error {
 	}
 	if err := readmodel.ProducerRejections.Insert(ctx, c.conn, now,
 		partsOf(bs, func(b *Batch) []readmodel.ProducerRejection { return b.Producers })...); err != nil {
+		return err
+	}
+	if err := c.writeFleet(ctx, now, bs); err != nil {
 		return err
 	}
 	return progressTable.Insert(ctx, c.conn, now, partsOf(bs, func(b *Batch) []progress { return b.Progress })...)
