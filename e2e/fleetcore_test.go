@@ -105,14 +105,19 @@ func TestFleetCoreMatchesGroundTruth(t *testing.T) {
 	for _, table := range []struct {
 		name string
 		key  []string
+		// skip are columns a replay may write otherwise: rollout_status
+		// is written at a flush after its counts change, with the
+		// watermark of that flush (as_of) and a version from it; when
+		// the flushes fall depends on how the stream was batched.
+		skip []string
 	}{
-		{"node_lifecycle_history", []string{"node_id", "seq"}},
-		{"rollout_status", []string{"policy_bundle_id", "domain_id", "partition"}},
-		{"fleet_artifacts", []string{"artifact_id"}},
-		{"policy_bundles", []string{"policy_bundle_id"}},
+		{"node_lifecycle_history", []string{"node_id", "seq"}, nil},
+		{"rollout_status", []string{"policy_bundle_id", "domain_id", "partition"}, []string{"as_of", "version"}},
+		{"fleet_artifacts", []string{"artifact_id"}, nil},
+		{"policy_bundles", []string{"policy_bundle_id"}, nil},
 	} {
-		got := finalRows(t, ctx, conn, db, table.name, table.key)
-		want := finalRows(t, ctx, conn, "reference", table.name, table.key)
+		got := dropColumns(finalRows(t, ctx, conn, db, table.name, table.key), table.skip)
+		want := dropColumns(finalRows(t, ctx, conn, "reference", table.name, table.key), table.skip)
 		if d := diffRows(got, want); d != "" {
 			t.Errorf("%s after a kill and restore differs from the replay (%d rows, reference %d):\n%s", table.name, len(got.rows), len(want.rows), d)
 		} else {
@@ -277,6 +282,7 @@ func checkFleetCore(t *testing.T, ctx context.Context, conn driver.Conn, db stri
 	for _, b := range ft.Bundles {
 		wantBundles = append(wantBundles, fmt.Sprint(b.PolicyBundleID, b.TargetVersion, b.ArtifactID, append([]string{}, b.Domains...), b.Deadline.UTC().Format(time.RFC3339)))
 	}
+	slices.Sort(wantBundles) // by policy_bundle_id, as read
 	if !slices.Equal(bundles, wantBundles) {
 		t.Errorf("%s: policy_bundles %v, want %v", db, bundles, wantBundles)
 	}
@@ -309,4 +315,30 @@ func checkQuarantined(t *testing.T, ctx context.Context, broker string, truth *f
 	} else {
 		t.Logf("quarantine: registry rejections %v as the truth says", got)
 	}
+}
+
+// dropColumns removes the named columns from every row of tr.
+func dropColumns(tr tableRows, names []string) tableRows {
+	if len(names) == 0 {
+		return tr
+	}
+	var keep []int
+	var cols []string
+	for i, c := range tr.columns {
+		if !slices.Contains(names, c) {
+			keep = append(keep, i)
+			cols = append(cols, c)
+		}
+	}
+	out := tableRows{columns: cols, rows: map[string][]string{}}
+	for k, row := range tr.rows {
+		var r []string
+		for _, i := range keep {
+			if i < len(row) {
+				r = append(r, row[i])
+			}
+		}
+		out.rows[k] = r
+	}
+	return out
 }

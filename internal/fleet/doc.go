@@ -96,7 +96,8 @@
 //   - Every record gets a tier tag; a node record gets node_kind,
 //     lifecycle_intent (ACTIVE written or left out), authority (a master
 //     of record; controller_ids: its domain's controllers "-a" and "-b")
-//     and, for a node that heartbeats, desired: its domain's bundle.
+//     and, for a node that heartbeats (the retiring one aside), desired:
+//     its domain's bundle.
 //   - Every heartbeat gets reported_version, artifact_id and
 //     artifact_digest of its bundle, controller_id (the domain's "-a"),
 //     relay_id (a third of the nodes direct, the others behind one of two
