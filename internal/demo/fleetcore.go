@@ -146,6 +146,9 @@ func printFleetCore(ctx context.Context, out io.Writer, fc fleetCore, truth *fle
 	wantPhases := truthPhases(truth)
 	fmt.Fprintln(out, "\nfleet core (docs/fleet-core.md):")
 	phases, err := fc.Phases(ctx)
+	if err == nil && len(phases) > 0 && phases[""] == sum(phases) {
+		err = fmt.Errorf("the query API reports no phase for its %d nodes", phases[""])
+	}
 	if err != nil {
 		fmt.Fprintf(out, "  lifecycle phases: unknown (%v)\n", err)
 	} else {
@@ -187,4 +190,12 @@ func printFleetCore(ctx context.Context, out io.Writer, fc fleetCore, truth *fle
 	for _, r := range truth.Fleet.Rejections {
 		fmt.Fprintf(out, "  bad input on purpose: %s from %s seq %d: %s at the %s\n", r.Type, r.Producer, r.Seq, r.Reason, r.Stage)
 	}
+}
+
+func sum(m map[string]uint64) uint64 {
+	var n uint64
+	for _, v := range m {
+		n += v
+	}
+	return n
 }
