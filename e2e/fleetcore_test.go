@@ -237,6 +237,36 @@ func checkFleetCore(t *testing.T, ctx context.Context, conn driver.Conn, db stri
 		t.Errorf("%s: rollout_status sums\n got  %+v\n want %+v", db, rollouts, ft.Rollouts)
 	}
 
+	// Sync debt: the last minute written (the minute before the final
+	// watermark's) counts every node that heartbeat within the staleness
+	// window and is not RETIRED, with its final values.
+	rows, err = conn.Query(ctx, fmt.Sprintf(`SELECT domain_id, relay_id, sum(nodes), max(max_seconds_behind), sum(backlog_messages)
+		FROM %s.sync_debt_minute FINAL WHERE minute = (SELECT max(minute) FROM %s.sync_debt_minute)
+		GROUP BY domain_id, relay_id ORDER BY domain_id, relay_id`, db, db))
+	if err != nil {
+		t.Fatalf("read %s.sync_debt_minute: %v", db, err)
+	}
+	var relays []fleet.RelayDebt
+	for rows.Next() {
+		var r fleet.RelayDebt
+		var n uint64
+		if err := rows.Scan(&r.DomainID, &r.RelayID, &n, &r.MaxSecondsBehind, &r.BacklogMessages); err != nil {
+			t.Fatal(err)
+		}
+		r.Nodes = int(n)
+		relays = append(relays, r)
+	}
+	rows.Close()
+	wantRelays := slices.Clone(ft.Relays)
+	for i := range wantRelays {
+		if w := &wantRelays[i]; w.Moving && i < len(relays) && relays[i].DomainID == w.DomainID && relays[i].RelayID == w.RelayID {
+			w.MaxSecondsBehind, w.BacklogMessages, w.Moving = relays[i].MaxSecondsBehind, relays[i].BacklogMessages, false
+		}
+	}
+	if !slices.Equal(relays, wantRelays) {
+		t.Errorf("%s: sync_debt_minute's last minute\n got  %+v\n want %+v", db, relays, wantRelays)
+	}
+
 	// The registry.
 	rows, err = conn.Query(ctx, fmt.Sprintf(`SELECT artifact_id, artifact_version, digest, revoked FROM %s.fleet_artifacts FINAL ORDER BY artifact_id`, db))
 	if err != nil {

@@ -96,6 +96,13 @@ type RelayDebt struct {
 	Nodes            int    `json:"nodes"`
 	MaxSecondsBehind int64  `json:"max_seconds_behind"`
 	BacklogMessages  int64  `json:"backlog_messages"`
+	// Moving: a node's seconds_behind or backlog changed after the last
+	// round's first heartbeats (a returning node's replay). Such a
+	// heartbeat and the last round's scan markers can reach the joiner in
+	// either order (the merge orders its streams by broker timestamp), so
+	// the last sync_debt_minute row may count the node's earlier values;
+	// only Nodes is exact then.
+	Moving bool `json:"moving,omitempty"`
 }
 
 // Rejection is one bad-input event and the reason it must be rejected
@@ -656,6 +663,7 @@ func (g *Generator) fleetTruth(e *emitter) (FleetTruth, []Finding) {
 			rd.Nodes++
 			rd.MaxSecondsBehind = max(rd.MaxSecondsBehind, s.ev.behind)
 			rd.BacklogMessages += s.ev.backlog
+			rd.Moving = rd.Moving || g.debtMoves(i)
 		}
 		ft.Phases[cn.Phase]++
 		ft.Nodes = append(ft.Nodes, cn)
@@ -784,4 +792,16 @@ func formatTransitions(ts []Transition) string {
 		fmt.Fprintf(&sb, "[%s/%s %s %s %q]", t.Phase, t.State, t.Reason, at, t.CorrelationID)
 	}
 	return sb.String()
+}
+
+// debtMoves reports whether node i's seconds_behind or backlog changes
+// between heartbeats of the last round (RelayDebt.Moving).
+func (g *Generator) debtMoves(i int) bool {
+	hbs := g.heartbeats(i, g.cfg.Rounds-1, nil)
+	for _, h := range hbs[min(1, len(hbs)):] {
+		if h.behind != hbs[0].behind || h.backlog != hbs[0].backlog {
+			return true
+		}
+	}
+	return false
 }
