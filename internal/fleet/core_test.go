@@ -3,6 +3,7 @@ package fleet
 import (
 	"slices"
 	"testing"
+	"time"
 
 	"github.com/driftline/driftline/pipeline/contract"
 )
@@ -122,3 +123,39 @@ func TestFleetCoreOff(t *testing.T) {
 }
 
 func ps(p contract.Phase, s contract.LifecycleState) string { return string(p) + "/" + string(s) }
+
+// TestMatchTransitions: the rows in force at TransitionsFrom and after it
+// must be the predicted ones; times and correlation ids count where the
+// truth has them.
+func TestMatchTransitions(t *testing.T) {
+	at := DefaultStart
+	cn := CoreNode{TransitionsFrom: at.Add(time.Second), Transitions: []Transition{
+		{Phase: "A", State: "a", Reason: "r1", At: at.Add(time.Second)},
+		{Phase: "B", State: "b", Reason: "r2"}, // the watermark's
+		{Phase: "A", State: "a", Reason: "r1", At: at.Add(3 * time.Second), CorrelationID: "c"},
+	}}
+	rows := []LifecycleRow{
+		{Seq: 1, Phase: "A", State: "a", Reason: "r0", At: at}, // in force before, another cause
+		{Seq: 2, Phase: "B", State: "b", Reason: "r2", At: at.Add(2 * time.Second)},
+		{Seq: 3, Phase: "A", State: "a", Reason: "r1", At: at.Add(3 * time.Second), CorrelationID: "c"},
+	}
+	if err := MatchTransitions(cn, rows); err != nil {
+		t.Fatal(err)
+	}
+	for name, edit := range map[string]func([]LifecycleRow){
+		"wrong state in force": func(r []LifecycleRow) { r[0].State = "x" },
+		"wrong reason":         func(r []LifecycleRow) { r[1].Reason = "x" },
+		"wrong time":           func(r []LifecycleRow) { r[2].At = r[2].At.Add(time.Second) },
+		"wrong correlation":    func(r []LifecycleRow) { r[2].CorrelationID = "" },
+		"nothing in force":     func(r []LifecycleRow) { r[0].At = at.Add(time.Hour) },
+	} {
+		r := slices.Clone(rows)
+		edit(r)
+		if MatchTransitions(cn, r) == nil {
+			t.Errorf("%s: accepted", name)
+		}
+	}
+	if MatchTransitions(cn, rows[:2]) == nil || MatchTransitions(cn, append(slices.Clone(rows), rows[2])) == nil {
+		t.Error("a missing or an extra transition accepted")
+	}
+}
