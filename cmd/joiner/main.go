@@ -59,6 +59,8 @@ func run() error {
 	fs.DurationVar(&keep.History, "retention.history", 0, "how long drift_history keeps a month; 0 takes the environment's default (local_parity 30 days, dev 90, prod 400), negative keeps it forever")
 	fs.DurationVar(&keep.Rated, "retention.rated", 0, "how long rated_usage keeps a month; 0 takes the environment's default (local_parity 90 days, dev 180, prod 2557: seven years), negative keeps it forever")
 	fs.DurationVar(&keep.Windows, "retention.windows", 0, "how long billing_window keeps a month; 0 takes the environment's default (as -retention.rated), negative keeps it forever")
+	fs.DurationVar(&keep.Lifecycle, "retention.lifecycle", 0, "how long node_lifecycle_history keeps a month (the month of a node's newest transition is kept); 0 takes the environment's default (as -retention.history), negative keeps it forever")
+	fs.DurationVar(&keep.SyncDebt, "retention.syncdebt", 0, "how long sync_debt_minute keeps a month; 0 takes the environment's default (local_parity 7 days, dev 30, prod 90), negative keeps it forever")
 	fs.DurationVar(&keep.Progress, "retention.progress", 0, "how long a consumer_progress key may stop reporting before it is deleted; 0 takes the environment's default (local_parity 7 days, dev 30, prod 90), negative keeps it forever")
 	fs.DurationVar(&o.RequestTimeout, "joiner.requestTimeout", o.RequestTimeout, "event time a request of an operator action (retry, cleanup, quarantine_node, release_node) stays pending before its finding goes to operator_review")
 	ctx, err := st.Start()

@@ -189,10 +189,10 @@ func (j *Joiner) applyCommand(part *partition, c *contract.Command, at time.Time
 		fa.suppressedUntil = 0
 	case contract.ActionQuarantineNode:
 		b.quarantined[key] = true
-		part.nodes.SetOperatorQuarantine(c.ProviderID, true, w, correlationID) // lifecycle rule 3
+		part.nodes.SetOperatorQuarantine(c.ProviderID, true, at, correlationID) // lifecycle rule 3, at the command's time
 	case contract.ActionReleaseNode:
 		delete(b.quarantined, key)
-		part.nodes.SetOperatorQuarantine(c.ProviderID, false, w, correlationID)
+		part.nodes.SetOperatorQuarantine(c.ProviderID, false, at, correlationID)
 	}
 	if action.Requests() {
 		deadline := w.Add(j.opts.RequestTimeout)

@@ -134,9 +134,6 @@ func (o *output) add(p *partition, f *drift.Finding, aux *uint32) {
 		p.findingsOpen--
 	}
 	p.acts.overlay(f, p.engine.Watermark().UnixNano())
-	if f.Provider == contract.ProviderMAAS {
-		f.Tags = p.nodes.Tags(f.ProviderID)
-	}
 	sl := p.summary.apply(f, aux)
 	if !o.emit {
 		return

@@ -8,7 +8,9 @@ package classify
 
 import (
 	"math"
+	"strings"
 	"time"
+	"unsafe"
 
 	"github.com/driftline/driftline/pipeline/contract"
 	"github.com/driftline/driftline/pipeline/joiner/drift"
@@ -65,6 +67,11 @@ type Engine struct {
 	scratch drift.Finding
 	rec     ownerstate.Record
 	obs     ownerstate.Observation
+	// tagBuf joins a record's tags (ownerstate.Record.Tags); tags holds
+	// the split lists of the joined tags findings carry, by their joined
+	// form.
+	tagBuf []byte
+	tags   map[string][]string
 }
 
 // Emit receives every transition of a finding. f is reused after it
@@ -110,7 +117,7 @@ func (e *Engine) ApplyRecord(r *contract.PlatformRecord, at time.Time, correlati
 	e.rec = ownerstate.Record{RecordType: r.RecordType, RecordID: r.RecordID, ResourceFamily: r.ResourceFamily,
 		ProductID: r.ProductID, OwningDomain: r.OwningDomain, OwningPackage: r.OwningPackage, DomainID: r.DomainID,
 		ExpectedState: r.ExpectedState, ExpectedVersion: r.ExpectedVersion, Quota: r.Quota, RouteTarget: r.RouteTarget,
-		RecordVersion: r.RecordVersion, Deleted: r.Deleted}
+		RecordVersion: r.RecordVersion, Deleted: r.Deleted, Tags: e.joinTags(r.Tags)}
 	e.store.SetRecord(id, &e.rec, ns, correlationID)
 	e.touch(id, ns)
 	e.evaluate(id, ns, causeRecord, correlationID)
@@ -430,6 +437,7 @@ func (e *Engine) emitFinding(id *ownerstate.Identity, k drift.Class, f *ownersta
 		out.OwningDomain, out.OwningPackage, out.DomainID = st.Str(r.OwningDomain), st.Str(r.OwningPackage), st.Str(r.DomainID)
 		out.RecordType, out.RecordID = st.Str(r.RecordType), id.RecordID()
 		out.ExpectedState, out.ExpectedVersion = st.Str(r.ExpectedState), st.Str(r.ExpectedVersion)
+		out.Tags = e.splitTags(st.Str(r.Tags))
 	}
 	if o := st.Obs(id); o != nil {
 		if out.ResourceFamily == "" {
@@ -446,6 +454,41 @@ func (e *Engine) emitFinding(id *ownerstate.Identity, k drift.Class, f *ownersta
 	}
 	out.AttentionScore = drift.AttentionScore(k, out.Status, out.RetryCount)
 	e.emit(out, &f.Aux)
+}
+
+// joinTags returns tags joined by NUL, in the engine's buffer: valid
+// until the next call (the store interns a copy).
+func (e *Engine) joinTags(tags []string) string {
+	if len(tags) == 0 {
+		return ""
+	}
+	e.tagBuf = e.tagBuf[:0]
+	for i, t := range tags {
+		if i > 0 {
+			e.tagBuf = append(e.tagBuf, 0)
+		}
+		e.tagBuf = append(e.tagBuf, t...)
+	}
+	if len(e.tagBuf) == 0 {
+		return "" // only empty tags: none
+	}
+	return unsafe.String(&e.tagBuf[0], len(e.tagBuf))
+}
+
+// splitTags returns the tag list joined (shared: not to be modified).
+func (e *Engine) splitTags(joined string) []string {
+	if joined == "" {
+		return nil
+	}
+	if l, ok := e.tags[joined]; ok {
+		return l
+	}
+	if e.tags == nil || len(e.tags) >= 1<<12 {
+		e.tags = map[string][]string{}
+	}
+	l := strings.Split(joined, "\x00")
+	e.tags[strings.Clone(joined)] = l
+	return l
 }
 
 // Touch emits the current finding of class k on identity provider/

@@ -7,6 +7,7 @@ import (
 	"github.com/driftline/driftline/pipeline/contract"
 	"github.com/driftline/driftline/pipeline/joiner/drift"
 	"github.com/driftline/driftline/pipeline/joiner/ownerstate"
+	"github.com/driftline/driftline/pipeline/stream/snap"
 )
 
 var t0 = time.Date(2026, 11, 21, 10, 0, 0, 0, time.UTC)
@@ -284,5 +285,40 @@ func TestNodeIdentityMismatch(t *testing.T) {
 	h.SetNodeIdentity("n1", false, t0.Add(12*time.Minute), "", false) // the clone left the window
 	if f := get(); f.Status != contract.StatusResolved || !f.ResolvedAt.Equal(t0.Add(12*time.Minute)) {
 		t.Fatalf("after resolving: %+v", f)
+	}
+}
+
+// A finding carries its record's tags, through a restore too; the fleet
+// core's verdicts open and resolve their findings on the node's identity.
+func TestTagsAndFleetFindings(t *testing.T) {
+	h := newHarness()
+	r := rec("a1", "running", 1)
+	r.Tags = []string{"team:x", "site:ams"}
+	h.ApplyRecord(r, t0, "c1")
+	h.ApplyObservation(obs("a1", "stopped"), t0.Add(time.Second), "c2")
+	f := h.rows["stale_lifecycle_state:app_runtime/a1"]
+	if len(f.Tags) != 2 || f.Tags[0] != "team:x" || f.Tags[1] != "site:ams" {
+		t.Fatalf("tags %q", f.Tags)
+	}
+	var w snap.Writer
+	h.AppendSnapshot(&w)
+	g := newHarness()
+	if err := g.LoadSnapshot(snap.NewReader(w.B)); err != nil {
+		t.Fatal(err)
+	}
+	g.ApplyObservation(obs("a1", "stopped"), t0.Add(2*time.Second), "c3")
+	if f := g.rows["stale_lifecycle_state:app_runtime/a1"]; len(f.Tags) != 2 || f.Tags[1] != "site:ams" {
+		t.Fatalf("tags after a restore %q", f.Tags)
+	}
+
+	h.SetNodeFleet("n1", true, false, t0.Add(3*time.Second), "hb1", true)
+	h.SetNodeFleet("n1", true, true, t0.Add(4*time.Second), "hb2", true)
+	h.SetNodeFleet("n1", false, true, t0.Add(5*time.Second), "hb3", true)
+	a, s := h.rows["authority_conflict:maas/n1"], h.rows["supply_chain_violation:maas/n1"]
+	if a.Status != contract.StatusResolved || a.RetryCount != 1 || a.Severity != contract.SeverityCritical || a.Posture != contract.PostureBlockAdmission {
+		t.Fatalf("authority_conflict %+v", a)
+	}
+	if s.Status != contract.StatusOpen || s.RetryCount != 1 || s.Posture != contract.PostureQuarantine || s.AttentionScore < 1450 {
+		t.Fatalf("supply_chain_violation %+v", s)
 	}
 }

@@ -86,6 +86,7 @@ type fleetNode struct {
 	controllers []string
 	tags        []string
 	bundle      string // desired.policy_bundle_id
+	target      string // desired.target_version
 	intent      enum   // contract.LifecycleIntents; RETIRED for a deleted record or a tombstone
 	kind        enum   // contract.NodeKinds
 	master      enum   // contract.MastersOfRecord
@@ -193,6 +194,12 @@ type fleetState struct {
 	// minute is the start (Unix ns) of the event-time minute the
 	// watermark is in; math.MinInt64 before the first Advance.
 	minute int64
+	// nextDue is the earliest deadline of a bundle the watermark has not
+	// reached (math.MaxInt64: none).
+	nextDue int64
+	// compactAt is the size of pool and lists that triggers a rebuild
+	// from what the nodes and the registry hold.
+	compactAt int
 	// topics name the ring's streams; partition is the tracker's.
 	topics    []string
 	partition int32
@@ -204,12 +211,62 @@ type fleetState struct {
 
 func newFleetState() fleetState {
 	return fleetState{
-		reg:      registry{artifacts: map[string]*artifactEntry{}, bundles: map[string]*bundleEntry{}},
-		pool:     map[string]string{},
-		lists:    map[string][]string{},
-		rollouts: map[rolloutKey]*rolloutCounts{},
-		minute:   math.MinInt64,
+		reg:       registry{artifacts: map[string]*artifactEntry{}, bundles: map[string]*bundleEntry{}},
+		pool:      map[string]string{},
+		lists:     map[string][]string{},
+		rollouts:  map[rolloutKey]*rolloutCounts{},
+		minute:    math.MinInt64,
+		nextDue:   math.MaxInt64,
+		compactAt: minFleetCompactAt,
 	}
+}
+
+// minFleetCompactAt is the smallest pool size that triggers a rebuild.
+const minFleetCompactAt = 4096
+
+// maybeCompactFleet rebuilds the pool of fleet strings and lists from
+// what the nodes and the registry hold once it has doubled since the last
+// rebuild, so a producer sending a new version or digest with each
+// heartbeat cannot grow it without bound. The strings kept are the same
+// (nodes keep theirs): only the pool's entries go.
+func (t *Tracker) maybeCompactFleet() {
+	fs := &t.fleet
+	if len(fs.pool)+len(fs.lists) < fs.compactAt {
+		return
+	}
+	pool, lists := map[string]string{}, map[string][]string{}
+	keep := func(ss ...string) {
+		for _, s := range ss {
+			if s != "" {
+				pool[s] = s
+			}
+		}
+	}
+	keepList := func(l []string) {
+		if len(l) > 0 {
+			keep(l...)
+			lists[strings.Join(l, "\x00")] = l
+		}
+	}
+	for _, n := range t.nodes {
+		if f := n.fleet; f != nil {
+			keepList(f.controllers)
+			keepList(f.tags)
+			keep(f.bundle, f.target, f.reported, f.artifactID, f.artifactDigest, f.controller, f.relay, f.ctl[0].id, f.ctl[1].id, f.counted, f.countedIn)
+		}
+	}
+	for id, e := range fs.reg.artifacts {
+		keep(id, e.a.ArtifactID, e.a.Version, e.a.Digest, e.a.SignedBy)
+	}
+	for id, e := range fs.reg.bundles {
+		keep(id, e.b.PolicyBundleID, e.b.TargetVersion, e.b.ArtifactID)
+		keepList(e.b.Domains)
+	}
+	for k := range fs.rollouts {
+		keep(k.bundle, k.domain)
+	}
+	fs.pool, fs.lists = pool, lists
+	fs.compactAt = max(minFleetCompactAt, 2*(len(pool)+len(lists)))
 }
 
 // SetFleetOutput sets where the fleet core's rows go.
@@ -333,6 +390,9 @@ func (t *Tracker) ApplyBundle(b *contract.PolicyBundle, at time.Time, correlatio
 		ArtifactID: t.str(b.ArtifactID), Domains: t.strs(b.Domains), Deadline: b.Deadline.UTC()}
 	e.deadline = b.Deadline.UnixNano()
 	e.due = t.w >= e.deadline
+	if !e.due {
+		t.fleet.nextDue = min(t.fleet.nextDue, e.deadline)
+	}
 	// The bundle's rollout rows carry its target and deadline: rewrite
 	// them.
 	for k, c := range t.fleet.rollouts {
@@ -431,9 +491,9 @@ func (t *Tracker) applyRecordFleet(n *node, r *contract.PlatformRecord) {
 	f.kind = enumOf(contract.NodeKinds, contract.NodeKind(r.NodeKind))
 	f.master = enumOf(contract.MastersOfRecord, contract.MasterOfRecord(r.Authority.MasterOfRecord))
 	f.controllers = t.strs(r.Authority.ControllerIDs)
-	f.bundle = t.str(r.Desired.PolicyBundleID)
+	f.bundle, f.target = t.str(r.Desired.PolicyBundleID), t.str(r.Desired.TargetVersion)
 	f.tags = t.strs(r.Tags)
-	if before.intent != f.intent || before.kind != f.kind || before.master != f.master || before.bundle != f.bundle ||
+	if before.intent != f.intent || before.kind != f.kind || before.master != f.master || before.bundle != f.bundle || before.target != f.target ||
 		!slices.Equal(before.controllers, f.controllers) || !slices.Equal(before.tags, f.tags) {
 		n.flags |= flagDirty
 	}
@@ -628,7 +688,10 @@ func (t *Tracker) settleFleet(n *node, v *fleetVerdicts, at int64) {
 		FromPhase: valueOf(contract.Phases, l.phase), FromState: valueOf(contract.LifecycleStates, l.state),
 		ToPhase: v.phase, ToState: v.state, Reason: v.rule, CorrelationID: strings.Clone(t.fleet.corr)}
 	if t.fleet.byTime {
-		at, tr.CorrelationID = t.w, ""
+		// Time alone changed the node: at is the deadline the watermark
+		// passed (as a status row's), which no partitioning or restart
+		// moves, where the watermark's own value depends on them.
+		tr.CorrelationID = ""
 	}
 	tr.At = time.Unix(0, at).UTC()
 	l.phase, l.state, l.since, l.seq = phase, state, at, l.seq+1
@@ -691,18 +754,26 @@ func (t *Tracker) Rollouts(fn func(*RolloutRow)) {
 // debt of the minute that just ended.
 func (t *Tracker) advanceFleet(prev int64) {
 	var due []string
-	for id, e := range t.fleet.reg.bundles {
-		if !e.due && t.w >= e.deadline {
-			e.due = true
-			due = append(due, id)
+	if t.w >= t.fleet.nextDue {
+		t.fleet.nextDue = math.MaxInt64
+		for id, e := range t.fleet.reg.bundles {
+			switch {
+			case e.due:
+			case t.w >= e.deadline:
+				e.due = true
+				due = append(due, id)
+			default:
+				t.fleet.nextDue = min(t.fleet.nextDue, e.deadline)
+			}
 		}
 	}
 	if len(due) > 0 {
 		slices.Sort(due)
 		t.fleet.byTime = true
 		for _, id := range due {
+			deadline := t.fleet.reg.bundles[id].deadline
 			for _, n := range t.sortedNodes(func(n *node) bool { return n.fleet != nil && n.fleet.bundle == id }) {
-				t.settle(n, t.w, false)
+				t.settle(n, deadline, false)
 			}
 		}
 		t.fleet.byTime = false
@@ -790,6 +861,7 @@ func (t *Tracker) fillFleet(n *node, s *Status) {
 	s.Tags, s.NodeKind, s.LifecycleIntent = f.tags, string(valueOf(contract.NodeKinds, f.kind)), string(valueOf(contract.LifecycleIntents, f.intent))
 	s.MasterOfRecord, s.ControllerIDs, s.ControllerID = string(valueOf(contract.MastersOfRecord, f.master)), f.controllers, f.controller
 	s.Authority, s.RelayID, s.PolicyBundleID = string(valueOf(contract.AuthorityStates, f.authority)), f.relay, f.bundle
+	s.TargetVersion = f.target // the record's, unless the registry has its bundle
 	if e := t.fleet.reg.bundles[f.bundle]; f.bundle != "" && e != nil {
 		s.TargetVersion = e.b.TargetVersion
 	}

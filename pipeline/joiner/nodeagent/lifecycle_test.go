@@ -175,7 +175,7 @@ func TestReturnAndReplay(t *testing.T) {
 			h.tr.ApplyHeartbeat(beat(run, func(b *contract.Heartbeat) { b.ReplayRequired, b.BacklogMessages = true, 400 }), at(11*time.Minute), "c3")
 			h.tr.ApplyHeartbeat(beat(run), at(12*time.Minute), "c4")
 			// The watermark jumps past DELAYED to AUTONOMOUS: one
-			// transition, at the watermark.
+			// transition, at the AUTONOMOUS threshold it passed.
 			want := []string{"ACTIVE/LIVE_OK (connectivity)", "ACTIVE/AUTONOMOUS (connectivity)",
 				"ACTIVE/RETURNING (connectivity)", "ACTIVE/REPLAYING (connectivity)", "ACTIVE/LIVE_OK (connectivity)"}
 			if end == "quarantined" {
@@ -185,9 +185,9 @@ func TestReturnAndReplay(t *testing.T) {
 			if got := h.path(); !reflect.DeepEqual(got, want) {
 				t.Fatalf("path %v\nwant %v", got, want)
 			}
-			// Watermark-made transitions carry the watermark and no
-			// correlation id; event-made ones the event's.
-			if tr := trans[1]; !tr.At.Equal(at(9*time.Minute)) || tr.CorrelationID != "" || tr.Seq != 2 {
+			// Watermark-made transitions carry the deadline passed and
+			// no correlation id; event-made ones the event's.
+			if tr := trans[1]; !tr.At.Equal(at(8*time.Minute+time.Second)) || tr.CorrelationID != "" || tr.Seq != 2 {
 				t.Fatalf("AUTONOMOUS transition %+v", tr)
 			}
 			if tr := trans[2]; tr.CorrelationID != "c2" || tr.FromState != contract.StateAutonomous || !tr.At.Equal(at(10*time.Minute)) {

@@ -197,6 +197,12 @@ func (t *Tracker) load(r *snap.Reader) error {
 		}
 	}
 	fleet.out, fleet.topics, fleet.partition = t.fleet.out, t.fleet.topics, t.fleet.partition
+	for _, e := range fleet.reg.bundles {
+		if !e.due {
+			fleet.nextDue = min(fleet.nextDue, e.deadline)
+		}
+	}
+	fleet.compactAt = max(minFleetCompactAt, 2*(len(fleet.pool)+len(fleet.lists)))
 	t.nodes, t.timers, t.syms, t.w, t.fleet = nodes, timers, syms, wm, fleet
 	t.compactAt = max(minCompactAt, 2*syms.Len())
 	return nil
@@ -229,7 +235,7 @@ func (t *Tracker) appendFleetNode(w *snap.Writer, n *node) {
 	} else {
 		w.Byte(0)
 	}
-	for _, s := range [...]string{f.bundle, f.reported, f.artifactID, f.artifactDigest, f.controller, f.relay, f.ctl[0].id, f.ctl[1].id, f.counted, f.countedIn} {
+	for _, s := range [...]string{f.bundle, f.target, f.reported, f.artifactID, f.artifactDigest, f.controller, f.relay, f.ctl[0].id, f.ctl[1].id, f.counted, f.countedIn} {
 		w.String(s)
 	}
 	w.Varint(f.uptime)
@@ -302,7 +308,7 @@ func loadFleetNode(r *snap.Reader, n *node, fs *fleetState) {
 		*p = enum(r.Byte())
 	}
 	f.operatorQuarantine = r.Byte() == 1
-	for _, p := range [...]*string{&f.bundle, &f.reported, &f.artifactID, &f.artifactDigest, &f.controller, &f.relay, &f.ctl[0].id, &f.ctl[1].id, &f.counted, &f.countedIn} {
+	for _, p := range [...]*string{&f.bundle, &f.target, &f.reported, &f.artifactID, &f.artifactDigest, &f.controller, &f.relay, &f.ctl[0].id, &f.ctl[1].id, &f.counted, &f.countedIn} {
 		*p = internStr(fs, r.String())
 	}
 	f.uptime, f.ctl[0].last, f.ctl[1].last = r.Varint(), r.Varint(), r.Varint()

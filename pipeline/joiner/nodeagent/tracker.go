@@ -530,6 +530,7 @@ func (t *Tracker) arm(n *node) {
 // doubled since the last rebuild, so values no node holds any more are
 // dropped.
 func (t *Tracker) maybeCompact() {
+	t.maybeCompactFleet()
 	if t.syms.Len() < t.compactAt {
 		return
 	}

@@ -85,14 +85,14 @@ type Findings [drift.NumClasses]FindingState
 
 // Identity flags.
 const (
-	flagDeleted       uint8 = 1 << iota // deleted:true or a tombstone
-	flagNodeMismatch                    // node-agent evidence contradicts the registry
-	flagOwnerIsRecord                   // the observation's owner_ref equals the record id
-	flagArmedMissing                    // a missing deadline is armed
-	flagArmedOrphan                     // an orphan deadline is armed
-	flagFindings                        // the identity has findings (Store.findingsOf)
-	flagNodeAuthority                   // the node obeys a controller it should not (authority_conflict)
-	flagNodeSupplyChain                 // the node runs an artifact the registry does not vouch for
+	flagDeleted         uint8 = 1 << iota // deleted:true or a tombstone
+	flagNodeMismatch                      // node-agent evidence contradicts the registry
+	flagOwnerIsRecord                     // the observation's owner_ref equals the record id
+	flagArmedMissing                      // a missing deadline is armed
+	flagArmedOrphan                       // an orphan deadline is armed
+	flagFindings                          // the identity has findings (Store.findingsOf)
+	flagNodeAuthority                     // the node obeys a controller it should not (authority_conflict)
+	flagNodeSupplyChain                   // the node runs an artifact the registry does not vouch for
 )
 
 // Identity is everything known about one provider resource. Its record
@@ -238,8 +238,10 @@ type RecordShape struct {
 	RecordType, ResourceFamily, ProductID              Sym
 	OwningDomain, OwningPackage, DomainID              Sym
 	ExpectedState, ExpectedVersion, Quota, RouteTarget Sym
-	liveExpecting, absentExpecting                     bool
-	_                                                  [2]byte
+	// Tags are the record's tags joined by NUL ('' when none).
+	Tags                           Sym
+	liveExpecting, absentExpecting bool
+	_                              [2]byte
 }
 
 // LiveExpecting reports whether the record's expected state expects a
@@ -554,6 +556,7 @@ type Record struct {
 	RecordType, RecordID, ResourceFamily, ProductID    string
 	OwningDomain, OwningPackage, DomainID              string
 	ExpectedState, ExpectedVersion, Quota, RouteTarget string
+	Tags                                               string // joined by NUL
 	RecordVersion                                      int64
 	Deleted                                            bool
 }
@@ -579,7 +582,7 @@ func (s *Store) SetRecord(id *Identity, r *Record, at int64, correlationID strin
 		RecordType: t.Intern(r.RecordType), ResourceFamily: t.Intern(r.ResourceFamily), ProductID: t.Intern(r.ProductID),
 		OwningDomain: t.Intern(r.OwningDomain), OwningPackage: t.Intern(r.OwningPackage), DomainID: t.Intern(r.DomainID),
 		ExpectedState: t.Intern(r.ExpectedState), ExpectedVersion: t.Intern(r.ExpectedVersion),
-		Quota: t.Intern(r.Quota), RouteTarget: t.Intern(r.RouteTarget),
+		Quota: t.Intern(r.Quota), RouteTarget: t.Intern(r.RouteTarget), Tags: t.Intern(r.Tags),
 	}))
 	id.RecordVersion, id.RecordAt, id.recCorr = r.RecordVersion, at, t.replace(id.recCorr, t.Intern(correlationID))
 	id.setFlag(flagDeleted, r.Deleted)

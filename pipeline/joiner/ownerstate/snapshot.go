@@ -9,7 +9,8 @@ import (
 
 // snapshotVersion 2: no per-identity queue time, and a timer heap without
 // superseded entries. Version 3: eight findings per identity (the fleet
-// core's authority_conflict and supply_chain_violation). LoadSnapshot also
+// core's authority_conflict and supply_chain_violation) and the tags of
+// each record shape. LoadSnapshot also
 // reads versions 1 and 2 (six findings each, the two new ones none), so
 // checkpoints written before stay usable.
 const snapshotVersion = 3
@@ -32,7 +33,7 @@ func (s *Store) AppendSnapshot(w *snap.Writer) {
 	for i := 1; i < t.recs.Len(); i++ {
 		r := t.recs.At(uint32(i))
 		for _, v := range [...]Sym{r.RecordType, r.ResourceFamily, r.ProductID, r.OwningDomain, r.OwningPackage,
-			r.DomainID, r.ExpectedState, r.ExpectedVersion, r.Quota, r.RouteTarget} {
+			r.DomainID, r.ExpectedState, r.ExpectedVersion, r.Quota, r.RouteTarget, r.Tags} {
 			w.Uvarint(uint64(v))
 		}
 	}
@@ -129,10 +130,17 @@ func (s *Store) LoadSnapshot(r *snap.Reader) error {
 		}
 		return int(n)
 	}
-	nrec := shapes(10)
+	recSyms := 11
+	if version < 3 {
+		recSyms = 10 // no tags
+	}
+	nrec := shapes(recSyms)
 	for i := 1; i < nrec; i++ {
 		sh := RecordShape{RecordType: sym(), ResourceFamily: sym(), ProductID: sym(), OwningDomain: sym(), OwningPackage: sym(),
 			DomainID: sym(), ExpectedState: sym(), ExpectedVersion: sym(), Quota: sym(), RouteTarget: sym()}
+		if version >= 3 {
+			sh.Tags = sym()
+		}
 		if r.Err() == nil && t.recShape(sh) != uint32(i) {
 			r.Fail(fmt.Errorf("ownerstate snapshot: record shape %d repeats", i))
 		}

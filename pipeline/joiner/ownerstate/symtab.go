@@ -166,7 +166,7 @@ func (s *Store) compact() {
 				RecordType: str(r.RecordType), ResourceFamily: str(r.ResourceFamily), ProductID: str(r.ProductID),
 				OwningDomain: str(r.OwningDomain), OwningPackage: str(r.OwningPackage), DomainID: str(r.DomainID),
 				ExpectedState: str(r.ExpectedState), ExpectedVersion: str(r.ExpectedVersion),
-				Quota: str(r.Quota), RouteTarget: str(r.RouteTarget),
+				Quota: str(r.Quota), RouteTarget: str(r.RouteTarget), Tags: str(r.Tags),
 			})
 		}
 		if id.obs != 0 {

@@ -9,7 +9,10 @@
 //   - rated_usage (by month of day): kept while it holds the rated line
 //     of a usage named by an open billing mismatch;
 //   - billing_window (by month of window_start): kept while it holds a
-//     window that is not balanced (an open window_unbalanced finding).
+//     window that is not balanced (an open window_unbalanced finding);
+//   - node_lifecycle_history (by month of at): kept while it holds a
+//     node's newest transition (the one that put it where it is);
+//   - sync_debt_minute (by month of minute): a timeline, nothing pinned.
 //
 // consumer_progress holds one row per (consumer, partition) once merged;
 // retention deletes the keys that stopped reporting (a renamed group, a
@@ -49,21 +52,27 @@ type Policy struct {
 	// Progress is how long a consumer_progress key may stop reporting
 	// before it is deleted.
 	Progress time.Duration
+	// Lifecycle is node_lifecycle_history's retention.
+	Lifecycle time.Duration
+	// SyncDebt is sync_debt_minute's retention.
+	SyncDebt time.Duration
 }
 
 // DefaultPolicy returns the retention of an environment profile: prod
 // keeps evidence longest (history 13 months, rated usage and
 // conservation windows 7 years, what finance audits ask for), dev a
-// quarter to half a year, local_parity a month to a quarter. An unknown
-// environment gets prod's.
+// quarter to half a year, local_parity a month to a quarter. Lifecycle
+// transitions are kept as long as drift_history; the sync-debt timeline,
+// a row per minute, domain, relay and partition, a week (local_parity),
+// a month (dev) or a quarter (prod). An unknown environment gets prod's.
 func DefaultPolicy(env string) Policy {
 	switch env {
 	case contract.EnvLocalParity:
-		return Policy{History: 30 * Day, Rated: 90 * Day, Windows: 90 * Day, Progress: 7 * Day}
+		return Policy{History: 30 * Day, Rated: 90 * Day, Windows: 90 * Day, Progress: 7 * Day, Lifecycle: 30 * Day, SyncDebt: 7 * Day}
 	case contract.EnvDev:
-		return Policy{History: 90 * Day, Rated: 180 * Day, Windows: 180 * Day, Progress: 30 * Day}
+		return Policy{History: 90 * Day, Rated: 180 * Day, Windows: 180 * Day, Progress: 30 * Day, Lifecycle: 90 * Day, SyncDebt: 30 * Day}
 	}
-	return Policy{History: 400 * Day, Rated: 2557 * Day, Windows: 2557 * Day, Progress: 90 * Day}
+	return Policy{History: 400 * Day, Rated: 2557 * Day, Windows: 2557 * Day, Progress: 90 * Day, Lifecycle: 400 * Day, SyncDebt: 90 * Day}
 }
 
 // Override returns p with the fields of o that are not zero: a positive
@@ -78,6 +87,8 @@ func (p Policy) Override(o Policy) Policy {
 	set(&p.Rated, o.Rated)
 	set(&p.Windows, o.Windows)
 	set(&p.Progress, o.Progress)
+	set(&p.Lifecycle, o.Lifecycle)
+	set(&p.SyncDebt, o.SyncDebt)
 	return p
 }
 
@@ -116,6 +127,11 @@ var tables = []table{
 		 WHERE usage_id IN (SELECT usage_id FROM billing_mismatch FINAL WHERE status = ? AND usage_id != '')`},
 	{"billing_window", func(p Policy) time.Duration { return p.Windows },
 		`SELECT DISTINCT toUInt32(toYYYYMM(window_start)) FROM billing_window FINAL WHERE balanced = 0`},
+	{"node_lifecycle_history", func(p Policy) time.Duration { return p.Lifecycle },
+		`SELECT DISTINCT toUInt32(toYYYYMM(at)) FROM node_lifecycle_history
+		 WHERE (node_id, seq) IN (SELECT node_id, max(seq) FROM node_lifecycle_history GROUP BY node_id)`},
+	{"sync_debt_minute", func(p Policy) time.Duration { return p.SyncDebt },
+		`SELECT toUInt32(0) FROM system.one WHERE 0`},
 }
 
 // Apply runs one pass of policy at now over the database conn uses.

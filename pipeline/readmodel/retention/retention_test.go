@@ -149,7 +149,8 @@ func TestDefaultPolicyProdKeepsLongest(t *testing.T) {
 	prod := retention.DefaultPolicy(contract.EnvProd)
 	for _, env := range []string{contract.EnvLocalParity, contract.EnvDev} {
 		p := retention.DefaultPolicy(env)
-		if p.History > prod.History || p.Rated > prod.Rated || p.Windows > prod.Windows || p.History <= 0 || p.Rated <= 0 {
+		if p.History > prod.History || p.Rated > prod.Rated || p.Windows > prod.Windows || p.History <= 0 || p.Rated <= 0 ||
+			p.Lifecycle > prod.Lifecycle || p.SyncDebt > prod.SyncDebt || p.Lifecycle <= 0 || p.SyncDebt <= 0 {
 			t.Errorf("%s keeps %+v, prod %+v", env, p, prod)
 		}
 	}
@@ -158,8 +159,63 @@ func TestDefaultPolicyProdKeepsLongest(t *testing.T) {
 func TestOverride(t *testing.T) {
 	d := retention.DefaultPolicy(contract.EnvDev)
 	got := d.Override(retention.Policy{History: retention.Day, Rated: -1})
-	want := retention.Policy{History: retention.Day, Rated: -1, Windows: d.Windows, Progress: d.Progress}
+	want := retention.Policy{History: retention.Day, Rated: -1, Windows: d.Windows, Progress: d.Progress, Lifecycle: d.Lifecycle, SyncDebt: d.SyncDebt}
 	if got != want {
 		t.Errorf("override: %+v, want %+v", got, want)
 	}
+}
+
+// TestApplyFleetTables: node_lifecycle_history drops whole months past
+// retention but keeps the month of each node's newest transition;
+// sync_debt_minute, a timeline, keeps nothing past retention.
+func TestApplyFleetTables(t *testing.T) {
+	conn, _ := testenv.ClickHouseConn(t)
+	ctx := context.Background()
+	now := time.Date(2026, 11, 24, 12, 0, 0, 0, time.UTC)
+	month := func(back int) string {
+		return "toDateTime('" + now.AddDate(0, -back, 0).Format("2006-01-02 15:04:05") + "')"
+	}
+	for back := 0; back < 14; back++ {
+		insert(t, conn, "node_lifecycle_history", "node_id, seq, at", fmt.Sprintf("'n-live', %d, %s", 14-back, month(back)))
+		insert(t, conn, "sync_debt_minute", "domain_id, relay_id, minute, version", fmt.Sprintf("'d', 'r', %s, 1", month(back)))
+	}
+	// A node whose newest transition is 10 months back, and one whose
+	// older transition is 12 months back but newest recent.
+	insert(t, conn, "node_lifecycle_history", "node_id, seq, at", "'n-quiet', 1, "+month(11), "'n-quiet', 2, "+month(10),
+		"'n-moved', 1, "+month(12), "'n-moved', 2, "+month(1))
+	policy := retention.Policy{Lifecycle: 180 * retention.Day, SyncDebt: 180 * retention.Day}
+	d, err := retention.Apply(ctx, conn, policy, now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ym := func(back ...int) []uint32 {
+		var out []uint32
+		for _, b := range back {
+			at := now.AddDate(0, -b, 0)
+			out = append(out, uint32(at.Year()*100+int(at.Month())))
+		}
+		return out
+	}
+	want := map[string][]uint32{
+		"node_lifecycle_history": ym(13, 12, 11, 9, 8, 7), // 10 back holds n-quiet's newest transition
+		"sync_debt_minute":       ym(13, 12, 11, 10, 9, 8, 7),
+	}
+	if !reflect.DeepEqual(d.Partitions, want) {
+		t.Errorf("dropped %v\nwant    %v", d.Partitions, want)
+	}
+	if wantKept := map[string][]uint32{"node_lifecycle_history": ym(10)}; !reflect.DeepEqual(d.Kept, wantKept) {
+		t.Errorf("kept %v, want %v", d.Kept, wantKept)
+	}
+	testenv.CheckFor(t, 30*time.Second, func() error {
+		for q, n := range map[string]uint64{
+			"SELECT count() FROM node_lifecycle_history WHERE node_id = 'n-quiet'": 1,
+			"SELECT count() FROM node_lifecycle_history WHERE node_id = 'n-moved'": 1,
+			"SELECT count() FROM sync_debt_minute":                                 7,
+		} {
+			if got := count(t, conn, q); got != n {
+				return fmt.Errorf("%s: %d, want %d", q, got, n)
+			}
+		}
+		return nil
+	})
 }
