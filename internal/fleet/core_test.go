@@ -159,3 +159,20 @@ func TestMatchTransitions(t *testing.T) {
 		t.Error("a missing or an extra transition accepted")
 	}
 }
+
+// TestTransitionsNotPredictedWhenSparse: 9-minute rounds put silence
+// deadlines where the partitioning decides them; no transitions are
+// predicted then, final states still are.
+func TestTransitionsNotPredictedWhenSparse(t *testing.T) {
+	cfg := DefaultConfig()
+	cfg.RoundInterval = 9 * time.Minute
+	ft := newGen(t, cfg).Truth().Fleet
+	if len(ft.Nodes) == 0 {
+		t.Fatal("no nodes")
+	}
+	for _, n := range ft.Nodes {
+		if n.Transitions != nil {
+			t.Fatalf("node %s (%s): transitions predicted on a sparse timeline", n.NodeID, n.Role)
+		}
+	}
+}

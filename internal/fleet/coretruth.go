@@ -58,8 +58,10 @@ type CoreNode struct {
 	RelayID         string `json:"relay_id"`
 	ArtifactID      string `json:"artifact_id"`
 	// Transitions is the predicted node_lifecycle_history of a scripted
-	// node (nil for the others): Transitions[0] is the phase and state in
-	// force at TransitionsFrom, each further one a row in order.
+	// node (nil for the others, and for every node when the timeline
+	// leaves the path to the partitioning: transitionsExact):
+	// Transitions[0] is the phase and state in force at TransitionsFrom,
+	// each further one a row in order.
 	TransitionsFrom time.Time    `json:"transitions_from,omitzero"`
 	Transitions     []Transition `json:"transitions,omitempty"`
 }
@@ -552,8 +554,39 @@ func (g *Generator) simulate(i int) (*nodeSim, time.Time, []Transition) {
 }
 
 // scripted reports whether node i's transitions are predicted: a node with
-// a role, on a path the rules fix whatever the partitioning.
-func (g *Generator) scripted(i int) bool { return g.roles[i] != RoleNone }
+// a role, on a timeline that fixes its path whatever the partitioning.
+func (g *Generator) scripted(i int) bool { return g.roles[i] != RoleNone && g.transitionsExact() }
+
+// transitionsExact reports whether the timeline puts every silence
+// deadline of a scripted node where only its own events and the broadcast
+// ones (scan markers, the registry) can pass it: between a node's
+// heartbeats the other nodes' events move a partition's watermark to a
+// value that depends on the partitioning, so no deadline may fall there.
+// The default timeline keeps it; sparser rounds (RoundInterval above about
+// 6m) make AUTONOMOUS, DELAYED and RETURNING steps depend on the
+// partitioning, and Transitions is then left out.
+func (g *Generator) transitionsExact() bool {
+	c := g.cfg
+	w := c.Windows
+	spread, late, markers := c.ObservationSpread, w.AllowedLateness, c.ScanDuration+time.Duration(len(families)-1)*markerStep
+	if w.Staleness <= nodeAutonomousAfter || spread > time.Minute {
+		return false
+	}
+	// A node heartbeating every round never reaches DELAYED: its silence
+	// before its next heartbeat is at most the later of the round's
+	// markers and the next round's events.
+	if max(markers, c.RoundInterval+spread)-late >= nodeDelayedAfter {
+		return false
+	}
+	// The returning nodes: last heartbeat of round 0 at 2m+[0,spread);
+	// silence below DELAYED through round 1's own events, AUTONOMOUS (not
+	// DISCONNECTED) at round 1's markers and until round 2's events.
+	last := 2 * time.Minute
+	return c.RoundInterval+3*time.Minute+spread-late-last < nodeDelayedAfter &&
+		c.RoundInterval+c.ScanDuration-late-(last+spread) >= nodeAutonomousAfter &&
+		c.RoundInterval+markers-late-last < w.Staleness &&
+		2*c.RoundInterval+spread-late-last < w.Staleness
+}
 
 // fleetTruth computes Truth.Fleet and the fleet-core findings.
 func (g *Generator) fleetTruth(e *emitter) (FleetTruth, []Finding) {

@@ -599,13 +599,17 @@ func (m *coreRef) rollout(p *coreRefPart, n *coreRefNode, w time.Time) string {
 
 func TestReferenceFleetCoreMatchesTruth(t *testing.T) {
 	for _, tc := range []struct {
-		seed   int64
-		rounds int
-		parts  int
-	}{{1, 3, 6}, {2, 3, 1}, {3, 1, 3}, {4, 2, 16}, {5, 4, 6}, {6, 3, 64}} {
-		t.Run(fmt.Sprintf("seed%d_rounds%d_parts%d", tc.seed, tc.rounds, tc.parts), func(t *testing.T) {
+		seed     int64
+		rounds   int
+		parts    int
+		interval time.Duration
+	}{{1, 3, 6, 0}, {2, 3, 1, 0}, {3, 1, 3, 0}, {4, 2, 16, 0}, {5, 4, 6, 0}, {6, 3, 64, 0}, {7, 3, 6, 9 * time.Minute}, {8, 4, 12, 9 * time.Minute}} {
+		t.Run(fmt.Sprintf("seed%d_rounds%d_parts%d_interval%v", tc.seed, tc.rounds, tc.parts, tc.interval), func(t *testing.T) {
 			cfg := DefaultConfig()
 			cfg.Seed, cfg.Rounds = tc.seed, tc.rounds
+			if tc.interval > 0 {
+				cfg.RoundInterval = tc.interval
+			}
 			cfg.DuplicateRate = 0.05
 			cfg.Core.BadInput = true
 			g := newGen(t, cfg)
