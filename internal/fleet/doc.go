@@ -132,5 +132,12 @@
 // authority_conflict and supply_chain_violation findings (their
 // retry_count is not predicted). A transition the watermark caused has no
 // predicted time: which event moves a partition's watermark past a
-// deadline depends on the partitioning; the sequence does not.
+// deadline depends on the partitioning; on the default timeline the
+// sequence does not. Sparser rounds (RoundInterval above about 6m) put
+// silence deadlines between a node's heartbeats, where other nodes'
+// events decide them; transitions are then not predicted (final states
+// still are). Sync debt's relays: node counts are exact; a relay holding
+// a returning node (whose debt falls within the last round) may show its
+// earlier debt in the last minute's row, since that heartbeat and the
+// round's scan markers can reach the joiner in either order.
 package fleet
