@@ -99,11 +99,13 @@ type RelayDebt struct {
 	MaxSecondsBehind int64  `json:"max_seconds_behind"`
 	BacklogMessages  int64  `json:"backlog_messages"`
 	// Moving: a node's seconds_behind or backlog changed after the last
-	// round's first heartbeats (a returning node's replay). Such a
-	// heartbeat and the last round's scan markers can reach the joiner in
-	// either order (the merge orders its streams by broker timestamp), so
-	// the last sync_debt_minute row may count the node's earlier values;
-	// only Nodes is exact then.
+	// round's first heartbeats (a returning node's replay). Fed through
+	// the gateway, such a heartbeat and the last round's scan markers can
+	// share one batch, the broker stamps them with one millisecond
+	// (LogAppendTime) and the joiner's merge breaks the tie by stream,
+	// observations before telemetry: the markers cross the minute before
+	// the heartbeat is applied, and the last sync_debt_minute row counts
+	// the node's earlier values. Only Nodes is exact then.
 	Moving bool `json:"moving,omitempty"`
 }
 

@@ -138,6 +138,5 @@
 // events decide them; transitions are then not predicted (final states
 // still are). Sync debt's relays: node counts are exact; a relay holding
 // a returning node (whose debt falls within the last round) may show its
-// earlier debt in the last minute's row, since that heartbeat and the
-// round's scan markers can reach the joiner in either order.
+// earlier debt in the last minute's row (RelayDebt.Moving).
 package fleet
