@@ -21,7 +21,10 @@ import (
 // Options configure Run.
 type Options struct {
 	// Fleet is the fleet fed. Default: fleet.DefaultConfig() with ledger
-	// entries posted, so every billing mismatch kind shows up.
+	// entries posted, so every billing mismatch kind shows up, and with
+	// the fleet core's bad input, which the pipeline must reject. The
+	// generator plays the fleet's controllers, the split-brain one
+	// included (fleet.RoleSplitBrain).
 	Fleet fleet.Config
 	// EndNow moves the fleet's start so that its event time ends about
 	// now, so ages and watermark lag read naturally in the API and UI.
@@ -45,6 +48,7 @@ type Options struct {
 func DefaultOptions() Options {
 	cfg := fleet.DefaultConfig()
 	cfg.Ledger.Enabled = true
+	cfg.Core.BadInput = true
 	return Options{
 		Fleet:   cfg,
 		EndNow:  true,
@@ -89,6 +93,7 @@ func Run(ctx context.Context, st stack.State, opts Options) error {
 	}
 	billing, berr := waitBilling(ctx, qc, expBilling, opts.CatchUp)
 	printSummary(out, st, status, expectedOpen(truth), billing, expBilling, berr, opts.APIKey)
+	printFleetCore(ctx, out, newAPIFleetCore(st.Query, opts.APIKey), truth)
 
 	// The loop of operator actions (docs/actions.md): a controller
 	// carries out two requests in three while the stack runs, and a few

@@ -100,6 +100,11 @@ type Config struct {
 	// config stays byte-identical; the fault test sets it.
 	ConflictingUsageRate float64 `json:"conflicting_usage_rate"`
 
+	// Core adds the fleet core (CONTRACT section 8): registry, fleet-core
+	// fields, scripted lifecycle, authority, supply-chain and rollout
+	// paths. Default DefaultCore().
+	Core Core `json:"core"`
+
 	// Ledger simulates the external ledger (ledger.entry events and the
 	// rated_not_ledgered and amount_mismatch it injects). Default
 	// DefaultLedger(), which is disabled.
@@ -199,6 +204,7 @@ func DefaultConfig() Config {
 		DuplicateUsageRate: 0.01,
 		UnknownUnitRate:    0.005,
 		Ledger:             DefaultLedger(),
+		Core:               DefaultCore(),
 	}
 }
 
@@ -370,6 +376,8 @@ func (c *Config) RegisterFlags(fs *flag.FlagSet) {
 	fs.Float64Var(&c.DuplicateUsageRate, "fleet.rate.duplicateUsage", c.DuplicateUsageRate, "fraction of usage events duplicated under another usage_id")
 	fs.Float64Var(&c.ConflictingUsageRate, "fleet.rate.conflictingUsage", c.ConflictingUsageRate, "fraction of usage events followed by a corrected copy under the same usage_id (conflicting_usage)")
 	fs.Float64Var(&c.UnknownUnitRate, "fleet.rate.unknownUnit", c.UnknownUnitRate, "fraction of usage events naming an unknown or retired unit")
+	fs.BoolVar(&c.Core.Enabled, "fleet.core", c.Core.Enabled, "add the fleet core: registry, lifecycle intents, authority, policy bundles, artifacts, relays and the scripted nodes")
+	fs.BoolVar(&c.Core.BadInput, "fleet.core.badInput", c.Core.BadInput, "add three fleet-core events the pipeline must reject (unknown node_kind, unknown artifact, unknown policy bundle)")
 	l := &c.Ledger
 	fs.BoolVar(&l.Enabled, "fleet.ledger", l.Enabled, "simulate the ledger: post ledger.entry events for rated usage, with injected rated_not_ledgered and amount_mismatch")
 	fs.DurationVar(&l.Delay, "fleet.ledger.delay", l.Delay, "how long after its usage a ledger entry is posted (event time); must stay below the ledger grace")

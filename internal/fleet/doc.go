@@ -80,4 +80,63 @@
 // Node-agent kinds and usage anomalies are reported in Truth.Nodes and
 // Truth.Usage; the drift model does not yet turn them into findings, so
 // they are not in Truth.Findings.
+//
+// # The fleet core
+//
+// With Config.Core (on by default) the fleet exercises CONTRACT section 8
+// (docs/fleet-core.md):
+//
+//   - The registry, producer "fleet-registry", a minute before the first
+//     record: four fleet.artifact events (art-agent-2026.09..12, none
+//     revoked yet) and three fleet.policy_bundle events: pb-stable (every
+//     domain, deadline a day before Start), pb-rollout (the first two
+//     domains, deadline R_1 + RoundInterval/2) and pb-canary (the third
+//     domain, deadline a day after Start). At the start of round 1 (round
+//     0 with one round) art-agent-2026.09 is published again, revoked.
+//   - Every record gets a tier tag; a node record gets node_kind,
+//     lifecycle_intent (ACTIVE written or left out), authority (a master
+//     of record; controller_ids: its domain's controllers "-a" and "-b")
+//     and, for a node that heartbeats (the retiring one aside), desired:
+//     its domain's bundle.
+//   - Every heartbeat gets reported_version, artifact_id and
+//     artifact_digest of its bundle, controller_id (the domain's "-a"),
+//     relay_id (a third of the nodes direct, the others behind one of two
+//     relays of the domain), uptime_s and policy_bundle_id.
+//   - Scripted nodes (Role: a fixed number each, chosen among drift- and
+//     agent-healthy nodes that are not updated) follow one path each:
+//     going AUTONOMOUS in round 1 and returning, replaying and LIVE_OK in
+//     round 2 (one of them QUARANTINED instead, its artifact's digest
+//     wrong on return); the revoked artifact; an unknown artifact; a wrong
+//     digest; split brain (the domain's second controller obeyed at
+//     R_r+3m every round, or once); an unlisted controller; rollout
+//     stragglers (behind with no update, updating past the deadline, a
+//     failing update with health DEGRADED, an update completing in round
+//     1; canary nodes still updating); lifecycle intents PROVISIONING,
+//     PROVISIONING then ENROLLED, ACTIVE then DECOMMISSIONING,
+//     DECOMMISSIONING then RETIRED (their version 2 records at the start
+//     of round 1). Their extra heartbeats beat at R_r + 1, 2 or 3 minutes
+//     (slots), after the round's usage and before its scan markers; they
+//     move a partition's watermark to at most R_r+2m50s, before any orphan
+//     grace or staleness deadline of the drift model, so every promise
+//     above still holds.
+//   - Core.BadInput (off by default; make run turns it on) adds a node
+//     record with an unknown node_kind, a bundle naming an unknown
+//     artifact and a heartbeat naming an unknown bundle (a second older
+//     than the node's own, so it would change nothing if applied):
+//     Truth.Fleet.Rejections.
+//
+// Truth.Fleet predicts, by the fleet core's rules, every node's final
+// phase, state, authority, supply chain and rollout category, the
+// transitions of the scripted nodes, rollout counts per bundle and domain,
+// the relays' final sync debt and the registry; Truth.Findings gains the
+// authority_conflict and supply_chain_violation findings (their
+// retry_count is not predicted). A transition the watermark caused has no
+// predicted time: which event moves a partition's watermark past a
+// deadline depends on the partitioning; on the default timeline the
+// sequence does not. Sparser rounds (RoundInterval above about 6m) put
+// silence deadlines between a node's heartbeats, where other nodes'
+// events decide them; transitions are then not predicted (final states
+// still are). Sync debt's relays: node counts are exact; a relay holding
+// a returning node (whose debt falls within the last round) may show its
+// earlier debt in the last minute's row (RelayDebt.Moving).
 package fleet

@@ -92,11 +92,20 @@ type emitter struct {
 
 	ledgerQ   []usageRec // the round's rated usage, for ledger postings
 	ledgerSeq uint64
+
+	hbs         []hbSpec // scratch of heartbeats
+	badKind     bool     // the next node record carries an unknown node_kind
+	registrySeq uint64
 }
 
 func (e *emitter) run() error {
 	g := e.g
 	e.ev.Phase, e.ev.Round = PhaseRecords, -1
+	if g.cfg.Core.Enabled {
+		if err := e.registry(); err != nil {
+			return err
+		}
+	}
 	for f := range families {
 		for i, k := range g.kinds[f] {
 			if k.hasRecord() {
@@ -105,6 +114,12 @@ func (e *emitter) run() error {
 					return err
 				}
 			}
+		}
+	}
+	if g.cfg.Core.Enabled && g.cfg.Core.BadInput && g.badNode >= 0 {
+		_, v2 := g.recordTimes(famNodes, g.badNode)
+		if err := e.badRecord(g.badNode, v2); err != nil {
+			return err
 		}
 	}
 	for f := range families {
@@ -135,6 +150,18 @@ func (e *emitter) round(r int) error {
 	g := e.g
 	e.ev.Phase, e.ev.Round = PhaseRound, r
 	rs := g.roundStart(r)
+	if g.cfg.Core.Enabled && r == g.revokeRound() {
+		if err := e.artifact(artRevoked, true, rs, corrRevoke); err != nil {
+			return err
+		}
+		for i := range g.kinds[famNodes] {
+			if _, v2 := g.intents(i); v2 != "" {
+				if err := e.record(famNodes, i, 2, rs, corrRecordsIntent); err != nil {
+					return err
+				}
+			}
+		}
+	}
 	if r == g.replayRound() {
 		for f := range families {
 			for i := range g.kinds[f] {
@@ -148,17 +175,19 @@ func (e *emitter) round(r int) error {
 		}
 	}
 	for i, k := range g.kinds[famNodes] {
-		nk := g.nodes[i]
-		if !k.active() || (nk == NodeDisconnected && r > 0) {
+		if !k.active() {
 			continue
 		}
-		at := rs.Add(g.offset(tagHBOffset, famNodes, i, r, g.cfg.ObservationSpread))
-		if err := e.heartbeat(i, r, 0, at); err != nil {
-			return err
+		e.hbs = g.heartbeats(i, r, e.hbs)
+		for j := range e.hbs {
+			if e.hbs[j].slot == 0 {
+				if err := e.heartbeat(i, &e.hbs[j]); err != nil {
+					return err
+				}
+			}
 		}
-		if nk == NodeClonedIdentity {
-			at2 := rs.Add(g.offset(tagHBOffset, famNodes, i, r+1<<20, g.cfg.ObservationSpread))
-			if err := e.heartbeat(i, r, 1, at2); err != nil {
+		if r == 0 && i == g.badNode && g.cfg.Core.Enabled && g.cfg.Core.BadInput && len(e.hbs) > 0 {
+			if err := e.badHeartbeat(i, e.hbs[0]); err != nil {
 				return err
 			}
 		}
@@ -177,6 +206,21 @@ func (e *emitter) round(r int) error {
 	}
 	if err := e.ledgerRound(); err != nil {
 		return err
+	}
+	for slot := 1; slot < numSlots; slot++ {
+		for i, k := range g.kinds[famNodes] {
+			if !k.active() || g.roles[i] == RoleNone {
+				continue
+			}
+			e.hbs = g.heartbeats(i, r, e.hbs)
+			for j := range e.hbs {
+				if e.hbs[j].slot == slot {
+					if err := e.heartbeat(i, &e.hbs[j]); err != nil {
+						return err
+					}
+				}
+			}
+		}
 	}
 	for f := range families {
 		if err := e.marker(f, r); err != nil {
@@ -348,6 +392,10 @@ func (e *emitter) record(f, i int, v int64, at time.Time, corr string) error {
 	b = append(b, dom.name...)
 	b = append(b, `","tenant:`...)
 	b = appendTenant(b, g.tenant(f, i))
+	if g.cfg.Core.Enabled {
+		b = append(b, `","tier:`...)
+		b = append(b, g.tier(f, i)...)
+	}
 	b = append(b, `"],"provider":"`...)
 	b = append(b, fam.provider...)
 	b = append(b, `","provider_id":"`...)
@@ -388,6 +436,9 @@ func (e *emitter) record(f, i int, v int64, at time.Time, corr string) error {
 		b = append(b, `","ingress_trust_fingerprint":"`...)
 		b = append(b, dom.ingressFP...)
 		b = append(b, '"')
+		if g.cfg.Core.Enabled {
+			b = e.appendNodeCore(b, i, v)
+		}
 	}
 	e.line = b
 	e.setIdentityKey(f, i)
@@ -474,30 +525,23 @@ func (g *Generator) otherRecord(f, i int) int {
 	panic("BUG: owner_ref resource without another record")
 }
 
-// heartbeat emits node i's heartbeat of round r; clone 1 is the second host
-// of a cloned identity.
-func (e *emitter) heartbeat(i, r, clone int, at time.Time) error {
+// heartbeat emits node i's heartbeat h.
+func (e *emitter) heartbeat(i int, h *hbSpec) error {
 	g := e.g
 	dom := &g.domains[i/g.per[famNodes]]
-	nk := g.nodes[i]
 	e.scratch = append(e.scratch[:0], "nodeagent-"...)
 	e.scratch = e.appendProviderID(e.scratch, famNodes, i)
-	if clone == 1 {
+	if h.clone == 1 {
 		e.scratch = append(e.scratch, "-h2"...)
 	}
-	e.begin(contract.TypeHeartbeat, e.scratch, uint64(r+1), at, "")
-	link := g.hash(tagLink, rid(famNodes, i), uint64(r))
+	e.begin(contract.TypeHeartbeat, e.scratch, uint64(h.round*numSlots+h.slot+1), h.at, "")
 	b := e.line
 	b = append(b, `"node_id":"`...)
 	b = e.appendProviderID(b, famNodes, i)
 	b = append(b, `","agent_version":"`...)
-	if nk == NodeAgentOutdated {
-		b = append(b, outdatedAgentVersion...)
-	} else {
-		b = append(b, agentVersion...)
-	}
+	b = append(b, h.agent...)
 	b = append(b, `","cert_issuer_fingerprint":"`...)
-	if nk == NodeCertMismatch {
+	if !h.certOK {
 		b = appendFingerprint(b, g.hash(tagCert, uint64(i/g.per[famNodes]), 1+rid(famNodes, i)))
 	} else {
 		b = append(b, dom.certFP...)
@@ -505,41 +549,37 @@ func (e *emitter) heartbeat(i, r, clone int, at time.Time) error {
 	b = append(b, `","ingress_trust_fingerprint":"`...)
 	b = append(b, dom.ingressFP...)
 	b = append(b, `","host_fingerprint":"`...)
-	b = appendFingerprint(b, g.hash(tagHost, rid(famNodes, i), uint64(clone)))
+	b = appendFingerprint(b, g.hash(tagHost, rid(famNodes, i), uint64(h.clone)))
 	b = append(b, `","update_path":"`...)
-	if nk == NodeAgentOutdated {
-		b = append(b, contract.UpdatePathSelfUpdate...)
-	} else {
-		b = append(b, contract.UpdatePathNone...)
-	}
+	b = append(b, h.updatePath...)
 	b = append(b, `","terminal_stream_probe":"`...)
 	b = append(b, contract.ProbePassed...)
 	b = append(b, `","workload_impact":"`...)
 	b = append(b, contract.ImpactNoneObserved...)
 	b = append(b, `","health":"`...)
-	rtt, loss := 10+int64(link%70), int64(0)
-	if nk == NodeDegraded {
-		b = append(b, contract.HealthDegraded...)
-		rtt, loss = 300+int64(link%600), 5+int64(link>>20%15)
-	} else {
-		b = append(b, contract.HealthOK...)
-	}
+	b = append(b, h.health...)
 	b = append(b, `","rtt_ms":`...)
-	b = strconv.AppendInt(b, rtt, 10)
+	b = strconv.AppendInt(b, h.rtt, 10)
 	b = append(b, `,"loss_pct":`...)
-	b = strconv.AppendInt(b, loss, 10)
+	b = strconv.AppendInt(b, h.loss, 10)
 	b = append(b, `,"bandwidth_kbps":`...)
-	b = strconv.AppendInt(b, 100000+int64(link>>32%900000), 10)
-	var backlog, behind int64
-	if nk == NodeReplaying {
-		backlog, behind = 500+int64(link>>8%50000), 60+int64(link>>40%3540)
-	}
+	b = strconv.AppendInt(b, h.bandwidth, 10)
 	b = append(b, `,"backlog_messages":`...)
-	b = strconv.AppendInt(b, backlog, 10)
+	b = strconv.AppendInt(b, h.backlog, 10)
 	b = append(b, `,"seconds_behind":`...)
-	b = strconv.AppendInt(b, behind, 10)
+	b = strconv.AppendInt(b, h.behind, 10)
 	b = append(b, `,"replay_required":`...)
-	b = strconv.AppendBool(b, nk == NodeReplaying)
+	b = strconv.AppendBool(b, h.replay)
+	if h.coreEnabled {
+		b = appendStringField(b, "reported_version", h.reported)
+		b = appendStringField(b, "artifact_id", h.artifactID)
+		b = appendStringField(b, "artifact_digest", h.digest)
+		b = appendStringField(b, "controller_id", h.controller)
+		b = appendStringField(b, "relay_id", h.relay)
+		b = append(b, `,"uptime_s":`...)
+		b = strconv.AppendInt(b, h.uptime, 10)
+		b = appendStringField(b, "policy_bundle_id", h.bundle)
+	}
 	e.line = b
 	e.key = append(e.key[:0], contract.ProviderMAAS...)
 	e.key = append(e.key, '/')

@@ -144,3 +144,10 @@ const maxDomains = 99
 func (f Finding) FromNodeAgent() bool {
 	return f.Provider == contract.ProviderMAAS && slices.Contains(nodeKindNames[:], f.Kind)
 }
+
+// FromFleetCore reports whether the finding is one of the fleet core's
+// (authority_conflict, supply_chain_violation). Their retry_count is not
+// predicted: the fleet core's rules do not say what confirms them.
+func (f Finding) FromFleetCore() bool {
+	return f.Classification == string(contract.ClassAuthority) || f.Classification == string(contract.ClassSupplyChain)
+}

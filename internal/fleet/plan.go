@@ -58,6 +58,9 @@ type Generator struct {
 	kinds   [len(families)][]Kind  // drift kind of each resource
 	flags   [len(families)][]uint8 // flagUpdated, flagReplayed
 	nodes   []NodeKind             // node-agent kind of each node
+	roles   []Role                 // fleet-core role of each node
+	roleCnt [numRoles]int
+	badNode int // node whose bad heartbeat Core.BadInput sends, -1 for none
 	counts  [len(families)][numKinds]int
 	nodeCnt [numNodeKinds]int
 
@@ -202,6 +205,7 @@ func (g *Generator) plan() error {
 	if n := g.usageDup + g.usageUnknown + g.usageConflict; n > g.usageBase {
 		return fmt.Errorf("usage anomaly rates ask for %d of %d usage events: %w", n, g.usageBase, ErrPopulation)
 	}
+	g.planCore()
 	return nil
 }
 

@@ -79,99 +79,14 @@ const (
 // heartbeat times in emission order (the only input the rules need beyond
 // the node kind) and applies the rules to what the generator injects.
 func (g *Generator) nodeStatuses(e *emitter) []NodeStatus {
-	cfg := g.cfg
-	stale := cfg.Windows.Staleness
-	lastRound := g.roundStart(cfg.Rounds - 1)
-	finalW := lastRound.Add(cfg.ScanDuration + time.Duration(len(families)-1)*markerStep - cfg.Windows.AllowedLateness)
 	var out []NodeStatus
 	var buf []byte
-	for i, nk := range g.nodes {
+	for i := range g.nodes {
 		if !g.kinds[famNodes][i].active() {
 			continue
 		}
-		var (
-			lastSeen  time.Time
-			seen      bool
-			returning bool
-			primary   int
-			hostLast  [2]time.Time
-		)
-		rounds, hosts := cfg.Rounds, 1
-		if nk == NodeDisconnected {
-			rounds = 1
-		}
-		if nk == NodeClonedIdentity {
-			hosts = 2
-		}
-		for r := 0; r < rounds; r++ {
-			rs := g.roundStart(r)
-			for h := 0; h < hosts; h++ {
-				rr := r
-				if h == 1 {
-					rr = r + 1<<20 // as emitter.round
-				}
-				at := rs.Add(g.offset(tagHBOffset, famNodes, i, rr, cfg.ObservationSpread))
-				if at.After(hostLast[h]) {
-					hostLast[h] = at
-				}
-				if !seen || at.After(lastSeen) {
-					returning = seen && at.Sub(lastSeen) >= nodeAutonomousAfter
-					lastSeen, seen, primary = at, true, h
-				}
-			}
-		}
-		inWindow := 1
-		for h := 0; h < hosts; h++ {
-			if h != primary && hostLast[h].Add(stale).After(finalW) {
-				inWindow++
-			}
-		}
-		silence := max(finalW.Sub(lastSeen), 0)
-		ns := NodeStatus{Kind: nk.String(), HostFingerprints: inWindow}
-		bySilence := true
-		switch {
-		case silence >= stale:
-			ns.Mode = string(contract.ModeDisconnected)
-		case silence >= nodeAutonomousAfter:
-			ns.Mode = string(contract.ModeAutonomous)
-		case silence >= nodeDelayedAfter:
-			ns.Mode = string(contract.ModeDelayed)
-		default:
-			bySilence = false
-			switch {
-			case returning:
-				ns.Mode = string(contract.ModeReturning)
-			case nk == NodeReplaying:
-				ns.Mode = string(contract.ModeReplaying)
-			case nk == NodeDegraded:
-				ns.Mode = string(contract.ModeDelayed) // rtt >= 300 ms, loss >= 5 %
-			default:
-				ns.Mode = string(contract.ModeLive)
-			}
-		}
-		set := func(state contract.NodeAgentState, reason contract.NodeAgentReason, gate contract.Gate) {
-			ns.State, ns.Reason, ns.Gate = string(state), string(reason), string(gate)
-		}
-		switch {
-		case inWindow > 1:
-			set(contract.NodeStateSecurityActionRequired, contract.NodeReasonClonedIdentity, contract.GateBlockProduction)
-			ns.IdentityMismatch = true
-		case nk == NodeCertMismatch:
-			set(contract.NodeStateSecurityActionRequired, contract.NodeReasonCertIssuerMismatch, contract.GateBlockProduction)
-			ns.IdentityMismatch = true
-		case ns.Mode == string(contract.ModeDisconnected):
-			set(contract.NodeStateStale, contract.NodeReasonAgentDown, contract.GateWarning)
-		case nk == NodeAgentOutdated: // update_path self_update
-			set(contract.NodeStateRecovering, contract.NodeReasonAgentOutdated, contract.GateRetry)
-		case ns.Mode == string(contract.ModeReturning) || ns.Mode == string(contract.ModeReplaying):
-			set(contract.NodeStateRecovering, contract.NodeReasonReplayInProgress, contract.GateRetry)
-		case nk == NodeDegraded:
-			set(contract.NodeStateOperatorActionRequired, contract.NodeReasonHealthDegraded, contract.GateWarning)
-		case bySilence:
-			set(contract.NodeStateStale, contract.NodeReasonHeartbeatOverdue, contract.GateWarning)
-		default:
-			set(contract.NodeStateHealthy, "", contract.GatePass)
-		}
+		sim, _, _ := g.simulate(i)
+		ns := sim.agentStatus()
 		buf = e.appendProviderID(buf[:0], famNodes, i)
 		ns.NodeID = string(buf)
 		out = append(out, ns)
@@ -228,6 +143,7 @@ type Truth struct {
 	Kinds    map[string]int `json:"kinds"`    // resources per drift kind, healthy included
 	Nodes    NodeTruth      `json:"nodes"`
 	Usage    UsageTruth     `json:"usage"`
+	Fleet    FleetTruth     `json:"fleet"` // the fleet core (Config.Core)
 }
 
 // Truth computes the ground truth without generating the event stream.
@@ -324,6 +240,13 @@ func (g *Generator) Truth() *Truth {
 		t.Counts[fd.Classification]++
 	}
 	t.Nodes.Statuses = g.nodeStatuses(e)
+	var core []Finding
+	t.Fleet, core = g.fleetTruth(e)
+	for _, fd := range core {
+		t.Findings = append(t.Findings, fd)
+		t.Counts[fd.Classification]++
+	}
+	slices.SortFunc(t.Findings, func(a, b Finding) int { return cmp.Compare(a.EvidenceID, b.EvidenceID) })
 
 	t.Usage = g.usageTruth(e)
 	return t
@@ -510,7 +433,7 @@ func (t *Truth) Compare(got []Finding, opts CompareOptions) Diff {
 		if !opts.IgnoreSeverity {
 			check("severity", w.Severity, g.Severity)
 		}
-		if !opts.IgnoreRetryCount {
+		if !opts.IgnoreRetryCount && !w.FromFleetCore() {
 			check("retry_count", fmt.Sprint(w.RetryCount), fmt.Sprint(g.RetryCount))
 		}
 		if !opts.IgnorePosture {
