@@ -93,7 +93,7 @@ func Run(ctx context.Context, st stack.State, opts Options) error {
 	}
 	billing, berr := waitBilling(ctx, qc, expBilling, opts.CatchUp)
 	printSummary(out, st, status, expectedOpen(truth), billing, expBilling, berr, opts.APIKey)
-	printFleetCore(ctx, out, newAPIFleetCore(st.Query, opts.APIKey), truth)
+	printFleetCore(ctx, out, apiFleetCore{qc}, truth)
 
 	// The loop of operator actions (docs/actions.md): a controller
 	// carries out two requests in three while the stack runs, and a few

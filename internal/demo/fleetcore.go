@@ -2,14 +2,13 @@ package demo
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"io"
-	"net/http"
 	"net/url"
 	"time"
 
 	"github.com/driftline/driftline/internal/fleet"
+	"github.com/driftline/driftline/pipeline/api/client"
 	"github.com/driftline/driftline/pipeline/contract"
 )
 
@@ -27,78 +26,28 @@ type rolloutSum struct {
 	AtTarget, Updating, Behind, Failed, Pending uint64
 }
 
-// apiFleetCore reads the fleet core through the query API: phases from
-// every page of /v1/nodes, rollouts from /v1/rollouts. It decodes only
-// the fields it shows.
-type apiFleetCore struct {
-	base, key string
-	hc        *http.Client
-}
-
-func newAPIFleetCore(base, key string) *apiFleetCore {
-	return &apiFleetCore{base: base, key: key, hc: &http.Client{Timeout: 30 * time.Second}}
-}
-
-func (a *apiFleetCore) get(ctx context.Context, path string, q url.Values, into any) error {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, a.base+path+"?"+q.Encode(), nil)
-	if err != nil {
-		return err
-	}
-	req.Header.Set("Authorization", "Bearer "+a.key)
-	resp, err := a.hc.Do(req)
-	if err != nil {
-		return err
-	}
-	defer resp.Body.Close()
-	body, err := io.ReadAll(io.LimitReader(resp.Body, 64<<20))
-	if err != nil {
-		return err
-	}
-	if resp.StatusCode != http.StatusOK {
-		return fmt.Errorf("GET %s: HTTP %d", path, resp.StatusCode)
-	}
-	return json.Unmarshal(body, into)
-}
+// apiFleetCore reads the fleet core through the query client: phases
+// from every page of /v1/nodes, rollouts from /v1/rollouts.
+type apiFleetCore struct{ qc *client.Client }
 
 // Phases counts the nodes of /v1/nodes by phase ("" when the API does
 // not report one).
-func (a *apiFleetCore) Phases(ctx context.Context) (map[string]uint64, error) {
-	out := map[string]uint64{}
-	q := url.Values{"limit": {"5000"}}
-	for {
-		var page struct {
-			Nodes []struct {
-				Phase string `json:"phase"`
-			} `json:"nodes"`
-			NextCursor string `json:"next_cursor"`
-		}
-		if err := a.get(ctx, "/v1/nodes", q, &page); err != nil {
-			return nil, err
-		}
-		for _, n := range page.Nodes {
-			out[n.Phase]++
-		}
-		if page.NextCursor == "" {
-			return out, nil
-		}
-		q.Set("cursor", page.NextCursor)
+func (a apiFleetCore) Phases(ctx context.Context) (map[string]uint64, error) {
+	nodes, err := a.qc.NodesAll(ctx, url.Values{"limit": {"5000"}})
+	if err != nil {
+		return nil, err
 	}
+	out := map[string]uint64{}
+	for _, n := range nodes {
+		out[n.Phase]++
+	}
+	return out, nil
 }
 
-// Rollouts reads /v1/rollouts.
-func (a *apiFleetCore) Rollouts(ctx context.Context) (map[string]rolloutSum, error) {
-	var r struct {
-		Rollouts []struct {
-			PolicyBundleID string `json:"policy_bundle_id"`
-			TargetVersion  string `json:"target_version"`
-			AtTarget       uint64 `json:"at_target"`
-			Updating       uint64 `json:"updating"`
-			Behind         uint64 `json:"behind"`
-			Failed         uint64 `json:"failed"`
-			Pending        uint64 `json:"pending"`
-		} `json:"rollouts"`
-	}
-	if err := a.get(ctx, "/v1/rollouts", nil, &r); err != nil {
+// Rollouts reads /v1/rollouts, summed per bundle over its domains.
+func (a apiFleetCore) Rollouts(ctx context.Context) (map[string]rolloutSum, error) {
+	r, err := a.qc.Rollouts(ctx, nil)
+	if err != nil {
 		return nil, err
 	}
 	out := map[string]rolloutSum{}

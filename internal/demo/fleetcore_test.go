@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/driftline/driftline/internal/fleet"
+	"github.com/driftline/driftline/pipeline/api/client"
 	"github.com/driftline/driftline/pipeline/contract"
 )
 
@@ -57,7 +58,7 @@ func TestPrintFleetCore(t *testing.T) {
 	}))
 	defer srv.Close()
 	var out bytes.Buffer
-	printFleetCore(context.Background(), &out, newAPIFleetCore(srv.URL, "k"), truth)
+	printFleetCore(context.Background(), &out, apiFleetCore{&client.Client{BaseURL: srv.URL, APIKey: "k"}}, truth)
 	s := out.String()
 	for p, n := range truth.Fleet.Phases {
 		if !strings.Contains(s, p) {

@@ -49,12 +49,6 @@ type ActionReader interface {
 	NodeAuthority(ctx context.Context, nodeIDs []string) (map[string]string, error)
 }
 
-// ReasonOutOfAuthority refuses an action on a node's finding to an
-// operator key whose authority_levels do not hold the node's
-// master_of_record (CONTRACT 9.1, docs/access.md). It is answered with
-// 403, or listed among a batch's refusals.
-const ReasonOutOfAuthority contract.ActionReason = "authority_out_of_scope"
-
 // authorityScope returns, for a principal scoped to authority levels, the
 // master_of_record of the nodes the findings fs name; nil when the
 // principal is not scoped (admin, or an operator key without levels).
@@ -327,7 +321,7 @@ func (s *Server) action(w http.ResponseWriter, r *http.Request, id, actor string
 		return http.StatusServiceUnavailable, err
 	}
 	if why := outOfScope(p, levels, f); why != "" {
-		err := refuse(http.StatusForbidden, ReasonOutOfAuthority, "%s refused on %s: %s", b.Action, id, why)
+		err := refuse(http.StatusForbidden, contract.ReasonOutOfAuthority, "%s refused on %s: %s", b.Action, id, why)
 		return err.code, err
 	}
 	now := s.opts.Now().UTC()
@@ -415,7 +409,7 @@ func (s *Server) batchAction(w http.ResponseWriter, r *http.Request, actor strin
 	var recs []*kgo.Record
 	for _, f := range rows {
 		if why := outOfScope(p, levels, f); why != "" {
-			ans.Skipped = append(ans.Skipped, apitypes.ActionRefusal{EvidenceID: f.EvidenceID, Reason: string(ReasonOutOfAuthority), Detail: why})
+			ans.Skipped = append(ans.Skipped, apitypes.ActionRefusal{EvidenceID: f.EvidenceID, Reason: string(contract.ReasonOutOfAuthority), Detail: why})
 			continue
 		}
 		ff, err := s.facts(r.Context(), f)

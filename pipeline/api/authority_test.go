@@ -15,6 +15,7 @@ import (
 	"github.com/driftline/driftline/internal/testenv"
 	"github.com/driftline/driftline/pipeline/api"
 	"github.com/driftline/driftline/pipeline/api/apitypes"
+	"github.com/driftline/driftline/pipeline/contract"
 	"github.com/driftline/driftline/pipeline/readmodel/reader"
 )
 
@@ -83,13 +84,13 @@ func TestActionAuthorityScope(t *testing.T) {
 		code            int
 		reason          string
 	}{
-		{keyOperator, idMissing, 202, ""},                                // n1 LOCAL: in scope
-		{keyOperator, idIdentity, 403, string(api.ReasonOutOfAuthority)}, // n2 REGION
-		{keyOperator, idStale, 403, string(api.ReasonOutOfAuthority)},    // n3 GLOBAL
-		{keyOperator, idQuota, 202, ""},                                  // not a node: no authority
-		{keyOpAll, idIdentity, 202, ""},                                  // unscoped operator
-		{testenv.LocalKey, idStale, 202, ""},                             // admin
-		{keyViewer, idMissing, 403, ""},                                  // no operator role
+		{keyOperator, idMissing, 202, ""},                                     // n1 LOCAL: in scope
+		{keyOperator, idIdentity, 403, string(contract.ReasonOutOfAuthority)}, // n2 REGION
+		{keyOperator, idStale, 403, string(contract.ReasonOutOfAuthority)},    // n3 GLOBAL
+		{keyOperator, idQuota, 202, ""},                                       // not a node: no authority
+		{keyOpAll, idIdentity, 202, ""},                                       // unscoped operator
+		{testenv.LocalKey, idStale, 202, ""},                                  // admin
+		{keyViewer, idMissing, 403, ""},                                       // no operator role
 		{keyAuditor, idMissing, 403, ""},
 	} {
 		code, body := postAs(t, base+"/v1/findings/"+tc.evidenceID+"/actions", tc.key, "idem-"+string(rune('a'+i)), ack)
@@ -115,8 +116,8 @@ func TestActionAuthorityScope(t *testing.T) {
 	skipped := func(a apitypes.BatchAccepted) []string {
 		var out []string
 		for _, s := range a.Skipped {
-			if s.Reason != string(api.ReasonOutOfAuthority) || s.Detail == "" {
-				t.Errorf("skipped %+v: want reason %s with detail", s, api.ReasonOutOfAuthority)
+			if s.Reason != string(contract.ReasonOutOfAuthority) || s.Detail == "" {
+				t.Errorf("skipped %+v: want reason %s with detail", s, contract.ReasonOutOfAuthority)
 			}
 			out = append(out, s.EvidenceID)
 		}

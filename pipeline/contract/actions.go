@@ -103,13 +103,17 @@ const (
 	ReasonCleanupOwned       ActionReason = "cleanup_owned"            // cleanup while an owning record exists (or owner_ref names one)
 	ReasonCleanupRollback    ActionReason = "cleanup_rollback_pending" // cleanup while a request on the identity is pending
 	ReasonBadBody            ActionReason = "bad_body"                 // the body is not a JSON action
+	// ReasonOutOfAuthority: an operator key whose authority_levels do not
+	// hold the node's master_of_record (section 9.1) acted on the node's
+	// finding; 403, or listed among a batch's refusals.
+	ReasonOutOfAuthority ActionReason = "authority_out_of_scope"
 )
 
 // ActionReasons lists the refusal reasons in a stable order.
 var ActionReasons = []ActionReason{ReasonUnknownAction, ReasonMissingIdempotency, ReasonIdempotencyReused,
 	ReasonFindingNotFound, ReasonFindingResolved, ReasonMissingAssignee, ReasonBadUntil, ReasonNotSuppressed,
 	ReasonRequestPending, ReasonNotANode, ReasonNodeQuarantined, ReasonNodeNotQuarantined,
-	ReasonCleanupNotOrphan, ReasonCleanupOwned, ReasonCleanupRollback, ReasonBadBody}
+	ReasonCleanupNotOrphan, ReasonCleanupOwned, ReasonCleanupRollback, ReasonBadBody, ReasonOutOfAuthority}
 
 // Command is the payload of an ops.command: one operator action on one
 // finding. The query service writes it keyed by the finding's identity key
