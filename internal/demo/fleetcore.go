@@ -111,6 +111,10 @@ func printFleetCore(ctx context.Context, out io.Writer, fc fleetCore, truth *fle
 			fmt.Fprintf(out, "  %-28s %6d %10s\n", "(no phase)", n, "-")
 		}
 		fmt.Fprintf(out, "  (the truth predicts %d of the nodes: those whose heartbeats or record decide the phase)\n", len(truth.Fleet.Nodes))
+		if n := silentNodes(truth); n > 0 {
+			fmt.Fprintf(out, "  (%d of them never sent a heartbeat: a node status row comes with the first heartbeat, so /v1/nodes lists\n"+
+				"   them under no phase; each one's phase is the last row of /v1/nodes/{id}/timeline)\n", n)
+		}
 	}
 	want := truthRollouts(truth)
 	got, err := fc.Rollouts(ctx)
@@ -139,6 +143,18 @@ func printFleetCore(ctx context.Context, out io.Writer, fc fleetCore, truth *fle
 	for _, r := range truth.Fleet.Rejections {
 		fmt.Fprintf(out, "  bad input on purpose: %s from %s seq %d: %s at the %s\n", r.Type, r.Producer, r.Seq, r.Reason, r.Stage)
 	}
+}
+
+// silentNodes counts the truth's nodes that never sent a heartbeat (their
+// record alone decides the phase): the truth gives them no artifact.
+func silentNodes(t *fleet.Truth) int {
+	n := 0
+	for _, node := range t.Fleet.Nodes {
+		if node.ArtifactID == "" {
+			n++
+		}
+	}
+	return n
 }
 
 func sum(m map[string]uint64) uint64 {
