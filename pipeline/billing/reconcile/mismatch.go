@@ -1,6 +1,7 @@
 package reconcile
 
 import (
+	"strings"
 	"time"
 
 	"github.com/driftline/driftline/pipeline/contract"
@@ -39,4 +40,51 @@ type Mismatch struct {
 // (duplicate_usage) or usage_id (every other kind).
 func MismatchID(kind contract.BillingKind, keyOrUsageID string) string {
 	return string(kind) + ":" + keyOrUsageID
+}
+
+// mismatchKey identifies a mismatch in the tracker: its kind and the usage
+// key, usage_id or window it is about (the mismatch_id without its kind),
+// so that the key shares the usage state's strings.
+type mismatchKey struct {
+	kind contract.BillingKind
+	id   string
+}
+
+// String returns the mismatch_id.
+func (k mismatchKey) String() string { return MismatchID(k.kind, k.id) }
+
+// mismatchState is what the tracker keeps of a mismatch between its
+// transitions: the rest of its row is described anew from the usage (or
+// window) at each transition, so a resolved mismatch waiting for the
+// horizon holds no strings of its own.
+type mismatchState struct {
+	usageID     string // shared with the usage state
+	first, last time.Time
+	version     uint64
+	open        bool
+}
+
+func (m *mismatchState) status() contract.FindingStatus {
+	if m.open {
+		return contract.StatusOpen
+	}
+	return contract.StatusResolved
+}
+
+// usageKey is a usage key (metering_source, metering_id); its strings are
+// the usage state's.
+type usageKey struct{ source, meterID string }
+
+// interner keeps one copy of each low-cardinality string the usage states
+// hold (tenant, product, unit, currency, metering_source), so that they
+// share it instead of each keeping its own, and none aliases a record.
+type interner map[string]string
+
+func (in interner) get(s string) string {
+	if v, ok := in[s]; ok {
+		return v
+	}
+	c := strings.Clone(s)
+	in[c] = c
+	return c
 }

@@ -94,7 +94,6 @@ type ratedLine struct {
 }
 
 type ledgerLine struct {
-	id       string
 	at       time.Time
 	amount   string
 	currency string
@@ -107,10 +106,12 @@ type Tracker struct {
 	book  func() *pricebook.Book
 	emit  func(*Mismatch)
 
-	usage      map[string]*usageState // usage_id -> state
-	keys       map[string]string      // usage key -> usage_id that claimed it first
-	mismatches map[string]*Mismatch   // mismatch_id -> current row
+	usage      map[string]*usageState        // usage_id -> state
+	keys       map[usageKey]string           // usage key -> usage_id that claimed it first
+	mismatches map[mismatchKey]mismatchState // mismatch -> its state (the row is described anew from the usage or window)
+	mismatch   Mismatch                      // the row passed to emit, reused
 	open       int
+	intern     interner // the low-cardinality strings of the usage states
 
 	newest          time.Time // newest event time applied
 	bound           time.Time // caps what Advance moves newest to (SetBound); zero: none
@@ -142,8 +143,9 @@ func NewTracker(rules Rules, book func() *pricebook.Book, emit func(*Mismatch)) 
 	return &Tracker{
 		rules: rules, book: book, emit: emit,
 		usage:      map[string]*usageState{},
-		keys:       map[string]string{},
-		mismatches: map[string]*Mismatch{},
+		keys:       map[usageKey]string{},
+		mismatches: map[mismatchKey]mismatchState{},
+		intern:     interner{},
 
 		windows:        map[WindowKey]*windowState{},
 		windowsByStart: map[int64][]WindowKey{},
@@ -164,8 +166,8 @@ func (t *Tracker) Open() int { return t.open }
 func (t *Tracker) state(usageID string) *usageState {
 	s := t.usage[usageID]
 	if s == nil {
-		s = &usageState{id: usageID}
-		t.usage[usageID] = s
+		s = &usageState{id: strings.Clone(usageID)}
+		t.usage[s.id] = s
 	}
 	return s
 }
@@ -183,8 +185,7 @@ func (t *Tracker) ApplyUsage(u *contract.Usage, at time.Time) { _ = t.ApplyUsage
 // quantities. It reports whether u was such a conflict.
 func (t *Tracker) ApplyUsageDigest(u *contract.Usage, d contract.Digest, at time.Time) (conflict bool) {
 	defer t.Advance(at)
-	key := u.MeteringSource + "/" + u.MeteringID
-	first, claimed := t.keys[key]
+	first, claimed := t.keys[usageKey{u.MeteringSource, u.MeteringID}]
 	if claimed && first == u.UsageID {
 		if s := t.usage[u.UsageID]; s != nil && s.digest != 0 && d != 0 && s.digest != d {
 			t.conflict(s, u, at)
@@ -203,38 +204,46 @@ func (t *Tracker) ApplyUsageDigest(u *contract.Usage, d contract.Digest, at time
 	t.detach(s, at)
 	defer t.attach(s, at)
 	s.usageSeen, s.at = true, at
-	s.source, s.meterID, s.tenant, s.product, s.unit, s.quantity = u.MeteringSource, u.MeteringID, u.TenantID, u.ProductID, u.UnitID, u.Quantity
+	t.describeFrom(s, u.MeteringSource, u.MeteringID, u.TenantID, u.ProductID, u.UnitID, u.Quantity)
 	unit, err := t.book().Lookup(u.UnitID)
 	if unit != nil {
-		s.currency = unit.Currency // also of a retired unit: the currency at risk
+		s.currency = t.intern.get(unit.Currency) // also of a retired unit: the currency at risk
 	}
 	if claimed {
 		// Another usage_id has this key: the rater rated (or will rate)
 		// the first one only.
 		s.explained = true
-		t.set(MismatchID(contract.KindDuplicateUsage, key), contract.KindDuplicateUsage, u.UsageID, s, true, at)
+		t.set(mismatchKey{contract.KindDuplicateUsage, s.source + "/" + s.meterID}, s.id, s, true, at)
 		return false
 	}
-	t.keys[key] = u.UsageID
+	t.keys[usageKey{s.source, s.meterID}] = s.id
 	switch {
 	case errors.Is(err, pricebook.ErrUnknownUnit), errors.Is(err, pricebook.ErrRetiredUnit):
 		s.explained = true
-		t.set(MismatchID(contract.KindUnknownUnit, u.UsageID), contract.KindUnknownUnit, u.UsageID, s, true, at)
+		t.set(mismatchKey{contract.KindUnknownUnit, s.id}, s.id, s, true, at)
 		return false
 	case err != nil:
 		panic("BUG: unexpected price book lookup error: " + err.Error())
 	}
 	if s.rated == nil {
-		t.ratingDue.push(deadline{at: at.Add(t.rules.RatingGrace), usageID: u.UsageID})
+		t.ratingDue.push(deadline{at: at.Add(t.rules.RatingGrace), usageID: s.id})
 	}
 	return false
+}
+
+// describeFrom sets the fields of s that describe its mismatch rows,
+// keeping none of the strings passed (they may alias a record's bytes):
+// the low-cardinality ones interned, the others copied.
+func (t *Tracker) describeFrom(s *usageState, source, meterID, tenant, product, unit, quantity string) {
+	s.source, s.tenant, s.product, s.unit = t.intern.get(source), t.intern.get(tenant), t.intern.get(product), t.intern.get(unit)
+	s.meterID, s.quantity = strings.Clone(meterID), strings.Clone(quantity)
 }
 
 // conflict raises conflicting_usage for usage s, which u repeats with
 // other content.
 func (t *Tracker) conflict(s *usageState, u *contract.Usage, at time.Time) {
 	s.conflictQuantity = strings.Clone(u.Quantity)
-	t.set(MismatchID(contract.KindConflictingUsage, s.id), contract.KindConflictingUsage, s.id, s, true, at)
+	t.set(mismatchKey{contract.KindConflictingUsage, s.id}, s.id, s, true, at)
 }
 
 // ApplyRated applies one rated line with event time at (the rater keeps
@@ -248,28 +257,28 @@ func (t *Tracker) ApplyRated(r *contract.Rated, at time.Time) bool {
 	}
 	t.detach(s, at)
 	defer t.attach(s, at)
-	s.rated = &ratedLine{at: at, amount: r.Amount, currency: r.Currency}
+	s.rated = &ratedLine{at: at, amount: strings.Clone(r.Amount), currency: t.intern.get(r.Currency)}
 	if !s.usageSeen {
 		t.orphan(&t.ratedOrphanDue, &s.ratedOrphanOverdue, s.id, at.Add(t.rules.RatingGrace))
 	}
 	if !s.usageSeen {
 		// The usage is not here (yet): describe the mismatch rows from
 		// the rated line.
-		s.source, s.meterID, s.tenant, s.product, s.unit, s.quantity = r.MeteringSource, r.MeteringID, r.TenantID, r.ProductID, r.UnitID, r.Quantity
+		t.describeFrom(s, r.MeteringSource, r.MeteringID, r.TenantID, r.ProductID, r.UnitID, r.Quantity)
 	}
-	t.resolve(MismatchID(contract.KindUsageNotRated, r.UsageID), s, at)
+	t.resolve(mismatchKey{contract.KindUsageNotRated, s.id}, s, at)
 	if s.ledger != nil {
-		t.compare(r.UsageID, s)
+		t.compare(s.id, s)
 		return true
 	}
 	due := at.Add(t.rules.LedgerGrace)
 	if !t.watermark.Before(due) {
 		// Rated after its ledger grace had already passed in event time.
 		s.ledgerOverdue = true
-		t.set(MismatchID(contract.KindRatedNotLedgered, r.UsageID), contract.KindRatedNotLedgered, r.UsageID, s, true, due)
+		t.set(mismatchKey{contract.KindRatedNotLedgered, s.id}, s.id, s, true, due)
 		return true
 	}
-	t.ledgerDue.push(deadline{at: due, usageID: r.UsageID})
+	t.ledgerDue.push(deadline{at: due, usageID: s.id})
 	return true
 }
 
@@ -283,16 +292,16 @@ func (t *Tracker) ApplyLedger(l *contract.LedgerEntry, at time.Time) {
 	}
 	t.detach(s, at)
 	defer t.attach(s, at)
-	s.ledger = &ledgerLine{id: l.LedgerEntryID, at: at, amount: l.Amount, currency: l.Currency}
+	s.ledger = &ledgerLine{at: at, amount: strings.Clone(l.Amount), currency: t.intern.get(l.Currency)}
 	if !s.usageSeen && s.rated == nil {
-		s.source, s.meterID = l.MeteringSource, l.MeteringID
+		s.source, s.meterID = t.intern.get(l.MeteringSource), strings.Clone(l.MeteringID)
 	}
 	if s.rated == nil {
 		t.orphan(&t.ledgerOrphanDue, &s.ledgerOrphanOverdue, s.id, at.Add(t.rules.LedgerGrace))
 		return
 	}
-	t.resolve(MismatchID(contract.KindRatedNotLedgered, l.UsageID), s, at)
-	t.compare(l.UsageID, s)
+	t.resolve(mismatchKey{contract.KindRatedNotLedgered, s.id}, s, at)
+	t.compare(s.id, s)
 }
 
 // compare raises amount_mismatch when the ledger entry differs from the
@@ -305,7 +314,7 @@ func (t *Tracker) compare(usageID string, s *usageState) {
 	if s.rated.at.After(at) {
 		at = s.rated.at
 	}
-	t.set(MismatchID(contract.KindAmountMismatch, usageID), contract.KindAmountMismatch, usageID, s, true, at)
+	t.set(mismatchKey{contract.KindAmountMismatch, usageID}, usageID, s, true, at)
 }
 
 // amountsEqual compares two decimal strings exactly (1.50 equals 1.5); a
@@ -346,7 +355,7 @@ func (t *Tracker) Advance(at time.Time) {
 		if s := t.usage[d.usageID]; s != nil && s.usageSeen && !s.explained && s.rated == nil && !s.ratingOverdue {
 			t.detach(s, d.at)
 			s.ratingOverdue = true
-			t.set(MismatchID(contract.KindUsageNotRated, d.usageID), contract.KindUsageNotRated, d.usageID, s, true, d.at)
+			t.set(mismatchKey{contract.KindUsageNotRated, d.usageID}, d.usageID, s, true, d.at)
 			t.attach(s, d.at)
 		}
 	}
@@ -354,7 +363,7 @@ func (t *Tracker) Advance(at time.Time) {
 		if s := t.usage[d.usageID]; s != nil && s.rated != nil && s.ledger == nil && !s.ledgerOverdue {
 			t.detach(s, d.at)
 			s.ledgerOverdue = true
-			t.set(MismatchID(contract.KindRatedNotLedgered, d.usageID), contract.KindRatedNotLedgered, d.usageID, s, true, d.at)
+			t.set(mismatchKey{contract.KindRatedNotLedgered, d.usageID}, d.usageID, s, true, d.at)
 			t.attach(s, d.at)
 		}
 	}
@@ -390,39 +399,49 @@ func (t *Tracker) orphan(h *deadlines, overdue *bool, usageID string, due time.T
 }
 
 // set opens (or confirms) a mismatch at event time at.
-func (t *Tracker) set(id string, kind contract.BillingKind, usageID string, s *usageState, open bool, at time.Time) {
-	m := t.mismatches[id]
-	if m == nil {
-		m = &Mismatch{MismatchID: id, Kind: kind, FirstSeenAt: at}
-		t.mismatches[id] = m
-	} else if m.Status == contract.StatusOpen && m.UsageID == usageID && !at.After(m.LastSeenAt) {
+func (t *Tracker) set(id mismatchKey, usageID string, s *usageState, open bool, at time.Time) {
+	m, ok := t.mismatches[id]
+	if !ok {
+		m = mismatchState{first: at}
+	} else if m.open && m.usageID == usageID && !at.After(m.last) {
 		return // nothing new
 	}
-	if m.Status != contract.StatusOpen && open {
+	if !m.open && open {
 		t.open++ // a reopened mismatch keeps its first_seen_at: evidence outlives the episode
 	}
-	m.Status = contract.StatusOpen
-	m.UsageID = usageID
-	t.describe(m, s)
-	if at.After(m.LastSeenAt) {
-		m.LastSeenAt = at
+	m.open = true
+	m.usageID = usageID
+	if at.After(m.last) {
+		m.last = at
 	}
-	t.bump(m, at)
+	m.bump(at)
+	t.mismatches[id] = m
+	t.emitRow(id, &m, s)
 }
 
 // resolve resolves an open mismatch at event time at.
-func (t *Tracker) resolve(id string, s *usageState, at time.Time) {
-	m := t.mismatches[id]
-	if m == nil || m.Status != contract.StatusOpen {
+func (t *Tracker) resolve(id mismatchKey, s *usageState, at time.Time) {
+	m, ok := t.mismatches[id]
+	if !ok || !m.open {
 		return
 	}
 	t.open--
-	m.Status = contract.StatusResolved
-	t.describe(m, s)
-	if at.After(m.LastSeenAt) {
-		m.LastSeenAt = at
+	m.open = false
+	if at.After(m.last) {
+		m.last = at
 	}
-	t.bump(m, at)
+	m.bump(at)
+	t.mismatches[id] = m
+	t.emitRow(id, &m, s)
+}
+
+// emitRow passes the current row of mismatch id, described from usage s,
+// to emit.
+func (t *Tracker) emitRow(id mismatchKey, m *mismatchState, s *usageState) {
+	r := &t.mismatch
+	*r = Mismatch{MismatchID: id.String(), Kind: id.kind, UsageID: m.usageID, Status: m.status(), FirstSeenAt: m.first, LastSeenAt: m.last, Version: m.version}
+	t.describe(r, s)
+	t.emit(r)
 }
 
 func (t *Tracker) describe(m *Mismatch, s *usageState) {
@@ -444,13 +463,14 @@ func (t *Tracker) describe(m *Mismatch, s *usageState) {
 	}
 }
 
-func (t *Tracker) bump(m *Mismatch, at time.Time) {
+// bump moves the version of m past its last one and to the event time at
+// of the transition (in µs).
+func (m *mismatchState) bump(at time.Time) {
 	v := uint64(0)
 	if us := at.UnixMicro(); us > 0 {
 		v = uint64(us)
 	}
-	m.Version = max(m.Version+1, v)
-	t.emit(m)
+	m.version = max(m.version+1, v)
 }
 
 // deadline is a grace that ends at at for usageID.

@@ -25,9 +25,11 @@ type WindowKey struct {
 // WindowMismatchID returns the mismatch_id of the window_unbalanced
 // finding of window k on partition p: every partition keeps its own row of
 // a window (the usage_ids of one window hash to every partition).
-func WindowMismatchID(k WindowKey, p int32) string {
-	return MismatchID(contract.KindWindowUnbalanced, k.TenantID+"/"+k.ProductID+"/"+k.Currency+"/"+
-		time.Unix(k.Start, 0).UTC().Format("2006-01-02T15")+"/p"+strconv.Itoa(int(p)))
+func WindowMismatchID(k WindowKey, p int32) string { return windowMismatchKey(k, p).String() }
+
+func windowMismatchKey(k WindowKey, p int32) mismatchKey {
+	return mismatchKey{contract.KindWindowUnbalanced, k.TenantID + "/" + k.ProductID + "/" + k.Currency + "/" +
+		time.Unix(k.Start, 0).UTC().Format("2006-01-02T15") + "/p" + strconv.Itoa(int(p))}
 }
 
 // Window is the conservation row of one (tenant, product, currency, hour):
@@ -350,39 +352,41 @@ func (t *Tracker) settle(at time.Time) {
 }
 
 func (t *Tracker) windowFinding(w *windowState, open bool, at time.Time) {
-	id := WindowMismatchID(w.key, t.partition)
-	m := t.mismatches[id]
-	if m == nil {
+	id := windowMismatchKey(w.key, t.partition)
+	m, ok := t.mismatches[id]
+	if !ok {
 		if !open {
 			return
 		}
-		m = &Mismatch{MismatchID: id, Kind: contract.KindWindowUnbalanced, FirstSeenAt: at}
-		t.mismatches[id] = m
+		m = mismatchState{first: at}
 	}
 	switch {
-	case open && m.Status != contract.StatusOpen:
+	case open && !m.open:
 		t.open++
-		m.Status = contract.StatusOpen
-	case !open && m.Status == contract.StatusOpen:
+		m.open = true
+	case !open && m.open:
 		t.open--
-		m.Status = contract.StatusResolved
+		m.open = false
 	default:
 		return
 	}
-	m.TenantID, m.ProductID, m.Currency = w.key.TenantID, w.key.ProductID, w.key.Currency
+	if at.After(m.last) {
+		m.last = at
+	}
+	m.bump(at)
+	t.mismatches[id] = m
+	r := &t.mismatch
+	*r = Mismatch{MismatchID: id.String(), Kind: id.kind, Status: m.status(), FirstSeenAt: m.first, LastSeenAt: m.last, Version: m.version,
+		TenantID: w.key.TenantID, ProductID: w.key.ProductID, Currency: w.key.Currency}
 	// The amounts are those of the lines without what should be behind
 	// them: rated lines without usage, ledger entries without rated line.
-	m.RatedAmount, m.LedgerAmount = "", ""
 	if w.ratedWithoutUsage > 0 {
-		m.RatedAmount = w.ratedWithoutUsageAmt.String()
+		r.RatedAmount = w.ratedWithoutUsageAmt.String()
 	}
 	if w.ledgerWithoutRated > 0 {
-		m.LedgerAmount = w.ledgerWithoutRatedAmt.String()
+		r.LedgerAmount = w.ledgerWithoutRatedAmt.String()
 	}
-	if at.After(m.LastSeenAt) {
-		m.LastSeenAt = at
-	}
-	t.bump(m, at)
+	t.emit(r)
 }
 
 // TakeWindows passes every window row changed since the last call to fn
