@@ -58,10 +58,23 @@ func (k mismatchKey) String() string { return MismatchID(k.kind, k.id) }
 // window) at each transition, so a resolved mismatch waiting for the
 // horizon holds no strings of its own.
 type mismatchState struct {
-	usageID     string // shared with the usage state
-	first, last time.Time
+	// other is the usage_id of a duplicate_usage (the others' is the
+	// key's id, a window's none); shared with the usage state.
+	other       string
+	first, last int64 // event times, Unix ns (nanos)
 	version     uint64
 	open        bool
+}
+
+// usageID returns the usage_id of mismatch k in state m.
+func (m *mismatchState) usageID(k mismatchKey) string {
+	switch k.kind {
+	case contract.KindDuplicateUsage:
+		return m.other
+	case contract.KindWindowUnbalanced:
+		return ""
+	}
+	return k.id
 }
 
 func (m *mismatchState) status() contract.FindingStatus {

@@ -19,14 +19,14 @@ import (
 // Reconciler is one member of the billing reconciler consumer group: the
 // processor of a stream.Member (see member.go).
 type Reconciler struct {
-	opts      Options
-	sink      Sink
-	m         *metrics
+	opts Options
+	sink Sink
+	m    *metrics
 	// decoder decodes without copying: its strings alias the record and
 	// live while the record is applied; the tracker copies what it keeps,
 	// and keepRated the rated lines of the batch.
 	decoder *contract.Decoder
-	member    *stream.Member
+	member  *stream.Member
 
 	// partitions is the partition count of the billing topics, for the
 	// mis-partitioning check.
@@ -115,12 +115,12 @@ func New(ctx context.Context, opts Options, s Sink) (*Reconciler, error) {
 		return nil, err
 	}
 	r := &Reconciler{
-		opts:      opts,
-		sink:      s,
-		m:         newMetrics(opts.Registerer),
-		decoder:   contract.NewDecoder(contract.Validator{Environment: opts.Environment, ZeroCopy: true}),
-		parts:     map[int32]*partition{},
-		flow:      logmerge.NewThrottle(opts.QueueRecords),
+		opts:    opts,
+		sink:    s,
+		m:       newMetrics(opts.Registerer),
+		decoder: contract.NewDecoder(contract.Validator{Environment: opts.Environment, ZeroCopy: true}),
+		parts:   map[int32]*partition{},
+		flow:    logmerge.NewThrottle(opts.QueueRecords),
 	}
 	r.out = output{current: map[string]int{}, m: r.m, emit: true}
 	var err error

@@ -2,6 +2,7 @@ package reconcile
 
 import (
 	"errors"
+	"math"
 	"math/big"
 	"strings"
 	"time"
@@ -63,7 +64,7 @@ type usageState struct {
 	registered, lingering                                                 bool         // see prune.go
 	regStart                                                              int64        // the window start s is registered to be swept with
 	win                                                                   *windowState // the window s is counted in; nil when none
-	at                                                                    time.Time
+	at                                                                    int64        // event time of the usage, Unix ns (nanos)
 	source                                                                string
 	meterID                                                               string
 	tenant                                                                string
@@ -77,8 +78,8 @@ type usageState struct {
 	digest           contract.Digest
 	conflictQuantity string
 
-	rated  *ratedLine
-	ledger *ledgerLine
+	rated  ratedLine  // ok when the rated line is known
+	ledger ledgerLine // ok when the ledger entry is known
 }
 
 // ledgerAgrees reports whether the ledger entry posted the rated amount in
@@ -88,16 +89,19 @@ func (s *usageState) ledgerAgrees() bool {
 }
 
 type ratedLine struct {
-	at       time.Time
 	amount   string
 	currency string
+	at       int64 // event time, Unix ns (nanos)
+	ok       bool
 }
 
-type ledgerLine struct {
-	at       time.Time
-	amount   string
-	currency string
-}
+type ledgerLine = ratedLine
+
+// nanos returns event time at as the tracker keeps it: Unix nanoseconds
+// (event times lie within 1678-2262), restored in UTC by eventTime.
+func nanos(at time.Time) int64 { return at.UnixNano() }
+
+func eventTime(ns int64) time.Time { return time.Unix(0, ns).UTC() }
 
 // Tracker applies the billing rules to the events of one partition in
 // event time. It is not safe for concurrent use.
@@ -203,7 +207,7 @@ func (t *Tracker) ApplyUsageDigest(u *contract.Usage, d contract.Digest, at time
 	s.digest = d
 	t.detach(s, at)
 	defer t.attach(s, at)
-	s.usageSeen, s.at = true, at
+	s.usageSeen, s.at = true, nanos(at)
 	t.describeFrom(s, u.MeteringSource, u.MeteringID, u.TenantID, u.ProductID, u.UnitID, u.Quantity)
 	unit, err := t.book().Lookup(u.UnitID)
 	if unit != nil {
@@ -225,8 +229,8 @@ func (t *Tracker) ApplyUsageDigest(u *contract.Usage, d contract.Digest, at time
 	case err != nil:
 		panic("BUG: unexpected price book lookup error: " + err.Error())
 	}
-	if s.rated == nil {
-		t.ratingDue.push(deadline{at: at.Add(t.rules.RatingGrace), usageID: s.id})
+	if !s.rated.ok {
+		t.ratingDue.push(deadline{at: nanos(at.Add(t.rules.RatingGrace)), usageID: s.id})
 	}
 	return false
 }
@@ -252,12 +256,12 @@ func (t *Tracker) conflict(s *usageState, u *contract.Usage, at time.Time) {
 func (t *Tracker) ApplyRated(r *contract.Rated, at time.Time) bool {
 	defer t.Advance(at)
 	s := t.state(r.UsageID)
-	if s.rated != nil {
+	if s.rated.ok {
 		return false
 	}
 	t.detach(s, at)
 	defer t.attach(s, at)
-	s.rated = &ratedLine{at: at, amount: strings.Clone(r.Amount), currency: t.intern.get(r.Currency)}
+	s.rated = ratedLine{at: nanos(at), amount: strings.Clone(r.Amount), currency: t.intern.get(r.Currency), ok: true}
 	if !s.usageSeen {
 		t.orphan(&t.ratedOrphanDue, &s.ratedOrphanOverdue, s.id, at.Add(t.rules.RatingGrace))
 	}
@@ -267,7 +271,7 @@ func (t *Tracker) ApplyRated(r *contract.Rated, at time.Time) bool {
 		t.describeFrom(s, r.MeteringSource, r.MeteringID, r.TenantID, r.ProductID, r.UnitID, r.Quantity)
 	}
 	t.resolve(mismatchKey{contract.KindUsageNotRated, s.id}, s, at)
-	if s.ledger != nil {
+	if s.ledger.ok {
 		t.compare(s.id, s)
 		return true
 	}
@@ -278,7 +282,7 @@ func (t *Tracker) ApplyRated(r *contract.Rated, at time.Time) bool {
 		t.set(mismatchKey{contract.KindRatedNotLedgered, s.id}, s.id, s, true, due)
 		return true
 	}
-	t.ledgerDue.push(deadline{at: due, usageID: s.id})
+	t.ledgerDue.push(deadline{at: nanos(due), usageID: s.id})
 	return true
 }
 
@@ -287,16 +291,16 @@ func (t *Tracker) ApplyRated(r *contract.Rated, at time.Time) bool {
 func (t *Tracker) ApplyLedger(l *contract.LedgerEntry, at time.Time) {
 	defer t.Advance(at)
 	s := t.state(l.UsageID)
-	if s.ledger != nil {
+	if s.ledger.ok {
 		return
 	}
 	t.detach(s, at)
 	defer t.attach(s, at)
-	s.ledger = &ledgerLine{at: at, amount: strings.Clone(l.Amount), currency: t.intern.get(l.Currency)}
-	if !s.usageSeen && s.rated == nil {
+	s.ledger = ledgerLine{at: nanos(at), amount: strings.Clone(l.Amount), currency: t.intern.get(l.Currency), ok: true}
+	if !s.usageSeen && !s.rated.ok {
 		s.source, s.meterID = t.intern.get(l.MeteringSource), strings.Clone(l.MeteringID)
 	}
-	if s.rated == nil {
+	if !s.rated.ok {
 		t.orphan(&t.ledgerOrphanDue, &s.ledgerOrphanOverdue, s.id, at.Add(t.rules.LedgerGrace))
 		return
 	}
@@ -310,10 +314,7 @@ func (t *Tracker) compare(usageID string, s *usageState) {
 	if amountsEqual(s.rated.amount, s.ledger.amount) && s.rated.currency == s.ledger.currency {
 		return
 	}
-	at := s.ledger.at
-	if s.rated.at.After(at) {
-		at = s.rated.at
-	}
+	at := eventTime(max(s.ledger.at, s.rated.at))
 	t.set(mismatchKey{contract.KindAmountMismatch, usageID}, usageID, s, true, at)
 }
 
@@ -350,35 +351,38 @@ func (t *Tracker) Advance(at time.Time) {
 			t.watermark = w
 		}
 	}
-	due := deadline{at: t.watermark}
+	due := deadline{at: math.MinInt64}
+	if !t.watermark.IsZero() {
+		due.at = nanos(t.watermark)
+	}
 	for d := range t.ratingDue.popTo(due) {
-		if s := t.usage[d.usageID]; s != nil && s.usageSeen && !s.explained && s.rated == nil && !s.ratingOverdue {
-			t.detach(s, d.at)
+		if s := t.usage[d.usageID]; s != nil && s.usageSeen && !s.explained && !s.rated.ok && !s.ratingOverdue {
+			t.detach(s, eventTime(d.at))
 			s.ratingOverdue = true
-			t.set(mismatchKey{contract.KindUsageNotRated, d.usageID}, d.usageID, s, true, d.at)
-			t.attach(s, d.at)
+			t.set(mismatchKey{contract.KindUsageNotRated, d.usageID}, d.usageID, s, true, eventTime(d.at))
+			t.attach(s, eventTime(d.at))
 		}
 	}
 	for d := range t.ledgerDue.popTo(due) {
-		if s := t.usage[d.usageID]; s != nil && s.rated != nil && s.ledger == nil && !s.ledgerOverdue {
-			t.detach(s, d.at)
+		if s := t.usage[d.usageID]; s != nil && s.rated.ok && !s.ledger.ok && !s.ledgerOverdue {
+			t.detach(s, eventTime(d.at))
 			s.ledgerOverdue = true
-			t.set(mismatchKey{contract.KindRatedNotLedgered, d.usageID}, d.usageID, s, true, d.at)
-			t.attach(s, d.at)
+			t.set(mismatchKey{contract.KindRatedNotLedgered, d.usageID}, d.usageID, s, true, eventTime(d.at))
+			t.attach(s, eventTime(d.at))
 		}
 	}
 	for d := range t.ratedOrphanDue.popTo(due) {
-		if s := t.usage[d.usageID]; s != nil && s.rated != nil && !s.usageSeen && !s.ratedOrphanOverdue {
-			t.detach(s, d.at)
+		if s := t.usage[d.usageID]; s != nil && s.rated.ok && !s.usageSeen && !s.ratedOrphanOverdue {
+			t.detach(s, eventTime(d.at))
 			s.ratedOrphanOverdue = true
-			t.attach(s, d.at)
+			t.attach(s, eventTime(d.at))
 		}
 	}
 	for d := range t.ledgerOrphanDue.popTo(due) {
-		if s := t.usage[d.usageID]; s != nil && s.ledger != nil && s.rated == nil && !s.ledgerOrphanOverdue {
-			t.detach(s, d.at)
+		if s := t.usage[d.usageID]; s != nil && s.ledger.ok && !s.rated.ok && !s.ledgerOrphanOverdue {
+			t.detach(s, eventTime(d.at))
 			s.ledgerOrphanOverdue = true
-			t.attach(s, d.at)
+			t.attach(s, eventTime(d.at))
 		}
 	}
 	t.sweep()
@@ -395,25 +399,28 @@ func (t *Tracker) orphan(h *deadlines, overdue *bool, usageID string, due time.T
 		*overdue = true
 		return
 	}
-	h.push(deadline{at: due, usageID: usageID})
+	h.push(deadline{at: nanos(due), usageID: usageID})
 }
 
 // set opens (or confirms) a mismatch at event time at.
 func (t *Tracker) set(id mismatchKey, usageID string, s *usageState, open bool, at time.Time) {
+	ns := nanos(at)
 	m, ok := t.mismatches[id]
 	if !ok {
-		m = mismatchState{first: at}
-	} else if m.open && m.usageID == usageID && !at.After(m.last) {
+		m = mismatchState{first: ns, last: ns}
+	} else if m.open && m.usageID(id) == usageID && ns <= m.last {
 		return // nothing new
 	}
 	if !m.open && open {
 		t.open++ // a reopened mismatch keeps its first_seen_at: evidence outlives the episode
 	}
 	m.open = true
-	m.usageID = usageID
-	if at.After(m.last) {
-		m.last = at
+	if id.kind == contract.KindDuplicateUsage {
+		m.other = usageID
+	} else if usageID != id.id {
+		panic("BUG: billing: mismatch " + id.String() + " of usage_id " + usageID)
 	}
+	m.last = max(m.last, ns)
 	m.bump(at)
 	t.mismatches[id] = m
 	t.emitRow(id, &m, s)
@@ -427,9 +434,7 @@ func (t *Tracker) resolve(id mismatchKey, s *usageState, at time.Time) {
 	}
 	t.open--
 	m.open = false
-	if at.After(m.last) {
-		m.last = at
-	}
+	m.last = max(m.last, nanos(at))
 	m.bump(at)
 	t.mismatches[id] = m
 	t.emitRow(id, &m, s)
@@ -439,7 +444,7 @@ func (t *Tracker) resolve(id mismatchKey, s *usageState, at time.Time) {
 // to emit.
 func (t *Tracker) emitRow(id mismatchKey, m *mismatchState, s *usageState) {
 	r := &t.mismatch
-	*r = Mismatch{MismatchID: id.String(), Kind: id.kind, UsageID: m.usageID, Status: m.status(), FirstSeenAt: m.first, LastSeenAt: m.last, Version: m.version}
+	*r = Mismatch{MismatchID: id.String(), Kind: id.kind, UsageID: m.usageID(id), Status: m.status(), FirstSeenAt: eventTime(m.first), LastSeenAt: eventTime(m.last), Version: m.version}
 	t.describe(r, s)
 	t.emit(r)
 }
@@ -455,10 +460,10 @@ func (t *Tracker) describe(m *Mismatch, s *usageState) {
 		m.ConflictQuantity = s.conflictQuantity
 		return
 	}
-	if s.ledger != nil {
+	if s.ledger.ok {
 		m.LedgerAmount, m.Currency = s.ledger.amount, s.ledger.currency
 	}
-	if s.rated != nil {
+	if s.rated.ok {
 		m.RatedAmount, m.Currency = s.rated.amount, s.rated.currency
 	}
 }
@@ -475,7 +480,7 @@ func (m *mismatchState) bump(at time.Time) {
 
 // deadline is a grace that ends at at for usageID.
 type deadline struct {
-	at      time.Time
+	at      int64 // Unix ns (nanos)
 	usageID string
 }
 
@@ -483,4 +488,4 @@ type deadline struct {
 type deadlines = minHeap[deadline]
 
 //lint:ignore U1000 called through minHeap's type constraint, which staticcheck does not follow
-func (d deadline) before(o deadline) bool { return d.at.Before(o.at) }
+func (d deadline) before(o deadline) bool { return d.at < o.at }

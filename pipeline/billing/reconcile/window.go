@@ -186,25 +186,25 @@ func amount(s string) decimal.Dec {
 // entry is known) and its currency (the rated line's, else the ledger
 // entry's, else its unit's).
 func windowOf(s *usageState) (WindowKey, bool) {
-	var at time.Time
+	var at int64
 	switch {
 	case s.usageSeen:
 		at = s.at
-	case s.rated != nil:
+	case s.rated.ok:
 		at = s.rated.at
-	case s.ledger != nil:
+	case s.ledger.ok:
 		at = s.ledger.at
 	default:
 		return WindowKey{}, false
 	}
 	cur := s.currency
 	switch {
-	case s.rated != nil:
+	case s.rated.ok:
 		cur = s.rated.currency
-	case s.ledger != nil:
+	case s.ledger.ok:
 		cur = s.ledger.currency
 	}
-	start := at.Unix()
+	start := eventTime(at).Unix()
 	start -= ((start % int64(WindowSize/time.Second)) + int64(WindowSize/time.Second)) % int64(WindowSize/time.Second)
 	return WindowKey{TenantID: s.tenant, ProductID: s.product, Currency: cur, Start: start}, true
 }
@@ -216,10 +216,10 @@ func settled(s *usageState) bool {
 	if !s.usageSeen {
 		return false
 	}
-	if s.rated == nil {
-		return s.explained && s.ledger == nil
+	if !s.rated.ok {
+		return s.explained && !s.ledger.ok
 	}
-	return s.ledger != nil
+	return s.ledger.ok
 }
 
 // contribute adds (sign +1) or removes (sign -1) what s counts in w.
@@ -227,7 +227,7 @@ func (t *Tracker) contribute(w *windowState, s *usageState, sign int64) {
 	tmp := &t.tmp
 	if s.usageSeen {
 		w.accepted += sign
-		if s.rated == nil {
+		if !s.rated.ok {
 			switch {
 			case s.explained:
 				w.rejected += sign
@@ -238,7 +238,7 @@ func (t *Tracker) contribute(w *windowState, s *usageState, sign int64) {
 			}
 		}
 	}
-	if s.rated != nil {
+	if s.rated.ok {
 		ra := amount(s.rated.amount)
 		w.rated += sign
 		w.ratedAmt.add(ra, sign, tmp)
@@ -250,10 +250,10 @@ func (t *Tracker) contribute(w *windowState, s *usageState, sign int64) {
 			}
 		}
 		switch {
-		case s.ledger == nil && s.ledgerOverdue:
+		case !s.ledger.ok && s.ledgerOverdue:
 			w.notLedgered += sign
 			w.notLedgeredAmt.add(ra, sign, tmp)
-		case s.ledger == nil:
+		case !s.ledger.ok:
 			w.ledgerPending += sign
 			w.ledgerPendingAmt.add(ra, sign, tmp)
 		case s.ledgerAgrees():
@@ -267,12 +267,12 @@ func (t *Tracker) contribute(w *windowState, s *usageState, sign int64) {
 			}
 		}
 	}
-	if s.ledger != nil {
+	if s.ledger.ok {
 		w.ledgerEntries += sign
 		if s.ledger.currency == w.key.Currency {
 			w.ledgerAmt.add(amount(s.ledger.amount), sign, tmp)
 		}
-		if s.rated == nil {
+		if !s.rated.ok {
 			w.ledgerWithoutRated += sign
 			w.ledgerWithoutRatedAmt.add(amount(s.ledger.amount), sign, tmp)
 			if s.ledgerOrphanOverdue {
@@ -358,7 +358,7 @@ func (t *Tracker) windowFinding(w *windowState, open bool, at time.Time) {
 		if !open {
 			return
 		}
-		m = mismatchState{first: at}
+		m = mismatchState{first: nanos(at), last: nanos(at)}
 	}
 	switch {
 	case open && !m.open:
@@ -370,13 +370,11 @@ func (t *Tracker) windowFinding(w *windowState, open bool, at time.Time) {
 	default:
 		return
 	}
-	if at.After(m.last) {
-		m.last = at
-	}
+	m.last = max(m.last, nanos(at))
 	m.bump(at)
 	t.mismatches[id] = m
 	r := &t.mismatch
-	*r = Mismatch{MismatchID: id.String(), Kind: id.kind, Status: m.status(), FirstSeenAt: m.first, LastSeenAt: m.last, Version: m.version,
+	*r = Mismatch{MismatchID: id.String(), Kind: id.kind, Status: m.status(), FirstSeenAt: eventTime(m.first), LastSeenAt: eventTime(m.last), Version: m.version,
 		TenantID: w.key.TenantID, ProductID: w.key.ProductID, Currency: w.key.Currency}
 	// The amounts are those of the lines without what should be behind
 	// them: rated lines without usage, ledger entries without rated line.
