@@ -116,11 +116,12 @@ func (r *Reconciler) passMarkers() {
 
 // The records a merge holds back (a stream ahead of the others waits for
 // them) would keep alive the whole decompressed fetch buffer their bytes
-// alias, most of it records already applied: a queue of 16,384 rated
-// lines held hundreds of megabytes of buffers. After each apply, the
-// records pushed by the poll that still wait get keys and values of their
-// own, copied together into one allocation per stream, and the buffers go
-// with the records applied.
+// alias, and the array of records the client decoded them into, most of
+// both records already applied: queues of 16,384 rated lines held
+// hundreds of megabytes of buffers. After each apply, the records pushed
+// by the poll that still wait are copied, with their keys and values,
+// into allocations of their own (one per stream), and the buffers go with
+// the records applied.
 
 // markQueues notes the queue lengths before a push.
 func markQueues(parts map[int32]*partition) {
@@ -156,16 +157,21 @@ func compactQueues(parts map[int32]*partition) {
 	}
 }
 
-// detach copies the keys and values of recs into one new buffer.
+// detach replaces recs by copies whose records, keys and values are
+// their own.
 func detach(recs []*kgo.Record) {
 	size := 0
 	for _, rec := range recs {
 		size += len(rec.Key) + len(rec.Value)
 	}
 	buf := make([]byte, 0, size)
-	for _, rec := range recs {
-		rec.Key, buf = own(buf, rec.Key)
-		rec.Value, buf = own(buf, rec.Value)
+	copies := make([]kgo.Record, len(recs))
+	for i, rec := range recs {
+		c := &copies[i]
+		*c = *rec
+		c.Key, buf = own(buf, rec.Key)
+		c.Value, buf = own(buf, rec.Value)
+		recs[i] = c
 	}
 }
 
