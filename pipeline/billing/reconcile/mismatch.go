@@ -84,20 +84,45 @@ func (m *mismatchState) status() contract.FindingStatus {
 	return contract.StatusResolved
 }
 
-// usageKey is a usage key (metering_source, metering_id); its strings are
+// usageKey is a usage key (metering_source, metering_id); its meterID is
 // the usage state's.
-type usageKey struct{ source, meterID string }
+type usageKey struct {
+	source  sym
+	meterID string
+}
 
-// interner keeps one copy of each low-cardinality string the usage states
-// hold (tenant, product, unit, currency, metering_source), so that they
-// share it instead of each keeping its own, and none aliases a record.
-type interner map[string]string
+// sym is an interned string: its number in the tracker's interner.
+type sym uint32
 
-func (in interner) get(s string) string {
-	if v, ok := in[s]; ok {
+// interner numbers the low-cardinality strings of the usage states
+// (tenant, product, unit, currency, metering_source): a state holds 4
+// bytes for each instead of a string header, and no string aliases a
+// record. The zero sym is the empty string. It grows with the distinct
+// values, which the price book and the tenants bound.
+type interner struct {
+	ids  map[string]sym
+	strs []string
+}
+
+func newInterner() interner { return interner{ids: map[string]sym{"": 0}, strs: []string{""}} }
+
+// get returns the sym of s, numbering it if it is new.
+func (in *interner) get(s string) sym {
+	if v, ok := in.ids[s]; ok {
 		return v
 	}
 	c := strings.Clone(s)
-	in[c] = c
-	return c
+	v := sym(len(in.strs))
+	in.ids[c] = v
+	in.strs = append(in.strs, c)
+	return v
 }
+
+// lookup returns the sym of s if s has one.
+func (in *interner) lookup(s string) (sym, bool) {
+	v, ok := in.ids[s]
+	return v, ok
+}
+
+// str returns the string of v.
+func (in *interner) str(v sym) string { return in.strs[v] }

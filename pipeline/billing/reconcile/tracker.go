@@ -65,13 +65,10 @@ type usageState struct {
 	regStart                                                              int64        // the window start s is registered to be swept with
 	win                                                                   *windowState // the window s is counted in; nil when none
 	at                                                                    int64        // event time of the usage, Unix ns (nanos)
-	source                                                                string
 	meterID                                                               string
-	tenant                                                                string
-	product                                                               string
-	unit                                                                  string
 	quantity                                                              string
-	currency                                                              string // of the price book unit, when known
+	source, tenant, product, unit                                         sym
+	currency                                                              sym // of the price book unit, when known
 	// digest is the payload digest of the usage (contract.PayloadDigest;
 	// 0: not known), conflictQuantity the quantity of the latest usage
 	// that came under the same usage_id with another content.
@@ -90,8 +87,8 @@ func (s *usageState) ledgerAgrees() bool {
 
 type ratedLine struct {
 	amount   string
-	currency string
 	at       int64 // event time, Unix ns (nanos)
+	currency sym
 	ok       bool
 }
 
@@ -149,7 +146,7 @@ func NewTracker(rules Rules, book func() *pricebook.Book, emit func(*Mismatch)) 
 		usage:      map[string]*usageState{},
 		keys:       map[usageKey]string{},
 		mismatches: map[mismatchKey]mismatchState{},
-		intern:     interner{},
+		intern:     newInterner(),
 
 		windows:        map[WindowKey]*windowState{},
 		windowsByStart: map[int64][]WindowKey{},
@@ -189,7 +186,11 @@ func (t *Tracker) ApplyUsage(u *contract.Usage, at time.Time) { _ = t.ApplyUsage
 // quantities. It reports whether u was such a conflict.
 func (t *Tracker) ApplyUsageDigest(u *contract.Usage, d contract.Digest, at time.Time) (conflict bool) {
 	defer t.Advance(at)
-	first, claimed := t.keys[usageKey{u.MeteringSource, u.MeteringID}]
+	var first string
+	source, claimed := t.intern.lookup(u.MeteringSource)
+	if claimed {
+		first, claimed = t.keys[usageKey{source, u.MeteringID}]
+	}
 	if claimed && first == u.UsageID {
 		if s := t.usage[u.UsageID]; s != nil && s.digest != 0 && d != 0 && s.digest != d {
 			t.conflict(s, u, at)
@@ -217,7 +218,7 @@ func (t *Tracker) ApplyUsageDigest(u *contract.Usage, d contract.Digest, at time
 		// Another usage_id has this key: the rater rated (or will rate)
 		// the first one only.
 		s.explained = true
-		t.set(mismatchKey{contract.KindDuplicateUsage, s.source + "/" + s.meterID}, s.id, s, true, at)
+		t.set(mismatchKey{contract.KindDuplicateUsage, t.intern.str(s.source) + "/" + s.meterID}, s.id, s, true, at)
 		return false
 	}
 	t.keys[usageKey{s.source, s.meterID}] = s.id
@@ -450,8 +451,9 @@ func (t *Tracker) emitRow(id mismatchKey, m *mismatchState, s *usageState) {
 }
 
 func (t *Tracker) describe(m *Mismatch, s *usageState) {
-	m.MeteringSource, m.MeteringID, m.TenantID, m.ProductID, m.UnitID, m.Quantity = s.source, s.meterID, s.tenant, s.product, s.unit, s.quantity
-	m.RatedAmount, m.LedgerAmount, m.Currency = "", "", s.currency
+	in := &t.intern
+	m.MeteringSource, m.MeteringID, m.TenantID, m.ProductID, m.UnitID, m.Quantity = in.str(s.source), s.meterID, in.str(s.tenant), in.str(s.product), in.str(s.unit), s.quantity
+	m.RatedAmount, m.LedgerAmount, m.Currency = "", "", in.str(s.currency)
 	if m.Kind == contract.KindConflictingUsage {
 		// The conflict is between quantities; the first usage's amounts
 		// are in its rated line and its own rows. (Whether its rated line
@@ -461,10 +463,10 @@ func (t *Tracker) describe(m *Mismatch, s *usageState) {
 		return
 	}
 	if s.ledger.ok {
-		m.LedgerAmount, m.Currency = s.ledger.amount, s.ledger.currency
+		m.LedgerAmount, m.Currency = s.ledger.amount, in.str(s.ledger.currency)
 	}
 	if s.rated.ok {
-		m.RatedAmount, m.Currency = s.rated.amount, s.rated.currency
+		m.RatedAmount, m.Currency = s.rated.amount, in.str(s.rated.currency)
 	}
 }
 

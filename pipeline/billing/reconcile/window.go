@@ -185,7 +185,7 @@ func amount(s string) decimal.Dec {
 // ledger entry's), its tenant and product (empty when only the ledger
 // entry is known) and its currency (the rated line's, else the ledger
 // entry's, else its unit's).
-func windowOf(s *usageState) (WindowKey, bool) {
+func (t *Tracker) windowOf(s *usageState) (WindowKey, bool) {
 	var at int64
 	switch {
 	case s.usageSeen:
@@ -206,7 +206,7 @@ func windowOf(s *usageState) (WindowKey, bool) {
 	}
 	start := eventTime(at).Unix()
 	start -= ((start % int64(WindowSize/time.Second)) + int64(WindowSize/time.Second)) % int64(WindowSize/time.Second)
-	return WindowKey{TenantID: s.tenant, ProductID: s.product, Currency: cur, Start: start}, true
+	return WindowKey{TenantID: t.intern.str(s.tenant), ProductID: t.intern.str(s.product), Currency: t.intern.str(cur), Start: start}, true
 }
 
 // settled reports whether nothing the reconciler expects for s is still
@@ -262,14 +262,14 @@ func (t *Tracker) contribute(w *windowState, s *usageState, sign int64) {
 		default:
 			w.amountMismatch += sign
 			w.mismatchAmt.add(ra, sign, tmp)
-			if s.ledger.currency == w.key.Currency {
+			if t.intern.str(s.ledger.currency) == w.key.Currency {
 				w.mismatchLedgerAmt.add(amount(s.ledger.amount), sign, tmp)
 			}
 		}
 	}
 	if s.ledger.ok {
 		w.ledgerEntries += sign
-		if s.ledger.currency == w.key.Currency {
+		if t.intern.str(s.ledger.currency) == w.key.Currency {
 			w.ledgerAmt.add(amount(s.ledger.amount), sign, tmp)
 		}
 		if !s.rated.ok {
@@ -296,7 +296,7 @@ func (t *Tracker) detach(s *usageState, at time.Time) {
 // attach adds what s counts to its window after s changed, then raises or
 // resolves window_unbalanced for every window the change touched.
 func (t *Tracker) attach(s *usageState, at time.Time) {
-	if k, ok := windowOf(s); ok {
+	if k, ok := t.windowOf(s); ok {
 		w := t.windows[k]
 		if w == nil && t.closed(k.Start) {
 			// The window is past the horizon and its row was dropped
