@@ -39,4 +39,12 @@
 // drift joiner. Settled usage is dropped from memory once its window is
 // past the horizon (prune.go); restore time grows with the retained
 // history of the billing topics.
+//
+// Memory: records are decoded without copying (contract.Decoder with
+// ZeroCopy), and the tracker copies only the strings it keeps (usage_id,
+// metering_id, quantity, amounts), numbering the low-cardinality ones
+// (interner). A mismatch keeps its state (times, version, open), not its
+// row: the row is described anew from the usage state at each transition.
+// Records a merge holds back are copied off their fetch buffers after each
+// apply (compactQueues), so the buffers go with the records applied.
 package reconcile

@@ -24,8 +24,11 @@ var _ stream.Processor = (*processor)(nil)
 func (p *processor) Apply(_ context.Context, fetches kgo.Fetches) (int, int64) {
 	r := (*Reconciler)(p)
 	r.noteMarkers(fetches)
+	markQueues(r.parts)
 	logmerge.PushAll(fetches, r.parts, (*partition).logs, r.stream)
+	countPushed(r.parts)
 	n := r.applyAll(r.parts)
+	compactQueues(r.parts)
 	r.passMarkers()
 	r.throttle()
 	backlog := logmerge.BacklogAll(r.parts, (*partition).logs)
@@ -109,4 +112,75 @@ func (r *Reconciler) passMarkers() {
 			}
 		}
 	}
+}
+
+// The records a merge holds back (a stream ahead of the others waits for
+// them) would keep alive the whole decompressed fetch buffer their bytes
+// alias, and the array of records the client decoded them into, most of
+// both records already applied: queues of 16,384 rated lines held
+// hundreds of megabytes of buffers. After each apply, the records pushed
+// by the poll that still wait are copied, with their keys and values,
+// into allocations of their own (one per stream), and the buffers go with
+// the records applied.
+
+// markQueues notes the queue lengths before a push.
+func markQueues(parts map[int32]*partition) {
+	for _, part := range parts {
+		for s, q := range part.merge.Queue {
+			part.pushed[s] = -len(q)
+		}
+	}
+}
+
+// countPushed turns the lengths markQueues noted into the number of
+// records pushed since.
+func countPushed(parts map[int32]*partition) {
+	for _, part := range parts {
+		for s, q := range part.merge.Queue {
+			part.pushed[s] += len(q)
+		}
+	}
+}
+
+// compactQueues copies the keys and values of the records pushed since
+// markQueues that are still queued (the tail of each queue: the merge
+// pops from the front).
+func compactQueues(parts map[int32]*partition) {
+	for _, part := range parts {
+		for s, q := range part.merge.Queue {
+			n := min(part.pushed[s], len(q))
+			part.pushed[s] = 0
+			if n > 0 {
+				detach(q[len(q)-n:])
+			}
+		}
+	}
+}
+
+// detach replaces recs by copies whose records, keys and values are
+// their own.
+func detach(recs []*kgo.Record) {
+	size := 0
+	for _, rec := range recs {
+		size += len(rec.Key) + len(rec.Value)
+	}
+	buf := make([]byte, 0, size)
+	copies := make([]kgo.Record, len(recs))
+	for i, rec := range recs {
+		c := &copies[i]
+		*c = *rec
+		c.Key, buf = own(buf, rec.Key)
+		c.Value, buf = own(buf, rec.Value)
+		recs[i] = c
+	}
+}
+
+// own appends b to buf and returns the copy (nil stays nil) and buf.
+func own(buf, b []byte) ([]byte, []byte) {
+	if b == nil {
+		return nil, buf
+	}
+	at := len(buf)
+	buf = append(buf, b...)
+	return buf[at:len(buf):len(buf)], buf
 }

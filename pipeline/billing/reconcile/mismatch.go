@@ -1,6 +1,7 @@
 package reconcile
 
 import (
+	"strings"
 	"time"
 
 	"github.com/driftline/driftline/pipeline/contract"
@@ -40,3 +41,88 @@ type Mismatch struct {
 func MismatchID(kind contract.BillingKind, keyOrUsageID string) string {
 	return string(kind) + ":" + keyOrUsageID
 }
+
+// mismatchKey identifies a mismatch in the tracker: its kind and the usage
+// key, usage_id or window it is about (the mismatch_id without its kind),
+// so that the key shares the usage state's strings.
+type mismatchKey struct {
+	kind contract.BillingKind
+	id   string
+}
+
+// String returns the mismatch_id.
+func (k mismatchKey) String() string { return MismatchID(k.kind, k.id) }
+
+// mismatchState is what the tracker keeps of a mismatch between its
+// transitions: the rest of its row is described anew from the usage (or
+// window) at each transition, so a resolved mismatch waiting for the
+// horizon holds no strings of its own.
+type mismatchState struct {
+	// other is the usage_id of a duplicate_usage (the others' is the
+	// key's id, a window's none); shared with the usage state.
+	other       string
+	first, last int64 // event times, Unix ns (nanos)
+	version     uint64
+	open        bool
+}
+
+// usageID returns the usage_id of mismatch k in state m.
+func (m *mismatchState) usageID(k mismatchKey) string {
+	switch k.kind {
+	case contract.KindDuplicateUsage:
+		return m.other
+	case contract.KindWindowUnbalanced:
+		return ""
+	}
+	return k.id
+}
+
+func (m *mismatchState) status() contract.FindingStatus {
+	if m.open {
+		return contract.StatusOpen
+	}
+	return contract.StatusResolved
+}
+
+// usageKey is a usage key (metering_source, metering_id); its meterID is
+// the usage state's.
+type usageKey struct {
+	source  sym
+	meterID string
+}
+
+// sym is an interned string: its number in the tracker's interner.
+type sym uint32
+
+// interner numbers the low-cardinality strings of the usage states
+// (tenant, product, unit, currency, metering_source): a state holds 4
+// bytes for each instead of a string header, and no string aliases a
+// record. The zero sym is the empty string. It grows with the distinct
+// values, which the price book and the tenants bound.
+type interner struct {
+	ids  map[string]sym
+	strs []string
+}
+
+func newInterner() interner { return interner{ids: map[string]sym{"": 0}, strs: []string{""}} }
+
+// get returns the sym of s, numbering it if it is new.
+func (in *interner) get(s string) sym {
+	if v, ok := in.ids[s]; ok {
+		return v
+	}
+	c := strings.Clone(s)
+	v := sym(len(in.strs))
+	in.ids[c] = v
+	in.strs = append(in.strs, c)
+	return v
+}
+
+// lookup returns the sym of s if s has one.
+func (in *interner) lookup(s string) (sym, bool) {
+	v, ok := in.ids[s]
+	return v, ok
+}
+
+// str returns the string of v.
+func (in *interner) str(v sym) string { return in.strs[v] }

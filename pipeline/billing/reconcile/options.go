@@ -64,7 +64,7 @@ func DefaultOptions() Options {
 	return Options{
 		StageOptions: stream.DefaultStageOptions("driftline-billing"),
 		RoundOptions: stream.RoundOptions{FlushInterval: 500 * time.Millisecond, FlushEvents: 50_000,
-			CatchUpInterval: 3 * time.Second, CatchUpEvents: 500_000, QueueRecords: 16384},
+			CatchUpInterval: 3 * time.Second, CatchUpEvents: 200_000, QueueRecords: 16384},
 		Rules:        DefaultRules(),
 		MaxClockSkew: 5 * time.Minute,
 	}

@@ -98,8 +98,8 @@ func (t *Tracker) prune(s *usageState) {
 	delete(t.usage, s.id)
 	t.pruned++
 	for _, kind := range []contract.BillingKind{contract.KindUsageNotRated, contract.KindRatedNotLedgered, contract.KindAmountMismatch, contract.KindUnknownUnit, contract.KindConflictingUsage} {
-		id := MismatchID(kind, s.id)
-		if m := t.mismatches[id]; m != nil && m.Status != contract.StatusOpen {
+		id := mismatchKey{kind, s.id}
+		if m, ok := t.mismatches[id]; ok && !m.open {
 			delete(t.mismatches, id)
 		}
 	}
@@ -118,8 +118,8 @@ func (t *Tracker) dropWindow(w *windowState) {
 		return
 	}
 	delete(t.windows, w.key)
-	id := WindowMismatchID(w.key, t.partition)
-	if m := t.mismatches[id]; m != nil && m.Status != contract.StatusOpen {
+	id := windowMismatchKey(w.key, t.partition)
+	if m, ok := t.mismatches[id]; ok && !m.open {
 		delete(t.mismatches, id)
 	}
 }

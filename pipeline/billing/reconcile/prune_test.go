@@ -67,7 +67,7 @@ func TestHorizonDropsSettledUsage(t *testing.T) {
 	if n, w := tr.Tracked(); n != 0 || w != 0 {
 		t.Fatalf("tracked %d usage, %d windows", n, w)
 	}
-	if _, ok := tr.mismatches["rated_not_ledgered:open"]; ok {
+	if _, ok := tr.mismatches[mismatchKey{contract.KindRatedNotLedgered, "open"}]; ok {
 		t.Fatal("resolved mismatch of a dropped usage_id kept")
 	}
 

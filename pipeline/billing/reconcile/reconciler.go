@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kgo"
@@ -18,11 +19,14 @@ import (
 // Reconciler is one member of the billing reconciler consumer group: the
 // processor of a stream.Member (see member.go).
 type Reconciler struct {
-	opts      Options
-	sink      Sink
-	m         *metrics
-	validator contract.Validator
-	member    *stream.Member
+	opts Options
+	sink Sink
+	m    *metrics
+	// decoder decodes without copying: its strings alias the record and
+	// live while the record is applied; the tracker copies what it keeps,
+	// and keepRated the rated lines of the batch.
+	decoder *contract.Decoder
+	member  *stream.Member
 
 	// partitions is the partition count of the billing topics, for the
 	// mis-partitioning check.
@@ -57,6 +61,9 @@ type partition struct {
 	// producers counts, per producer and reason, the well-formed records
 	// not applied because their producer got time wrong.
 	producers producers.Counts
+	// pushed counts, per stream, the records pushed into the merge since
+	// the last apply (compactQueues).
+	pushed [numStreams]int
 }
 
 // logs returns the merge of the partition's streams (for the
@@ -108,12 +115,12 @@ func New(ctx context.Context, opts Options, s Sink) (*Reconciler, error) {
 		return nil, err
 	}
 	r := &Reconciler{
-		opts:      opts,
-		sink:      s,
-		m:         newMetrics(opts.Registerer),
-		validator: contract.Validator{Environment: opts.Environment},
-		parts:     map[int32]*partition{},
-		flow:      logmerge.NewThrottle(opts.QueueRecords),
+		opts:    opts,
+		sink:    s,
+		m:       newMetrics(opts.Registerer),
+		decoder: contract.NewDecoder(contract.Validator{Environment: opts.Environment, ZeroCopy: true}),
+		parts:   map[int32]*partition{},
+		flow:    logmerge.NewThrottle(opts.QueueRecords),
 	}
 	r.out = output{current: map[string]int{}, m: r.m, emit: true}
 	var err error
@@ -235,7 +242,7 @@ func (r *Reconciler) apply(parts map[int32]*partition, rec *kgo.Record) {
 		r.m.invalid.WithLabelValues("tombstone").Inc()
 		return
 	}
-	env, payload, verr := r.validator.DecodeEvent(rec.Value)
+	env, payload, verr := r.decoder.DecodeEvent(rec.Value)
 	if verr != nil {
 		// The gateway and the rater validate what they write; a record
 		// that still fails was written around them. It changes nothing.
@@ -268,7 +275,7 @@ func (r *Reconciler) apply(parts map[int32]*partition, rec *kgo.Record) {
 		}
 	case *contract.Rated:
 		if t.ApplyRated(p, at) && part.out.emit {
-			part.out.batch.Rated = append(part.out.batch.Rated, *p)
+			part.out.batch.Rated = append(part.out.batch.Rated, keepRated(p))
 		}
 	case *contract.LedgerEntry:
 		t.ApplyLedger(p, at)
@@ -297,4 +304,29 @@ func (r *Reconciler) throttle() {
 	names := r.streamTopics()
 	paused, _ := logmerge.ThrottleAll(&r.flow, r.member.Client(), names[:], r.parts, (*partition).streams)
 	r.m.Pauses.Add(float64(paused))
+}
+
+// keepRated returns a copy of the rated line p whose strings share one
+// allocation of their own instead of aliasing the record (the decoder's
+// strings do): the batch keeps it until the flush, and a string aliasing a
+// record would keep the whole fetch buffer the record was decoded from.
+func keepRated(p *contract.Rated) contract.Rated {
+	r := *p
+	fields := [...]*string{&r.UsageID, &r.MeteringSource, &r.MeteringID, &r.UnitID, &r.Quantity, &r.UnitPrice, &r.Amount, &r.Currency, &r.TenantID, &r.ProductID}
+	n := 0
+	for _, f := range fields {
+		n += len(*f)
+	}
+	var b strings.Builder
+	b.Grow(n)
+	for _, f := range fields {
+		b.WriteString(*f)
+	}
+	all, off := b.String(), 0
+	for _, f := range fields {
+		l := len(*f)
+		*f = all[off : off+l]
+		off += l
+	}
+	return r
 }

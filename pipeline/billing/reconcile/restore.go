@@ -44,11 +44,15 @@ func (r *Reconciler) restore(ctx context.Context, rs *stream.Restore) (map[int32
 	err := rs.Replay(ctx, consume, targets,
 		func(topic string, p int32, recs []*kgo.Record, unfetched int64) {
 			if part := parts[p]; part != nil {
-				part.merge.Push(r.stream(topic), recs, unfetched)
+				s := r.stream(topic)
+				n := len(part.merge.Queue[s])
+				part.merge.Push(s, recs, unfetched)
+				part.pushed[s] += len(part.merge.Queue[s]) - n
 			}
 		},
 		func() {
 			n := r.applyAll(parts)
+			compactQueues(parts)
 			r.m.RestoreEvents.Add(float64(n))
 		})
 	if err != nil {

@@ -2,6 +2,7 @@ package reconcile
 
 import (
 	"errors"
+	"math"
 	"math/big"
 	"strings"
 	"time"
@@ -63,22 +64,19 @@ type usageState struct {
 	registered, lingering                                                 bool         // see prune.go
 	regStart                                                              int64        // the window start s is registered to be swept with
 	win                                                                   *windowState // the window s is counted in; nil when none
-	at                                                                    time.Time
-	source                                                                string
+	at                                                                    int64        // event time of the usage, Unix ns (nanos)
 	meterID                                                               string
-	tenant                                                                string
-	product                                                               string
-	unit                                                                  string
 	quantity                                                              string
-	currency                                                              string // of the price book unit, when known
+	source, tenant, product, unit                                         sym
+	currency                                                              sym // of the price book unit, when known
 	// digest is the payload digest of the usage (contract.PayloadDigest;
 	// 0: not known), conflictQuantity the quantity of the latest usage
 	// that came under the same usage_id with another content.
 	digest           contract.Digest
 	conflictQuantity string
 
-	rated  *ratedLine
-	ledger *ledgerLine
+	rated  ratedLine  // ok when the rated line is known
+	ledger ledgerLine // ok when the ledger entry is known
 }
 
 // ledgerAgrees reports whether the ledger entry posted the rated amount in
@@ -88,17 +86,19 @@ func (s *usageState) ledgerAgrees() bool {
 }
 
 type ratedLine struct {
-	at       time.Time
 	amount   string
-	currency string
+	at       int64 // event time, Unix ns (nanos)
+	currency sym
+	ok       bool
 }
 
-type ledgerLine struct {
-	id       string
-	at       time.Time
-	amount   string
-	currency string
-}
+type ledgerLine = ratedLine
+
+// nanos returns event time at as the tracker keeps it: Unix nanoseconds
+// (event times lie within 1678-2262), restored in UTC by eventTime.
+func nanos(at time.Time) int64 { return at.UnixNano() }
+
+func eventTime(ns int64) time.Time { return time.Unix(0, ns).UTC() }
 
 // Tracker applies the billing rules to the events of one partition in
 // event time. It is not safe for concurrent use.
@@ -107,10 +107,12 @@ type Tracker struct {
 	book  func() *pricebook.Book
 	emit  func(*Mismatch)
 
-	usage      map[string]*usageState // usage_id -> state
-	keys       map[string]string      // usage key -> usage_id that claimed it first
-	mismatches map[string]*Mismatch   // mismatch_id -> current row
+	usage      map[string]*usageState        // usage_id -> state
+	keys       map[usageKey]string           // usage key -> usage_id that claimed it first
+	mismatches map[mismatchKey]mismatchState // mismatch -> its state (the row is described anew from the usage or window)
+	mismatch   Mismatch                      // the row passed to emit, reused
 	open       int
+	intern     interner // the low-cardinality strings of the usage states
 
 	newest          time.Time // newest event time applied
 	bound           time.Time // caps what Advance moves newest to (SetBound); zero: none
@@ -142,8 +144,9 @@ func NewTracker(rules Rules, book func() *pricebook.Book, emit func(*Mismatch)) 
 	return &Tracker{
 		rules: rules, book: book, emit: emit,
 		usage:      map[string]*usageState{},
-		keys:       map[string]string{},
-		mismatches: map[string]*Mismatch{},
+		keys:       map[usageKey]string{},
+		mismatches: map[mismatchKey]mismatchState{},
+		intern:     newInterner(),
 
 		windows:        map[WindowKey]*windowState{},
 		windowsByStart: map[int64][]WindowKey{},
@@ -164,8 +167,8 @@ func (t *Tracker) Open() int { return t.open }
 func (t *Tracker) state(usageID string) *usageState {
 	s := t.usage[usageID]
 	if s == nil {
-		s = &usageState{id: usageID}
-		t.usage[usageID] = s
+		s = &usageState{id: strings.Clone(usageID)}
+		t.usage[s.id] = s
 	}
 	return s
 }
@@ -183,8 +186,11 @@ func (t *Tracker) ApplyUsage(u *contract.Usage, at time.Time) { _ = t.ApplyUsage
 // quantities. It reports whether u was such a conflict.
 func (t *Tracker) ApplyUsageDigest(u *contract.Usage, d contract.Digest, at time.Time) (conflict bool) {
 	defer t.Advance(at)
-	key := u.MeteringSource + "/" + u.MeteringID
-	first, claimed := t.keys[key]
+	var first string
+	source, claimed := t.intern.lookup(u.MeteringSource)
+	if claimed {
+		first, claimed = t.keys[usageKey{source, u.MeteringID}]
+	}
 	if claimed && first == u.UsageID {
 		if s := t.usage[u.UsageID]; s != nil && s.digest != 0 && d != 0 && s.digest != d {
 			t.conflict(s, u, at)
@@ -202,39 +208,47 @@ func (t *Tracker) ApplyUsageDigest(u *contract.Usage, d contract.Digest, at time
 	s.digest = d
 	t.detach(s, at)
 	defer t.attach(s, at)
-	s.usageSeen, s.at = true, at
-	s.source, s.meterID, s.tenant, s.product, s.unit, s.quantity = u.MeteringSource, u.MeteringID, u.TenantID, u.ProductID, u.UnitID, u.Quantity
+	s.usageSeen, s.at = true, nanos(at)
+	t.describeFrom(s, u.MeteringSource, u.MeteringID, u.TenantID, u.ProductID, u.UnitID, u.Quantity)
 	unit, err := t.book().Lookup(u.UnitID)
 	if unit != nil {
-		s.currency = unit.Currency // also of a retired unit: the currency at risk
+		s.currency = t.intern.get(unit.Currency) // also of a retired unit: the currency at risk
 	}
 	if claimed {
 		// Another usage_id has this key: the rater rated (or will rate)
 		// the first one only.
 		s.explained = true
-		t.set(MismatchID(contract.KindDuplicateUsage, key), contract.KindDuplicateUsage, u.UsageID, s, true, at)
+		t.set(mismatchKey{contract.KindDuplicateUsage, t.intern.str(s.source) + "/" + s.meterID}, s.id, s, true, at)
 		return false
 	}
-	t.keys[key] = u.UsageID
+	t.keys[usageKey{s.source, s.meterID}] = s.id
 	switch {
 	case errors.Is(err, pricebook.ErrUnknownUnit), errors.Is(err, pricebook.ErrRetiredUnit):
 		s.explained = true
-		t.set(MismatchID(contract.KindUnknownUnit, u.UsageID), contract.KindUnknownUnit, u.UsageID, s, true, at)
+		t.set(mismatchKey{contract.KindUnknownUnit, s.id}, s.id, s, true, at)
 		return false
 	case err != nil:
 		panic("BUG: unexpected price book lookup error: " + err.Error())
 	}
-	if s.rated == nil {
-		t.ratingDue.push(deadline{at: at.Add(t.rules.RatingGrace), usageID: u.UsageID})
+	if !s.rated.ok {
+		t.ratingDue.push(deadline{at: nanos(at.Add(t.rules.RatingGrace)), usageID: s.id})
 	}
 	return false
+}
+
+// describeFrom sets the fields of s that describe its mismatch rows,
+// keeping none of the strings passed (they may alias a record's bytes):
+// the low-cardinality ones interned, the others copied.
+func (t *Tracker) describeFrom(s *usageState, source, meterID, tenant, product, unit, quantity string) {
+	s.source, s.tenant, s.product, s.unit = t.intern.get(source), t.intern.get(tenant), t.intern.get(product), t.intern.get(unit)
+	s.meterID, s.quantity = strings.Clone(meterID), strings.Clone(quantity)
 }
 
 // conflict raises conflicting_usage for usage s, which u repeats with
 // other content.
 func (t *Tracker) conflict(s *usageState, u *contract.Usage, at time.Time) {
 	s.conflictQuantity = strings.Clone(u.Quantity)
-	t.set(MismatchID(contract.KindConflictingUsage, s.id), contract.KindConflictingUsage, s.id, s, true, at)
+	t.set(mismatchKey{contract.KindConflictingUsage, s.id}, s.id, s, true, at)
 }
 
 // ApplyRated applies one rated line with event time at (the rater keeps
@@ -243,33 +257,33 @@ func (t *Tracker) conflict(s *usageState, u *contract.Usage, at time.Time) {
 func (t *Tracker) ApplyRated(r *contract.Rated, at time.Time) bool {
 	defer t.Advance(at)
 	s := t.state(r.UsageID)
-	if s.rated != nil {
+	if s.rated.ok {
 		return false
 	}
 	t.detach(s, at)
 	defer t.attach(s, at)
-	s.rated = &ratedLine{at: at, amount: r.Amount, currency: r.Currency}
+	s.rated = ratedLine{at: nanos(at), amount: strings.Clone(r.Amount), currency: t.intern.get(r.Currency), ok: true}
 	if !s.usageSeen {
 		t.orphan(&t.ratedOrphanDue, &s.ratedOrphanOverdue, s.id, at.Add(t.rules.RatingGrace))
 	}
 	if !s.usageSeen {
 		// The usage is not here (yet): describe the mismatch rows from
 		// the rated line.
-		s.source, s.meterID, s.tenant, s.product, s.unit, s.quantity = r.MeteringSource, r.MeteringID, r.TenantID, r.ProductID, r.UnitID, r.Quantity
+		t.describeFrom(s, r.MeteringSource, r.MeteringID, r.TenantID, r.ProductID, r.UnitID, r.Quantity)
 	}
-	t.resolve(MismatchID(contract.KindUsageNotRated, r.UsageID), s, at)
-	if s.ledger != nil {
-		t.compare(r.UsageID, s)
+	t.resolve(mismatchKey{contract.KindUsageNotRated, s.id}, s, at)
+	if s.ledger.ok {
+		t.compare(s.id, s)
 		return true
 	}
 	due := at.Add(t.rules.LedgerGrace)
 	if !t.watermark.Before(due) {
 		// Rated after its ledger grace had already passed in event time.
 		s.ledgerOverdue = true
-		t.set(MismatchID(contract.KindRatedNotLedgered, r.UsageID), contract.KindRatedNotLedgered, r.UsageID, s, true, due)
+		t.set(mismatchKey{contract.KindRatedNotLedgered, s.id}, s.id, s, true, due)
 		return true
 	}
-	t.ledgerDue.push(deadline{at: due, usageID: r.UsageID})
+	t.ledgerDue.push(deadline{at: nanos(due), usageID: s.id})
 	return true
 }
 
@@ -278,21 +292,21 @@ func (t *Tracker) ApplyRated(r *contract.Rated, at time.Time) bool {
 func (t *Tracker) ApplyLedger(l *contract.LedgerEntry, at time.Time) {
 	defer t.Advance(at)
 	s := t.state(l.UsageID)
-	if s.ledger != nil {
+	if s.ledger.ok {
 		return
 	}
 	t.detach(s, at)
 	defer t.attach(s, at)
-	s.ledger = &ledgerLine{id: l.LedgerEntryID, at: at, amount: l.Amount, currency: l.Currency}
-	if !s.usageSeen && s.rated == nil {
-		s.source, s.meterID = l.MeteringSource, l.MeteringID
+	s.ledger = ledgerLine{at: nanos(at), amount: strings.Clone(l.Amount), currency: t.intern.get(l.Currency), ok: true}
+	if !s.usageSeen && !s.rated.ok {
+		s.source, s.meterID = t.intern.get(l.MeteringSource), strings.Clone(l.MeteringID)
 	}
-	if s.rated == nil {
+	if !s.rated.ok {
 		t.orphan(&t.ledgerOrphanDue, &s.ledgerOrphanOverdue, s.id, at.Add(t.rules.LedgerGrace))
 		return
 	}
-	t.resolve(MismatchID(contract.KindRatedNotLedgered, l.UsageID), s, at)
-	t.compare(l.UsageID, s)
+	t.resolve(mismatchKey{contract.KindRatedNotLedgered, s.id}, s, at)
+	t.compare(s.id, s)
 }
 
 // compare raises amount_mismatch when the ledger entry differs from the
@@ -301,11 +315,8 @@ func (t *Tracker) compare(usageID string, s *usageState) {
 	if amountsEqual(s.rated.amount, s.ledger.amount) && s.rated.currency == s.ledger.currency {
 		return
 	}
-	at := s.ledger.at
-	if s.rated.at.After(at) {
-		at = s.rated.at
-	}
-	t.set(MismatchID(contract.KindAmountMismatch, usageID), contract.KindAmountMismatch, usageID, s, true, at)
+	at := eventTime(max(s.ledger.at, s.rated.at))
+	t.set(mismatchKey{contract.KindAmountMismatch, usageID}, usageID, s, true, at)
 }
 
 // amountsEqual compares two decimal strings exactly (1.50 equals 1.5); a
@@ -341,35 +352,38 @@ func (t *Tracker) Advance(at time.Time) {
 			t.watermark = w
 		}
 	}
-	due := deadline{at: t.watermark}
+	due := deadline{at: math.MinInt64}
+	if !t.watermark.IsZero() {
+		due.at = nanos(t.watermark)
+	}
 	for d := range t.ratingDue.popTo(due) {
-		if s := t.usage[d.usageID]; s != nil && s.usageSeen && !s.explained && s.rated == nil && !s.ratingOverdue {
-			t.detach(s, d.at)
+		if s := t.usage[d.usageID]; s != nil && s.usageSeen && !s.explained && !s.rated.ok && !s.ratingOverdue {
+			t.detach(s, eventTime(d.at))
 			s.ratingOverdue = true
-			t.set(MismatchID(contract.KindUsageNotRated, d.usageID), contract.KindUsageNotRated, d.usageID, s, true, d.at)
-			t.attach(s, d.at)
+			t.set(mismatchKey{contract.KindUsageNotRated, d.usageID}, d.usageID, s, true, eventTime(d.at))
+			t.attach(s, eventTime(d.at))
 		}
 	}
 	for d := range t.ledgerDue.popTo(due) {
-		if s := t.usage[d.usageID]; s != nil && s.rated != nil && s.ledger == nil && !s.ledgerOverdue {
-			t.detach(s, d.at)
+		if s := t.usage[d.usageID]; s != nil && s.rated.ok && !s.ledger.ok && !s.ledgerOverdue {
+			t.detach(s, eventTime(d.at))
 			s.ledgerOverdue = true
-			t.set(MismatchID(contract.KindRatedNotLedgered, d.usageID), contract.KindRatedNotLedgered, d.usageID, s, true, d.at)
-			t.attach(s, d.at)
+			t.set(mismatchKey{contract.KindRatedNotLedgered, d.usageID}, d.usageID, s, true, eventTime(d.at))
+			t.attach(s, eventTime(d.at))
 		}
 	}
 	for d := range t.ratedOrphanDue.popTo(due) {
-		if s := t.usage[d.usageID]; s != nil && s.rated != nil && !s.usageSeen && !s.ratedOrphanOverdue {
-			t.detach(s, d.at)
+		if s := t.usage[d.usageID]; s != nil && s.rated.ok && !s.usageSeen && !s.ratedOrphanOverdue {
+			t.detach(s, eventTime(d.at))
 			s.ratedOrphanOverdue = true
-			t.attach(s, d.at)
+			t.attach(s, eventTime(d.at))
 		}
 	}
 	for d := range t.ledgerOrphanDue.popTo(due) {
-		if s := t.usage[d.usageID]; s != nil && s.ledger != nil && s.rated == nil && !s.ledgerOrphanOverdue {
-			t.detach(s, d.at)
+		if s := t.usage[d.usageID]; s != nil && s.ledger.ok && !s.rated.ok && !s.ledgerOrphanOverdue {
+			t.detach(s, eventTime(d.at))
 			s.ledgerOrphanOverdue = true
-			t.attach(s, d.at)
+			t.attach(s, eventTime(d.at))
 		}
 	}
 	t.sweep()
@@ -386,48 +400,60 @@ func (t *Tracker) orphan(h *deadlines, overdue *bool, usageID string, due time.T
 		*overdue = true
 		return
 	}
-	h.push(deadline{at: due, usageID: usageID})
+	h.push(deadline{at: nanos(due), usageID: usageID})
 }
 
 // set opens (or confirms) a mismatch at event time at.
-func (t *Tracker) set(id string, kind contract.BillingKind, usageID string, s *usageState, open bool, at time.Time) {
-	m := t.mismatches[id]
-	if m == nil {
-		m = &Mismatch{MismatchID: id, Kind: kind, FirstSeenAt: at}
-		t.mismatches[id] = m
-	} else if m.Status == contract.StatusOpen && m.UsageID == usageID && !at.After(m.LastSeenAt) {
+func (t *Tracker) set(id mismatchKey, usageID string, s *usageState, open bool, at time.Time) {
+	ns := nanos(at)
+	m, ok := t.mismatches[id]
+	if !ok {
+		m = mismatchState{first: ns, last: ns}
+	} else if m.open && m.usageID(id) == usageID && ns <= m.last {
 		return // nothing new
 	}
-	if m.Status != contract.StatusOpen && open {
+	if !m.open && open {
 		t.open++ // a reopened mismatch keeps its first_seen_at: evidence outlives the episode
 	}
-	m.Status = contract.StatusOpen
-	m.UsageID = usageID
-	t.describe(m, s)
-	if at.After(m.LastSeenAt) {
-		m.LastSeenAt = at
+	m.open = true
+	if id.kind == contract.KindDuplicateUsage {
+		m.other = usageID
+	} else if usageID != id.id {
+		panic("BUG: billing: mismatch " + id.String() + " of usage_id " + usageID)
 	}
-	t.bump(m, at)
+	m.last = max(m.last, ns)
+	m.bump(at)
+	t.mismatches[id] = m
+	t.emitRow(id, &m, s)
 }
 
 // resolve resolves an open mismatch at event time at.
-func (t *Tracker) resolve(id string, s *usageState, at time.Time) {
-	m := t.mismatches[id]
-	if m == nil || m.Status != contract.StatusOpen {
+func (t *Tracker) resolve(id mismatchKey, s *usageState, at time.Time) {
+	m, ok := t.mismatches[id]
+	if !ok || !m.open {
 		return
 	}
 	t.open--
-	m.Status = contract.StatusResolved
-	t.describe(m, s)
-	if at.After(m.LastSeenAt) {
-		m.LastSeenAt = at
-	}
-	t.bump(m, at)
+	m.open = false
+	m.last = max(m.last, nanos(at))
+	m.bump(at)
+	t.mismatches[id] = m
+	t.emitRow(id, &m, s)
+}
+
+// emitRow passes the current row of mismatch id, described from usage s,
+// to emit.
+func (t *Tracker) emitRow(id mismatchKey, m *mismatchState, s *usageState) {
+	r := &t.mismatch
+	*r = Mismatch{MismatchID: id.String(), Kind: id.kind, UsageID: m.usageID(id), Status: m.status(), FirstSeenAt: eventTime(m.first), LastSeenAt: eventTime(m.last), Version: m.version}
+	t.describe(r, s)
+	t.emit(r)
 }
 
 func (t *Tracker) describe(m *Mismatch, s *usageState) {
-	m.MeteringSource, m.MeteringID, m.TenantID, m.ProductID, m.UnitID, m.Quantity = s.source, s.meterID, s.tenant, s.product, s.unit, s.quantity
-	m.RatedAmount, m.LedgerAmount, m.Currency = "", "", s.currency
+	in := &t.intern
+	m.MeteringSource, m.MeteringID, m.TenantID, m.ProductID, m.UnitID, m.Quantity = in.str(s.source), s.meterID, in.str(s.tenant), in.str(s.product), in.str(s.unit), s.quantity
+	m.RatedAmount, m.LedgerAmount, m.Currency = "", "", in.str(s.currency)
 	if m.Kind == contract.KindConflictingUsage {
 		// The conflict is between quantities; the first usage's amounts
 		// are in its rated line and its own rows. (Whether its rated line
@@ -436,26 +462,27 @@ func (t *Tracker) describe(m *Mismatch, s *usageState) {
 		m.ConflictQuantity = s.conflictQuantity
 		return
 	}
-	if s.ledger != nil {
-		m.LedgerAmount, m.Currency = s.ledger.amount, s.ledger.currency
+	if s.ledger.ok {
+		m.LedgerAmount, m.Currency = s.ledger.amount, in.str(s.ledger.currency)
 	}
-	if s.rated != nil {
-		m.RatedAmount, m.Currency = s.rated.amount, s.rated.currency
+	if s.rated.ok {
+		m.RatedAmount, m.Currency = s.rated.amount, in.str(s.rated.currency)
 	}
 }
 
-func (t *Tracker) bump(m *Mismatch, at time.Time) {
+// bump moves the version of m past its last one and to the event time at
+// of the transition (in µs).
+func (m *mismatchState) bump(at time.Time) {
 	v := uint64(0)
 	if us := at.UnixMicro(); us > 0 {
 		v = uint64(us)
 	}
-	m.Version = max(m.Version+1, v)
-	t.emit(m)
+	m.version = max(m.version+1, v)
 }
 
 // deadline is a grace that ends at at for usageID.
 type deadline struct {
-	at      time.Time
+	at      int64 // Unix ns (nanos)
 	usageID string
 }
 
@@ -463,4 +490,4 @@ type deadline struct {
 type deadlines = minHeap[deadline]
 
 //lint:ignore U1000 called through minHeap's type constraint, which staticcheck does not follow
-func (d deadline) before(o deadline) bool { return d.at.Before(o.at) }
+func (d deadline) before(o deadline) bool { return d.at < o.at }

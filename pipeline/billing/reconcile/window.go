@@ -25,9 +25,11 @@ type WindowKey struct {
 // WindowMismatchID returns the mismatch_id of the window_unbalanced
 // finding of window k on partition p: every partition keeps its own row of
 // a window (the usage_ids of one window hash to every partition).
-func WindowMismatchID(k WindowKey, p int32) string {
-	return MismatchID(contract.KindWindowUnbalanced, k.TenantID+"/"+k.ProductID+"/"+k.Currency+"/"+
-		time.Unix(k.Start, 0).UTC().Format("2006-01-02T15")+"/p"+strconv.Itoa(int(p)))
+func WindowMismatchID(k WindowKey, p int32) string { return windowMismatchKey(k, p).String() }
+
+func windowMismatchKey(k WindowKey, p int32) mismatchKey {
+	return mismatchKey{contract.KindWindowUnbalanced, k.TenantID + "/" + k.ProductID + "/" + k.Currency + "/" +
+		time.Unix(k.Start, 0).UTC().Format("2006-01-02T15") + "/p" + strconv.Itoa(int(p))}
 }
 
 // Window is the conservation row of one (tenant, product, currency, hour):
@@ -183,28 +185,28 @@ func amount(s string) decimal.Dec {
 // ledger entry's), its tenant and product (empty when only the ledger
 // entry is known) and its currency (the rated line's, else the ledger
 // entry's, else its unit's).
-func windowOf(s *usageState) (WindowKey, bool) {
-	var at time.Time
+func (t *Tracker) windowOf(s *usageState) (WindowKey, bool) {
+	var at int64
 	switch {
 	case s.usageSeen:
 		at = s.at
-	case s.rated != nil:
+	case s.rated.ok:
 		at = s.rated.at
-	case s.ledger != nil:
+	case s.ledger.ok:
 		at = s.ledger.at
 	default:
 		return WindowKey{}, false
 	}
 	cur := s.currency
 	switch {
-	case s.rated != nil:
+	case s.rated.ok:
 		cur = s.rated.currency
-	case s.ledger != nil:
+	case s.ledger.ok:
 		cur = s.ledger.currency
 	}
-	start := at.Unix()
+	start := eventTime(at).Unix()
 	start -= ((start % int64(WindowSize/time.Second)) + int64(WindowSize/time.Second)) % int64(WindowSize/time.Second)
-	return WindowKey{TenantID: s.tenant, ProductID: s.product, Currency: cur, Start: start}, true
+	return WindowKey{TenantID: t.intern.str(s.tenant), ProductID: t.intern.str(s.product), Currency: t.intern.str(cur), Start: start}, true
 }
 
 // settled reports whether nothing the reconciler expects for s is still
@@ -214,10 +216,10 @@ func settled(s *usageState) bool {
 	if !s.usageSeen {
 		return false
 	}
-	if s.rated == nil {
-		return s.explained && s.ledger == nil
+	if !s.rated.ok {
+		return s.explained && !s.ledger.ok
 	}
-	return s.ledger != nil
+	return s.ledger.ok
 }
 
 // contribute adds (sign +1) or removes (sign -1) what s counts in w.
@@ -225,7 +227,7 @@ func (t *Tracker) contribute(w *windowState, s *usageState, sign int64) {
 	tmp := &t.tmp
 	if s.usageSeen {
 		w.accepted += sign
-		if s.rated == nil {
+		if !s.rated.ok {
 			switch {
 			case s.explained:
 				w.rejected += sign
@@ -236,7 +238,7 @@ func (t *Tracker) contribute(w *windowState, s *usageState, sign int64) {
 			}
 		}
 	}
-	if s.rated != nil {
+	if s.rated.ok {
 		ra := amount(s.rated.amount)
 		w.rated += sign
 		w.ratedAmt.add(ra, sign, tmp)
@@ -248,10 +250,10 @@ func (t *Tracker) contribute(w *windowState, s *usageState, sign int64) {
 			}
 		}
 		switch {
-		case s.ledger == nil && s.ledgerOverdue:
+		case !s.ledger.ok && s.ledgerOverdue:
 			w.notLedgered += sign
 			w.notLedgeredAmt.add(ra, sign, tmp)
-		case s.ledger == nil:
+		case !s.ledger.ok:
 			w.ledgerPending += sign
 			w.ledgerPendingAmt.add(ra, sign, tmp)
 		case s.ledgerAgrees():
@@ -260,17 +262,17 @@ func (t *Tracker) contribute(w *windowState, s *usageState, sign int64) {
 		default:
 			w.amountMismatch += sign
 			w.mismatchAmt.add(ra, sign, tmp)
-			if s.ledger.currency == w.key.Currency {
+			if t.intern.str(s.ledger.currency) == w.key.Currency {
 				w.mismatchLedgerAmt.add(amount(s.ledger.amount), sign, tmp)
 			}
 		}
 	}
-	if s.ledger != nil {
+	if s.ledger.ok {
 		w.ledgerEntries += sign
-		if s.ledger.currency == w.key.Currency {
+		if t.intern.str(s.ledger.currency) == w.key.Currency {
 			w.ledgerAmt.add(amount(s.ledger.amount), sign, tmp)
 		}
-		if s.rated == nil {
+		if !s.rated.ok {
 			w.ledgerWithoutRated += sign
 			w.ledgerWithoutRatedAmt.add(amount(s.ledger.amount), sign, tmp)
 			if s.ledgerOrphanOverdue {
@@ -294,7 +296,7 @@ func (t *Tracker) detach(s *usageState, at time.Time) {
 // attach adds what s counts to its window after s changed, then raises or
 // resolves window_unbalanced for every window the change touched.
 func (t *Tracker) attach(s *usageState, at time.Time) {
-	if k, ok := windowOf(s); ok {
+	if k, ok := t.windowOf(s); ok {
 		w := t.windows[k]
 		if w == nil && t.closed(k.Start) {
 			// The window is past the horizon and its row was dropped
@@ -350,39 +352,39 @@ func (t *Tracker) settle(at time.Time) {
 }
 
 func (t *Tracker) windowFinding(w *windowState, open bool, at time.Time) {
-	id := WindowMismatchID(w.key, t.partition)
-	m := t.mismatches[id]
-	if m == nil {
+	id := windowMismatchKey(w.key, t.partition)
+	m, ok := t.mismatches[id]
+	if !ok {
 		if !open {
 			return
 		}
-		m = &Mismatch{MismatchID: id, Kind: contract.KindWindowUnbalanced, FirstSeenAt: at}
-		t.mismatches[id] = m
+		m = mismatchState{first: nanos(at), last: nanos(at)}
 	}
 	switch {
-	case open && m.Status != contract.StatusOpen:
+	case open && !m.open:
 		t.open++
-		m.Status = contract.StatusOpen
-	case !open && m.Status == contract.StatusOpen:
+		m.open = true
+	case !open && m.open:
 		t.open--
-		m.Status = contract.StatusResolved
+		m.open = false
 	default:
 		return
 	}
-	m.TenantID, m.ProductID, m.Currency = w.key.TenantID, w.key.ProductID, w.key.Currency
+	m.last = max(m.last, nanos(at))
+	m.bump(at)
+	t.mismatches[id] = m
+	r := &t.mismatch
+	*r = Mismatch{MismatchID: id.String(), Kind: id.kind, Status: m.status(), FirstSeenAt: eventTime(m.first), LastSeenAt: eventTime(m.last), Version: m.version,
+		TenantID: w.key.TenantID, ProductID: w.key.ProductID, Currency: w.key.Currency}
 	// The amounts are those of the lines without what should be behind
 	// them: rated lines without usage, ledger entries without rated line.
-	m.RatedAmount, m.LedgerAmount = "", ""
 	if w.ratedWithoutUsage > 0 {
-		m.RatedAmount = w.ratedWithoutUsageAmt.String()
+		r.RatedAmount = w.ratedWithoutUsageAmt.String()
 	}
 	if w.ledgerWithoutRated > 0 {
-		m.LedgerAmount = w.ledgerWithoutRatedAmt.String()
+		r.LedgerAmount = w.ledgerWithoutRatedAmt.String()
 	}
-	if at.After(m.LastSeenAt) {
-		m.LastSeenAt = at
-	}
-	t.bump(m, at)
+	t.emit(r)
 }
 
 // TakeWindows passes every window row changed since the last call to fn

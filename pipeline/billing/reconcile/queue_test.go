@@ -1,0 +1,63 @@
+package reconcile
+
+import (
+	"bytes"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/driftline/driftline/pipeline/stream/logmerge"
+)
+
+// The records a merge still holds after an apply are copies that share no
+// memory with the fetch they came in, and keep their content and order.
+func TestCompactQueuesDetachesWaitingRecords(t *testing.T) {
+	fetched := make([]kgo.Record, 4) // as the client decodes a fetch: one array, one buffer
+	buf := []byte("k0v0k1v1k2v2k3v3")
+	base := time.Unix(1_700_000_000, 0)
+	var recs []*kgo.Record
+	for i := range fetched {
+		fetched[i] = kgo.Record{Key: buf[4*i : 4*i+2], Value: buf[4*i+2 : 4*i+4], Offset: int64(i), Timestamp: base.Add(time.Duration(i) * time.Second)}
+		recs = append(recs, &fetched[i])
+	}
+	part := &partition{merge: logmerge.NewMerge(numStreams)}
+	parts := map[int32]*partition{0: part}
+
+	markQueues(parts)
+	part.merge.Push(streamRated, recs, 0)
+	countPushed(parts)
+	// The usage stream has nothing yet and more to come: the rated
+	// lines wait; pop none but note one applied from the front by hand.
+	part.merge.Queue[streamRated] = part.merge.Queue[streamRated][1:]
+	compactQueues(parts)
+
+	q := part.merge.Queue[streamRated]
+	if len(q) != 3 {
+		t.Fatalf("%d records queued, want 3", len(q))
+	}
+	for i, rec := range q {
+		want := &fetched[i+1]
+		if rec == want {
+			t.Fatalf("record %d is still the fetched one", i)
+		}
+		if rec.Offset != want.Offset || !rec.Timestamp.Equal(want.Timestamp) || !bytes.Equal(rec.Key, want.Key) || !bytes.Equal(rec.Value, want.Value) {
+			t.Fatalf("record %d = %+v, want the content of %+v", i, rec, want)
+		}
+	}
+	// Overwriting the fetch buffer changes no waiting record.
+	copy(buf, bytes.Repeat([]byte("x"), len(buf)))
+	for i, rec := range q {
+		if string(rec.Key) != "k"+string(rune('1'+i)) || string(rec.Value) != "v"+string(rune('1'+i)) {
+			t.Fatalf("record %d aliases the fetch: key %q value %q", i, rec.Key, rec.Value)
+		}
+	}
+	// A second compaction without a push copies nothing again.
+	markQueues(parts)
+	countPushed(parts)
+	before := q[0]
+	compactQueues(parts)
+	if part.merge.Queue[streamRated][0] != before {
+		t.Fatal("records pushed before the last apply were copied again")
+	}
+}
