@@ -45,11 +45,7 @@ func TestClusterFindingsMatchGroundTruth(t *testing.T) {
 	cfg := fleet.DefaultConfig()
 	cfg.Seed = 7
 	cfg.Ledger.Enabled = true
-	gen, err := fleet.New(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	truth := gen.Truth()
+	gen, truth := newGenerator(t, cfg)
 
 	// The kill comes once the joiner has written findings: mid-stream.
 	// Progress is read from the second shard, which stays up.

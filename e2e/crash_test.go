@@ -120,11 +120,7 @@ func runCrashSchedule(t *testing.T, ctx context.Context, bin string, seed int64)
 	cfg := fleet.DefaultConfig()
 	cfg.Seed = seed
 	cfg.Domains = 12
-	gen, err := fleet.New(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	truth := gen.Truth()
+	gen, truth := newGenerator(t, cfg)
 
 	group := "crash-joiner"
 	js := &joinerSet{t: t, bin: filepath.Join(bin, "joiner"), env: append(os.Environ(), s.Env()...),

@@ -138,11 +138,7 @@ func TestFleetFindingsMatchGroundTruth(t *testing.T) {
 	cfg := fleet.DefaultConfig()
 	cfg.Seed = 42
 	cfg.Ledger.Enabled = true
-	gen, err := fleet.New(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	truth := gen.Truth()
+	gen, truth := newGenerator(t, cfg)
 	stats, err := fleet.Feed(ctx, s.IngestURL(), service.DefaultLocalAPIKey, gen, fleet.FeedOptions{})
 	if err != nil {
 		t.Fatalf("feed: %v", err)

@@ -297,11 +297,7 @@ func runFaults(t *testing.T, ctx context.Context, bin string, seed int64, params
 	cfg.Domains = params.domains
 	cfg.Ledger.Enabled = true
 	cfg.ConflictingUsageRate = 0.01 // usage corrected under its usage_id: conflicting_usage
-	gen, err := fleet.New(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	truth := gen.Truth()
+	gen, truth := newGenerator(t, cfg)
 	want := expectedTopics(t, gen)
 
 	js := &joinerSet{t: t, bin: filepath.Join(bin, stack.NameJoiner), env: append(os.Environ(), s.Env()...),

@@ -43,11 +43,7 @@ func TestFleetCoreMatchesGroundTruth(t *testing.T) {
 	cfg := fleet.DefaultConfig()
 	cfg.Seed = 42
 	cfg.Core.BadInput = true
-	gen, err := fleet.New(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	truth := gen.Truth()
+	gen, truth := newGenerator(t, cfg)
 
 	js := &joinerSet{t: t, bin: filepath.Join(bin, "joiner"), env: append(os.Environ(), s.Env()...),
 		dir: t.TempDir(), group: "fleetcore-joiner", db: s.ClickHouse().Database}

@@ -518,3 +518,13 @@ func feedPaced(ctx context.Context, s *stack.Stack, gen *fleet.Generator, batch 
 		return r.stats, r.err
 	}
 }
+
+// newGenerator returns the fleet generator of cfg and its ground truth.
+func newGenerator(t *testing.T, cfg fleet.Config) (*fleet.Generator, *fleet.Truth) {
+	t.Helper()
+	gen, err := fleet.New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return gen, gen.Truth()
+}
