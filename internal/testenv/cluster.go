@@ -73,7 +73,7 @@ func ClickHouseCluster(t testing.TB) (service.ClickHouse, *chserver.LocalCluster
 			t.Logf("testenv: kept ClickHouse database %s on cluster %s (%s) for inspection", cfg.Database, cfg.Cluster, sharedCluster.dir)
 			return
 		}
-		if err := dropOnCluster(cfg); err != nil {
+		if err := drop(cfg, 2*time.Minute); err != nil {
 			t.Errorf("testenv: %v", err)
 		}
 	})
@@ -81,22 +81,6 @@ func ClickHouseCluster(t testing.TB) (service.ClickHouse, *chserver.LocalCluster
 		t.Fatalf("testenv: migrate on cluster: %v", err)
 	}
 	return cfg, c
-}
-
-func dropOnCluster(cfg service.ClickHouse) error {
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
-	admin := cfg
-	admin.Database = "default"
-	conn, err := readmodel.Open(ctx, admin, readmodel.NoCreate())
-	if err != nil {
-		return fmt.Errorf("drop database %s: %w", cfg.Database, err)
-	}
-	defer conn.Close()
-	if err := conn.Exec(ctx, "DROP DATABASE IF EXISTS "+cfg.Database+" ON CLUSTER "+cfg.Cluster); err != nil {
-		return fmt.Errorf("drop database %s on cluster %s: %w", cfg.Database, cfg.Cluster, err)
-	}
-	return nil
 }
 
 // stopSharedCluster stops this test binary's cluster, if it started one,
