@@ -193,16 +193,21 @@ func startShared(t testing.TB) (*chserver.Server, error) {
 // stopShared stops this test binary's server, if it started one, and
 // removes its directory unless tests failed.
 func stopShared(passed bool) error {
-	srv := shared.srv
-	if srv == nil {
+	if shared.srv == nil {
 		return nil
 	}
-	err := srv.Stop()
+	return stopAndRemove(shared.srv.Stop, shared.srv.Dir(), "server", passed)
+}
+
+// stopAndRemove stops with stop what runs in dir (what names it in the
+// message), then removes dir, or keeps it if tests failed.
+func stopAndRemove(stop func() error, dir, what string, passed bool) error {
+	err := stop()
 	if !passed {
-		fmt.Fprintf(os.Stderr, "testenv: kept the ClickHouse server directory %s for inspection\n", srv.Dir())
+		fmt.Fprintf(os.Stderr, "testenv: kept the ClickHouse %s directory %s for inspection\n", what, dir)
 		return err
 	}
-	if rerr := os.RemoveAll(srv.Dir()); rerr != nil && err == nil {
+	if rerr := os.RemoveAll(dir); rerr != nil && err == nil {
 		err = rerr
 	}
 	return err

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"errors"
-	"fmt"
 	"os"
 	"strings"
 	"sync"
@@ -86,17 +85,8 @@ func ClickHouseCluster(t testing.TB) (service.ClickHouse, *chserver.LocalCluster
 // stopSharedCluster stops this test binary's cluster, if it started one,
 // and removes its directory unless tests failed.
 func stopSharedCluster(passed bool) error {
-	c := sharedCluster.c
-	if c == nil {
+	if sharedCluster.c == nil {
 		return nil
 	}
-	err := c.Stop()
-	if !passed {
-		fmt.Fprintf(os.Stderr, "testenv: kept the ClickHouse cluster directory %s for inspection\n", sharedCluster.dir)
-		return err
-	}
-	if rerr := os.RemoveAll(sharedCluster.dir); rerr != nil && err == nil {
-		err = rerr
-	}
-	return err
+	return stopAndRemove(sharedCluster.c.Stop, sharedCluster.dir, "cluster", passed)
 }
