@@ -13,7 +13,6 @@ import (
 	"github.com/driftline/driftline/internal/stack"
 	"github.com/driftline/driftline/internal/testenv"
 	"github.com/driftline/driftline/pipeline/api/client"
-	"github.com/driftline/driftline/pipeline/contract"
 	"github.com/driftline/driftline/pipeline/readmodel"
 	"github.com/driftline/driftline/pipeline/service"
 )
@@ -46,11 +45,7 @@ func TestClusterFindingsMatchGroundTruth(t *testing.T) {
 	cfg := fleet.DefaultConfig()
 	cfg.Seed = 7
 	cfg.Ledger.Enabled = true
-	gen, err := fleet.New(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	truth := gen.Truth()
+	gen, truth := newGenerator(t, cfg)
 
 	// The kill comes once the joiner has written findings: mid-stream.
 	// Progress is read from the second shard, which stays up.
@@ -95,40 +90,13 @@ func TestClusterFindingsMatchGroundTruth(t *testing.T) {
 		if err != nil {
 			return err
 		}
-		findings := make([]fleet.Finding, 0, len(got))
-		for _, f := range got {
-			findings = append(findings, fleet.Finding{EvidenceID: f.EvidenceID, Classification: f.Classification,
-				Severity: f.Severity, Provider: f.Provider, ProviderID: f.ProviderID, Status: f.Status,
-				RetryCount: int(f.RetryCount), Posture: f.Posture})
-		}
-		if diff := truth.Compare(findings, fleet.CompareOptions{}); !diff.Empty() {
-			return fmt.Errorf("findings differ from the generator's ground truth (%d expected, %d found):\n%s", len(truth.Findings), len(findings), diff)
-		}
-		return nil
+		return compareFindings(got, truth)
 	})
 	t.Logf("fed %d events through a replica's crash; %d findings match the ground truth exactly", stats.Events, len(truth.Findings))
 	checkBilling(t, s, truth)
 
 	// The summaries read through the Distributed tables agree too.
-	hm, err := qc.Heatmap(ctx, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	open := map[string]int{}
-	for _, f := range truth.Findings {
-		if f.Status == string(contract.StatusOpen) {
-			open[f.Classification]++
-		}
-	}
-	cells := map[string]int{}
-	for _, c := range hm.Cells {
-		cells[c.Classification] += int(c.Count)
-	}
-	for class, n := range open {
-		if cells[class] != n {
-			t.Errorf("heat map has %d open %s, ground truth %d", cells[class], class, n)
-		}
-	}
+	checkHeatmap(t, ctx, qc, truth)
 	if st, err := qc.Status(ctx); err != nil || st.LastRun == nil {
 		t.Errorf("status through the cluster: %+v, %v", st, err)
 	}

@@ -12,7 +12,6 @@ import (
 
 	"github.com/driftline/driftline/internal/fleet"
 	"github.com/driftline/driftline/internal/stack"
-	"github.com/driftline/driftline/pipeline/service"
 )
 
 // EnvCrashSeeds replays chosen crash schedules: a comma-separated list of
@@ -121,11 +120,7 @@ func runCrashSchedule(t *testing.T, ctx context.Context, bin string, seed int64)
 	cfg := fleet.DefaultConfig()
 	cfg.Seed = seed
 	cfg.Domains = 12
-	gen, err := fleet.New(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	truth := gen.Truth()
+	gen, truth := newGenerator(t, cfg)
 
 	group := "crash-joiner"
 	js := &joinerSet{t: t, bin: filepath.Join(bin, "joiner"), env: append(os.Environ(), s.Env()...),
@@ -150,21 +145,13 @@ func runCrashSchedule(t *testing.T, ctx context.Context, bin string, seed int64)
 
 	// Feed in paced batches, so the steps land while the joiners are in
 	// the middle of the stream.
-	feedDone := make(chan error, 1)
-	var stats fleet.FeedStats
-	go func() {
-		var err error
-		stats, err = fleet.Feed(ctx, s.IngestURL(), service.DefaultLocalAPIKey, gen, fleet.FeedOptions{
-			BatchLines: 400,
-			Progress:   func(fleet.FeedStats) { time.Sleep(120 * time.Millisecond) },
-		})
-		feedDone <- err
-	}()
+	feedDone := feedPaced(ctx, s, gen, 400, 120*time.Millisecond)
 	for i, a := range actions {
 		time.Sleep(a.after)
 		js.step(i, a)
 	}
-	if err := <-feedDone; err != nil {
+	stats, err := feedDone()
+	if err != nil {
 		t.Fatalf("feed: %v", err)
 	}
 	if stats.Rejected != 0 || stats.Accepted+stats.Duplicate != stats.Events {

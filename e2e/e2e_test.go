@@ -21,6 +21,7 @@ import (
 	"github.com/driftline/driftline/internal/fleet"
 	"github.com/driftline/driftline/internal/stack"
 	"github.com/driftline/driftline/internal/testenv"
+	"github.com/driftline/driftline/pipeline/api/apitypes"
 	"github.com/driftline/driftline/pipeline/api/client"
 	"github.com/driftline/driftline/pipeline/contract"
 	"github.com/driftline/driftline/pipeline/contract/decimal"
@@ -79,6 +80,46 @@ func startStack(t *testing.T, ctx context.Context, opts stack.Options) *stack.St
 	return s
 }
 
+// compareFindings compares the findings the query API answered with the
+// generator's ground truth.
+func compareFindings(got []apitypes.Finding, truth *fleet.Truth) error {
+	findings := make([]fleet.Finding, 0, len(got))
+	for _, f := range got {
+		findings = append(findings, fleet.Finding{EvidenceID: f.EvidenceID, Classification: f.Classification,
+			Severity: f.Severity, Provider: f.Provider, ProviderID: f.ProviderID, Status: f.Status,
+			RetryCount: int(f.RetryCount), Posture: f.Posture})
+	}
+	if diff := truth.Compare(findings, fleet.CompareOptions{}); !diff.Empty() {
+		return fmt.Errorf("findings differ from the generator's ground truth (%d expected, %d found):\n%s", len(truth.Findings), len(findings), diff)
+	}
+	return nil
+}
+
+// checkHeatmap checks that the heat map counts, per classification, the
+// ground truth's open findings.
+func checkHeatmap(t *testing.T, ctx context.Context, qc *client.Client, truth *fleet.Truth) {
+	t.Helper()
+	hm, err := qc.Heatmap(ctx, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	open := map[string]int{}
+	for _, f := range truth.Findings {
+		if f.Status == string(contract.StatusOpen) {
+			open[f.Classification]++
+		}
+	}
+	cells := map[string]int{}
+	for _, c := range hm.Cells {
+		cells[c.Classification] += int(c.Count)
+	}
+	for class, n := range open {
+		if cells[class] != n {
+			t.Errorf("heat map has %d open %s, ground truth %d", cells[class], class, n)
+		}
+	}
+}
+
 // pricebookEnv points the rater at the price book the deployment ships.
 func pricebookEnv(t *testing.T) string {
 	return "DRIFTLINE_RATER_PRICEBOOK=" + filepath.Join(moduleRoot(t), "deploy", "pricebook.json")
@@ -97,11 +138,7 @@ func TestFleetFindingsMatchGroundTruth(t *testing.T) {
 	cfg := fleet.DefaultConfig()
 	cfg.Seed = 42
 	cfg.Ledger.Enabled = true
-	gen, err := fleet.New(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	truth := gen.Truth()
+	gen, truth := newGenerator(t, cfg)
 	stats, err := fleet.Feed(ctx, s.IngestURL(), service.DefaultLocalAPIKey, gen, fleet.FeedOptions{})
 	if err != nil {
 		t.Fatalf("feed: %v", err)
@@ -132,37 +169,13 @@ func TestFleetFindingsMatchGroundTruth(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	findings := make([]fleet.Finding, 0, len(got))
-	for _, f := range got {
-		findings = append(findings, fleet.Finding{EvidenceID: f.EvidenceID, Classification: f.Classification,
-			Severity: f.Severity, Provider: f.Provider, ProviderID: f.ProviderID, Status: f.Status,
-			RetryCount: int(f.RetryCount), Posture: f.Posture})
-	}
-	if diff := truth.Compare(findings, fleet.CompareOptions{}); !diff.Empty() {
-		t.Fatalf("findings differ from the generator's ground truth (%d expected, %d found):\n%s", len(truth.Findings), len(findings), diff)
-	}
-	t.Logf("fed %d events (%d accepted, %d duplicate); %d findings match the ground truth exactly", stats.Events, stats.Accepted, stats.Duplicate, len(findings))
-
-	// The heat map agrees with the findings.
-	hm, err := qc.Heatmap(ctx, nil)
-	if err != nil {
+	if err := compareFindings(got, truth); err != nil {
 		t.Fatal(err)
 	}
-	openByClass := map[string]int{}
-	for _, f := range truth.Findings {
-		if f.Status == string(contract.StatusOpen) {
-			openByClass[f.Classification]++
-		}
-	}
-	cells := map[string]int{}
-	for _, c := range hm.Cells {
-		cells[c.Classification] += int(c.Count)
-	}
-	for class, n := range openByClass {
-		if cells[class] != n {
-			t.Errorf("heat map has %d open %s, ground truth %d", cells[class], class, n)
-		}
-	}
+	t.Logf("fed %d events (%d accepted, %d duplicate); %d findings match the ground truth exactly", stats.Events, stats.Accepted, stats.Duplicate, len(got))
+
+	// The heat map agrees with the findings.
+	checkHeatmap(t, ctx, qc, truth)
 
 	// The status endpoint sees the joiner's progress and no lag.
 	st, err := qc.Status(ctx)

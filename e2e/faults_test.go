@@ -19,7 +19,6 @@ import (
 	"github.com/driftline/driftline/internal/stack"
 	"github.com/driftline/driftline/pipeline/contract"
 	"github.com/driftline/driftline/pipeline/joiner"
-	"github.com/driftline/driftline/pipeline/service"
 )
 
 // Environment of the fault tests.
@@ -298,11 +297,7 @@ func runFaults(t *testing.T, ctx context.Context, bin string, seed int64, params
 	cfg.Domains = params.domains
 	cfg.Ledger.Enabled = true
 	cfg.ConflictingUsageRate = 0.01 // usage corrected under its usage_id: conflicting_usage
-	gen, err := fleet.New(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	truth := gen.Truth()
+	gen, truth := newGenerator(t, cfg)
 	want := expectedTopics(t, gen)
 
 	js := &joinerSet{t: t, bin: filepath.Join(bin, stack.NameJoiner), env: append(os.Environ(), s.Env()...),
@@ -327,16 +322,7 @@ func runFaults(t *testing.T, ctx context.Context, bin string, seed int64, params
 	// while events flow.
 	const batch = 300
 	pace := plan.duration() / time.Duration(want.events/batch+1)
-	feedDone := make(chan error, 1)
-	var stats fleet.FeedStats
-	go func() {
-		var err error
-		stats, err = fleet.Feed(ctx, s.IngestURL(), service.DefaultLocalAPIKey, gen, fleet.FeedOptions{
-			BatchLines: batch,
-			Progress:   func(fleet.FeedStats) { time.Sleep(pace) },
-		})
-		feedDone <- err
-	}()
+	feedDone := feedPaced(ctx, s, gen, batch, pace)
 	// Beside the fleet, a producer that reuses its seqs, over HTTP and
 	// straight to Kafka, through the same faults.
 	const conflictRounds = 40
@@ -358,7 +344,8 @@ func runFaults(t *testing.T, ctx context.Context, bin string, seed int64, params
 		injectFault(t, ctx, s, js, i, f)
 	}
 	t.Logf("schedule done at %v", time.Since(start).Round(time.Millisecond))
-	if err := <-feedDone; err != nil {
+	stats, err := feedDone()
+	if err != nil {
 		t.Fatalf("feed: %v", err)
 	}
 	if err := <-conflictsDone; err != nil {

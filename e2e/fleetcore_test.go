@@ -18,7 +18,6 @@ import (
 	"github.com/driftline/driftline/internal/stack"
 	"github.com/driftline/driftline/internal/testenv"
 	"github.com/driftline/driftline/pipeline/contract"
-	"github.com/driftline/driftline/pipeline/service"
 )
 
 // TestFleetCoreMatchesGroundTruth feeds the default fleet with the fleet
@@ -44,11 +43,7 @@ func TestFleetCoreMatchesGroundTruth(t *testing.T) {
 	cfg := fleet.DefaultConfig()
 	cfg.Seed = 42
 	cfg.Core.BadInput = true
-	gen, err := fleet.New(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	truth := gen.Truth()
+	gen, truth := newGenerator(t, cfg)
 
 	js := &joinerSet{t: t, bin: filepath.Join(bin, "joiner"), env: append(os.Environ(), s.Env()...),
 		dir: t.TempDir(), group: "fleetcore-joiner", db: s.ClickHouse().Database}
@@ -59,18 +54,10 @@ func TestFleetCoreMatchesGroundTruth(t *testing.T) {
 		}
 	})
 	js.start()
-	feedDone := make(chan error, 1)
-	var stats fleet.FeedStats
-	go func() {
-		var err error
-		stats, err = fleet.Feed(ctx, s.IngestURL(), service.DefaultLocalAPIKey, gen, fleet.FeedOptions{
-			BatchLines: 400,
-			Progress:   func(fleet.FeedStats) { time.Sleep(100 * time.Millisecond) },
-		})
-		feedDone <- err
-	}()
+	feedDone := feedPaced(ctx, s, gen, 400, 100*time.Millisecond)
 	js.step(0, crashAction{after: 3 * time.Second, kind: "kill", target: 0})
-	if err := <-feedDone; err != nil {
+	stats, err := feedDone()
+	if err != nil {
 		t.Fatalf("feed: %v", err)
 	}
 	gatewayRejections := 0

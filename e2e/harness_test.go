@@ -26,6 +26,7 @@ import (
 	"github.com/driftline/driftline/internal/testenv"
 	"github.com/driftline/driftline/pipeline/contract"
 	"github.com/driftline/driftline/pipeline/readmodel"
+	"github.com/driftline/driftline/pipeline/service"
 )
 
 // seedsFromEnv returns the comma-separated seeds in the environment
@@ -493,4 +494,37 @@ func evidenceFindings(t *testing.T, ctx context.Context, conn driver.Conn, db st
 		t.Fatal(err)
 	}
 	return out
+}
+
+// feedPaced feeds gen through the stack's gateway in the background, in
+// batches of batch lines with a pause after each, so that what a test does
+// meanwhile lands in the middle of the stream. The returned function waits
+// for the feed to end and returns its stats.
+func feedPaced(ctx context.Context, s *stack.Stack, gen *fleet.Generator, batch int, pause time.Duration) func() (fleet.FeedStats, error) {
+	type result struct {
+		stats fleet.FeedStats
+		err   error
+	}
+	done := make(chan result, 1)
+	go func() {
+		stats, err := fleet.Feed(ctx, s.IngestURL(), service.DefaultLocalAPIKey, gen, fleet.FeedOptions{
+			BatchLines: batch,
+			Progress:   func(fleet.FeedStats) { time.Sleep(pause) },
+		})
+		done <- result{stats, err}
+	}()
+	return func() (fleet.FeedStats, error) {
+		r := <-done
+		return r.stats, r.err
+	}
+}
+
+// newGenerator returns the fleet generator of cfg and its ground truth.
+func newGenerator(t *testing.T, cfg fleet.Config) (*fleet.Generator, *fleet.Truth) {
+	t.Helper()
+	gen, err := fleet.New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return gen, gen.Truth()
 }

@@ -238,11 +238,7 @@ func TestSkewedProducer(t *testing.T) {
 				Services: []string{stack.NameIngest, stack.NameJoiner, stack.NameQuery}})
 			cfg := fleet.DefaultConfig()
 			cfg.Seed = seed
-			gen, err := fleet.New(cfg)
-			if err != nil {
-				t.Fatal(err)
-			}
-			truth := gen.Truth()
+			gen, truth := newGenerator(t, cfg)
 			plan := skewSchedule(seed, 6, cfg.Start, 2*time.Second)
 			ss := newSkewSender(t, s)
 			skewDone := ss.sendFuture(ctx, plan)

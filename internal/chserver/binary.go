@@ -89,38 +89,53 @@ func Install(ctx context.Context, log io.Writer) error {
 	if _, err := exec.LookPath("apt-get"); err != nil {
 		return fmt.Errorf("install clickhouse-server: apt-get not found; Possible solutions: install ClickHouse with your system's package manager or from clickhouse.com, then set %s if it is not on PATH", EnvBinary)
 	}
+	err := aptInstall(ctx, log, "clickhouse-server", "driftline-clickhouse-install.lock", InstallHint, func() error {
+		_, err := Find()
+		return err
+	})
+	if err != nil {
+		return err
+	}
+	if _, err := Find(); err != nil {
+		return fmt.Errorf("after installing clickhouse-server: %w", err)
+	}
+	return nil
+}
+
+// aptInstall installs Debian's package pkg with apt-get, writing apt's
+// output to log (nil discards it), unless installed finds it once the
+// machine-wide lock named lockFile is held: test binaries of several
+// packages may find it missing at the same moment, and then one installs
+// while the others wait and find it. hint is the command an operator can
+// run by hand.
+func aptInstall(ctx context.Context, log io.Writer, pkg, lockFile, hint string, installed func() error) error {
 	if log == nil {
 		log = io.Discard
 	}
-	// Test binaries of several packages may find ClickHouse missing at the
-	// same moment: one installs, the others wait and then find it.
-	lock, err := os.OpenFile(filepath.Join(os.TempDir(), "driftline-clickhouse-install.lock"), os.O_CREATE|os.O_RDWR, 0o600)
+	lock, err := os.OpenFile(filepath.Join(os.TempDir(), lockFile), os.O_CREATE|os.O_RDWR, 0o600)
 	if err != nil {
-		return fmt.Errorf("install clickhouse-server: %w", err)
+		return fmt.Errorf("install %s: %w", pkg, err)
 	}
 	defer lock.Close()
 	if err := syscall.Flock(int(lock.Fd()), syscall.LOCK_EX); err != nil {
-		return fmt.Errorf("install clickhouse-server: lock: %w", err)
+		return fmt.Errorf("install %s: lock: %w", pkg, err)
 	}
 	defer syscall.Flock(int(lock.Fd()), syscall.LOCK_UN)
-	if _, err := Find(); err == nil {
+	if installed() == nil {
 		return nil // installed while we waited
 	}
 	for _, step := range []string{"update", "install"} {
 		// Wait for another apt (unattended upgrades) rather than fail.
 		args := []string{"-o", "DPkg::Lock::Timeout=600", step}
 		if step == "install" {
-			args = append(args, "-y", "clickhouse-server")
+			args = append(args, "-y", pkg)
 		}
 		cmd := exec.CommandContext(ctx, "apt-get", args...)
 		cmd.Env = append(os.Environ(), "DEBIAN_FRONTEND=noninteractive")
 		cmd.Stdout, cmd.Stderr = log, log
 		if err := cmd.Run(); err != nil {
-			return fmt.Errorf("apt-get %s: %w; Possible solutions: run `%s` by hand and read its output", step, err, InstallHint)
+			return fmt.Errorf("apt-get %s: %w; Possible solutions: run `%s` by hand and read its output", step, err, hint)
 		}
-	}
-	if _, err := Find(); err != nil {
-		return fmt.Errorf("after installing clickhouse-server: %w", err)
 	}
 	return nil
 }

@@ -58,35 +58,14 @@ func InstallZooKeeper(ctx context.Context, log io.Writer) error {
 	if os.Geteuid() != 0 {
 		return fmt.Errorf("installing zookeeper needs root; Possible solutions: run `sudo sh -c '%s'`", ZooKeeperInstallHint)
 	}
-	if log == nil {
-		log = io.Discard
+	findZK := func() error {
+		_, err := FindZooKeeper()
+		return err
 	}
-	lock, err := os.OpenFile(filepath.Join(os.TempDir(), "driftline-zookeeper-install.lock"), os.O_CREATE|os.O_RDWR, 0o600)
-	if err != nil {
-		return fmt.Errorf("install zookeeper: %w", err)
+	if err := aptInstall(ctx, log, "zookeeper", "driftline-zookeeper-install.lock", ZooKeeperInstallHint, findZK); err != nil {
+		return err
 	}
-	defer lock.Close()
-	if err := syscall.Flock(int(lock.Fd()), syscall.LOCK_EX); err != nil {
-		return fmt.Errorf("install zookeeper: lock: %w", err)
-	}
-	defer syscall.Flock(int(lock.Fd()), syscall.LOCK_UN)
-	if _, err := FindZooKeeper(); err == nil {
-		return nil
-	}
-	for _, step := range []string{"update", "install"} {
-		args := []string{"-o", "DPkg::Lock::Timeout=600", step}
-		if step == "install" {
-			args = append(args, "-y", "zookeeper")
-		}
-		cmd := exec.CommandContext(ctx, "apt-get", args...)
-		cmd.Env = append(os.Environ(), "DEBIAN_FRONTEND=noninteractive")
-		cmd.Stdout, cmd.Stderr = log, log
-		if err := cmd.Run(); err != nil {
-			return fmt.Errorf("apt-get %s: %w; Possible solutions: run `%s` by hand and read its output", step, err, ZooKeeperInstallHint)
-		}
-	}
-	_, err = FindZooKeeper()
-	return err
+	return findZK()
 }
 
 // ZooKeeperOptions configures StartZooKeeper.

@@ -122,14 +122,7 @@ func printFleetCore(ctx context.Context, out io.Writer, fc fleetCore, truth *fle
 		fmt.Fprintf(out, "  rollouts: unknown (%v)\n", err)
 	} else {
 		fmt.Fprintf(out, "  %-12s %-10s %21s %21s %21s %21s %21s\n", "bundle", "target", "at_target", "updating", "behind", "failed", "pending")
-		keys := map[string]bool{}
-		for k := range want {
-			keys[k] = true
-		}
-		for k := range got {
-			keys[k] = true
-		}
-		for _, b := range sortedKeys(keys) {
+		for _, b := range sortedUnion(want, got) {
 			g, w := got[b], want[b]
 			tv := w.TargetVersion
 			if tv == "" {

@@ -82,14 +82,7 @@ func printSummary(out io.Writer, st stack.State, status *apitypes.Status, expect
 		}
 		fmt.Fprintf(out, "open billing mismatches: %d\n", total)
 		fmt.Fprintf(out, "  %-28s %6s %10s\n", "kind", "open", "fleet truth")
-		keys := map[string]bool{}
-		for k := range billing {
-			keys[k] = true
-		}
-		for k := range expBilling {
-			keys[k] = true
-		}
-		for _, k := range sortedKeys(keys) {
+		for _, k := range sortedUnion(billing, expBilling) {
 			fmt.Fprintf(out, "  %-28s %6d %10d\n", k, billing[k], expBilling[k])
 		}
 		fmt.Fprintln(out, "  (raised by the billing reconciler in the rater; docs/billing-model.md)")
@@ -119,6 +112,18 @@ func printSummary(out io.Writer, st stack.State, status *apitypes.Status, expect
 	fmt.Fprintf(out, "  (e.g. SELECT kind, count() FROM billing_mismatch FINAL WHERE status = 'open' GROUP BY kind)\n")
 	fmt.Fprintln(out, "broker (Kafka protocol):", st.Broker)
 	fmt.Fprintln(out, "API key (ingest and query API, local_parity only):", apiKey)
+}
+
+// sortedUnion returns the keys of a and b, each once, in order.
+func sortedUnion[A, B any](a map[string]A, b map[string]B) []string {
+	keys := map[string]bool{}
+	for k := range a {
+		keys[k] = true
+	}
+	for k := range b {
+		keys[k] = true
+	}
+	return sortedKeys(keys)
 }
 
 func sortedKeys[V any](m map[string]V) []string {

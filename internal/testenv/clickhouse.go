@@ -74,7 +74,7 @@ func ClickHouse(t testing.TB) service.ClickHouse {
 			t.Logf("testenv: kept ClickHouse database %s on %s for inspection", cfg.Database, cfg.Addr)
 			return
 		}
-		if err := drop(cfg); err != nil {
+		if err := drop(cfg, time.Minute); err != nil {
 			t.Errorf("testenv: %v", err)
 		}
 	})
@@ -106,8 +106,10 @@ func ClickHouseConn(t testing.TB) (driver.Conn, service.ClickHouse) {
 	return Open(t, cfg), cfg
 }
 
-func drop(cfg service.ClickHouse) error {
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+// drop drops cfg's database; in cluster mode on every server of
+// cfg.Cluster, which takes longer, hence the timeout.
+func drop(cfg service.ClickHouse, timeout time.Duration) error {
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	defer cancel()
 	admin := cfg
 	admin.Database = "default"
@@ -116,8 +118,13 @@ func drop(cfg service.ClickHouse) error {
 		return fmt.Errorf("drop database %s: %w", cfg.Database, err)
 	}
 	defer conn.Close()
-	if err := conn.Exec(ctx, "DROP DATABASE IF EXISTS "+cfg.Database); err != nil {
-		return fmt.Errorf("drop database %s: %w", cfg.Database, err)
+	stmt, what := "DROP DATABASE IF EXISTS "+cfg.Database, cfg.Database
+	if cfg.Cluster != "" {
+		stmt += " ON CLUSTER " + cfg.Cluster
+		what += " on cluster " + cfg.Cluster
+	}
+	if err := conn.Exec(ctx, stmt); err != nil {
+		return fmt.Errorf("drop database %s: %w", what, err)
 	}
 	return nil
 }
@@ -186,16 +193,21 @@ func startShared(t testing.TB) (*chserver.Server, error) {
 // stopShared stops this test binary's server, if it started one, and
 // removes its directory unless tests failed.
 func stopShared(passed bool) error {
-	srv := shared.srv
-	if srv == nil {
+	if shared.srv == nil {
 		return nil
 	}
-	err := srv.Stop()
+	return stopAndRemove(shared.srv.Stop, shared.srv.Dir(), "server", passed)
+}
+
+// stopAndRemove stops with stop what runs in dir (what names it in the
+// message), then removes dir, or keeps it if tests failed.
+func stopAndRemove(stop func() error, dir, what string, passed bool) error {
+	err := stop()
 	if !passed {
-		fmt.Fprintf(os.Stderr, "testenv: kept the ClickHouse server directory %s for inspection\n", srv.Dir())
+		fmt.Fprintf(os.Stderr, "testenv: kept the ClickHouse %s directory %s for inspection\n", what, dir)
 		return err
 	}
-	if rerr := os.RemoveAll(srv.Dir()); rerr != nil && err == nil {
+	if rerr := os.RemoveAll(dir); rerr != nil && err == nil {
 		err = rerr
 	}
 	return err

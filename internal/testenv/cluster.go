@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"errors"
-	"fmt"
 	"os"
 	"strings"
 	"sync"
@@ -73,7 +72,7 @@ func ClickHouseCluster(t testing.TB) (service.ClickHouse, *chserver.LocalCluster
 			t.Logf("testenv: kept ClickHouse database %s on cluster %s (%s) for inspection", cfg.Database, cfg.Cluster, sharedCluster.dir)
 			return
 		}
-		if err := dropOnCluster(cfg); err != nil {
+		if err := drop(cfg, 2*time.Minute); err != nil {
 			t.Errorf("testenv: %v", err)
 		}
 	})
@@ -83,36 +82,11 @@ func ClickHouseCluster(t testing.TB) (service.ClickHouse, *chserver.LocalCluster
 	return cfg, c
 }
 
-func dropOnCluster(cfg service.ClickHouse) error {
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
-	admin := cfg
-	admin.Database = "default"
-	conn, err := readmodel.Open(ctx, admin, readmodel.NoCreate())
-	if err != nil {
-		return fmt.Errorf("drop database %s: %w", cfg.Database, err)
-	}
-	defer conn.Close()
-	if err := conn.Exec(ctx, "DROP DATABASE IF EXISTS "+cfg.Database+" ON CLUSTER "+cfg.Cluster); err != nil {
-		return fmt.Errorf("drop database %s on cluster %s: %w", cfg.Database, cfg.Cluster, err)
-	}
-	return nil
-}
-
 // stopSharedCluster stops this test binary's cluster, if it started one,
 // and removes its directory unless tests failed.
 func stopSharedCluster(passed bool) error {
-	c := sharedCluster.c
-	if c == nil {
+	if sharedCluster.c == nil {
 		return nil
 	}
-	err := c.Stop()
-	if !passed {
-		fmt.Fprintf(os.Stderr, "testenv: kept the ClickHouse cluster directory %s for inspection\n", sharedCluster.dir)
-		return err
-	}
-	if rerr := os.RemoveAll(sharedCluster.dir); rerr != nil && err == nil {
-		err = rerr
-	}
-	return err
+	return stopAndRemove(sharedCluster.c.Stop, sharedCluster.dir, "cluster", passed)
 }

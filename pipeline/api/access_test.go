@@ -6,7 +6,6 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
-	"net/http/httptest"
 	"net/url"
 	"os"
 	"slices"
@@ -474,14 +473,9 @@ func TestLeastPrivilege(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(aud.Close)
-	srv, err := api.New(api.Options{Guard: testenv.LocalGuard(t), DB: reader, Auditor: aud, Now: func() time.Time { return t0 }})
-	if err != nil {
-		t.Fatal(err)
-	}
-	hs := httptest.NewServer(srv.Handler())
-	t.Cleanup(hs.Close)
-	testenv.GetJSON(t, hs.URL+"/v1/drift?status=all", 200)
-	if code, body, _ := getAs(t, hs.URL+"/v1/bundle?evidence_id="+url.QueryEscape(idMissing), testenv.LocalKey); code != 200 {
+	hs := serveAPI(t, api.Options{Guard: testenv.LocalGuard(t), DB: reader, Auditor: aud, Now: func() time.Time { return t0 }})
+	testenv.GetJSON(t, hs+"/v1/drift?status=all", 200)
+	if code, body, _ := getAs(t, hs+"/v1/bundle?evidence_id="+url.QueryEscape(idMissing), testenv.LocalKey); code != 200 {
 		t.Fatalf("bundle as the read-only user: %d %.200s", code, body)
 	}
 	var n uint64

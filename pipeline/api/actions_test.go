@@ -9,7 +9,6 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
-	"net/http/httptest"
 	"net/url"
 	"reflect"
 	"strings"
@@ -40,10 +39,10 @@ type actionsEnv struct {
 	env   *streamtest.Env
 	url   string
 	seq   uint64
-	newAP func() *httptest.Server // another query replica over the same log
+	newAP func() string // another query replica over the same log
 	// amnesiac is a replica that never finds an answer in the log: one
 	// that died after writing a command and before recording its answer.
-	amnesiac *httptest.Server
+	amnesiac string
 }
 
 // forgetful is an action log that finds nothing.
@@ -65,18 +64,11 @@ func newActionsEnv(t *testing.T) *actionsEnv {
 		return joiner.New(ctx, opts, sink.NewClickHouse(env.CH))
 	})
 	t.Cleanup(stop)
-	newServer := func(log api.ActionLog) *httptest.Server {
-		srv, err := api.New(api.Options{DB: env.CH, Commands: producer, Actions: log, Topics: env.Names, Guard: testenv.LocalGuard(t)})
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(srv.Close)
-		hs := httptest.NewServer(srv.Handler())
-		t.Cleanup(hs.Close)
-		return hs
+	newServer := func(log api.ActionLog) string {
+		return serveAPI(t, api.Options{DB: env.CH, Commands: producer, Actions: log, Topics: env.Names, Guard: testenv.LocalGuard(t)})
 	}
-	newAP := func() *httptest.Server { return newServer(reader.NewActionLog(env.CH)) }
-	return &actionsEnv{t: t, env: env, url: newAP().URL, newAP: newAP, amnesiac: newServer(forgetful{reader.NewActionLog(env.CH)})}
+	newAP := func() string { return newServer(reader.NewActionLog(env.CH)) }
+	return &actionsEnv{t: t, env: env, url: newAP(), newAP: newAP, amnesiac: newServer(forgetful{reader.NewActionLog(env.CH)})}
 }
 
 func (e *actionsEnv) send(typ string, at time.Time, payload any) {
@@ -244,7 +236,7 @@ func TestActions(t *testing.T) {
 		t.Fatalf("acknowledge answer %s: %v", first, err)
 	}
 	replica := e.newAP() // another replica, or this one restarted
-	for _, base := range []string{e.url, replica.URL} {
+	for _, base := range []string{e.url, replica} {
 		code, again, h := e.post(base, path(stale), "k-ack", ack)
 		if code != http.StatusAccepted || !bytes.Equal(again, first) || h.Get("Idempotent-Replayed") != "true" {
 			t.Errorf("re-post of k-ack to %s: %d %s, want the first answer %s", base, code, again, first)
@@ -254,7 +246,7 @@ func TestActions(t *testing.T) {
 	// The client's retry reaches a replica that lost the answer: the
 	// command is written again (same id, a later occurred_at); the joiner
 	// applies it once.
-	if code, b, _ := e.post(e.amnesiac.URL, path(stale), "k-ack", ack); code != http.StatusAccepted {
+	if code, b, _ := e.post(e.amnesiac, path(stale), "k-ack", ack); code != http.StatusAccepted {
 		t.Fatalf("re-post to a replica without the answer: %d %s", code, b)
 	}
 	d := e.waitFinding(stale, "acknowledged", func(d apitypes.DriftDetail) bool { return d.Finding.AcknowledgedBy != "" })

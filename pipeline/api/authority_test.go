@@ -72,12 +72,7 @@ func TestActionAuthorityScope(t *testing.T) {
 	cmds := &commandSink{}
 	fx := newSurfaceFixture(t, api.Options{Guard: accessGuard(t), Commands: cmds})
 	seedFleet(t, fx.db)
-	srv, err := api.New(api.Options{DB: fx.db, Guard: accessGuard(t), Commands: cmds, Actions: reader.NewActionLog(fx.db)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(srv.Close)
-	base := newTestServer(t, srv)
+	base := serveAPI(t, api.Options{DB: fx.db, Guard: accessGuard(t), Commands: cmds, Actions: reader.NewActionLog(fx.db)})
 	ack := map[string]string{"action": "acknowledge", "reason": "seen"}
 	for i, tc := range []struct {
 		key, evidenceID string

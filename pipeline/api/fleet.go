@@ -54,25 +54,34 @@ func (s *Server) handleTimeline(w http.ResponseWriter, r *http.Request) error {
 	return nil
 }
 
-func (s *Server) handleRollouts(w http.ResponseWriter, r *http.Request) error {
+// serveFolded answers a listing read whole: once params have filled the
+// filter read uses, its rows exported as name in the negotiated format,
+// or as JSON folded by fold.
+func serveFolded[Row, Out any](s *Server, w http.ResponseWriter, r *http.Request, params []listParam, name string,
+	cols []export.Column[Row], read func() ([]Row, error), fold func([]Row) Out) error {
 	q := r.URL.Query()
-	var f reader.RolloutFilter
-	if err := parseParams(q, []listParam{{"domain_id", &f.DomainIDs, nil}, {"policy_bundle_id", &f.PolicyBundleIDs, nil}}, "format"); err != nil {
+	if err := parseParams(q, params, "format"); err != nil {
 		return err
 	}
 	format, err := negotiate(r, q)
 	if err != nil {
 		return err
 	}
-	rows, err := s.read.Rollouts(r.Context(), f)
+	rows, err := read()
 	if err != nil {
 		return err
 	}
 	if format != formatJSON {
-		return exportSlice(s, w, r, format, "rollouts", export.RolloutColumns, rows)
+		return exportSlice(s, w, r, format, name, cols, rows)
 	}
-	writeJSON(w, http.StatusOK, foldRollouts(rows))
+	writeJSON(w, http.StatusOK, fold(rows))
 	return nil
+}
+
+func (s *Server) handleRollouts(w http.ResponseWriter, r *http.Request) error {
+	var f reader.RolloutFilter
+	return serveFolded(s, w, r, []listParam{{"domain_id", &f.DomainIDs, nil}, {"policy_bundle_id", &f.PolicyBundleIDs, nil}},
+		"rollouts", export.RolloutColumns, func() ([]apitypes.RolloutRow, error) { return s.read.Rollouts(r.Context(), f) }, foldRollouts)
 }
 
 // foldRollouts sums the rows of each bundle (ordered by bundle, then
@@ -100,25 +109,10 @@ func foldRollouts(rows []apitypes.RolloutRow) apitypes.Rollouts {
 }
 
 func (s *Server) handleRelays(w http.ResponseWriter, r *http.Request) error {
-	q := r.URL.Query()
 	var f reader.RelayFilter
-	if err := parseParams(q, []listParam{{"owning_domain", &f.OwningDomains, nil}, {"domain_id", &f.DomainIDs, nil},
-		{"relay_id", &f.RelayIDs, nil}, {"tag", &f.Tags, nil}}, "format"); err != nil {
-		return err
-	}
-	format, err := negotiate(r, q)
-	if err != nil {
-		return err
-	}
-	rows, err := s.read.Relays(r.Context(), f)
-	if err != nil {
-		return err
-	}
-	if format != formatJSON {
-		return exportSlice(s, w, r, format, "relays", export.RelayColumns, rows)
-	}
-	writeJSON(w, http.StatusOK, foldRelays(rows))
-	return nil
+	return serveFolded(s, w, r, []listParam{{"owning_domain", &f.OwningDomains, nil}, {"domain_id", &f.DomainIDs, nil},
+		{"relay_id", &f.RelayIDs, nil}, {"tag", &f.Tags, nil}},
+		"relays", export.RelayColumns, func() ([]apitypes.RelayRow, error) { return s.read.Relays(r.Context(), f) }, foldRelays)
 }
 
 // foldRelays groups the rows (ordered by domain) by domain, each domain's

@@ -392,12 +392,7 @@ func TestNodePageFleet(t *testing.T) {
 	// Kafka unreachable: the page is served, the events show their
 	// coordinates as unavailable.
 	dead := testenv.KafkaClient(t, []string{"127.0.0.1:1"})
-	srv, err := api.New(api.Options{DB: fx.db, Guard: testenv.LocalGuard(t), Events: api.NewKafkaEvents(dead, 300*time.Millisecond)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(srv.Close)
-	hs := newTestServer(t, srv)
+	hs := serveAPI(t, api.Options{DB: fx.db, Guard: testenv.LocalGuard(t), Events: api.NewKafkaEvents(dead, 300*time.Millisecond)})
 	start := time.Now()
 	d = decode[apitypes.NodeDetail](t, testenv.GetJSON(t, hs+"/v1/nodes/n2", 200))
 	if time.Since(start) > 5*time.Second {
@@ -409,8 +404,15 @@ func TestNodePageFleet(t *testing.T) {
 	}
 }
 
-func newTestServer(t *testing.T, srv *api.Server) string {
+// serveAPI serves a query API of opts until the test ends and returns
+// its URL.
+func serveAPI(t *testing.T, opts api.Options) string {
 	t.Helper()
+	srv, err := api.New(opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(srv.Close)
 	hs := httptest.NewServer(srv.Handler())
 	t.Cleanup(hs.Close)
 	return hs.URL
@@ -428,12 +430,7 @@ func TestFleetFromJoiner(t *testing.T) {
 		return joiner.New(ctx, opts, sink.NewClickHouse(env.CH))
 	})
 	t.Cleanup(stop)
-	srv, err := api.New(api.Options{DB: env.CH, Topics: env.Names, Guard: testenv.LocalGuard(t), Events: api.NewKafkaEvents(env.Client, 5*time.Second)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(srv.Close)
-	base := newTestServer(t, srv)
+	base := serveAPI(t, api.Options{DB: env.CH, Topics: env.Names, Guard: testenv.LocalGuard(t), Events: api.NewKafkaEvents(env.Client, 5*time.Second)})
 
 	const digest = "sha256:1111111111111111111111111111111111111111111111111111111111111111"
 	var seq uint64

@@ -508,20 +508,14 @@ func TestStatus(t *testing.T) {
 }
 
 func TestStatusEmpty(t *testing.T) {
-	srv, err := api.New(api.Options{Guard: testenv.LocalGuard(t), DB: openDB(t)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer srv.Close()
-	hs := httptest.NewServer(srv.Handler())
-	defer hs.Close()
-	body := testenv.GetJSON(t, hs.URL+"/v1/status", 200)
+	hs := serveAPI(t, api.Options{Guard: testenv.LocalGuard(t), DB: openDB(t)})
+	body := testenv.GetJSON(t, hs+"/v1/status", 200)
 	for _, frag := range []string{`"last_run":null`, `"watermark":null`, `"consumers":[]`, `"open":0`} {
 		if !strings.Contains(string(body), frag) {
 			t.Errorf("status lacks %s: %s", frag, body)
 		}
 	}
-	body = testenv.GetJSON(t, hs.URL+"/v1/drift", 200)
+	body = testenv.GetJSON(t, hs+"/v1/drift", 200)
 	if !strings.Contains(string(body), `"findings":[]`) {
 		t.Errorf("empty drift: %s", body)
 	}

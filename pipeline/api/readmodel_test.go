@@ -2,7 +2,6 @@ package api_test
 
 import (
 	"context"
-	"net/http/httptest"
 	"slices"
 	"testing"
 	"time"
@@ -41,13 +40,8 @@ func TestHeatmapOverAFakeReadModel(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(aud.Close)
-	srv, err := api.New(api.Options{Guard: testenv.LocalGuard(t), Auditor: aud, ReadModel: fr, Now: func() time.Time { return t0 }})
-	if err != nil {
-		t.Fatal(err)
-	}
-	hs := httptest.NewServer(srv.Handler())
-	defer hs.Close()
-	h := decode[apitypes.Heatmap](t, testenv.GetJSON(t, hs.URL+"/v1/heatmap?owning_domain=compute,apps&age=1h", 200))
+	hs := serveAPI(t, api.Options{Guard: testenv.LocalGuard(t), Auditor: aud, ReadModel: fr, Now: func() time.Time { return t0 }})
+	h := decode[apitypes.Heatmap](t, testenv.GetJSON(t, hs+"/v1/heatmap?owning_domain=compute,apps&age=1h", 200))
 	if !slices.Equal(fr.got.OwningDomains, []string{"compute", "apps"}) || !fr.got.FirstSeenBy.Equal(t0.Add(-time.Hour)) ||
 		fr.got.Status != string(contract.StatusOpen) {
 		t.Errorf("filter passed to the read model: %+v", fr.got)

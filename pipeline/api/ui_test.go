@@ -109,23 +109,6 @@ func TestUI(t *testing.T) {
 	b := &browser{bin: bin, profile: t.TempDir(), artifacts: artifactsDir(t)}
 	ui := fx.url + "/test/signin?as=admin"
 
-	has := func(page, dom string, frags ...string) {
-		t.Helper()
-		for _, f := range frags {
-			if !strings.Contains(dom, f) {
-				t.Errorf("%s lacks %q", page, f)
-			}
-		}
-	}
-	hasNot := func(page, dom string, frags ...string) {
-		t.Helper()
-		for _, f := range frags {
-			if strings.Contains(dom, f) {
-				t.Errorf("%s shows %q", page, f)
-			}
-		}
-	}
-
 	// Without a key the UI shows the sign-in form and no data.
 	dom := string(b.run(t, "--dump-dom", fx.url+"/ui/#/"))
 	if !strings.Contains(dom, `data-ready="signin"`) || !strings.Contains(dom, `id="signin-form"`) || strings.Contains(dom, `id="kpi-open"`) {
@@ -133,26 +116,26 @@ func TestUI(t *testing.T) {
 	}
 
 	dom = b.page(t, ui+"#/", "0-global")
-	has("global", dom, `data-view="global"`, `id="kpi-open">10<`, `id="kpi-critical">8<`, // 5 open billing mismatches among them
+	domHas(t, "global", dom, `data-view="global"`, `id="kpi-open">10<`, `id="kpi-critical">8<`, // 5 open billing mismatches among them
 		`data-domain="compute" data-class="identity_mismatch"`, `data-mode="REPLAYING">REPLAYING 1`,
 		`data-kind="node" data-id="n2"`, `data-kind="finding" data-id="`+idIdentity+`"`)
-	hasNot("global", dom, `data-kind="node" data-id="n3"`) // gate pass: no attention
+	domLacks(t, "global", dom, `data-kind="node" data-id="n3"`) // gate pass: no attention
 
 	dom = b.page(t, ui+"#/domain/compute", "1-domain")
-	has("domain", dom, `data-view="domain"`, `data-node="n1"`, `data-node="n2"`, `data-node="n3"`,
+	domHas(t, "domain", dom, `data-view="domain"`, `data-node="n1"`, `data-node="n2"`, `data-node="n3"`,
 		`data-finding="`+idMissing+`"`, `data-finding="`+idStale+`"`)
-	hasNot("domain", dom, `data-node="e9"`, `data-finding="`+idOrphan+`"`)
+	domLacks(t, "domain", dom, `data-node="e9"`, `data-finding="`+idOrphan+`"`)
 
 	dom = b.page(t, ui+"#/domain/compute?gate=block_production&severity=critical", "1-domain-filtered")
-	has("filtered domain", dom, `data-node="n2"`, `<option value="block_production" selected="">`, `data-finding="`+idMissing+`"`)
-	hasNot("filtered domain", dom, `data-node="n1"`, `data-node="n3"`, `data-finding="`+idStale+`"`)
+	domHas(t, "filtered domain", dom, `data-node="n2"`, `<option value="block_production" selected="">`, `data-finding="`+idMissing+`"`)
+	domLacks(t, "filtered domain", dom, `data-node="n1"`, `data-node="n3"`, `data-finding="`+idStale+`"`)
 
 	dom = b.page(t, ui+"#/node/n2", "2-node")
-	has("node", dom, `data-view="node"`, "Gate: ", "block_production", "Blocks production releases.",
+	domHas(t, "node", dom, `data-view="node"`, "Gate: ", "block_production", "Blocks production releases.",
 		"Desired vs actual", "agent_version", `href="#/finding/`+url.QueryEscape(idIdentity)+`"`)
 
 	dom = b.page(t, ui+"#/finding/"+url.PathEscape(idMissing), "2-finding")
-	has("finding", dom, `data-view="finding"`, "<b>opened</b>", "<b>updated</b>", "Block admissions", "block_admission")
+	domHas(t, "finding", dom, `data-view="finding"`, "<b>opened</b>", "<b>updated</b>", "Block admissions", "block_admission")
 
 	// Operator actions: the forms on finding and node pages, the action
 	// history, and a batch preview on a domain's filtered findings.
@@ -162,35 +145,35 @@ func TestUI(t *testing.T) {
 		idMissing, uint64(3), "action", "missing_provider_resource", "critical", "open", "block_admission",
 		"running", "", "", uint32(1), t0.Add(-time.Hour), "corr-n1", "", "acknowledge", "cmd-ui", "HUMAN::local-operator", "on it")
 	dom = b.page(t, ui+"#/finding/"+url.PathEscape(idMissing), "4-finding-actions")
-	has("finding actions", dom, `id="operator-state"`, `id="action-form"`, `data-action="acknowledge"`, `data-action="cleanup"`,
+	domHas(t, "finding actions", dom, `id="operator-state"`, `id="action-form"`, `data-action="acknowledge"`, `data-action="cleanup"`,
 		`data-action="suppress"`, `data-action-row="acknowledge"`, "HUMAN::local-operator", "“on it”", "Timeline and action history")
 	dom = b.page(t, ui+"#/node/n2", "4-node-actions")
-	has("node actions", dom, `id="node-actions"`, `data-action="quarantine_node"`, `data-action="release_node"`,
+	domHas(t, "node actions", dom, `id="node-actions"`, `data-action="quarantine_node"`, `data-action="release_node"`,
 		`name="evidence_id" value="`+idIdentity+`"`)
 	dom = b.page(t, ui+"#/domain/compute?severity=critical&preview=acknowledge", "4-domain-batch-preview")
-	has("batch preview", dom, `id="batch-form"`, `id="batch-summary"`, "Preview: would apply acknowledge to",
+	domHas(t, "batch preview", dom, `id="batch-form"`, `id="batch-summary"`, "Preview: would apply acknowledge to",
 		`data-touch="`+idMissing+`"`, `data-touch="`+idIdentity+`"`)
-	hasNot("batch preview", dom, `data-touch="`+idStale+`"`) // a warning: not in the severity filter
+	domLacks(t, "batch preview", dom, `data-touch="`+idStale+`"`) // a warning: not in the severity filter
 
 	dom = b.page(t, ui+"#/finance", "3-finance")
-	has("finance", dom, `data-view="finance"`, "0.423455", "99999999999999.99", "1234567890123.423456",
+	domHas(t, "finance", dom, `data-view="finance"`, "0.423455", "99999999999999.99", "1234567890123.423456",
 		`data-mismatch="b1"`, `data-mismatch="b3"`, "2345678901234.000001")
 	dom = b.page(t, ui+"#/finance?kind=amount_mismatch", "3-finance-filtered")
-	has("filtered finance", dom, `data-mismatch="b3"`, "0.123455")
-	hasNot("filtered finance", dom, `data-mismatch="b1"`, `data-mismatch="b5"`)
+	domHas(t, "filtered finance", dom, `data-mismatch="b3"`, "0.123455")
+	domLacks(t, "filtered finance", dom, `data-mismatch="b1"`, `data-mismatch="b5"`)
 
 	// The UI hides what a role cannot do: a finance key scoped to t1 sees
 	// the finance page with t1's rows only and no fleet view; a viewer
 	// sees no finance view.
 	fin := fx.url + "/test/signin?as=finance-t1"
 	dom = b.page(t, fin+"#/", "4-finance-t1")
-	has("finance t1", dom, `data-view="finance"`, `data-mismatch="b1"`, `id="actor">HUMAN::fin-t1<`, `data-nav="global" hidden=""`)
-	hasNot("finance t1", dom, `data-mismatch="b3"`, `data-mismatch="b4"`)
+	domHas(t, "finance t1", dom, `data-view="finance"`, `data-mismatch="b1"`, `id="actor">HUMAN::fin-t1<`, `data-nav="global" hidden=""`)
+	domLacks(t, "finance t1", dom, `data-mismatch="b3"`, `data-mismatch="b4"`)
 	dom = b.page(t, fin+"#/domain/compute", "4-finance-t1-fleet")
-	has("finance t1 on a fleet page", dom, `id="forbidden"`)
-	hasNot("finance t1 on a fleet page", dom, `data-node="n1"`)
+	domHas(t, "finance t1 on a fleet page", dom, `id="forbidden"`)
+	domLacks(t, "finance t1 on a fleet page", dom, `data-node="n1"`)
 	dom = b.page(t, fx.url+"/test/signin?as=viewer#/", "5-viewer")
-	has("viewer", dom, `data-view="global"`, `data-nav="finance" hidden=""`)
+	domHas(t, "viewer", dom, `data-view="global"`, `data-nav="finance" hidden=""`)
 	// The key never appears in the page the UI renders (links, downloads,
 	// text); only the test's sign-in script in the head holds it.
 	_, body, _ := strings.Cut(dom, "<body")
@@ -226,36 +209,48 @@ func TestUIFleet(t *testing.T) {
 		supply: "artifact_digest_mismatch", backlog: 400, behind: 600, replay: true, recent: []string{"nodeagent.telemetry/1/7"}, version: 11})
 	b := &browser{bin: bin, profile: t.TempDir(), artifacts: artifactsDir(t)}
 	ui := fx.url + "/test/signin?as=admin"
-	has := func(page, dom string, frags ...string) {
-		t.Helper()
-		for _, f := range frags {
-			if !strings.Contains(dom, f) {
-				t.Errorf("%s lacks %q", page, f)
-			}
-		}
-	}
 
 	dom := b.page(t, ui+"#/", "6-global-fleet")
-	has("global", dom, `id="rollouts"`, `data-bundle="pb-1"`, `data-bundle="pb-2"`, `data-count="at_target">2<`, `data-count="pending">4<`,
+	domHas(t, "global", dom, `id="rollouts"`, `data-bundle="pb-1"`, `data-bundle="pb-2"`, `data-count="at_target">2<`, `data-count="pending">4<`,
 		`id="global-filters"`, `name="tag"`, `data-class="authority_conflict"`, `data-class="supply_chain_violation"`)
 	dom = b.page(t, ui+"#/?tag=eu", "6-global-tag")
-	has("global tag=eu", dom, `data-kind="finding" data-id="`+idMissing+`"`, `value="eu"`)
+	domHas(t, "global tag=eu", dom, `data-kind="finding" data-id="`+idMissing+`"`, `value="eu"`)
 	if strings.Contains(dom, `data-kind="finding" data-id="`+idIdentity+`"`) {
 		t.Errorf("global tag=eu shows n2's finding (tag gpu only)")
 	}
 
 	dom = b.page(t, ui+"#/domain/compute", "7-domain-fleet")
-	has("domain", dom, `id="relays"`, `data-domain-id="d-eu1"`, `data-relay="relay-1"`, `data-domain-id="d-us1"`, "(direct)",
+	domHas(t, "domain", dom, `id="relays"`, `data-domain-id="d-eu1"`, `data-relay="relay-1"`, `data-domain-id="d-us1"`, "(direct)",
 		`id="syncdebt"`, `<polyline data-series="d-eu1/relay-1"`, `<option value="supply_chain_violation">`)
 	dom = b.page(t, ui+"#/domain/compute?tag=gpu", "7-domain-tag")
-	has("domain tag=gpu", dom, `data-node="n1"`, `data-node="n2"`, `value="gpu"`)
+	domHas(t, "domain tag=gpu", dom, `data-node="n1"`, `data-node="n2"`, `value="gpu"`)
 	if strings.Contains(dom, `data-node="n3"`) {
 		t.Errorf("domain tag=gpu lists n3")
 	}
 
 	dom = b.page(t, ui+"#/node/n2", "8-node-fleet")
-	has("node", dom, `id="lifecycle"`, `id="phase">QUARANTINED<`, `id="lifecycle-timeline"`, `data-seq="3"`, "authority_conflict",
+	domHas(t, "node", dom, `id="lifecycle"`, `id="phase">QUARANTINED<`, `id="lifecycle-timeline"`, `data-seq="3"`, "authority_conflict",
 		`id="replay"`, "replaying", `id="fleet-diff"`, `data-field="artifact_digest" class="mismatch"`, `data-field="agent_version" class=""`,
 		`id="supply-chain"`, "artifact_digest_mismatch", "REVOKED", "sbom://art-1", "controller_not_listed", "REGION",
 		`id="observations"`, `data-observation="unavailable"`, "nodeagent.telemetry/1/7")
+}
+
+// domHas checks that the DOM of page holds every one of frags.
+func domHas(t *testing.T, page, dom string, frags ...string) {
+	t.Helper()
+	for _, f := range frags {
+		if !strings.Contains(dom, f) {
+			t.Errorf("%s lacks %q", page, f)
+		}
+	}
+}
+
+// domLacks checks that the DOM of page holds none of frags.
+func domLacks(t *testing.T, page, dom string, frags ...string) {
+	t.Helper()
+	for _, f := range frags {
+		if strings.Contains(dom, f) {
+			t.Errorf("%s shows %q", page, f)
+		}
+	}
 }

@@ -11,6 +11,8 @@ import (
 
 	"github.com/ClickHouse/clickhouse-go/v2/lib/driver"
 	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/driftline/driftline/pipeline/readmodel"
 )
 
 // Results of an audit entry.
@@ -66,11 +68,8 @@ type Auditor struct {
 	stop  chan struct{}
 	done  chan struct{}
 	once  sync.Once
-	// mu protects pending and committing: the entries Record waits for
-	// and whether a commit loop is writing them.
-	mu         sync.Mutex
-	pending    []*auditWait
-	committing bool
+	// group writes the entries Record waits for.
+	group *readmodel.GroupCommit[Entry]
 
 	written *prometheus.CounterVec
 	failed  prometheus.Counter
@@ -93,6 +92,7 @@ func NewAuditor(sink Sink, opts AuditorOptions) (*Auditor, error) {
 		failed:  prometheus.NewCounter(prometheus.CounterOpts{Name: "driftline_query_audit_write_errors_total", Help: "Failed writes of audit entries to the audit log."}),
 		dropped: prometheus.NewCounter(prometheus.CounterOpts{Name: "driftline_query_audit_dropped_total", Help: "Denied requests logged but not stored because the audit queue was full."}),
 	}
+	a.group = readmodel.NewGroupCommit(maxCommit, a.write)
 	if opts.Registry != nil {
 		for _, c := range []prometheus.Collector{a.written, a.failed, a.dropped} {
 			if err := opts.Registry.Register(c); err != nil {
@@ -117,69 +117,28 @@ func (a *Auditor) Record(ctx context.Context, e Entry) error {
 		e.At = time.Now()
 	}
 	a.log(e)
-	w := &auditWait{entry: e, done: make(chan error, 1)}
-	a.mu.Lock()
-	a.pending = append(a.pending, w)
-	if !a.committing {
-		a.committing = true
-		go a.commit()
+	if err := a.group.Submit(ctx, e); err != nil {
+		return fmt.Errorf("write audit entry: %w", err)
 	}
-	a.mu.Unlock()
-	select {
-	case err := <-w.done:
-		if err != nil {
-			return fmt.Errorf("write audit entry: %w", err)
-		}
-		return nil
-	case <-ctx.Done():
-		return fmt.Errorf("write audit entry: %w", ctx.Err())
-	}
+	return nil
 }
 
-// auditWait is an entry Record waits to see written.
-type auditWait struct {
-	entry Entry
-	done  chan error
-}
-
-// maxCommit bounds the entries of one write of Record's entries.
+// maxCommit bounds the entries of one write of Record's entries, which
+// share a write with those that arrive together (group commit).
 const maxCommit = 1000
 
-// commit writes the entries Record is waiting for, those that arrived
-// together in one write (group commit), until none is left: one INSERT
-// per audited request made one part per request, and a burst of actions
-// kept ClickHouse 18.16 merging them.
-func (a *Auditor) commit() {
-	for {
-		a.mu.Lock()
-		n := min(len(a.pending), maxCommit)
-		batch := a.pending[:n:n]
-		a.pending = a.pending[n:]
-		if n == 0 {
-			a.pending, a.committing = nil, false
-		}
-		a.mu.Unlock()
-		if n == 0 {
-			return
-		}
-		entries := make([]Entry, n)
-		for i, w := range batch {
-			entries[i] = w.entry
-		}
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		err := a.sink.WriteAudit(ctx, entries)
-		cancel()
-		if err != nil {
-			a.failed.Inc()
-		} else {
-			for _, e := range entries {
-				a.written.WithLabelValues(e.Result).Inc()
-			}
-		}
-		for _, w := range batch {
-			w.done <- err
-		}
+// write writes entries to the sink and counts them.
+func (a *Auditor) write(entries []Entry) error {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := a.sink.WriteAudit(ctx, entries); err != nil {
+		a.failed.Inc()
+		return err
 	}
+	for _, e := range entries {
+		a.written.WithLabelValues(e.Result).Inc()
+	}
+	return nil
 }
 
 // Enqueue logs e and queues it for the next batch.
@@ -213,16 +172,8 @@ func (a *Auditor) run() {
 		if len(batch) == 0 {
 			return
 		}
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		err := a.sink.WriteAudit(ctx, batch)
-		cancel()
-		if err != nil {
-			a.failed.Inc()
+		if err := a.write(batch); err != nil {
 			a.opts.Logger.Error("audit entries not stored; they are in this log", "event", "audit_write_failed", "entries", len(batch), "err", err)
-		} else {
-			for _, e := range batch {
-				a.written.WithLabelValues(e.Result).Inc()
-			}
 		}
 		batch = batch[:0]
 	}

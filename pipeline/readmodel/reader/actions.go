@@ -5,13 +5,13 @@ import (
 	"errors"
 	"fmt"
 	"math"
-	"sync"
 	"time"
 
 	"github.com/ClickHouse/clickhouse-go/v2"
 	"github.com/ClickHouse/clickhouse-go/v2/lib/driver"
 
 	"github.com/driftline/driftline/pipeline/contract"
+	"github.com/driftline/driftline/pipeline/readmodel"
 )
 
 // AcceptedCommand is the query service's answer to an accepted action (or
@@ -36,18 +36,8 @@ type AcceptedCommand struct {
 // action made one part per action, and at thousands of actions a minute
 // ClickHouse 18.16 spent its time merging them.
 type ActionLog struct {
-	conn driver.Conn
-
-	mu       sync.Mutex    // protects pending and flushing
-	pending  []*acceptance // answers waiting for the next INSERT
-	flushing bool          // an INSERT loop is running
-}
-
-// acceptance is one answer waiting to be written, and where its result
-// goes.
-type acceptance struct {
-	c    AcceptedCommand
-	done chan error
+	conn  driver.Conn
+	group *readmodel.GroupCommit[AcceptedCommand]
 }
 
 // maxAcceptBatch bounds the rows of one INSERT of the action log.
@@ -60,7 +50,11 @@ const acceptTimeout = 30 * time.Second
 
 // NewActionLog returns the action log over conn, whose database holds the
 // read model.
-func NewActionLog(conn driver.Conn) *ActionLog { return &ActionLog{conn: conn} }
+func NewActionLog(conn driver.Conn) *ActionLog {
+	l := &ActionLog{conn: conn}
+	l.group = readmodel.NewGroupCommit(maxAcceptBatch, l.insert)
+	return l
+}
 
 // codeLogicalError is the error ClickHouse 18.16 answers, now and then,
 // to a read racing the insert of a new part of a small table ("Could not
@@ -107,67 +101,32 @@ func (l *ActionLog) accepted(ctx context.Context, key string) (AcceptedCommand, 
 // Accept records c, and returns once the INSERT that holds it ended. A
 // key recorded twice (two replicas racing) keeps the first answer: the
 // version falls as accepted_at grows.
+// If ctx ends first the row is still written; the request no longer
+// waits for it.
 func (l *ActionLog) Accept(ctx context.Context, c AcceptedCommand) error {
-	a := &acceptance{c: c, done: make(chan error, 1)}
-	l.mu.Lock()
-	l.pending = append(l.pending, a)
-	if !l.flushing {
-		l.flushing = true
-		go l.flush()
+	if err := l.group.Submit(ctx, c); err != nil {
+		return fmt.Errorf("record action: %w", err)
 	}
-	l.mu.Unlock()
-	select {
-	case err := <-a.done:
-		return err
-	case <-ctx.Done():
-		// The row is still written; the request no longer waits for it.
-		return fmt.Errorf("record action: %w", ctx.Err())
-	}
+	return nil
 }
 
-// flush writes the pending answers, a batch per INSERT, until none is
-// left.
-func (l *ActionLog) flush() {
-	for {
-		l.mu.Lock()
-		n := min(len(l.pending), maxAcceptBatch)
-		batch := l.pending[:n:n]
-		l.pending = l.pending[n:]
-		if n == 0 {
-			l.pending, l.flushing = nil, false
-		}
-		l.mu.Unlock()
-		if n == 0 {
-			return
-		}
-		err := l.insert(batch)
-		for _, a := range batch {
-			a.done <- err
-		}
-	}
-}
-
-func (l *ActionLog) insert(batch []*acceptance) error {
+func (l *ActionLog) insert(batch []AcceptedCommand) error {
 	ctx, cancel := context.WithTimeout(context.Background(), acceptTimeout)
 	defer cancel()
 	b, err := l.conn.PrepareBatch(ctx, `INSERT INTO action_commands (idempotency_key, request_hash, command_id,
 	evidence_id, action, actor_id, answer, accepted_at, version)`)
 	if err != nil {
-		return fmt.Errorf("record action: %w", err)
+		return err
 	}
-	for _, a := range batch {
-		c := a.c
+	for _, c := range batch {
 		version := uint64(math.MaxInt64 - c.AcceptedAt.UnixNano())
 		if err := b.Append(c.IdempotencyKey, c.RequestHash, c.CommandID, c.EvidenceID, c.Action, c.ActorID, c.Answer,
 			c.AcceptedAt.UTC(), version); err != nil {
 			_ = b.Abort()
-			return fmt.Errorf("record action: %w", err)
+			return err
 		}
 	}
-	if err := b.Send(); err != nil {
-		return fmt.Errorf("record action: %w", err)
-	}
-	return nil
+	return b.Send()
 }
 
 // NodeQuarantined reports whether the latest quarantine_node or

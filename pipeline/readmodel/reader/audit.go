@@ -34,14 +34,7 @@ func (rd *Reader) Audit(ctx context.Context, f AuditFilter) ([]apitypes.AuditEnt
 		{"endpoint", f.Endpoints},
 		{"request_id", f.RequestIDs},
 	})
-	if !f.From.IsZero() {
-		conds = append(conds, "at >= toDateTime(?)")
-		args = append(args, f.From.Unix())
-	}
-	if !f.To.IsZero() {
-		conds = append(conds, "at < toDateTime(?)")
-		args = append(args, f.To.Unix())
-	}
+	conds, args = rangeWhere(conds, args, "at", f.From, f.To)
 	sql := fmt.Sprintf(`SELECT at, at_us, actor_id, roles, tenant_ids, request_id, method, target, endpoint, result,
 	status, reason, remote, key_id, policy_rev FROM audit_log%s ORDER BY at DESC, at_us DESC, request_id LIMIT %d`,
 		whereClause(conds), f.Limit+1)

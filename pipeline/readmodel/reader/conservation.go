@@ -164,14 +164,7 @@ type WindowFilter struct {
 // f.Limit, and whether more matched.
 func (rd *Reader) ConservationWindows(ctx context.Context, f WindowFilter) ([]apitypes.ConservationWindow, bool, error) {
 	conds, args := listWhere([]listColumn{{"tenant_id", f.Tenants}, {"product_id", f.Products}, {"currency", f.Currencies}})
-	if !f.From.IsZero() {
-		conds = append(conds, "window_start >= toDateTime(?)")
-		args = append(args, f.From.Unix())
-	}
-	if !f.To.IsZero() {
-		conds = append(conds, "window_start < toDateTime(?)")
-		args = append(args, f.To.Unix())
-	}
+	conds, args = rangeWhere(conds, args, "window_start", f.From, f.To)
 	conds, args = scopeWhere(ctx, "tenant_id", conds, args)
 	return rd.windows(ctx, conds, args, f.Unbalanced, f.Limit)
 }

@@ -57,6 +57,20 @@ func tagsWhere(conds []string, args []any, tags []string) ([]string, []any) {
 	return conds, args
 }
 
+// rangeWhere keeps the rows whose column is at or after from and before
+// to, each bound when set.
+func rangeWhere(conds []string, args []any, column string, from, to time.Time) ([]string, []any) {
+	if !from.IsZero() {
+		conds = append(conds, column+" >= toDateTime(?)")
+		args = append(args, from.Unix())
+	}
+	if !to.IsZero() {
+		conds = append(conds, column+" < toDateTime(?)")
+		args = append(args, to.Unix())
+	}
+	return conds, args
+}
+
 // lifecycleWhere adds to conds and args the status and first-seen
 // conditions that findings and mismatches share.
 func lifecycleWhere(conds []string, args []any, status string, firstSeenBy time.Time) ([]string, []any) {

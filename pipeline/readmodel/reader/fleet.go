@@ -109,14 +109,7 @@ type SyncDebtFilter struct {
 // max_seconds_behind), by domain, relay and minute.
 func (rd *Reader) SyncDebt(ctx context.Context, f SyncDebtFilter, limit int) ([]apitypes.SyncDebtPoint, error) {
 	conds, args := listWhere([]listColumn{{"domain_id", f.DomainIDs}, {"relay_id", f.RelayIDs}})
-	if !f.From.IsZero() {
-		conds = append(conds, "minute >= toDateTime(?)")
-		args = append(args, f.From.Unix())
-	}
-	if !f.To.IsZero() {
-		conds = append(conds, "minute < toDateTime(?)")
-		args = append(args, f.To.Unix())
-	}
+	conds, args = rangeWhere(conds, args, "minute", f.From, f.To)
 	if f.Last > 0 {
 		// A scalar subquery over the same conditions; in the text its
 		// arguments follow the outer conditions'.

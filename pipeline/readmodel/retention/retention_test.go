@@ -99,14 +99,7 @@ func testApply(t *testing.T, conn driver.Conn, cluster string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ym := func(back ...int) []uint32 {
-		var out []uint32
-		for _, b := range back {
-			at := now.AddDate(0, -b, 0)
-			out = append(out, uint32(at.Year()*100+int(at.Month())))
-		}
-		return out
-	}
+	ym := func(back ...int) []uint32 { return monthsBack(now, back...) }
 	// 180 days before 2026-11-24 is 2026-05-28: May 2026 (6 back) is not
 	// past yet; April and earlier (7..13 back) are.
 	want := map[string][]uint32{
@@ -201,14 +194,7 @@ func TestApplyFleetTables(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ym := func(back ...int) []uint32 {
-		var out []uint32
-		for _, b := range back {
-			at := now.AddDate(0, -b, 0)
-			out = append(out, uint32(at.Year()*100+int(at.Month())))
-		}
-		return out
-	}
+	ym := func(back ...int) []uint32 { return monthsBack(now, back...) }
 	want := map[string][]uint32{
 		"node_lifecycle_history": ym(13, 12, 11, 9, 8, 7), // 10 back holds n-quiet's newest transition
 		"sync_debt_minute":       ym(13, 12, 11, 10, 9, 8, 7),
@@ -231,4 +217,15 @@ func TestApplyFleetTables(t *testing.T) {
 		}
 		return nil
 	})
+}
+
+// monthsBack returns the YYYYMM partitions of the months that lie each of
+// back months before now.
+func monthsBack(now time.Time, back ...int) []uint32 {
+	var out []uint32
+	for _, b := range back {
+		at := now.AddDate(0, -b, 0)
+		out = append(out, uint32(at.Year()*100+int(at.Month())))
+	}
+	return out
 }
