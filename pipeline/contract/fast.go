@@ -41,8 +41,13 @@ import (
 //   - escaped times, and \u escapes of UTF-16 surrogates in payload
 //     strings.
 //
+// For Decoder.DecodeEventDigest it also computes the payload's content
+// digest (PayloadDigest) on the way, from what it decodes: a known key's
+// hash comes with its field, a string's from its decoded text, a number's
+// from the span just parsed.
+//
 // The differential fuzz target FuzzDecodeFast holds the two to the same
-// result on every input.
+// result on every input, and the digest to EventDigest's.
 
 // maxUnknown is the number of unknown keys per object the fast path checks
 // for duplicates; an object with more goes to the reference decoder.
