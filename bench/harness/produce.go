@@ -25,7 +25,8 @@ type produced struct {
 // produceFleet generates g's stream and writes it straight to the broker,
 // as the ingest gateway would after validation: each event to its
 // contract topic, keyed by its identity, on the partition murmur2 gives the
-// key (Kafka's default partitioner), a scan marker to every partition, and
+// key (Kafka's default partitioner), scan markers and registry events
+// (contract.Broadcast) to every partition, and
 // the gateway's headers. Redeliveries are written too (the gateway would
 // drop most of them; the joiner's own dedupe then skips them).
 func produceFleet(ctx context.Context, brokers string, names contract.Topics, partitions int32, g *fleet.Generator) (produced, error) {
@@ -83,7 +84,7 @@ func produceFleet(ctx context.Context, brokers string, names contract.Topics, pa
 		out.Lines++
 		key, value := copyBytes(ev.Key), copyBytes(ev.Line)
 		out.Bytes += int64(len(value))
-		if ev.Type == contract.TypeScanCompleted {
+		if contract.Broadcast(ev.Type) { // scan markers and registry events: every partition
 			for p := range partitions {
 				cl.Produce(ctx, &kgo.Record{Topic: topic, Key: key, Value: value, Headers: headers, Partition: p}, promise)
 				out.ByTopic[topic]++

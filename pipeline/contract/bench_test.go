@@ -124,3 +124,39 @@ func unvalidated(typ string) func([]byte) error {
 	}
 	panic(typ)
 }
+
+// BenchmarkDecodeDigest compares, per event type, the joiner's decode and
+// content digest done in two passes (Decoder.DecodeEvent, then
+// EventDigest over the payload again) with the digest computed in the
+// decoder's pass (Decoder.DecodeEventDigest), zero-copy as in the joiner.
+func BenchmarkDecodeDigest(b *testing.B) {
+	for _, typ := range AllTypes {
+		line := sampleEvent(typ, 0)
+		dec := NewDecoder(Validator{Environment: EnvLocalParity, ZeroCopy: true})
+		b.Run(typ+"/two-passes", func(b *testing.B) {
+			measure(b, line, func() {
+				for b.Loop() {
+					env, _, err := dec.DecodeEvent(line)
+					if err != nil {
+						b.Fatal(err)
+					}
+					digestSink = EventDigest(&env)
+				}
+			})
+		})
+		b.Run(typ+"/one-pass", func(b *testing.B) {
+			measure(b, line, func() {
+				for b.Loop() {
+					_, _, d, err := dec.DecodeEventDigest(line)
+					if err != nil {
+						b.Fatal(err)
+					}
+					digestSink = d
+				}
+			})
+		})
+	}
+}
+
+// digestSink keeps the benchmarks' digests from being optimised away.
+var digestSink Digest

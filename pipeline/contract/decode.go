@@ -35,7 +35,7 @@ func (v Validator) Decode(line []byte) (Envelope, *ValidationError) {
 // DecodePayload does): a new struct per call, which the caller may keep.
 // A Decoder reuses the struct instead.
 func (v Validator) DecodeEvent(line []byte) (Envelope, any, *ValidationError) {
-	if env, p, ok := v.fastDecode(line, nil); ok {
+	if env, p, _, ok := v.fastDecode(line, nil, false); ok {
 		return env, p, nil
 	}
 	return v.decodeEventRef(line)
@@ -77,10 +77,25 @@ func NewDecoder(v Validator) *Decoder { return &Decoder{v: v} }
 // decoder leaves to the reference decoder (rejections, rare encodings)
 // get a new struct, as from the Validator.
 func (d *Decoder) DecodeEvent(line []byte) (Envelope, any, *ValidationError) {
-	if env, p, ok := d.v.fastDecode(line, d); ok {
+	if env, p, _, ok := d.v.fastDecode(line, d, false); ok {
 		return env, p, nil
 	}
 	return d.v.decodeEventRef(line)
+}
+
+// DecodeEventDigest is DecodeEvent that also returns the event's content
+// digest, EventDigest(&env), for a valid event (0 with an error). The
+// single-pass decoder computes it from what it decodes, in the same pass
+// over the line: no second scan of the payload.
+func (d *Decoder) DecodeEventDigest(line []byte) (Envelope, any, Digest, *ValidationError) {
+	if env, p, pd, ok := d.v.fastDecode(line, d, true); ok {
+		return env, p, eventDigest(&env, pd), nil
+	}
+	env, p, err := d.v.decodeEventRef(line)
+	if err != nil {
+		return env, p, 0, err
+	}
+	return env, p, EventDigest(&env), nil
 }
 
 // decodeEventRef is the reference decoder: Scan, the envelope rules, the

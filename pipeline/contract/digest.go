@@ -66,6 +66,12 @@ const (
 // EventDigest returns the digest of a valid event (see Digest). env must
 // come from the validator: its payload is well-formed JSON.
 func EventDigest(env *Envelope) Digest {
+	return eventDigest(env, PayloadDigest(env.Payload))
+}
+
+// eventDigest is EventDigest with the payload's digest already known (the
+// single-pass decoder computes it while it decodes the payload).
+func eventDigest(env *Envelope, payload Digest) Digest {
 	var buf [16]byte
 	h := uint64(digestSeed)
 	h = mix(h, xxhash.Sum64String(env.EventType))
@@ -74,7 +80,7 @@ func EventDigest(env *Envelope) Digest {
 	binary.LittleEndian.PutUint64(buf[8:], uint64(env.OccurredAt.Nanosecond()))
 	h = mix(h, xxhash.Sum64(buf[:]))
 	h = mix(h, strHash([]byte(env.CorrelationID))^tagString)
-	h = mix(h, uint64(PayloadDigest(env.Payload)))
+	h = mix(h, uint64(payload))
 	return Digest(avalanche(h))
 }
 
@@ -86,6 +92,19 @@ func PayloadDigest(payload []byte) Digest {
 	s.space()
 	return Digest(avalanche(s.value()))
 }
+
+// memberHash is the part of an object's hash one member adds (k and v
+// being the hashes of its key and value): members are summed, so their
+// order does not matter; a valid event has no key twice
+// (ReasonDuplicateKey), so none cancel.
+func memberHash(k, v uint64) uint64 {
+	hi, lo := bits.Mul64(k^tagMember, v^digestPrime2)
+	return hi ^ lo
+}
+
+// objectHash is the hash of an object of n members whose memberHash add
+// up to sum.
+func objectHash(n, sum uint64) uint64 { return mix(mix(tagObject, n), sum) }
 
 // mix folds v into h (order matters).
 func mix(h, v uint64) uint64 {
@@ -133,8 +152,6 @@ func (s *digestScanner) value() uint64 {
 	case c == '{':
 		s.i++
 		s.space()
-		// Members are summed, so their order does not matter; a valid
-		// event has no key twice (ReasonDuplicateKey), so none cancel.
 		sum := uint64(0)
 		n := uint64(0)
 		for s.i < len(s.b) && s.b[s.i] != '}' {
@@ -144,9 +161,7 @@ func (s *digestScanner) value() uint64 {
 				s.i++
 			}
 			s.space()
-			v := s.value()
-			hi, lo := bits.Mul64(k^tagMember, v^digestPrime2)
-			sum += hi ^ lo
+			sum += memberHash(k, s.value())
 			n++
 			if s.i < len(s.b) && s.b[s.i] == ',' {
 				s.i++
@@ -156,7 +171,7 @@ func (s *digestScanner) value() uint64 {
 			}
 		}
 		s.i++
-		h = mix(mix(tagObject, n), sum)
+		h = objectHash(n, sum)
 	case c == '[':
 		s.i++
 		s.space()

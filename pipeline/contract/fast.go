@@ -41,8 +41,13 @@ import (
 //   - escaped times, and \u escapes of UTF-16 surrogates in payload
 //     strings.
 //
+// For Decoder.DecodeEventDigest it also computes the payload's content
+// digest (PayloadDigest) on the way, from what it decodes: a known key's
+// hash comes with its field, a string's from its decoded text, a number's
+// from the span just parsed.
+//
 // The differential fuzz target FuzzDecodeFast holds the two to the same
-// result on every input.
+// result on every input, and the digest to EventDigest's.
 
 // maxUnknown is the number of unknown keys per object the fast path checks
 // for duplicates; an object with more goes to the reference decoder.
@@ -53,6 +58,10 @@ type fastScan struct {
 	b        []byte
 	zeroCopy bool     // strings alias b (Validator.ZeroCopy)
 	dec      *Decoder // payload structs to reuse; nil allocates them
+	// digest asks object for the payload's content digest, computed from
+	// what it decodes (the hashes of PayloadDigest, without a second pass
+	// over the bytes).
+	digest bool
 }
 
 // fastPayload is a payload struct the fast path decodes into.
@@ -87,16 +96,17 @@ func (u *unknownKeys) add(b []byte, off, n int) bool {
 const envRequired = 1<<fEventID | 1<<fEventType | 1<<fSchemaVersion | 1<<fProducer | 1<<fOccurredAt | 1<<fEnvironment | 1<<fPayload
 
 // fastDecode is DecodeEvent's fast path; ok is false when line is left to
-// the reference decoder.
-func (v Validator) fastDecode(line []byte, dec *Decoder) (env Envelope, payload fastPayload, ok bool) {
+// the reference decoder. With digest, pd is PayloadDigest(env.Payload).
+func (v Validator) fastDecode(line []byte, dec *Decoder, digest bool) (env Envelope, payload fastPayload, pd Digest, ok bool) {
 	if len(line) > MaxEventLen {
-		return env, nil, false
+		return env, nil, 0, false
 	}
-	d := &fastScan{b: line, zeroCopy: v.ZeroCopy, dec: dec}
+	d := &fastScan{b: line, zeroCopy: v.ZeroCopy, dec: dec, digest: digest}
+	var ph uint64 // the payload's hash (digest)
 	b := line
 	i := skipSpace(b, 0)
 	if i >= len(b) || b[i] != '{' {
-		return env, nil, false
+		return env, nil, 0, false
 	}
 	var (
 		seen       uint32
@@ -118,19 +128,19 @@ func (v Validator) fastDecode(line []byte, dec *Decoder) (env Envelope, payload 
 		var koff, kend int
 		if f < 0 {
 			if koff, kend, ok = d.key(i); !ok {
-				return env, nil, false
+				return env, nil, 0, false
 			}
 			f = fieldIndex(b[koff : kend-1])
 			if i, ok = d.colon(kend); !ok {
-				return env, nil, false
+				return env, nil, 0, false
 			}
 		}
 		if i = skipSpace(b, i); i >= len(b) {
-			return env, nil, false
+			return env, nil, 0, false
 		}
 		if f >= 0 {
 			if seen&(1<<f) != 0 {
-				return env, nil, false
+				return env, nil, 0, false
 			}
 			seen |= 1 << f
 			next = f + 1
@@ -178,13 +188,13 @@ func (v Validator) fastDecode(line []byte, dec *Decoder) (env Envelope, payload 
 			}
 		case fPayload:
 			if b[i] != '{' {
-				return env, nil, false
+				return env, nil, 0, false
 			}
 			if seen&(1<<fEventType) != 0 {
 				var base unsafe.Pointer
 				var fields []payloadField
 				payload, base, fields = d.target(env.EventType)
-				end, ok = d.object(i, base, fields)
+				end, ph, ok = d.object(i, base, fields)
 			} else {
 				pStart = i
 				end, ok = skipObject(b, i)
@@ -195,12 +205,12 @@ func (v Validator) fastDecode(line []byte, dec *Decoder) (env Envelope, payload 
 			}
 		default:
 			if !unk.add(b, koff, kend-1-koff) {
-				return env, nil, false
+				return env, nil, 0, false
 			}
 			end, ok = d.scalar(i)
 		}
 		if !ok {
-			return env, nil, false
+			return env, nil, 0, false
 		}
 		if end+1 < len(b) && b[end] == ',' && b[end+1] == '"' { // compact JSON
 			i = end + 1
@@ -208,26 +218,27 @@ func (v Validator) fastDecode(line []byte, dec *Decoder) (env Envelope, payload 
 		}
 		i = skipSpace(b, end)
 		if i >= len(b) {
-			return env, nil, false
+			return env, nil, 0, false
 		}
 		if b[i] == ',' {
 			i = skipSpace(b, i+1)
 			continue
 		}
 		if b[i] != '}' || skipSpace(b, i+1) != len(b) {
-			return env, nil, false
+			return env, nil, 0, false
 		}
 		break
 	}
 	if seen&envRequired != envRequired || len(occurredAt) == 0 {
-		return env, nil, false
+		return env, nil, 0, false
 	}
 	if pStart >= 0 {
 		var base unsafe.Pointer
 		var fields []payloadField
 		payload, base, fields = d.target(env.EventType)
-		if end, ok := d.object(pStart, base, fields); !ok || end != pEnd {
-			return env, nil, false
+		var end int
+		if end, ph, ok = d.object(pStart, base, fields); !ok || end != pEnd {
+			return env, nil, 0, false
 		}
 	}
 	// iso8601.Parse is time.Parse(time.RFC3339Nano, ...) with a faster
@@ -236,13 +247,13 @@ func (v Validator) fastDecode(line []byte, dec *Decoder) (env Envelope, payload 
 	// decides.
 	t, err := iso8601.Parse(unsafe.String(&occurredAt[0], len(occurredAt)))
 	if err != nil {
-		return env, nil, false
+		return env, nil, 0, false
 	}
 	env.OccurredAt = t
 	if payload.validate() != nil {
-		return env, nil, false
+		return env, nil, 0, false
 	}
-	return env, payload, true
+	return env, payload, Digest(avalanche(ph)), true
 }
 
 // view is b as a string without a copy, for lookups that do not keep it.
@@ -299,17 +310,20 @@ func reusedOrNew[T any](dec *Decoder, slot func(*Decoder) *T) *T {
 }
 
 // object decodes the payload object at b[i] ('{') into the struct at base
-// with the given fields and returns the index after it.
-func (d *fastScan) object(i int, base unsafe.Pointer, fields []payloadField) (int, bool) {
+// with the given fields and returns the index after it and, when d.digest,
+// its hash as PayloadDigest's scanner hashes it (before the final mix).
+func (d *fastScan) object(i int, base unsafe.Pointer, fields []payloadField) (int, uint64, bool) {
 	b := d.b
 	var (
 		seen uint32
 		unk  unknownKeys
-		next int // the field expected next
+		next int    // the field expected next
+		sum  uint64 // the members' hashes (digest)
+		n    uint64 // the members (digest)
 	)
 	i = skipSpace(b, i+1)
 	if i < len(b) && b[i] == '}' {
-		return i + 1, true
+		return i + 1, objectHash(0, 0), true
 	}
 	for {
 		f := -1
@@ -322,7 +336,7 @@ func (d *fastScan) object(i int, base unsafe.Pointer, fields []payloadField) (in
 		if f < 0 {
 			koff, kend, ok := d.key(i)
 			if !ok {
-				return 0, false
+				return 0, 0, false
 			}
 			for j := range fields {
 				if string(b[koff:kend-1]) == fields[j].name {
@@ -331,51 +345,87 @@ func (d *fastScan) object(i int, base unsafe.Pointer, fields []payloadField) (in
 				}
 			}
 			if i, ok = d.colon(kend); !ok {
-				return 0, false
+				return 0, 0, false
 			}
 			if f < 0 {
 				if !unk.add(b, koff, kend-1-koff) {
-					return 0, false
+					return 0, 0, false
 				}
-				if i, ok = d.scalar(skipSpace(b, i)); !ok {
-					return 0, false
+				v := skipSpace(b, i)
+				if i, ok = d.scalar(v); !ok {
+					return 0, 0, false
+				}
+				if d.digest {
+					s := digestScanner{b: b[v:i]}
+					sum += memberHash(strHash(b[koff:kend-1])^tagString, s.value())
+					n++
 				}
 				goto next
 			}
 		}
 		if seen&(1<<f) != 0 {
-			return 0, false
+			return 0, 0, false
 		}
 		seen |= 1 << f
 		next = f + 1
 		if i = skipSpace(b, i); i >= len(b) {
-			return 0, false
+			return 0, 0, false
 		} else {
-			var ok bool
+			var (
+				ok bool
+				h  uint64 // the value's hash (digest)
+				v  = i
+			)
 			p := unsafe.Add(base, fields[f].off)
 			switch fields[f].kind {
 			case kindString:
 				*(*string)(p), i, ok = d.stringValue(i, false)
+				if d.digest {
+					h = stringHash(*(*string)(p))
+				}
 			case kindInt64:
 				*(*int64)(p), i, ok = d.int64Value(i)
+				if d.digest && ok {
+					h = strHash(b[v:i]) ^ tagNumber
+				}
 			case kindFloat64:
 				*(*float64)(p), i, ok = d.float64Value(i)
+				if d.digest && ok {
+					h = strHash(b[v:i]) ^ tagNumber
+				}
 			case kindBool:
 				*(*bool)(p), i, ok = d.boolValue(i)
+				if h = tagFalse; *(*bool)(p) {
+					h = tagTrue
+				}
 			case kindTime:
+				// A time is a string without escapes (escaped times go to
+				// the reference decoder).
 				*(*time.Time)(p), i, ok = d.timeValue(i)
+				if d.digest && ok {
+					h = strHash(b[v+1:i-1]) ^ tagString
+				}
 			case kindStrings:
-				*(*[]string)(p), i, ok = d.listValue(i, fields[f].list)
+				var list []string
+				list, i, ok = d.listValue(i, fields[f].list)
+				*(*[]string)(p) = list
+				if d.digest {
+					h = listHash(b[v], list)
+				}
 			case kindObject:
 				// A nested object of flat fields (authority, desired):
 				// null goes to the reference decoder.
 				if b[i] != '{' {
-					return 0, false
+					return 0, 0, false
 				}
-				i, ok = d.object(i, p, fields[f].sub)
+				i, h, ok = d.object(i, p, fields[f].sub)
 			}
 			if !ok {
-				return 0, false
+				return 0, 0, false
+			}
+			if d.digest {
+				sum += memberHash(fields[f].keyHash, h)
+				n++
 			}
 		}
 	next:
@@ -385,17 +435,35 @@ func (d *fastScan) object(i int, base unsafe.Pointer, fields []payloadField) (in
 		}
 		i = skipSpace(b, i)
 		if i >= len(b) {
-			return 0, false
+			return 0, 0, false
 		}
 		switch b[i] {
 		case ',':
 			i = skipSpace(b, i+1)
 		case '}':
-			return i + 1, true
+			return i + 1, objectHash(n, sum), true
 		default:
-			return 0, false
+			return 0, 0, false
 		}
 	}
+}
+
+// stringHash is the digest's hash of a string value by its decoded text.
+func stringHash(s string) uint64 {
+	return strHash(unsafe.Slice(unsafe.StringData(s), len(s))) ^ tagString
+}
+
+// listHash is the digest's hash of a decoded list of strings whose JSON
+// value starts with the byte first: null or an array.
+func listHash(first byte, list []string) uint64 {
+	if first == 'n' {
+		return tagNull
+	}
+	h := uint64(tagArray)
+	for _, s := range list {
+		h = mix(h, stringHash(s))
+	}
+	return h
 }
 
 // key checks the object key at b[i], which must be a string without
@@ -810,12 +878,13 @@ var listSlots = map[string]listSlot{"tags": listTags, "controller_ids": listCont
 // payloadField describes a field of a payload struct, from its json tag
 // (the name the reference decoder matches exactly).
 type payloadField struct {
-	name   string
-	quoted quotedKey
-	kind   fieldKind
-	off    uintptr        // offset in the struct
-	list   listSlot       // kindStrings: the Decoder's array it reuses
-	sub    []payloadField // kindObject: the nested struct's fields
+	name    string
+	quoted  quotedKey
+	keyHash uint64 // the digest's hash of the key
+	kind    fieldKind
+	off     uintptr        // offset in the struct
+	list    listSlot       // kindStrings: the Decoder's array it reuses
+	sub     []payloadField // kindObject: the nested struct's fields
 }
 
 // The fields of each payload struct, in struct order: the order the Go
@@ -845,7 +914,7 @@ func fieldsOfType(t reflect.Type, top bool) []payloadField {
 	for i := range fields {
 		sf := t.Field(i)
 		name, _, _ := strings.Cut(sf.Tag.Get("json"), ",")
-		f := payloadField{name: name, quoted: newQuotedKey(name), off: sf.Offset}
+		f := payloadField{name: name, quoted: newQuotedKey(name), keyHash: stringHash(name), off: sf.Offset}
 		switch {
 		case sf.Type == reflect.TypeFor[time.Time]():
 			f.kind = kindTime

@@ -178,7 +178,7 @@ func sameAsReference(t *testing.T, line []byte) (fast bool) {
 	t.Helper()
 	for _, v := range []Validator{{Environment: EnvLocalParity}, {ZeroCopy: true}, {Environment: EnvDev, ZeroCopy: true}} {
 		renv, rp, rerr := v.decodeEventRef(line)
-		fenv, fp, ok := v.fastDecode(line, nil)
+		fenv, fp, _, ok := v.fastDecode(line, nil, false)
 		if ok {
 			fast = true
 			if rerr != nil {
@@ -197,6 +197,19 @@ func sameAsReference(t *testing.T, line []byte) (fast bool) {
 			env, p, err = dec.DecodeEvent(line)
 			if !reflect.DeepEqual(renv, env) || !reflect.DeepEqual(rp, p) || !reflect.DeepEqual(rerr, err) {
 				t.Fatalf("Decoder differs on %q:\n ref %+v %+v %v\n got %+v %+v %v", line, renv, rp, rerr, env, p, err)
+			}
+			// The digest computed in the decoder's pass is EventDigest's.
+			var d Digest
+			env, p, d, err = dec.DecodeEventDigest(line)
+			if !reflect.DeepEqual(renv, env) || !reflect.DeepEqual(rp, p) || !reflect.DeepEqual(rerr, err) {
+				t.Fatalf("DecodeEventDigest differs on %q:\n ref %+v %+v %v\n got %+v %+v %v", line, renv, rp, rerr, env, p, err)
+			}
+			if want := Digest(0); rerr == nil {
+				if want = EventDigest(&renv); d != want {
+					t.Fatalf("DecodeEventDigest's digest of %q is %s, EventDigest's %s", line, d, want)
+				}
+			} else if d != 0 {
+				t.Fatalf("DecodeEventDigest of rejected %q returned digest %s", line, d)
 			}
 		}
 	}

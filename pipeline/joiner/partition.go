@@ -308,7 +308,7 @@ func (j *Joiner) apply(part *partition, r *kgo.Record) {
 		j.m.invalid.WithLabelValues("tombstone_without_identity").Inc()
 		return
 	}
-	env, payload, verr := part.dec.DecodeEvent(r.Value)
+	env, payload, digest, verr := part.dec.DecodeEventDigest(r.Value)
 	// Scan markers and registry events are written to every partition on
 	// purpose; every other event belongs on the partition its key hashes
 	// to.
@@ -332,7 +332,6 @@ func (j *Joiner) apply(part *partition, r *kgo.Record) {
 		j.reject(part, r, env.Producer, contract.ClockSkewError(env.OccurredAt, r.Timestamp, j.opts.MaxClockSkew))
 		return
 	}
-	digest := contract.EventDigest(&env)
 	switch part.dedupe.Observe(env.Producer, env.HasSeq, env.Seq, env.EventID, env.OccurredAt, uint64(digest)) {
 	case dedupe.Duplicate:
 		j.m.duplicates.Inc()
