@@ -112,8 +112,8 @@ func printFleetCore(ctx context.Context, out io.Writer, fc fleetCore, truth *fle
 		}
 		fmt.Fprintf(out, "  (the truth predicts %d of the nodes: those whose heartbeats or record decide the phase)\n", len(truth.Fleet.Nodes))
 		if n := silentNodes(truth); n > 0 {
-			fmt.Fprintf(out, "  (%d of them never sent a heartbeat: a node status row comes with the first heartbeat, so /v1/nodes lists\n"+
-				"   them under no phase; each one's phase is the last row of /v1/nodes/{id}/timeline)\n", n)
+			fmt.Fprintf(out, "  (%d of them never sent a heartbeat: a node status row comes with the first heartbeat, so /v1/nodes does\n"+
+				"   not list them; each one's phase is the last row of /v1/nodes/{id}/timeline)\n", n)
 		}
 	}
 	want := truthRollouts(truth)
