@@ -98,6 +98,21 @@ func (d *Decoder) DecodeEventDigest(line []byte) (Envelope, any, Digest, *Valida
 	return env, p, EventDigest(&env), nil
 }
 
+// DecodeEventPayloadDigest is DecodeEvent that also returns the digest
+// of the payload alone, PayloadDigest(env.Payload), for a valid event (0
+// with an error): what a usage's content is compared by, computed in the
+// decoder's one pass like DecodeEventDigest's.
+func (d *Decoder) DecodeEventPayloadDigest(line []byte) (Envelope, any, Digest, *ValidationError) {
+	if env, p, pd, ok := d.v.fastDecode(line, d, true); ok {
+		return env, p, pd, nil
+	}
+	env, p, err := d.v.decodeEventRef(line)
+	if err != nil {
+		return env, p, 0, err
+	}
+	return env, p, PayloadDigest(env.Payload), nil
+}
+
 // decodeEventRef is the reference decoder: Scan, the envelope rules, the
 // payload decoded by encoding into its struct, the payload rules. The
 // single-pass decoder (fast.go) returns what it returns whenever it

@@ -211,6 +211,17 @@ func sameAsReference(t *testing.T, line []byte) (fast bool) {
 			} else if d != 0 {
 				t.Fatalf("DecodeEventDigest of rejected %q returned digest %s", line, d)
 			}
+			env, p, d, err = dec.DecodeEventPayloadDigest(line)
+			if !reflect.DeepEqual(renv, env) || !reflect.DeepEqual(rp, p) || !reflect.DeepEqual(rerr, err) {
+				t.Fatalf("DecodeEventPayloadDigest differs on %q:\n ref %+v %+v %v\n got %+v %+v %v", line, renv, rp, rerr, env, p, err)
+			}
+			if want := Digest(0); rerr == nil {
+				if want = PayloadDigest(renv.Payload); d != want {
+					t.Fatalf("DecodeEventPayloadDigest's digest of %q is %s, PayloadDigest's %s", line, d, want)
+				}
+			} else if d != 0 {
+				t.Fatalf("DecodeEventPayloadDigest of rejected %q returned digest %s", line, d)
+			}
 		}
 	}
 	return fast

@@ -88,7 +88,7 @@ func (p *preparer) prepareOne(r *Rater, out *prepared, book *pricebook.Book) {
 	rec := out.rec
 	// The envelope and payload alias rec.Value and the decoder: what
 	// outlives this call is copied into the arena.
-	env, payload, verr := p.decoder.DecodeEvent(rec.Value)
+	env, payload, digest, verr := p.decoder.DecodeEventPayloadDigest(rec.Value)
 	if verr != nil {
 		out.verr = verr
 		return
@@ -107,7 +107,7 @@ func (p *preparer) prepareOne(r *Rater, out *prepared, book *pricebook.Book) {
 		key:     key,
 		hash:    hashKey(key),
 		usageID: p.copyString(u.UsageID),
-		digest:  contract.PayloadDigest(env.Payload),
+		digest:  digest,
 		at:      env.OccurredAt.UnixNano(),
 	}
 	if !rec.Timestamp.IsZero() {

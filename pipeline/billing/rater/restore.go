@@ -56,7 +56,7 @@ func (r *Rater) restore(ctx context.Context, rs *stream.Restore) error {
 // replay claims the key of one already processed usage record, as the
 // live path did (process).
 func (r *Rater) replay(rec *kgo.Record) {
-	env, payload, verr := r.decoder.DecodeEvent(rec.Value)
+	env, payload, digest, verr := r.decoder.DecodeEventPayloadDigest(rec.Value)
 	if verr != nil {
 		return
 	}
@@ -66,7 +66,7 @@ func (r *Rater) replay(rec *kgo.Record) {
 	}
 	r.keyBuf = append(append(append(r.keyBuf[:0], u.MeteringSource...), '/'), u.MeteringID...)
 	e := usageEvent{part: contract.Partition(r.keyBuf, r.partitions), key: r.keyBuf, hash: hashKey(r.keyBuf), usageID: u.UsageID,
-		digest: contract.PayloadDigest(env.Payload), at: env.OccurredAt.UnixNano()}
+		digest: digest, at: env.OccurredAt.UnixNano()}
 	if !rec.Timestamp.IsZero() {
 		e.ts = rec.Timestamp.UnixNano()
 	}
