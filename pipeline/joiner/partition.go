@@ -387,10 +387,8 @@ func (j *Joiner) apply(part *partition, r *kgo.Record) {
 		part.inHeartbeat = true
 		part.nodes.ApplyHeartbeat(p, at, env.CorrelationID)
 		part.inHeartbeat = false
-		part.nodes.RecordEvent(p.NodeID, streamTelemetry, r.Offset)
-		mismatch, _ := part.nodes.IdentityMismatch(p.NodeID)
+		mismatch, authority, supply := part.nodes.HeartbeatVerdicts(p.NodeID, streamTelemetry, r.Offset)
 		part.engine.SetNodeIdentity(p.NodeID, mismatch, at, env.CorrelationID, true)
-		authority, supply := part.nodes.FleetVerdicts(p.NodeID)
 		part.engine.SetNodeFleet(p.NodeID, authority, supply, at, env.CorrelationID, true)
 		part.engine.Advance(at)
 	default:

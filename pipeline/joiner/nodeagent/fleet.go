@@ -77,6 +77,15 @@ type ring struct {
 	n, h uint8
 }
 
+// add makes offset of stream the newest event.
+func (r *ring) add(stream uint8, offset int64) {
+	r.h = (r.h + 1) % RecentEvents
+	r.ev[r.h] = uint64(stream)<<56 | uint64(offset)&(1<<56-1)
+	if r.n < RecentEvents {
+		r.n++
+	}
+}
+
 // fleetNode is the fleet core's state of one node beyond its lifecycle
 // and ring, allocated with its first fleet evidence (a record or
 // heartbeat naming fleet fields or tags, an operator quarantine): see
@@ -447,12 +456,7 @@ func (t *Tracker) RecordEvent(nodeID string, stream uint8, offset int64) {
 	if n == nil {
 		return // a node the tracker does not know has no row to show it
 	}
-	r := &n.ring
-	r.h = (r.h + 1) % RecentEvents
-	r.ev[r.h] = uint64(stream)<<56 | uint64(offset)&(1<<56-1)
-	if r.n < RecentEvents {
-		r.n++
-	}
+	n.ring.add(stream, offset)
 }
 
 // Recent is a node's ring of recent events as a status row carries it:
@@ -887,6 +891,21 @@ func (t *Tracker) Tags(nodeID string) []string {
 		return n.fleetOf().tags
 	}
 	return nil
+}
+
+// HeartbeatVerdicts notes an applied heartbeat at offset of the
+// telemetry stream in nodeID's recent events (RecordEvent) and returns
+// what IdentityMismatch and FleetVerdicts report, with one lookup of the
+// node on the heartbeat's path.
+func (t *Tracker) HeartbeatVerdicts(nodeID string, stream uint8, offset int64) (identity, authority, supplyChain bool) {
+	n := t.nodes[nodeID]
+	if n == nil {
+		return false, false, false
+	}
+	n.ring.add(stream, offset)
+	f := n.fleetOf()
+	return n.has(flagIdentity), authorityOpen(valueOf(contract.AuthorityStates, f.authority)),
+		supplyOpen(valueOf(contract.SupplyChainStates, f.supply))
 }
 
 // FleetVerdicts reports nodeID's open fleet findings: authority_conflict
