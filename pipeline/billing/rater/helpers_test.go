@@ -3,6 +3,8 @@ package rater_test
 import (
 	"context"
 	"fmt"
+	"os/exec"
+	"path/filepath"
 	"testing"
 	"time"
 
@@ -96,4 +98,19 @@ func decodeQuarantine(t testing.TB, r *kgo.Record) contract.Quarantined {
 		t.Fatalf("quarantine value %s: %v", r.Value, err)
 	}
 	return q
+}
+
+// buildRater builds cmd/rater into dir and returns its path and the
+// absolute path of the shipped price book (deploy/pricebook.json).
+func buildRater(t *testing.T, dir string) (bin, book string) {
+	t.Helper()
+	bin = filepath.Join(dir, "rater")
+	if out, err := exec.Command("go", "build", "-o", bin, "github.com/driftline/driftline/cmd/rater").CombinedOutput(); err != nil {
+		t.Fatalf("build rater: %v\n%s", err, out)
+	}
+	book, err := filepath.Abs(filepath.Join("..", "..", "..", "deploy", "pricebook.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return bin, book
 }

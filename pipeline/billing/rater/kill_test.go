@@ -26,15 +26,7 @@ func TestExactlyOnceUnderSIGKILL(t *testing.T) {
 		t.Skip("builds and kills the rater binary")
 	}
 	dir := t.TempDir()
-	bin := filepath.Join(dir, "rater")
-	build := exec.Command("go", "build", "-o", bin, "github.com/driftline/driftline/cmd/rater")
-	if out, err := build.CombinedOutput(); err != nil {
-		t.Fatalf("build rater: %v\n%s", err, out)
-	}
-	book, err := filepath.Abs(filepath.Join("..", "..", "..", "deploy", "pricebook.json"))
-	if err != nil {
-		t.Fatal(err)
-	}
+	bin, book := buildRater(t, dir)
 	brokers, names := testenv.Kafka(t, 3)
 
 	seed := uint64(time.Now().UnixNano())

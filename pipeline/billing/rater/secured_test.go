@@ -33,14 +33,7 @@ func TestBinaryOverTLSAndSCRAM(t *testing.T) {
 		t.Skip("builds the rater binary")
 	}
 	dir := t.TempDir()
-	bin := filepath.Join(dir, "rater")
-	if out, err := exec.Command("go", "build", "-o", bin, "github.com/driftline/driftline/cmd/rater").CombinedOutput(); err != nil {
-		t.Fatalf("build rater: %v\n%s", err, out)
-	}
-	book, err := filepath.Abs(filepath.Join("..", "..", "..", "deploy", "pricebook.json"))
-	if err != nil {
-		t.Fatal(err)
-	}
+	bin, book := buildRater(t, dir)
 	caPath, srvTLS := testenv.ServerTLS(t)
 	c, err := kfake.NewCluster(kfake.NumBrokers(3), kfake.TLS(srvTLS), kfake.EnableSASL(),
 		kfake.Superuser("SCRAM-SHA-512", "rater", "s3cret"))
