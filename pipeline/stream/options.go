@@ -45,7 +45,9 @@ type Options struct {
 	// at most PollRecords records.
 	Rounds logmerge.Rounds
 	// PollRecords bounds the records of a round without Rounds. Default
-	// 10000.
+	// 10000. Such a poll may take part of a fetch only, so a member that
+	// merges streams (a logmerge.Merge) sets Rounds, whose polls take
+	// whole fetches.
 	PollRecords int
 	// TransactionalID, when set, makes the member a transactional
 	// consume-transform-produce session (kgo.GroupTransactSession, see

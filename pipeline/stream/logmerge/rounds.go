@@ -82,8 +82,14 @@ func (r Rounds) Round(ctx context.Context, cl *kgo.Client, backlog int64,
 		if processed >= r.Records || !now.Before(start.Add(r.Interval)) {
 			catchUp = true // a regular round would have ended here
 		}
+		// Whole fetches only: a poll that took part of one (PollRecords
+		// with a count) would leave the rest, records of other streams,
+		// in the client, while a merge knows a stream's end only from its
+		// last fetch and would release records of the streams polled
+		// ahead of them. A round may therefore end up to one fetch past
+		// its record count.
 		pctx, cancel := context.WithDeadline(ctx, deadline)
-		fetches := cl.PollRecords(pctx, most-processed)
+		fetches := cl.PollFetches(pctx)
 		cancel()
 		if fetches.IsClientClosed() {
 			return false, backlog, true

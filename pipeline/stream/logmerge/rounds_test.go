@@ -2,6 +2,8 @@ package logmerge
 
 import (
 	"context"
+	"fmt"
+	"slices"
 	"testing"
 	"time"
 
@@ -104,5 +106,70 @@ func TestRoundsDrain(t *testing.T) {
 	_, after, _ = r.Round(ctx, cl, 50, apply)
 	if took := time.Since(start); took < r.Interval || after != 0 || applied != 200 {
 		t.Fatalf("behind by 50: round of %v (interval %v), backlog after %d, applied %d", took, r.Interval, after, applied)
+	}
+}
+
+// TestRoundTakesWholeFetches: a round hands apply whole fetches, however
+// few records its count leaves. Two streams whose timestamps interleave
+// arrive in one fetch; had a poll taken only the first stream's records,
+// the merge, which has heard nothing of the other stream yet, would have
+// released them ahead of the other's earlier ones.
+func TestRoundTakesWholeFetches(t *testing.T) {
+	brokers, names := testenv.Kafka(t, 1)
+	topics := []string{names.PlatformRecords, names.Observations}
+	ctx := context.Background()
+	prod, err := kgo.NewClient(kgo.SeedBrokers(brokers...))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer prod.Close()
+	base := time.UnixMilli(1_800_000_000_000)
+	var recs []*kgo.Record
+	for i := range 4 { // records at 0 and 2 ms, observations at 1 and 3 ms
+		recs = append(recs, &kgo.Record{Topic: topics[i%2], Timestamp: base.Add(time.Duration(i) * time.Millisecond), Value: []byte("v")})
+	}
+	if err := prod.ProduceSync(ctx, recs...).FirstErr(); err != nil {
+		t.Fatal(err)
+	}
+	start := map[string]map[int32]kgo.Offset{}
+	for _, topic := range topics {
+		start[topic] = map[int32]kgo.Offset{0: kgo.NewOffset().AtStart()}
+	}
+	cl, err := kgo.NewClient(kgo.SeedBrokers(brokers...), kgo.ConsumePartitions(start), kgo.FetchMinBytes(1),
+		kgo.FetchMaxWait(time.Second))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	// Wait until one fetch holds all four, so the round's first poll finds
+	// them buffered together.
+	testenv.CheckFor(t, 10*time.Second, func() error {
+		if n := cl.BufferedFetchRecords(); n < 4 {
+			return fmt.Errorf("%d of 4 records buffered", n)
+		}
+		return nil
+	})
+
+	m := NewMerge(len(topics))
+	var got []time.Time
+	apply := func(fetches kgo.Fetches) (int, int64) {
+		Fetched(fetches, func(topic string, _ int32, rs []*kgo.Record, unfetched int64) {
+			m.Push(slices.Index(topics, topic), rs, unfetched)
+		}, nil)
+		n := 0
+		for r, _ := m.Pop(); r != nil; r, _ = m.Pop() {
+			got = append(got, r.Timestamp)
+			n++
+		}
+		return n, m.Backlog()
+	}
+	r := Rounds{Interval: 2 * time.Second, Records: 1}
+	rctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	for len(got) < 4 && rctx.Err() == nil {
+		r.Round(rctx, cl, 0, apply)
+	}
+	if len(got) != 4 || !slices.IsSortedFunc(got, time.Time.Compare) {
+		t.Fatalf("applied at %v, want the four records in timestamp order", got)
 	}
 }
