@@ -116,18 +116,15 @@ func (r *Reader) Uvarint() uint64 {
 	return v
 }
 
-// Varint reads a signed varint.
+// Varint reads a signed varint: an unsigned one in zig-zag encoding, as
+// binary.Varint decodes it.
 func (r *Reader) Varint() int64 {
-	if r.err != nil {
-		return 0
+	ux := r.Uvarint()
+	x := int64(ux >> 1)
+	if ux&1 != 0 {
+		x = ^x
 	}
-	v, n := binary.Varint(r.b)
-	if n <= 0 {
-		r.Fail(ErrShort)
-		return 0
-	}
-	r.b = r.b[n:]
-	return v
+	return x
 }
 
 // Byte reads one byte.
@@ -181,18 +178,7 @@ func (r *Reader) Bytes() []byte {
 func (r *Reader) String() string { return string(r.Bytes()) }
 
 // Float64 reads an IEEE 754 float.
-func (r *Reader) Float64() float64 {
-	if r.err != nil {
-		return 0
-	}
-	if len(r.b) < 8 {
-		r.Fail(ErrShort)
-		return 0
-	}
-	v := math.Float64frombits(binary.LittleEndian.Uint64(r.b))
-	r.b = r.b[8:]
-	return v
-}
+func (r *Reader) Float64() float64 { return math.Float64frombits(r.Uint64()) }
 
 // Uint64 reads 8 bytes written by Writer.Uint64.
 func (r *Reader) Uint64() uint64 {

@@ -1,7 +1,9 @@
 package snap
 
 import (
+	"encoding/binary"
 	"errors"
+	"math"
 	"testing"
 	"time"
 )
@@ -89,5 +91,20 @@ func TestHeaderIn(t *testing.T) {
 	}
 	if r := NewReader(w.B); r.HeaderIn("other", 1, 2) != 0 || r.Err() == nil {
 		t.Error("another section's name was accepted")
+	}
+}
+
+// TestVarintAsBinary: Reader.Varint decodes what binary.Varint decodes,
+// the extremes and a truncated varint included.
+func TestVarintAsBinary(t *testing.T) {
+	for _, v := range []int64{0, 1, -1, 63, -64, 64, -65, 1 << 40, -(1 << 40), math.MaxInt64, math.MinInt64} {
+		b := binary.AppendVarint(nil, v)
+		if got := NewReader(b).Varint(); got != v {
+			t.Fatalf("Varint of %d = %d", v, got)
+		}
+		r := NewReader(b[:len(b)-1])
+		if got := r.Varint(); got != 0 || !errors.Is(r.Err(), ErrShort) {
+			t.Fatalf("Varint of %d cut short = %d, %v", v, got, r.Err())
+		}
 	}
 }
