@@ -89,7 +89,7 @@ func run(common *service.Common, opts ingest.Options, serveOpts ingest.ServeOpti
 	var tlsCfg *tls.Config
 	if f.tlsCert != "" || f.tlsKey != "" || f.clientCA != "" {
 		var err error
-		if tlsCfg, err = ingest.ServerTLSConfig(f.tlsCert, f.tlsKey, f.clientCA); err != nil {
+		if tlsCfg, err = service.ServerTLSConfig(f.tlsCert, f.tlsKey, f.clientCA); err != nil {
 			return fmt.Errorf("-ingest.tlsCert/-ingest.tlsKey/-ingest.clientCA: %w", err)
 		}
 	}

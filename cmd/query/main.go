@@ -39,7 +39,6 @@ import (
 	"github.com/driftline/driftline/pipeline/api/cli"
 	"github.com/driftline/driftline/pipeline/contract"
 	"github.com/driftline/driftline/pipeline/contract/keys"
-	"github.com/driftline/driftline/pipeline/ingest"
 	"github.com/driftline/driftline/pipeline/readmodel"
 	"github.com/driftline/driftline/pipeline/readmodel/reader"
 	"github.com/driftline/driftline/pipeline/service"
@@ -112,7 +111,7 @@ func run() error {
 	var tlsCfg *tls.Config
 	if *tlsCert != "" || *tlsKey != "" || *clientCA != "" {
 		var err error
-		if tlsCfg, err = ingest.ServerTLSConfig(*tlsCert, *tlsKey, *clientCA); err != nil {
+		if tlsCfg, err = service.ServerTLSConfig(*tlsCert, *tlsKey, *clientCA); err != nil {
 			return fmt.Errorf("-query.tlsCert/-query.tlsKey/-query.clientCA: %w", err)
 		}
 	}

@@ -29,7 +29,7 @@ var ErrNoClientIdentities = errors.New("client certificate authentication is on 
 
 // ErrTLSConfig is returned by Serve when the gateway authenticates by
 // client certificate but the server would not require and verify one.
-var ErrTLSConfig = errors.New("client certificate authentication needs a TLS config with ClientAuth = RequireAndVerifyClientCert and ClientCAs; Possible solutions: use ServerTLSConfig")
+var ErrTLSConfig = errors.New("client certificate authentication needs a TLS config with ClientAuth = RequireAndVerifyClientCert and ClientCAs; Possible solutions: use service.ServerTLSConfig")
 
 // ErrNoKeysFile and ErrLocalKeyOutsideLocal are package keys' rules of
 // the environments.

@@ -14,6 +14,7 @@ import (
 
 	"github.com/driftline/driftline/internal/testenv"
 	"github.com/driftline/driftline/pipeline/contract"
+	"github.com/driftline/driftline/pipeline/service"
 )
 
 func TestProdRequiresMTLS(t *testing.T) {
@@ -57,7 +58,7 @@ func TestMTLSIdentity(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	tlsCfg, err := ServerTLSConfig(filepath.Join(dir, "server.pem"), filepath.Join(dir, "server.key"), filepath.Join(dir, "ca.pem"))
+	tlsCfg, err := service.ServerTLSConfig(filepath.Join(dir, "server.pem"), filepath.Join(dir, "server.key"), filepath.Join(dir, "ca.pem"))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -74,7 +74,7 @@ type Options struct {
 	// ClientCertAuth authenticates callers by their TLS client certificate
 	// (mapped to an actor by the keys file's "clients") instead of API
 	// keys. Serve then requires a TLS config that requires and verifies
-	// client certificates (ServerTLSConfig). Required in prod; the
+	// client certificates (service.ServerTLSConfig). Required in prod; the
 	// preferred mode of dev. Default false (API keys).
 	ClientCertAuth bool
 
