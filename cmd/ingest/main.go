@@ -31,6 +31,7 @@ import (
 	"time"
 
 	"github.com/driftline/driftline/pipeline/contract"
+	"github.com/driftline/driftline/pipeline/contract/keys"
 	"github.com/driftline/driftline/pipeline/ingest"
 	"github.com/driftline/driftline/pipeline/service"
 )
@@ -93,11 +94,11 @@ func run(common *service.Common, opts ingest.Options, serveOpts ingest.ServeOpti
 			return fmt.Errorf("-ingest.tlsCert/-ingest.tlsKey/-ingest.clientCA: %w", err)
 		}
 	}
-	keys, err := ingest.OpenKeyring(common.Environment, f.keysFile, service.DefaultLocalAPIKey)
+	kr, err := keys.OpenKeyring(common.Environment, f.keysFile, service.DefaultLocalAPIKey)
 	if err != nil {
 		return err
 	}
-	opts.Keys = keys
+	opts.Keys = kr
 	opts.KafkaOpts = append(opts.KafkaOpts, common.KafkaOpts()...)
 	gw, err := ingest.New(opts)
 	if err != nil {

@@ -17,6 +17,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/driftline/driftline/pipeline/contract"
+	"github.com/driftline/driftline/pipeline/contract/keys"
 	"github.com/driftline/driftline/pipeline/ingest"
 	"github.com/driftline/driftline/pipeline/readmodel/reader"
 	"github.com/driftline/driftline/pipeline/stream/streamtest"
@@ -49,7 +50,7 @@ func TestRedeliveriesAndConflictsProperty(t *testing.T) {
 	f := newFixture(t)
 	const group = "joiner-conflict-property"
 	gw, err := ingest.New(ingest.Options{Environment: contract.EnvLocalParity, Brokers: f.brokers, Topics: f.names,
-		Keys: ingest.LocalKeyring("k"), ProduceTimeout: 10 * time.Second, Logger: slog.New(slog.DiscardHandler),
+		Keys: keys.LocalKeyring("k"), ProduceTimeout: 10 * time.Second, Logger: slog.New(slog.DiscardHandler),
 		Registry: prometheus.NewRegistry()})
 	if err != nil {
 		t.Fatal(err)
@@ -214,7 +215,7 @@ func TestRedeliveriesAndConflictsProperty(t *testing.T) {
 		}
 		byActor[h[contract.HeaderActorID]]++
 	}
-	if byActor[ingest.LocalActorID] != viaHTTPConflict || byActor["SYSTEM::joiner"] != joinerConflicts {
+	if byActor[keys.LocalActorID] != viaHTTPConflict || byActor["SYSTEM::joiner"] != joinerConflicts {
 		t.Fatalf("quarantined by actor %v; want %d by the gateway, %d by the joiner", byActor, viaHTTPConflict, joinerConflicts)
 	}
 	rd := reader.New(f.ch, reader.Options{})
