@@ -20,7 +20,6 @@ import (
 	"context"
 	"crypto/tls"
 	"errors"
-	"flag"
 	"fmt"
 	"log/slog"
 	"net/http"
@@ -62,9 +61,7 @@ func main() {
 }
 
 func run() error {
-	fs := flag.CommandLine
-	common := service.RegisterFlags(fs)
-	logOpts := service.LogFlags(fs)
+	fs := service.NewCommandLine("query")
 	addr := fs.String("query.addr", service.Env("DRIFTLINE_QUERY_ADDR", service.DefaultQueryAddr), "HTTP listen address of the query API (env DRIFTLINE_QUERY_ADDR)")
 	joinerGroup := fs.String("query.joinerGroup", api.DefaultJoinerGroup, "consumer group of the joiner, whose lag /v1/status reports; empty reports no lag")
 	queryTimeout := fs.Duration("query.timeout", 10*time.Second, "bound on the ClickHouse work of one request; raise it for very large listings")
@@ -92,12 +89,10 @@ func run() error {
 	idleTimeout := fs.Duration("query.idleTimeout", 2*time.Minute, "how long an idle keep-alive connection is kept")
 	auditUser := fs.String("query.auditUser", service.Env("DRIFTLINE_QUERY_AUDIT_USER", ""), "ClickHouse user that appends to audit_log and to the action and alert logs (action_commands, alert_deliveries) (env DRIFTLINE_QUERY_AUDIT_USER); empty: -clickhouse.user. With a read-only -clickhouse.user it must be another user")
 	auditPassword := fs.String("query.auditPassword", service.Env("DRIFTLINE_QUERY_AUDIT_PASSWORD", ""), "password of -query.auditUser (env DRIFTLINE_QUERY_AUDIT_PASSWORD)")
-	flag.Parse()
-	if _, err := service.SetupLogging(logOpts, os.Stderr); err != nil {
-		return err
-	}
-	if flag.NArg() > 0 {
-		return fmt.Errorf("unexpected argument %q: query only serves; the client subcommands (drift, heatmap, attention, billing, automation, node) are driftctl's", flag.Arg(0))
+	fs.Parse()
+	common := fs.Common
+	if fs.NArg() > 0 {
+		return fmt.Errorf("unexpected argument %q: query only serves; the client subcommands (drift, heatmap, attention, billing, automation, node) are driftctl's", fs.Arg(0))
 	}
 	if !contract.ValidEnvironment(common.Environment) {
 		return fmt.Errorf("-env %q: must be local_parity, dev or prod", common.Environment)
