@@ -81,17 +81,15 @@ func (s *Server) handleBillingMismatches(w http.ResponseWriter, r *http.Request)
 	if err != nil {
 		return err
 	}
-	format, limit, err := s.formatAndLimit(w, r, q)
-	if err != nil {
+	each := func(limit int, fn func(apitypes.BillingMismatch) error) error {
+		return s.read.EachMismatch(r.Context(), f, order, k, limit, fn)
+	}
+	limit, done, err := pageOrExport(s, w, r, q, "billing_mismatches", export.MismatchColumns, each)
+	if done || err != nil {
 		return err
 	}
-	if format != formatJSON {
-		return exportRows(s, w, r, format, "billing_mismatches", export.MismatchColumns, func(fn func(apitypes.BillingMismatch) error) error {
-			return s.read.EachMismatch(r.Context(), f, order, k, limit, fn)
-		})
-	}
 	page := apitypes.BillingPage{Mismatches: []apitypes.BillingMismatch{}, Sort: order.Name}
-	err = s.read.EachMismatch(r.Context(), f, order, k, limit+1, func(m apitypes.BillingMismatch) error {
+	err = each(limit+1, func(m apitypes.BillingMismatch) error {
 		page.Mismatches = append(page.Mismatches, m)
 		return nil
 	})
