@@ -108,16 +108,6 @@ func (s *Server) handleBillingMismatches(w http.ResponseWriter, r *http.Request)
 	return nil
 }
 
-// ratedParams are the list filters of /v1/billing/rated, read into q.
-func ratedParams(q *reader.RatedQuery) []listParam {
-	return []listParam{
-		{"tenant", &q.Tenants, nil},
-		{"product", &q.Products, nil},
-		{"unit", &q.Units, nil},
-		{"currency", &q.Currencies, nil},
-	}
-}
-
 // Group limits of /v1/billing/rated.
 const (
 	DefaultRatedLimit = 1000
@@ -127,7 +117,7 @@ const (
 func (s *Server) handleRated(w http.ResponseWriter, r *http.Request) error {
 	q := canonical(r.URL.Query(), billingAliases)
 	var rq reader.RatedQuery
-	ps := ratedParams(&rq)
+	ps := []listParam{{"tenant", &rq.Tenants, nil}, {"product", &rq.Products, nil}, {"unit", &rq.Units, nil}, {"currency", &rq.Currencies, nil}}
 	if err := parseParams(q, ps, "group_by", "day", "from", "to", "limit"); err != nil {
 		return err
 	}
