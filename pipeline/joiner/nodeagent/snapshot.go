@@ -225,8 +225,8 @@ func (t *Tracker) appendFleetNode(w *snap.Writer, n *node) {
 		return
 	}
 	w.Byte(1)
-	appendStrings(w, f.controllers)
-	appendStrings(w, f.tags)
+	w.Strings(f.controllers)
+	w.Strings(f.tags)
 	for _, b := range [...]enum{f.intent, f.kind, f.master, f.authority, f.supply, f.rollout} {
 		w.Byte(byte(b))
 	}
@@ -243,21 +243,10 @@ func (t *Tracker) appendFleetNode(w *snap.Writer, n *node) {
 	w.Varint(f.ctl[1].last)
 }
 
-func appendStrings(w *snap.Writer, l []string) {
-	w.Uvarint(uint64(len(l)))
-	for _, s := range l {
-		w.String(s)
-	}
-}
-
 func loadStrings(r *snap.Reader, fs *fleetState) []string {
-	n := r.Count(1)
-	if n == 0 || r.Err() != nil {
+	l := r.Strings()
+	if l == nil {
 		return nil
-	}
-	l := make([]string, n)
-	for i := range l {
-		l[i] = r.String()
 	}
 	return internList(fs, l)
 }
@@ -337,7 +326,7 @@ func (t *Tracker) appendFleet(w *snap.Writer) {
 		for _, s := range [...]string{e.b.PolicyBundleID, e.b.TargetVersion, e.b.ArtifactID} {
 			w.String(s)
 		}
-		appendStrings(w, e.b.Domains)
+		w.Strings(e.b.Domains)
 		w.Varint(e.b.Deadline.UnixNano())
 		w.Varint(e.at)
 		w.Bool(e.due)

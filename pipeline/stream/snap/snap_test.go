@@ -2,6 +2,7 @@ package snap
 
 import (
 	"errors"
+	"slices"
 	"testing"
 	"time"
 )
@@ -18,6 +19,8 @@ func TestRoundTrip(t *testing.T) {
 	w.Time(at)
 	w.Time(time.Time{})
 	w.Bytes(nil)
+	w.Strings([]string{"a", "", "maas/node-2"})
+	w.Strings(nil)
 
 	r := NewReader(w.B)
 	r.Header("part", 1)
@@ -44,6 +47,12 @@ func TestRoundTrip(t *testing.T) {
 	}
 	if got := r.Bytes(); len(got) != 0 {
 		t.Fatalf("bytes %q", got)
+	}
+	if got := r.Strings(); !slices.Equal(got, []string{"a", "", "maas/node-2"}) {
+		t.Fatalf("strings %q", got)
+	}
+	if got := r.Strings(); got != nil {
+		t.Fatalf("no strings %q", got)
 	}
 	if r.Err() != nil || r.Len() != 0 {
 		t.Fatalf("err %v, %d bytes left", r.Err(), r.Len())
