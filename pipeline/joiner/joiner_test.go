@@ -436,6 +436,17 @@ func counter(t *testing.T, reg *prometheus.Registry, name string) float64 {
 	return 0
 }
 
+// mustCounter returns the value of the counter named name in reg; the
+// test fails when reg has none.
+func mustCounter(t *testing.T, reg *prometheus.Registry, name string) float64 {
+	t.Helper()
+	m := metric(t, reg, name)
+	if m == nil {
+		t.Fatalf("no metric %s", name)
+	}
+	return m.GetCounter().GetValue()
+}
+
 // gauge returns the value of the gauge named name in reg.
 func gauge(t *testing.T, reg *prometheus.Registry, name string) float64 {
 	t.Helper()
@@ -580,6 +591,19 @@ func TestInvalidRecordIsQuarantined(t *testing.T) {
 	}
 }
 
+// restartable returns the options of a joiner whose runs share one
+// checkpoint store, written every millisecond, and quarantine to the
+// fixture's topic; reg receives a run's metrics.
+func (f *fixture) restartable() func(reg prometheus.Registerer) func(*Options) {
+	q, store := f.quarantiner(), f.checkpoints()
+	return func(reg prometheus.Registerer) func(*Options) {
+		return func(o *Options) {
+			checkpointing(store, time.Millisecond, reg)(o)
+			o.Quarantine = q
+		}
+	}
+}
+
 // quarantiner returns a quarantine writer to the fixture's quarantine
 // topic, as the joiner's main makes it.
 func (f *fixture) quarantiner() *ingest.Quarantiner {
@@ -630,12 +654,10 @@ func headersOf(r *kgo.Record) map[string]string {
 func TestLateEventIsQuarantinedAndCounted(t *testing.T) {
 	f := newFixture(t)
 	const group = "joiner-late"
-	q := f.quarantiner()
-	store := f.checkpoints()
+	restartable := f.restartable()
 	with := func(reg prometheus.Registerer) func(*Options) {
 		return func(o *Options) {
-			checkpointing(store, time.Millisecond, reg)(o)
-			o.Quarantine = q
+			restartable(reg)(o)
 			o.Dedupe = dedupe.Options{Horizon: 10 * time.Minute, Bucket: time.Minute}
 		}
 	}
@@ -730,14 +752,7 @@ func TestIdlePartitionFollows(t *testing.T) {
 func TestConflictingRedeliveryIsQuarantined(t *testing.T) {
 	f := newFixture(t)
 	const group = "joiner-conflict"
-	q := f.quarantiner()
-	store := f.checkpoints()
-	with := func(reg prometheus.Registerer) func(*Options) {
-		return func(o *Options) {
-			checkpointing(store, time.Millisecond, reg)(o)
-			o.Quarantine = q
-		}
-	}
+	with := f.restartable()
 	reg := prometheus.NewRegistry()
 	produce := func(rs ...*kgo.Record) {
 		t.Helper()
@@ -775,15 +790,7 @@ func TestConflictingRedeliveryIsQuarantined(t *testing.T) {
 	// Neither conflict was applied: the record and its first observation
 	// agree, so there is no finding.
 	f.wantFindings(nil)
-	counter := func(name string) float64 {
-		t.Helper()
-		m := metric(t, reg, name)
-		if m == nil {
-			t.Fatalf("no metric %s", name)
-		}
-		return m.GetCounter().GetValue()
-	}
-	if d, c := counter("driftline_joiner_duplicates_total"), counter("driftline_joiner_conflicting_duplicates_total"); d != 2 || c != 2 {
+	if d, c := mustCounter(t, reg, "driftline_joiner_duplicates_total"), mustCounter(t, reg, "driftline_joiner_conflicting_duplicates_total"); d != 2 || c != 2 {
 		t.Fatalf("duplicates %v, conflicts %v; want 2 and 2", d, c)
 	}
 	check := func(n int) {
