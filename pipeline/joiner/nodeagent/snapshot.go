@@ -66,23 +66,20 @@ func (t *Tracker) AppendSnapshot(w *snap.Writer) {
 	w.Uvarint(uint64(len(t.timers)))
 	w.Uvarint(uint64(len(ns)))
 	for _, n := range ns {
-		w.String(n.id)
-		w.String(n.host)
-		w.String(n.corr)
+		for _, s := range [...]string{n.id, n.host, n.corr} {
+			w.String(s)
+		}
 		w.Uvarint(uint64(len(n.others)))
 		for _, o := range n.others {
 			w.String(o.fp)
 			w.Varint(o.last)
 		}
-		w.Float64(n.rtt)
-		w.Float64(n.loss)
-		w.Float64(n.bandwidth)
-		w.Varint(n.backlog)
-		w.Varint(n.behind)
-		w.Varint(n.recVersion)
-		w.Varint(n.lastSeen)
-		w.Varint(n.emittedSeen)
-		w.Varint(n.deadline)
+		for _, v := range [...]float64{n.rtt, n.loss, n.bandwidth} {
+			w.Float64(v)
+		}
+		for _, v := range [...]int64{n.backlog, n.behind, n.recVersion, n.lastSeen, n.emittedSeen, n.deadline} {
+			w.Varint(v)
+		}
 		w.Uvarint(n.version)
 		for _, p := range n.syms() {
 			w.Uvarint(uint64(num[*p]))
