@@ -10,7 +10,12 @@ import (
 	"github.com/driftline/driftline/pipeline/contract"
 )
 
+// base is the event time the package's own tests begin at.
 var base = time.Date(2026, 11, 21, 10, 0, 0, 0, time.UTC)
+
+// quietTracker returns a tracker with the default options whose rows go
+// nowhere.
+func quietTracker() *Tracker { return New(DefaultOptions(), func(*Status, *uint32) {}) }
 
 func testBeat(node, host string) *contract.Heartbeat {
 	return &contract.Heartbeat{NodeID: node, AgentVersion: "1.14.2", CertIssuerFingerprint: "sha256:" + fmt.Sprintf("%064x", 1),
@@ -61,7 +66,7 @@ func TestBytesPerNode(t *testing.T) {
 		return ms.HeapAlloc
 	}
 	before := measure()
-	tr := New(DefaultOptions(), func(*Status, *uint32) {})
+	tr := quietTracker()
 	for i := range n {
 		rec.ProviderID = ids[i]
 		tr.ApplyRecord(rec, base)
