@@ -138,36 +138,18 @@ func (o stringMap) add(k []byte) bool {
 	return true
 }
 
-func impls(kind string) []struct {
+// impl is a dedupe structure under comparison.
+type impl struct {
 	name string
 	new  func() observer
-} {
-	out := []struct {
-		name string
-		new  func() observer
-	}{
-		{"set", func() observer { return set{New(DefaultOptions())} }},
-	}
+}
+
+func impls(kind string) []impl {
+	out := []impl{{"set", func() observer { return set{New(DefaultOptions())} }}}
 	if kind == "seq" {
-		out = append(out,
-			struct {
-				name string
-				new  func() observer
-			}{"roaring32", func() observer { return roaring32{} }},
-			struct {
-				name string
-				new  func() observer
-			}{"roaring64", func() observer { return roaring64s{} }})
+		out = append(out, impl{"roaring32", func() observer { return roaring32{} }}, impl{"roaring64", func() observer { return roaring64s{} }})
 	}
-	return append(out,
-		struct {
-			name string
-			new  func() observer
-		}{"xxhash-map-inexact", func() observer { return hashMap{} }},
-		struct {
-			name string
-			new  func() observer
-		}{"string-map", func() observer { return stringMap{} }})
+	return append(out, impl{"xxhash-map-inexact", func() observer { return hashMap{} }}, impl{"string-map", func() observer { return stringMap{} }})
 }
 
 func heap() (alloc, mallocs uint64) {
