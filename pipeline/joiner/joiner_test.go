@@ -440,21 +440,23 @@ func counter(t *testing.T, reg *prometheus.Registry, name string) float64 {
 // test fails when reg has none.
 func mustCounter(t *testing.T, reg *prometheus.Registry, name string) float64 {
 	t.Helper()
+	return mustMetric(t, reg, name).GetCounter().GetValue()
+}
+
+// gauge returns the value of the gauge named name in reg; the test fails
+// when reg has none.
+func gauge(t *testing.T, reg *prometheus.Registry, name string) float64 {
+	t.Helper()
+	return mustMetric(t, reg, name).GetGauge().GetValue()
+}
+
+func mustMetric(t *testing.T, reg *prometheus.Registry, name string) *dto.Metric {
+	t.Helper()
 	m := metric(t, reg, name)
 	if m == nil {
 		t.Fatalf("no metric %s", name)
 	}
-	return m.GetCounter().GetValue()
-}
-
-// gauge returns the value of the gauge named name in reg.
-func gauge(t *testing.T, reg *prometheus.Registry, name string) float64 {
-	t.Helper()
-	m := metric(t, reg, name)
-	if m == nil {
-		t.Fatalf("no gauge %s", name)
-	}
-	return m.GetGauge().GetValue()
+	return m
 }
 
 func metric(t *testing.T, reg *prometheus.Registry, name string) *dto.Metric {

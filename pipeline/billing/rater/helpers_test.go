@@ -113,9 +113,13 @@ type raterBinary struct {
 	log  *os.File
 }
 
-// buildRater builds cmd/rater into a temporary folder.
+// buildRater builds cmd/rater into a temporary folder; a -short run skips
+// the test instead.
 func buildRater(t *testing.T) *raterBinary {
 	t.Helper()
+	if testing.Short() {
+		t.Skip("builds the rater binary")
+	}
 	dir := t.TempDir()
 	r := &raterBinary{t: t, bin: filepath.Join(dir, "rater")}
 	if out, err := exec.Command("go", "build", "-o", r.bin, "github.com/driftline/driftline/cmd/rater").CombinedOutput(); err != nil {

@@ -19,9 +19,6 @@ import (
 // a read_committed consumer: exactly one rated line per usage_id, and the
 // exact expected total.
 func TestExactlyOnceUnderSIGKILL(t *testing.T) {
-	if testing.Short() {
-		t.Skip("builds and kills the rater binary")
-	}
 	rater := buildRater(t)
 	brokers, names := testenv.Kafka(t, 3)
 

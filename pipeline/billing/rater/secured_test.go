@@ -27,9 +27,6 @@ import (
 // every usage event exactly once in transactions over the secured
 // connections.
 func TestBinaryOverTLSAndSCRAM(t *testing.T) {
-	if testing.Short() {
-		t.Skip("builds the rater binary")
-	}
 	rater := buildRater(t)
 	dir := t.TempDir()
 	caPath, srvTLS := testenv.ServerTLS(t)
