@@ -621,12 +621,7 @@ func (f *fixture) quarantiner() *ingest.Quarantiner {
 // returns them.
 func (f *fixture) quarantined(n int) []*kgo.Record {
 	f.t.Helper()
-	cl, err := kgo.NewClient(kgo.SeedBrokers(f.brokers...), kgo.ConsumeTopics(f.names.Quarantine),
-		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
-	if err != nil {
-		f.t.Fatal(err)
-	}
-	defer cl.Close()
+	cl := testenv.KafkaClient(f.t, f.brokers, kgo.ConsumeTopics(f.names.Quarantine), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	var got []*kgo.Record
