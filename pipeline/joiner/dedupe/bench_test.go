@@ -8,6 +8,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/driftline/driftline/internal/memstat"
+
 	"github.com/RoaringBitmap/roaring/v2"
 	"github.com/RoaringBitmap/roaring/v2/roaring64"
 	"github.com/cespare/xxhash/v2"
@@ -160,9 +162,7 @@ func heap() (alloc, mallocs uint64) {
 // heapObjects also returns the objects live on the heap, which the
 // garbage collector visits at every cycle.
 func heapObjects() (alloc, mallocs, objects uint64) {
-	runtime.GC()
-	var m runtime.MemStats
-	runtime.ReadMemStats(&m)
+	m := memstat.Collected()
 	return m.HeapAlloc, m.Mallocs, m.HeapObjects
 }
 

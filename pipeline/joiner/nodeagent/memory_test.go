@@ -7,6 +7,8 @@ import (
 	"time"
 	"unsafe"
 
+	"github.com/driftline/driftline/internal/memstat"
+
 	"github.com/driftline/driftline/pipeline/contract"
 )
 
@@ -59,13 +61,7 @@ func TestBytesPerNode(t *testing.T) {
 		ExpectedAgentVersion: "1.14.2", DomainID: "dom-1", OwningDomain: "gpuaas",
 		CertIssuerFingerprint: "sha256:" + fmt.Sprintf("%064x", 1), IngressTrustFingerprint: "sha256:" + fmt.Sprintf("%064x", 2)}
 	b := testBeat("", "")
-	measure := func() uint64 {
-		runtime.GC()
-		var ms runtime.MemStats
-		runtime.ReadMemStats(&ms)
-		return ms.HeapAlloc
-	}
-	before := measure()
+	before := memstat.Live()
 	tr := quietTracker()
 	for i := range n {
 		rec.ProviderID = ids[i]
@@ -73,7 +69,7 @@ func TestBytesPerNode(t *testing.T) {
 		b.NodeID, b.HostFingerprint = ids[i], hosts[i]
 		tr.ApplyHeartbeat(b, base.Add(time.Second), "")
 	}
-	after := measure()
+	after := memstat.Live()
 	per := float64(after-before) / n
 	t.Logf("%.0f bytes per node (node struct %d bytes)", per, nodeSize)
 	if per > 512 {
