@@ -9,7 +9,6 @@ import (
 	"unsafe"
 
 	"github.com/driftline/driftline/internal/memstat"
-
 	"github.com/driftline/driftline/pipeline/contract"
 )
 

@@ -8,13 +8,12 @@ import (
 	"testing"
 	"time"
 
-	"github.com/driftline/driftline/internal/memstat"
-
 	"github.com/RoaringBitmap/roaring/v2"
 	"github.com/RoaringBitmap/roaring/v2/roaring64"
 	"github.com/cespare/xxhash/v2"
 
 	"github.com/driftline/driftline/internal/cputime"
+	"github.com/driftline/driftline/internal/memstat"
 )
 
 // The benchmarks compare the Set with the alternatives on the same

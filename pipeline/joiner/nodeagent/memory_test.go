@@ -8,7 +8,6 @@ import (
 	"unsafe"
 
 	"github.com/driftline/driftline/internal/memstat"
-
 	"github.com/driftline/driftline/pipeline/contract"
 )
 

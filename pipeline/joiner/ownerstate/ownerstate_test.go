@@ -14,9 +14,8 @@ import (
 	"testing"
 	"unsafe"
 
-	"github.com/driftline/driftline/internal/memstat"
-
 	"github.com/driftline/driftline/internal/cputime"
+	"github.com/driftline/driftline/internal/memstat"
 	"github.com/driftline/driftline/pipeline/stream/snap"
 )
 
