@@ -187,22 +187,14 @@ func TestRedeliveriesAndConflictsProperty(t *testing.T) {
 		t.Fatalf("seed %d does not exercise every path", seed)
 	}
 
-	q := f.quarantiner()
 	reg := prometheus.NewRegistry()
-	stop := f.start(group, checkpointing(f.checkpoints(), time.Millisecond, reg), func(o *Options) { o.Quarantine = q })
+	stop := f.start(group, f.restartable()(reg))
 	f.caughtUp(group)
 	stop()
 
 	f.wantFindings(nil)
-	counter := func(name string) int {
-		t.Helper()
-		m := metric(t, reg, name)
-		if m == nil {
-			t.Fatalf("no metric %s", name)
-		}
-		return int(m.GetCounter().GetValue())
-	}
-	if d, c := counter("driftline_joiner_duplicates_total"), counter("driftline_joiner_conflicting_duplicates_total"); d != joinerDuplicates || c != joinerConflicts {
+	d, c := int(mustCounter(t, reg, "driftline_joiner_duplicates_total")), int(mustCounter(t, reg, "driftline_joiner_conflicting_duplicates_total"))
+	if d != joinerDuplicates || c != joinerConflicts {
 		t.Fatalf("joiner: %d duplicates, %d conflicts; want %d and %d", d, c, joinerDuplicates, joinerConflicts)
 	}
 	// Every conflict is in the quarantine, once: the gateway's and the

@@ -56,6 +56,14 @@ func (w *Writer) Bytes(b []byte) {
 	w.B = append(w.B, b...)
 }
 
+// Strings appends the count of l and then each string of l.
+func (w *Writer) Strings(l []string) {
+	w.Uvarint(uint64(len(l)))
+	for _, s := range l {
+		w.String(s)
+	}
+}
+
 // Float64 appends v's IEEE 754 bits.
 func (w *Writer) Float64(v float64) { w.B = binary.LittleEndian.AppendUint64(w.B, math.Float64bits(v)) }
 
@@ -176,6 +184,19 @@ func (r *Reader) Bytes() []byte {
 
 // String reads a length-prefixed string (a copy).
 func (r *Reader) String() string { return string(r.Bytes()) }
+
+// Strings reads what Writer.Strings wrote; nil for none.
+func (r *Reader) Strings() []string {
+	n := r.Count(1)
+	if n == 0 || r.err != nil {
+		return nil
+	}
+	l := make([]string, n)
+	for i := range l {
+		l[i] = r.String()
+	}
+	return l
+}
 
 // Float64 reads an IEEE 754 float.
 func (r *Reader) Float64() float64 { return math.Float64frombits(r.Uint64()) }

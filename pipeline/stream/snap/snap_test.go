@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"math"
+	"slices"
 	"testing"
 	"time"
 )
@@ -20,6 +21,8 @@ func TestRoundTrip(t *testing.T) {
 	w.Time(at)
 	w.Time(time.Time{})
 	w.Bytes(nil)
+	w.Strings([]string{"a", "", "maas/node-2"})
+	w.Strings(nil)
 
 	r := NewReader(w.B)
 	r.Header("part", 1)
@@ -46,6 +49,12 @@ func TestRoundTrip(t *testing.T) {
 	}
 	if got := r.Bytes(); len(got) != 0 {
 		t.Fatalf("bytes %q", got)
+	}
+	if got := r.Strings(); !slices.Equal(got, []string{"a", "", "maas/node-2"}) {
+		t.Fatalf("strings %q", got)
+	}
+	if got := r.Strings(); got != nil {
+		t.Fatalf("no strings %q", got)
 	}
 	if r.Err() != nil || r.Len() != 0 {
 		t.Fatalf("err %v, %d bytes left", r.Err(), r.Len())
