@@ -28,14 +28,7 @@ var Actions = []Action{ActionAcknowledge, ActionAssign, ActionSuppress, ActionUn
 	ActionRetry, ActionCleanup, ActionQuarantineNode, ActionReleaseNode}
 
 // ValidAction reports whether a is an action.
-func ValidAction(a string) bool {
-	for _, v := range Actions {
-		if string(v) == a {
-			return true
-		}
-	}
-	return false
-}
+func ValidAction(a string) bool { return Valid(Actions, a) }
 
 // Requests reports whether action a asks the platform's controllers to act
 // (a request on reconcile.requests) rather than only annotating the
@@ -137,11 +130,9 @@ func (p *Command) validate() *ValidationError {
 	var c fieldCheck
 	c.required("command_id", p.CommandID)
 	c.required("evidence_id", p.EvidenceID)
-	c.required("provider", p.Provider)
-	c.oneOf("provider", p.Provider, isProvider)
+	requiredOneOf(&c, "provider", p.Provider, Providers)
 	c.required("provider_id", p.ProviderID)
-	c.required("action", p.Action)
-	c.oneOf("action", p.Action, ValidAction)
+	requiredOneOf(&c, "action", p.Action, Actions)
 	c.required("actor_id", p.ActorID)
 	return c.err
 }

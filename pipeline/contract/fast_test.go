@@ -347,16 +347,16 @@ func FuzzDecodeFast(f *testing.F) {
 
 func TestEnumerations(t *testing.T) {
 	for _, f := range Families {
-		if !isFamily(f) {
+		if !Valid(Families, f) {
 			t.Errorf("family %s rejected", f)
 		}
 	}
 	for _, p := range Providers {
-		if !isProvider(p) {
+		if !Valid(Providers, p) {
 			t.Errorf("provider %s rejected", p)
 		}
 	}
-	if isFamily("gpu") || isProvider("MAAS") {
+	if Valid(Families, "gpu") || Valid(Providers, "MAAS") {
 		t.Error("unknown value accepted")
 	}
 }

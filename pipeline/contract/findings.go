@@ -134,13 +134,3 @@ const (
 
 // BillingKinds lists every billing mismatch kind in a stable order.
 var BillingKinds = []BillingKind{KindUsageNotRated, KindRatedNotLedgered, KindAmountMismatch, KindDuplicateUsage, KindUnknownUnit, KindConflictingUsage, KindWindowUnbalanced}
-
-// Strings returns the values of a vocabulary list as plain strings, for
-// the places that take any string (query filters, allowed-value lists).
-func Strings[T ~string](vs []T) []string {
-	out := make([]string, len(vs))
-	for i, v := range vs {
-		out[i] = string(v)
-	}
-	return out
-}
