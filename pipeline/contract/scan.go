@@ -340,17 +340,9 @@ func (s *scanner) array(i, depth int) int {
 		if s.err != nil {
 			return i
 		}
-		i = skipSpace(s.b, i)
-		if i >= len(s.b) {
-			return s.syntax(i, "")
-		}
-		switch s.b[i] {
-		case ',':
-			i = skipSpace(s.b, i+1)
-		case ']':
-			return i + 1
-		default:
-			return s.syntax(i, "expected , or ]")
+		var end bool
+		if i, end = s.next(i, ']'); end {
+			return i
 		}
 	}
 }
@@ -400,19 +392,29 @@ func (s *scanner) object(i, depth int) int {
 				s.fields[f] = span{start: vstart, end: i, escaped: esc, set: true}
 			}
 		}
-		i = skipSpace(s.b, i)
-		if i >= len(s.b) {
-			return s.syntax(i, "")
-		}
-		switch s.b[i] {
-		case ',':
-			i = skipSpace(s.b, i+1)
-		case '}':
-			return i + 1
-		default:
-			return s.syntax(i, "expected , or }")
+		var end bool
+		if i, end = s.next(i, '}'); end {
+			return i
 		}
 	}
+}
+
+// next reads what follows a value inside an array or object closed by
+// closing: after a comma it returns the start of the next element and
+// false; after the closing byte, the position past it and true; on
+// anything else it records the syntax error and returns true.
+func (s *scanner) next(i int, closing byte) (int, bool) {
+	i = skipSpace(s.b, i)
+	if i >= len(s.b) {
+		return s.syntax(i, ""), true
+	}
+	switch s.b[i] {
+	case ',':
+		return skipSpace(s.b, i+1), false
+	case closing:
+		return i + 1, true
+	}
+	return s.syntax(i, "expected , or "+string(closing)), true
 }
 
 // addKey records the key b[kstart:kend] (quoted) of the object whose keys
