@@ -220,13 +220,9 @@ func numberEnd(b []byte, i int) (int, bool) {
 	default:
 		return 0, false
 	}
+	ok := true
 	if i < len(b) && b[i] == '.' {
-		i++
-		d := i
-		for i < len(b) && b[i] >= '0' && b[i] <= '9' {
-			i++
-		}
-		if i == d {
+		if i, ok = digits(b, i+1); !ok {
 			return 0, false
 		}
 	}
@@ -235,15 +231,21 @@ func numberEnd(b []byte, i int) (int, bool) {
 		if i < len(b) && (b[i] == '+' || b[i] == '-') {
 			i++
 		}
-		d := i
-		for i < len(b) && b[i] >= '0' && b[i] <= '9' {
-			i++
-		}
-		if i == d {
+		if i, ok = digits(b, i); !ok {
 			return 0, false
 		}
 	}
 	return i, true
+}
+
+// digits returns the index after the digits at b[i], and false if there
+// are none.
+func digits(b []byte, i int) (int, bool) {
+	d := i
+	for i < len(b) && b[i] >= '0' && b[i] <= '9' {
+		i++
+	}
+	return i, i > d
 }
 
 // str scans the string starting at the quote b[i] and returns the index
