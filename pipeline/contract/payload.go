@@ -42,29 +42,24 @@ const parseFlags = json.DontMatchCaseInsensitiveStructFields
 
 // decodePayload is DecodePayload of a payload that Scan has accepted.
 func decodePayload(typ string, raw []byte, flags json.ParseFlags) (any, *ValidationError) {
-	switch typ {
-	case TypePlatformRecord:
-		return parseAs[PlatformRecord](raw, flags)
-	case TypeProviderObservation:
-		return parseAs[Observation](raw, flags)
-	case TypeScanCompleted:
-		return parseAs[ScanCompleted](raw, flags)
-	case TypeHeartbeat:
-		return parseAs[Heartbeat](raw, flags)
-	case TypeUsageRecorded:
-		return parseAs[Usage](raw, flags)
-	case TypeBillingRated:
-		return parseAs[Rated](raw, flags)
-	case TypeLedgerEntry:
-		return parseAs[LedgerEntry](raw, flags)
-	case TypeCommand:
-		return parseAs[Command](raw, flags)
-	case TypeArtifact:
-		return parseAs[Artifact](raw, flags)
-	case TypePolicyBundle:
-		return parseAs[PolicyBundle](raw, flags)
+	if parse := payloadParsers[typ]; parse != nil {
+		return parse(raw, flags)
 	}
 	return nil, invalid(ReasonUnknownEventType, "event_type", "%q is not a known event type", typ)
+}
+
+// payloadParsers holds the parser of each event type's payload.
+var payloadParsers = map[string]func([]byte, json.ParseFlags) (any, *ValidationError){
+	TypePlatformRecord:      parseAs[PlatformRecord],
+	TypeProviderObservation: parseAs[Observation],
+	TypeScanCompleted:       parseAs[ScanCompleted],
+	TypeHeartbeat:           parseAs[Heartbeat],
+	TypeUsageRecorded:       parseAs[Usage],
+	TypeBillingRated:        parseAs[Rated],
+	TypeLedgerEntry:         parseAs[LedgerEntry],
+	TypeCommand:             parseAs[Command],
+	TypeArtifact:            parseAs[Artifact],
+	TypePolicyBundle:        parseAs[PolicyBundle],
 }
 
 // parseAs decodes raw into a new T and validates it; the result is a *T.
