@@ -9,7 +9,8 @@ package contract
 // to its list, and nowhere else.
 
 // Valid reports whether v is one of the values of vocabulary vs. A linear
-// scan of a vocabulary's few values costs no more than a switch over them.
+// scan of a vocabulary's few values is as fast as a switch over them for
+// the first and about a nanosecond slower for each value before the match.
 func Valid[T ~string](vs []T, v string) bool {
 	for _, x := range vs {
 		if string(x) == v {
