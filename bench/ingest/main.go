@@ -29,6 +29,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/driftline/driftline/pipeline/contract"
+	"github.com/driftline/driftline/pipeline/contract/keys"
 	"github.com/driftline/driftline/pipeline/ingest"
 	"github.com/driftline/driftline/pipeline/service"
 )
@@ -120,7 +121,7 @@ func startInProcess(ctx context.Context, partitions int32, linger, trimEvery tim
 	}
 	gw, err := ingest.New(ingest.Options{
 		Environment: contract.EnvLocalParity, Brokers: cluster.ListenAddrs(), Topics: names,
-		Keys: ingest.LocalKeyring(service.DefaultLocalAPIKey), Linger: linger,
+		Keys: keys.LocalKeyring(service.DefaultLocalAPIKey), Linger: linger,
 		Logger: slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelError})),
 	})
 	if err != nil {

@@ -8,8 +8,6 @@
 package main
 
 import (
-	"flag"
-	"fmt"
 	"log/slog"
 	"os"
 	"time"
@@ -19,29 +17,20 @@ import (
 )
 
 func main() {
-	fs := flag.NewFlagSet("broker", flag.ExitOnError)
-	common := service.RegisterFlags(fs)
-	logOpts := service.LogFlags(fs)
-	opts := broker.DefaultOptions()
-	fs.StringVar(&opts.Addr, "broker.addr", opts.Addr,
+	cl, opts := service.NewCommandLine("broker"), broker.DefaultOptions()
+	cl.StringVar(&opts.Addr, "broker.addr", opts.Addr,
 		"loopback host:port to listen on (default: the first entry of DRIFTLINE_BROKERS); port 0 picks a free port, printed at start")
-	fs.StringVar(&opts.DataDir, "broker.dataDir", opts.DataDir,
+	cl.StringVar(&opts.DataDir, "broker.dataDir", opts.DataDir,
 		"directory holding topics, records and committed offsets (env DRIFTLINE_BROKER_DATA_DIR); reused on restart, so delete it to start empty")
-	fs.BoolVar(&opts.Sync, "broker.sync", opts.Sync,
+	cl.BoolVar(&opts.Sync, "broker.sync", opts.Sync,
 		"fsync every produced batch: no acknowledged record is lost even on a machine crash, at several times lower produce throughput; "+
 			"without it data is flushed on graceful stop and segment roll, and a crash of the machine (not of the process) can lose the last batches")
-	fs.BoolVar(&opts.AutoCreateTopics, "broker.autoCreateTopics", opts.AutoCreateTopics,
+	cl.BoolVar(&opts.AutoCreateTopics, "broker.autoCreateTopics", opts.AutoCreateTopics,
 		"create unknown topics on first use, like Kafka's auto.create.topics.enable; off so that a misspelt topic name fails loudly")
-	fs.StringVar(&opts.LogLevel, "broker.logLevel", opts.LogLevel,
+	cl.StringVar(&opts.LogLevel, "broker.logLevel", opts.LogLevel,
 		"the broker's own verbosity: none, error, warn, info or debug; info logs every request (lines below -log.level are dropped too)")
-	_ = fs.Parse(os.Args[1:])
-
-	log, err := service.SetupLogging(logOpts, os.Stderr)
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "broker:", err)
-		os.Exit(2)
-	}
-	opts.Partitions, opts.CreateTopics, opts.Topics, opts.Logger = common.Partitions, common.CreateTopics, common.Topics, log
+	log := cl.Parse()
+	opts.Partitions, opts.CreateTopics, opts.Topics, opts.Logger = cl.Common.Partitions, cl.Common.CreateTopics, cl.Common.Topics, log
 	if err := run(opts, log); err != nil {
 		log.Error("broker: " + err.Error())
 		os.Exit(1)

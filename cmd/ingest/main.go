@@ -21,7 +21,6 @@ package main
 import (
 	"context"
 	"crypto/tls"
-	"flag"
 	"fmt"
 	"log/slog"
 	"net"
@@ -31,37 +30,32 @@ import (
 	"time"
 
 	"github.com/driftline/driftline/pipeline/contract"
+	"github.com/driftline/driftline/pipeline/contract/keys"
 	"github.com/driftline/driftline/pipeline/ingest"
 	"github.com/driftline/driftline/pipeline/service"
 )
 
 func main() {
-	common := service.RegisterFlags(flag.CommandLine)
-	logOpts := service.LogFlags(flag.CommandLine)
+	cl := service.NewCommandLine("ingest")
 	opts, serveOpts := ingest.DefaultOptions(), ingest.DefaultServeOptions()
 	f := runFlags{}
-	flag.StringVar(&f.addr, "ingest.addr", service.Env("DRIFTLINE_INGEST_ADDR", service.DefaultIngestAddr), "HTTP listen address of the gateway (/v1/events, /healthz, /metrics)")
-	flag.StringVar(&f.keysFile, "ingest.keysFile", service.Env("DRIFTLINE_INGEST_KEYS_FILE", ""), "JSON identity file: API key digests and client certificate identities, each with its actor and permissions; required outside local_parity, where empty admits only the built-in local key")
-	flag.DurationVar(&f.keysReload, "ingest.keysReloadInterval", ingest.DefaultKeysReloadInterval, "how often the keys file is checked for changes (SIGHUP reloads at once); a change starts a new policy_rev. 0 reloads on SIGHUP only")
-	flag.StringVar(&f.tlsCert, "ingest.tlsCert", service.Env("DRIFTLINE_INGEST_TLS_CERT", ""), "PEM certificate of the gateway; with -ingest.tlsKey serves HTTPS")
-	flag.StringVar(&f.tlsKey, "ingest.tlsKey", service.Env("DRIFTLINE_INGEST_TLS_KEY", ""), "PEM private key of -ingest.tlsCert")
-	flag.StringVar(&f.clientCA, "ingest.clientCA", service.Env("DRIFTLINE_INGEST_CLIENT_CA", ""), "PEM CA bundle for client certificates: turns on mTLS, where the verified certificate (mapped by the keys file's \"clients\") is the caller's identity and API keys are not accepted. Required in prod")
-	flag.Int64Var(&opts.MaxBodyBytes, "ingest.maxBodyBytes", opts.MaxBodyBytes, "largest request body; larger answers 413")
-	flag.IntVar(&opts.MaxInflight, "ingest.maxInflight", opts.MaxInflight, "requests processed at once; beyond it the gateway answers 503 with Retry-After")
-	flag.Int64Var(&opts.MaxInflightBytes, "ingest.maxInflightBytes", opts.MaxInflightBytes, "request body bytes held at once (the gateway's memory bound); beyond it the gateway answers 503 with Retry-After. Must be at least -ingest.maxBodyBytes")
-	flag.IntVar(&opts.MaxLines, "ingest.maxLines", opts.MaxLines, "lines per request; more answers 413")
-	flag.DurationVar(&opts.ProduceTimeout, "ingest.produceTimeout", opts.ProduceTimeout, "how long a request waits for broker acknowledgements before answering 503")
-	flag.DurationVar(&opts.Linger, "ingest.linger", opts.Linger, "producer batching delay; higher is kinder to the broker, lower answers faster")
-	flag.IntVar(&opts.DedupeCapacity, "ingest.dedupeCapacity", opts.DedupeCapacity, "recently accepted dedupe identities remembered to answer retried lines 'duplicate'; more costs memory")
-	flag.DurationVar(&opts.MaxClockSkew, "ingest.maxClockSkew", opts.MaxClockSkew, "how far ahead of the gateway's clock an event's occurred_at may be; later events are rejected with reason clock_skew and quarantined. Larger admits producers with worse clocks, smaller rejects producers running slightly ahead")
-	flag.DurationVar(&serveOpts.ShutdownTimeout, "ingest.shutdownTimeout", serveOpts.ShutdownTimeout, "on SIGTERM, how long to finish admitted requests and flush the producer; keep it above -ingest.produceTimeout")
-	flag.Parse()
-
-	log, err := service.SetupLogging(logOpts, os.Stderr)
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(2)
-	}
+	cl.StringVar(&f.addr, "ingest.addr", service.Env("DRIFTLINE_INGEST_ADDR", service.DefaultIngestAddr), "HTTP listen address of the gateway (/v1/events, /healthz, /metrics)")
+	cl.StringVar(&f.keysFile, "ingest.keysFile", service.Env("DRIFTLINE_INGEST_KEYS_FILE", ""), "JSON identity file: API key digests and client certificate identities, each with its actor and permissions; required outside local_parity, where empty admits only the built-in local key")
+	cl.DurationVar(&f.keysReload, "ingest.keysReloadInterval", ingest.DefaultKeysReloadInterval, "how often the keys file is checked for changes (SIGHUP reloads at once); a change starts a new policy_rev. 0 reloads on SIGHUP only")
+	cl.StringVar(&f.tlsCert, "ingest.tlsCert", service.Env("DRIFTLINE_INGEST_TLS_CERT", ""), "PEM certificate of the gateway; with -ingest.tlsKey serves HTTPS")
+	cl.StringVar(&f.tlsKey, "ingest.tlsKey", service.Env("DRIFTLINE_INGEST_TLS_KEY", ""), "PEM private key of -ingest.tlsCert")
+	cl.StringVar(&f.clientCA, "ingest.clientCA", service.Env("DRIFTLINE_INGEST_CLIENT_CA", ""), "PEM CA bundle for client certificates: turns on mTLS, where the verified certificate (mapped by the keys file's \"clients\") is the caller's identity and API keys are not accepted. Required in prod")
+	cl.Int64Var(&opts.MaxBodyBytes, "ingest.maxBodyBytes", opts.MaxBodyBytes, "largest request body; larger answers 413")
+	cl.IntVar(&opts.MaxInflight, "ingest.maxInflight", opts.MaxInflight, "requests processed at once; beyond it the gateway answers 503 with Retry-After")
+	cl.Int64Var(&opts.MaxInflightBytes, "ingest.maxInflightBytes", opts.MaxInflightBytes, "request body bytes held at once (the gateway's memory bound); beyond it the gateway answers 503 with Retry-After. Must be at least -ingest.maxBodyBytes")
+	cl.IntVar(&opts.MaxLines, "ingest.maxLines", opts.MaxLines, "lines per request; more answers 413")
+	cl.DurationVar(&opts.ProduceTimeout, "ingest.produceTimeout", opts.ProduceTimeout, "how long a request waits for broker acknowledgements before answering 503")
+	cl.DurationVar(&opts.Linger, "ingest.linger", opts.Linger, "producer batching delay; higher is kinder to the broker, lower answers faster")
+	cl.IntVar(&opts.DedupeCapacity, "ingest.dedupeCapacity", opts.DedupeCapacity, "recently accepted dedupe identities remembered to answer retried lines 'duplicate'; more costs memory")
+	cl.DurationVar(&opts.MaxClockSkew, "ingest.maxClockSkew", opts.MaxClockSkew, "how far ahead of the gateway's clock an event's occurred_at may be; later events are rejected with reason clock_skew and quarantined. Larger admits producers with worse clocks, smaller rejects producers running slightly ahead")
+	cl.DurationVar(&serveOpts.ShutdownTimeout, "ingest.shutdownTimeout", serveOpts.ShutdownTimeout, "on SIGTERM, how long to finish admitted requests and flush the producer; keep it above -ingest.produceTimeout")
+	log := cl.Parse()
+	common := cl.Common
 	opts.Environment = common.Environment
 	opts.Brokers = common.SeedBrokers()
 	opts.Topics = common.Topics
@@ -89,15 +83,15 @@ func run(common *service.Common, opts ingest.Options, serveOpts ingest.ServeOpti
 	var tlsCfg *tls.Config
 	if f.tlsCert != "" || f.tlsKey != "" || f.clientCA != "" {
 		var err error
-		if tlsCfg, err = ingest.ServerTLSConfig(f.tlsCert, f.tlsKey, f.clientCA); err != nil {
+		if tlsCfg, err = service.ServerTLSConfig(f.tlsCert, f.tlsKey, f.clientCA); err != nil {
 			return fmt.Errorf("-ingest.tlsCert/-ingest.tlsKey/-ingest.clientCA: %w", err)
 		}
 	}
-	keys, err := ingest.OpenKeyring(common.Environment, f.keysFile, service.DefaultLocalAPIKey)
+	kr, err := keys.OpenKeyring(common.Environment, f.keysFile, service.DefaultLocalAPIKey)
 	if err != nil {
 		return err
 	}
-	opts.Keys = keys
+	opts.Keys = kr
 	opts.KafkaOpts = append(opts.KafkaOpts, common.KafkaOpts()...)
 	gw, err := ingest.New(opts)
 	if err != nil {

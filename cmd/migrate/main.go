@@ -12,7 +12,6 @@ package main
 
 import (
 	"context"
-	"flag"
 	"fmt"
 	"log/slog"
 	"os"
@@ -23,18 +22,12 @@ import (
 )
 
 func main() {
-	fs := flag.NewFlagSet("migrate", flag.ExitOnError)
-	common := service.RegisterFlags(fs)
-	logOpts := service.LogFlags(fs)
-	timeout := fs.Duration("migrate.timeout", 5*time.Minute, "how long to wait for ClickHouse to answer before giving up")
-	_ = fs.Parse(os.Args[1:])
-	if _, err := service.SetupLogging(logOpts, os.Stderr); err != nil {
-		fmt.Fprintln(os.Stderr, "migrate:", err)
-		os.Exit(2)
-	}
+	cl := service.NewCommandLine("migrate")
+	timeout := cl.Duration("migrate.timeout", 5*time.Minute, "how long to wait for ClickHouse to answer before giving up")
+	cl.Parse()
 	ctx, cancel := context.WithTimeout(context.Background(), *timeout)
 	defer cancel()
-	cfg := common.ClickHouse
+	cfg := cl.Common.ClickHouse
 	conn, err := readmodel.OpenWait(ctx, cfg, slog.Default(), "the migration waits for ClickHouse")
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "migrate:", err)

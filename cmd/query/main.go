@@ -20,7 +20,6 @@ import (
 	"context"
 	"crypto/tls"
 	"errors"
-	"flag"
 	"fmt"
 	"log/slog"
 	"net/http"
@@ -39,7 +38,6 @@ import (
 	"github.com/driftline/driftline/pipeline/api/cli"
 	"github.com/driftline/driftline/pipeline/contract"
 	"github.com/driftline/driftline/pipeline/contract/keys"
-	"github.com/driftline/driftline/pipeline/ingest"
 	"github.com/driftline/driftline/pipeline/readmodel"
 	"github.com/driftline/driftline/pipeline/readmodel/reader"
 	"github.com/driftline/driftline/pipeline/service"
@@ -63,42 +61,38 @@ func main() {
 }
 
 func run() error {
-	fs := flag.CommandLine
-	common := service.RegisterFlags(fs)
-	logOpts := service.LogFlags(fs)
-	addr := fs.String("query.addr", service.Env("DRIFTLINE_QUERY_ADDR", service.DefaultQueryAddr), "HTTP listen address of the query API (env DRIFTLINE_QUERY_ADDR)")
-	joinerGroup := fs.String("query.joinerGroup", api.DefaultJoinerGroup, "consumer group of the joiner, whose lag /v1/status reports; empty reports no lag")
-	queryTimeout := fs.Duration("query.timeout", 10*time.Second, "bound on the ClickHouse work of one request; raise it for very large listings")
-	lagTimeout := fs.Duration("query.lagTimeout", 3*time.Second, "bound on asking the broker for lag; past it /v1/status reports the lag unknown instead of waiting")
-	maxWait := fs.Duration("query.maxWait", 30*time.Second, "upper bound on a request's wait_timeout (read-your-writes); longer waits hold connections open")
-	waitPartitions := fs.Int("query.joinerPartitions", 1, "partitions the joiner reports in consumer_progress; wait_watermark waits for at least this many, so set it to the topics' partition count")
+	cl := service.NewCommandLine("query")
+	addr := cl.String("query.addr", service.Env("DRIFTLINE_QUERY_ADDR", service.DefaultQueryAddr), "HTTP listen address of the query API (env DRIFTLINE_QUERY_ADDR)")
+	joinerGroup := cl.String("query.joinerGroup", api.DefaultJoinerGroup, "consumer group of the joiner, whose lag /v1/status reports; empty reports no lag")
+	queryTimeout := cl.Duration("query.timeout", 10*time.Second, "bound on the ClickHouse work of one request; raise it for very large listings")
+	lagTimeout := cl.Duration("query.lagTimeout", 3*time.Second, "bound on asking the broker for lag; past it /v1/status reports the lag unknown instead of waiting")
+	maxWait := cl.Duration("query.maxWait", 30*time.Second, "upper bound on a request's wait_timeout (read-your-writes); longer waits hold connections open")
+	waitPartitions := cl.Int("query.joinerPartitions", 1, "partitions the joiner reports in consumer_progress; wait_watermark waits for at least this many, so set it to the topics' partition count")
 	var webhooks []string
-	fs.Func("alert.webhook", "Alertmanager v2 URL (http://host:9093/api/v2/alerts) to push alerts to (CONTRACT 9.3); repeat for several receivers; none sends no alerts", func(v string) error {
+	cl.Func("alert.webhook", "Alertmanager v2 URL (http://host:9093/api/v2/alerts) to push alerts to (CONTRACT 9.3); repeat for several receivers; none sends no alerts", func(v string) error {
 		webhooks = append(webhooks, v)
 		return nil
 	})
-	alertInterval := fs.Duration("alert.interval", 15*time.Second, "how often alert conditions are read; shorter alerts sooner, each round reads drift_evidence with FINAL")
-	alertLagSLO := fs.Int64("alert.lagSLO", 100000, "consumer lag (records) of the joiner group above which an alert fires")
-	eventsTimeout := fs.Duration("query.eventsTimeout", 2*time.Second, "bound on reading a node page's recent events from Kafka; past it they show as unavailable and the page is still served")
-	shutdownTimeout := fs.Duration("query.shutdownTimeout", 10*time.Second, "how long in-flight requests may finish after SIGTERM before they are cut")
-	keysFile := fs.String("query.keysFile", service.Env("DRIFTLINE_QUERY_KEYS_FILE", ""), "keys file (the ingest gateway's format; entries with roles, tenant_ids, authority_levels; env DRIFTLINE_QUERY_KEYS_FILE): required in dev and prod; empty in local_parity admits only the built-in local key, as admin")
-	keysReload := fs.Duration("query.keysReloadInterval", 5*time.Second, "how often the keys file is checked for changes (SIGHUP reloads at once); a change starts a new policy_rev. 0 reloads on SIGHUP only")
-	tlsCert := fs.String("query.tlsCert", service.Env("DRIFTLINE_QUERY_TLS_CERT", ""), "PEM certificate of the query API; with -query.tlsKey serves HTTPS")
-	tlsKey := fs.String("query.tlsKey", service.Env("DRIFTLINE_QUERY_TLS_KEY", ""), "PEM private key of -query.tlsCert")
-	clientCA := fs.String("query.clientCA", service.Env("DRIFTLINE_QUERY_CLIENT_CA", ""), "PEM CA bundle for client certificates: turns on mTLS (every connection must present a certificate it signed; the bearer key still decides the roles). Required in prod")
-	maxConcurrent := fs.Int("query.maxConcurrent", 64, "requests served at once; beyond it the API answers 503 with Retry-After at once instead of queueing on ClickHouse")
-	maxExportRows := fs.Int("query.maxExportRows", 1_000_000, "rows of an Arrow or CSV export that gives no limit; a larger selection is cut there (header Driftline-Export-Row-Cap). More costs ClickHouse and network time per export")
-	allowOrigins := fs.String("query.allowOrigins", service.Env("DRIFTLINE_QUERY_ALLOW_ORIGINS", ""), "comma-separated origins whose web pages may call the API (CORS); empty: none but the UI this server serves")
-	writeTimeout := fs.Duration("query.writeTimeout", 5*time.Minute, "bound on writing one answer, exports included; lower frees connections held by slow readers sooner, but cuts large exports")
-	idleTimeout := fs.Duration("query.idleTimeout", 2*time.Minute, "how long an idle keep-alive connection is kept")
-	auditUser := fs.String("query.auditUser", service.Env("DRIFTLINE_QUERY_AUDIT_USER", ""), "ClickHouse user that appends to audit_log and to the action and alert logs (action_commands, alert_deliveries) (env DRIFTLINE_QUERY_AUDIT_USER); empty: -clickhouse.user. With a read-only -clickhouse.user it must be another user")
-	auditPassword := fs.String("query.auditPassword", service.Env("DRIFTLINE_QUERY_AUDIT_PASSWORD", ""), "password of -query.auditUser (env DRIFTLINE_QUERY_AUDIT_PASSWORD)")
-	flag.Parse()
-	if _, err := service.SetupLogging(logOpts, os.Stderr); err != nil {
-		return err
-	}
-	if flag.NArg() > 0 {
-		return fmt.Errorf("unexpected argument %q: query only serves; the client subcommands (drift, heatmap, attention, billing, automation, node) are driftctl's", flag.Arg(0))
+	alertInterval := cl.Duration("alert.interval", 15*time.Second, "how often alert conditions are read; shorter alerts sooner, each round reads drift_evidence with FINAL")
+	alertLagSLO := cl.Int64("alert.lagSLO", 100000, "consumer lag (records) of the joiner group above which an alert fires")
+	eventsTimeout := cl.Duration("query.eventsTimeout", 2*time.Second, "bound on reading a node page's recent events from Kafka; past it they show as unavailable and the page is still served")
+	shutdownTimeout := cl.Duration("query.shutdownTimeout", 10*time.Second, "how long in-flight requests may finish after SIGTERM before they are cut")
+	keysFile := cl.String("query.keysFile", service.Env("DRIFTLINE_QUERY_KEYS_FILE", ""), "keys file (the ingest gateway's format; entries with roles, tenant_ids, authority_levels; env DRIFTLINE_QUERY_KEYS_FILE): required in dev and prod; empty in local_parity admits only the built-in local key, as admin")
+	keysReload := cl.Duration("query.keysReloadInterval", 5*time.Second, "how often the keys file is checked for changes (SIGHUP reloads at once); a change starts a new policy_rev. 0 reloads on SIGHUP only")
+	tlsCert := cl.String("query.tlsCert", service.Env("DRIFTLINE_QUERY_TLS_CERT", ""), "PEM certificate of the query API; with -query.tlsKey serves HTTPS")
+	tlsKey := cl.String("query.tlsKey", service.Env("DRIFTLINE_QUERY_TLS_KEY", ""), "PEM private key of -query.tlsCert")
+	clientCA := cl.String("query.clientCA", service.Env("DRIFTLINE_QUERY_CLIENT_CA", ""), "PEM CA bundle for client certificates: turns on mTLS (every connection must present a certificate it signed; the bearer key still decides the roles). Required in prod")
+	maxConcurrent := cl.Int("query.maxConcurrent", 64, "requests served at once; beyond it the API answers 503 with Retry-After at once instead of queueing on ClickHouse")
+	maxExportRows := cl.Int("query.maxExportRows", 1_000_000, "rows of an Arrow or CSV export that gives no limit; a larger selection is cut there (header Driftline-Export-Row-Cap). More costs ClickHouse and network time per export")
+	allowOrigins := cl.String("query.allowOrigins", service.Env("DRIFTLINE_QUERY_ALLOW_ORIGINS", ""), "comma-separated origins whose web pages may call the API (CORS); empty: none but the UI this server serves")
+	writeTimeout := cl.Duration("query.writeTimeout", 5*time.Minute, "bound on writing one answer, exports included; lower frees connections held by slow readers sooner, but cuts large exports")
+	idleTimeout := cl.Duration("query.idleTimeout", 2*time.Minute, "how long an idle keep-alive connection is kept")
+	auditUser := cl.String("query.auditUser", service.Env("DRIFTLINE_QUERY_AUDIT_USER", ""), "ClickHouse user that appends to audit_log and to the action and alert logs (action_commands, alert_deliveries) (env DRIFTLINE_QUERY_AUDIT_USER); empty: -clickhouse.user. With a read-only -clickhouse.user it must be another user")
+	auditPassword := cl.String("query.auditPassword", service.Env("DRIFTLINE_QUERY_AUDIT_PASSWORD", ""), "password of -query.auditUser (env DRIFTLINE_QUERY_AUDIT_PASSWORD)")
+	cl.Parse()
+	common := cl.Common
+	if cl.NArg() > 0 {
+		return fmt.Errorf("unexpected argument %q: query only serves; the client subcommands (drift, heatmap, attention, billing, automation, node) are driftctl's", cl.Arg(0))
 	}
 	if !contract.ValidEnvironment(common.Environment) {
 		return fmt.Errorf("-env %q: must be local_parity, dev or prod", common.Environment)
@@ -112,7 +106,7 @@ func run() error {
 	var tlsCfg *tls.Config
 	if *tlsCert != "" || *tlsKey != "" || *clientCA != "" {
 		var err error
-		if tlsCfg, err = ingest.ServerTLSConfig(*tlsCert, *tlsKey, *clientCA); err != nil {
+		if tlsCfg, err = service.ServerTLSConfig(*tlsCert, *tlsKey, *clientCA); err != nil {
 			return fmt.Errorf("-query.tlsCert/-query.tlsKey/-query.clientCA: %w", err)
 		}
 	}

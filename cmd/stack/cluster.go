@@ -22,12 +22,11 @@ const clusterBasePort = 29000
 // outlive this command; cluster-down stops them), migrates the read model
 // on it in cluster mode and prints how to point the services at it.
 func cmdClusterUp(args []string) error {
-	fs, o, logOpts := flags("cluster-up")
+	fs, o, parse := flags("cluster-up")
 	base := fs.Int("cluster.basePort", clusterBasePort, "first port of the cluster: ZooKeeper on it, the servers' native ports from +1, HTTP from +101, interserver from +201")
 	name := fs.String("cluster.name", chserver.DefaultClusterName, "the cluster's name, for -clickhouse.cluster")
 	db := fs.String("clickhouse.db", service.Env("DRIFTLINE_CLICKHOUSE_DB", service.DefaultDatabase), "database of the read model to migrate")
-	_ = fs.Parse(args)
-	if err := setup(o, logOpts); err != nil {
+	if err := parse(args); err != nil {
 		return err
 	}
 	ctx, cancel := signalContext()
@@ -64,9 +63,8 @@ Stop it with: make cluster-down
 
 // cmdClusterDown stops the cluster cluster-up started.
 func cmdClusterDown(args []string) error {
-	fs, o, logOpts := flags("cluster-down")
-	_ = fs.Parse(args)
-	if err := setup(o, logOpts); err != nil {
+	_, o, parse := flags("cluster-down")
+	if err := parse(args); err != nil {
 		return err
 	}
 	return chserver.StopClusterDir(filepath.Join(o.Dir, "cluster"))

@@ -18,10 +18,9 @@ import (
 const detachTimeout = 20 * time.Minute
 
 func cmdUp(args []string) error {
-	fs, o, logOpts := flags("up")
+	fs, o, parse := flags("up")
 	detach := fs.Bool("detach", false, "start the stack in the background, logging to <stack.dir>/log/stack.log, and return once it is healthy; stop it with: stack down")
-	_ = fs.Parse(args)
-	if err := setup(o, logOpts); err != nil {
+	if err := parse(args); err != nil {
 		return err
 	}
 	ctx, stop := signalContext()
@@ -56,10 +55,9 @@ func cmdUp(args []string) error {
 }
 
 func cmdDown(args []string) error {
-	fs, o, logOpts := flags("down")
+	fs, o, parse := flags("down")
 	timeout := fs.Duration("timeout", 2*time.Minute, "how long to wait for the stack to stop in order before killing what is left")
-	_ = fs.Parse(args)
-	if err := setup(o, logOpts); err != nil {
+	if err := parse(args); err != nil {
 		return err
 	}
 	err := stack.Down(context.Background(), o.Dir, *timeout)
@@ -75,9 +73,8 @@ func cmdDown(args []string) error {
 }
 
 func cmdStatus(args []string) error {
-	fs, o, logOpts := flags("status")
-	_ = fs.Parse(args)
-	if err := setup(o, logOpts); err != nil {
+	_, o, parse := flags("status")
+	if err := parse(args); err != nil {
 		return err
 	}
 	st, running, err := stack.ReadState(o.Dir)
@@ -93,15 +90,14 @@ func cmdStatus(args []string) error {
 }
 
 func cmdRun(args []string) error {
-	fs, o, logOpts := flags("run")
+	fs, o, parse := flags("run")
 	d := demo.DefaultOptions()
 	fs.DurationVar(&d.CatchUp, "run.catchUp", d.CatchUp,
 		"how long to wait for the joiner to process the fed fleet before printing the summary anyway; a slow machine may need more")
 	stay := fs.Bool("run.stay", true, "after the summary, keep a stack this command started running until Ctrl-C; false stops it at once")
 	fs.StringVar(&d.APIKey, "run.apiKey", d.APIKey, "API key the fleet is fed with (env DRIFTLINE_API_KEY)")
 	d.Fleet.RegisterFlags(fs)
-	_ = fs.Parse(args)
-	if err := setup(o, logOpts); err != nil {
+	if err := parse(args); err != nil {
 		return err
 	}
 	// -fleet.start pins the fleet's event time; otherwise it ends about now.

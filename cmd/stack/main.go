@@ -47,54 +47,54 @@ func main() {
 		os.Exit(2)
 	}
 	cmd, args := os.Args[1], os.Args[2:]
-	var err error
 	switch cmd {
-	case "up":
-		err = cmdUp(args)
-	case "down":
-		err = cmdDown(args)
-	case "status":
-		err = cmdStatus(args)
-	case "run":
-		err = cmdRun(args)
-	case "cluster-up":
-		err = cmdClusterUp(args)
-	case "cluster-down":
-		err = cmdClusterDown(args)
 	case "-h", "-help", "--help", "help":
 		fmt.Fprint(os.Stdout, usage)
 		return
-	default:
+	}
+	run, ok := commands[cmd]
+	if !ok {
 		fmt.Fprintf(os.Stderr, "stack: unknown command %q\n\n%s", cmd, usage)
 		os.Exit(2)
 	}
-	if err != nil {
+	if err := run(args); err != nil {
 		fmt.Fprintf(os.Stderr, "stack %s: %v\n", cmd, err)
 		os.Exit(1)
 	}
 }
 
+// commands are the stack's commands by name, as usage lists them.
+var commands = map[string]func(args []string) error{
+	"up":           cmdUp,
+	"down":         cmdDown,
+	"status":       cmdStatus,
+	"run":          cmdRun,
+	"cluster-up":   cmdClusterUp,
+	"cluster-down": cmdClusterDown,
+}
+
 // flags registers the flags every command shares on a new flag set: the
 // stack's directories and the logging flags, which the children inherit.
-func flags(name string) (*flag.FlagSet, *stack.Options, *service.LogOptions) {
-	fs := flag.NewFlagSet(name, flag.ExitOnError)
-	o := stack.DefaultOptions()
+// parse parses a command's arguments, sets up logging and passes the
+// logging settings to the children through their environment.
+func flags(name string) (fs *flag.FlagSet, o *stack.Options, parse func(args []string) error) {
+	fs = flag.NewFlagSet(name, flag.ExitOnError)
+	opts := stack.DefaultOptions()
+	o = &opts
 	fs.StringVar(&o.Dir, "stack.dir", o.Dir,
 		"state directory: data, logs and the pid file of the stack (env "+stack.EnvDir+"); one stack runs per directory")
 	fs.StringVar(&o.BinDir, "stack.binDir", o.BinDir,
 		"directory of the broker and service binaries (env "+stack.EnvBinDir+"; default: the directory of this executable)")
-	return fs, &o, service.LogFlags(fs)
-}
-
-// setup sets up logging after the flags are parsed, and passes the
-// logging settings to the children through their environment.
-func setup(o *stack.Options, logOpts *service.LogOptions) error {
-	if _, err := service.SetupLogging(logOpts, os.Stderr); err != nil {
-		return err
+	logOpts := service.LogFlags(fs)
+	return fs, o, func(args []string) error {
+		_ = fs.Parse(args)
+		if _, err := service.SetupLogging(logOpts, os.Stderr); err != nil {
+			return err
+		}
+		o.Log = os.Stderr
+		o.Env = append(o.Env, logOpts.Env()...)
+		return nil
 	}
-	o.Log = os.Stderr
-	o.Env = append(o.Env, logOpts.Env()...)
-	return nil
 }
 
 // signalContext is cancelled by the first SIGINT or SIGTERM; a second one

@@ -171,12 +171,20 @@ func TestPortInUse(t *testing.T) {
 	}
 }
 
-func TestStartErrorShowsLog(t *testing.T) {
-	dir := t.TempDir()
-	script := filepath.Join(dir, "fake-server")
-	if err := os.WriteFile(script, []byte("#!/bin/sh\necho 'config is broken: fix line 3' >&2\nexit 70\n"), 0o755); err != nil {
+// writeScript writes an executable shell script of body as dir/name and
+// returns its path.
+func writeScript(t *testing.T, dir, name, body string) string {
+	t.Helper()
+	path := filepath.Join(dir, name)
+	if err := os.WriteFile(path, []byte("#!/bin/sh\n"+body), 0o755); err != nil {
 		t.Fatal(err)
 	}
+	return path
+}
+
+func TestStartErrorShowsLog(t *testing.T) {
+	dir := t.TempDir()
+	script := writeScript(t, dir, "fake-server", "echo 'config is broken: fix line 3' >&2\nexit 70\n")
 	o := options(t, filepath.Join(dir, "srv"))
 	o.Binary = chserver.Binary{Path: script}
 	_, err := chserver.Start(context.Background(), o)
@@ -188,10 +196,7 @@ func TestStartErrorShowsLog(t *testing.T) {
 
 func TestFind(t *testing.T) {
 	dir := t.TempDir()
-	multi := filepath.Join(dir, "clickhouse")
-	if err := os.WriteFile(multi, []byte("#!/bin/sh\n"), 0o755); err != nil {
-		t.Fatal(err)
-	}
+	multi := writeScript(t, dir, "clickhouse", "")
 	t.Setenv(chserver.EnvBinary, multi)
 	b, err := chserver.Find()
 	if err != nil {

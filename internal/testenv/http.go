@@ -2,8 +2,27 @@ package testenv
 
 import (
 	"io"
+	"net/http"
+	"net/http/httptest"
 	"testing"
 )
+
+// Server is a server under test that serves HTTP, such as the query API.
+type Server interface {
+	Handler() http.Handler
+	Close()
+}
+
+// Serve serves srv's handler until the test ends, then closes the
+// listener and srv, and returns the base URL.
+func Serve(t testing.TB, srv Server) string {
+	hs := httptest.NewServer(srv.Handler())
+	t.Cleanup(func() {
+		hs.Close()
+		srv.Close()
+	})
+	return hs.URL
+}
 
 // GetJSON GETs u from a JSON API under test with LocalKey and returns the
 // body. It fails t when the request fails, and reports an error when the

@@ -29,3 +29,21 @@ func Strings(t testing.TB, conn driver.Conn, sql string, args ...any) []string {
 	}
 	return out
 }
+
+// Insert writes rows with one INSERT of sql, whose columns it names, so
+// that they land in one part of their own; it fails t on any error.
+func Insert(t testing.TB, conn driver.Conn, sql string, rows ...[]any) {
+	t.Helper()
+	b, err := conn.PrepareBatch(context.Background(), sql)
+	if err != nil {
+		t.Fatalf("prepare %s: %v", sql, err)
+	}
+	for _, r := range rows {
+		if err := b.Append(r...); err != nil {
+			t.Fatalf("append to %s: %v", sql, err)
+		}
+	}
+	if err := b.Send(); err != nil {
+		t.Fatalf("insert %s: %v", sql, err)
+	}
+}

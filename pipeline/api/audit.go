@@ -7,35 +7,20 @@ import (
 	"github.com/driftline/driftline/pipeline/readmodel/reader"
 )
 
-// Limits of /v1/audit.
-const (
-	DefaultAuditLimit = 100
-	MaxAuditLimit     = 10000
-)
-
-// auditParams are the filters of /v1/audit, read into f.
-func auditParams(f *reader.AuditFilter) []listParam {
-	return []listParam{
-		{"actor_id", &f.Actors, nil},
-		{"result", &f.Results, nil},
-		{"method", &f.Methods, nil},
-		{"endpoint", &f.Endpoints, nil},
-		{"request_id", &f.RequestIDs, nil},
-	}
-}
-
 // handleAudit lists audit_log entries, newest first (auditors only).
 func (s *Server) handleAudit(w http.ResponseWriter, r *http.Request) error {
 	q := r.URL.Query()
 	var f reader.AuditFilter
-	if err := parseParams(q, auditParams(&f), "from", "to", "limit"); err != nil {
+	ps := []listParam{{"actor_id", &f.Actors, nil}, {"result", &f.Results, nil}, {"method", &f.Methods, nil},
+		{"endpoint", &f.Endpoints, nil}, {"request_id", &f.RequestIDs, nil}}
+	if err := parseParams(q, ps, "from", "to", "limit"); err != nil {
 		return err
 	}
 	if err := parseTimeRange(q, &f.From, &f.To); err != nil {
 		return err
 	}
 	var err error
-	if f.Limit, err = parseInt(q, "limit", DefaultAuditLimit, 1, MaxAuditLimit); err != nil {
+	if f.Limit, err = parseLimit(q); err != nil {
 		return err
 	}
 	entries, truncated, err := s.read.Audit(r.Context(), f)

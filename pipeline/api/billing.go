@@ -81,17 +81,15 @@ func (s *Server) handleBillingMismatches(w http.ResponseWriter, r *http.Request)
 	if err != nil {
 		return err
 	}
-	format, limit, err := s.formatAndLimit(w, r, q)
-	if err != nil {
+	each := func(limit int, fn func(apitypes.BillingMismatch) error) error {
+		return s.read.EachMismatch(r.Context(), f, order, k, limit, fn)
+	}
+	limit, done, err := pageOrExport(s, w, r, q, "billing_mismatches", export.MismatchColumns, each)
+	if done || err != nil {
 		return err
 	}
-	if format != formatJSON {
-		return exportRows(s, w, r, format, "billing_mismatches", export.MismatchColumns, func(fn func(apitypes.BillingMismatch) error) error {
-			return s.read.EachMismatch(r.Context(), f, order, k, limit, fn)
-		})
-	}
 	page := apitypes.BillingPage{Mismatches: []apitypes.BillingMismatch{}, Sort: order.Name}
-	err = s.read.EachMismatch(r.Context(), f, order, k, limit+1, func(m apitypes.BillingMismatch) error {
+	err = each(limit+1, func(m apitypes.BillingMismatch) error {
 		page.Mismatches = append(page.Mismatches, m)
 		return nil
 	})
@@ -110,16 +108,6 @@ func (s *Server) handleBillingMismatches(w http.ResponseWriter, r *http.Request)
 	return nil
 }
 
-// ratedParams are the list filters of /v1/billing/rated, read into q.
-func ratedParams(q *reader.RatedQuery) []listParam {
-	return []listParam{
-		{"tenant", &q.Tenants, nil},
-		{"product", &q.Products, nil},
-		{"unit", &q.Units, nil},
-		{"currency", &q.Currencies, nil},
-	}
-}
-
 // Group limits of /v1/billing/rated.
 const (
 	DefaultRatedLimit = 1000
@@ -129,7 +117,7 @@ const (
 func (s *Server) handleRated(w http.ResponseWriter, r *http.Request) error {
 	q := canonical(r.URL.Query(), billingAliases)
 	var rq reader.RatedQuery
-	ps := ratedParams(&rq)
+	ps := []listParam{{"tenant", &rq.Tenants, nil}, {"product", &rq.Products, nil}, {"unit", &rq.Units, nil}, {"currency", &rq.Currencies, nil}}
 	if err := parseParams(q, ps, "group_by", "day", "from", "to", "limit"); err != nil {
 		return err
 	}

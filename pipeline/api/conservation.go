@@ -11,25 +11,10 @@ import (
 // and the financial-automation flag (billing_mismatch).
 // docs/billing-model.md defines both.
 
-// Limits of /v1/billing/conservation.
-const (
-	DefaultConservationLimit = 100
-	MaxConservationLimit     = 10000
-)
-
-// windowParams are the filters of /v1/billing/conservation, read into f.
-func windowParams(f *reader.WindowFilter) []listParam {
-	return []listParam{
-		{"tenant", &f.Tenants, nil},
-		{"product", &f.Products, nil},
-		{"currency", &f.Currencies, nil},
-	}
-}
-
 func (s *Server) handleConservation(w http.ResponseWriter, r *http.Request) error {
 	q := canonical(r.URL.Query(), billingAliases)
 	var f reader.WindowFilter
-	ps := windowParams(&f)
+	ps := []listParam{{"tenant", &f.Tenants, nil}, {"product", &f.Products, nil}, {"currency", &f.Currencies, nil}}
 	if err := parseParams(q, ps, "from", "to", "unbalanced", "limit"); err != nil {
 		return err
 	}
@@ -41,7 +26,7 @@ func (s *Server) handleConservation(w http.ResponseWriter, r *http.Request) erro
 		return err
 	}
 	f.Unbalanced = unbalanced == "true"
-	if f.Limit, err = parseInt(q, "limit", DefaultConservationLimit, 1, MaxConservationLimit); err != nil {
+	if f.Limit, err = parseLimit(q); err != nil {
 		return err
 	}
 	ws, truncated, err := s.read.ConservationWindows(r.Context(), f)

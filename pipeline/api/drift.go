@@ -31,14 +31,11 @@ func (s *Server) handleDrift(w http.ResponseWriter, r *http.Request) error {
 	} else if after, err = parseKeyset(q, order.Name); err != nil {
 		return err
 	}
-	format, limit, err := s.formatAndLimit(w, r, q)
-	if err != nil {
+	limit, done, err := pageOrExport(s, w, r, q, "drift", export.FindingColumns, func(limit int, fn func(apitypes.Finding) error) error {
+		return s.read.EachFinding(r.Context(), f, order, after, limit, fn)
+	})
+	if done || err != nil {
 		return err
-	}
-	if format != formatJSON {
-		return exportRows(s, w, r, format, "drift", export.FindingColumns, func(fn func(apitypes.Finding) error) error {
-			return s.read.EachFinding(r.Context(), f, order, after, limit, fn)
-		})
 	}
 	// One row more than the page says whether another page follows, so the
 	// last page never carries a cursor to an empty page.

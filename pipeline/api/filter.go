@@ -5,7 +5,6 @@ import (
 	"net/url"
 	"slices"
 	"sort"
-	"strconv"
 	"strings"
 	"time"
 
@@ -136,7 +135,8 @@ func splitValues(name string, raw []string) ([]string, error) {
 	return out, nil
 }
 
-// Page limits of /v1/drift.
+// Page limits of the listings (/v1/drift, /v1/nodes, /v1/audit,
+// /v1/billing/conservation, ...).
 const (
 	DefaultLimit = 100
 	MaxLimit     = 10000
@@ -144,18 +144,7 @@ const (
 
 // parseLimit reads limit, default DefaultLimit.
 func parseLimit(q url.Values) (int, error) {
-	s, ok := single(q, "limit")
-	if !ok {
-		if len(q["limit"]) > 1 {
-			return 0, &ParamError{Param: "limit", Reason: "give it once"}
-		}
-		return DefaultLimit, nil
-	}
-	n, err := strconv.Atoi(s)
-	if err != nil || n < 1 || n > MaxLimit {
-		return 0, &ParamError{Param: "limit", Value: s, Reason: "must be an integer from 1 to " + strconv.Itoa(MaxLimit)}
-	}
-	return n, nil
+	return parseInt(q, "limit", DefaultLimit, 1, MaxLimit)
 }
 
 // A cursor is the last evidence_id of a page, behind a version tag so the

@@ -87,23 +87,37 @@ func (s *Server) handleRollouts(w http.ResponseWriter, r *http.Request) error {
 // foldRollouts sums the rows of each bundle (ordered by bundle, then
 // domain) into one rollout with its domains.
 func foldRollouts(rows []apitypes.RolloutRow) apitypes.Rollouts {
-	out := apitypes.Rollouts{Rollouts: []apitypes.Rollout{}}
+	return apitypes.Rollouts{Rollouts: groupRuns(rows,
+		func(x apitypes.RolloutRow) string { return x.PolicyBundleID },
+		func(x apitypes.RolloutRow) apitypes.Rollout {
+			return apitypes.Rollout{PolicyBundleID: x.PolicyBundleID, TargetVersion: x.TargetVersion,
+				ArtifactID: x.ArtifactID, Deadline: x.Deadline, Domains: []apitypes.RolloutDomain{}}
+		},
+		func(b *apitypes.Rollout, x apitypes.RolloutRow) {
+			b.Domains = append(b.Domains, apitypes.RolloutDomain{DomainID: x.DomainID, RolloutCounts: x.RolloutCounts})
+			c := &b.RolloutCounts
+			c.Nodes += x.Nodes
+			c.AtTarget += x.AtTarget
+			c.Updating += x.Updating
+			c.Behind += x.Behind
+			c.Failed += x.Failed
+			c.Pending += x.Pending
+		})}
+}
+
+// groupRuns folds rows, ordered so that the rows of a group are
+// consecutive, into one group per run of equal keys: start makes the
+// group from its first row, add adds each row of the run to it. The
+// answer is never nil, so an empty listing is [] in JSON.
+func groupRuns[Row, Group any, K comparable](rows []Row, key func(Row) K, start func(Row) Group, add func(*Group, Row)) []Group {
+	out := []Group{}
+	var last K
 	for _, x := range rows {
-		n := len(out.Rollouts)
-		if n == 0 || out.Rollouts[n-1].PolicyBundleID != x.PolicyBundleID {
-			out.Rollouts = append(out.Rollouts, apitypes.Rollout{PolicyBundleID: x.PolicyBundleID, TargetVersion: x.TargetVersion,
-				ArtifactID: x.ArtifactID, Deadline: x.Deadline, Domains: []apitypes.RolloutDomain{}})
-			n++
+		if k := key(x); len(out) == 0 || k != last {
+			out = append(out, start(x))
+			last = k
 		}
-		b := &out.Rollouts[n-1]
-		b.Domains = append(b.Domains, apitypes.RolloutDomain{DomainID: x.DomainID, RolloutCounts: x.RolloutCounts})
-		c := &b.RolloutCounts
-		c.Nodes += x.Nodes
-		c.AtTarget += x.AtTarget
-		c.Updating += x.Updating
-		c.Behind += x.Behind
-		c.Failed += x.Failed
-		c.Pending += x.Pending
+		add(&out[len(out)-1], x)
 	}
 	return out
 }
@@ -118,19 +132,17 @@ func (s *Server) handleRelays(w http.ResponseWriter, r *http.Request) error {
 // foldRelays groups the rows (ordered by domain) by domain, each domain's
 // relays worst sync debt first.
 func foldRelays(rows []apitypes.RelayRow) apitypes.Relays {
-	out := apitypes.Relays{Domains: []apitypes.RelayDomain{}}
-	for _, x := range rows {
-		n := len(out.Domains)
-		if n == 0 || out.Domains[n-1].DomainID != x.DomainID {
-			out.Domains = append(out.Domains, apitypes.RelayDomain{DomainID: x.DomainID, Relays: []apitypes.RelayRow{}})
-			n++
-		}
-		d := &out.Domains[n-1]
-		d.Relays = append(d.Relays, x)
-		d.Nodes += x.Nodes
-		d.BacklogMessages += x.BacklogMessages
-		d.MaxSecondsBehind = max(d.MaxSecondsBehind, x.MaxSecondsBehind)
-	}
+	out := apitypes.Relays{Domains: groupRuns(rows,
+		func(x apitypes.RelayRow) string { return x.DomainID },
+		func(x apitypes.RelayRow) apitypes.RelayDomain {
+			return apitypes.RelayDomain{DomainID: x.DomainID, Relays: []apitypes.RelayRow{}}
+		},
+		func(d *apitypes.RelayDomain, x apitypes.RelayRow) {
+			d.Relays = append(d.Relays, x)
+			d.Nodes += x.Nodes
+			d.BacklogMessages += x.BacklogMessages
+			d.MaxSecondsBehind = max(d.MaxSecondsBehind, x.MaxSecondsBehind)
+		})}
 	for i := range out.Domains {
 		slices.SortStableFunc(out.Domains[i].Relays, func(a, b apitypes.RelayRow) int {
 			if a.MaxSecondsBehind != b.MaxSecondsBehind {
@@ -182,15 +194,12 @@ func (s *Server) handleSyncDebt(w http.ResponseWriter, r *http.Request) error {
 	if format != formatJSON {
 		return exportSlice(s, w, r, format, "syncdebt", export.SyncDebtColumns, pts)
 	}
-	out := apitypes.SyncDebt{Series: []apitypes.SyncDebtSeries{}, Points: len(pts), Truncated: truncated}
-	for _, p := range pts {
-		n := len(out.Series)
-		if n == 0 || out.Series[n-1].DomainID != p.DomainID || out.Series[n-1].RelayID != p.RelayID {
-			out.Series = append(out.Series, apitypes.SyncDebtSeries{DomainID: p.DomainID, RelayID: p.RelayID})
-			n++
-		}
-		out.Series[n-1].Points = append(out.Series[n-1].Points, p)
-	}
-	writeJSON(w, http.StatusOK, out)
+	series := groupRuns(pts,
+		func(p apitypes.SyncDebtPoint) [2]string { return [2]string{p.DomainID, p.RelayID} },
+		func(p apitypes.SyncDebtPoint) apitypes.SyncDebtSeries {
+			return apitypes.SyncDebtSeries{DomainID: p.DomainID, RelayID: p.RelayID}
+		},
+		func(s *apitypes.SyncDebtSeries, p apitypes.SyncDebtPoint) { s.Points = append(s.Points, p) })
+	writeJSON(w, http.StatusOK, apitypes.SyncDebt{Series: series, Points: len(pts), Truncated: truncated})
 	return nil
 }

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
-	"net/http/httptest"
 	"net/url"
 	"slices"
 	"strings"
@@ -412,10 +411,7 @@ func serveAPI(t *testing.T, opts api.Options) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(srv.Close)
-	hs := httptest.NewServer(srv.Handler())
-	t.Cleanup(hs.Close)
-	return hs.URL
+	return testenv.Serve(t, srv)
 }
 
 // TestFleetFromJoiner reads, through the API, what the joiner writes of

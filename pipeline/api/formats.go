@@ -54,6 +54,19 @@ func (s *Server) formatAndLimit(w http.ResponseWriter, r *http.Request, q url.Va
 	return format, limit, err
 }
 
+// pageOrExport serves the export of a paged listing: when the request
+// asks for Arrow or CSV, it streams as name the rows each yields up to
+// the export's limit and answers done. For JSON it answers the page's
+// limit, for the caller to read the page.
+func pageOrExport[T any](s *Server, w http.ResponseWriter, r *http.Request, q url.Values, name string, cols []export.Column[T],
+	each func(limit int, fn func(T) error) error) (limit int, done bool, err error) {
+	format, limit, err := s.formatAndLimit(w, r, q)
+	if err != nil || format == formatJSON {
+		return limit, false, err
+	}
+	return limit, true, exportRows(s, w, r, format, name, cols, func(fn func(T) error) error { return each(limit, fn) })
+}
+
 // exportRows streams the rows each yields as the export name in format,
 // after writing the read's audit entry.
 func exportRows[T any](s *Server, w http.ResponseWriter, r *http.Request, format, name string, cols []export.Column[T],

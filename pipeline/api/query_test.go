@@ -89,16 +89,7 @@ func insertEvidence(t *testing.T, db driver.Conn, rows ...row) {
 // insert writes one row in its own INSERT (a part of its own).
 func insert(t *testing.T, db driver.Conn, sql string, values ...any) {
 	t.Helper()
-	b, err := db.PrepareBatch(context.Background(), sql)
-	if err != nil {
-		t.Fatalf("prepare %s: %v", sql, err)
-	}
-	if err := b.Append(values...); err != nil {
-		t.Fatalf("append: %v", err)
-	}
-	if err := b.Send(); err != nil {
-		t.Fatalf("insert: %v", err)
-	}
+	testenv.Insert(t, db, sql, values)
 }
 
 const (

@@ -476,20 +476,13 @@ func readArrowStream(t *testing.T, u string, name string) ([]string, int) {
 func TestArrowStream(t *testing.T) {
 	fx := newSurfaceFixture(t, api.Options{})
 	// Enough findings for several record batches, in one insert.
-	b, err := fx.db.PrepareBatch(context.Background(), `INSERT INTO drift_evidence (evidence_id, owning_domain,
-		classification, severity, status, first_seen_at, last_seen_at, version)`)
-	if err != nil {
-		t.Fatal(err)
-	}
 	const bulk = 20000
-	for i := range bulk {
-		if err := b.Append(fmt.Sprintf("zz:bulk/%06d", i), "bulk", "orphan_provider_resource", "warning", "open", t0, t0, uint64(1)); err != nil {
-			t.Fatal(err)
-		}
+	rows := make([][]any, bulk)
+	for i := range rows {
+		rows[i] = []any{fmt.Sprintf("zz:bulk/%06d", i), "bulk", "orphan_provider_resource", "warning", "open", t0, t0, uint64(1)}
 	}
-	if err := b.Send(); err != nil {
-		t.Fatal(err)
-	}
+	testenv.Insert(t, fx.db, `INSERT INTO drift_evidence (evidence_id, owning_domain,
+		classification, severity, status, first_seen_at, last_seen_at, version)`, rows...)
 	ids, batches := readArrowStream(t, fx.url+"/v1/drift?owning_domain=bulk", "evidence_id")
 	if len(ids) != bulk || batches < 3 || ids[0] != "zz:bulk/000000" || !slices.IsSorted(ids) {
 		t.Errorf("drift stream: %d rows in %d batches", len(ids), batches)

@@ -8,34 +8,8 @@ import "time"
 // is not one of AllTypes.
 const TypeCommand = "ops.command"
 
-// Action is what an operator asks to be done about a finding.
-type Action string
-
-// Actions of CONTRACT section 9.2.
-const (
-	ActionAcknowledge    Action = "acknowledge"
-	ActionAssign         Action = "assign"
-	ActionSuppress       Action = "suppress"
-	ActionUnsuppress     Action = "unsuppress"
-	ActionRetry          Action = "retry"
-	ActionCleanup        Action = "cleanup"
-	ActionQuarantineNode Action = "quarantine_node"
-	ActionReleaseNode    Action = "release_node"
-)
-
-// Actions lists every action in a stable order.
-var Actions = []Action{ActionAcknowledge, ActionAssign, ActionSuppress, ActionUnsuppress,
-	ActionRetry, ActionCleanup, ActionQuarantineNode, ActionReleaseNode}
-
 // ValidAction reports whether a is an action.
-func ValidAction(a string) bool {
-	for _, v := range Actions {
-		if string(v) == a {
-			return true
-		}
-	}
-	return false
-}
+func ValidAction(a string) bool { return Valid(Actions, a) }
 
 // Requests reports whether action a asks the platform's controllers to act
 // (a request on reconcile.requests) rather than only annotating the
@@ -47,73 +21,6 @@ func (a Action) Requests() bool {
 	}
 	return false
 }
-
-// ActionState is the action_state column of drift_evidence: where the
-// latest request of a finding stands.
-type ActionState string
-
-// Action states. A finding no request was made for has none ("").
-const (
-	// ActionPending: a request was written and neither resolved nor past
-	// its deadline.
-	ActionPending ActionState = "pending"
-	// ActionSucceeded: an observation resolved the finding while its
-	// request was pending.
-	ActionSucceeded ActionState = "succeeded"
-	// ActionOperatorReview: the request's deadline passed with the finding
-	// still open; the finding's posture is operator_review.
-	ActionOperatorReview ActionState = "operator_review"
-	// ActionRefused: the joiner refused the latest action in stream order
-	// (the finding changed between acceptance and application).
-	ActionRefused ActionState = "refused"
-)
-
-// ActionStates lists the action states in a stable order.
-var ActionStates = []ActionState{ActionPending, ActionSucceeded, ActionOperatorReview, ActionRefused}
-
-// Transitions of a finding caused by operator actions and their requests
-// (drift_history rows beside those of the classifier).
-const (
-	TransitionAction           Transition = "action"            // an action applied
-	TransitionActionRefused    Transition = "action_refused"    // an action refused in stream order
-	TransitionRequestSucceeded Transition = "request_succeeded" // resolved while a request was pending
-	TransitionRequestExpired   Transition = "request_expired"   // the request's deadline passed: operator_review
-	TransitionSuppressionEnded Transition = "suppression_ended" // the watermark passed suppressed_until
-)
-
-// ActionReason names why an action is refused: the API's 4xx answers and
-// the joiner's action_refused history rows carry it.
-type ActionReason string
-
-// Action refusal reasons.
-const (
-	ReasonUnknownAction      ActionReason = "unknown_action"           // action is not one of Actions
-	ReasonMissingIdempotency ActionReason = "missing_idempotency_key"  // no Idempotency-Key header
-	ReasonIdempotencyReused  ActionReason = "idempotency_key_reused"   // the key was used with another body
-	ReasonFindingNotFound    ActionReason = "finding_not_found"        // no finding has the evidence_id
-	ReasonFindingResolved    ActionReason = "finding_resolved"         // the action needs an open finding
-	ReasonMissingAssignee    ActionReason = "missing_assignee"         // assign without an assignee
-	ReasonBadUntil           ActionReason = "bad_until"                // suppress without a future until
-	ReasonNotSuppressed      ActionReason = "not_suppressed"           // unsuppress of a finding not suppressed
-	ReasonRequestPending     ActionReason = "request_pending"          // a request of the finding is still pending
-	ReasonNotANode           ActionReason = "not_a_node"               // a node action on a finding that is not a node's
-	ReasonNodeQuarantined    ActionReason = "node_quarantined"         // quarantine_node of a node already quarantined
-	ReasonNodeNotQuarantined ActionReason = "node_not_quarantined"     // release_node of a node not quarantined
-	ReasonCleanupNotOrphan   ActionReason = "cleanup_not_orphan"       // cleanup of a finding that is not an open orphan past its grace
-	ReasonCleanupOwned       ActionReason = "cleanup_owned"            // cleanup while an owning record exists (or owner_ref names one)
-	ReasonCleanupRollback    ActionReason = "cleanup_rollback_pending" // cleanup while a request on the identity is pending
-	ReasonBadBody            ActionReason = "bad_body"                 // the body is not a JSON action
-	// ReasonOutOfAuthority: an operator key whose authority_levels do not
-	// hold the node's master_of_record (section 9.1) acted on the node's
-	// finding; 403, or listed among a batch's refusals.
-	ReasonOutOfAuthority ActionReason = "authority_out_of_scope"
-)
-
-// ActionReasons lists the refusal reasons in a stable order.
-var ActionReasons = []ActionReason{ReasonUnknownAction, ReasonMissingIdempotency, ReasonIdempotencyReused,
-	ReasonFindingNotFound, ReasonFindingResolved, ReasonMissingAssignee, ReasonBadUntil, ReasonNotSuppressed,
-	ReasonRequestPending, ReasonNotANode, ReasonNodeQuarantined, ReasonNodeNotQuarantined,
-	ReasonCleanupNotOrphan, ReasonCleanupOwned, ReasonCleanupRollback, ReasonBadBody, ReasonOutOfAuthority}
 
 // Command is the payload of an ops.command: one operator action on one
 // finding. The query service writes it keyed by the finding's identity key
@@ -137,11 +44,9 @@ func (p *Command) validate() *ValidationError {
 	var c fieldCheck
 	c.required("command_id", p.CommandID)
 	c.required("evidence_id", p.EvidenceID)
-	c.required("provider", p.Provider)
-	c.oneOf("provider", p.Provider, isProvider)
+	requiredOneOf(&c, "provider", p.Provider, Providers)
 	c.required("provider_id", p.ProviderID)
-	c.required("action", p.Action)
-	c.oneOf("action", p.Action, ValidAction)
+	requiredOneOf(&c, "action", p.Action, Actions)
 	c.required("actor_id", p.ActorID)
 	return c.err
 }

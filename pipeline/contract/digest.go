@@ -142,6 +142,17 @@ func (s *digestScanner) space() {
 	}
 }
 
+// next steps over the comma after a member or element; on anything but a
+// comma or closing it gives up on the rest of the value.
+func (s *digestScanner) next(closing byte) {
+	if s.i < len(s.b) && s.b[s.i] == ',' {
+		s.i++
+		s.space()
+	} else if s.i < len(s.b) && s.b[s.i] != closing {
+		s.i = len(s.b)
+	}
+}
+
 // value hashes the value at s.i and the whitespace after it.
 func (s *digestScanner) value() uint64 {
 	if s.i >= len(s.b) {
@@ -163,12 +174,7 @@ func (s *digestScanner) value() uint64 {
 			s.space()
 			sum += memberHash(k, s.value())
 			n++
-			if s.i < len(s.b) && s.b[s.i] == ',' {
-				s.i++
-				s.space()
-			} else if s.i < len(s.b) && s.b[s.i] != '}' {
-				s.i = len(s.b)
-			}
+			s.next('}')
 		}
 		s.i++
 		h = objectHash(n, sum)
@@ -178,12 +184,7 @@ func (s *digestScanner) value() uint64 {
 		h = tagArray
 		for s.i < len(s.b) && s.b[s.i] != ']' {
 			h = mix(h, s.value())
-			if s.i < len(s.b) && s.b[s.i] == ',' {
-				s.i++
-				s.space()
-			} else if s.i < len(s.b) && s.b[s.i] != ']' {
-				s.i = len(s.b)
-			}
+			s.next(']')
 		}
 		s.i++
 	case c == '"':

@@ -346,17 +346,21 @@ func FuzzDecodeFast(f *testing.F) {
 }
 
 func TestEnumerations(t *testing.T) {
+	valid := func(family, provider string) bool {
+		o := Observation{Provider: provider, ProviderID: "p1", ResourceFamily: family, ObservedState: "running"}
+		return o.validate() == nil
+	}
 	for _, f := range Families {
-		if !isFamily(f) {
+		if !valid(f, ProviderMAAS) {
 			t.Errorf("family %s rejected", f)
 		}
 	}
 	for _, p := range Providers {
-		if !isProvider(p) {
+		if !valid(FamilyGPUaaS, p) {
 			t.Errorf("provider %s rejected", p)
 		}
 	}
-	if isFamily("gpu") || isProvider("MAAS") {
+	if valid("gpu", ProviderMAAS) || valid(FamilyGPUaaS, "MAAS") {
 		t.Error("unknown value accepted")
 	}
 }

@@ -47,21 +47,27 @@ func TestVocabularyLists(t *testing.T) {
 			t.Errorf("%s = %v: empty or repeated", name, l)
 		}
 	}
-	accepts := func(name string, valid func(string) bool, want []string) {
+	// The heartbeat's enumerations are exactly what its validator accepts.
+	accepts := func(name string, set func(*Heartbeat, string), want []string) {
 		t.Helper()
+		valid := func(v string) bool {
+			hb := Heartbeat{NodeID: "n1", AgentVersion: "1.2.3", HostFingerprint: "h", Health: string(HealthOK)}
+			set(&hb, v)
+			return hb.validate() == nil
+		}
 		for _, v := range want {
 			if !valid(v) {
 				t.Errorf("the validator refuses %s %q", name, v)
 			}
 		}
-		for _, v := range []string{"", "ok", "none ", "PASSED"} {
+		for _, v := range []string{"ok", "none ", "PASSED", "Unknown"} {
 			if valid(v) {
 				t.Errorf("the validator accepts %s %q", name, v)
 			}
 		}
 	}
-	accepts("health", isHealth, Strings(Healths))
-	accepts("update_path", isUpdatePath, Strings(UpdatePaths))
-	accepts("terminal_stream_probe", isProbe, Strings(TerminalStreamProbes))
-	accepts("workload_impact", isImpact, Strings(WorkloadImpacts))
+	accepts("health", func(hb *Heartbeat, v string) { hb.Health = v }, Strings(Healths))
+	accepts("update_path", func(hb *Heartbeat, v string) { hb.UpdatePath = v }, Strings(UpdatePaths))
+	accepts("terminal_stream_probe", func(hb *Heartbeat, v string) { hb.TerminalStreamProbe = v }, Strings(TerminalStreamProbes))
+	accepts("workload_impact", func(hb *Heartbeat, v string) { hb.WorkloadImpact = v }, Strings(WorkloadImpacts))
 }

@@ -6,80 +6,6 @@ import (
 	"github.com/driftline/driftline/pipeline/contract/decimal"
 )
 
-// Enumerations a payload field must belong to (switches: a map lookup
-// costs more than the rest of a field's check).
-func isFamily(v string) bool {
-	switch v {
-	case FamilyGPUaaS, FamilyAppRuntime, FamilyStorage, FamilyModelServing, FamilyBillingUsage:
-		return true
-	}
-	return false
-}
-
-func isProvider(v string) bool {
-	switch v {
-	case ProviderMAAS, ProviderNodeAgent, ProviderAppRuntime, ProviderStorage, ProviderGateway, ProviderBillingIngestion:
-		return true
-	}
-	return false
-}
-
-func isUpdatePath(v string) bool {
-	switch UpdatePath(v) {
-	case UpdatePathNone, UpdatePathSelfUpdate, UpdatePathRecoveryEnrollment, UpdatePathOperatorRebootstrap, UpdatePathFullReimage:
-		return true
-	}
-	return false
-}
-
-func isProbe(v string) bool {
-	switch TerminalStreamProbe(v) {
-	case ProbePassed, ProbeFailed, ProbeNotRequired, ProbeNotExecuted:
-		return true
-	}
-	return false
-}
-
-func isImpact(v string) bool {
-	switch WorkloadImpact(v) {
-	case ImpactNoneObserved, ImpactDegraded, ImpactUnavailable, ImpactUnknown:
-		return true
-	}
-	return false
-}
-
-func isHealth(v string) bool {
-	switch Health(v) {
-	case HealthOK, HealthDegraded, HealthFailed, HealthUnknown:
-		return true
-	}
-	return false
-}
-
-func isNodeKind(v string) bool {
-	switch NodeKind(v) {
-	case NodeKindEdge, NodeKindDC, NodeKindGateway, NodeKindRelay, NodeKindVirtual:
-		return true
-	}
-	return false
-}
-
-func isLifecycleIntent(v string) bool {
-	switch LifecycleIntent(v) {
-	case IntentProvisioning, IntentEnrolled, IntentActive, IntentDecommissioning, IntentRetired:
-		return true
-	}
-	return false
-}
-
-func isMasterOfRecord(v string) bool {
-	switch MasterOfRecord(v) {
-	case MasterGlobal, MasterRegion, MasterLocal:
-		return true
-	}
-	return false
-}
-
 // IsArtifactDigest reports whether v is an artifact digest of CONTRACT
 // 8.2: "sha256:" and 64 hex digits.
 func IsArtifactDigest(v string) bool {
@@ -116,29 +42,24 @@ const parseFlags = json.DontMatchCaseInsensitiveStructFields
 
 // decodePayload is DecodePayload of a payload that Scan has accepted.
 func decodePayload(typ string, raw []byte, flags json.ParseFlags) (any, *ValidationError) {
-	switch typ {
-	case TypePlatformRecord:
-		return parseAs[PlatformRecord](raw, flags)
-	case TypeProviderObservation:
-		return parseAs[Observation](raw, flags)
-	case TypeScanCompleted:
-		return parseAs[ScanCompleted](raw, flags)
-	case TypeHeartbeat:
-		return parseAs[Heartbeat](raw, flags)
-	case TypeUsageRecorded:
-		return parseAs[Usage](raw, flags)
-	case TypeBillingRated:
-		return parseAs[Rated](raw, flags)
-	case TypeLedgerEntry:
-		return parseAs[LedgerEntry](raw, flags)
-	case TypeCommand:
-		return parseAs[Command](raw, flags)
-	case TypeArtifact:
-		return parseAs[Artifact](raw, flags)
-	case TypePolicyBundle:
-		return parseAs[PolicyBundle](raw, flags)
+	if parse := payloadParsers[typ]; parse != nil {
+		return parse(raw, flags)
 	}
 	return nil, invalid(ReasonUnknownEventType, "event_type", "%q is not a known event type", typ)
+}
+
+// payloadParsers holds the parser of each event type's payload.
+var payloadParsers = map[string]func([]byte, json.ParseFlags) (any, *ValidationError){
+	TypePlatformRecord:      parseAs[PlatformRecord],
+	TypeProviderObservation: parseAs[Observation],
+	TypeScanCompleted:       parseAs[ScanCompleted],
+	TypeHeartbeat:           parseAs[Heartbeat],
+	TypeUsageRecorded:       parseAs[Usage],
+	TypeBillingRated:        parseAs[Rated],
+	TypeLedgerEntry:         parseAs[LedgerEntry],
+	TypeCommand:             parseAs[Command],
+	TypeArtifact:            parseAs[Artifact],
+	TypePolicyBundle:        parseAs[PolicyBundle],
 }
 
 // parseAs decodes raw into a new T and validates it; the result is a *T.
@@ -167,21 +88,60 @@ func (c *fieldCheck) required(name, v string) {
 	}
 }
 
-func (c *fieldCheck) oneOf(name, v string, allowed func(string) bool) {
-	if c.err == nil && v != "" && !allowed(v) {
-		c.failValue(name, "%q is not an allowed value", v)
+// oneOf checks that v, when present, is a value of vocabulary allowed
+// (a function: methods cannot take type parameters).
+func oneOf[T ~string](c *fieldCheck, name, v string, allowed []T) {
+	if c.err == nil && v != "" && !Valid(allowed, v) {
+		c.notAllowed(name, v)
 	}
 }
 
+// requiredOneOf checks that v is present and a value of vocabulary
+// allowed. It is required and oneOf in one call (the validators are on
+// the joiner's hot path).
+func requiredOneOf[T ~string](c *fieldCheck, name, v string, allowed []T) {
+	if c.err != nil {
+		return
+	}
+	if v == "" {
+		c.fail(ReasonMissingField, name, "required")
+	} else if !Valid(allowed, v) {
+		c.notAllowed(name, v)
+	}
+}
+
+// usageKey checks the usage_id and the usage key (CONTRACT section 1)
+// that every billing payload carries.
+func (c *fieldCheck) usageKey(usageID, meteringSource, meteringID string) {
+	c.required("usage_id", usageID)
+	c.required("metering_source", meteringSource)
+	c.required("metering_id", meteringID)
+}
+
+// decimal checks that v, when present, is a decimal string.
 func (c *fieldCheck) decimal(name, v string) {
 	if c.err == nil && v != "" && !IsDecimal(v) {
 		c.failValue(name, "%q is not a decimal string", v)
 	}
 }
 
-// digest checks an artifact digest's form, sha256:<64 hex digits>.
-func (c *fieldCheck) digest(name, v string) {
-	if c.err == nil && v != "" && !IsArtifactDigest(v) {
+// requiredDecimal checks that v is present and a decimal string.
+func (c *fieldCheck) requiredDecimal(name, v string) {
+	if c.err != nil {
+		return
+	}
+	if v == "" {
+		c.fail(ReasonMissingField, name, "required")
+	} else if !IsDecimal(v) {
+		c.failValue(name, "%q is not a decimal string", v)
+	}
+}
+
+// requiredDigest checks that v is present and an artifact digest,
+// sha256:<64 hex digits>.
+func (c *fieldCheck) requiredDigest(name, v string) {
+	c.required(name, v)
+	if c.err == nil && !IsArtifactDigest(v) {
 		c.failValue(name, "%q is not sha256:<64 hex digits>", v)
 	}
 }
@@ -197,6 +157,12 @@ func (c *fieldCheck) fail(r Reason, name, detail string) {
 	c.err = &ValidationError{Reason: r, Field: "payload." + name, Detail: detail}
 }
 
+// notAllowed records the value v of payload field name that is not one
+// of its vocabulary.
+func (c *fieldCheck) notAllowed(name, v string) {
+	c.failValue(name, "%q is not an allowed value", v)
+}
+
 // failValue records the invalid value v of payload field name; format
 // quotes it.
 func (c *fieldCheck) failValue(name, format, v string) {
@@ -208,16 +174,14 @@ func (p *PlatformRecord) validate() *ValidationError {
 	c.required("record_type", p.RecordType)
 	c.required("record_id", p.RecordID)
 	c.check(p.RecordVersion >= 1, "record_version", "must be an integer >= 1")
-	c.required("resource_family", p.ResourceFamily)
-	c.oneOf("resource_family", p.ResourceFamily, isFamily)
-	c.required("provider", p.Provider)
-	c.oneOf("provider", p.Provider, isProvider)
+	requiredOneOf(&c, "resource_family", p.ResourceFamily, Families)
+	requiredOneOf(&c, "provider", p.Provider, Providers)
 	c.required("provider_id", p.ProviderID)
 	c.required("expected_state", p.ExpectedState)
 	c.decimal("quota", p.Quota)
-	c.oneOf("node_kind", p.NodeKind, isNodeKind)
-	c.oneOf("lifecycle_intent", p.LifecycleIntent, isLifecycleIntent)
-	c.oneOf("authority.master_of_record", p.Authority.MasterOfRecord, isMasterOfRecord)
+	oneOf(&c, "node_kind", p.NodeKind, NodeKinds)
+	oneOf(&c, "lifecycle_intent", p.LifecycleIntent, LifecycleIntents)
+	oneOf(&c, "authority.master_of_record", p.Authority.MasterOfRecord, MastersOfRecord)
 	for _, id := range p.Authority.ControllerIDs {
 		c.check(id != "", "authority.controller_ids", "holds an empty controller id")
 	}
@@ -226,11 +190,9 @@ func (p *PlatformRecord) validate() *ValidationError {
 
 func (p *Observation) validate() *ValidationError {
 	var c fieldCheck
-	c.required("provider", p.Provider)
-	c.oneOf("provider", p.Provider, isProvider)
+	requiredOneOf(&c, "provider", p.Provider, Providers)
 	c.required("provider_id", p.ProviderID)
-	c.required("resource_family", p.ResourceFamily)
-	c.oneOf("resource_family", p.ResourceFamily, isFamily)
+	requiredOneOf(&c, "resource_family", p.ResourceFamily, Families)
 	c.required("observed_state", p.ObservedState)
 	c.decimal("usage", p.Usage)
 	return c.err
@@ -238,8 +200,7 @@ func (p *Observation) validate() *ValidationError {
 
 func (p *ScanCompleted) validate() *ValidationError {
 	var c fieldCheck
-	c.required("provider", p.Provider)
-	c.oneOf("provider", p.Provider, isProvider)
+	requiredOneOf(&c, "provider", p.Provider, Providers)
 	c.required("scan_id", p.ScanID)
 	c.check(!p.ScanStartedAt.IsZero(), "scan_started_at", "required RFC 3339 time")
 	return c.err
@@ -250,11 +211,10 @@ func (p *Heartbeat) validate() *ValidationError {
 	c.required("node_id", p.NodeID)
 	c.required("agent_version", p.AgentVersion)
 	c.required("host_fingerprint", p.HostFingerprint)
-	c.required("health", p.Health)
-	c.oneOf("health", p.Health, isHealth)
-	c.oneOf("update_path", p.UpdatePath, isUpdatePath)
-	c.oneOf("terminal_stream_probe", p.TerminalStreamProbe, isProbe)
-	c.oneOf("workload_impact", p.WorkloadImpact, isImpact)
+	requiredOneOf(&c, "health", p.Health, Healths)
+	oneOf(&c, "update_path", p.UpdatePath, UpdatePaths)
+	oneOf(&c, "terminal_stream_probe", p.TerminalStreamProbe, TerminalStreamProbes)
+	oneOf(&c, "workload_impact", p.WorkloadImpact, WorkloadImpacts)
 	c.check(p.RTTMs >= 0 && p.LossPct >= 0 && p.LossPct <= 100 && p.BandwidthKbps >= 0, "rtt_ms", "link quality out of range")
 	c.check(p.BacklogMessages >= 0 && p.SecondsBehind >= 0, "backlog_messages", "sync debt must not be negative")
 	c.check(p.UptimeS >= 0, "uptime_s", "must not be negative")
@@ -265,8 +225,7 @@ func (p *Artifact) validate() *ValidationError {
 	var c fieldCheck
 	c.required("artifact_id", p.ArtifactID)
 	c.required("version", p.Version)
-	c.required("digest", p.Digest)
-	c.digest("digest", p.Digest)
+	c.requiredDigest("digest", p.Digest)
 	return c.err
 }
 
@@ -284,12 +243,9 @@ func (p *PolicyBundle) validate() *ValidationError {
 
 func (p *Usage) validate() *ValidationError {
 	var c fieldCheck
-	c.required("usage_id", p.UsageID)
-	c.required("metering_source", p.MeteringSource)
-	c.required("metering_id", p.MeteringID)
+	c.usageKey(p.UsageID, p.MeteringSource, p.MeteringID)
 	c.required("unit_id", p.UnitID)
-	c.required("quantity", p.Quantity)
-	c.decimal("quantity", p.Quantity)
+	c.requiredDecimal("quantity", p.Quantity)
 	c.required("tenant_id", p.TenantID)
 	c.check(!p.WindowStart.IsZero(), "window_start", "required RFC 3339 time")
 	c.check(!p.WindowEnd.IsZero(), "window_end", "required RFC 3339 time")
@@ -299,17 +255,12 @@ func (p *Usage) validate() *ValidationError {
 
 func (p *Rated) validate() *ValidationError {
 	var c fieldCheck
-	c.required("usage_id", p.UsageID)
-	c.required("metering_source", p.MeteringSource)
-	c.required("metering_id", p.MeteringID)
+	c.usageKey(p.UsageID, p.MeteringSource, p.MeteringID)
 	c.required("unit_id", p.UnitID)
 	c.check(p.UnitVersion >= 1, "unit_version", "must be an integer >= 1")
-	c.required("quantity", p.Quantity)
-	c.decimal("quantity", p.Quantity)
-	c.required("unit_price", p.UnitPrice)
-	c.decimal("unit_price", p.UnitPrice)
-	c.required("amount", p.Amount)
-	c.decimal("amount", p.Amount)
+	c.requiredDecimal("quantity", p.Quantity)
+	c.requiredDecimal("unit_price", p.UnitPrice)
+	c.requiredDecimal("amount", p.Amount)
 	c.required("currency", p.Currency)
 	return c.err
 }
@@ -317,11 +268,8 @@ func (p *Rated) validate() *ValidationError {
 func (p *LedgerEntry) validate() *ValidationError {
 	var c fieldCheck
 	c.required("ledger_entry_id", p.LedgerEntryID)
-	c.required("usage_id", p.UsageID)
-	c.required("metering_source", p.MeteringSource)
-	c.required("metering_id", p.MeteringID)
-	c.required("amount", p.Amount)
-	c.decimal("amount", p.Amount)
+	c.usageKey(p.UsageID, p.MeteringSource, p.MeteringID)
+	c.requiredDecimal("amount", p.Amount)
 	c.required("currency", p.Currency)
 	return c.err
 }

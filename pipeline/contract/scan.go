@@ -220,13 +220,9 @@ func numberEnd(b []byte, i int) (int, bool) {
 	default:
 		return 0, false
 	}
+	ok := true
 	if i < len(b) && b[i] == '.' {
-		i++
-		d := i
-		for i < len(b) && b[i] >= '0' && b[i] <= '9' {
-			i++
-		}
-		if i == d {
+		if i, ok = digits(b, i+1); !ok {
 			return 0, false
 		}
 	}
@@ -235,15 +231,21 @@ func numberEnd(b []byte, i int) (int, bool) {
 		if i < len(b) && (b[i] == '+' || b[i] == '-') {
 			i++
 		}
-		d := i
-		for i < len(b) && b[i] >= '0' && b[i] <= '9' {
-			i++
-		}
-		if i == d {
+		if i, ok = digits(b, i); !ok {
 			return 0, false
 		}
 	}
 	return i, true
+}
+
+// digits returns the index after the digits at b[i], and false if there
+// are none.
+func digits(b []byte, i int) (int, bool) {
+	d := i
+	for i < len(b) && b[i] >= '0' && b[i] <= '9' {
+		i++
+	}
+	return i, i > d
 }
 
 // str scans the string starting at the quote b[i] and returns the index
@@ -340,17 +342,9 @@ func (s *scanner) array(i, depth int) int {
 		if s.err != nil {
 			return i
 		}
-		i = skipSpace(s.b, i)
-		if i >= len(s.b) {
-			return s.syntax(i, "")
-		}
-		switch s.b[i] {
-		case ',':
-			i = skipSpace(s.b, i+1)
-		case ']':
-			return i + 1
-		default:
-			return s.syntax(i, "expected , or ]")
+		var end bool
+		if i, end = s.next(i, ']'); end {
+			return i
 		}
 	}
 }
@@ -400,19 +394,29 @@ func (s *scanner) object(i, depth int) int {
 				s.fields[f] = span{start: vstart, end: i, escaped: esc, set: true}
 			}
 		}
-		i = skipSpace(s.b, i)
-		if i >= len(s.b) {
-			return s.syntax(i, "")
-		}
-		switch s.b[i] {
-		case ',':
-			i = skipSpace(s.b, i+1)
-		case '}':
-			return i + 1
-		default:
-			return s.syntax(i, "expected , or }")
+		var end bool
+		if i, end = s.next(i, '}'); end {
+			return i
 		}
 	}
+}
+
+// next reads what follows a value inside an array or object closed by
+// closing: after a comma it returns the start of the next element and
+// false; after the closing byte, the position past it and true; on
+// anything else it records the syntax error and returns true.
+func (s *scanner) next(i int, closing byte) (int, bool) {
+	i = skipSpace(s.b, i)
+	if i >= len(s.b) {
+		return s.syntax(i, ""), true
+	}
+	switch s.b[i] {
+	case ',':
+		return skipSpace(s.b, i+1), false
+	case closing:
+		return i + 1, true
+	}
+	return s.syntax(i, "expected , or "+string(closing)), true
 }
 
 // addKey records the key b[kstart:kend] (quoted) of the object whose keys

@@ -57,31 +57,6 @@ type Envelope struct {
 	Payload       []byte
 }
 
-// Resource families (CONTRACT 3.1).
-const (
-	FamilyGPUaaS       = "gpuaas_allocation"
-	FamilyAppRuntime   = "app_runtime"
-	FamilyStorage      = "storage"
-	FamilyModelServing = "model_serving"
-	FamilyBillingUsage = "billing_usage"
-)
-
-// Families lists the resource families in a stable order.
-var Families = []string{FamilyGPUaaS, FamilyAppRuntime, FamilyStorage, FamilyModelServing, FamilyBillingUsage}
-
-// Providers (CONTRACT 3.1).
-const (
-	ProviderMAAS             = "maas"
-	ProviderNodeAgent        = "node_agent"
-	ProviderAppRuntime       = "app_runtime"
-	ProviderStorage          = "storage_provider"
-	ProviderGateway          = "gateway"
-	ProviderBillingIngestion = "billing_ingestion"
-)
-
-// Providers lists the providers in a stable order.
-var Providers = []string{ProviderMAAS, ProviderNodeAgent, ProviderAppRuntime, ProviderStorage, ProviderGateway, ProviderBillingIngestion}
-
 // PlatformRecord is the platform's own record of a resource: desired state.
 type PlatformRecord struct {
 	RecordType              string   `json:"record_type"`

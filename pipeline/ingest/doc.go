@@ -6,7 +6,7 @@
 //
 // A request is an NDJSON body of envelopes authenticated by an API key, or
 // in mTLS mode (dev, and always in prod) by the caller's verified client
-// certificate, mapped to an actor by the keys file (see KeyFile). The keys
+// certificate, mapped to an actor by the keys file (see keys.KeyFile). The keys
 // file is reloaded on change or SIGHUP (Gateway.WatchKeys); every change
 // starts a new policy_rev, audited as policy_rev_changed, and each request
 // runs under the one revision it was admitted with. Refused callers

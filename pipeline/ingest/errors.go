@@ -4,19 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"time"
-
-	"github.com/driftline/driftline/pipeline/contract/keys"
-)
-
-// Authentication failures (package keys). Each answers 401 and is counted
-// by kind.
-var (
-	ErrMissingKey  = keys.ErrMissingKey
-	ErrUnknownKey  = keys.ErrUnknownKey
-	ErrRevokedKey  = keys.ErrRevokedKey
-	ErrMissingCert = keys.ErrMissingCert
-	ErrUnknownCert = keys.ErrUnknownCert
-	ErrRevokedCert = keys.ErrRevokedCert
 )
 
 // ErrProdWithoutMTLS is returned when a prod gateway is configured without
@@ -29,21 +16,11 @@ var ErrNoClientIdentities = errors.New("client certificate authentication is on 
 
 // ErrTLSConfig is returned by Serve when the gateway authenticates by
 // client certificate but the server would not require and verify one.
-var ErrTLSConfig = errors.New("client certificate authentication needs a TLS config with ClientAuth = RequireAndVerifyClientCert and ClientCAs; Possible solutions: use ServerTLSConfig")
-
-// ErrNoKeysFile and ErrLocalKeyOutsideLocal are package keys' rules of
-// the environments.
-var (
-	ErrNoKeysFile           = keys.ErrNoKeysFile
-	ErrLocalKeyOutsideLocal = keys.ErrLocalKeyOutsideLocal
-)
+var ErrTLSConfig = errors.New("client certificate authentication needs a TLS config with ClientAuth = RequireAndVerifyClientCert and ClientCAs; Possible solutions: use service.ServerTLSConfig")
 
 // ErrLineHasNewline is returned by Client.Post when a line contains a
 // newline and so cannot be sent as one NDJSON line.
 var ErrLineHasNewline = errors.New("line contains a newline; encode each event as compact JSON")
-
-// KeyFileError says which entry of a keys file is wrong and why.
-type KeyFileError = keys.KeyFileError
 
 // StatusError is a non-200 answer from the gateway, as seen by Client.
 type StatusError struct {

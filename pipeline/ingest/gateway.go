@@ -15,6 +15,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/driftline/driftline/pipeline/contract"
+	"github.com/driftline/driftline/pipeline/contract/keys"
 	"github.com/driftline/driftline/pipeline/stream/topics"
 )
 
@@ -99,7 +100,7 @@ func New(opts Options) (*Gateway, error) {
 		func() float64 { return float64(g.inflightBytes.Load()) })
 	g.m.setPolicy("", g.PolicyRev())
 	if opts.Keys.Builtin() {
-		g.log.Warn("no keys file: accepting only the built-in local_parity API key as "+LocalActorID+" with every event type; never run this way outside local_parity",
+		g.log.Warn("no keys file: accepting only the built-in local_parity API key as "+keys.LocalActorID+" with every event type; never run this way outside local_parity",
 			"environment", opts.Environment)
 	}
 	if !opts.ClientCertAuth && opts.Environment == contract.EnvDev {

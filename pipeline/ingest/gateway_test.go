@@ -20,6 +20,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/driftline/driftline/pipeline/contract"
+	"github.com/driftline/driftline/pipeline/contract/keys"
 )
 
 const testPartitions = 4
@@ -31,13 +32,13 @@ const (
 	revokedKey = "revoked-key"
 )
 
-func testKeyring(t *testing.T) *Keyring {
+func testKeyring(t *testing.T) *keys.Keyring {
 	t.Helper()
-	kr, err := NewKeyring([]KeySpec{
-		{SHA256: HashKey(fleetKey), Grant: Grant{ActorID: "SYSTEM::fleet", SourceType: contract.SourceSystem, EventTypes: contract.AllTypes}},
-		{SHA256: HashKey(scannerKey), Grant: Grant{ActorID: "SYSTEM::maas-scanner", SourceType: contract.SourceSystem,
+	kr, err := keys.NewKeyring([]keys.KeySpec{
+		{SHA256: keys.HashKey(fleetKey), Grant: keys.Grant{ActorID: "SYSTEM::fleet", SourceType: contract.SourceSystem, EventTypes: contract.AllTypes}},
+		{SHA256: keys.HashKey(scannerKey), Grant: keys.Grant{ActorID: "SYSTEM::maas-scanner", SourceType: contract.SourceSystem,
 			EventTypes: []string{contract.TypeProviderObservation, contract.TypeScanCompleted}, Producers: []string{"maas-scanner-eu1"}}},
-		{SHA256: HashKey(revokedKey), Grant: Grant{ActorID: "HUMAN::gone", SourceType: contract.SourceHuman, EventTypes: contract.AllTypes, Revoked: true}},
+		{SHA256: keys.HashKey(revokedKey), Grant: keys.Grant{ActorID: "HUMAN::gone", SourceType: contract.SourceHuman, EventTypes: contract.AllTypes, Revoked: true}},
 	})
 	if err != nil {
 		t.Fatal(err)

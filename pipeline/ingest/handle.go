@@ -11,6 +11,8 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	json "github.com/segmentio/encoding/json"
+
+	"github.com/driftline/driftline/pipeline/contract/keys"
 )
 
 // serveEvents handles POST /v1/events: admit (not draining, a free
@@ -130,10 +132,10 @@ func (g *Gateway) serveEvents(w http.ResponseWriter, r *http.Request) {
 // authenticate returns the caller's principal under pol: from the verified
 // client certificate in mTLS mode, else from the bearer API key. On a
 // revoked identity it returns the principal with the error, for the audit.
-func (g *Gateway) authenticate(r *http.Request, pol *policy) (*Principal, error) {
+func (g *Gateway) authenticate(r *http.Request, pol *policy) (*keys.Principal, error) {
 	if g.opts.ClientCertAuth {
 		if r.TLS == nil || len(r.TLS.VerifiedChains) == 0 || len(r.TLS.VerifiedChains[0]) == 0 {
-			return nil, ErrMissingCert
+			return nil, keys.ErrMissingCert
 		}
 		return pol.keys.AuthenticateCert(r.TLS.VerifiedChains[0][0])
 	}
@@ -179,9 +181,9 @@ func bearer(r *http.Request) string {
 
 func authKind(err error) string {
 	switch {
-	case errors.Is(err, ErrMissingKey), errors.Is(err, ErrMissingCert):
+	case errors.Is(err, keys.ErrMissingKey), errors.Is(err, keys.ErrMissingCert):
 		return "missing"
-	case errors.Is(err, ErrRevokedKey), errors.Is(err, ErrRevokedCert):
+	case errors.Is(err, keys.ErrRevokedKey), errors.Is(err, keys.ErrRevokedCert):
 		return "revoked"
 	}
 	return "unknown"

@@ -24,6 +24,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/driftline/driftline/pipeline/contract"
+	"github.com/driftline/driftline/pipeline/contract/keys"
 )
 
 // checkFor polls cond until it holds or the deadline passes.
@@ -325,7 +326,7 @@ func TestDrainingRefuses(t *testing.T) {
 // broken file leaves the policy in force.
 func TestKeysReload(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "keys.json")
-	fleet := KeySpec{SHA256: HashKey(fleetKey), Grant: Grant{ActorID: "SYSTEM::fleet", SourceType: contract.SourceSystem, EventTypes: contract.AllTypes}}
+	fleet := keys.KeySpec{SHA256: keys.HashKey(fleetKey), Grant: keys.Grant{ActorID: "SYSTEM::fleet", SourceType: contract.SourceSystem, EventTypes: contract.AllTypes}}
 	write := func(data []byte) {
 		tmp := path + ".tmp"
 		if err := os.WriteFile(tmp, data, 0o600); err != nil {
@@ -335,8 +336,8 @@ func TestKeysReload(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	write(enc(t, KeyFile{Keys: []KeySpec{fleet}}))
-	kr, err := LoadKeyring(path)
+	write(enc(t, keys.KeyFile{Keys: []keys.KeySpec{fleet}}))
+	kr, err := keys.LoadKeyring(path)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -356,8 +357,8 @@ func TestKeysReload(t *testing.T) {
 
 	revoked := fleet
 	revoked.Revoked = true
-	write(enc(t, KeyFile{Keys: []KeySpec{revoked,
-		{SHA256: HashKey("new-key"), Grant: Grant{ActorID: "SYSTEM::fleet-v2", SourceType: contract.SourceSystem, EventTypes: contract.AllTypes}}}}))
+	write(enc(t, keys.KeyFile{Keys: []keys.KeySpec{revoked,
+		{SHA256: keys.HashKey("new-key"), Grant: keys.Grant{ActorID: "SYSTEM::fleet-v2", SourceType: contract.SourceSystem, EventTypes: contract.AllTypes}}}}))
 	checkFor(t, "the new policy", func() bool { return s.gw.PolicyRev() != rev1 })
 	rev2 := s.gw.PolicyRev()
 

@@ -14,10 +14,12 @@ import (
 
 	"github.com/driftline/driftline/internal/testenv"
 	"github.com/driftline/driftline/pipeline/contract"
+	"github.com/driftline/driftline/pipeline/contract/keys"
+	"github.com/driftline/driftline/pipeline/service"
 )
 
 func TestProdRequiresMTLS(t *testing.T) {
-	kr, err := NewKeyringWithClients(nil, []ClientSpec{{Identity: "cn:x", Grant: Grant{ActorID: "SYSTEM::x", SourceType: contract.SourceSystem, EventTypes: contract.AllTypes}}})
+	kr, err := keys.NewKeyringWithClients(nil, []keys.ClientSpec{{Identity: "cn:x", Grant: keys.Grant{ActorID: "SYSTEM::x", SourceType: contract.SourceSystem, EventTypes: contract.AllTypes}}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -57,7 +59,7 @@ func TestMTLSIdentity(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	tlsCfg, err := ServerTLSConfig(filepath.Join(dir, "server.pem"), filepath.Join(dir, "server.key"), filepath.Join(dir, "ca.pem"))
+	tlsCfg, err := service.ServerTLSConfig(filepath.Join(dir, "server.pem"), filepath.Join(dir, "server.key"), filepath.Join(dir, "ca.pem"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -67,14 +69,14 @@ func TestMTLSIdentity(t *testing.T) {
 	otherCA := testenv.NewCA(t)
 	forged, _, _ := otherCA.Issue(t, "scanner-eu1", "spiffe://driftline/maas-scanner", false)
 
-	kr, err := NewKeyringWithClients(
-		[]KeySpec{{SHA256: HashKey(fleetKey), Grant: Grant{ActorID: "SYSTEM::fleet", SourceType: contract.SourceSystem, EventTypes: contract.AllTypes}}},
-		[]ClientSpec{
-			{Identity: "uri:spiffe://driftline/maas-scanner", Grant: Grant{ActorID: "SYSTEM::maas-scanner", SourceType: contract.SourceSystem,
+	kr, err := keys.NewKeyringWithClients(
+		[]keys.KeySpec{{SHA256: keys.HashKey(fleetKey), Grant: keys.Grant{ActorID: "SYSTEM::fleet", SourceType: contract.SourceSystem, EventTypes: contract.AllTypes}}},
+		[]keys.ClientSpec{
+			{Identity: "uri:spiffe://driftline/maas-scanner", Grant: keys.Grant{ActorID: "SYSTEM::maas-scanner", SourceType: contract.SourceSystem,
 				EventTypes: []string{contract.TypeProviderObservation}}},
 			// Less specific than the URI: must not win for the scanner.
-			{Identity: "cn:scanner-eu1", Grant: Grant{ActorID: "HUMAN::wrong", SourceType: contract.SourceHuman, EventTypes: contract.AllTypes}},
-			{Identity: "cn:old-agent", Grant: Grant{ActorID: "SYSTEM::old-agent", SourceType: contract.SourceSystem, EventTypes: contract.AllTypes, Revoked: true}},
+			{Identity: "cn:scanner-eu1", Grant: keys.Grant{ActorID: "HUMAN::wrong", SourceType: contract.SourceHuman, EventTypes: contract.AllTypes}},
+			{Identity: "cn:old-agent", Grant: keys.Grant{ActorID: "SYSTEM::old-agent", SourceType: contract.SourceSystem, EventTypes: contract.AllTypes, Revoked: true}},
 		})
 	if err != nil {
 		t.Fatal(err)
@@ -149,12 +151,12 @@ func TestCertIdentitiesOrder(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ids := CertIdentities(leaf)
+	ids := keys.CertIdentities(leaf)
 	if len(ids) != 3 || ids[1] != "uri:spiffe://x/y" || ids[2] != "cn:cn-name" || len(ids[0]) != len("sha256:")+64 {
 		t.Fatalf("identities %v", ids)
 	}
-	kr, err := NewKeyringWithClients(nil, []ClientSpec{{Identity: ids[0], Grant: Grant{ActorID: "SYSTEM::pinned", SourceType: contract.SourceSystem, EventTypes: contract.AllTypes}},
-		{Identity: "cn:cn-name", Grant: Grant{ActorID: "SYSTEM::by-name", SourceType: contract.SourceSystem, EventTypes: contract.AllTypes}}})
+	kr, err := keys.NewKeyringWithClients(nil, []keys.ClientSpec{{Identity: ids[0], Grant: keys.Grant{ActorID: "SYSTEM::pinned", SourceType: contract.SourceSystem, EventTypes: contract.AllTypes}},
+		{Identity: "cn:cn-name", Grant: keys.Grant{ActorID: "SYSTEM::by-name", SourceType: contract.SourceSystem, EventTypes: contract.AllTypes}}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -162,7 +164,7 @@ func TestCertIdentitiesOrder(t *testing.T) {
 		t.Fatalf("pinned fingerprint must win: %v %v", p, err)
 	}
 	for _, bad := range []string{"cn:", "email:a@b", "sha256:xyz", "nocolon"} {
-		if _, err := NewKeyringWithClients(nil, []ClientSpec{{Identity: bad, Grant: Grant{ActorID: "SYSTEM::a", SourceType: contract.SourceSystem, EventTypes: contract.AllTypes}}}); err == nil {
+		if _, err := keys.NewKeyringWithClients(nil, []keys.ClientSpec{{Identity: bad, Grant: keys.Grant{ActorID: "SYSTEM::a", SourceType: contract.SourceSystem, EventTypes: contract.AllTypes}}}); err == nil {
 			t.Errorf("identity %q accepted", bad)
 		}
 	}

@@ -10,6 +10,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/driftline/driftline/pipeline/contract"
+	"github.com/driftline/driftline/pipeline/contract/keys"
 	"github.com/driftline/driftline/pipeline/service"
 )
 
@@ -68,13 +69,13 @@ type Options struct {
 	Topics contract.Topics
 
 	// Keys is the API key and client identity allowlist. Required; see
-	// OpenKeyring. Gateway.SetKeys replaces it at run time.
-	Keys *Keyring
+	// keys.OpenKeyring. Gateway.SetKeys replaces it at run time.
+	Keys *keys.Keyring
 
 	// ClientCertAuth authenticates callers by their TLS client certificate
 	// (mapped to an actor by the keys file's "clients") instead of API
 	// keys. Serve then requires a TLS config that requires and verifies
-	// client certificates (ServerTLSConfig). Required in prod; the
+	// client certificates (service.ServerTLSConfig). Required in prod; the
 	// preferred mode of dev. Default false (API keys).
 	ClientCertAuth bool
 

@@ -8,7 +8,7 @@ import (
 	json "github.com/segmentio/encoding/json"
 
 	"github.com/driftline/driftline/pipeline/contract"
-	keyfile "github.com/driftline/driftline/pipeline/contract/keys"
+	"github.com/driftline/driftline/pipeline/contract/keys"
 	"github.com/driftline/driftline/pipeline/service"
 )
 
@@ -20,12 +20,12 @@ const policyRevLen = 12
 // takes one snapshot at admission, so all its receipts and records carry
 // one policy_rev even when the keys file is reloaded meanwhile.
 type policy struct {
-	keys *Keyring
+	keys *keys.Keyring
 	rev  string
 }
 
-func (g *Gateway) newPolicy(keys *Keyring) *policy {
-	return &policy{keys: keys, rev: policyRev(g.opts.Environment, g.opts.Topics, keys, g.opts.ClientCertAuth)}
+func (g *Gateway) newPolicy(kr *keys.Keyring) *policy {
+	return &policy{keys: kr, rev: policyRev(g.opts.Environment, g.opts.Topics, kr, g.opts.ClientCertAuth)}
 }
 
 // SetKeys puts a new keyring in force and returns the policy_rev it
@@ -33,8 +33,8 @@ func (g *Gateway) newPolicy(keys *Keyring) *policy {
 // with; the change is audited (policy_rev_changed). A keyring the
 // gateway's environment refuses (see Options) is not applied and the old
 // one stays in force. An identical keyring changes nothing.
-func (g *Gateway) SetKeys(keys *Keyring) (string, error) {
-	if err := checkKeys(g.opts.Environment, g.opts.ClientCertAuth, keys); err != nil {
+func (g *Gateway) SetKeys(kr *keys.Keyring) (string, error) {
+	if err := checkKeys(g.opts.Environment, g.opts.ClientCertAuth, kr); err != nil {
 		g.m.reloads.WithLabelValues("refused").Inc()
 		g.audit.Error("keys refused; the previous policy stays in force", "event", "policy_reload_refused", "policy_rev", g.PolicyRev(), "err", err)
 		return g.PolicyRev(), err
@@ -42,7 +42,7 @@ func (g *Gateway) SetKeys(keys *Keyring) (string, error) {
 	g.setKeysMu.Lock()
 	defer g.setKeysMu.Unlock()
 	old := g.pol.Load()
-	next := g.newPolicy(keys)
+	next := g.newPolicy(kr)
 	if next.rev == old.rev {
 		g.m.reloads.WithLabelValues("unchanged").Inc()
 		return old.rev, nil
@@ -51,19 +51,19 @@ func (g *Gateway) SetKeys(keys *Keyring) (string, error) {
 	g.m.reloads.WithLabelValues("applied").Inc()
 	g.m.setPolicy(old.rev, next.rev)
 	g.audit.Warn("policy revision changed", "event", "policy_rev_changed", "old_policy_rev", old.rev, "policy_rev", next.rev,
-		"keys", len(keys.Specs()), "clients", len(keys.ClientSpecs()), "revoked", keys.Revoked())
+		"keys", len(kr.Specs()), "clients", len(kr.ClientSpecs()), "revoked", kr.Revoked())
 	return next.rev, nil
 }
 
 // checkKeys applies the environment's rules to a keyring.
-func checkKeys(environment string, certAuth bool, keys *Keyring) error {
-	if keys == nil {
-		return fmt.Errorf("no key allowlist; see OpenKeyring")
+func checkKeys(environment string, certAuth bool, kr *keys.Keyring) error {
+	if kr == nil {
+		return fmt.Errorf("no key allowlist; see keys.OpenKeyring")
 	}
-	if err := keyfile.CheckEnvironment(environment, service.DefaultLocalAPIKey, keys); err != nil {
+	if err := keys.CheckEnvironment(environment, service.DefaultLocalAPIKey, kr); err != nil {
 		return err
 	}
-	if certAuth && keys.Clients() == 0 {
+	if certAuth && kr.Clients() == 0 {
 		return ErrNoClientIdentities
 	}
 	return nil
@@ -74,17 +74,17 @@ func checkKeys(environment string, certAuth bool, keys *Keyring) error {
 // authentication mode and the allowlist (digests, identities and
 // permissions). Two gateways with the same revision accept, reject and
 // route the same input the same way.
-func policyRev(environment string, names contract.Topics, keys *Keyring, certAuth bool) string {
+func policyRev(environment string, names contract.Topics, kr *keys.Keyring, certAuth bool) string {
 	doc := struct {
-		SchemaVersion int            `json:"schema_version"`
-		MaxEventLen   int            `json:"max_event_len"`
-		MaxDepth      int            `json:"max_depth"`
-		Environment   string         `json:"environment"`
-		Routes        map[string]any `json:"routes"`
-		Quarantine    string         `json:"quarantine"`
-		ClientCerts   bool           `json:"client_cert_auth"`
-		Keys          []KeySpec      `json:"keys"`
-		Clients       []ClientSpec   `json:"clients"`
+		SchemaVersion int               `json:"schema_version"`
+		MaxEventLen   int               `json:"max_event_len"`
+		MaxDepth      int               `json:"max_depth"`
+		Environment   string            `json:"environment"`
+		Routes        map[string]any    `json:"routes"`
+		Quarantine    string            `json:"quarantine"`
+		ClientCerts   bool              `json:"client_cert_auth"`
+		Keys          []keys.KeySpec    `json:"keys"`
+		Clients       []keys.ClientSpec `json:"clients"`
 	}{
 		SchemaVersion: contract.SchemaVersion,
 		MaxEventLen:   contract.MaxEventLen,
@@ -93,8 +93,8 @@ func policyRev(environment string, names contract.Topics, keys *Keyring, certAut
 		Routes:        map[string]any{},
 		Quarantine:    names.Quarantine,
 		ClientCerts:   certAuth,
-		Keys:          keys.Specs(),
-		Clients:       keys.ClientSpecs(),
+		Keys:          kr.Specs(),
+		Clients:       kr.ClientSpecs(),
 	}
 	for _, t := range contract.AllTypes {
 		doc.Routes[t] = names.ForType(t)

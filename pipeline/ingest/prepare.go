@@ -9,12 +9,13 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/driftline/driftline/pipeline/contract"
+	"github.com/driftline/driftline/pipeline/contract/keys"
 )
 
 // batch is one request's lines and the records they produce, in line order.
 type batch struct {
 	pol       *policy
-	principal *Principal
+	principal *keys.Principal
 	lines     []line
 }
 
@@ -35,7 +36,7 @@ type line struct {
 // dedupe identities are checked against the recent set under one lock.
 // Decoding is zero-copy: nothing kept in the batch may alias body except
 // values, receipts' event ids (both used before body is recycled).
-func (g *Gateway) prepare(pol *policy, p *Principal, body []byte) *batch {
+func (g *Gateway) prepare(pol *policy, p *keys.Principal, body []byte) *batch {
 	n := bytes.Count(body, []byte{'\n'}) + 1
 	b := &batch{pol: pol, principal: p, lines: make([]line, 0, n)}
 	inRequest := make(map[string]contract.Digest, n)
@@ -120,7 +121,7 @@ func (g *Gateway) markRecent(b *batch, receivedAt string) {
 
 // reject turns l into a rejected line: its receipt names verr, and its
 // record is the quarantine document of raw.
-func (g *Gateway) reject(l *line, pol *policy, p *Principal, raw []byte, verr *contract.ValidationError, receivedAt string) {
+func (g *Gateway) reject(l *line, pol *policy, p *keys.Principal, raw []byte, verr *contract.ValidationError, receivedAt string) {
 	l.rejected = true
 	l.receipt.Status = StatusRejected
 	l.receipt.Reason, l.receipt.Field, l.receipt.Detail = verr.Reason, verr.Field, verr.Detail
@@ -134,7 +135,7 @@ func (g *Gateway) reject(l *line, pol *policy, p *Principal, raw []byte, verr *c
 // content digest first (another than l's): a producer reusing an event_id
 // or a seq. The first event stays the accepted one; this one is
 // quarantined, not dropped.
-func (g *Gateway) conflict(l *line, pol *policy, p *Principal, raw []byte, first contract.Digest, receivedAt string) {
+func (g *Gateway) conflict(l *line, pol *policy, p *keys.Principal, raw []byte, first contract.Digest, receivedAt string) {
 	verr := &contract.ValidationError{Reason: contract.ReasonConflictingDuplicate, Field: dedupeField(l.dedupeID),
 		Detail: "the dedupe identity was accepted before with content digest " + first.String() +
 			", this event's is " + l.digest.String() + ": a redelivery repeats the content, so the producer reused the identity"}
@@ -143,7 +144,7 @@ func (g *Gateway) conflict(l *line, pol *policy, p *Principal, raw []byte, first
 }
 
 // check validates raw with the shared validator and authorises it for p.
-func (g *Gateway) check(p *Principal, raw []byte) (contract.Envelope, any, *contract.ValidationError) {
+func (g *Gateway) check(p *keys.Principal, raw []byte) (contract.Envelope, any, *contract.ValidationError) {
 	env, payload, verr := g.validator.DecodeEvent(raw)
 	if verr != nil {
 		return env, nil, verr
@@ -160,7 +161,7 @@ func (g *Gateway) check(p *Principal, raw []byte) (contract.Envelope, any, *cont
 }
 
 // quarantineDoc encodes the quarantine record value of a rejected line.
-func (g *Gateway) quarantineDoc(pol *policy, p *Principal, raw []byte, verr *contract.ValidationError, eventID, receivedAt string) []byte {
+func (g *Gateway) quarantineDoc(pol *policy, p *keys.Principal, raw []byte, verr *contract.ValidationError, eventID, receivedAt string) []byte {
 	doc := contract.Quarantined{
 		Reason:     verr.Reason,
 		Field:      verr.Field,
@@ -184,7 +185,7 @@ func (g *Gateway) quarantineDoc(pol *policy, p *Principal, raw []byte, verr *con
 
 // headers returns the record headers of p's records; reason is set on
 // quarantine records.
-func (g *Gateway) headers(pol *policy, p *Principal, reason contract.Reason) []kgo.RecordHeader {
+func (g *Gateway) headers(pol *policy, p *keys.Principal, reason contract.Reason) []kgo.RecordHeader {
 	h := []kgo.RecordHeader{
 		{Key: contract.HeaderActorID, Value: []byte(p.ActorID)},
 		{Key: contract.HeaderSourceType, Value: []byte(p.SourceType)},

@@ -13,11 +13,12 @@ import (
 	json "github.com/segmentio/encoding/json"
 
 	"github.com/driftline/driftline/pipeline/contract"
+	"github.com/driftline/driftline/pipeline/contract/keys"
 )
 
 // offlineGateway is a gateway without a producer, enough for prepare.
 func offlineGateway(t testing.TB) *Gateway {
-	opts := Options{Environment: contract.EnvLocalParity, Brokers: []string{"unused:1"}, Keys: LocalKeyring("k"),
+	opts := Options{Environment: contract.EnvLocalParity, Brokers: []string{"unused:1"}, Keys: keys.LocalKeyring("k"),
 		Registry: prometheus.NewRegistry(), Logger: slog.New(slog.NewTextHandler(io.Discard, nil))}
 	if err := opts.validate(); err != nil {
 		t.Fatal(err)

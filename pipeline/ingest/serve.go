@@ -3,13 +3,11 @@ package ingest
 import (
 	"context"
 	"crypto/tls"
-	"crypto/x509"
 	"errors"
 	"fmt"
 	"log/slog"
 	"net"
 	"net/http"
-	"os"
 	"time"
 )
 
@@ -17,7 +15,7 @@ import (
 type ServeOptions struct {
 	// TLS, when set, serves HTTPS. In client certificate mode
 	// (Options.ClientCertAuth) it is required and must require and verify
-	// client certificates; see ServerTLSConfig.
+	// client certificates; see service.ServerTLSConfig.
 	TLS *tls.Config
 
 	// ShutdownTimeout bounds the drain after ctx ends: finishing admitted
@@ -110,28 +108,4 @@ func (g *Gateway) Serve(ctx context.Context, ln net.Listener, so ServeOptions) e
 		g.log.Info("ingest gateway stopped cleanly")
 	}
 	return errors.Join(errs...)
-}
-
-// ServerTLSConfig loads the gateway's certificate and, when clientCAFile is
-// set, requires every client to present a certificate signed by one of
-// its CAs (mTLS). TLS 1.2 is the minimum.
-func ServerTLSConfig(certFile, keyFile, clientCAFile string) (*tls.Config, error) {
-	cert, err := tls.LoadX509KeyPair(certFile, keyFile)
-	if err != nil {
-		return nil, fmt.Errorf("load server certificate: %w", err)
-	}
-	cfg := &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12}
-	if clientCAFile != "" {
-		pem, err := os.ReadFile(clientCAFile)
-		if err != nil {
-			return nil, fmt.Errorf("read client CA: %w", err)
-		}
-		pool := x509.NewCertPool()
-		if !pool.AppendCertsFromPEM(pem) {
-			return nil, fmt.Errorf("client CA %s holds no PEM certificate", clientCAFile)
-		}
-		cfg.ClientCAs = pool
-		cfg.ClientAuth = tls.RequireAndVerifyClientCert
-	}
-	return cfg, nil
 }

@@ -9,6 +9,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/driftline/driftline/pipeline/contract"
+	"github.com/driftline/driftline/pipeline/contract/keys"
 )
 
 // The gateway must place keyed records exactly where contract.Partition (the
@@ -106,9 +107,9 @@ func TestRecentSetEvictsOldest(t *testing.T) {
 }
 
 func TestPolicyRev(t *testing.T) {
-	kr := LocalKeyring("k")
+	kr := keys.LocalKeyring("k")
 	base := policyRev(contract.EnvLocalParity, contract.DefaultTopics(), kr, false)
-	if len(base) != policyRevLen || base != policyRev(contract.EnvLocalParity, contract.DefaultTopics(), LocalKeyring("k"), false) {
+	if len(base) != policyRevLen || base != policyRev(contract.EnvLocalParity, contract.DefaultTopics(), keys.LocalKeyring("k"), false) {
 		t.Fatalf("policy rev %q is not a stable %d-digit digest", base, policyRevLen)
 	}
 	renamed := contract.DefaultTopics()
@@ -116,7 +117,7 @@ func TestPolicyRev(t *testing.T) {
 	for name, other := range map[string]string{
 		"environment": policyRev(contract.EnvDev, contract.DefaultTopics(), kr, false),
 		"topics":      policyRev(contract.EnvLocalParity, renamed, kr, false),
-		"keys":        policyRev(contract.EnvLocalParity, contract.DefaultTopics(), LocalKeyring("other"), false),
+		"keys":        policyRev(contract.EnvLocalParity, contract.DefaultTopics(), keys.LocalKeyring("other"), false),
 		"auth mode":   policyRev(contract.EnvLocalParity, contract.DefaultTopics(), kr, true),
 	} {
 		if other == base {

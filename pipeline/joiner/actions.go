@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 	"time"
@@ -290,11 +291,7 @@ func (b *actionBook) recompute() {
 
 // appendSnapshot writes the book, in evidence id order.
 func (b *actionBook) appendSnapshot(w *snap.Writer) {
-	ids := make([]string, 0, len(b.findings))
-	for id := range b.findings {
-		ids = append(ids, id)
-	}
-	slices.Sort(ids)
+	ids := slices.Sorted(maps.Keys(b.findings))
 	w.Uvarint(uint64(len(ids)))
 	for _, id := range ids {
 		fa := b.findings[id]
@@ -309,24 +306,8 @@ func (b *actionBook) appendSnapshot(w *snap.Writer) {
 		w.String(fa.lastActionID)
 		w.Varint(fa.deadline)
 	}
-	nodes := make([]string, 0, len(b.quarantined))
-	for k := range b.quarantined {
-		nodes = append(nodes, k)
-	}
-	slices.Sort(nodes)
-	w.Uvarint(uint64(len(nodes)))
-	for _, k := range nodes {
-		w.String(k)
-	}
-	applied := make([]string, 0, len(b.applied))
-	for id := range b.applied {
-		applied = append(applied, id)
-	}
-	slices.Sort(applied)
-	w.Uvarint(uint64(len(applied)))
-	for _, id := range applied {
-		w.String(id)
-	}
+	w.Strings(slices.Sorted(maps.Keys(b.quarantined)))
+	w.Strings(slices.Sorted(maps.Keys(b.applied)))
 }
 
 // loadSnapshot reads what appendSnapshot wrote into an empty book.

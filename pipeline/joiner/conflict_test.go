@@ -17,6 +17,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/driftline/driftline/pipeline/contract"
+	"github.com/driftline/driftline/pipeline/contract/keys"
 	"github.com/driftline/driftline/pipeline/ingest"
 	"github.com/driftline/driftline/pipeline/readmodel/reader"
 	"github.com/driftline/driftline/pipeline/stream/streamtest"
@@ -49,7 +50,7 @@ func TestRedeliveriesAndConflictsProperty(t *testing.T) {
 	f := newFixture(t)
 	const group = "joiner-conflict-property"
 	gw, err := ingest.New(ingest.Options{Environment: contract.EnvLocalParity, Brokers: f.brokers, Topics: f.names,
-		Keys: ingest.LocalKeyring("k"), ProduceTimeout: 10 * time.Second, Logger: slog.New(slog.DiscardHandler),
+		Keys: keys.LocalKeyring("k"), ProduceTimeout: 10 * time.Second, Logger: slog.New(slog.DiscardHandler),
 		Registry: prometheus.NewRegistry()})
 	if err != nil {
 		t.Fatal(err)
@@ -186,22 +187,14 @@ func TestRedeliveriesAndConflictsProperty(t *testing.T) {
 		t.Fatalf("seed %d does not exercise every path", seed)
 	}
 
-	q := f.quarantiner()
 	reg := prometheus.NewRegistry()
-	stop := f.start(group, checkpointing(f.checkpoints(), time.Millisecond, reg), func(o *Options) { o.Quarantine = q })
+	stop := f.start(group, f.restartable()(reg))
 	f.caughtUp(group)
 	stop()
 
 	f.wantFindings(nil)
-	counter := func(name string) int {
-		t.Helper()
-		m := metric(t, reg, name)
-		if m == nil {
-			t.Fatalf("no metric %s", name)
-		}
-		return int(m.GetCounter().GetValue())
-	}
-	if d, c := counter("driftline_joiner_duplicates_total"), counter("driftline_joiner_conflicting_duplicates_total"); d != joinerDuplicates || c != joinerConflicts {
+	d, c := int(mustCounter(t, reg, "driftline_joiner_duplicates_total")), int(mustCounter(t, reg, "driftline_joiner_conflicting_duplicates_total"))
+	if d != joinerDuplicates || c != joinerConflicts {
 		t.Fatalf("joiner: %d duplicates, %d conflicts; want %d and %d", d, c, joinerDuplicates, joinerConflicts)
 	}
 	// Every conflict is in the quarantine, once: the gateway's and the
@@ -214,7 +207,7 @@ func TestRedeliveriesAndConflictsProperty(t *testing.T) {
 		}
 		byActor[h[contract.HeaderActorID]]++
 	}
-	if byActor[ingest.LocalActorID] != viaHTTPConflict || byActor["SYSTEM::joiner"] != joinerConflicts {
+	if byActor[keys.LocalActorID] != viaHTTPConflict || byActor["SYSTEM::joiner"] != joinerConflicts {
 		t.Fatalf("quarantined by actor %v; want %d by the gateway, %d by the joiner", byActor, viaHTTPConflict, joinerConflicts)
 	}
 	rd := reader.New(f.ch, reader.Options{})

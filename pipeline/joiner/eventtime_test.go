@@ -143,9 +143,8 @@ func TestSkewedProducerCannotMoveEventTime(t *testing.T) {
 // and applies what comes next. Its own checkpoints are then used again.
 func TestIgnoreCheckpointsBefore(t *testing.T) {
 	f := newFixture(t)
-	store := f.checkpoints()
 	const group = "joiner-poisoned"
-	q := f.quarantiner()
+	with := f.restartable()
 	ids := idsOn(1, "poison-", 3)
 	a, c, s := ids[0], ids[1], ids[2]
 	base := time.Now().Add(-time.Hour).Truncate(time.Second)
@@ -154,13 +153,13 @@ func TestIgnoreCheckpointsBefore(t *testing.T) {
 	f.send(contract.TypePlatformRecord, "platform", base, record(a, "running"), -1)
 	f.send(contract.TypeProviderObservation, "scanner", base.Add(time.Minute), observation(a, "running"), -1)
 	f.send(contract.TypeProviderObservation, "broken", time.Date(2099, 6, 1, 0, 0, 0, 0, time.UTC), observation(s, "running"), -1)
-	stop := f.start(group, checkpointing(store, time.Millisecond, prometheus.NewRegistry()), func(o *Options) { o.unbounded, o.Quarantine = true, q })
+	stop := f.start(group, with(prometheus.NewRegistry()), func(o *Options) { o.unbounded = true })
 	f.caughtUp(group)
 	stop()
 
 	// Restored from the poisoned checkpoint, a real observation is late.
 	f.send(contract.TypeProviderObservation, "scanner", base.Add(2*time.Minute), observation(a, "running"), -1)
-	stop = f.start(group, checkpointing(store, time.Millisecond, prometheus.NewRegistry()), func(o *Options) { o.Quarantine = q })
+	stop = f.start(group, with(prometheus.NewRegistry()))
 	f.caughtUp(group)
 	stop()
 	if got := f.producerRejections(group); strings.Join(got, ",") != "scanner late_event 1" {
@@ -171,7 +170,7 @@ func TestIgnoreCheckpointsBefore(t *testing.T) {
 	// is the log's again, and a new identity's drift is found.
 	reg := prometheus.NewRegistry()
 	cutoff := time.Now()
-	stop = f.start(group, checkpointing(store, time.Millisecond, reg), func(o *Options) { o.Quarantine, o.IgnoreCheckpointsBefore = q, cutoff })
+	stop = f.start(group, with(reg), func(o *Options) { o.IgnoreCheckpointsBefore = cutoff })
 	f.caughtUp(group)
 	if n := counter(t, reg, "driftline_joiner_restore_checkpoints_total"); n != 0 {
 		t.Fatalf("%v partitions restored from a checkpoint written before the cutoff", n)
@@ -199,7 +198,7 @@ func TestIgnoreCheckpointsBefore(t *testing.T) {
 
 	// The checkpoints the rebuilt joiner wrote are used again.
 	reg = prometheus.NewRegistry()
-	stop = f.start(group, checkpointing(store, time.Millisecond, reg), func(o *Options) { o.Quarantine, o.IgnoreCheckpointsBefore = q, cutoff })
+	stop = f.start(group, with(reg), func(o *Options) { o.IgnoreCheckpointsBefore = cutoff })
 	f.caughtUp(group)
 	stop()
 	if n := counter(t, reg, "driftline_joiner_restore_checkpoints_total"); n == 0 {

@@ -436,14 +436,27 @@ func counter(t *testing.T, reg *prometheus.Registry, name string) float64 {
 	return 0
 }
 
-// gauge returns the value of the gauge named name in reg.
+// mustCounter returns the value of the counter named name in reg; the
+// test fails when reg has none.
+func mustCounter(t *testing.T, reg *prometheus.Registry, name string) float64 {
+	t.Helper()
+	return mustMetric(t, reg, name).GetCounter().GetValue()
+}
+
+// gauge returns the value of the gauge named name in reg; the test fails
+// when reg has none.
 func gauge(t *testing.T, reg *prometheus.Registry, name string) float64 {
+	t.Helper()
+	return mustMetric(t, reg, name).GetGauge().GetValue()
+}
+
+func mustMetric(t *testing.T, reg *prometheus.Registry, name string) *dto.Metric {
 	t.Helper()
 	m := metric(t, reg, name)
 	if m == nil {
-		t.Fatalf("no gauge %s", name)
+		t.Fatalf("no metric %s", name)
 	}
-	return m.GetGauge().GetValue()
+	return m
 }
 
 func metric(t *testing.T, reg *prometheus.Registry, name string) *dto.Metric {
@@ -580,6 +593,19 @@ func TestInvalidRecordIsQuarantined(t *testing.T) {
 	}
 }
 
+// restartable returns the options of a joiner whose runs share one
+// checkpoint store, written every millisecond, and quarantine to the
+// fixture's topic; reg receives a run's metrics.
+func (f *fixture) restartable() func(reg prometheus.Registerer) func(*Options) {
+	q, store := f.quarantiner(), f.checkpoints()
+	return func(reg prometheus.Registerer) func(*Options) {
+		return func(o *Options) {
+			checkpointing(store, time.Millisecond, reg)(o)
+			o.Quarantine = q
+		}
+	}
+}
+
 // quarantiner returns a quarantine writer to the fixture's quarantine
 // topic, as the joiner's main makes it.
 func (f *fixture) quarantiner() *ingest.Quarantiner {
@@ -595,12 +621,7 @@ func (f *fixture) quarantiner() *ingest.Quarantiner {
 // returns them.
 func (f *fixture) quarantined(n int) []*kgo.Record {
 	f.t.Helper()
-	cl, err := kgo.NewClient(kgo.SeedBrokers(f.brokers...), kgo.ConsumeTopics(f.names.Quarantine),
-		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
-	if err != nil {
-		f.t.Fatal(err)
-	}
-	defer cl.Close()
+	cl := testenv.KafkaClient(f.t, f.brokers, kgo.ConsumeTopics(f.names.Quarantine), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	var got []*kgo.Record
@@ -630,12 +651,10 @@ func headersOf(r *kgo.Record) map[string]string {
 func TestLateEventIsQuarantinedAndCounted(t *testing.T) {
 	f := newFixture(t)
 	const group = "joiner-late"
-	q := f.quarantiner()
-	store := f.checkpoints()
+	restartable := f.restartable()
 	with := func(reg prometheus.Registerer) func(*Options) {
 		return func(o *Options) {
-			checkpointing(store, time.Millisecond, reg)(o)
-			o.Quarantine = q
+			restartable(reg)(o)
 			o.Dedupe = dedupe.Options{Horizon: 10 * time.Minute, Bucket: time.Minute}
 		}
 	}
@@ -730,14 +749,7 @@ func TestIdlePartitionFollows(t *testing.T) {
 func TestConflictingRedeliveryIsQuarantined(t *testing.T) {
 	f := newFixture(t)
 	const group = "joiner-conflict"
-	q := f.quarantiner()
-	store := f.checkpoints()
-	with := func(reg prometheus.Registerer) func(*Options) {
-		return func(o *Options) {
-			checkpointing(store, time.Millisecond, reg)(o)
-			o.Quarantine = q
-		}
-	}
+	with := f.restartable()
 	reg := prometheus.NewRegistry()
 	produce := func(rs ...*kgo.Record) {
 		t.Helper()
@@ -775,15 +787,7 @@ func TestConflictingRedeliveryIsQuarantined(t *testing.T) {
 	// Neither conflict was applied: the record and its first observation
 	// agree, so there is no finding.
 	f.wantFindings(nil)
-	counter := func(name string) float64 {
-		t.Helper()
-		m := metric(t, reg, name)
-		if m == nil {
-			t.Fatalf("no metric %s", name)
-		}
-		return m.GetCounter().GetValue()
-	}
-	if d, c := counter("driftline_joiner_duplicates_total"), counter("driftline_joiner_conflicting_duplicates_total"); d != 2 || c != 2 {
+	if d, c := mustCounter(t, reg, "driftline_joiner_duplicates_total"), mustCounter(t, reg, "driftline_joiner_conflicting_duplicates_total"); d != 2 || c != 2 {
 		t.Fatalf("duplicates %v, conflicts %v; want 2 and 2", d, c)
 	}
 	check := func(n int) {

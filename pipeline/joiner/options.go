@@ -148,9 +148,8 @@ type Options struct {
 // those that default to none).
 func DefaultOptions() Options {
 	return Options{
-		StageOptions: stream.DefaultStageOptions("driftline-joiner"),
-		RoundOptions: stream.RoundOptions{FlushInterval: 500 * time.Millisecond, FlushEvents: 200_000,
-			CatchUpInterval: 3 * time.Second, CatchUpEvents: 1_000_000, QueueRecords: 16384},
+		StageOptions:       stream.DefaultStageOptions("driftline-joiner"),
+		RoundOptions:       stream.DefaultRoundOptions(200_000, 1_000_000),
 		Classify:           classify.DefaultOptions(),
 		Dedupe:             dedupe.DefaultOptions(),
 		SessionTimeout:     45 * time.Second,

@@ -21,8 +21,18 @@ type summaryTables struct {
 	top    map[[2]any]sink.TopSlot
 }
 
+// summaryDomains are the owning domains of randomTransitions.
+var summaryDomains = []string{"domain-0", "domain-1", "domain-2", "domain-3", "domain-4"}
+
 func newSummaryTables() *summaryTables {
 	return &summaryTables{counts: map[sink.CountKey]sink.Count{}, top: map[[2]any]sink.TopSlot{}}
+}
+
+// flush flushes the rows of s, as partition p's, and writes them.
+func (t *summaryTables) flush(s *summary, p int32) {
+	var b sink.Batch
+	s.flush(p, &b)
+	t.write(&b)
 }
 
 func (t *summaryTables) write(b *sink.Batch) {
@@ -139,7 +149,7 @@ func randomTransitions(seed uint64, ids, n int) []drift.Finding {
 	return out
 }
 
-func checkSummary(t *testing.T, step int, tab *summaryTables, tr truth, domains []string) {
+func checkSummary(t *testing.T, step int, tab *summaryTables, tr truth) {
 	t.Helper()
 	want := tr.counts()
 	for k, n := range want {
@@ -153,7 +163,7 @@ func checkSummary(t *testing.T, step int, tab *summaryTables, tr truth, domains 
 		}
 	}
 	scopes := []scope{global}
-	for _, d := range domains {
+	for _, d := range summaryDomains {
 		scopes = append(scopes, scope{true, d})
 	}
 	for _, sc := range scopes {
@@ -167,13 +177,11 @@ func checkSummary(t *testing.T, step int, tab *summaryTables, tr truth, domains 
 // random transition stream and checks that the written rows, read as
 // FINAL would, equal the counts and tops recomputed from the findings.
 func TestSummaryMatchesBruteForce(t *testing.T) {
-	domains := []string{"domain-0", "domain-1", "domain-2", "domain-3", "domain-4"}
 	for seed := range uint64(4) {
 		ts := randomTransitions(seed, 600, 20000)
 		r := rand.New(rand.NewPCG(seed, 2))
 		s, tab, tr := newSummary(), newSummaryTables(), truth{}
 		aux := auxWords{}
-		var b sink.Batch
 		for i := range ts {
 			if seed%2 == 0 {
 				s.apply(&ts[i], aux.of(ts[i].EvidenceID))
@@ -182,10 +190,8 @@ func TestSummaryMatchesBruteForce(t *testing.T) {
 			}
 			tr[ts[i].EvidenceID] = ts[i]
 			if r.IntN(200) == 0 || i == len(ts)-1 {
-				b.Reset()
-				s.flush(3, &b)
-				tab.write(&b)
-				checkSummary(t, i, tab, tr, domains)
+				tab.flush(s, 3)
+				checkSummary(t, i, tab, tr)
 			}
 		}
 	}
@@ -196,19 +202,15 @@ func TestSummaryMatchesBruteForce(t *testing.T) {
 // between a write and the offset commit does, and checks the tables end
 // equal to the truth (no stale row outranks a newer one).
 func TestSummaryReplayWritesSameRows(t *testing.T) {
-	domains := []string{"domain-0", "domain-1", "domain-2", "domain-3", "domain-4"}
 	ts := randomTransitions(7, 400, 10000)
 	tab, tr := newSummaryTables(), truth{}
-	var b sink.Batch
 	// First owner: flushes every 97 transitions, commits up to 5000, and
 	// has written up to 7000 when it crashes.
 	first, firstAux := newSummary(), auxWords{}
 	for i := range ts[:7000] {
 		first.apply(&ts[i], firstAux.of(ts[i].EvidenceID))
 		if i%97 == 0 {
-			b.Reset()
-			first.flush(0, &b)
-			tab.write(&b)
+			tab.flush(first, 0)
 		}
 	}
 	// Next owner: restores silently up to 5000, then flushes every 61.
@@ -223,29 +225,23 @@ func TestSummaryReplayWritesSameRows(t *testing.T) {
 		}
 		next.apply(&ts[i], nextAux.of(ts[i].EvidenceID))
 		if i%61 == 0 || i == len(ts)-1 {
-			b.Reset()
-			next.flush(0, &b)
-			tab.write(&b)
+			tab.flush(next, 0)
 		}
 	}
-	checkSummary(t, len(ts), tab, tr, domains)
+	checkSummary(t, len(ts), tab, tr)
 }
 
 // TestSummarySnapshot: a summary restored from a snapshot (a checkpoint)
 // writes the same tables as the one that kept running.
 func TestSummarySnapshot(t *testing.T) {
-	domains := []string{"domain-0", "domain-1", "domain-2", "domain-3", "domain-4"}
 	ts := randomTransitions(11, 400, 8000)
 	tab, tr := newSummaryTables(), truth{}
-	var b sink.Batch
 	first, firstAux := newSummary(), auxWords{}
 	for i := range ts[:5000] {
 		first.apply(&ts[i], firstAux.of(ts[i].EvidenceID))
 		tr[ts[i].EvidenceID] = ts[i]
 		if i%97 == 0 {
-			b.Reset()
-			first.flush(0, &b)
-			tab.write(&b)
+			tab.flush(first, 0)
 		}
 	}
 	var w snap.Writer
@@ -260,12 +256,10 @@ func TestSummarySnapshot(t *testing.T) {
 		next.apply(f, nextAux.of(f.EvidenceID))
 		tr[f.EvidenceID] = *f
 		if i%61 == 0 || 5000+i == len(ts)-1 {
-			b.Reset()
-			next.flush(0, &b)
-			tab.write(&b)
+			tab.flush(next, 0)
 		}
 	}
-	checkSummary(t, len(ts), tab, tr, domains)
+	checkSummary(t, len(ts), tab, tr)
 	if err := newSummary().loadSnapshot(snap.NewReader(w.B[:len(w.B)/2])); err == nil {
 		t.Fatal("truncated snapshot loaded")
 	}

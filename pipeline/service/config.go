@@ -1,9 +1,11 @@
 // Package service holds what every Driftline binary shares: the settings
 // of the environment profile, the broker, ClickHouse and topic names
-// (RegisterFlags), the logging flags (LogFlags, SetupLogging), and the
-// operational HTTP endpoints (Serve). Each setting is a flag whose default
-// comes from an environment variable, so the local stack, tests and
-// production all configure processes the same way.
+// (RegisterFlags), the logging flags (LogFlags, SetupLogging), both on
+// the command line of a binary that is no stream stage (NewCommandLine),
+// the servers' and clients' TLS (ServerTLSConfig, ClientTLSConfig), and
+// the operational HTTP endpoints (Serve). Each setting is a flag whose
+// default comes from an environment variable, so the local stack, tests
+// and production all configure processes the same way.
 //
 //	DRIFTLINE_ENV                 environment profile (local_parity | dev | prod)
 //	DRIFTLINE_BROKERS             comma-separated Kafka seed brokers

@@ -1,8 +1,6 @@
 package service
 
 import (
-	"crypto/tls"
-	"crypto/x509"
 	"errors"
 	"flag"
 	"fmt"
@@ -173,34 +171,4 @@ func (k *Kafka) build() ([]kgo.Opt, error) {
 		return nil, fmt.Errorf("-kafka.sasl.mechanism %q: must be %s, %s or %s", k.SASLMechanism, SASLScramSHA256, SASLScramSHA512, SASLPlain)
 	}
 	return opts, nil
-}
-
-// ClientTLSConfig returns the TLS configuration of a client: ca (PEM
-// file; empty trusts the system roots) verifies the server, cert and key
-// (PEM files, both or neither) are the client's certificate, serverName
-// (empty: the dialled host) is the name checked.
-func ClientTLSConfig(ca, cert, key, serverName string) (*tls.Config, error) {
-	cfg := &tls.Config{MinVersion: tls.VersionTLS12, ServerName: serverName}
-	if ca != "" {
-		pem, err := os.ReadFile(ca)
-		if err != nil {
-			return nil, fmt.Errorf("read CA: %w", err)
-		}
-		pool := x509.NewCertPool()
-		if !pool.AppendCertsFromPEM(pem) {
-			return nil, fmt.Errorf("CA %s holds no PEM certificate", ca)
-		}
-		cfg.RootCAs = pool
-	}
-	if (cert == "") != (key == "") {
-		return nil, errors.New("a client certificate needs both its certificate and its key")
-	}
-	if cert != "" {
-		pair, err := tls.LoadX509KeyPair(cert, key)
-		if err != nil {
-			return nil, fmt.Errorf("load client certificate: %w", err)
-		}
-		cfg.Certificates = []tls.Certificate{pair}
-	}
-	return cfg, nil
 }

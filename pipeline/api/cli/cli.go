@@ -22,19 +22,36 @@ import (
 	"github.com/driftline/driftline/pipeline/service"
 )
 
+// command runs a subcommand: the answer as a table, and as the value to
+// print as JSON.
+type command func(ctx context.Context, c *client.Client, q url.Values, args []string) (table, any, error)
+
 // commands are the subcommands.
-var commands = map[string]func(ctx context.Context, c *client.Client, q url.Values, args []string) (table, any, error){
+var commands = map[string]command{
 	"drift":      cmdDrift,
-	"heatmap":    cmdHeatmap,
-	"attention":  cmdAttention,
+	"heatmap":    show((*client.Client).Heatmap, heatmapTable),
+	"attention":  show((*client.Client).Attention, attentionTable),
 	"billing":    cmdBilling,
 	"automation": cmdAutomation,
 	"node":       cmdNode,
 	"act":        cmdAct,
 	"timeline":   cmdTimeline,
-	"rollouts":   cmdRollouts,
-	"relays":     cmdRelays,
-	"syncdebt":   cmdSyncDebt,
+	"rollouts":   show((*client.Client).Rollouts, rolloutsTable),
+	"relays":     show((*client.Client).Relays, relaysTable),
+	"syncdebt":   show((*client.Client).SyncDebt, syncDebtTable),
+}
+
+// show is the subcommand of a surface answered in one page, which takes
+// no -all: get reads it, render prints it.
+func show[A any](get func(*client.Client, context.Context, url.Values) (*A, error), render func(*A) table) command {
+	return func(ctx context.Context, c *client.Client, q url.Values, _ []string) (table, any, error) {
+		takeAll(q)
+		a, err := get(c, ctx, q)
+		if err != nil {
+			return table{}, nil, err
+		}
+		return render(a), a, nil
+	}
 }
 
 const usage = `usage: driftctl drift|heatmap|attention|billing|automation|node|timeline|rollouts|relays|syncdebt|act [flags] [name=value ...]
@@ -224,12 +241,7 @@ func cmdDrift(ctx context.Context, c *client.Client, q url.Values, pos []string)
 	return t, raw, nil
 }
 
-func cmdHeatmap(ctx context.Context, c *client.Client, q url.Values, _ []string) (table, any, error) {
-	takeAll(q)
-	h, err := c.Heatmap(ctx, q)
-	if err != nil {
-		return table{}, nil, err
-	}
+func heatmapTable(h *apitypes.Heatmap) table {
 	t := table{head: append([]string{"owning_domain"}, h.Classifications...)}
 	cells := map[[2]string]apitypes.HeatCell{}
 	for _, cell := range h.Cells {
@@ -250,15 +262,10 @@ func cmdHeatmap(ctx context.Context, c *client.Client, q url.Values, _ []string)
 		}
 		t.rows = append(t.rows, row)
 	}
-	return t, h, nil
+	return t
 }
 
-func cmdAttention(ctx context.Context, c *client.Client, q url.Values, _ []string) (table, any, error) {
-	takeAll(q)
-	a, err := c.Attention(ctx, q)
-	if err != nil {
-		return table{}, nil, err
-	}
+func attentionTable(a *apitypes.Attention) table {
 	t := table{head: []string{"queue", "rank", "score", "kind", "id", "owning_domain", "what"}}
 	add := func(queue string, items []apitypes.AttentionItem) {
 		for i, it := range items {
@@ -275,7 +282,7 @@ func cmdAttention(ctx context.Context, c *client.Client, q url.Values, _ []strin
 	for _, d := range a.Domains {
 		add(d.OwningDomain, d.Items)
 	}
-	return t, a, nil
+	return t
 }
 
 func cmdBilling(ctx context.Context, c *client.Client, q url.Values, _ []string) (table, any, error) {

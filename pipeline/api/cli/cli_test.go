@@ -5,7 +5,6 @@ import (
 	"context"
 	"encoding/csv"
 	"encoding/json"
-	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
@@ -27,18 +26,7 @@ func startAPI(t *testing.T) string {
 	now := time.Date(2026, 11, 21, 12, 0, 0, 0, time.UTC)
 	ins := func(sql string, rows ...[]any) {
 		t.Helper()
-		b, err := db.PrepareBatch(ctx, sql)
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, r := range rows {
-			if err := b.Append(r...); err != nil {
-				t.Fatal(err)
-			}
-		}
-		if err := b.Send(); err != nil {
-			t.Fatal(err)
-		}
+		testenv.Insert(t, db, sql, rows...)
 	}
 	ins(`INSERT INTO drift_evidence (evidence_id, owning_domain, provider, provider_id, expected_state, observed_state,
 		classification, severity, status, posture, first_seen_at, last_seen_at, attention_score, version)`,
@@ -69,10 +57,7 @@ func startAPI(t *testing.T) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(srv.Close)
-	hs := httptest.NewServer(srv.Handler())
-	t.Cleanup(hs.Close)
-	return hs.URL
+	return testenv.Serve(t, srv)
 }
 
 func TestClient(t *testing.T) {

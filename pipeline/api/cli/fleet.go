@@ -44,12 +44,7 @@ func phaseState(phase, state string) string {
 	return phase + "/" + state
 }
 
-func cmdRollouts(ctx context.Context, c *client.Client, q url.Values, _ []string) (table, any, error) {
-	takeAll(q)
-	ro, err := c.Rollouts(ctx, q)
-	if err != nil {
-		return table{}, nil, err
-	}
+func rolloutsTable(ro *apitypes.Rollouts) table {
 	t := table{head: []string{"policy_bundle_id", "domain_id", "target_version", "deadline", "nodes", "at_target", "updating", "behind", "failed", "pending"}}
 	counts := func(x apitypes.RolloutCounts) []string {
 		return []string{strconv.FormatUint(x.Nodes, 10), strconv.FormatUint(x.AtTarget, 10), strconv.FormatUint(x.Updating, 10),
@@ -61,7 +56,7 @@ func cmdRollouts(ctx context.Context, c *client.Client, q url.Values, _ []string
 			t.rows = append(t.rows, append([]string{r.PolicyBundleID, d.DomainID, r.TargetVersion, ts(r.Deadline)}, counts(d.RolloutCounts)...))
 		}
 	}
-	return t, ro, nil
+	return t
 }
 
 // relayName prints the relay of direct connections.
@@ -72,12 +67,7 @@ func relayName(id string) string {
 	return id
 }
 
-func cmdRelays(ctx context.Context, c *client.Client, q url.Values, _ []string) (table, any, error) {
-	takeAll(q)
-	rl, err := c.Relays(ctx, q)
-	if err != nil {
-		return table{}, nil, err
-	}
+func relaysTable(rl *apitypes.Relays) table {
 	t := table{head: []string{"domain_id", "relay_id", "nodes", "max_seconds_behind", "backlog_messages"}}
 	for _, d := range rl.Domains {
 		for _, r := range d.Relays {
@@ -87,15 +77,10 @@ func cmdRelays(ctx context.Context, c *client.Client, q url.Values, _ []string) 
 		t.foot = append(t.foot, fmt.Sprintf("domain %s: %d nodes over %d relays, worst %ds behind, backlog %d",
 			d.DomainID, d.Nodes, len(d.Relays), d.MaxSecondsBehind, d.BacklogMessages))
 	}
-	return t, rl, nil
+	return t
 }
 
-func cmdSyncDebt(ctx context.Context, c *client.Client, q url.Values, _ []string) (table, any, error) {
-	takeAll(q)
-	sd, err := c.SyncDebt(ctx, q)
-	if err != nil {
-		return table{}, nil, err
-	}
+func syncDebtTable(sd *apitypes.SyncDebt) table {
 	t := table{head: []string{"domain_id", "relay_id", "minute", "nodes", "max_seconds_behind", "backlog_messages"}}
 	for _, s := range sd.Series {
 		for _, p := range s.Points {
@@ -106,7 +91,7 @@ func cmdSyncDebt(ctx context.Context, c *client.Client, q url.Values, _ []string
 	if sd.Truncated {
 		t.foot = append(t.foot, "truncated at limit: narrow from=/to= or raise limit=")
 	}
-	return t, sd, nil
+	return t
 }
 
 // nodeFleetRows are the fleet core's rows of a node's page.

@@ -92,62 +92,22 @@ func f64Col[T any](name string, get func(*T) float64) Column[T] {
 	}
 }
 
-func ptr(t time.Time) *time.Time { return &t }
-
 // FindingColumns are the exported columns of a finding, in contract order.
-var FindingColumns = []Column[apitypes.Finding]{
-	strCol("evidence_id", func(f *apitypes.Finding) string { return f.EvidenceID }),
-	strCol("correlation_id", func(f *apitypes.Finding) string { return f.CorrelationID }),
-	strCol("resource_family", func(f *apitypes.Finding) string { return f.ResourceFamily }),
-	strCol("product_id", func(f *apitypes.Finding) string { return f.ProductID }),
-	strCol("owning_domain", func(f *apitypes.Finding) string { return f.OwningDomain }),
-	strCol("owning_package", func(f *apitypes.Finding) string { return f.OwningPackage }),
-	strCol("domain_id", func(f *apitypes.Finding) string { return f.DomainID }),
-	strCol("record_type", func(f *apitypes.Finding) string { return f.RecordType }),
-	strCol("record_id", func(f *apitypes.Finding) string { return f.RecordID }),
-	strCol("expected_state", func(f *apitypes.Finding) string { return f.ExpectedState }),
-	strCol("expected_version", func(f *apitypes.Finding) string { return f.ExpectedVersion }),
-	strCol("provider", func(f *apitypes.Finding) string { return f.Provider }),
-	strCol("provider_id", func(f *apitypes.Finding) string { return f.ProviderID }),
-	strCol("observed_state", func(f *apitypes.Finding) string { return f.ObservedState }),
-	strCol("observed_version", func(f *apitypes.Finding) string { return f.ObservedVersion }),
-	timeCol("observed_at", func(f *apitypes.Finding) *time.Time { return f.ObservedAt }),
-	strCol("classification", func(f *apitypes.Finding) string { return f.Classification }),
-	strCol("severity", func(f *apitypes.Finding) string { return f.Severity }),
-	strCol("status", func(f *apitypes.Finding) string { return f.Status }),
-	timeCol("first_seen_at", func(f *apitypes.Finding) *time.Time { return ptr(f.FirstSeenAt) }),
-	timeCol("last_seen_at", func(f *apitypes.Finding) *time.Time { return ptr(f.LastSeenAt) }),
-	timeCol("resolved_at", func(f *apitypes.Finding) *time.Time { return f.ResolvedAt }),
-	u64Col("retry_count", func(f *apitypes.Finding) uint64 { return uint64(f.RetryCount) }),
-	strCol("posture", func(f *apitypes.Finding) string { return f.Posture }),
-	timeCol("next_attempt_at", func(f *apitypes.Finding) *time.Time { return f.NextAttemptAt }),
-	strCol("runbook", func(f *apitypes.Finding) string { return f.Runbook }),
-	f64Col("attention_score", func(f *apitypes.Finding) float64 { return f.AttentionScore }),
-	u64Col("version", func(f *apitypes.Finding) uint64 { return f.Version }),
-}
+var FindingColumns = columnsOf[apitypes.Finding](
+	"evidence_id", "correlation_id", "resource_family", "product_id", "owning_domain", "owning_package",
+	"domain_id", "record_type", "record_id", "expected_state", "expected_version", "provider",
+	"provider_id", "observed_state", "observed_version", "observed_at", "classification", "severity",
+	"status", "first_seen_at", "last_seen_at", "resolved_at", "retry_count", "posture",
+	"next_attempt_at", "runbook", "attention_score", "version",
+)
 
 // MismatchColumns are the exported columns of a billing mismatch. Amounts
 // stay decimal strings: exact, and as the contract writes them.
-var MismatchColumns = []Column[apitypes.BillingMismatch]{
-	strCol("mismatch_id", func(m *apitypes.BillingMismatch) string { return m.MismatchID }),
-	strCol("kind", func(m *apitypes.BillingMismatch) string { return m.Kind }),
-	strCol("usage_id", func(m *apitypes.BillingMismatch) string { return m.UsageID }),
-	strCol("metering_source", func(m *apitypes.BillingMismatch) string { return m.MeteringSource }),
-	strCol("metering_id", func(m *apitypes.BillingMismatch) string { return m.MeteringID }),
-	strCol("tenant_id", func(m *apitypes.BillingMismatch) string { return m.TenantID }),
-	strCol("product_id", func(m *apitypes.BillingMismatch) string { return m.ProductID }),
-	strCol("unit_id", func(m *apitypes.BillingMismatch) string { return m.UnitID }),
-	strCol("quantity", func(m *apitypes.BillingMismatch) string { return m.Quantity }),
-	strCol("conflict_quantity", func(m *apitypes.BillingMismatch) string { return m.ConflictQuantity }),
-	strCol("rated_amount", func(m *apitypes.BillingMismatch) string { return m.RatedAmount }),
-	strCol("ledger_amount", func(m *apitypes.BillingMismatch) string { return m.LedgerAmount }),
-	strCol("amount_at_risk", func(m *apitypes.BillingMismatch) string { return m.AmountAtRisk }),
-	strCol("currency", func(m *apitypes.BillingMismatch) string { return m.Currency }),
-	strCol("status", func(m *apitypes.BillingMismatch) string { return m.Status }),
-	timeCol("first_seen_at", func(m *apitypes.BillingMismatch) *time.Time { return ptr(m.FirstSeenAt) }),
-	timeCol("last_seen_at", func(m *apitypes.BillingMismatch) *time.Time { return ptr(m.LastSeenAt) }),
-	u64Col("version", func(m *apitypes.BillingMismatch) uint64 { return m.Version }),
-}
+var MismatchColumns = columnsOf[apitypes.BillingMismatch](
+	"mismatch_id", "kind", "usage_id", "metering_source", "metering_id", "tenant_id", "product_id",
+	"unit_id", "quantity", "conflict_quantity", "rated_amount", "ledger_amount", "amount_at_risk",
+	"currency", "status", "first_seen_at", "last_seen_at", "version",
+)
 
 func schemaOf[T any](cols []Column[T]) *arrow.Schema {
 	fields := make([]arrow.Field, len(cols))

@@ -3,8 +3,10 @@ package rater_test
 import (
 	"context"
 	"fmt"
+	"os"
 	"os/exec"
 	"path/filepath"
+	"syscall"
 	"testing"
 	"time"
 
@@ -100,17 +102,69 @@ func decodeQuarantine(t testing.TB, r *kgo.Record) contract.Quarantined {
 	return q
 }
 
-// buildRater builds cmd/rater into dir and returns its path and the
-// absolute path of the shipped price book (deploy/pricebook.json).
-func buildRater(t *testing.T, dir string) (bin, book string) {
+// raterBinary is cmd/rater built for a test, with the shipped price book
+// (deploy/pricebook.json). The processes it starts write to one log,
+// shown when the test fails or RATER_TEST_LOG is set; one still running
+// when the test ends is killed.
+type raterBinary struct {
+	t    *testing.T
+	bin  string
+	book string
+	log  *os.File
+}
+
+// buildRater builds cmd/rater into a temporary folder; a -short run skips
+// the test instead.
+func buildRater(t *testing.T) *raterBinary {
 	t.Helper()
-	bin = filepath.Join(dir, "rater")
-	if out, err := exec.Command("go", "build", "-o", bin, "github.com/driftline/driftline/cmd/rater").CombinedOutput(); err != nil {
+	if testing.Short() {
+		t.Skip("builds the rater binary")
+	}
+	dir := t.TempDir()
+	r := &raterBinary{t: t, bin: filepath.Join(dir, "rater")}
+	if out, err := exec.Command("go", "build", "-o", r.bin, "github.com/driftline/driftline/cmd/rater").CombinedOutput(); err != nil {
 		t.Fatalf("build rater: %v\n%s", err, out)
 	}
-	book, err := filepath.Abs(filepath.Join("..", "..", "..", "deploy", "pricebook.json"))
-	if err != nil {
+	var err error
+	if r.book, err = filepath.Abs(filepath.Join("..", "..", "..", "deploy", "pricebook.json")); err != nil {
 		t.Fatal(err)
 	}
-	return bin, book
+	if r.log, err = os.Create(filepath.Join(dir, "rater.log")); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if t.Failed() || os.Getenv("RATER_TEST_LOG") != "" {
+			out, _ := os.ReadFile(r.log.Name())
+			t.Logf("rater output:\n%s", out)
+		}
+		r.log.Close()
+	})
+	return r
+}
+
+// start starts the binary with args; it dies with the test process.
+func (r *raterBinary) start(args ...string) *exec.Cmd {
+	r.t.Helper()
+	cmd := exec.Command(r.bin, args...)
+	cmd.Stdout, cmd.Stderr = r.log, r.log
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	if err := cmd.Start(); err != nil {
+		r.t.Fatal(err)
+	}
+	r.t.Cleanup(func() {
+		if cmd.ProcessState == nil {
+			_ = cmd.Process.Kill()
+			_ = cmd.Wait()
+		}
+	})
+	return cmd
+}
+
+// stop stops cmd with SIGTERM; the test fails unless it exits cleanly.
+func (r *raterBinary) stop(cmd *exec.Cmd) {
+	r.t.Helper()
+	_ = cmd.Process.Signal(syscall.SIGTERM)
+	if err := cmd.Wait(); err != nil {
+		r.t.Errorf("rater did not stop cleanly: %v", err)
+	}
 }

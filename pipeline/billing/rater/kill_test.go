@@ -3,11 +3,8 @@ package rater_test
 import (
 	"fmt"
 	"math/rand/v2"
-	"os"
 	"os/exec"
-	"path/filepath"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
 
@@ -22,11 +19,7 @@ import (
 // a read_committed consumer: exactly one rated line per usage_id, and the
 // exact expected total.
 func TestExactlyOnceUnderSIGKILL(t *testing.T) {
-	if testing.Short() {
-		t.Skip("builds and kills the rater binary")
-	}
-	dir := t.TempDir()
-	bin, book := buildRater(t, dir)
+	rater := buildRater(t)
 	brokers, names := testenv.Kafka(t, 3)
 
 	seed := uint64(time.Now().UnixNano())
@@ -74,29 +67,11 @@ func TestExactlyOnceUnderSIGKILL(t *testing.T) {
 		}
 	}()
 
-	logf, err := os.Create(filepath.Join(dir, "rater.log"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer logf.Close()
 	start := func() *exec.Cmd {
-		cmd := exec.Command(bin,
-			"-kafka.brokers", brokers[0], "-kafka.createTopics=false", "-kafka.partitions", "3",
-			"-rater.priceBook", book, "-rater.addr", "127.0.0.1:0", "-rater.maxBatch", "300",
+		return rater.start("-kafka.brokers", brokers[0], "-kafka.createTopics=false", "-kafka.partitions", "3",
+			"-rater.priceBook", rater.book, "-rater.addr", "127.0.0.1:0", "-rater.maxBatch", "300",
 			"-rater.transactionalID", "rater-kill-test")
-		cmd.Stdout, cmd.Stderr = logf, logf
-		cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
-		if err := cmd.Start(); err != nil {
-			t.Fatal(err)
-		}
-		return cmd
 	}
-	defer func() {
-		if t.Failed() || os.Getenv("RATER_TEST_LOG") != "" {
-			out, _ := os.ReadFile(logf.Name())
-			t.Logf("rater output:\n%s", out)
-		}
-	}()
 
 	const kills = 8
 	for i := 0; i < kills; i++ {
@@ -106,29 +81,18 @@ func TestExactlyOnceUnderSIGKILL(t *testing.T) {
 			t.Fatal(err)
 		}
 		_ = cmd.Wait()
-		fmt.Fprintf(logf, "---- SIGKILL %d ----\n", i+1)
+		fmt.Fprintf(rater.log, "---- SIGKILL %d ----\n", i+1)
 	}
 	feed.Wait()
 
 	final := start()
-	stopped := false
-	defer func() {
-		if !stopped {
-			_ = final.Process.Kill()
-			_ = final.Wait()
-		}
-	}()
 	testenv.CheckFor(t, 3*time.Minute, func() error {
 		if got := len(readAll(t, brokers, names.Rated, 500*time.Millisecond)); got < n {
 			return fmt.Errorf("%d rated lines, want %d", got, n)
 		}
 		return nil
 	})
-	_ = final.Process.Signal(syscall.SIGTERM)
-	if err := final.Wait(); err != nil {
-		t.Errorf("rater did not stop cleanly: %v", err)
-	}
-	stopped = true
+	rater.stop(final)
 
 	rated := readAll(t, brokers, names.Rated, time.Second)
 	seen := map[string]int{}
@@ -136,8 +100,8 @@ func TestExactlyOnceUnderSIGKILL(t *testing.T) {
 	for _, rec := range rated {
 		l := decodeRated(t, rec)
 		seen[l.Payload.UsageID]++
-		a := decimal.MustParse(l.Payload.Amount)
-		if total, err = decimal.Add(total, a); err != nil {
+		var err error
+		if total, err = decimal.Add(total, decimal.MustParse(l.Payload.Amount)); err != nil {
 			t.Fatal(err)
 		}
 		if string(rec.Key) != contract.UsageKey(l.Payload.MeteringSource, l.Payload.MeteringID) {

@@ -6,10 +6,8 @@ import (
 	"crypto/x509"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -29,11 +27,8 @@ import (
 // every usage event exactly once in transactions over the secured
 // connections.
 func TestBinaryOverTLSAndSCRAM(t *testing.T) {
-	if testing.Short() {
-		t.Skip("builds the rater binary")
-	}
+	rater := buildRater(t)
 	dir := t.TempDir()
-	bin, book := buildRater(t, dir)
 	caPath, srvTLS := testenv.ServerTLS(t)
 	c, err := kfake.NewCluster(kfake.NumBrokers(3), kfake.TLS(srvTLS), kfake.EnableSASL(),
 		kfake.Superuser("SCRAM-SHA-512", "rater", "s3cret"))
@@ -47,31 +42,10 @@ func TestBinaryOverTLSAndSCRAM(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	logf, err := os.Create(filepath.Join(dir, "rater.log"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer logf.Close()
-	cmd := exec.Command(bin, "-kafka.brokers", strings.Join(brokers, ","), "-kafka.partitions", "3",
+	cmd := rater.start("-kafka.brokers", strings.Join(brokers, ","), "-kafka.partitions", "3",
 		"-kafka.replicationFactor", "3", "-kafka.minInsyncReplicas", "2",
 		"-kafka.tls.ca", caPath, "-kafka.sasl.mechanism", "SCRAM-SHA-512", "-kafka.sasl.user", "rater", "-kafka.sasl.passwordFile", pw,
-		"-billing.enabled=false", "-rater.priceBook", book, "-rater.addr", "127.0.0.1:0")
-	cmd.Stdout, cmd.Stderr = logf, logf
-	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	stopped := false
-	defer func() {
-		if !stopped {
-			_ = cmd.Process.Kill()
-			_ = cmd.Wait()
-		}
-		if t.Failed() {
-			out, _ := os.ReadFile(logf.Name())
-			t.Logf("rater output:\n%s", out)
-		}
-	}()
+		"-billing.enabled=false", "-rater.priceBook", rater.book, "-rater.addr", "127.0.0.1:0")
 
 	tlsCfg, err := secureTLS(caPath)
 	if err != nil {
@@ -134,11 +108,7 @@ func TestBinaryOverTLSAndSCRAM(t *testing.T) {
 		}
 		return nil
 	})
-	_ = cmd.Process.Signal(syscall.SIGTERM)
-	if err := cmd.Wait(); err != nil {
-		t.Errorf("rater did not stop cleanly: %v", err)
-	}
-	stopped = true
+	rater.stop(cmd)
 	seen := read()
 	if len(seen) != n {
 		t.Errorf("%d usage_ids rated, want %d", len(seen), n)

@@ -8,6 +8,7 @@ import (
 	"time"
 	"unsafe"
 
+	"github.com/driftline/driftline/internal/memstat"
 	"github.com/driftline/driftline/pipeline/contract"
 )
 
@@ -167,21 +168,18 @@ func TestCheckMemory(t *testing.T) {
 	for i := range evs {
 		evs[i] = ev(0, fmt.Sprintf("gpu-meter-eu1/m-%014d", i), fmt.Sprintf("usage-%024d", i), contract.Digest(i+1), t0)
 	}
-	var before, after runtime.MemStats
-	runtime.GC()
-	runtime.ReadMemStats(&before)
+	before := memstat.Live()
 	s := newKeyState(48 * time.Hour)
 	s.parts[0] = &partKeys{}
 	for _, e := range evs {
 		s.check(e)
 	}
 	s.commit()
-	runtime.GC()
-	runtime.ReadMemStats(&after)
+	after := memstat.Live()
 	if s.keys() != n {
 		t.Fatalf("keys %d", s.keys())
 	}
-	heap := float64(after.HeapAlloc-before.HeapAlloc) / n
+	heap := float64(after-before) / n
 	est := float64(s.bytes()) / n
 	t.Logf("%.0f bytes of heap per claim (%.0f estimated)", heap, est)
 	if heap > 160 || est > 160 {

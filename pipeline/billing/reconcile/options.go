@@ -34,7 +34,7 @@ type Options struct {
 	// and client options. The default Group is "driftline-billing".
 	stream.StageOptions
 	// RoundOptions size the rounds and the merges. Defaults: flush every
-	// 500ms or 50000 events, catch up in rounds of 3s or 500,000 events,
+	// 500ms or 50000 events, catch up in rounds of 3s or 200,000 events,
 	// queue 16384 records a stream (usage already fetched while the rater
 	// is still producing the rated lines before it waits in the merge).
 	stream.RoundOptions
@@ -63,8 +63,7 @@ type Options struct {
 func DefaultOptions() Options {
 	return Options{
 		StageOptions: stream.DefaultStageOptions("driftline-billing"),
-		RoundOptions: stream.RoundOptions{FlushInterval: 500 * time.Millisecond, FlushEvents: 50_000,
-			CatchUpInterval: 3 * time.Second, CatchUpEvents: 200_000, QueueRecords: 16384},
+		RoundOptions: stream.DefaultRoundOptions(50_000, 200_000),
 		Rules:        DefaultRules(),
 		MaxClockSkew: 5 * time.Minute,
 	}

@@ -40,12 +40,16 @@ func TestStatusAndAutomationThroughTheAPI(t *testing.T) {
 	f.rated("wrong", "m-wrong", "4.90", t0)
 	f.ledger("wrong", "m-wrong", "4.91", t0.Add(time.Minute))
 	f.rated("ghost", "m-ghost", "2.45", t0)
-	u2 := usage("ok2", "m-ok2", "gpu_hour")
-	u2.TenantID, u2.WindowStart, u2.WindowEnd = "t-2", t0.Add(-time.Minute), t0
-	f.send(contract.TypeUsageRecorded, "gpu-meter", t0, u2)
-	r2 := rated("ok2", "m-ok2", "4.90")
-	r2.TenantID, r2.RatedAt = "t-2", t0
-	f.send(contract.TypeBillingRated, "rater", t0, r2)
+	// usageOfT2 sends usage of t-2 and its rated line.
+	usageOfT2 := func(id, meter, amount string) {
+		u := usage(id, meter, "gpu_hour")
+		u.TenantID, u.WindowStart, u.WindowEnd = "t-2", t0.Add(-time.Minute), t0
+		f.send(contract.TypeUsageRecorded, "gpu-meter", t0, u)
+		r := rated(id, meter, amount)
+		r.TenantID, r.RatedAt = "t-2", t0
+		f.send(contract.TypeBillingRated, "rater", t0, r)
+	}
+	usageOfT2("ok2", "m-ok2", "4.90")
 	f.ledger("ok2", "m-ok2", "4.90", t0.Add(time.Minute))
 	f.ledger("stray", "m-stray", "1.00", t0.Add(time.Minute))
 	// Event time moves past every grace on every partition.
@@ -53,19 +57,9 @@ func TestStatusAndAutomationThroughTheAPI(t *testing.T) {
 		f.tickPartition(p, t0.Add(20*time.Minute))
 	}
 
-	status := func() apitypes.BillingConservation {
-		var st apitypes.Status
-		if err := json.Unmarshal(testenv.GetJSON(t, hs.URL+"/v1/status", 200), &st); err != nil {
-			t.Fatal(err)
-		}
-		return st.Billing
-	}
+	status := func() apitypes.BillingConservation { return get[apitypes.Status](t, hs.URL+"/v1/status").Billing }
 	automation := func(q string) apitypes.Automation {
-		var a apitypes.Automation
-		if err := json.Unmarshal(testenv.GetJSON(t, hs.URL+"/v1/billing/automation?"+q, 200), &a); err != nil {
-			t.Fatal(err)
-		}
-		return a
+		return get[apitypes.Automation](t, hs.URL+"/v1/billing/automation?"+q)
 	}
 	tenant := func(b apitypes.BillingConservation, id string) apitypes.TenantConservation {
 		for _, tc := range b.Tenants {
@@ -109,11 +103,7 @@ func TestStatusAndAutomationThroughTheAPI(t *testing.T) {
 		t.Fatalf("section %+v", b)
 	}
 	conservation := func(q string) apitypes.ConservationPage {
-		var p apitypes.ConservationPage
-		if err := json.Unmarshal(testenv.GetJSON(t, hs.URL+"/v1/billing/conservation?"+q, 200), &p); err != nil {
-			t.Fatal(err)
-		}
-		return p
+		return get[apitypes.ConservationPage](t, hs.URL+"/v1/billing/conservation?"+q)
 	}
 	if p := conservation("tenant_id=t-1&from=2026-11-21T10:00:00Z&to=2026-11-21T11:00:00Z"); p.Count != 1 ||
 		p.Windows[0].Balanced || !p.Windows[0].Conserved || p.Windows[0].Accepted != 2+extra || !p.Windows[0].WindowStart.Equal(t0) {
@@ -158,12 +148,7 @@ func TestStatusAndAutomationThroughTheAPI(t *testing.T) {
 	// arrive: the windows balance, t-2 runs again, t-1 stays stopped by
 	// its amount mismatch (and ghost's missing posting).
 	f.usage("ghost", "m-ghost", "gpu_hour", t0)
-	su := usage("stray", "m-stray", "gpu_hour")
-	su.TenantID, su.WindowStart, su.WindowEnd = "t-2", t0.Add(-time.Minute), t0
-	f.send(contract.TypeUsageRecorded, "gpu-meter", t0, su)
-	sr := rated("stray", "m-stray", "1.00")
-	sr.TenantID, sr.RatedAt = "t-2", t0
-	f.send(contract.TypeBillingRated, "rater", t0, sr)
+	usageOfT2("stray", "m-stray", "1.00")
 	testenv.CheckFor(t, 30*time.Second, func() error {
 		if a := automation("tenant_id=t-2"); a.Stopped {
 			return fmt.Errorf("t-2 still stopped: %+v", a)
@@ -186,4 +171,14 @@ func TestStatusAndAutomationThroughTheAPI(t *testing.T) {
 	for _, q := range []string{"", "product_id=gpuaas", "tenant_id=t-1&tenant_id=t-2", "tenant_id=t-1&bogus=1"} {
 		testenv.GetJSON(t, hs.URL+"/v1/billing/automation?"+q, 400)
 	}
+}
+
+// get decodes the answer of a GET of url, which must be 200.
+func get[T any](t *testing.T, url string) T {
+	t.Helper()
+	var v T
+	if err := json.Unmarshal(testenv.GetJSON(t, url, 200), &v); err != nil {
+		t.Fatal(err)
+	}
+	return v
 }

@@ -13,6 +13,7 @@ import (
 	"github.com/cespare/xxhash/v2"
 
 	"github.com/driftline/driftline/internal/cputime"
+	"github.com/driftline/driftline/internal/memstat"
 )
 
 // The benchmarks compare the Set with the alternatives on the same
@@ -138,36 +139,18 @@ func (o stringMap) add(k []byte) bool {
 	return true
 }
 
-func impls(kind string) []struct {
+// impl is a dedupe structure under comparison.
+type impl struct {
 	name string
 	new  func() observer
-} {
-	out := []struct {
-		name string
-		new  func() observer
-	}{
-		{"set", func() observer { return set{New(DefaultOptions())} }},
-	}
+}
+
+func impls(kind string) []impl {
+	out := []impl{{"set", func() observer { return set{New(DefaultOptions())} }}}
 	if kind == "seq" {
-		out = append(out,
-			struct {
-				name string
-				new  func() observer
-			}{"roaring32", func() observer { return roaring32{} }},
-			struct {
-				name string
-				new  func() observer
-			}{"roaring64", func() observer { return roaring64s{} }})
+		out = append(out, impl{"roaring32", func() observer { return roaring32{} }}, impl{"roaring64", func() observer { return roaring64s{} }})
 	}
-	return append(out,
-		struct {
-			name string
-			new  func() observer
-		}{"xxhash-map-inexact", func() observer { return hashMap{} }},
-		struct {
-			name string
-			new  func() observer
-		}{"string-map", func() observer { return stringMap{} }})
+	return append(out, impl{"xxhash-map-inexact", func() observer { return hashMap{} }}, impl{"string-map", func() observer { return stringMap{} }})
 }
 
 func heap() (alloc, mallocs uint64) {
@@ -178,9 +161,7 @@ func heap() (alloc, mallocs uint64) {
 // heapObjects also returns the objects live on the heap, which the
 // garbage collector visits at every cycle.
 func heapObjects() (alloc, mallocs, objects uint64) {
-	runtime.GC()
-	var m runtime.MemStats
-	runtime.ReadMemStats(&m)
+	m := memstat.Collected()
 	return m.HeapAlloc, m.Mallocs, m.HeapObjects
 }
 

@@ -12,8 +12,7 @@ import (
 // grow the pool of fleet strings without bound: it is rebuilt from what
 // the nodes hold once it has doubled.
 func TestFleetPoolBounded(t *testing.T) {
-	tr := New(DefaultOptions(), func(*Status, *uint32) {})
-	base := time.Date(2026, 11, 21, 10, 0, 0, 0, time.UTC)
+	tr := quietTracker()
 	most := 0
 	for i := range 50000 {
 		tr.ApplyHeartbeat(&contract.Heartbeat{NodeID: "n1", AgentVersion: "1", HostFingerprint: "h", Health: "OK",

@@ -7,10 +7,16 @@ import (
 	"time"
 	"unsafe"
 
+	"github.com/driftline/driftline/internal/memstat"
 	"github.com/driftline/driftline/pipeline/contract"
 )
 
+// base is the event time the package's own tests begin at.
 var base = time.Date(2026, 11, 21, 10, 0, 0, 0, time.UTC)
+
+// quietTracker returns a tracker with the default options whose rows go
+// nowhere.
+func quietTracker() *Tracker { return New(DefaultOptions(), func(*Status, *uint32) {}) }
 
 func testBeat(node, host string) *contract.Heartbeat {
 	return &contract.Heartbeat{NodeID: node, AgentVersion: "1.14.2", CertIssuerFingerprint: "sha256:" + fmt.Sprintf("%064x", 1),
@@ -54,21 +60,15 @@ func TestBytesPerNode(t *testing.T) {
 		ExpectedAgentVersion: "1.14.2", DomainID: "dom-1", OwningDomain: "gpuaas",
 		CertIssuerFingerprint: "sha256:" + fmt.Sprintf("%064x", 1), IngressTrustFingerprint: "sha256:" + fmt.Sprintf("%064x", 2)}
 	b := testBeat("", "")
-	measure := func() uint64 {
-		runtime.GC()
-		var ms runtime.MemStats
-		runtime.ReadMemStats(&ms)
-		return ms.HeapAlloc
-	}
-	before := measure()
-	tr := New(DefaultOptions(), func(*Status, *uint32) {})
+	before := memstat.Live()
+	tr := quietTracker()
 	for i := range n {
 		rec.ProviderID = ids[i]
 		tr.ApplyRecord(rec, base)
 		b.NodeID, b.HostFingerprint = ids[i], hosts[i]
 		tr.ApplyHeartbeat(b, base.Add(time.Second), "")
 	}
-	after := measure()
+	after := memstat.Live()
 	per := float64(after-before) / n
 	t.Logf("%.0f bytes per node (node struct %d bytes)", per, nodeSize)
 	if per > 512 {

@@ -66,23 +66,20 @@ func (t *Tracker) AppendSnapshot(w *snap.Writer) {
 	w.Uvarint(uint64(len(t.timers)))
 	w.Uvarint(uint64(len(ns)))
 	for _, n := range ns {
-		w.String(n.id)
-		w.String(n.host)
-		w.String(n.corr)
+		for _, s := range [...]string{n.id, n.host, n.corr} {
+			w.String(s)
+		}
 		w.Uvarint(uint64(len(n.others)))
 		for _, o := range n.others {
 			w.String(o.fp)
 			w.Varint(o.last)
 		}
-		w.Float64(n.rtt)
-		w.Float64(n.loss)
-		w.Float64(n.bandwidth)
-		w.Varint(n.backlog)
-		w.Varint(n.behind)
-		w.Varint(n.recVersion)
-		w.Varint(n.lastSeen)
-		w.Varint(n.emittedSeen)
-		w.Varint(n.deadline)
+		for _, v := range [...]float64{n.rtt, n.loss, n.bandwidth} {
+			w.Float64(v)
+		}
+		for _, v := range [...]int64{n.backlog, n.behind, n.recVersion, n.lastSeen, n.emittedSeen, n.deadline} {
+			w.Varint(v)
+		}
 		w.Uvarint(n.version)
 		for _, p := range n.syms() {
 			w.Uvarint(uint64(num[*p]))
@@ -225,8 +222,8 @@ func (t *Tracker) appendFleetNode(w *snap.Writer, n *node) {
 		return
 	}
 	w.Byte(1)
-	appendStrings(w, f.controllers)
-	appendStrings(w, f.tags)
+	w.Strings(f.controllers)
+	w.Strings(f.tags)
 	for _, b := range [...]enum{f.intent, f.kind, f.master, f.authority, f.supply, f.rollout} {
 		w.Byte(byte(b))
 	}
@@ -243,21 +240,10 @@ func (t *Tracker) appendFleetNode(w *snap.Writer, n *node) {
 	w.Varint(f.ctl[1].last)
 }
 
-func appendStrings(w *snap.Writer, l []string) {
-	w.Uvarint(uint64(len(l)))
-	for _, s := range l {
-		w.String(s)
-	}
-}
-
 func loadStrings(r *snap.Reader, fs *fleetState) []string {
-	n := r.Count(1)
-	if n == 0 || r.Err() != nil {
+	l := r.Strings()
+	if l == nil {
 		return nil
-	}
-	l := make([]string, n)
-	for i := range l {
-		l[i] = r.String()
 	}
 	return internList(fs, l)
 }
@@ -337,7 +323,7 @@ func (t *Tracker) appendFleet(w *snap.Writer) {
 		for _, s := range [...]string{e.b.PolicyBundleID, e.b.TargetVersion, e.b.ArtifactID} {
 			w.String(s)
 		}
-		appendStrings(w, e.b.Domains)
+		w.Strings(e.b.Domains)
 		w.Varint(e.b.Deadline.UnixNano())
 		w.Varint(e.at)
 		w.Bool(e.due)

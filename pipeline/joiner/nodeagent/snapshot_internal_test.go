@@ -12,15 +12,14 @@ import (
 // TestSnapshotCompactsSymbols checks that a restored tracker's symbol
 // table holds only the values its nodes hold.
 func TestSnapshotCompactsSymbols(t *testing.T) {
-	tr := New(DefaultOptions(), func(*Status, *uint32) {})
-	t0 := time.Date(2026, 11, 21, 10, 0, 0, 0, time.UTC)
+	tr := quietTracker()
 	for i := range 1000 {
 		tr.ApplyHeartbeat(&contract.Heartbeat{NodeID: "n1", HostFingerprint: "h1", AgentVersion: fmt.Sprintf("1.0.%d", i),
-			Health: "OK"}, t0.Add(time.Duration(i)*time.Second), "")
+			Health: "OK"}, base.Add(time.Duration(i)*time.Second), "")
 	}
 	var w snap.Writer
 	tr.AppendSnapshot(&w)
-	r := New(DefaultOptions(), func(*Status, *uint32) {})
+	r := quietTracker()
 	if err := r.LoadSnapshot(snap.NewReader(w.B)); err != nil {
 		t.Fatal(err)
 	}
@@ -36,27 +35,26 @@ func TestSnapshotCompactsSymbols(t *testing.T) {
 // FuzzLoadSnapshot checks that no input makes LoadSnapshot, or the
 // tracker it restores, panic.
 func FuzzLoadSnapshot(f *testing.F) {
-	t0 := time.Date(2026, 11, 21, 10, 0, 0, 0, time.UTC)
-	tr := New(DefaultOptions(), func(*Status, *uint32) {})
+	tr := quietTracker()
 	for i := range 20 {
 		id := fmt.Sprintf("n%d", i%5)
 		tr.ApplyRecord(&contract.PlatformRecord{Provider: contract.ProviderMAAS, ProviderID: id, RecordVersion: int64(i),
-			ExpectedAgentVersion: "1.0.1", CertIssuerFingerprint: "c1"}, t0)
+			ExpectedAgentVersion: "1.0.1", CertIssuerFingerprint: "c1"}, base)
 		tr.ApplyHeartbeat(&contract.Heartbeat{NodeID: id, HostFingerprint: fmt.Sprintf("h%d", i%3), AgentVersion: "1.0.1",
-			CertIssuerFingerprint: "c1", Health: "OK"}, t0.Add(time.Duration(i)*time.Minute), "corr")
-		tr.Advance(t0.Add(time.Duration(i) * time.Minute))
+			CertIssuerFingerprint: "c1", Health: "OK"}, base.Add(time.Duration(i)*time.Minute), "corr")
+		tr.Advance(base.Add(time.Duration(i) * time.Minute))
 	}
 	var w snap.Writer
 	tr.AppendSnapshot(&w)
 	f.Add(w.B)
 	f.Fuzz(func(t *testing.T, b []byte) {
-		r := New(DefaultOptions(), func(*Status, *uint32) {})
+		r := quietTracker()
 		if r.LoadSnapshot(snap.NewReader(b)) != nil {
 			return
 		}
-		r.ApplyHeartbeat(&contract.Heartbeat{NodeID: "n1", HostFingerprint: "h9", Health: "OK"}, t0.Add(time.Hour), "")
-		r.ApplyRecord(&contract.PlatformRecord{Provider: contract.ProviderMAAS, ProviderID: "n2", RecordVersion: 99}, t0.Add(time.Hour))
-		r.Advance(t0.Add(2 * time.Hour))
+		r.ApplyHeartbeat(&contract.Heartbeat{NodeID: "n1", HostFingerprint: "h9", Health: "OK"}, base.Add(time.Hour), "")
+		r.ApplyRecord(&contract.PlatformRecord{Provider: contract.ProviderMAAS, ProviderID: "n2", RecordVersion: 99}, base.Add(time.Hour))
+		r.Advance(base.Add(2 * time.Hour))
 		var w snap.Writer
 		r.AppendSnapshot(&w)
 	})

@@ -30,11 +30,15 @@ func init() {
 	}
 }
 
-func (m Mode) String() string {
-	if m < numModes {
-		return string(contract.ConnectivityModes[m])
+func (m Mode) String() string { return nameOf(contract.ConnectivityModes, m, "UNKNOWN") }
+
+// nameOf returns the name the contract's list gives index i, or unknown
+// for an index past its end.
+func nameOf[N ~string, I ~uint8](names []N, i I, unknown string) string {
+	if int(i) < len(names) {
+		return string(names[i])
 	}
-	return "UNKNOWN"
+	return unknown
 }
 
 // Gate is a release gate of seed 000, as a small index (the names are
@@ -51,12 +55,7 @@ const (
 	numGates
 )
 
-func (g Gate) String() string {
-	if g < numGates {
-		return string(contract.Gates[g])
-	}
-	return "unknown"
-}
+func (g Gate) String() string { return nameOf(contract.Gates, g, "unknown") }
 
 // State is a node_agent_state of seed 000, as a small index (the names
 // are contract.NodeAgentStates).
@@ -72,12 +71,7 @@ const (
 	numStates
 )
 
-func (s State) String() string {
-	if s < numStates {
-		return string(contract.NodeAgentStates[s])
-	}
-	return "unknown"
-}
+func (s State) String() string { return nameOf(contract.NodeAgentStates, s, "unknown") }
 
 // Status is the derived node_agent_status row of one node (CONTRACT
 // sections 4 and 6). Strings are shared with the tracker and must not be

@@ -15,6 +15,7 @@ import (
 	"unsafe"
 
 	"github.com/driftline/driftline/internal/cputime"
+	"github.com/driftline/driftline/internal/memstat"
 	"github.com/driftline/driftline/pipeline/stream/snap"
 )
 
@@ -723,13 +724,7 @@ func bytesPerIdentity(t *testing.T, n int) float64 {
 	for i := range keys {
 		keys[i] = fmt.Sprintf("gpu-eu-west-%06d", i)
 	}
-	measure := func() uint64 {
-		runtime.GC()
-		var ms runtime.MemStats
-		runtime.ReadMemStats(&ms)
-		return ms.HeapAlloc
-	}
-	before := measure()
+	before := memstat.Live()
 	s := New()
 	s.SetDeadline(func(id *Identity, kind uint8) int64 { return id.ObsAt + 600e9 })
 	rec := Record{RecordType: "gpu_allocation", ResourceFamily: "maas", ProductID: "gpu-h100", OwningDomain: "gpuaas",
@@ -746,7 +741,7 @@ func bytesPerIdentity(t *testing.T, n int) float64 {
 		s.Arm(id, TimerMissing, true)
 	}
 	s.Maintain()
-	per := float64(measure()-before) / float64(n)
+	per := float64(memstat.Live()-before) / float64(n)
 	runtime.KeepAlive(s)
 	arenaBytes := 0
 	for _, c := range s.keys.chunks {

@@ -156,10 +156,15 @@ func (s *Store) swapTimers(i, j int) {
 	if i == j {
 		return
 	}
-	h := s.timers
-	h[i], h[j] = h[j], h[i]
-	s.At(h[i].idx).hpos = uint32(i + 1)
-	s.At(h[j].idx).hpos = uint32(j + 1)
+	ti, tj := s.timers[i], s.timers[j]
+	s.setTimer(i, tj)
+	s.setTimer(j, ti)
+}
+
+// setTimer puts t at i of s.timers and notes its place in t's identity.
+func (s *Store) setTimer(i int, t timer) {
+	s.timers[i] = t
+	s.At(t.idx).hpos = uint32(i + 1)
 }
 
 func (s *Store) siftUp(i int) {
@@ -170,12 +175,10 @@ func (s *Store) siftUp(i int) {
 		if !t.less(h[p]) {
 			break
 		}
-		h[i] = h[p]
-		s.At(h[i].idx).hpos = uint32(i + 1)
+		s.setTimer(i, h[p])
 		i = p
 	}
-	h[i] = t
-	s.At(t.idx).hpos = uint32(i + 1)
+	s.setTimer(i, t)
 }
 
 // siftDown moves the heap entry at i down to its place in the heap
@@ -198,12 +201,10 @@ func (s *Store) siftDown(i int) {
 		if !h[m].less(t) {
 			break
 		}
-		h[i] = h[m]
-		s.At(h[i].idx).hpos = uint32(i + 1)
+		s.setTimer(i, h[m])
 		i = m
 	}
-	h[i] = t
-	s.At(t.idx).hpos = uint32(i + 1)
+	s.setTimer(i, t)
 }
 
 // popTimer removes the earliest entry, the heap's root (the heap must not
@@ -220,8 +221,7 @@ func (s *Store) popTimer() timer {
 		// The array's last entry, a far one (often the latest queued,
 		// whose identity is in the caches still), fills the heap's last
 		// place, which becomes far.
-		h[last] = h[end]
-		s.At(h[last].idx).hpos = uint32(last + 1)
+		s.setTimer(last, h[end])
 	}
 	s.timers, s.near = h[:end], last
 	if last > 0 {

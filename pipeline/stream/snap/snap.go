@@ -56,6 +56,14 @@ func (w *Writer) Bytes(b []byte) {
 	w.B = append(w.B, b...)
 }
 
+// Strings appends the count of l and then each string of l.
+func (w *Writer) Strings(l []string) {
+	w.Uvarint(uint64(len(l)))
+	for _, s := range l {
+		w.String(s)
+	}
+}
+
 // Float64 appends v's IEEE 754 bits.
 func (w *Writer) Float64(v float64) { w.B = binary.LittleEndian.AppendUint64(w.B, math.Float64bits(v)) }
 
@@ -116,18 +124,15 @@ func (r *Reader) Uvarint() uint64 {
 	return v
 }
 
-// Varint reads a signed varint.
+// Varint reads a signed varint: an unsigned one in zig-zag encoding, as
+// binary.Varint decodes it.
 func (r *Reader) Varint() int64 {
-	if r.err != nil {
-		return 0
+	ux := r.Uvarint()
+	x := int64(ux >> 1)
+	if ux&1 != 0 {
+		x = ^x
 	}
-	v, n := binary.Varint(r.b)
-	if n <= 0 {
-		r.Fail(ErrShort)
-		return 0
-	}
-	r.b = r.b[n:]
-	return v
+	return x
 }
 
 // Byte reads one byte.
@@ -180,19 +185,21 @@ func (r *Reader) Bytes() []byte {
 // String reads a length-prefixed string (a copy).
 func (r *Reader) String() string { return string(r.Bytes()) }
 
-// Float64 reads an IEEE 754 float.
-func (r *Reader) Float64() float64 {
-	if r.err != nil {
-		return 0
+// Strings reads what Writer.Strings wrote; nil for none.
+func (r *Reader) Strings() []string {
+	n := r.Count(1)
+	if n == 0 || r.err != nil {
+		return nil
 	}
-	if len(r.b) < 8 {
-		r.Fail(ErrShort)
-		return 0
+	l := make([]string, n)
+	for i := range l {
+		l[i] = r.String()
 	}
-	v := math.Float64frombits(binary.LittleEndian.Uint64(r.b))
-	r.b = r.b[8:]
-	return v
+	return l
 }
+
+// Float64 reads an IEEE 754 float.
+func (r *Reader) Float64() float64 { return math.Float64frombits(r.Uint64()) }
 
 // Uint64 reads 8 bytes written by Writer.Uint64.
 func (r *Reader) Uint64() uint64 {

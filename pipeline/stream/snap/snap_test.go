@@ -1,7 +1,10 @@
 package snap
 
 import (
+	"encoding/binary"
 	"errors"
+	"math"
+	"slices"
 	"testing"
 	"time"
 )
@@ -18,6 +21,8 @@ func TestRoundTrip(t *testing.T) {
 	w.Time(at)
 	w.Time(time.Time{})
 	w.Bytes(nil)
+	w.Strings([]string{"a", "", "maas/node-2"})
+	w.Strings(nil)
 
 	r := NewReader(w.B)
 	r.Header("part", 1)
@@ -44,6 +49,12 @@ func TestRoundTrip(t *testing.T) {
 	}
 	if got := r.Bytes(); len(got) != 0 {
 		t.Fatalf("bytes %q", got)
+	}
+	if got := r.Strings(); !slices.Equal(got, []string{"a", "", "maas/node-2"}) {
+		t.Fatalf("strings %q", got)
+	}
+	if got := r.Strings(); got != nil {
+		t.Fatalf("no strings %q", got)
 	}
 	if r.Err() != nil || r.Len() != 0 {
 		t.Fatalf("err %v, %d bytes left", r.Err(), r.Len())
@@ -89,5 +100,20 @@ func TestHeaderIn(t *testing.T) {
 	}
 	if r := NewReader(w.B); r.HeaderIn("other", 1, 2) != 0 || r.Err() == nil {
 		t.Error("another section's name was accepted")
+	}
+}
+
+// TestVarintAsBinary: Reader.Varint decodes what binary.Varint decodes,
+// the extremes and a truncated varint included.
+func TestVarintAsBinary(t *testing.T) {
+	for _, v := range []int64{0, 1, -1, 63, -64, 64, -65, 1 << 40, -(1 << 40), math.MaxInt64, math.MinInt64} {
+		b := binary.AppendVarint(nil, v)
+		if got := NewReader(b).Varint(); got != v {
+			t.Fatalf("Varint of %d = %d", v, got)
+		}
+		r := NewReader(b[:len(b)-1])
+		if got := r.Varint(); got != 0 || !errors.Is(r.Err(), ErrShort) {
+			t.Fatalf("Varint of %d cut short = %d, %v", v, got, r.Err())
+		}
 	}
 }
