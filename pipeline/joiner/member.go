@@ -24,6 +24,7 @@ func (p *processor) Apply(_ context.Context, fetches kgo.Fetches) (int, int64) {
 	j := (*Joiner)(p)
 	logmerge.PushAll(fetches, j.parts, (*partition).logs, j.stream)
 	n := j.applyAll(time.Now())
+	j.m.Late.Add(float64(logmerge.TakeLateAll(j.parts, (*partition).logs)))
 	j.throttle()
 	return n, j.measureBacklog()
 }

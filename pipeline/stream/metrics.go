@@ -44,6 +44,7 @@ type RoundMetrics struct {
 	Pauses        prometheus.Counter // times a stream was paused by the throttle
 	Backlog       prometheus.Gauge   // records not applied yet
 	CatchUpRounds prometheus.Counter // rounds longer than a regular one
+	Late          prometheus.Counter // records applied behind the merge order
 }
 
 // NewRoundMetrics returns the series of the stage whose metric names and
@@ -57,10 +58,12 @@ func NewRoundMetrics(prefix, who string) RoundMetrics {
 			Help: "Records of the owned partitions not applied yet (queued, or below the end of the log at the last fetch; transaction markers counted)."}),
 		CatchUpRounds: prometheus.NewCounter(prometheus.CounterOpts{Name: p + "catch_up_rounds_total",
 			Help: "Rounds that ran past " + f + "flushInterval or " + f + "flushEvents because the " + who + " was behind (" + f + "catchUpInterval, " + f + "catchUpEvents)."}),
+		Late: prometheus.NewCounter(prometheus.CounterOpts{Name: p + "late_records_total",
+			Help: "Records applied after a record of another stream with a later timestamp: they reached the broker after the merge had passed their time (the live tail), or their producer's clock is behind, so a replay applies them earlier and the rows they touched may differ from a replay's."}),
 	}
 }
 
 // Collectors returns the series, to register.
 func (m *RoundMetrics) Collectors() []prometheus.Collector {
-	return []prometheus.Collector{m.Pauses, m.Backlog, m.CatchUpRounds}
+	return []prometheus.Collector{m.Pauses, m.Backlog, m.CatchUpRounds, m.Late}
 }

@@ -28,6 +28,7 @@ func (p *processor) Apply(_ context.Context, fetches kgo.Fetches) (int, int64) {
 	logmerge.PushAll(fetches, r.parts, (*partition).logs, r.stream)
 	countPushed(r.parts)
 	n := r.applyAll(r.parts)
+	r.m.Late.Add(float64(logmerge.TakeLateAll(r.parts, (*partition).logs)))
 	compactQueues(r.parts)
 	r.passMarkers()
 	r.throttle()

@@ -1,6 +1,10 @@
 package logmerge
 
-import "github.com/twmb/franz-go/pkg/kgo"
+import (
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+)
 
 // Merge is the merge state of the streams of one partition number, as a
 // consumer keeps it: the queues and what is known of each stream's end,
@@ -22,6 +26,11 @@ type Merge struct {
 	// between its last record and the end of the log: with the queues,
 	// the partition's backlog (see Backlog).
 	Unfetched []int64
+	// Late counts the records Pop returned with a timestamp before one it
+	// had returned already (see TakeLateAll); newest is the latest
+	// timestamp returned.
+	Late   int64
+	newest time.Time
 }
 
 // NewMerge returns the merge state of n streams, nothing queued.
@@ -46,6 +55,11 @@ func (m *Merge) Push(s int, recs []*kgo.Record, unfetched int64) {
 func (m *Merge) Pop() (*kgo.Record, int) {
 	r, s := m.Streams().Pop()
 	if r != nil {
+		if r.Timestamp.Before(m.newest) {
+			m.Late++
+		} else {
+			m.newest = r.Timestamp
+		}
 		m.Next[s] = kgo.EpochOffset{Epoch: r.LeaderEpoch, Offset: r.Offset + 1}
 	}
 	return r, s
@@ -123,4 +137,21 @@ func CommittedAll[P any](offsets map[string]map[int32]kgo.EpochOffset, topics []
 			}
 		}
 	}
+}
+
+// TakeLateAll returns the records that parts' merges (merge returns a
+// partition's) released behind the merge order since the last call, and
+// starts counting again. Such a record reached the broker after the merge
+// had passed its timestamp, at the live tail (see the package comment),
+// or its producer's clock is behind the others': a
+// restore or replay applies it earlier, so the rows it touched may differ
+// from theirs in what depends on the order.
+func TakeLateAll[P any](parts map[int32]P, merge func(P) *Merge) int64 {
+	var n int64
+	for _, part := range parts {
+		m := merge(part)
+		n += m.Late
+		m.Late = 0
+	}
+	return n
 }

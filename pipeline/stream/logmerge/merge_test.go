@@ -137,3 +137,33 @@ func TestUncommitted(t *testing.T) {
 		t.Fatalf("uncommitted after the commit: %v", got)
 	}
 }
+
+// TestLateCounted: a record that arrives after the merge released a later
+// one of another stream (the live tail) is applied when it arrives and
+// counted as late, once; records in merge order are not.
+func TestLateCounted(t *testing.T) {
+	m := NewMerge(2)
+	parts := map[int32]*Merge{0: &m}
+	self := func(m *Merge) *Merge { return m }
+	m.Push(0, []*kgo.Record{rec(10, 0), rec(20, 1)}, 0)
+	m.Push(1, []*kgo.Record{rec(15, 0)}, 0)
+	for r, _ := m.Pop(); r != nil; r, _ = m.Pop() {
+	}
+	if n := TakeLateAll(parts, self); n != 0 {
+		t.Fatalf("%d late records in merge order", n)
+	}
+	m.Push(1, []*kgo.Record{rec(18, 1), rec(25, 2)}, 0) // 18 arrives after 20 was applied
+	var got []int64
+	for r, _ := m.Pop(); r != nil; r, _ = m.Pop() {
+		got = append(got, r.Timestamp.UnixMilli())
+	}
+	if !slices.Equal(got, []int64{18, 25}) {
+		t.Fatalf("applied %v, want [18 25]", got)
+	}
+	if n := TakeLateAll(parts, self); n != 1 {
+		t.Fatalf("%d late records, want 1", n)
+	}
+	if n := TakeLateAll(parts, self); n != 0 {
+		t.Fatalf("%d late records on the second take, want 0", n)
+	}
+}
