@@ -12,6 +12,7 @@ import (
 
 	"github.com/ClickHouse/clickhouse-go/v2/lib/driver"
 	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/driftline/driftline/internal/testenv"
 	"github.com/driftline/driftline/pipeline/contract"
@@ -197,6 +198,9 @@ func TestCrashRestartWritesTheSameRows(t *testing.T) {
 	opts := func(group string) Options {
 		o := f.options(group)
 		o.FlushInterval, o.FlushEvents, o.CatchUpEvents = 50*time.Millisecond, 37, 100
+		// A round takes whole fetches: fetches of one batch each make the
+		// many small rounds (and writes) the crashes fall between.
+		o.ClientOpts = append(o.ClientOpts, kgo.FetchMaxBytes(1), kgo.FetchMaxPartitionBytes(1))
 		return o
 	}
 	run := func(group string, sink Sink) func(killed bool) {
