@@ -51,9 +51,10 @@ type Options struct {
 	stream.StageOptions
 	// RoundOptions size the rounds and the merges. Defaults: flush every
 	// 500ms or 200000 events (fewer, larger writes: ClickHouse prefers
-	// them), catch up in rounds of 3s or 1,000,000 events, queue 16384
-	// records a stream (a few fetches; 8 partitions of 3 streams then hold
-	// at most ~0.4M records, ~200 MB).
+	// them), catch up in rounds of 3s or 1,000,000 events, queue 4096
+	// records a stream (about one fetch of it; 8 partitions of 3 streams
+	// then hold at most ~0.1M records, with the record batches they pin
+	// ~100 MB: 16384 held 450 MB of decompressed batches at 10M events).
 	stream.RoundOptions
 	// Classify holds the event-time windows. Default
 	// classify.DefaultOptions().
@@ -150,7 +151,7 @@ func DefaultOptions() Options {
 	return Options{
 		StageOptions: stream.DefaultStageOptions("driftline-joiner"),
 		RoundOptions: stream.RoundOptions{FlushInterval: 500 * time.Millisecond, FlushEvents: 200_000,
-			CatchUpInterval: 3 * time.Second, CatchUpEvents: 1_000_000, QueueRecords: 16384},
+			CatchUpInterval: 3 * time.Second, CatchUpEvents: 1_000_000, QueueRecords: 4096},
 		Classify:           classify.DefaultOptions(),
 		Dedupe:             dedupe.DefaultOptions(),
 		SessionTimeout:     45 * time.Second,
