@@ -148,10 +148,10 @@ type Options struct {
 // DefaultOptions returns the default of every option but Brokers (and
 // those that default to none).
 func DefaultOptions() Options {
-	return Options{
+	o := Options{
 		StageOptions: stream.DefaultStageOptions("driftline-joiner"),
 		RoundOptions: stream.RoundOptions{FlushInterval: 500 * time.Millisecond, FlushEvents: 200_000,
-			CatchUpInterval: 3 * time.Second, CatchUpEvents: 1_000_000, QueueRecords: 4096},
+			CatchUpInterval: 3 * time.Second, CatchUpEvents: 1_000_000, QueueRecords: 16384},
 		Classify:           classify.DefaultOptions(),
 		Dedupe:             dedupe.DefaultOptions(),
 		SessionTimeout:     45 * time.Second,
@@ -163,7 +163,15 @@ func DefaultOptions() Options {
 		MaxClockSkew:       5 * time.Minute,
 		RequestTimeout:     10 * time.Minute,
 	}
+	o.QueueRecords = queueRecords
+	return o
 }
+
+// queueRecords is the joiner's default RoundOptions.QueueRecords: a
+// queued record pins the decompressed batch it came in, and 16384 a
+// stream held 0.34-0.45 GB of them at 10M events, 4096 0.20-0.25 GB
+// (bench/README.md, joiner memory).
+const queueRecords = 4096
 
 // defaults fills the options left zero from DefaultOptions and checks
 // them.
