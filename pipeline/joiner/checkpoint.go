@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -46,12 +47,21 @@ type save struct {
 	blob []byte
 }
 
-// snapshots adds to b a snapshot of each partition that is due
-// (CheckpointInterval or CheckpointEvents since its last checkpoint, or
+// snapshots adds to b a snapshot of the partitions that are due
+// (CheckpointInterval or CheckpointEvents since their last checkpoint, or
 // any that changed when final: the joiner is stopping, so that its
 // successor replays nothing). b holds everything the partitions applied,
-// so each snapshot is exactly the cut b commits; the partitions are
-// serialised in parallel. The member's lock is held.
+// so each snapshot is exactly the cut b commits. The member's lock is
+// held.
+//
+// A snapshot is a copy of the partition's state (tens of megabytes for a
+// partition of a million identities) held until its batch is committed
+// and the checkpoint written, so their number is bounded: a seal takes at
+// most Parallelism of them, the longest due first, less those still being
+// written, and serialises them in parallel; the rest stay due for the
+// next seals. The final seal only marks its partitions: they are
+// serialised after the commit, Parallelism at a time (see save), while
+// nothing is applied any more.
 func (j *Joiner) snapshots(b *batch, final bool) {
 	if j.opts.Checkpoints == nil {
 		return
@@ -62,58 +72,102 @@ func (j *Joiner) snapshots(b *batch, final bool) {
 		j.saves.Wait()
 	}
 	now := time.Now()
-	start := len(b.saves)
+	start, writing := len(b.saves), 0
 	for _, part := range j.parts {
-		if part.saving.Load() || part.events == part.cpEvents {
+		if part.saving.Load() {
+			writing++
+			continue
+		}
+		if part.events == part.cpEvents {
 			continue
 		}
 		if !final && part.events-part.cpEvents < j.opts.CheckpointEvents && now.Sub(part.cpAt) < j.opts.CheckpointInterval {
 			continue
 		}
-		part.cpAt, part.cpEvents = now, part.events
-		part.saving.Store(true)
-		b.saves = append(b.saves, save{part: part, cut: j.cut(part.applied())})
+		b.saves = append(b.saves, save{part: part})
 	}
 	due := b.saves[start:]
+	if n := max(j.opts.Parallelism-writing, 0); !final && len(due) > n {
+		slices.SortFunc(due, func(a, b save) int { return a.part.cpAt.Compare(b.part.cpAt) })
+		clear(due[n:])
+		b.saves, due = b.saves[:start+n], due[:n]
+	}
+	for i := range due {
+		part := due[i].part
+		part.cpAt, part.cpEvents = now, part.events
+		part.saving.Store(true)
+		due[i].cut = j.cut(part.applied())
+	}
+	if final {
+		return
+	}
+	j.eachSave(due, func(sv *save) { sv.blob = j.snapshot(sv.part) })
+}
+
+// eachSave calls fn with each of saves, Parallelism at a time.
+func (j *Joiner) eachSave(saves []save, fn func(*save)) {
 	var (
 		wg   sync.WaitGroup
 		next atomic.Int64
 	)
-	for range min(max(j.opts.Parallelism, 1), len(due)) {
+	for range min(max(j.opts.Parallelism, 1), len(saves)) {
 		wg.Go(func() {
-			for i := next.Add(1) - 1; i < int64(len(due)); i = next.Add(1) - 1 {
-				t := time.Now()
-				due[i].blob = due[i].part.snapshot()
-				j.m.checkpointSnapshotSeconds.Observe(time.Since(t).Seconds())
-				j.m.checkpointBytes.Set(float64(len(due[i].blob)))
+			for i := next.Add(1) - 1; i < int64(len(saves)); i = next.Add(1) - 1 {
+				fn(&saves[i])
 			}
 		})
 	}
 	wg.Wait()
 }
 
+// snapshot serialises part's state, timed.
+func (j *Joiner) snapshot(part *partition) []byte {
+	t := time.Now()
+	blob := part.snapshot()
+	j.m.checkpointSnapshotSeconds.Observe(time.Since(t).Seconds())
+	j.m.checkpointBytes.Set(float64(len(blob)))
+	return blob
+}
+
 // save writes the snapshots of a committed batch in the background (a
-// batch not committed drops them: its state is ahead of the cut).
+// batch not committed drops them: its state is ahead of the cut). The
+// partitions of a final batch, not serialised yet, are serialised and
+// written here, Parallelism at a time, before save returns: the poll loop
+// waits for the batch meanwhile, so their state is still the batch's cut.
 func (j *Joiner) save(saves []save, committed bool) {
+	var final []save
 	for _, sv := range saves {
-		if !committed {
+		switch {
+		case !committed:
 			sv.part.saving.Store(false)
-			continue
+		case sv.blob == nil:
+			final = append(final, sv)
+		default:
+			j.saves.Add(1)
+			go func(sv save) {
+				defer j.saves.Done()
+				j.write1(sv)
+			}(sv)
 		}
-		j.saves.Add(1)
-		go func(sv save) {
-			defer j.saves.Done()
-			defer sv.part.saving.Store(false)
-			ctx, cancel := context.WithTimeout(context.Background(), saveTimeout)
-			defer cancel()
-			if err := j.opts.Checkpoints.Save(ctx, j.opts.Group, sv.part.p, sv.cut, sv.blob); err != nil {
-				j.m.checkpointErrors.Inc()
-				j.opts.Logger.Warn("checkpoint not saved; the previous one stays in use", "partition", sv.part.p, "err", err)
-				return
-			}
-			j.opts.Logger.Debug("checkpoint saved", "partition", sv.part.p, "cut", sv.cut.String(), "bytes", len(sv.blob))
-		}(sv)
 	}
+	j.eachSave(final, func(sv *save) {
+		sv.blob = j.snapshot(sv.part)
+		j.write1(*sv)
+		sv.blob = nil
+	})
+}
+
+// write1 writes one checkpoint and marks its partition free for the next.
+func (j *Joiner) write1(sv save) {
+	defer sv.part.saving.Store(false)
+	ctx, cancel := context.WithTimeout(context.Background(), saveTimeout)
+	defer cancel()
+	if err := j.opts.Checkpoints.Save(ctx, j.opts.Group, sv.part.p, sv.cut, sv.blob); err != nil {
+		j.m.checkpointErrors.Inc()
+		j.opts.Logger.Warn("checkpoint not saved; the previous one stays in use", "partition", sv.part.p, "err", err)
+		return
+	}
+	j.opts.Logger.Debug("checkpoint saved", "partition", sv.part.p, "cut", sv.cut.String(), "bytes", len(sv.blob))
 }
 
 // fromCheckpoint loads the newest checkpoint of partition p at or before

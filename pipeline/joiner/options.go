@@ -51,9 +51,10 @@ type Options struct {
 	stream.StageOptions
 	// RoundOptions size the rounds and the merges. Defaults: flush every
 	// 500ms or 200000 events (fewer, larger writes: ClickHouse prefers
-	// them), catch up in rounds of 3s or 1,000,000 events, queue 16384
-	// records a stream (a few fetches; 8 partitions of 3 streams then hold
-	// at most ~0.4M records, ~200 MB).
+	// them), catch up in rounds of 3s or 1,000,000 events, queue 4096
+	// records a stream (about one fetch of it; 8 partitions of 3 streams
+	// then hold at most ~0.1M records, with the record batches they pin
+	// ~100 MB: 16384 held 450 MB of decompressed batches at 10M events).
 	stream.RoundOptions
 	// Classify holds the event-time windows. Default
 	// classify.DefaultOptions().
@@ -147,7 +148,7 @@ type Options struct {
 // DefaultOptions returns the default of every option but Brokers (and
 // those that default to none).
 func DefaultOptions() Options {
-	return Options{
+	o := Options{
 		StageOptions:       stream.DefaultStageOptions("driftline-joiner"),
 		RoundOptions:       stream.DefaultRoundOptions(200_000, 1_000_000),
 		Classify:           classify.DefaultOptions(),
@@ -161,7 +162,15 @@ func DefaultOptions() Options {
 		MaxClockSkew:       5 * time.Minute,
 		RequestTimeout:     10 * time.Minute,
 	}
+	o.QueueRecords = queueRecords
+	return o
 }
+
+// queueRecords is the joiner's default RoundOptions.QueueRecords: a
+// queued record pins the decompressed batch it came in, and 16384 a
+// stream held 0.34-0.45 GB of them at 10M events, 4096 0.20-0.25 GB
+// (bench/README.md, joiner memory).
+const queueRecords = 4096
 
 // defaults fills the options left zero from DefaultOptions and checks
 // them.

@@ -423,7 +423,7 @@ func (t *Tracker) ApplyBundle(b *contract.PolicyBundle, at time.Time, correlatio
 // SetOperatorQuarantine applies an operator's quarantine_node (on) or
 // release_node (off) of nodeID at event time at (lifecycle rule 3).
 func (t *Tracker) SetOperatorQuarantine(nodeID string, on bool, at time.Time, correlationID string) {
-	n := t.nodes[nodeID]
+	n := t.lookup(nodeID)
 	if n == nil {
 		if !on {
 			return
@@ -444,7 +444,7 @@ func (t *Tracker) SetOperatorQuarantine(nodeID string, on bool, at time.Time, co
 // OperatorQuarantined reports whether an operator quarantined nodeID and
 // has not released it.
 func (t *Tracker) OperatorQuarantined(nodeID string) bool {
-	n := t.nodes[nodeID]
+	n := t.lookup(nodeID)
 	return n != nil && n.fleet != nil && n.fleet.operatorQuarantine
 }
 
@@ -452,7 +452,7 @@ func (t *Tracker) OperatorQuarantined(nodeID string) bool {
 // observation of it, a heartbeat) to the node's ring: stream indexes the
 // topics of SetCoordinates. The ring is written with the node's next row.
 func (t *Tracker) RecordEvent(nodeID string, stream uint8, offset int64) {
-	n := t.nodes[nodeID]
+	n := t.lookup(nodeID)
 	if n == nil {
 		return // a node the tracker does not know has no row to show it
 	}
@@ -887,7 +887,7 @@ func (t *Tracker) fillFleet(n *node, s *Status) {
 
 // Tags returns the tags of nodeID's record (nil if none).
 func (t *Tracker) Tags(nodeID string) []string {
-	if n := t.nodes[nodeID]; n != nil {
+	if n := t.lookup(nodeID); n != nil {
 		return n.fleetOf().tags
 	}
 	return nil
@@ -898,7 +898,7 @@ func (t *Tracker) Tags(nodeID string) []string {
 // what IdentityMismatch and FleetVerdicts report, with one lookup of the
 // node on the heartbeat's path.
 func (t *Tracker) HeartbeatVerdicts(nodeID string, stream uint8, offset int64) (identity, authority, supplyChain bool) {
-	n := t.nodes[nodeID]
+	n := t.lookup(nodeID)
 	if n == nil {
 		return false, false, false
 	}
@@ -911,7 +911,7 @@ func (t *Tracker) HeartbeatVerdicts(nodeID string, stream uint8, offset int64) (
 // FleetVerdicts reports nodeID's open fleet findings: authority_conflict
 // and supply_chain_violation.
 func (t *Tracker) FleetVerdicts(nodeID string) (authority, supplyChain bool) {
-	n := t.nodes[nodeID]
+	n := t.lookup(nodeID)
 	if n == nil {
 		return false, false
 	}
@@ -922,7 +922,7 @@ func (t *Tracker) FleetVerdicts(nodeID string) (authority, supplyChain bool) {
 // Lifecycle returns nodeID's lifecycle phase and state and its number of
 // transitions.
 func (t *Tracker) Lifecycle(nodeID string) (contract.Phase, contract.LifecycleState, uint64) {
-	n := t.nodes[nodeID]
+	n := t.lookup(nodeID)
 	if n == nil {
 		return "", "", 0
 	}

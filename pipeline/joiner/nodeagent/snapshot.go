@@ -201,6 +201,7 @@ func (t *Tracker) load(r *snap.Reader) error {
 	}
 	fleet.compactAt = max(minFleetCompactAt, 2*(len(fleet.pool)+len(fleet.lists)))
 	t.nodes, t.timers, t.syms, t.w, t.fleet = nodes, timers, syms, wm, fleet
+	t.last = nil
 	t.compactAt = max(minCompactAt, 2*syms.Len())
 	return nil
 }

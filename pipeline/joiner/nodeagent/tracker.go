@@ -95,11 +95,18 @@ func (n *node) setSym(dst *sym, v sym) {
 }
 
 // Tracker tracks the node-agent evidence of one partition's nodes.
+// It is not safe for concurrent use, its queries included (they note
+// the node they found for the next lookup).
 type Tracker struct {
 	opts  Options
 	emit  Emit
 	nodes map[string]*node
-	syms  *intern.Table
+	// last is the node of the latest lookup (lookup): an event's path
+	// finds its node several times (applying the event, its recent
+	// events, its verdicts), and each map lookup among a partition's
+	// hundreds of thousands of nodes hashes the id and misses the cache.
+	last *node
+	syms *intern.Table
 	// compactAt is the symbol-table size that triggers a rebuild.
 	compactAt int
 	timers    []*node // min-heap on node.deadline
@@ -152,11 +159,25 @@ func (t *Tracker) Watermark() time.Time {
 	return time.Unix(0, t.w).UTC()
 }
 
-func (t *Tracker) get(nodeID string) *node {
+// lookup returns the node nodeID, nil if the tracker has none.
+func (t *Tracker) lookup(nodeID string) *node {
+	if n := t.last; n != nil && n.id == nodeID {
+		return n
+	}
 	n := t.nodes[nodeID]
+	if n != nil {
+		t.last = n
+	}
+	return n
+}
+
+// get returns the node nodeID, added if the tracker has none.
+func (t *Tracker) get(nodeID string) *node {
+	n := t.lookup(nodeID)
 	if n == nil {
 		n = &node{id: strings.Clone(nodeID), deadline: noDeadline, heapIdx: -1}
 		t.nodes[n.id] = n
+		t.last = n
 	}
 	return n
 }
@@ -201,7 +222,7 @@ func (t *Tracker) ApplyTombstone(provider, providerID string, at time.Time) {
 	if provider != contract.ProviderMAAS {
 		return
 	}
-	n := t.nodes[providerID]
+	n := t.lookup(providerID)
 	if n == nil || !n.has(flagOwned) {
 		return
 	}
@@ -457,7 +478,7 @@ func (t *Tracker) fill(n *node, s *Status) {
 // of its newest heartbeat (which may be up to Options.Refresh newer than
 // the row's). At is zero.
 func (t *Tracker) Lookup(nodeID string, s *Status) bool {
-	n := t.nodes[nodeID]
+	n := t.lookup(nodeID)
 	if n == nil || !n.has(flagEmitted) {
 		return false
 	}
@@ -470,7 +491,7 @@ func (t *Tracker) Lookup(nodeID string, s *Status) bool {
 // ingress-trust fingerprint differing from the node record), with the
 // node_agent_reason that says which.
 func (t *Tracker) IdentityMismatch(nodeID string) (bool, string) {
-	n := t.nodes[nodeID]
+	n := t.lookup(nodeID)
 	if n == nil || !n.has(flagIdentity) {
 		return false, ""
 	}
