@@ -11,8 +11,9 @@
 #   make soak    long fault schedules for SOAK (20m): every component killed and restarted under load
 #   make check   go vet, staticcheck (installed into GOBIN when absent), then every
 #                test under the race detector
-#   make bench   the end-to-end harness (bench/harness): real processes, naive baseline,
-#                figures in bench/RESULTS.md and bench/scaling.png (1M and 10M events)
+#   make bench   the end-to-end harness (bench/harness): real processes, the baseline,
+#                figures in bench/RESULTS.md and bench/scaling.png (1M and 10M events;
+#                latency at 100,000 events/s)
 #   make bench-micro  Go benchmarks of bench/ and pipeline/, with allocations
 #   make fuzz    run every fuzz target of the tree (each decoder of outside input)
 #                for FUZZTIME (1m) each

@@ -12,7 +12,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kgo"
+
 	"github.com/driftline/driftline/internal/fleet"
+	"github.com/driftline/driftline/pipeline/contract"
 )
 
 func TestProcReadings(t *testing.T) {
@@ -147,5 +150,47 @@ func TestReportAndPlot(t *testing.T) {
 	rep.Sizes[0].Joiners[0].Seconds = shortPhase.Seconds()
 	if md := renderMarkdown(rep); strings.Contains(md, "is weighed on") {
 		t.Errorf("phase of %v marked short", shortPhase)
+	}
+}
+
+// The latency feeder writes its events without fmt; each must still be an
+// event the contract accepts, keyed and partitioned as the gateway would.
+func TestLatencyGenValid(t *testing.T) {
+	g := newLatencyGen(8, contract.DefaultTopics(), 3, 2)
+	v := contract.Validator{Environment: contract.EnvLocalParity}
+	now := time.Date(2026, 11, 25, 3, 4, 5, 6_000_000, time.UTC)
+	var recs []*kgo.Record
+	for i := range g.healthy {
+		recs = append(recs, g.record(&g.healthy[i], now), g.observation(&g.healthy[i], "running", now))
+	}
+	recs = append(recs, g.observation(&g.probes[1], "stopped", now))
+	ids := map[string]bool{}
+	for _, r := range recs {
+		env, p, verr := v.DecodeEvent(r.Value)
+		if verr != nil {
+			t.Fatalf("%s: %v", r.Value, verr)
+		}
+		if ids[env.EventID] {
+			t.Fatalf("event id %s repeated", env.EventID)
+		}
+		ids[env.EventID] = true
+		if !env.OccurredAt.Equal(now.Truncate(time.Millisecond)) {
+			t.Errorf("occurred_at %v, want %v", env.OccurredAt, now)
+		}
+		var pid string
+		switch p := p.(type) {
+		case *contract.PlatformRecord:
+			pid = p.ProviderID
+		case *contract.Observation:
+			pid = p.ProviderID
+		default:
+			t.Fatalf("payload %T", p)
+		}
+		if key := contract.IdentityKey(contract.ProviderAppRuntime, pid); string(r.Key) != key || r.Partition != contract.Partition(r.Key, 8) {
+			t.Errorf("%s: key %s partition %d, want %s partition %d", pid, r.Key, r.Partition, key, contract.Partition(r.Key, 8))
+		}
+	}
+	if o := g.observation(&g.probes[1], "stopped", now); !strings.Contains(string(o.Value), `"provider_id":"app-latp-0000001"`) || !strings.Contains(string(o.Value), `"observed_state":"stopped"`) {
+		t.Errorf("probe observation %s", o.Value)
 	}
 }

@@ -295,12 +295,17 @@ func renderMarkdown(rep *report) string {
 	}
 	if l := rep.Latency; l != nil {
 		w("## Latency: occurred_at to queryable\n\n")
-		w("One joiner on its own topics fed at %s events/s for %.0f s (%s identities, %d partitions), every event's occurred_at the wall clock when produced. "+
-			"%d of the observations disagree with their record and open a stale_lifecycle_state finding each; the harness polls `drift_evidence` every %d ms until each is there.\n\n",
-			thousands(float64(l.Rate)), l.Duration, thousands(float64(l.Identities)), rep.Partitions, l.Probes, l.PollMillis)
-		w("| sent | achieved events/s | findings seen | p50 | p99 | max |\n|---|---|---|---|---|---|\n")
-		w("| %s | %s | %d of %d | %.0f ms | %.0f ms | %.0f ms |\n\n", thousands(float64(l.Sent)), thousands(l.Achieved), l.Seen, l.Probes, l.P50, l.P99, l.Max)
-		w("The joiner flushes every `-joiner.flushInterval` (500 ms by default); latency is that interval, the ClickHouse write and the poll interval.\n\n")
+		w("One joiner on its own topics fed at %s events/s for %.0f s (%s identities, %d partitions), every event's occurred_at the wall clock when produced; load average %s when the feed started. "+
+			"%d of the observations disagree with their record and open a stale_lifecycle_state finding each; every %d ms the harness reads the open findings as the query API lists them "+
+			"(`reader.Findings`, the read of `GET /v1/drift`: the marks table, then the current rows) until each is there.\n\n",
+			thousands(float64(l.Rate)), l.Duration, thousands(float64(l.Identities)), rep.Partitions, l.Load, l.Probes, l.PollMillis)
+		w("| target events/s | acknowledged events/s (slowest second) | feeder behind schedule, at most | findings seen | p50 | p99 | max |\n|---|---|---|---|---|---|---|\n")
+		w("| %s | **%s** (%s) | %.0f ms | %d of %d | **%.0f ms** | **%.0f ms** | %.0f ms |\n\n",
+			thousands(float64(l.Rate)), thousands(l.Achieved), thousands(float64(l.SlowestSecond)), l.Behind, l.Seen, l.Probes, l.P50, l.P99, l.Max)
+		w("CPU seconds per million events fed: the feeder (the harness: encoding, producing, polling) %.2f, the joiner %.2f, the broker and ClickHouse %.2f; "+
+			"the joiner's peak RSS %s, and %s records not yet committed when the feed stopped (it commits after each flush). "+
+			"The joiner flushes every `-joiner.flushInterval` (500 ms by default); latency is that interval, the producer's 5 ms linger, the ClickHouse write and up to one poll.\n\n",
+			l.FeederCPU, l.JoinerCPU, l.InfraCPU, mib(l.JoinerPeakRSS), thousands(float64(l.JoinerLag)))
 	}
 	if len(rep.Errors) > 0 {
 		w("## Failed phases\n\n")
