@@ -194,3 +194,39 @@ func TestLatencyGenValid(t *testing.T) {
 		t.Errorf("probe observation %s", o.Value)
 	}
 }
+
+// -sizes.identities with one round and no usage: the fleet has the
+// identities asked for, each with its record, in about 2.3 events each.
+func TestFleetConfigIdentities(t *testing.T) {
+	o := options{sizeIdentities: true, fleetRounds: 1, fleetUsage: 0}
+	for _, ids := range []int{30_000, 10_000_000} {
+		cfg, unit := fleetConfig(o, ids)
+		if unit != "identities" {
+			t.Fatalf("unit %q", unit)
+		}
+		if err := cfg.Validate(); err != nil {
+			t.Fatalf("%d: %v", ids, err)
+		}
+		got := cfg.Domains * (cfg.NodesPerDomain + cfg.AppsPerDomain + cfg.VolumesPerDomain + cfg.EndpointsPerDomain)
+		if got < ids*99/100 || got > ids*101/100 {
+			t.Errorf("%d identities asked: %d", ids, got)
+		}
+	}
+	cfg, _ := fleetConfig(o, 30_000)
+	g, err := fleet.New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	byType := map[string]int{}
+	_ = g.Emit(func(ev *fleet.Event) error { byType[ev.Type]++; return nil })
+	n := 0
+	for _, c := range byType {
+		n += c
+	}
+	if byType[contract.TypeUsageRecorded] != 0 || n < 60_000 || n > 75_000 || byType[contract.TypePlatformRecord] < 30_000 {
+		t.Errorf("30,000 identities in one round: %d events, %v", n, byType)
+	}
+	if def, _ := fleetConfig(options{fleetRounds: 3, fleetUsage: 1}, 1_000_000); def.Rounds != fleet.SizedConfig(1_000_000).Rounds || def.UsagePerResource != 1 {
+		t.Errorf("the default sizes changed: %+v", def)
+	}
+}

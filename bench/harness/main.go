@@ -54,6 +54,9 @@ import (
 
 type options struct {
 	sizes           []int
+	sizeIdentities  bool
+	fleetRounds     int
+	fleetUsage      int
 	joiners         []int
 	scalingUpTo     int
 	partitions      int
@@ -78,6 +81,9 @@ type options struct {
 func main() {
 	var o options
 	sizes := flag.String("sizes", "1m", "data set sizes in generated events, comma separated (k and m suffixes); about 7.5 events per identity")
+	flag.BoolVar(&o.sizeIdentities, "sizes.identities", false, "-sizes count identities rather than events (about 7.5 events per identity with the default fleet; with -fleet.rounds 1 -fleet.usage 0, about 2.3 on the joiner's topics)")
+	flag.IntVar(&o.fleetRounds, "fleet.rounds", 3, "scan rounds of the generated fleet; 1 observes each identity once (fewer events per identity; stale findings stay at posture retry)")
+	flag.IntVar(&o.fleetUsage, "fleet.usage", 1, "usage events per resource and round; 0 generates no usage (then skip the rater and billing phases: -rater=false)")
 	joiners := flag.String("joiners", "1,2,4", "joiner process counts to run, one consumer group each; 0 runs no joiner phase")
 	scaling := flag.String("scaling.upTo", "2m", "sizes above this run only the first -joiners count (and its restore), to bound the run's length")
 	flag.IntVar(&o.partitions, "partitions", 8, "partitions per topic")

@@ -22,6 +22,8 @@ type report struct {
 
 type sizeResult struct {
 	Name          string           `json:"name"`
+	Unit          string           `json:"unit"` // what Name counts: events or identities (-sizes.identities)
+	Rounds        int              `json:"rounds"`
 	Identities    int              `json:"identities"`
 	FleetFlags    string           `json:"fleet_flags"`
 	TruthFindings int              `json:"truth_findings"`
@@ -58,6 +60,27 @@ type consumerResult struct {
 	NaiveCounts   map[string]int `json:"naive_counts,omitempty"`
 	Samples       []sample       `json:"samples,omitempty"`
 	Load          string         `json:"load"` // /proc/loadavg at the start
+	// Steady is the part of a joiner phase after its group settled.
+	Steady *steadyWindow `json:"steady,omitempty"`
+}
+
+// steadyWindow is a joiner phase from the moment its group settled (every
+// member owns partitions, the start's rebalances and restores are over)
+// until it caught up: the cost per record of joiners that keep running,
+// without the start that a phase of a few seconds is weighed by, and which
+// differs with the number of members (the first to join takes every
+// partition, applies some of each, and hands most back).
+type steadyWindow struct {
+	Start   float64 `json:"start_seconds"` // settled, seconds after the first process's start
+	Seconds float64 `json:"seconds"`       // settled to caught up
+	Records int64   `json:"records"`       // the phase's, for reference
+	// Events are those the members applied in the window
+	// (driftline_joiner_events_total, summed).
+	Events        int64   `json:"events"`
+	CPUSeconds    float64 `json:"cpu_seconds"` // the joiner processes', summed
+	CPUPerMillion float64 `json:"cpu_seconds_per_million"`
+	// AllCPUPerMillion adds the broker's and ClickHouse's CPU time.
+	AllCPUPerMillion float64 `json:"all_cpu_seconds_per_million"`
 }
 
 type restoreResult struct {
@@ -123,6 +146,8 @@ func firstProcs(s sizeResult) int {
 	return 0
 }
 
+func gib(b int64) string { return fmt.Sprintf("%.2f GiB", float64(b)/(1<<30)) }
+
 func mib(b int64) string { return fmt.Sprintf("%.0f MiB", float64(b)/(1<<20)) }
 
 func thousands(v float64) string {
@@ -167,10 +192,14 @@ func renderMarkdown(rep *report) string {
 		"the phases run one after the other on the same topics, so the ratios between them hold even when the machine is noisy.\n\n", m.CPUs)
 
 	for _, s := range rep.Sizes {
-		w("## %s events (%s identities)\n\n", s.Name, thousands(float64(s.Identities)))
-		w("Fleet: `fleetgen %s` (seed 1, 3 rounds); %s events generated (redeliveries included), %s Kafka records "+
+		if s.Unit == "identities" {
+			w("## %s identities (%s events)\n\n", s.Name, thousands(float64(s.Produce.Lines)))
+		} else {
+			w("## %s events (%s identities)\n\n", s.Name, thousands(float64(s.Identities)))
+		}
+		w("Fleet: `fleetgen %s` (seed 1, %d rounds); %s events generated (redeliveries included), %s Kafka records "+
 			"(scan markers on every partition), %s of them on the joiner's three topics; ground truth %s findings.\n\n",
-			s.FleetFlags, thousands(float64(s.Produce.Lines)), thousands(float64(s.Produce.Records)), thousands(float64(s.JoinedRecords)), thousands(float64(s.TruthFindings)))
+			s.FleetFlags, s.Rounds, thousands(float64(s.Produce.Lines)), thousands(float64(s.Produce.Records)), thousands(float64(s.JoinedRecords)), thousands(float64(s.TruthFindings)))
 
 		w("### Throughput per stage\n\n")
 		w("| stage | processes | records | time | records/s | CPU s per million records | records per CPU s of the stage's own processes | ratio to baseline | load average at start |\n|---|---|---|---|---|---|---|---|---|\n")
@@ -229,6 +258,10 @@ func renderMarkdown(rep *report) string {
 			}
 		}
 
+		if len(s.Joiners) > 1 {
+			writeScaling(w, s.Joiners)
+		}
+
 		w("### CPU and memory per process\n\n")
 		w("| stage | process | CPU s | CPU s per million records | peak RSS (VmHWM) |\n|---|---|---|---|---|\n")
 		all := append([]consumerResult(nil), s.Joiners...)
@@ -255,6 +288,23 @@ func renderMarkdown(rep *report) string {
 				}
 				w("| %s | %s | %.1f | %.1f | %s |\n", r.Label, u.Name, u.CPUSeconds, per, hwm)
 			}
+		}
+		w("\n")
+
+		for _, j := range s.Joiners {
+			var lo, hi, sum int64
+			var cpu float64
+			for _, u := range j.Usage {
+				if u.Name == "broker" || u.Name == "clickhouse" {
+					continue
+				}
+				if lo == 0 || u.PeakRSS < lo {
+					lo = u.PeakRSS
+				}
+				hi, sum, cpu = max(hi, u.PeakRSS), sum+u.PeakRSS, cpu+u.CPUSeconds
+			}
+			w("- joiner x%d, %s identities: peak RSS %s to %s per member, **%s summed** (%.0f bytes per identity); %.2f CPU s per million records summed over the members.\n",
+				j.Processes, thousands(float64(s.Identities)), mib(lo), mib(hi), gib(sum), float64(sum)/float64(max(s.Identities, 1)), cpu/(float64(max(j.Records, 1))/1e6))
 		}
 		w("\n")
 
@@ -363,4 +413,37 @@ func writeFindings(w func(string, ...any), rep *report, s sizeResult) {
 		w("| %s | %s | %s | %s |\n", c, thousands(float64(s.TruthCounts[c])), thousands(float64(s.JoinerCounts[c])), nv)
 	}
 	w("\nCounts of current findings (open and resolved) per classification. The baseline ignores node-agent evidence (the ground truth's identity_mismatch includes cloned nodes seen in heartbeats) and quota; when it stopped before the end, its counts are partial.\n\n")
+}
+
+// writeScaling writes the cost per record of each joiner count against
+// the first's: over the whole phase, and over its settled window.
+func writeScaling(w func(string, ...any), js []consumerResult) {
+	w("### Cost per record by joiner count\n\n")
+	w("CPU seconds of the joiner processes, summed over the members, per million records: over the whole phase (start, group join and the rebalances as members join included), " +
+		"and over the phase once the group settled (every member owns partitions; per million events the members applied, `driftline_joiner_events_total`) until it caught up. " +
+		"On a machine of few cores the members share them, so CPU time per record, not records/s, is what compares the counts.\n\n")
+	w("| joiners | whole phase: CPU s per million records | ratio to x%d | settled after | settled window: events (seconds) | CPU s per million events | ratio to x%d | with broker and ClickHouse |\n|---|---|---|---|---|---|---|---|\n",
+		js[0].Processes, js[0].Processes)
+	base := ownCPUPerMillion(&js[0])
+	var steadyBase float64
+	if js[0].Steady != nil {
+		steadyBase = js[0].Steady.CPUPerMillion
+	}
+	ratio := func(v, b float64) string {
+		if b <= 0 || v <= 0 {
+			return "-"
+		}
+		return fmt.Sprintf("%.2f", v/b)
+	}
+	for i := range js {
+		j := &js[i]
+		own := ownCPUPerMillion(j)
+		if st := j.Steady; st != nil {
+			w("| %d | %.2f | %s | %.1f s | %s (%.1f s) | **%.2f** | **%s** | %.2f |\n", j.Processes, own, ratio(own, base),
+				st.Start, thousands(float64(st.Events)), st.Seconds, st.CPUPerMillion, ratio(st.CPUPerMillion, steadyBase), st.AllCPUPerMillion)
+		} else {
+			w("| %d | %.2f | %s | not settled before catching up | | | | |\n", j.Processes, own, ratio(own, base))
+		}
+	}
+	w("\n")
 }
