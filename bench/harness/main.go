@@ -57,6 +57,7 @@ type options struct {
 	sizeIdentities  bool
 	fleetRounds     int
 	fleetUsage      int
+	memFloor        int64
 	joiners         []int
 	scalingUpTo     int
 	partitions      int
@@ -84,6 +85,7 @@ func main() {
 	flag.BoolVar(&o.sizeIdentities, "sizes.identities", false, "-sizes count identities rather than events (about 7.5 events per identity with the default fleet; with -fleet.rounds 1 -fleet.usage 0, about 2.3 on the joiner's topics)")
 	flag.IntVar(&o.fleetRounds, "fleet.rounds", 3, "scan rounds of the generated fleet; 1 observes each identity once (fewer events per identity; stale findings stay at posture retry)")
 	flag.IntVar(&o.fleetUsage, "fleet.usage", 1, "usage events per resource and round; 0 generates no usage (then skip the rater and billing phases: -rater=false)")
+	memFloor := flag.Float64("mem.floor", 1.5, "stop a consumer phase when the machine's available memory (MemAvailable) falls below this many GiB, and report it, rather than let the kernel's OOM killer pick a process; 0 disables")
 	joiners := flag.String("joiners", "1,2,4", "joiner process counts to run, one consumer group each; 0 runs no joiner phase")
 	scaling := flag.String("scaling.upTo", "2m", "sizes above this run only the first -joiners count (and its restore), to bound the run's length")
 	flag.IntVar(&o.partitions, "partitions", 8, "partitions per topic")
@@ -104,6 +106,7 @@ func main() {
 	flag.BoolVar(&o.keep, "keep", false, "keep each stack's broker and ClickHouse data in the run directory (logs are always kept)")
 	flag.Parse()
 	o.command = "go run ./bench/harness " + strings.Join(os.Args[1:], " ")
+	o.memFloor = int64(*memFloor * (1 << 30))
 	var err error
 	if o.sizes, err = parseSizes(*sizes); err != nil {
 		log.Fatal(err)

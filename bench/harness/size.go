@@ -7,6 +7,7 @@ import (
 	"log"
 	"os"
 	"path/filepath"
+	"runtime/debug"
 	"sort"
 	"strconv"
 	"strings"
@@ -118,6 +119,11 @@ func runSize(ctx context.Context, o options, runDir string, size int, latency bo
 	if err != nil {
 		return res, err
 	}
+	// The generator's plan is the largest thing the harness holds (about
+	// 10 GiB at 10M identities); the phases need only the truth, and the
+	// processes they measure need the memory.
+	g = nil
+	debug.FreeOSMemory()
 	for _, t := range e.names.Joined() {
 		res.JoinedRecords += res.Produce.ByTopic[t]
 	}
@@ -252,10 +258,24 @@ func (e *env) consumerPhase(ctx context.Context, label, group, db string, topicN
 	start := procs[0].started
 	mark := markCPU(e.infra)
 	load := loadavg()
+	var memChecked time.Time
 	alive := func() error {
 		for _, c := range procs {
 			if c.exited() {
 				return fmt.Errorf("%s exited: %v; log tail:\n%s", c.name, c.err, c.tail(2000))
+			}
+		}
+		if e.o.memFloor > 0 && time.Since(memChecked) >= time.Second {
+			memChecked = time.Now()
+			if avail, err := statusFieldFile("/proc/meminfo", "MemAvailable:"); err == nil && avail < e.o.memFloor {
+				var rss int64
+				for _, c := range procs {
+					if n, err := statusField(c.pid(), "VmRSS:"); err == nil {
+						rss += n
+					}
+				}
+				return fmt.Errorf("stopped: the machine's available memory fell to %s, below -mem.floor %s, with the %d process(es) at %s resident together; "+
+					"Possible solutions: a smaller -sizes, or a machine with more memory", gib(avail), gib(e.o.memFloor), len(procs), gib(rss))
 			}
 		}
 		return nil
@@ -341,8 +361,9 @@ func (e *env) joinerPhase(ctx context.Context, n int, logf func(string, ...any))
 	}
 	settled := e.watchSettled(ctx, procs)
 	r, err := e.consumerPhase(ctx, fmt.Sprintf("joiner x%d", n), group, db, e.names.Joined(), procs, e.o.phaseTimeout, logf)
+	steady := settled.window(ctx, r, procs)
 	if r != nil && r.CaughtUp {
-		r.Steady = settled.window(ctx, r, procs)
+		r.Steady = steady
 		if w := r.Steady; w != nil {
 			logf("joiner x%d settled %.1fs after start: %d events in %.1fs, %.2f joiner CPU s per million events (%.2f with broker and ClickHouse)",
 				n, w.Start, w.Events, w.Seconds, w.CPUPerMillion, w.AllCPUPerMillion)
@@ -678,13 +699,13 @@ func (e *env) watchSettled(ctx context.Context, procs []*child) *settledMark {
 }
 
 // window stops watching and returns the phase's settled window, nil if the
-// group caught up before it settled. Call it as soon as the phase has
+// group caught up before it settled, or did not catch up. Call it as soon as the phase has
 // caught up: the joiners' CPU time is r's (read then), the events and the
 // broker's and ClickHouse's CPU time are read now.
 func (m *settledMark) window(ctx context.Context, r *consumerResult, procs []*child) *steadyWindow {
 	m.cancel()
 	<-m.done
-	if !m.ok {
+	if !m.ok || r == nil || !r.CaughtUp {
 		return nil
 	}
 	var events float64
