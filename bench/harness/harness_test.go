@@ -18,13 +18,22 @@ import (
 	"github.com/driftline/driftline/pipeline/contract"
 )
 
+// burnSink keeps TestProcReadings's loop from being optimised away.
+var burnSink int
+
 func TestProcReadings(t *testing.T) {
-	// Burn a little CPU so the counter moves off zero.
-	deadline := time.Now().Add(50 * time.Millisecond)
-	for x := 0; time.Now().Before(deadline); x++ {
-		_ = x * x
+	// Burn CPU until the counter moves off zero: on a loaded machine 50 ms
+	// of wall time may get less than one clock tick of CPU.
+	var cpu float64
+	var err error
+	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); {
+		for x := 0; x < 1_000_000; x++ {
+			burnSink += x * x
+		}
+		if cpu, err = cpuSeconds(os.Getpid()); err != nil || cpu > 0 {
+			break
+		}
 	}
-	cpu, err := cpuSeconds(os.Getpid())
 	if err != nil || cpu <= 0 {
 		t.Fatalf("cpuSeconds = %v, %v", cpu, err)
 	}
