@@ -21,24 +21,27 @@ type report struct {
 }
 
 type sizeResult struct {
-	Name          string           `json:"name"`
-	Unit          string           `json:"unit"` // what Name counts: events or identities (-sizes.identities)
-	Rounds        int              `json:"rounds"`
-	Identities    int              `json:"identities"`
-	FleetFlags    string           `json:"fleet_flags"`
-	TruthFindings int              `json:"truth_findings"`
-	TruthCounts   map[string]int   `json:"truth_counts"`
-	JoinerCounts  map[string]int   `json:"joiner_counts,omitempty"` // first joiner phase, by classification
-	Produce       produced         `json:"produce"`
-	ProduceUsage  []usage          `json:"produce_usage"`
-	JoinedRecords int64            `json:"joined_records"`
-	Joiners       []consumerResult `json:"joiners"`
-	Restores      []restoreResult  `json:"restores"`
-	Storage       *storageResult   `json:"storage,omitempty"`
-	Naive         *consumerResult  `json:"naive,omitempty"`
-	NaiveStorage  *storageResult   `json:"naive_storage,omitempty"`
-	Rater         *consumerResult  `json:"rater,omitempty"`
-	Billing       *consumerResult  `json:"billing,omitempty"`
+	Name   string `json:"name"`
+	Unit   string `json:"unit"` // what Name counts: events or identities (-sizes.identities)
+	Rounds int    `json:"rounds"`
+	// HarnessPeakRSS is the harness's VmHWM after generating and
+	// producing (the plan and the truth), before the phases.
+	HarnessPeakRSS int64            `json:"harness_peak_rss_bytes"`
+	Identities     int              `json:"identities"`
+	FleetFlags     string           `json:"fleet_flags"`
+	TruthFindings  int              `json:"truth_findings"`
+	TruthCounts    map[string]int   `json:"truth_counts"`
+	JoinerCounts   map[string]int   `json:"joiner_counts,omitempty"` // first joiner phase, by classification
+	Produce        produced         `json:"produce"`
+	ProduceUsage   []usage          `json:"produce_usage"`
+	JoinedRecords  int64            `json:"joined_records"`
+	Joiners        []consumerResult `json:"joiners"`
+	Restores       []restoreResult  `json:"restores"`
+	Storage        *storageResult   `json:"storage,omitempty"`
+	Naive          *consumerResult  `json:"naive,omitempty"`
+	NaiveStorage   *storageResult   `json:"naive_storage,omitempty"`
+	Rater          *consumerResult  `json:"rater,omitempty"`
+	Billing        *consumerResult  `json:"billing,omitempty"`
 }
 
 type consumerResult struct {

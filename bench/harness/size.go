@@ -119,11 +119,15 @@ func runSize(ctx context.Context, o options, runDir string, size int, latency bo
 	if err != nil {
 		return res, err
 	}
-	// The generator's plan is the largest thing the harness holds (about
-	// 10 GiB at 10M identities); the phases need only the truth, and the
-	// processes they measure need the memory.
+	// The generator's plan is the largest thing the harness holds; the
+	// phases need only the truth, and the processes they measure need the
+	// memory.
 	g = nil
+	res.HarnessPeakRSS, _ = peakRSS(os.Getpid())
 	debug.FreeOSMemory()
+	if rss, err := statusField(os.Getpid(), "VmRSS:"); err == nil {
+		logf("harness: peak RSS %s generating, %s resident after freeing the plan", gib(res.HarnessPeakRSS), gib(rss))
+	}
 	for _, t := range e.names.Joined() {
 		res.JoinedRecords += res.Produce.ByTopic[t]
 	}
