@@ -200,7 +200,7 @@ func renderMarkdown(rep *report) string {
 		} else {
 			w("## %s events (%s identities)\n\n", s.Name, thousands(float64(s.Identities)))
 		}
-		w("Fleet: `fleetgen %s` (seed 1, %d rounds); %s events generated (redeliveries included), %s Kafka records "+
+		w("Fleet: `fleetgen %s` (seed 1, scan rounds: %d); %s events generated (redeliveries included), %s Kafka records "+
 			"(scan markers on every partition), %s of them on the joiner's three topics; ground truth %s findings.\n\n",
 			s.FleetFlags, s.Rounds, thousands(float64(s.Produce.Lines)), thousands(float64(s.Produce.Records)), thousands(float64(s.JoinedRecords)), thousands(float64(s.TruthFindings)))
 
