@@ -306,6 +306,11 @@ func renderMarkdown(rep *report) string {
 				}
 				hi, sum, cpu = max(hi, u.PeakRSS), sum+u.PeakRSS, cpu+u.CPUSeconds
 			}
+			if !j.CaughtUp {
+				w("- joiner x%d, stopped with %.0f%% of the records committed: peak RSS %s to %s per member, %s summed by then (of a fleet of %s identities, not all applied yet); %.2f CPU s per million records committed, summed over the members.\n",
+					j.Processes, 100*float64(j.Records)/float64(max(j.End, 1)), mib(lo), mib(hi), gib(sum), thousands(float64(s.Identities)), cpu/(float64(max(j.Records, 1))/1e6))
+				continue
+			}
 			w("- joiner x%d, %s identities: peak RSS %s to %s per member, **%s summed** (%.0f bytes per identity); %.2f CPU s per million records summed over the members.\n",
 				j.Processes, thousands(float64(s.Identities)), mib(lo), mib(hi), gib(sum), float64(sum)/float64(max(s.Identities, 1)), cpu/(float64(max(j.Records, 1))/1e6))
 		}
