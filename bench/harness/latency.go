@@ -286,7 +286,7 @@ func (e *env) latencyPhase(ctx context.Context, logf func(string, ...any)) (*lat
 			}
 		}
 	}
-	res.Achieved = float64(res.Acked) / float64(whole)
+	res.Achieved = float64(res.Acked) / float64(max(whole, 1))
 	res.Probes = probeN
 	res.Seen = len(lat)
 	slices.Sort(lat)
