@@ -12,16 +12,28 @@ import (
 	"testing"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kgo"
+
 	"github.com/driftline/driftline/internal/fleet"
+	"github.com/driftline/driftline/pipeline/contract"
 )
 
+// burnSink keeps TestProcReadings's loop from being optimised away.
+var burnSink int
+
 func TestProcReadings(t *testing.T) {
-	// Burn a little CPU so the counter moves off zero.
-	deadline := time.Now().Add(50 * time.Millisecond)
-	for x := 0; time.Now().Before(deadline); x++ {
-		_ = x * x
+	// Burn CPU until the counter moves off zero: on a loaded machine 50 ms
+	// of wall time may get less than one clock tick of CPU.
+	var cpu float64
+	var err error
+	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); {
+		for x := 0; x < 1_000_000; x++ {
+			burnSink += x * x
+		}
+		if cpu, err = cpuSeconds(os.Getpid()); err != nil || cpu > 0 {
+			break
+		}
 	}
-	cpu, err := cpuSeconds(os.Getpid())
 	if err != nil || cpu <= 0 {
 		t.Fatalf("cpuSeconds = %v, %v", cpu, err)
 	}
@@ -147,5 +159,83 @@ func TestReportAndPlot(t *testing.T) {
 	rep.Sizes[0].Joiners[0].Seconds = shortPhase.Seconds()
 	if md := renderMarkdown(rep); strings.Contains(md, "is weighed on") {
 		t.Errorf("phase of %v marked short", shortPhase)
+	}
+}
+
+// The latency feeder writes its events without fmt; each must still be an
+// event the contract accepts, keyed and partitioned as the gateway would.
+func TestLatencyGenValid(t *testing.T) {
+	g := newLatencyGen(8, contract.DefaultTopics(), 3, 2)
+	v := contract.Validator{Environment: contract.EnvLocalParity}
+	now := time.Date(2026, 11, 25, 3, 4, 5, 6_000_000, time.UTC)
+	var recs []*kgo.Record
+	for i := range g.healthy {
+		recs = append(recs, g.record(&g.healthy[i], now), g.observation(&g.healthy[i], "running", now))
+	}
+	recs = append(recs, g.observation(&g.probes[1], "stopped", now))
+	ids := map[string]bool{}
+	for _, r := range recs {
+		env, p, verr := v.DecodeEvent(r.Value)
+		if verr != nil {
+			t.Fatalf("%s: %v", r.Value, verr)
+		}
+		if ids[env.EventID] {
+			t.Fatalf("event id %s repeated", env.EventID)
+		}
+		ids[env.EventID] = true
+		if !env.OccurredAt.Equal(now.Truncate(time.Millisecond)) {
+			t.Errorf("occurred_at %v, want %v", env.OccurredAt, now)
+		}
+		var pid string
+		switch p := p.(type) {
+		case *contract.PlatformRecord:
+			pid = p.ProviderID
+		case *contract.Observation:
+			pid = p.ProviderID
+		default:
+			t.Fatalf("payload %T", p)
+		}
+		if key := contract.IdentityKey(contract.ProviderAppRuntime, pid); string(r.Key) != key || r.Partition != contract.Partition(r.Key, 8) {
+			t.Errorf("%s: key %s partition %d, want %s partition %d", pid, r.Key, r.Partition, key, contract.Partition(r.Key, 8))
+		}
+	}
+	if o := g.observation(&g.probes[1], "stopped", now); !strings.Contains(string(o.Value), `"provider_id":"app-latp-0000001"`) || !strings.Contains(string(o.Value), `"observed_state":"stopped"`) {
+		t.Errorf("probe observation %s", o.Value)
+	}
+}
+
+// -sizes.identities with one round and no usage: the fleet has the
+// identities asked for, each with its record, in about 2.3 events each.
+func TestFleetConfigIdentities(t *testing.T) {
+	o := options{sizeIdentities: true, fleetRounds: 1, fleetUsage: 0}
+	for _, ids := range []int{30_000, 10_000_000} {
+		cfg, unit := fleetConfig(o, ids)
+		if unit != "identities" {
+			t.Fatalf("unit %q", unit)
+		}
+		if err := cfg.Validate(); err != nil {
+			t.Fatalf("%d: %v", ids, err)
+		}
+		got := cfg.Domains * (cfg.NodesPerDomain + cfg.AppsPerDomain + cfg.VolumesPerDomain + cfg.EndpointsPerDomain)
+		if got < ids*99/100 || got > ids*101/100 {
+			t.Errorf("%d identities asked: %d", ids, got)
+		}
+	}
+	cfg, _ := fleetConfig(o, 30_000)
+	g, err := fleet.New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	byType := map[string]int{}
+	_ = g.Emit(func(ev *fleet.Event) error { byType[ev.Type]++; return nil })
+	n := 0
+	for _, c := range byType {
+		n += c
+	}
+	if byType[contract.TypeUsageRecorded] != 0 || n < 60_000 || n > 75_000 || byType[contract.TypePlatformRecord] < 30_000 {
+		t.Errorf("30,000 identities in one round: %d events, %v", n, byType)
+	}
+	if def, _ := fleetConfig(options{fleetRounds: 3, fleetUsage: 1}, 1_000_000); def.Rounds != fleet.SizedConfig(1_000_000).Rounds || def.UsagePerResource != 1 {
+		t.Errorf("the default sizes changed: %+v", def)
 	}
 }

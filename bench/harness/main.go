@@ -25,9 +25,11 @@
 //     totals checked against the ground truth.
 //
 // A latency phase runs once per invocation: one joiner on its own topics,
-// fed at a fixed rate with events stamped with the wall clock; a sample of
-// them opens a finding each, and the harness polls ClickHouse until each
-// is queryable (occurred_at to queryable, p50/p99).
+// fed at a fixed rate (100,000 events/s by default) with events stamped
+// with the wall clock; a sample of them opens a finding each, and the
+// harness reads the open findings as the query API lists them until each
+// is there (occurred_at to queryable, p50/p99), beside the rate the broker
+// acknowledged.
 //
 //	go run ./bench/harness -sizes 1m            # after make build
 //	go run ./bench/harness -sizes 1m,10m -results bench/RESULTS.md -plot bench/scaling.png
@@ -52,6 +54,10 @@ import (
 
 type options struct {
 	sizes           []int
+	sizeIdentities  bool
+	fleetRounds     int
+	fleetUsage      int
+	memFloor        int64
 	joiners         []int
 	scalingUpTo     int
 	partitions      int
@@ -76,6 +82,10 @@ type options struct {
 func main() {
 	var o options
 	sizes := flag.String("sizes", "1m", "data set sizes in generated events, comma separated (k and m suffixes); about 7.5 events per identity")
+	flag.BoolVar(&o.sizeIdentities, "sizes.identities", false, "-sizes count identities rather than events (about 7.5 events per identity with the default fleet; with -fleet.rounds 1 -fleet.usage 0, about 2.3 on the joiner's topics)")
+	flag.IntVar(&o.fleetRounds, "fleet.rounds", 3, "scan rounds of the generated fleet; 1 observes each identity once (fewer events per identity; stale findings stay at posture retry)")
+	flag.IntVar(&o.fleetUsage, "fleet.usage", 1, "usage events per resource and round; 0 generates no usage (then skip the rater and billing phases: -rater=false)")
+	memFloor := flag.Float64("mem.floor", 1.5, "stop a consumer phase when the machine's available memory (MemAvailable) falls below this many GiB, and report it, rather than let the kernel's OOM killer pick a process; 0 disables")
 	joiners := flag.String("joiners", "1,2,4", "joiner process counts to run, one consumer group each; 0 runs no joiner phase")
 	scaling := flag.String("scaling.upTo", "2m", "sizes above this run only the first -joiners count (and its restore), to bound the run's length")
 	flag.IntVar(&o.partitions, "partitions", 8, "partitions per topic")
@@ -86,16 +96,17 @@ func main() {
 	flag.BoolVar(&o.rater, "rater", true, "run bin/rater over usage.events (rating only, -billing.enabled=false)")
 	flag.BoolVar(&o.billing, "billing", true, "run the billing reconciler (bin/rater -rater.enabled=false) over the billing topics after the rater phase, and check rated_usage against the ground truth's totals")
 	flag.BoolVar(&o.ledger, "ledger", true, "generate the ledger's entries (billing.ledger, fleet.DefaultLedger) beside the usage, so that the billing reconciler reconciles rated lines against postings rather than opening rated_not_ledgered for every line")
-	flag.IntVar(&o.latencyRate, "latency.rate", 20000, "events per second fed during the latency phase (0 skips it)")
+	flag.IntVar(&o.latencyRate, "latency.rate", 100000, "events per second fed during the latency phase (0 skips it); the achieved rate is reported beside it")
 	flag.DurationVar(&o.latencyDuration, "latency.duration", 30*time.Second, "length of the latency phase")
 	flag.StringVar(&o.out, "out", "bench/out", "directory for stacks, logs and results.json of this run (each run in a new subdirectory)")
 	flag.StringVar(&o.results, "results", "", "write the Markdown report to this file (e.g. bench/RESULTS.md); always written to the run directory")
 	flag.StringVar(&o.plot, "plot", "", "write the scaling plot to this PNG file (e.g. bench/scaling.png); always written to the run directory")
 	flag.StringVar(&o.binDir, "bin", "bin", "directory of the pipeline binaries (make build) and bin/naive")
-	flag.BoolVar(&o.profile, "profile", false, "write a CPU profile of every joiner, rater and billing process next to its log (log/<name>.cpu.pprof)")
+	flag.BoolVar(&o.profile, "profile", false, "write a CPU profile of every joiner, rater and billing process next to its log (log/<name>.cpu.pprof), and of the harness while it feeds the latency phase (log/latency-feeder.cpu.pprof)")
 	flag.BoolVar(&o.keep, "keep", false, "keep each stack's broker and ClickHouse data in the run directory (logs are always kept)")
 	flag.Parse()
 	o.command = "go run ./bench/harness " + strings.Join(os.Args[1:], " ")
+	o.memFloor = int64(*memFloor * (1 << 30))
 	var err error
 	if o.sizes, err = parseSizes(*sizes); err != nil {
 		log.Fatal(err)

@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime/pprof"
 	"strconv"
 	"strings"
 	"syscall"
@@ -246,4 +247,21 @@ func (c *child) scrape(ctx context.Context, names ...string) (map[string]float64
 		}
 	}
 	return out, sc.Err()
+}
+
+// profileSelf writes a CPU profile of the harness to path until the
+// returned function is called.
+func profileSelf(path string) (func(), error) {
+	f, err := os.Create(path)
+	if err != nil {
+		return nil, err
+	}
+	if err := pprof.StartCPUProfile(f); err != nil {
+		f.Close()
+		return nil, err
+	}
+	return func() {
+		pprof.StopCPUProfile()
+		f.Close()
+	}, nil
 }

@@ -21,22 +21,27 @@ type report struct {
 }
 
 type sizeResult struct {
-	Name          string           `json:"name"`
-	Identities    int              `json:"identities"`
-	FleetFlags    string           `json:"fleet_flags"`
-	TruthFindings int              `json:"truth_findings"`
-	TruthCounts   map[string]int   `json:"truth_counts"`
-	JoinerCounts  map[string]int   `json:"joiner_counts,omitempty"` // first joiner phase, by classification
-	Produce       produced         `json:"produce"`
-	ProduceUsage  []usage          `json:"produce_usage"`
-	JoinedRecords int64            `json:"joined_records"`
-	Joiners       []consumerResult `json:"joiners"`
-	Restores      []restoreResult  `json:"restores"`
-	Storage       *storageResult   `json:"storage,omitempty"`
-	Naive         *consumerResult  `json:"naive,omitempty"`
-	NaiveStorage  *storageResult   `json:"naive_storage,omitempty"`
-	Rater         *consumerResult  `json:"rater,omitempty"`
-	Billing       *consumerResult  `json:"billing,omitempty"`
+	Name   string `json:"name"`
+	Unit   string `json:"unit"` // what Name counts: events or identities (-sizes.identities)
+	Rounds int    `json:"rounds"`
+	// HarnessPeakRSS is the harness's VmHWM after generating and
+	// producing (the plan and the truth), before the phases.
+	HarnessPeakRSS int64            `json:"harness_peak_rss_bytes"`
+	Identities     int              `json:"identities"`
+	FleetFlags     string           `json:"fleet_flags"`
+	TruthFindings  int              `json:"truth_findings"`
+	TruthCounts    map[string]int   `json:"truth_counts"`
+	JoinerCounts   map[string]int   `json:"joiner_counts,omitempty"` // first joiner phase, by classification
+	Produce        produced         `json:"produce"`
+	ProduceUsage   []usage          `json:"produce_usage"`
+	JoinedRecords  int64            `json:"joined_records"`
+	Joiners        []consumerResult `json:"joiners"`
+	Restores       []restoreResult  `json:"restores"`
+	Storage        *storageResult   `json:"storage,omitempty"`
+	Naive          *consumerResult  `json:"naive,omitempty"`
+	NaiveStorage   *storageResult   `json:"naive_storage,omitempty"`
+	Rater          *consumerResult  `json:"rater,omitempty"`
+	Billing        *consumerResult  `json:"billing,omitempty"`
 }
 
 type consumerResult struct {
@@ -58,6 +63,27 @@ type consumerResult struct {
 	NaiveCounts   map[string]int `json:"naive_counts,omitempty"`
 	Samples       []sample       `json:"samples,omitempty"`
 	Load          string         `json:"load"` // /proc/loadavg at the start
+	// Steady is the part of a joiner phase after its group settled.
+	Steady *steadyWindow `json:"steady,omitempty"`
+}
+
+// steadyWindow is a joiner phase from the moment its group settled (every
+// member owns partitions, the start's rebalances and restores are over)
+// until it caught up: the cost per record of joiners that keep running,
+// without the start that a phase of a few seconds is weighed by, and which
+// differs with the number of members (the first to join takes every
+// partition, applies some of each, and hands most back).
+type steadyWindow struct {
+	Start   float64 `json:"start_seconds"` // settled, seconds after the first process's start
+	Seconds float64 `json:"seconds"`       // settled to caught up
+	Records int64   `json:"records"`       // the phase's, for reference
+	// Events are those the members applied in the window
+	// (driftline_joiner_events_total, summed).
+	Events        int64   `json:"events"`
+	CPUSeconds    float64 `json:"cpu_seconds"` // the joiner processes', summed
+	CPUPerMillion float64 `json:"cpu_seconds_per_million"`
+	// AllCPUPerMillion adds the broker's and ClickHouse's CPU time.
+	AllCPUPerMillion float64 `json:"all_cpu_seconds_per_million"`
 }
 
 type restoreResult struct {
@@ -123,6 +149,8 @@ func firstProcs(s sizeResult) int {
 	return 0
 }
 
+func gib(b int64) string { return fmt.Sprintf("%.2f GiB", float64(b)/(1<<30)) }
+
 func mib(b int64) string { return fmt.Sprintf("%.0f MiB", float64(b)/(1<<20)) }
 
 func thousands(v float64) string {
@@ -167,10 +195,14 @@ func renderMarkdown(rep *report) string {
 		"the phases run one after the other on the same topics, so the ratios between them hold even when the machine is noisy.\n\n", m.CPUs)
 
 	for _, s := range rep.Sizes {
-		w("## %s events (%s identities)\n\n", s.Name, thousands(float64(s.Identities)))
-		w("Fleet: `fleetgen %s` (seed 1, 3 rounds); %s events generated (redeliveries included), %s Kafka records "+
+		if s.Unit == "identities" {
+			w("## %s identities (%s events)\n\n", s.Name, thousands(float64(s.Produce.Lines)))
+		} else {
+			w("## %s events (%s identities)\n\n", s.Name, thousands(float64(s.Identities)))
+		}
+		w("Fleet: `fleetgen %s` (seed 1, scan rounds: %d); %s events generated (redeliveries included), %s Kafka records "+
 			"(scan markers on every partition), %s of them on the joiner's three topics; ground truth %s findings.\n\n",
-			s.FleetFlags, thousands(float64(s.Produce.Lines)), thousands(float64(s.Produce.Records)), thousands(float64(s.JoinedRecords)), thousands(float64(s.TruthFindings)))
+			s.FleetFlags, s.Rounds, thousands(float64(s.Produce.Lines)), thousands(float64(s.Produce.Records)), thousands(float64(s.JoinedRecords)), thousands(float64(s.TruthFindings)))
 
 		w("### Throughput per stage\n\n")
 		w("| stage | processes | records | time | records/s | CPU s per million records | records per CPU s of the stage's own processes | ratio to baseline | load average at start |\n|---|---|---|---|---|---|---|---|---|\n")
@@ -229,6 +261,10 @@ func renderMarkdown(rep *report) string {
 			}
 		}
 
+		if len(s.Joiners) > 1 {
+			writeScaling(w, s.Joiners)
+		}
+
 		w("### CPU and memory per process\n\n")
 		w("| stage | process | CPU s | CPU s per million records | peak RSS (VmHWM) |\n|---|---|---|---|---|\n")
 		all := append([]consumerResult(nil), s.Joiners...)
@@ -255,6 +291,28 @@ func renderMarkdown(rep *report) string {
 				}
 				w("| %s | %s | %.1f | %.1f | %s |\n", r.Label, u.Name, u.CPUSeconds, per, hwm)
 			}
+		}
+		w("\n")
+
+		for _, j := range s.Joiners {
+			var lo, hi, sum int64
+			var cpu float64
+			for _, u := range j.Usage {
+				if u.Name == "broker" || u.Name == "clickhouse" {
+					continue
+				}
+				if lo == 0 || u.PeakRSS < lo {
+					lo = u.PeakRSS
+				}
+				hi, sum, cpu = max(hi, u.PeakRSS), sum+u.PeakRSS, cpu+u.CPUSeconds
+			}
+			if !j.CaughtUp {
+				w("- joiner x%d, stopped with %.0f%% of the records committed: peak RSS %s to %s per member, %s summed by then (of a fleet of %s identities, not all applied yet); %.2f CPU s per million records committed, summed over the members.\n",
+					j.Processes, 100*float64(j.Records)/float64(max(j.End, 1)), mib(lo), mib(hi), gib(sum), thousands(float64(s.Identities)), cpu/(float64(max(j.Records, 1))/1e6))
+				continue
+			}
+			w("- joiner x%d, %s identities: peak RSS %s to %s per member, **%s summed** (%.0f bytes per identity); %.2f CPU s per million records summed over the members.\n",
+				j.Processes, thousands(float64(s.Identities)), mib(lo), mib(hi), gib(sum), float64(sum)/float64(max(s.Identities, 1)), cpu/(float64(max(j.Records, 1))/1e6))
 		}
 		w("\n")
 
@@ -295,12 +353,17 @@ func renderMarkdown(rep *report) string {
 	}
 	if l := rep.Latency; l != nil {
 		w("## Latency: occurred_at to queryable\n\n")
-		w("One joiner on its own topics fed at %s events/s for %.0f s (%s identities, %d partitions), every event's occurred_at the wall clock when produced. "+
-			"%d of the observations disagree with their record and open a stale_lifecycle_state finding each; the harness polls `drift_evidence` every %d ms until each is there.\n\n",
-			thousands(float64(l.Rate)), l.Duration, thousands(float64(l.Identities)), rep.Partitions, l.Probes, l.PollMillis)
-		w("| sent | achieved events/s | findings seen | p50 | p99 | max |\n|---|---|---|---|---|---|\n")
-		w("| %s | %s | %d of %d | %.0f ms | %.0f ms | %.0f ms |\n\n", thousands(float64(l.Sent)), thousands(l.Achieved), l.Seen, l.Probes, l.P50, l.P99, l.Max)
-		w("The joiner flushes every `-joiner.flushInterval` (500 ms by default); latency is that interval, the ClickHouse write and the poll interval.\n\n")
+		w("One joiner on its own topics fed at %s events/s for %.0f s (%s identities, %d partitions), every event's occurred_at the wall clock when produced; load average %s when the feed started. "+
+			"%d of the observations disagree with their record and open a stale_lifecycle_state finding each; every %d ms the harness reads the open findings as the query API lists them "+
+			"(`reader.Findings`, the read of `GET /v1/drift`: the marks table, then the current rows) until each is there.\n\n",
+			thousands(float64(l.Rate)), l.Duration, thousands(float64(l.Identities)), rep.Partitions, l.Load, l.Probes, l.PollMillis)
+		w("| target events/s | acknowledged events/s (slowest second) | feeder behind schedule, at most | findings seen | p50 | p99 | max |\n|---|---|---|---|---|---|---|\n")
+		w("| %s | **%s** (%s) | %.0f ms | %d of %d | **%.0f ms** | **%.0f ms** | %.0f ms |\n\n",
+			thousands(float64(l.Rate)), thousands(l.Achieved), thousands(float64(l.SlowestSecond)), l.Behind, l.Seen, l.Probes, l.P50, l.P99, l.Max)
+		w("CPU seconds per million events fed: the feeder (the harness: encoding, producing, polling) %.2f, the joiner %.2f, the broker and ClickHouse %.2f; "+
+			"the joiner's peak RSS %s, and %s records not yet committed when the feed stopped (it commits after each flush). "+
+			"The joiner flushes every `-joiner.flushInterval` (500 ms by default); latency is that interval, the producer's 5 ms linger, the ClickHouse write and up to one poll.\n\n",
+			l.FeederCPU, l.JoinerCPU, l.InfraCPU, mib(l.JoinerPeakRSS), thousands(float64(l.JoinerLag)))
 	}
 	if len(rep.Errors) > 0 {
 		w("## Failed phases\n\n")
@@ -358,4 +421,37 @@ func writeFindings(w func(string, ...any), rep *report, s sizeResult) {
 		w("| %s | %s | %s | %s |\n", c, thousands(float64(s.TruthCounts[c])), thousands(float64(s.JoinerCounts[c])), nv)
 	}
 	w("\nCounts of current findings (open and resolved) per classification. The baseline ignores node-agent evidence (the ground truth's identity_mismatch includes cloned nodes seen in heartbeats) and quota; when it stopped before the end, its counts are partial.\n\n")
+}
+
+// writeScaling writes the cost per record of each joiner count against
+// the first's: over the whole phase, and over its settled window.
+func writeScaling(w func(string, ...any), js []consumerResult) {
+	w("### Cost per record by joiner count\n\n")
+	w("CPU seconds of the joiner processes, summed over the members, per million records: over the whole phase (start, group join and the rebalances as members join included), " +
+		"and over the phase once the group settled (every member owns partitions; per million events the members applied, `driftline_joiner_events_total`) until it caught up. " +
+		"On a machine of few cores the members share them, so CPU time per record, not records/s, is what compares the counts.\n\n")
+	w("| joiners | whole phase: CPU s per million records | ratio to x%d | settled after | settled window: events (seconds) | CPU s per million events | ratio to x%d | with broker and ClickHouse |\n|---|---|---|---|---|---|---|---|\n",
+		js[0].Processes, js[0].Processes)
+	base := ownCPUPerMillion(&js[0])
+	var steadyBase float64
+	if js[0].Steady != nil {
+		steadyBase = js[0].Steady.CPUPerMillion
+	}
+	ratio := func(v, b float64) string {
+		if b <= 0 || v <= 0 {
+			return "-"
+		}
+		return fmt.Sprintf("%.2f", v/b)
+	}
+	for i := range js {
+		j := &js[i]
+		own := ownCPUPerMillion(j)
+		if st := j.Steady; st != nil {
+			w("| %d | %.2f | %s | %.1f s | %s (%.1f s) | **%.2f** | **%s** | %.2f |\n", j.Processes, own, ratio(own, base),
+				st.Start, thousands(float64(st.Events)), st.Seconds, st.CPUPerMillion, ratio(st.CPUPerMillion, steadyBase), st.AllCPUPerMillion)
+		} else {
+			w("| %d | %.2f | %s | not settled before catching up | | | | |\n", j.Processes, own, ratio(own, base))
+		}
+	}
+	w("\n")
 }

@@ -7,6 +7,7 @@ import (
 	"log"
 	"os"
 	"path/filepath"
+	"runtime/debug"
 	"sort"
 	"strconv"
 	"strings"
@@ -49,11 +50,8 @@ func runSize(ctx context.Context, o options, runDir string, size int, latency bo
 	logf := func(format string, args ...any) { log.Printf(name+": "+format, args...) }
 	res := &sizeResult{Name: name}
 
-	cfg := fleet.SizedConfig(size)
-	if o.ledger {
-		cfg.Ledger = fleet.DefaultLedger()
-		cfg.Ledger.Enabled = true
-	}
+	cfg, unit := fleetConfig(o, size)
+	res.Unit, res.Rounds = unit, cfg.Rounds
 	g, err := fleet.New(cfg)
 	if err != nil {
 		return nil, err
@@ -61,6 +59,15 @@ func runSize(ctx context.Context, o options, runDir string, size int, latency bo
 	res.Identities = cfg.Domains * (cfg.NodesPerDomain + cfg.AppsPerDomain + cfg.VolumesPerDomain + cfg.EndpointsPerDomain)
 	res.FleetFlags = fmt.Sprintf("-fleet.domains %d -fleet.nodes %d -fleet.apps %d -fleet.volumes %d -fleet.endpoints %d",
 		cfg.Domains, cfg.NodesPerDomain, cfg.AppsPerDomain, cfg.VolumesPerDomain, cfg.EndpointsPerDomain)
+	if cfg.Rounds != fleet.DefaultConfig().Rounds {
+		res.FleetFlags += fmt.Sprintf(" -fleet.rounds %d", cfg.Rounds)
+	}
+	if cfg.UsagePerResource != fleet.DefaultConfig().UsagePerResource {
+		res.FleetFlags += fmt.Sprintf(" -fleet.usagePerResource %d", cfg.UsagePerResource)
+	}
+	if o.ledger {
+		res.FleetFlags += " -fleet.ledger"
+	}
 
 	logf("starting the stack (ClickHouse, broker; %d partitions) in %s", o.partitions, dir)
 	st, err := stack.Start(ctx, stack.Options{
@@ -111,6 +118,15 @@ func runSize(ctx context.Context, o options, runDir string, size int, latency bo
 	res.ProduceUsage = mark.since()
 	if err != nil {
 		return res, err
+	}
+	// The generator's plan is the largest thing the harness holds; the
+	// phases need only the truth, and the processes they measure need the
+	// memory.
+	g = nil
+	res.HarnessPeakRSS, _ = peakRSS(os.Getpid())
+	debug.FreeOSMemory()
+	if rss, err := statusField(os.Getpid(), "VmRSS:"); err == nil {
+		logf("harness: peak RSS %s generating, %s resident after freeing the plan", gib(res.HarnessPeakRSS), gib(rss))
 	}
 	for _, t := range e.names.Joined() {
 		res.JoinedRecords += res.Produce.ByTopic[t]
@@ -194,6 +210,24 @@ func runSize(ctx context.Context, o options, runDir string, size int, latency bo
 	return res, errors.Join(errs...)
 }
 
+// fleetConfig is the fleet of one -sizes entry: size events, or size
+// identities with -sizes.identities, in o's rounds, with o's usage and
+// ledger.
+func fleetConfig(o options, size int) (cfg fleet.Config, unit string) {
+	events, unit := size, "events"
+	if o.sizeIdentities {
+		// SizedConfig counts 7.5 events per identity of the default fleet.
+		events, unit = size*15/2, "identities"
+	}
+	cfg = fleet.SizedConfig(events)
+	cfg.Rounds, cfg.UsagePerResource = o.fleetRounds, o.fleetUsage
+	if o.ledger {
+		cfg.Ledger = fleet.DefaultLedger()
+		cfg.Ledger.Enabled = true
+	}
+	return cfg, unit
+}
+
 // migrate creates database db with the read model's migrations.
 func (e *env) migrate(ctx context.Context, db string) error {
 	cfg := e.st.ClickHouse()
@@ -228,10 +262,24 @@ func (e *env) consumerPhase(ctx context.Context, label, group, db string, topicN
 	start := procs[0].started
 	mark := markCPU(e.infra)
 	load := loadavg()
+	var memChecked time.Time
 	alive := func() error {
 		for _, c := range procs {
 			if c.exited() {
 				return fmt.Errorf("%s exited: %v; log tail:\n%s", c.name, c.err, c.tail(2000))
+			}
+		}
+		if e.o.memFloor > 0 && time.Since(memChecked) >= time.Second {
+			memChecked = time.Now()
+			if avail, err := statusFieldFile("/proc/meminfo", "MemAvailable:"); err == nil && avail < e.o.memFloor {
+				var rss int64
+				for _, c := range procs {
+					if n, err := statusField(c.pid(), "VmRSS:"); err == nil {
+						rss += n
+					}
+				}
+				return fmt.Errorf("stopped: the machine's available memory fell to %s, below -mem.floor %s, with the %d process(es) at %s resident together; "+
+					"Possible solutions: a smaller -sizes, or a machine with more memory", gib(avail), gib(e.o.memFloor), len(procs), gib(rss))
 			}
 		}
 		return nil
@@ -315,7 +363,18 @@ func (e *env) joinerPhase(ctx context.Context, n int, logf func(string, ...any))
 	if err != nil {
 		return nil, nil, err
 	}
+	settled := e.watchSettled(ctx, procs)
 	r, err := e.consumerPhase(ctx, fmt.Sprintf("joiner x%d", n), group, db, e.names.Joined(), procs, e.o.phaseTimeout, logf)
+	steady := settled.window(ctx, r, procs)
+	if r != nil && r.CaughtUp {
+		r.Steady = steady
+		if w := r.Steady; w != nil {
+			logf("joiner x%d settled %.1fs after start: %d events in %.1fs, %.2f joiner CPU s per million events (%.2f with broker and ClickHouse)",
+				n, w.Start, w.Events, w.Seconds, w.CPUPerMillion, w.AllCPUPerMillion)
+		} else {
+			logf("joiner x%d: caught up before every member owned partitions; no settled window", n)
+		}
+	}
 	stopAll(procs)
 	if err != nil || !r.CaughtUp {
 		return r, nil, err
@@ -581,4 +640,104 @@ func (e *env) checkRatedTotals(ctx context.Context) string {
 		return "differs: " + strings.Join(diffs, "; ")
 	}
 	return fmt.Sprintf("equal (%d rated lines, %d tenant/unit totals)", got, len(sums))
+}
+
+// settledMark is the state of a joiner group when it settled: every member
+// owns partitions (min(members, partitions) of them own some, and the
+// partitions add up), so the rebalances of the start, with the restores
+// of moved partitions, are over.
+type settledMark struct {
+	cancel context.CancelFunc
+	done   chan struct{}
+	ok     bool
+	at     time.Time
+	events float64
+	cpu    map[string]float64 // per joiner process
+	infra  cpuMark
+}
+
+// settledPoll is how often watchSettled reads the members' metrics; each
+// read is one /metrics request per member.
+const settledPoll = 200 * time.Millisecond
+
+// watchSettled reads the members' metrics until the group has settled, and
+// marks the CPU time and the events applied then.
+func (e *env) watchSettled(ctx context.Context, procs []*child) *settledMark {
+	m := &settledMark{done: make(chan struct{})}
+	ctx, cancel := context.WithCancel(ctx)
+	go func() {
+		defer close(m.done)
+		for ctx.Err() == nil {
+			select {
+			case <-ctx.Done():
+				return
+			case <-time.After(settledPoll):
+			}
+			var assigned, events float64
+			owners := 0
+			ok := true
+			for _, c := range procs {
+				v, err := c.scrape(ctx, "driftline_joiner_partitions_assigned", "driftline_joiner_events_total")
+				if err != nil {
+					ok = false
+					break
+				}
+				assigned += v["driftline_joiner_partitions_assigned"]
+				events += v["driftline_joiner_events_total"]
+				if v["driftline_joiner_partitions_assigned"] > 0 {
+					owners++
+				}
+			}
+			if !ok || int(assigned) != e.o.partitions || owners != min(len(procs), e.o.partitions) {
+				continue
+			}
+			m.ok, m.at, m.events, m.cpu, m.infra = true, time.Now(), events, map[string]float64{}, markCPU(e.infra)
+			for _, c := range procs {
+				m.cpu[c.name] = c.usage().CPUSeconds
+			}
+			return
+		}
+	}()
+	m.cancel = cancel
+	return m
+}
+
+// window stops watching and returns the phase's settled window, nil if the
+// group caught up before it settled, or did not catch up. Call it as soon as the phase has
+// caught up: the joiners' CPU time is r's (read then), the events and the
+// broker's and ClickHouse's CPU time are read now.
+func (m *settledMark) window(ctx context.Context, r *consumerResult, procs []*child) *steadyWindow {
+	m.cancel()
+	<-m.done
+	if !m.ok || r == nil || !r.CaughtUp {
+		return nil
+	}
+	var events float64
+	for _, c := range procs {
+		v, err := c.scrape(ctx, "driftline_joiner_events_total")
+		if err != nil {
+			return nil
+		}
+		events += v["driftline_joiner_events_total"]
+	}
+	w := &steadyWindow{
+		Start:   m.at.Sub(procs[0].started).Seconds(),
+		Records: r.Records,
+		Events:  int64(events - m.events),
+	}
+	w.Seconds = r.Seconds - w.Start
+	for _, u := range r.Usage {
+		if c, ok := m.cpu[u.Name]; ok {
+			w.CPUSeconds += u.CPUSeconds - c
+		}
+	}
+	var infra float64
+	for _, u := range m.infra.since() {
+		infra += u.CPUSeconds
+	}
+	if w.Events > 0 {
+		w.CPUPerMillion = w.CPUSeconds / (float64(w.Events) / 1e6)
+		w.AllCPUPerMillion = (w.CPUSeconds + infra) / (float64(w.Events) / 1e6)
+	}
+	return w
 }
