@@ -61,6 +61,12 @@
 //     rebalance timeout; one that keeps failing makes the member leave
 //     the group loudly rather than run without its state, and Run
 //     returns why.
+//   - Rejoined: a Flush whose error wraps ErrRejoin (a transaction whose
+//     end did not reach the broker: its outcome is unknown and the
+//     session cannot go on) makes the member start over in the same
+//     process, as a restarted one would: it leaves the group (every
+//     partition released), joins again with a new client and session,
+//     which fences the old one, and restores what it is assigned.
 //
 // # Locking
 //

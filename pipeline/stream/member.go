@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"sync"
 	"time"
@@ -76,6 +77,16 @@ func (m *Member) Join(ctx context.Context, p Processor) error {
 		panic("BUG: stream: Member.Join called twice")
 	}
 	m.p = p
+	if err := m.join(ctx); err != nil {
+		m.adm.Close()
+		return fmt.Errorf("%s: %w", m.opts.Name, err)
+	}
+	return nil
+}
+
+// join creates the group consumer (and a transactional member's session)
+// and sets m.cl and m.sess.
+func (m *Member) join(ctx context.Context) error {
 	o := m.opts
 	copts := []kgo.Opt{
 		kgo.SeedBrokers(o.Brokers...),
@@ -101,14 +112,10 @@ func (m *Member) Join(ctx context.Context, p Processor) error {
 		copts = append(copts, kgo.InstanceID(o.InstanceID))
 	}
 	copts = append(append(copts, o.ConsumerOpts...), o.ClientOpts...)
-	fail := func(err error) error {
-		m.adm.Close()
-		return fmt.Errorf("%s: %w", o.Name, err)
-	}
 	if o.TransactionalID == "" {
 		cl, err := kgo.NewClient(copts...)
 		if err != nil {
-			return fail(fmt.Errorf("consumer: %w", err))
+			return fmt.Errorf("consumer: %w", err)
 		}
 		m.cl = cl
 		return nil
@@ -116,12 +123,43 @@ func (m *Member) Join(ctx context.Context, p Processor) error {
 	copts = append(copts, kgo.TransactionalID(o.TransactionalID), kgo.TransactionTimeout(o.TransactionTimeout))
 	sess, err := kgo.NewGroupTransactSession(copts...)
 	if err != nil {
-		return fail(fmt.Errorf("transact session: %w", err))
+		return fmt.Errorf("transact session: %w", err)
+	}
+	if _, _, err := sess.Client().ProducerID(ctx); err != nil {
+		sess.Close()
+		return fmt.Errorf("init transactional id %q: %w", o.TransactionalID, err)
 	}
 	m.sess, m.cl = sess, sess.Client()
-	if _, _, err := m.cl.ProducerID(ctx); err != nil {
-		sess.Close()
-		return fail(fmt.Errorf("init transactional id %q: %w", o.TransactionalID, err))
+	return nil
+}
+
+// ErrRejoin, wrapped in the error of a Flush, says that the member must
+// start over as a restarted process would: a transaction whose end did
+// not reach the broker (one restarting, say) has an unknown outcome, and
+// the session cannot begin another. Run then leaves the group, releasing
+// every partition, and joins again with a new client: a new session
+// fences the old one (its open transaction is aborted), and the
+// partitions are restored from what was committed.
+var ErrRejoin = errors.New("the member must leave the group and join again")
+
+// rejoin leaves the group and joins it again (ErrRejoin), trying until
+// it succeeds or ctx ends.
+func (m *Member) rejoin(ctx context.Context, why error) error {
+	m.opts.Logger.Warn("leaving the group and joining again with a new client, as a restarted process would",
+		"group", m.opts.Group, "err", why)
+	m.cl.CloseAllowingRebalance() // the group's callbacks release what they can
+	m.mu.Lock()
+	if len(m.owned) > 0 {
+		ps := slices.Sorted(maps.Keys(m.owned))
+		clear(m.owned)
+		m.p.Release(ps, true)
+	}
+	m.mu.Unlock()
+	err := retry.Do(ctx.Done(), retry.Writes, func() error { return m.join(ctx) }, func(err error, wait time.Duration) {
+		m.opts.Logger.Warn("joining the group again failed; retrying", "group", m.opts.Group, "err", err, "backoff", wait)
+	})
+	if err != nil {
+		return fmt.Errorf("%s: join the group again: %w", m.opts.Name, err)
 	}
 	return nil
 }
@@ -145,7 +183,7 @@ func (m *Member) Run(ctx context.Context) error {
 	defer m.adm.Close()
 	// A member that leaves on its own (go cl.Close in assigned) ends its
 	// last poll without AllowRebalance, and leaving waits for one.
-	defer m.cl.CloseAllowingRebalance()
+	defer func() { m.cl.CloseAllowingRebalance() }() // the client of the last join
 	defer func() {
 		m.mu.Lock()
 		defer m.mu.Unlock()
@@ -162,6 +200,9 @@ func (m *Member) Run(ctx context.Context) error {
 		err := m.p.Flush(ctx, Round{CatchUp: catchUp, Final: ctx.Err() != nil})
 		m.mu.Unlock()
 		m.cl.AllowRebalance()
+		if errors.Is(err, ErrRejoin) && ctx.Err() == nil {
+			err = m.rejoin(ctx, err)
+		}
 		if err != nil {
 			return err
 		}

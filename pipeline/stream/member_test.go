@@ -28,6 +28,7 @@ type counter struct {
 	counts  map[int32]int
 	next    map[string]map[int32]kgo.EpochOffset // since the last flush
 	failing bool                                 // every restore fails
+	rejoin  bool                                 // the next flush with records says ErrRejoin
 	// applied and restored count the records applied live and replayed
 	// by restores; calls records the order of the calls that change
 	// partitions.
@@ -54,6 +55,10 @@ func (c *counter) Apply(_ context.Context, fetches kgo.Fetches) (int, int64) {
 }
 
 func (c *counter) Flush(ctx context.Context, _ stream.Round) error {
+	if c.rejoin && c.next != nil {
+		c.rejoin, c.next = false, nil
+		return fmt.Errorf("end transaction: %w: unable to dial", stream.ErrRejoin)
+	}
 	_, err := c.m.WriteThenCommit(ctx, c.next, stream.Write{What: "write", Do: func(context.Context) error { return nil }})
 	c.next = nil
 	return err
@@ -214,5 +219,38 @@ func TestMemberLeavesWhenRestoreFails(t *testing.T) {
 	}
 	if c.stopped != 1 {
 		t.Fatalf("Stop called %d times, want once", c.stopped)
+	}
+}
+
+// TestMemberRejoins: a flush that says ErrRejoin (a transaction whose end
+// did not reach the broker) makes the member start over as a restarted
+// process would: its partitions are released, the group joined again with
+// a new client, the partitions restored from what was committed (nothing
+// of the failed round), and Run goes on.
+func TestMemberRejoins(t *testing.T) {
+	brokers, names := testenv.Kafka(t, 2)
+	cl, err := kgo.NewClient(kgo.SeedBrokers(brokers...))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	produce(t, cl, names.Usage, 100)
+	c := &counter{rejoin: true}
+	stop, done := start(t, brokers, names.Usage, c, 0)
+	committed(t, cl, names.Usage, 100)
+	stop()
+	if err := <-done; err != nil {
+		t.Fatalf("Run = %v, want nil after rejoining", err)
+	}
+	if c.rejoin {
+		t.Fatal("no flush said ErrRejoin")
+	}
+	if n := c.counts[0] + c.counts[1]; n != 0 || c.applied <= 100 || c.stopped != 1 {
+		// The member left the group at the stop: counts were released.
+		t.Fatalf("counts %v, applied %d (the failed round's records again), stopped %d times", c.counts, c.applied, c.stopped)
+	}
+	calls := strings.Join(c.calls, ",")
+	if want := "settle,restore [0 1],settle,release [0 1] false,settle,restore [0 1],settle,release [0 1] false"; calls != want {
+		t.Fatalf("calls %s, want %s", calls, want)
 	}
 }

@@ -9,7 +9,10 @@
 // initialising the same transactional id), and the batch is consumed again
 // from the committed offsets, so a read_committed consumer of
 // billing.rated sees each rated line once. Rebalances abort the round in
-// progress for the same reason.
+// progress for the same reason. A transaction whose end does not reach the
+// broker (one restarting under it) has an unknown outcome: the rater then
+// starts over in the same process as a restarted one would
+// (stream.ErrRejoin), with a new session and its state restored.
 //
 // Kafka transactions make each usage *record* count once; usage events can
 // also be in usage.events twice (an at-least-once producer redelivering).
@@ -38,11 +41,13 @@ package rater
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sync/atomic"
 	"time"
 
 	json "github.com/segmentio/encoding/json"
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/driftline/driftline/pipeline/billing/pricebook"
@@ -261,7 +266,14 @@ func (r *Rater) end() error {
 		committed, err = sess.End(rd.ctx, try)
 		if err != nil {
 			r.state.abort()
-			return fmt.Errorf("end transaction: %w", err)
+			if fenced(err) {
+				return fmt.Errorf("end transaction: %w", err)
+			}
+			// The end did not reach the broker (one restarting, say):
+			// the outcome is unknown and the session cannot go on. The
+			// member starts over as a restarted rater would, its key
+			// state restored from what was committed.
+			return fmt.Errorf("end transaction: %w: %w", stream.ErrRejoin, err)
 		}
 	} else {
 		if p := rd.produceErr.Load(); p != nil {
@@ -375,4 +387,11 @@ func systemHeaders(reason contract.Reason) []kgo.RecordHeader {
 		h = append(h, kgo.RecordHeader{Key: contract.HeaderReason, Value: []byte(reason)})
 	}
 	return h
+}
+
+// fenced reports whether err says another producer took the rater's
+// transactional id over: starting over would fence it in turn.
+func fenced(err error) bool {
+	return errors.Is(err, kerr.ProducerFenced) || errors.Is(err, kerr.InvalidProducerEpoch) ||
+		errors.Is(err, kerr.TransactionalIDAuthorizationFailed)
 }
