@@ -238,9 +238,6 @@ func serving(addr string) error {
 // Addr returns the client address, host:port.
 func (z *ZooKeeper) Addr() string { return z.addr }
 
-// PID returns the JVM's process id.
-func (z *ZooKeeper) PID() int { return z.pid }
-
 // Stop ends ZooKeeper (SIGTERM, then SIGKILL after DefaultStopTimeout).
 func (z *ZooKeeper) Stop() error {
 	z.stopOnce.Do(func() {

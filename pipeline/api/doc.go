@@ -11,8 +11,9 @@
 // never ClickHouse's text.
 //
 // The package holds the HTTP server and its handlers: parameters and
-// filters, paging cursors, read-your-writes waits and the JSON answers.
-// Beside it:
+// filters, paging cursors, read-your-writes waits and the JSON answers,
+// and the query service's settings (Config: its flags, checks and
+// setup functions) and run (Server.Serve) that cmd/query wires. Beside it:
 //
 //	access    who may call what: principal, roles, scopes, audit log
 //	apitypes  the answers' Go types and the vocabulary they carry

@@ -112,18 +112,37 @@ type Options struct {
 	Events EventReader
 }
 
+// DefaultOptions returns Options with every default written out, for a
+// command's flags to start from; the caller sets DB (or ReadModel) and
+// Guard.
+func DefaultOptions() Options {
+	return Options{
+		LagGroups:      []string{DefaultJoinerGroup},
+		QueryTimeout:   10 * time.Second,
+		LagTimeout:     3 * time.Second,
+		WaitConsumer:   DefaultJoinerGroup,
+		WaitPartitions: 1,
+		MaxWait:        30 * time.Second,
+		MaxConcurrent:  64,
+		MaxExportRows:  1_000_000,
+		Topics:         contract.DefaultTopics(),
+		Environment:    contract.EnvLocalParity,
+	}
+}
+
 func (o *Options) setDefaults() error {
 	if o.DB == nil && o.ReadModel == nil {
 		return errors.New("api: Options.DB or Options.ReadModel is required")
 	}
+	d := DefaultOptions()
 	if len(o.LagGroups) == 0 {
-		o.LagGroups = []string{DefaultJoinerGroup}
+		o.LagGroups = d.LagGroups
 	}
 	if o.QueryTimeout <= 0 {
-		o.QueryTimeout = 10 * time.Second
+		o.QueryTimeout = d.QueryTimeout
 	}
 	if o.LagTimeout <= 0 {
-		o.LagTimeout = 3 * time.Second
+		o.LagTimeout = d.LagTimeout
 	}
 	if o.Registry == nil {
 		o.Registry = service.NewRegistry()
@@ -135,28 +154,28 @@ func (o *Options) setDefaults() error {
 		o.Now = time.Now
 	}
 	if o.WaitConsumer == "" {
-		o.WaitConsumer = DefaultJoinerGroup
+		o.WaitConsumer = d.WaitConsumer
 	}
 	if o.WaitPartitions <= 0 {
-		o.WaitPartitions = 1
+		o.WaitPartitions = d.WaitPartitions
 	}
 	if o.MaxWait <= 0 {
-		o.MaxWait = 30 * time.Second
+		o.MaxWait = d.MaxWait
 	}
 	if o.Guard == nil {
 		return errors.New("api: Options.Guard is required; Possible solutions: access.NewGuard over the keys file (or keys.LocalKeyring in local_parity)")
 	}
 	if o.MaxConcurrent <= 0 {
-		o.MaxConcurrent = 64
+		o.MaxConcurrent = d.MaxConcurrent
 	}
 	if o.MaxExportRows <= 0 {
-		o.MaxExportRows = 1_000_000
+		o.MaxExportRows = d.MaxExportRows
 	}
 	if o.Topics.Commands == "" {
-		o.Topics = contract.DefaultTopics()
+		o.Topics = d.Topics
 	}
 	if o.Environment == "" {
-		o.Environment = contract.EnvLocalParity
+		o.Environment = d.Environment
 	}
 	return nil
 }

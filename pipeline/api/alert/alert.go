@@ -77,6 +77,13 @@ type Options struct {
 	Now func() time.Time
 }
 
+// DefaultOptions returns Options with the defaults of Interval and
+// LagSLO written out, for a command's flags to start from; the caller
+// sets Webhooks.
+func DefaultOptions() Options {
+	return Options{Interval: 15 * time.Second, LagSLO: 100_000}
+}
+
 // Sender sends alerts; Run drives it.
 type Sender struct {
 	opts   Options
@@ -92,11 +99,12 @@ func New(opts Options, source Source, log Log) (*Sender, error) {
 	if len(opts.Webhooks) == 0 {
 		return nil, errors.New("alert: no webhook; Possible solutions: pass -alert.webhook")
 	}
+	d := DefaultOptions()
 	if opts.Interval <= 0 {
-		opts.Interval = 15 * time.Second
+		opts.Interval = d.Interval
 	}
 	if opts.LagSLO <= 0 {
-		opts.LagSLO = 100_000
+		opts.LagSLO = d.LagSLO
 	}
 	if opts.Backoff == (retry.Backoff{}) {
 		opts.Backoff = retry.Backoff{First: time.Second, Max: time.Minute}

@@ -37,12 +37,6 @@ func TenantScope(ctx context.Context) ([]string, bool) {
 	return s, ok
 }
 
-// InTenantScope reports whether ctx's billing reads may see tenant.
-func InTenantScope(ctx context.Context, tenant string) bool {
-	s, ok := TenantScope(ctx)
-	return !ok || tenant == "" || slices.Contains(s, tenant)
-}
-
 // scopeWhere appends ctx's tenant scope over column col to conds.
 func scopeWhere(ctx context.Context, col string, conds []string, args []any) ([]string, []any) {
 	s, ok := TenantScope(ctx)
