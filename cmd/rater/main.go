@@ -101,9 +101,9 @@ func run() error {
 	defer cancelRun()
 	billingDone := make(chan error, 1)
 	if *billingOn {
-		qcl, err := kgo.NewClient(kgo.SeedBrokers(st.Common.SeedBrokers()...), kgo.RequiredAcks(kgo.AllISRAcks()))
+		qcl, err := st.Common.KafkaClient(kgo.RequiredAcks(kgo.AllISRAcks())) // secured as every client of the process
 		if err != nil {
-			return fmt.Errorf("kafka client: %w", err)
+			return err
 		}
 		defer qcl.Close()
 		if bo.Quarantine, err = ingest.NewQuarantiner(qcl, ingest.QuarantinerOptions{ActorID: "SYSTEM::billing", Topic: st.Common.Topics.Quarantine, Registerer: st.Registry}); err != nil {
