@@ -2,6 +2,8 @@ package reconcile
 
 import (
 	"time"
+
+	"github.com/driftline/driftline/pipeline/billing/claims"
 )
 
 // The horizon bounds the tracker's memory in event time. A window closes
@@ -100,6 +102,15 @@ func (t *Tracker) sweep() {
 func (t *Tracker) prune(s *usageState) {
 	t.pruned++
 	t.park(s)
+	if s.claims {
+		// The claim outlives the state until its generation is forgotten.
+		key := t.stateKey(s)
+		h := claims.Hash(key)
+		t.unclaim(s, h)
+		if f, _ := t.floor(); !t.forgotten(s.at, f) {
+			t.claims.Gen(s.at).Add(h, key, t.strs.get(s.id), s.digest)
+		}
+	}
 	if s.win != 0 {
 		w := t.wins[s.win]
 		w.live--

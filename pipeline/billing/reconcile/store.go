@@ -113,18 +113,90 @@ type stateRef struct {
 	gen  uint32
 }
 
+// table is an open-addressing hash table of slots (linear probing, 4
+// bytes an entry, at most 3/4 full). It keeps no keys: the caller
+// compares the states a lookup meets, and gives each state's hash when
+// the table grows or shifts entries back after a removal.
+type table struct {
+	slots []uint32 // slot + 1; 0 is empty
+	n     int
+}
+
+// find returns the first slot on h's probe sequence for which eq holds.
+func (tb *table) find(h uint64, eq func(slot) bool) (slot, bool) {
+	if tb.n == 0 {
+		return 0, false
+	}
+	m := uint64(len(tb.slots) - 1)
+	for i := h & m; ; i = (i + 1) & m {
+		v := tb.slots[i]
+		if v == 0 {
+			return 0, false
+		}
+		if eq(v - 1) {
+			return v - 1, true
+		}
+	}
+}
+
+// insert adds slot i under hash h.
+func (tb *table) insert(h uint64, i slot, hashOf func(slot) uint64) {
+	if (tb.n+1)*4 > len(tb.slots)*3 {
+		old := tb.slots
+		tb.slots = make([]uint32, max(1024, 2*len(old)))
+		for _, v := range old {
+			if v != 0 {
+				tb.place(hashOf(v-1), v)
+			}
+		}
+	}
+	tb.place(h, i+1)
+	tb.n++
+}
+
+func (tb *table) place(h uint64, v uint32) {
+	m := uint64(len(tb.slots) - 1)
+	j := h & m
+	for tb.slots[j] != 0 {
+		j = (j + 1) & m
+	}
+	tb.slots[j] = v
+}
+
+// remove deletes slot i, held under hash h, and moves back the entries
+// after it that would no longer be found.
+func (tb *table) remove(h uint64, i slot, hashOf func(slot) uint64) {
+	m := uint64(len(tb.slots) - 1)
+	at := h & m
+	for tb.slots[at] != i+1 {
+		if tb.slots[at] == 0 {
+			panic("BUG: billing: removing a slot its table does not hold")
+		}
+		at = (at + 1) & m
+	}
+	for j := (at + 1) & m; tb.slots[j] != 0; j = (j + 1) & m {
+		home := hashOf(tb.slots[j]-1) & m
+		// The entry at j stays when its home lies cyclically in (at, j].
+		if (at < j && at < home && home <= j) || (at > j && (at < home || home <= j)) {
+			continue
+		}
+		tb.slots[at] = tb.slots[j]
+		at = j
+	}
+	tb.slots[at] = 0
+	tb.n--
+}
+
 // slab holds the usage states.
 type slab struct {
 	chunks [][]usageState
 	free   []slot
 	n      int // states in use
-	// index maps the hash of a usage_id to its state's slot; collide the
-	// usage_ids whose hash another usage_id held when they were added.
-	index   map[uint64]slot
-	collide map[string]slot
+	// ids finds a state by the hash of its usage_id.
+	ids table
 }
 
-func newSlab() slab { return slab{index: map[uint64]slot{}} }
+func newSlab() slab { return slab{} }
 
 // at returns the state in slot i.
 func (sl *slab) at(i slot) *usageState { return &sl.chunks[i/stateChunk][i%stateChunk] }
@@ -137,19 +209,18 @@ func (sl *slab) get(r stateRef) *usageState {
 	return nil
 }
 
+// idHash returns the hash of the usage_id of the state in slot i.
+func (sl *slab) idHash(a *arena) func(slot) uint64 {
+	return func(i slot) uint64 { return xxhash.Sum64String(a.get(sl.at(i).id)) }
+}
+
 // find returns the state of usageID, nil if none; a holds the usage_ids.
 func (sl *slab) find(a *arena, usageID string) *usageState {
-	if i, ok := sl.index[xxhash.Sum64String(usageID)]; ok {
-		if s := sl.at(i); a.get(s.id) == usageID {
-			return s
-		}
+	i, ok := sl.ids.find(xxhash.Sum64String(usageID), func(i slot) bool { return a.get(sl.at(i).id) == usageID })
+	if !ok {
+		return nil
 	}
-	if len(sl.collide) > 0 {
-		if i, ok := sl.collide[usageID]; ok {
-			return sl.at(i)
-		}
-	}
-	return nil
+	return sl.at(i)
 }
 
 // add returns a new state for usageID, which has none.
@@ -166,28 +237,14 @@ func (sl *slab) add(a *arena, usageID string) *usageState {
 	}
 	s := sl.at(i)
 	*s = usageState{slot: i, gen: s.gen + 1, inUse: true, id: a.put(usageID)}
-	h := xxhash.Sum64String(usageID)
-	if _, taken := sl.index[h]; taken {
-		if sl.collide == nil {
-			sl.collide = map[string]slot{}
-		}
-		sl.collide[a.get(s.id)] = i
-	} else {
-		sl.index[h] = i
-	}
+	sl.ids.insert(xxhash.Sum64String(usageID), i, sl.idHash(a))
 	sl.n++
 	return s
 }
 
 // remove drops state s and frees its strings.
 func (sl *slab) remove(a *arena, s *usageState) {
-	id := a.get(s.id)
-	h := xxhash.Sum64String(id)
-	if i, ok := sl.index[h]; ok && i == s.slot {
-		delete(sl.index, h)
-	} else {
-		delete(sl.collide, id)
-	}
+	sl.ids.remove(xxhash.Sum64String(a.get(s.id)), s.slot, sl.idHash(a))
 	for _, r := range s.strs() {
 		a.free(*r)
 	}

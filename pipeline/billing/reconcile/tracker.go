@@ -67,6 +67,11 @@ type usageState struct {
 
 	rated  ratedLine  // ok when the rated line is known
 	ledger ledgerLine // ok when the ledger entry is known
+	// mis is the state of the first mismatch raised about the usage_id,
+	// of kind usageKinds[misKind-1] (0: none yet); any other is in
+	// Tracker.byUsage.
+	mis     mstate
+	misKind uint8
 
 	at       int64 // event time of the usage, Unix ns (nanos)
 	regStart int64 // the window start s is registered to be swept with
@@ -82,6 +87,7 @@ type usageState struct {
 	currency                      sym // of the price book unit, when known
 
 	inUse     bool
+	claims    bool // the usage claimed its usage key first (Tracker.keys)
 	usageSeen bool
 	explained bool // unknown/retired unit or duplicate: never rated, never usage_not_rated
 	// Grace deadlines passed: usage without rated line, rated line without
@@ -132,13 +138,18 @@ type Tracker struct {
 	// claims holds, per usage key, the usage_id that claimed it first,
 	// by generation of the usage's event time (horizon/4 wide): forgotten
 	// once the generation ends before the watermark less the horizon.
-	claims claims.Gens
-	keyBuf []byte // the usage key being looked up (usageKey)
-	// mismatches of usage_ids held (by slot and kind: byUsage), and the
-	// others by key: duplicate_usage, window_unbalanced, and the open
-	// mismatches of usage_ids dropped by the horizon (parked until their
-	// usage_id comes back). The row is described anew from the usage or
-	// window.
+	// The claims of usage held are its state (keys finds it by the
+	// hash of its usage key); a claim moves to the generations when its
+	// usage is dropped.
+	claims  claims.Gens
+	keys    table
+	keyBuf  []byte // the usage key being looked up (usageKey)
+	hashBuf []byte // the usage key being hashed (keyHash)
+	// The mismatches of usage_ids held are in their state (the first)
+	// and byUsage (by slot and kind: the others); the rest by key:
+	// duplicate_usage, window_unbalanced, and the open mismatches of
+	// usage_ids dropped by the horizon (parked until their usage_id comes
+	// back). The row is described anew from the usage or window.
 	byUsage    map[uint64]mstate
 	mismatches map[mismatchKey]mismatchState
 	parked     int      // parked mismatches in mismatches
@@ -219,10 +230,13 @@ func (t *Tracker) state(usageID string) *usageState {
 // it: the length of source, source, meterID (so that no two pairs share
 // one). It is valid until the next call.
 func (t *Tracker) usageKey(source, meterID string) []byte {
-	b := binary.AppendUvarint(t.keyBuf[:0], uint64(len(source)))
-	b = append(append(b, source...), meterID...)
-	t.keyBuf = b
-	return b
+	t.keyBuf = appendUsageKey(t.keyBuf[:0], source, meterID)
+	return t.keyBuf
+}
+
+func appendUsageKey(b []byte, source, meterID string) []byte {
+	b = binary.AppendUvarint(b, uint64(len(source)))
+	return append(append(b, source...), meterID...)
 }
 
 // floor is the event time before which usage is late (Unix ns), and
@@ -267,9 +281,8 @@ func (t *Tracker) ApplyUsageDigest(u *contract.Usage, d contract.Digest, at time
 	defer t.Advance(at)
 	key := t.usageKey(u.MeteringSource, u.MeteringID)
 	h := claims.Hash(key)
-	floor, _ := t.floor()
-	first, claimed := t.claims.Find(h, key, floor)
-	if claimed && string(first.UsageID) == u.UsageID {
+	claimed, same := t.claimOf(h, key, u)
+	if claimed && same {
 		if s := t.states.find(&t.strs, u.UsageID); s != nil && s.digest != 0 && d != 0 && s.digest != d {
 			t.conflict(s, u, at)
 			return true
@@ -299,7 +312,8 @@ func (t *Tracker) ApplyUsageDigest(u *contract.Usage, d contract.Digest, at time
 		t.setDuplicate(u.MeteringSource+"/"+u.MeteringID, s, at)
 		return false
 	}
-	t.claims.Gen(nanos(at)).Add(h, key, u.UsageID, d)
+	s.claims = true
+	t.keys.insert(h, s.slot, t.keyHash)
 	switch {
 	case errors.Is(err, pricebook.ErrUnknownUnit), errors.Is(err, pricebook.ErrRetiredUnit):
 		s.explained = true
@@ -312,6 +326,60 @@ func (t *Tracker) ApplyUsageDigest(u *contract.Usage, d contract.Digest, at time
 		t.ratingDue.push(deadline{at: nanos(at.Add(t.rules.RatingGrace)), ref: s.ref()})
 	}
 	return false
+}
+
+// claimOf reports whether usage key key (hash h) of u is claimed, and if
+// so whether by u's usage_id. A claim is forgotten once the generation of
+// its usage's event time ends before the floor, whether its usage is
+// still held or not, so that dropping a usage changes no decision.
+func (t *Tracker) claimOf(h uint64, key []byte, u *contract.Usage) (claimed, same bool) {
+	floor, hasFloor := t.floor()
+	if i, ok := t.keys.find(h, func(i slot) bool {
+		c := t.states.at(i)
+		return t.intern.str(c.source) == u.MeteringSource && t.strs.get(c.meterID) == u.MeteringID
+	}); ok {
+		c := t.states.at(i)
+		if !hasFloor || !t.forgotten(c.at, floor) {
+			return true, t.strs.get(c.id) == u.UsageID
+		}
+		t.unclaim(c, h)
+	}
+	if !hasFloor {
+		floor = math.MinInt64
+	}
+	if c, ok := t.claims.Find(h, key, floor); ok {
+		return true, string(c.UsageID) == u.UsageID
+	}
+	return false, false
+}
+
+// forgotten reports whether the claim of usage that occurred at at (ns)
+// is forgotten at floor: its generation ends at or before floor.
+func (t *Tracker) forgotten(at, floor int64) bool {
+	m := at % t.claims.Span
+	if m < 0 {
+		m += t.claims.Span
+	}
+	return at-m+t.claims.Span <= floor
+}
+
+// stateKey returns the usage key of state s (usageKey).
+func (t *Tracker) stateKey(s *usageState) []byte {
+	return t.usageKey(t.intern.str(s.source), t.strs.get(s.meterID))
+}
+
+// keyHash returns the hash of the usage key of the state in slot i.
+// It has a buffer of its own: the table calls it while a key is held.
+func (t *Tracker) keyHash(i slot) uint64 {
+	s := t.states.at(i)
+	t.hashBuf = appendUsageKey(t.hashBuf[:0], t.intern.str(s.source), t.strs.get(s.meterID))
+	return claims.Hash(t.hashBuf)
+}
+
+// unclaim removes the claim of state s, whose key hashes to h.
+func (t *Tracker) unclaim(s *usageState, h uint64) {
+	t.keys.remove(h, s.slot, t.keyHash)
+	s.claims = false
 }
 
 // describeFrom sets the fields of s that describe its mismatch rows,
@@ -487,29 +555,54 @@ func (t *Tracker) orphan(h *deadlines, overdue *bool, r stateRef, due time.Time)
 // of their number in byUsage keys.
 var usageKinds = [...]contract.BillingKind{contract.KindUsageNotRated, contract.KindRatedNotLedgered, contract.KindAmountMismatch, contract.KindUnknownUnit, contract.KindConflictingUsage}
 
-// byUsageKey returns the byUsage key of the mismatch of kind about s.
-func byUsageKey(kind contract.BillingKind, s *usageState) uint64 {
+// kindIndex returns the index of kind in usageKinds.
+func kindIndex(kind contract.BillingKind) uint8 {
 	for i, k := range usageKinds {
 		if k == kind {
-			return uint64(s.slot)<<3 | uint64(i)
+			return uint8(i)
 		}
 	}
 	panic("BUG: billing: " + string(kind) + " is not kept per usage_id")
 }
 
+// byUsageKey returns the byUsage key of the mismatch of kind i about s.
+func byUsageKey(i uint8, s *usageState) uint64 { return uint64(s.slot)<<3 | uint64(i) }
+
+// mget returns the mismatch of kind about s, if there is one.
+func (t *Tracker) mget(kind contract.BillingKind, s *usageState) (mstate, bool) {
+	i := kindIndex(kind)
+	switch s.misKind {
+	case i + 1:
+		return s.mis, true
+	case 0:
+		return mstate{}, false
+	}
+	m, ok := t.byUsage[byUsageKey(i, s)]
+	return m, ok
+}
+
+// mput stores the mismatch of kind about s.
+func (t *Tracker) mput(kind contract.BillingKind, s *usageState, m mstate) {
+	i := kindIndex(kind)
+	if s.misKind == 0 || s.misKind == i+1 {
+		s.misKind, s.mis = i+1, m
+		return
+	}
+	t.byUsage[byUsageKey(i, s)] = m
+}
+
 // set opens (or confirms) the mismatch of kind about usage s at event
 // time at.
 func (t *Tracker) set(kind contract.BillingKind, s *usageState, at time.Time) {
-	k := byUsageKey(kind, s)
 	ns := nanos(at)
-	m, ok := t.byUsage[k]
+	m, ok := t.mget(kind, s)
 	if !ok {
 		m = mstate{first: ns, last: ns}
 	} else if m.open && ns <= m.last {
 		return // nothing new
 	}
 	t.opened(&m, ns, at)
-	t.byUsage[k] = m
+	t.mput(kind, s, m)
 	t.emitRow(kind, t.strs.get(s.id), t.strs.get(s.id), &m, s)
 }
 
@@ -547,8 +640,7 @@ func (t *Tracker) opened(m *mstate, ns int64, at time.Time) {
 // resolve resolves the open mismatch of kind about usage s at event time
 // at.
 func (t *Tracker) resolve(kind contract.BillingKind, s *usageState, at time.Time) {
-	k := byUsageKey(kind, s)
-	m, ok := t.byUsage[k]
+	m, ok := t.mget(kind, s)
 	if !ok || !m.open {
 		return
 	}
@@ -556,7 +648,7 @@ func (t *Tracker) resolve(kind contract.BillingKind, s *usageState, at time.Time
 	m.open = false
 	m.last = max(m.last, nanos(at))
 	m.bump(at)
-	t.byUsage[k] = m
+	t.mput(kind, s, m)
 	t.emitRow(kind, t.strs.get(s.id), t.strs.get(s.id), &m, s)
 }
 
@@ -564,13 +656,14 @@ func (t *Tracker) resolve(kind contract.BillingKind, s *usageState, at time.Time
 // byUsage: the resolved ones are forgotten, the open ones kept by
 // usage_id until it comes back (unpark).
 func (t *Tracker) park(s *usageState) {
-	for _, kind := range usageKinds {
-		k := byUsageKey(kind, s)
-		m, ok := t.byUsage[k]
+	for i, kind := range usageKinds {
+		m, ok := t.mget(kind, s)
 		if !ok {
 			continue
 		}
-		delete(t.byUsage, k)
+		if s.misKind != uint8(i)+1 {
+			delete(t.byUsage, byUsageKey(uint8(i), s))
+		}
 		if m.open {
 			t.mismatches[mismatchKey{kind, strings.Clone(t.strs.get(s.id))}] = mismatchState{mstate: m}
 			t.parked++
@@ -585,7 +678,7 @@ func (t *Tracker) unpark(s *usageState, usageID string) {
 		if m, ok := t.mismatches[id]; ok {
 			delete(t.mismatches, id)
 			t.parked--
-			t.byUsage[byUsageKey(kind, s)] = m.mstate
+			t.mput(kind, s, m.mstate)
 		}
 	}
 }
