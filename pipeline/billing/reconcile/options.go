@@ -34,9 +34,11 @@ type Options struct {
 	// and client options. The default Group is "driftline-billing".
 	stream.StageOptions
 	// RoundOptions size the rounds and the merges. Defaults: flush every
-	// 500ms or 50000 events, catch up in rounds of 3s or 500,000 events,
-	// queue 16384 records a stream (usage already fetched while the rater
-	// is still producing the rated lines before it waits in the merge).
+	// 500ms or 50000 events, catch up in rounds of 3s or 100,000 events
+	// (the rows of a round wait in memory for its write), queue 2048
+	// records a stream (a stream ahead of the others, the rated lines
+	// while the usage before them is applied, pauses instead of holding
+	// its records).
 	stream.RoundOptions
 	// Prices is the price book unknown_unit is judged against: the same
 	// file the rater loads. Required.
@@ -64,7 +66,7 @@ func DefaultOptions() Options {
 	return Options{
 		StageOptions: stream.DefaultStageOptions("driftline-billing"),
 		RoundOptions: stream.RoundOptions{FlushInterval: 500 * time.Millisecond, FlushEvents: 50_000,
-			CatchUpInterval: 3 * time.Second, CatchUpEvents: 200_000, QueueRecords: 16384},
+			CatchUpInterval: 3 * time.Second, CatchUpEvents: 100_000, QueueRecords: 2048},
 		Rules:        DefaultRules(),
 		MaxClockSkew: 5 * time.Minute,
 	}

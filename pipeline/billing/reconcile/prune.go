@@ -35,7 +35,7 @@ func (t *Tracker) register(start int64, s *usageState) {
 		t.starts.push(windowStart(start))
 	}
 	t.byStart[start] = append(refs, s.ref())
-	s.regStart, s.registered = start, true
+	s.regHour, s.registered = int32(start/int64(WindowSize/time.Second)), true
 }
 
 // linger lists s to be checked at every sweep until it settles.
@@ -57,7 +57,7 @@ func (t *Tracker) sweep() {
 		start := int64(t.starts.pop())
 		for _, r := range t.byStart[start] {
 			s := t.states.get(r)
-			if s == nil || s.regStart != start {
+			if s == nil || s.regStart() != start {
 				continue // dropped already, or moved to another window
 			}
 			if settled(s) {

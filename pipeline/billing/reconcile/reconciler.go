@@ -109,6 +109,14 @@ func (o *output) reset() {
 	clear(o.current)
 }
 
+// fetchMaxBytes bounds one fetch of the reconciler (compressed), below the
+// members' stream.FetchMaxBytes: a fetch is decompressed whole, and its
+// buffers stay until every record of it is applied or copied out of them
+// (compactQueues); the reconciler's records are small and its merges wait
+// on one stream for another, so smaller fetches cost little time and
+// hold a quarter of the memory.
+const fetchMaxBytes = 2 << 20
+
 // New connects to the brokers and returns a Reconciler writing to s.
 func New(ctx context.Context, opts Options, s Sink) (*Reconciler, error) {
 	if err := opts.defaults(); err != nil {
@@ -126,6 +134,7 @@ func New(ctx context.Context, opts Options, s Sink) (*Reconciler, error) {
 	var err error
 	mopts := opts.Member("billing", opts.Topics.Billing())
 	mopts.KeepControlRecords, mopts.Rounds = true, opts.Rounds()
+	mopts.ConsumerOpts = []kgo.Opt{kgo.FetchMaxBytes(fetchMaxBytes), kgo.FetchMaxPartitionBytes(fetchMaxBytes / 4)}
 	r.member, err = stream.NewMember(ctx, mopts)
 	if err != nil {
 		return nil, err

@@ -195,7 +195,7 @@ func (t *Tracker) dump() string {
 		}
 		add("usage %s meter=%s/%s qty=%s conflict=%s tenant=%s product=%s unit=%s cur=%s at=%d reg=%v/%d lingering=%v digest=%x claims=%v seen=%v explained=%v overdue=%v,%v,%v,%v win=%s rated=%v/%s/%d/%s ledger=%v/%s/%d/%s",
 			t.strs.get(s.id), t.intern.str(s.source), t.strs.get(s.meterID), t.strs.get(s.quantity), t.strs.get(s.conflictQuantity),
-			t.intern.str(s.tenant), t.intern.str(s.product), t.intern.str(s.unit), t.intern.str(s.currency), s.at, s.registered, s.regStart, s.lingering,
+			t.intern.str(s.tenant), t.intern.str(s.product), t.intern.str(s.unit), t.intern.str(s.currency), s.at, s.registered, s.regStart(), s.lingering,
 			s.digest, s.claims, s.usageSeen, s.explained, s.ratingOverdue, s.ledgerOverdue, s.ratedOrphanOverdue, s.ledgerOrphanOverdue, win,
 			s.rated.ok, t.strs.get(s.rated.amount), s.rated.at, t.intern.str(s.rated.currency),
 			s.ledger.ok, t.strs.get(s.ledger.amount), s.ledger.at, t.intern.str(s.ledger.currency))

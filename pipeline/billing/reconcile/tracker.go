@@ -67,25 +67,28 @@ type usageState struct {
 
 	rated  ratedLine  // ok when the rated line is known
 	ledger ledgerLine // ok when the ledger entry is known
-	// mis is the state of the first mismatch raised about the usage_id,
-	// of kind usageKinds[misKind-1] (0: none yet); any other is in
+	// misFirst, misLast, misVersion and misOpen are the state (mstate)
+	// of the first mismatch raised about the usage_id, of kind
+	// usageKinds[misKind-1] (0: none yet); any other is in
 	// Tracker.byUsage.
-	mis     mstate
-	misKind uint8
+	misFirst, misLast int64
+	misVersion        uint64
 
-	at       int64 // event time of the usage, Unix ns (nanos)
-	regStart int64 // the window start s is registered to be swept with
+	at int64 // event time of the usage, Unix ns (nanos)
 	// digest is the payload digest of the usage (contract.PayloadDigest;
 	// 0: not known).
 	digest contract.Digest
 
-	slot slot
-	gen  uint32 // see stateRef
-	win  uint32 // the number of the window s is counted in; 0 when none
+	regHour int32 // the window start s is registered to be swept with, in hours since 1970 (regStart)
+	slot    slot
+	gen     uint32 // see stateRef
+	win     uint32 // the number of the window s is counted in; 0 when none
 
 	source, tenant, product, unit sym
 	currency                      sym // of the price book unit, when known
 
+	misKind   uint8
+	misOpen   bool
 	inUse     bool
 	claims    bool // the usage claimed its usage key first (Tracker.keys)
 	usageSeen bool
@@ -101,6 +104,10 @@ type usageState struct {
 func (s *usageState) strs() [6]*astr {
 	return [6]*astr{&s.id, &s.meterID, &s.quantity, &s.conflictQuantity, &s.rated.amount, &s.ledger.amount}
 }
+
+// regStart returns the start of the window s is registered with (Unix
+// seconds).
+func (s *usageState) regStart() int64 { return int64(s.regHour) * int64(WindowSize/time.Second) }
 
 // ref names s for the heaps and lists that may outlive it.
 func (s *usageState) ref() stateRef { return stateRef{s.slot, s.gen} }
@@ -573,7 +580,7 @@ func (t *Tracker) mget(kind contract.BillingKind, s *usageState) (mstate, bool) 
 	i := kindIndex(kind)
 	switch s.misKind {
 	case i + 1:
-		return s.mis, true
+		return mstate{first: s.misFirst, last: s.misLast, version: s.misVersion, open: s.misOpen}, true
 	case 0:
 		return mstate{}, false
 	}
@@ -585,7 +592,7 @@ func (t *Tracker) mget(kind contract.BillingKind, s *usageState) (mstate, bool) 
 func (t *Tracker) mput(kind contract.BillingKind, s *usageState, m mstate) {
 	i := kindIndex(kind)
 	if s.misKind == 0 || s.misKind == i+1 {
-		s.misKind, s.mis = i+1, m
+		s.misKind, s.misFirst, s.misLast, s.misVersion, s.misOpen = i+1, m.first, m.last, m.version, m.open
 		return
 	}
 	t.byUsage[byUsageKey(i, s)] = m

@@ -309,7 +309,7 @@ func (t *Tracker) attach(s *usageState, at time.Time) {
 			if w == nil {
 				w = t.newWindow(k)
 			}
-			if !s.registered || s.regStart != k.Start {
+			if !s.registered || s.regStart() != k.Start {
 				t.register(k.Start, s)
 			}
 			t.contribute(w, s, +1)
