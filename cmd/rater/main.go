@@ -90,10 +90,16 @@ func run() error {
 		// pointers that a collection does not scan: collecting at half
 		// the live heap instead of all of it costs little CPU and keeps
 		// its RSS nearer the keys' size (docs/sizing.md). The reconciler
-		// alone does the same: its heap is mostly its usage states, and
-		// half of it as headroom bounds its RSS at 1.5 times them instead
-		// of twice. Both in one process keep Go's default.
-		debug.SetGCPercent(50)
+		// alone goes further: its usage states and their strings are
+		// pointer-free too (a slab and an arena), so a collection marks
+		// little more than the round's records and rows, and a quarter
+		// of the live heap as headroom bounds its RSS at 1.25 times its
+		// state. Both in one process keep Go's default.
+		gc := 50
+		if !*raterOn {
+			gc = 25
+		}
+		debug.SetGCPercent(gc)
 	}
 	ro.Prices, bo.Prices, ro.DisableTransactions = prices, prices, !*txns
 	var rt *rater.Rater

@@ -100,6 +100,21 @@ func (g *Generation) Remove(h uint64, key string, collided bool) {
 	g.claims--
 }
 
+// Each calls fn for every claim g holds, in no order (their bytes alias
+// the arena).
+func (g *Generation) Each(fn func(key []byte, c Claim)) {
+	each := func(ref uint64) {
+		d, key, id := g.entry(ref)
+		fn(key, Claim{UsageID: id, Digest: d})
+	}
+	for _, ref := range g.index {
+		each(ref)
+	}
+	for _, ref := range g.collide {
+		each(ref)
+	}
+}
+
 // Claims returns the number of claims g holds.
 func (g *Generation) Claims() int { return g.claims }
 
