@@ -60,7 +60,7 @@ func run() error {
 	fs.DurationVar(&bo.Rules.LedgerGrace, "billing.ledgerGrace", bo.Rules.LedgerGrace, "event time a rated line may wait for its ledger entry before it is rated_not_ledgered; must exceed the ledger's normal posting delay")
 	fs.DurationVar(&bo.MaxClockSkew, "billing.maxClockSkew", bo.MaxClockSkew, "how far an event's occurred_at may lie ahead of its record's broker timestamp; later events are counted (clock_skew) and not applied, and accepted ones move event time no further than their broker timestamp. Negative disables the check")
 	fs.DurationVar(&bo.Rules.AllowedLateness, "billing.allowedLateness", bo.Rules.AllowedLateness, "how far the billing watermark trails the newest event time; larger tolerates more disorder but delays grace-based findings")
-	fs.DurationVar(&bo.Rules.Horizon, "billing.horizon", bo.Rules.Horizon, "event time after a conservation window's end at which its settled usage is dropped from memory (bounds memory; a later change for it is not counted in the window)")
+	fs.DurationVar(&bo.Rules.Horizon, "billing.horizon", bo.Rules.Horizon, "event time after a conservation window's end at which its settled usage is dropped from memory, and for which a usage key is remembered after its usage occurred (bounds memory; a later change for dropped usage is not counted in its window, and usage that occurred longer before the partition's watermark is quarantined as "+string(contract.ReasonLate)+", never applied)")
 	ctx, err := st.Start()
 	if err != nil {
 		return err
