@@ -74,6 +74,9 @@ func TestRestoreEqualsTheLiveState(t *testing.T) {
 		if p == probe {
 			continue
 		}
+		if n := strings.Count(want, "\nusage "); n < 50 {
+			t.Fatalf("partition %d: %d usage states: the test compares too little", p, n)
+		}
 		got, ok := restored.dumps[p]
 		if !ok {
 			t.Fatalf("partition %d: no state written after the restore", p)
