@@ -74,7 +74,7 @@ func run() error {
 		return fmt.Errorf("-rater.enabled=false and -billing.enabled=false leave nothing to run")
 	}
 	if !*billingOn || !*raterOn {
-		rater.TuneGC() // one of the two alone: docs/sizing.md
+		rater.TuneGC(!*raterOn) // one of the two alone: docs/sizing.md
 	}
 	ro.Prices, bo.Prices = prices, prices
 	var rt *rater.Rater

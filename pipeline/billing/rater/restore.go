@@ -26,7 +26,7 @@ func (r *Rater) restore(ctx context.Context, rs *stream.Restore) error {
 	ends := map[int32]int64{}
 	for _, p := range rs.Partitions {
 		r.state.drop(p)
-		r.state.parts[p] = &partKeys{}
+		r.state.parts[p] = r.state.newPart()
 		if at := rs.Committed(r.opts.Topics.Usage, p); at > 0 {
 			consume[p] = kgo.NewOffset().AtStart()
 			ends[p] = at

@@ -1,12 +1,10 @@
 package rater
 
 import (
-	"encoding/binary"
 	"slices"
 	"time"
 
-	"github.com/cespare/xxhash/v2"
-
+	"github.com/driftline/driftline/pipeline/billing/claims"
 	"github.com/driftline/driftline/pipeline/contract"
 )
 
@@ -62,35 +60,16 @@ type partKeys struct {
 	// watermark is the newest event time applied (unix ns; 0: none).
 	watermark int64
 	// gens are the generations by start, oldest first.
-	gens []*generation
-}
-
-// generation holds the claims of usage that occurred in [start,
-// start+span).
-type generation struct {
-	start int64
-	// index maps the xxhash of a usage key to its arena entry (chunk
-	// number << 32 | offset).
-	index map[uint64]uint64
-	// collide maps the usage keys whose hash another key of the
-	// generation held when they were added to their entry; nil unless
-	// 64-bit hashes collide.
-	collide map[string]uint64
-	chunks  [][]byte
-	claims  int
+	gens claims.Gens
 }
 
 // undoClaim is one claim added by the transaction in progress.
 type undoClaim struct {
-	gen      *generation
+	gen      *claims.Generation
 	hash     uint64
-	collided bool   // added to gen.collide under key
+	collided bool   // added to the generation's collision map under key
 	key      string // only when collided
 }
-
-// chunkSize is the size of an arena chunk; an entry larger than it gets a
-// chunk of its own.
-const chunkSize = 256 << 10
 
 // claim is the usage that claimed a key first.
 type claim struct {
@@ -105,6 +84,9 @@ func newKeyState(horizon time.Duration) *keyState {
 	}
 	return &keyState{horizon: horizon, span: span, parts: map[int32]*partKeys{}, touched: map[*partKeys]int64{}}
 }
+
+// newPart returns the empty claims of a partition.
+func (s *keyState) newPart() *partKeys { return &partKeys{gens: claims.Gens{Span: s.span}} }
 
 // verdict says what to do with a valid usage event.
 type verdict uint8
@@ -149,20 +131,8 @@ func (s *keyState) check(e *usageEvent) (verdict, claim, int64) {
 		floor = p.floor(s.horizon)
 	}
 	h := e.hash
-	for _, g := range p.gens {
-		if g.start+s.span <= floor {
-			continue // forgotten, dropped at the next commit
-		}
-		ref, ok := g.index[h]
-		if !ok {
-			continue
-		}
-		if !g.keyIs(ref, e.key) {
-			if ref, ok = g.collide[string(e.key)]; !ok {
-				continue
-			}
-		}
-		first := g.claim(ref)
+	if c, ok := p.gens.Find(h, e.key, floor); ok {
+		first := claim{usageID: string(c.UsageID), digest: c.Digest}
 		switch {
 		case first.usageID != e.usageID:
 			return verdictDuplicate, first, 0
@@ -171,25 +141,17 @@ func (s *keyState) check(e *usageEvent) (verdict, claim, int64) {
 		}
 		return verdictConflict, first, 0
 	}
-	g := p.gen(e.at - mod(e.at, s.span))
-	ref := g.append(e.key, e.usageID, e.digest)
+	g := p.gens.Gen(e.at)
 	u := undoClaim{gen: g, hash: h}
-	if _, taken := g.index[h]; taken {
-		if g.collide == nil {
-			g.collide = map[string]uint64{}
-		}
-		u.collided, u.key = true, string(e.key)
-		g.collide[u.key] = ref
-	} else {
-		g.index[h] = ref
+	if u.collided = g.Add(h, e.key, e.usageID, e.digest); u.collided {
+		u.key = string(e.key)
 	}
-	g.claims++
 	s.undo = append(s.undo, u)
 	return verdictNew, claim{}, 0
 }
 
 // hashKey is the index key of a usage key.
-func hashKey(key []byte) uint64 { return xxhash.Sum64(key) }
+func hashKey(key []byte) uint64 { return claims.Hash(key) }
 
 func cmpOr(a, b int64) int64 {
 	if a != 0 {
@@ -198,88 +160,8 @@ func cmpOr(a, b int64) int64 {
 	return b
 }
 
-// mod is a modulo that is never negative.
-func mod(a, b int64) int64 {
-	m := a % b
-	if m < 0 {
-		m += b
-	}
-	return m
-}
-
 // floor is the event time before which usage of p is late (unix ns).
 func (p *partKeys) floor(horizon time.Duration) int64 { return p.watermark - int64(horizon) }
-
-// gen returns the generation starting at start, created if need be.
-func (p *partKeys) gen(start int64) *generation {
-	i, found := slices.BinarySearchFunc(p.gens, start, func(g *generation, t int64) int {
-		switch {
-		case g.start < t:
-			return -1
-		case g.start > t:
-			return 1
-		}
-		return 0
-	})
-	if found {
-		return p.gens[i]
-	}
-	g := &generation{start: start, index: map[uint64]uint64{}}
-	p.gens = slices.Insert(p.gens, i, g)
-	return g
-}
-
-// An arena entry is: digest (8 bytes, little endian), key length
-// (uvarint), key, usage_id length (uvarint), usage_id.
-
-// append copies a claim into the arena and returns its ref.
-func (g *generation) append(key []byte, usageID string, d contract.Digest) uint64 {
-	size := 8 + binary.MaxVarintLen32*2 + len(key) + len(usageID)
-	n := len(g.chunks)
-	if n == 0 || cap(g.chunks[n-1])-len(g.chunks[n-1]) < size {
-		g.chunks = append(g.chunks, make([]byte, 0, max(chunkSize, size)))
-		n++
-	}
-	buf := g.chunks[n-1]
-	off := len(buf)
-	buf = binary.LittleEndian.AppendUint64(buf, uint64(d))
-	buf = binary.AppendUvarint(buf, uint64(len(key)))
-	buf = append(buf, key...)
-	buf = binary.AppendUvarint(buf, uint64(len(usageID)))
-	g.chunks[n-1] = append(buf, usageID...)
-	return uint64(n-1)<<32 | uint64(off)
-}
-
-// entry returns the key and usage_id of the entry at ref.
-func (g *generation) entry(ref uint64) (d contract.Digest, key, usageID []byte) {
-	e := g.chunks[ref>>32][uint32(ref):]
-	d = contract.Digest(binary.LittleEndian.Uint64(e))
-	n, k := binary.Uvarint(e[8:])
-	e = e[8+k:]
-	key, e = e[:n], e[n:]
-	n, k = binary.Uvarint(e)
-	return d, key, e[k : k+int(n)]
-}
-
-func (g *generation) keyIs(ref uint64, key []byte) bool {
-	_, k, _ := g.entry(ref)
-	return string(k) == string(key)
-}
-
-func (g *generation) claim(ref uint64) claim {
-	d, _, id := g.entry(ref)
-	return claim{usageID: string(id), digest: d}
-}
-
-// bytes returns the memory the generation holds, approximately: its
-// arena and its index (about 24 bytes a slot, maps keep up to 1/8 free).
-func (g *generation) bytes() int {
-	n := 0
-	for _, c := range g.chunks {
-		n += cap(c)
-	}
-	return n + len(g.index)*24*8/7 + len(g.collide)*64
-}
 
 // commit keeps the transaction's claims and forgets the generations
 // past the horizon of the partitions it moved.
@@ -290,7 +172,7 @@ func (s *keyState) commit() {
 	}
 	for p := range s.touched {
 		floor := p.floor(s.horizon)
-		p.gens = slices.DeleteFunc(p.gens, func(g *generation) bool { return g.start+s.span <= floor })
+		p.gens.Forget(floor)
 	}
 	clear(s.touched)
 }
@@ -300,12 +182,7 @@ func (s *keyState) commit() {
 func (s *keyState) abort() {
 	for i := len(s.undo) - 1; i >= 0; i-- {
 		u := s.undo[i]
-		if u.collided {
-			delete(u.gen.collide, u.key)
-		} else {
-			delete(u.gen.index, u.hash)
-		}
-		u.gen.claims--
+		u.gen.Remove(u.hash, u.key, u.collided)
 	}
 	s.undo = s.undo[:0]
 	for p, w := range s.touched {
@@ -322,16 +199,14 @@ func (s *keyState) drop(part int32) {
 	}
 	delete(s.parts, part)
 	delete(s.touched, p)
-	s.undo = slices.DeleteFunc(s.undo, func(u undoClaim) bool { return slices.Contains(p.gens, u.gen) })
+	s.undo = slices.DeleteFunc(s.undo, func(u undoClaim) bool { return slices.Contains(p.gens.List, u.gen) })
 }
 
 // keys returns the number of keys remembered.
 func (s *keyState) keys() int {
 	n := 0
 	for _, p := range s.parts {
-		for _, g := range p.gens {
-			n += g.claims
-		}
+		n += p.gens.Claims()
 	}
 	return n
 }
@@ -340,9 +215,7 @@ func (s *keyState) keys() int {
 func (s *keyState) bytes() int {
 	n := 0
 	for _, p := range s.parts {
-		for _, g := range p.gens {
-			n += g.bytes()
-		}
+		n += p.gens.Bytes()
 	}
 	return n
 }

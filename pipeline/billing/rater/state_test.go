@@ -9,6 +9,7 @@ import (
 	"unsafe"
 
 	"github.com/driftline/driftline/internal/memstat"
+	"github.com/driftline/driftline/pipeline/billing/claims"
 	"github.com/driftline/driftline/pipeline/contract"
 )
 
@@ -22,7 +23,7 @@ func ev(part int32, key, usageID string, d contract.Digest, at int64) *usageEven
 // usage_id it claims must not alias the record they came from.
 func TestCheckKeepsItsOwnUsageID(t *testing.T) {
 	s := newKeyState(48 * time.Hour)
-	s.parts[3] = &partKeys{}
+	s.parts[3] = s.newPart()
 	line := []byte("usage-1 src/m-1")
 	e := &usageEvent{part: 3, usageID: unsafe.String(&line[0], 7), key: line[8:], hash: hashKey(line[8:]), digest: 7, at: t0}
 	if v, _, _ := s.check(e); v != verdictNew {
@@ -41,7 +42,7 @@ func TestCheckKeepsItsOwnUsageID(t *testing.T) {
 // its commit alike.
 func TestCheckTellsConflicts(t *testing.T) {
 	s := newKeyState(48 * time.Hour)
-	s.parts[0] = &partKeys{}
+	s.parts[0] = s.newPart()
 	for _, committed := range []bool{false, true} {
 		if !committed {
 			if v, _, _ := s.check(ev(0, "k", "u-1", 11, t0)); v != verdictNew {
@@ -76,7 +77,7 @@ func TestCheckTellsConflicts(t *testing.T) {
 // gone, a committed one's stay.
 func TestCheckAbortUndoes(t *testing.T) {
 	s := newKeyState(time.Hour)
-	s.parts[0] = &partKeys{}
+	s.parts[0] = s.newPart()
 	s.check(ev(0, "a", "u-a", 1, t0))
 	s.commit()
 	s.check(ev(0, "b", "u-b", 1, t0+int64(10*time.Hour)))
@@ -99,26 +100,29 @@ func TestCheckAbortUndoes(t *testing.T) {
 // apart (the index is forced to hold another key under the same hash).
 func TestCheckCollidingHashes(t *testing.T) {
 	s := newKeyState(48 * time.Hour)
-	s.parts[0] = &partKeys{}
+	s.parts[0] = s.newPart()
 	s.check(ev(0, "k1", "u-1", 1, t0))
 	s.commit()
-	g := s.parts[0].gens[0]
-	// Point k2's hash at k1's entry, as a collision would.
-	for h, ref := range g.index {
-		delete(g.index, h)
-		g.index[hashOf("k2")] = ref
+	// k2 comes with k1's hash, as a collision would.
+	k2 := func(usageID string) *usageEvent {
+		e := ev(0, "k2", usageID, 2, t0)
+		e.hash = hashOf("k1")
+		return e
 	}
-	if v, _, _ := s.check(ev(0, "k2", "u-2", 2, t0)); v != verdictNew {
+	if v, _, _ := s.check(k2("u-2")); v != verdictNew {
 		t.Fatalf("colliding key: %v", v)
 	}
-	if v, _, _ := s.check(ev(0, "k2", "u-2", 2, t0)); v != verdictRedelivery {
+	if v, _, _ := s.check(k2("u-2")); v != verdictRedelivery {
 		t.Fatalf("colliding key again: %v", v)
 	}
-	if v, first, _ := s.check(ev(0, "k2", "u-3", 2, t0)); v != verdictDuplicate || first.usageID != "u-2" {
+	if v, first, _ := s.check(k2("u-3")); v != verdictDuplicate || first.usageID != "u-2" {
 		t.Fatalf("colliding key, other id: %v %+v", v, first)
 	}
+	if v, first, _ := s.check(ev(0, "k1", "u-4", 1, t0)); v != verdictDuplicate || first.usageID != "u-1" {
+		t.Fatalf("k1 beside its collision: %v %+v", v, first)
+	}
 	s.abort()
-	if v, _, _ := s.check(ev(0, "k2", "u-3", 2, t0)); v != verdictNew {
+	if v, _, _ := s.check(k2("u-3")); v != verdictNew {
 		t.Fatalf("colliding key after abort: %v", v)
 	}
 }
@@ -130,7 +134,7 @@ func TestCheckCollidingHashes(t *testing.T) {
 func TestCheckHorizon(t *testing.T) {
 	h := 4 * time.Hour
 	s := newKeyState(h)
-	s.parts[0] = &partKeys{}
+	s.parts[0] = s.newPart()
 	s.check(ev(0, "old", "u-old", 1, t0))
 	s.commit()
 	// A clock running ahead moves the watermark only to the broker's time.
@@ -153,9 +157,9 @@ func TestCheckHorizon(t *testing.T) {
 	if v, _, _ := s.check(ev(0, "old", "u-other", 1, later-int64(time.Hour))); v != verdictNew {
 		t.Fatalf("key past the horizon: %v", v)
 	}
-	before := len(s.parts[0].gens)
+	before := len(s.parts[0].gens.List)
 	s.commit()
-	if after := len(s.parts[0].gens); after >= before {
+	if after := len(s.parts[0].gens.List); after >= before {
 		t.Fatalf("generations %d -> %d: none dropped", before, after)
 	}
 }
@@ -170,7 +174,7 @@ func TestCheckMemory(t *testing.T) {
 	}
 	before := memstat.Live()
 	s := newKeyState(48 * time.Hour)
-	s.parts[0] = &partKeys{}
+	s.parts[0] = s.newPart()
 	for _, e := range evs {
 		s.check(e)
 	}
@@ -220,7 +224,7 @@ func TestReplayEqualsLive(t *testing.T) {
 		return out
 	}
 	live := newKeyState(horizon)
-	live.parts[0] = &partKeys{}
+	live.parts[0] = live.newPart()
 	var liveVerdicts []verdict
 	for i := 0; i < len(log); {
 		n := min(1+rng.IntN(700), len(log)-i)
@@ -234,7 +238,7 @@ func TestReplayEqualsLive(t *testing.T) {
 		i += n
 	}
 	replay := newKeyState(horizon)
-	replay.parts[0] = &partKeys{}
+	replay.parts[0] = replay.newPart()
 	var replayVerdicts []verdict
 	for i := 0; i < len(log); i += 1000 {
 		replayVerdicts = append(replayVerdicts, verdicts(replay, log[i:min(i+1000, len(log))])...)
@@ -253,24 +257,22 @@ func TestReplayEqualsLive(t *testing.T) {
 		t.Fatalf("%d late events of %d: the test does not exercise the horizon", late, len(log))
 	}
 	lp, rp := live.parts[0], replay.parts[0]
-	if lp.watermark != rp.watermark || len(lp.gens) != len(rp.gens) {
-		t.Fatalf("live watermark %d, %d generations; replay %d, %d", lp.watermark, len(lp.gens), rp.watermark, len(rp.gens))
+	if lp.watermark != rp.watermark || len(lp.gens.List) != len(rp.gens.List) {
+		t.Fatalf("live watermark %d, %d generations; replay %d, %d", lp.watermark, len(lp.gens.List), rp.watermark, len(rp.gens.List))
 	}
-	for i := range lp.gens {
-		lg, rg := lp.gens[i], rp.gens[i]
-		if lg.start != rg.start || len(lg.index)+len(lg.collide) != len(rg.index)+len(rg.collide) || lg.claims != rg.claims {
-			t.Fatalf("generation %d: live %d with %d claims, replay %d with %d", i, lg.start, lg.claims, rg.start, rg.claims)
+	for i := range lp.gens.List {
+		lg, rg := lp.gens.List[i], rp.gens.List[i]
+		if lg.Start != rg.Start || lg.Claims() != rg.Claims() {
+			t.Fatalf("generation %d: live %d with %d claims, replay %d with %d", i, lg.Start, lg.Claims(), rg.Start, rg.Claims())
 		}
-		for h, ref := range lg.index {
-			_, key, id := lg.entry(ref)
-			rref, ok := rg.index[h]
+		lg.Each(func(key []byte, c claims.Claim) {
+			r, ok := rg.Find(hashKey(key), key)
 			if !ok {
 				t.Fatalf("generation %d: key %s missing from the replay", i, key)
 			}
-			d2, key2, id2 := rg.entry(rref)
-			if d, _, _ := lg.entry(ref); string(key) != string(key2) || string(id) != string(id2) || d != d2 {
-				t.Fatalf("generation %d: live %s %s, replay %s %s", i, key, id, key2, id2)
+			if string(c.UsageID) != string(r.UsageID) || c.Digest != r.Digest {
+				t.Fatalf("generation %d: key %s: live %s %x, replay %s %x", i, key, c.UsageID, c.Digest, r.UsageID, r.Digest)
 			}
-		}
+		})
 	}
 }

@@ -37,14 +37,20 @@
 // a partition's state by replaying the three topic partitions up to the
 // group's committed offsets without writing anything, exactly like the
 // drift joiner. Settled usage is dropped from memory once its window is
-// past the horizon (prune.go); restore time grows with the retained
-// history of the billing topics.
+// past the horizon (prune.go); usage keys are forgotten, as the rater
+// forgets them, once the generation of their usage's event time ends
+// before the watermark less the horizon, and usage older than that is
+// refused as late_event. Restore time grows with the retained history of
+// the billing topics.
 //
 // Memory: records are decoded without copying (contract.Decoder with
 // ZeroCopy), and the tracker copies only the strings it keeps (usage_id,
-// metering_id, quantity, amounts), numbering the low-cardinality ones
-// (interner). A mismatch keeps its state (times, version, open), not its
-// row: the row is described anew from the usage state at each transition.
-// Records a merge holds back are copied off their fetch buffers after each
-// apply (compactQueues), so the buffers go with the records applied.
+// metering_id, quantity, amounts) into a byte arena, numbering the
+// low-cardinality ones (interner). Usage states hold no pointer: they live
+// in a slab of fixed chunks found through open-addressing tables of slots
+// (store.go), so the collector scans none of them. A mismatch keeps its
+// state (times, version, open), not its row: the row is described anew
+// from the usage state at each transition. Records a merge holds back are
+// copied off their fetch buffers after each apply (compactQueues), so the
+// buffers go with the records applied.
 package reconcile

@@ -1,6 +1,10 @@
 package reconcile
 
-import "flag"
+import (
+	"flag"
+
+	"github.com/driftline/driftline/pipeline/contract"
+)
 
 // RegisterFlags registers the flags of o's event-time rules and clock
 // skew bound on fs, under -billing., with o's values as their defaults.
@@ -11,5 +15,5 @@ func (o *Options) RegisterFlags(fs *flag.FlagSet) {
 	fs.DurationVar(&o.Rules.LedgerGrace, "billing.ledgerGrace", o.Rules.LedgerGrace, "event time a rated line may wait for its ledger entry before it is rated_not_ledgered; must exceed the ledger's normal posting delay")
 	fs.DurationVar(&o.MaxClockSkew, "billing.maxClockSkew", o.MaxClockSkew, "how far an event's occurred_at may lie ahead of its record's broker timestamp; later events are counted (clock_skew) and not applied, and accepted ones move event time no further than their broker timestamp. Negative disables the check")
 	fs.DurationVar(&o.Rules.AllowedLateness, "billing.allowedLateness", o.Rules.AllowedLateness, "how far the billing watermark trails the newest event time; larger tolerates more disorder but delays grace-based findings")
-	fs.DurationVar(&o.Rules.Horizon, "billing.horizon", o.Rules.Horizon, "event time after a conservation window's end at which its settled usage is dropped from memory (bounds memory; a later change for it is not counted in the window)")
+	fs.DurationVar(&o.Rules.Horizon, "billing.horizon", o.Rules.Horizon, "event time after a conservation window's end at which its settled usage is dropped from memory, and for which a usage key is remembered after its usage occurred (bounds memory; a later change for dropped usage is not counted in its window, and usage that occurred longer before the partition's watermark is quarantined as "+string(contract.ReasonLate)+", never applied)")
 }

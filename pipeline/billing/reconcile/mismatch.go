@@ -53,42 +53,28 @@ type mismatchKey struct {
 // String returns the mismatch_id.
 func (k mismatchKey) String() string { return MismatchID(k.kind, k.id) }
 
-// mismatchState is what the tracker keeps of a mismatch between its
+// mstate is what the tracker keeps of a mismatch between its
 // transitions: the rest of its row is described anew from the usage (or
-// window) at each transition, so a resolved mismatch waiting for the
-// horizon holds no strings of its own.
-type mismatchState struct {
-	// other is the usage_id of a duplicate_usage (the others' is the
-	// key's id, a window's none); shared with the usage state.
-	other       string
+// window) at each transition, so a mismatch holds no strings of its own.
+type mstate struct {
 	first, last int64 // event times, Unix ns (nanos)
 	version     uint64
 	open        bool
 }
 
-// usageID returns the usage_id of mismatch k in state m.
-func (m *mismatchState) usageID(k mismatchKey) string {
-	switch k.kind {
-	case contract.KindDuplicateUsage:
-		return m.other
-	case contract.KindWindowUnbalanced:
-		return ""
-	}
-	return k.id
-}
-
-func (m *mismatchState) status() contract.FindingStatus {
+func (m *mstate) status() contract.FindingStatus {
 	if m.open {
 		return contract.StatusOpen
 	}
 	return contract.StatusResolved
 }
 
-// usageKey is a usage key (metering_source, metering_id); its meterID is
-// the usage state's.
-type usageKey struct {
-	source  sym
-	meterID string
+// mismatchState is a mismatch kept by key (Tracker.mismatches).
+type mismatchState struct {
+	mstate
+	// other is the usage_id of a duplicate_usage (the others' is the
+	// key's id, a window's none).
+	other string
 }
 
 // sym is an interned string: its number in the tracker's interner.
@@ -116,12 +102,6 @@ func (in *interner) get(s string) sym {
 	in.ids[c] = v
 	in.strs = append(in.strs, c)
 	return v
-}
-
-// lookup returns the sym of s if s has one.
-func (in *interner) lookup(s string) (sym, bool) {
-	v, ok := in.ids[s]
-	return v, ok
 }
 
 // str returns the string of v.

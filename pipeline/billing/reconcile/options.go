@@ -34,9 +34,11 @@ type Options struct {
 	// and client options. The default Group is "driftline-billing".
 	stream.StageOptions
 	// RoundOptions size the rounds and the merges. Defaults: flush every
-	// 500ms or 50000 events, catch up in rounds of 3s or 200,000 events,
-	// queue 16384 records a stream (usage already fetched while the rater
-	// is still producing the rated lines before it waits in the merge).
+	// 500ms or 50000 events, catch up in rounds of 3s or 100,000 events
+	// (the rows of a round wait in memory for its write), queue 2048
+	// records a stream (a stream ahead of the others, the rated lines
+	// while the usage before them is applied, pauses instead of holding
+	// its records).
 	stream.RoundOptions
 	// Prices is the price book unknown_unit is judged against: the same
 	// file the rater loads. Required.
@@ -61,12 +63,14 @@ type Options struct {
 // DefaultOptions returns the default of every option but Brokers and
 // Prices (and those that default to none).
 func DefaultOptions() Options {
-	return Options{
+	o := Options{
 		StageOptions: stream.DefaultStageOptions("driftline-billing"),
-		RoundOptions: stream.DefaultRoundOptions(50_000, 200_000),
+		RoundOptions: stream.DefaultRoundOptions(50_000, 100_000),
 		Rules:        DefaultRules(),
 		MaxClockSkew: 5 * time.Minute,
 	}
+	o.QueueRecords = 2048
+	return o
 }
 
 // defaults fills the options left zero from DefaultOptions and checks

@@ -3,7 +3,7 @@ package reconcile
 import (
 	"time"
 
-	"github.com/driftline/driftline/pipeline/contract"
+	"github.com/driftline/driftline/pipeline/billing/claims"
 )
 
 // The horizon bounds the tracker's memory in event time. A window closes
@@ -30,19 +30,19 @@ func (t *Tracker) closed(start int64) bool {
 
 // register lists s to be swept with the window starting at start.
 func (t *Tracker) register(start int64, s *usageState) {
-	ids, ok := t.byStart[start]
+	refs, ok := t.byStart[start]
 	if !ok {
 		t.starts.push(windowStart(start))
 	}
-	t.byStart[start] = append(ids, s.id)
-	s.regStart, s.registered = start, true
+	t.byStart[start] = append(refs, s.ref())
+	s.regHour, s.registered = int32(start/int64(WindowSize/time.Second)), true
 }
 
 // linger lists s to be checked at every sweep until it settles.
 func (t *Tracker) linger(s *usageState) {
 	if !s.lingering {
 		s.lingering = true
-		t.lingering = append(t.lingering, s.id)
+		t.lingering = append(t.lingering, s.ref())
 	}
 }
 
@@ -55,9 +55,9 @@ func (t *Tracker) sweep() {
 	}
 	for len(t.starts) > 0 && t.closed(int64(t.starts[0])) {
 		start := int64(t.starts.pop())
-		for _, id := range t.byStart[start] {
-			s := t.usage[id]
-			if s == nil || s.regStart != start {
+		for _, r := range t.byStart[start] {
+			s := t.states.get(r)
+			if s == nil || s.regStart() != start {
 				continue // dropped already, or moved to another window
 			}
 			if settled(s) {
@@ -74,41 +74,51 @@ func (t *Tracker) sweep() {
 		}
 		delete(t.windowsByStart, start)
 	}
-	if !swept || len(t.lingering) == 0 {
-		return
-	}
-	keep := t.lingering[:0]
-	for _, id := range t.lingering {
-		s := t.usage[id]
-		switch {
-		case s == nil:
-		case settled(s) && (s.win == nil || t.closed(s.win.key.Start)):
-			t.prune(s)
-		default:
-			keep = append(keep, id)
+	if swept {
+		if f, ok := t.floor(); ok {
+			t.claims.Forget(f)
 		}
 	}
-	clear(t.lingering[len(keep):])
-	t.lingering = keep
+	if swept && len(t.lingering) > 0 {
+		keep := t.lingering[:0]
+		for _, r := range t.lingering {
+			s := t.states.get(r)
+			switch {
+			case s == nil:
+			case settled(s) && (s.win == 0 || t.closed(t.wins[s.win].key.Start)):
+				t.prune(s)
+			default:
+				keep = append(keep, r)
+			}
+		}
+		clear(t.lingering[len(keep):])
+		t.lingering = keep
+	}
+	t.states.compact(&t.strs)
 }
 
 // prune drops settled usage s from memory. Its contribution stays in its
 // window's row.
 func (t *Tracker) prune(s *usageState) {
-	delete(t.usage, s.id)
 	t.pruned++
-	for _, kind := range []contract.BillingKind{contract.KindUsageNotRated, contract.KindRatedNotLedgered, contract.KindAmountMismatch, contract.KindUnknownUnit, contract.KindConflictingUsage} {
-		id := mismatchKey{kind, s.id}
-		if m, ok := t.mismatches[id]; ok && !m.open {
-			delete(t.mismatches, id)
+	t.park(s)
+	if s.claims {
+		// The claim outlives the state until its generation is forgotten.
+		key := t.stateKey(s)
+		h := claims.Hash(key)
+		t.unclaim(s, h)
+		if f, _ := t.floor(); !t.forgotten(s.at, f) {
+			t.claims.Gen(s.at).Add(h, key, t.strs.get(s.id), s.digest)
 		}
 	}
-	if w := s.win; w != nil {
+	if s.win != 0 {
+		w := t.wins[s.win]
 		w.live--
 		if w.live == 0 && !w.unbalanced {
 			t.dropWindow(w)
 		}
 	}
+	t.states.remove(&t.strs, s)
 }
 
 // dropWindow forgets a closed window's row (a pending write still happens:
@@ -118,6 +128,8 @@ func (t *Tracker) dropWindow(w *windowState) {
 		return
 	}
 	delete(t.windows, w.key)
+	t.wins[w.num] = nil
+	t.freeWins = append(t.freeWins, w.num)
 	id := windowMismatchKey(w.key, t.partition)
 	if m, ok := t.mismatches[id]; ok && !m.open {
 		delete(t.mismatches, id)
@@ -126,7 +138,7 @@ func (t *Tracker) dropWindow(w *windowState) {
 
 // Tracked returns the number of usage_ids held in memory and the number
 // of conservation windows.
-func (t *Tracker) Tracked() (usage, windows int) { return len(t.usage), len(t.windows) }
+func (t *Tracker) Tracked() (usage, windows int) { return t.states.n, len(t.windows) }
 
 // Pruned returns how many settled usage_ids the horizon dropped, and how
 // many changes came for windows already dropped (not counted in any row).

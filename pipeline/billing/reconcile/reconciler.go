@@ -109,6 +109,14 @@ func (o *output) reset() {
 	clear(o.current)
 }
 
+// fetchMaxBytes bounds one fetch of the reconciler (compressed), below the
+// members' stream.FetchMaxBytes: a fetch is decompressed whole, and its
+// buffers stay until every record of it is applied or copied out of them
+// (compactQueues); the reconciler's records are small and its merges wait
+// on one stream for another, so smaller fetches cost little time and
+// hold a quarter of the memory.
+const fetchMaxBytes = 2 << 20
+
 // New connects to the brokers and returns a Reconciler writing to s.
 func New(ctx context.Context, opts Options, s Sink) (*Reconciler, error) {
 	if err := opts.defaults(); err != nil {
@@ -126,6 +134,7 @@ func New(ctx context.Context, opts Options, s Sink) (*Reconciler, error) {
 	var err error
 	mopts := opts.Member("billing", opts.Topics.Billing())
 	mopts.KeepControlRecords, mopts.Rounds = true, opts.Rounds()
+	mopts.ConsumerOpts = []kgo.Opt{kgo.FetchMaxBytes(fetchMaxBytes), kgo.FetchMaxPartitionBytes(fetchMaxBytes / 4)}
 	r.member, err = stream.NewMember(ctx, mopts)
 	if err != nil {
 		return nil, err
@@ -253,18 +262,20 @@ func (r *Reconciler) apply(parts map[int32]*partition, rec *kgo.Record) {
 	// Event time is bounded by the log's clock, as in the joiner
 	// (docs/event-time.md).
 	if r.opts.MaxClockSkew >= 0 && !rec.Timestamp.IsZero() && env.OccurredAt.Sub(rec.Timestamp) > r.opts.MaxClockSkew {
-		verr := contract.ClockSkewError(env.OccurredAt, rec.Timestamp, r.opts.MaxClockSkew)
-		r.m.invalid.WithLabelValues(string(verr.Reason)).Inc()
-		part.producers.Add(env.Producer, verr.Reason, rec.Timestamp)
-		if part.out.emit { // a restore replays records quarantined before
-			part.out.rejected = append(part.out.rejected, rejected{rec, verr})
-		}
-		r.opts.Logger.Debug("record rejected", "topic", rec.Topic, "partition", rec.Partition, "offset", rec.Offset, "err", verr)
+		r.reject(part, rec, &env, contract.ClockSkewError(env.OccurredAt, rec.Timestamp, r.opts.MaxClockSkew))
 		return
 	}
-	r.m.events.WithLabelValues(rec.Topic).Inc()
 	at := env.OccurredAt.UTC()
 	t := part.tracker
+	if _, ok := payload.(*contract.Usage); ok {
+		// Usage older than the horizon may have lost the usage key it
+		// would be judged against: refused as the rater refuses it.
+		if before, late := t.Late(at); late {
+			r.reject(part, rec, &env, contract.LateError(env.OccurredAt, before))
+			return
+		}
+	}
+	r.m.events.WithLabelValues(rec.Topic).Inc()
 	t.SetBound(rec.Timestamp)
 	switch p := payload.(type) {
 	case *contract.Usage:
@@ -282,6 +293,18 @@ func (r *Reconciler) apply(parts map[int32]*partition, rec *kgo.Record) {
 	default:
 		t.Advance(at)
 	}
+}
+
+// reject counts a well-formed record not applied, against its producer,
+// and quarantines it (but in a restore, which replays records quarantined
+// before).
+func (r *Reconciler) reject(part *partition, rec *kgo.Record, env *contract.Envelope, verr *contract.ValidationError) {
+	r.m.invalid.WithLabelValues(string(verr.Reason)).Inc()
+	part.producers.Add(env.Producer, verr.Reason, rec.Timestamp)
+	if part.out.emit {
+		part.out.rejected = append(part.out.rejected, rejected{rec, verr})
+	}
+	r.opts.Logger.Debug("record rejected", "topic", rec.Topic, "partition", rec.Partition, "offset", rec.Offset, "err", verr)
 }
 
 func (r *Reconciler) observe(part *partition) {

@@ -1,12 +1,14 @@
 package reconcile
 
 import (
+	"encoding/binary"
 	"errors"
 	"math"
 	"math/big"
 	"strings"
 	"time"
 
+	"github.com/driftline/driftline/pipeline/billing/claims"
 	"github.com/driftline/driftline/pipeline/billing/pricebook"
 	"github.com/driftline/driftline/pipeline/contract"
 	"github.com/driftline/driftline/pipeline/contract/decimal"
@@ -52,41 +54,72 @@ func (r *Rules) defaults() {
 	r.Horizon = max(r.Horizon, r.RatingGrace, r.LedgerGrace)
 }
 
-// usageState is what one partition knows about one usage_id.
+// usageState is what one partition knows about one usage_id. It holds no
+// pointer (store.go): its strings are in the tracker's arena, its window
+// is a number.
 type usageState struct {
-	id        string
+	id       astr
+	meterID  astr
+	quantity astr
+	// conflictQuantity is the quantity of the latest usage that came
+	// under the same usage_id with another content.
+	conflictQuantity astr
+
+	rated  ratedLine  // ok when the rated line is known
+	ledger ledgerLine // ok when the ledger entry is known
+	// misFirst, misLast, misVersion and misOpen are the state (mstate)
+	// of the first mismatch raised about the usage_id, of kind
+	// usageKinds[misKind-1] (0: none yet); any other is in
+	// Tracker.byUsage.
+	misFirst, misLast int64
+	misVersion        uint64
+
+	at int64 // event time of the usage, Unix ns (nanos)
+	// digest is the payload digest of the usage (contract.PayloadDigest;
+	// 0: not known).
+	digest contract.Digest
+
+	regHour int32 // the window start s is registered to be swept with, in hours since 1970 (regStart)
+	slot    slot
+	gen     uint32 // see stateRef
+	win     uint32 // the number of the window s is counted in; 0 when none
+
+	source, tenant, product, unit sym
+	currency                      sym // of the price book unit, when known
+
+	misKind   uint8
+	misOpen   bool
+	inUse     bool
+	claims    bool // the usage claimed its usage key first (Tracker.keys)
 	usageSeen bool
 	explained bool // unknown/retired unit or duplicate: never rated, never usage_not_rated
 	// Grace deadlines passed: usage without rated line, rated line without
 	// ledger entry, and a rated line without usage or a ledger entry
 	// without rated line (unexplained).
 	ratingOverdue, ledgerOverdue, ratedOrphanOverdue, ledgerOrphanOverdue bool
-	registered, lingering                                                 bool         // see prune.go
-	regStart                                                              int64        // the window start s is registered to be swept with
-	win                                                                   *windowState // the window s is counted in; nil when none
-	at                                                                    int64        // event time of the usage, Unix ns (nanos)
-	meterID                                                               string
-	quantity                                                              string
-	source, tenant, product, unit                                         sym
-	currency                                                              sym // of the price book unit, when known
-	// digest is the payload digest of the usage (contract.PayloadDigest;
-	// 0: not known), conflictQuantity the quantity of the latest usage
-	// that came under the same usage_id with another content.
-	digest           contract.Digest
-	conflictQuantity string
-
-	rated  ratedLine  // ok when the rated line is known
-	ledger ledgerLine // ok when the ledger entry is known
+	registered, lingering                                                 bool // see prune.go
 }
+
+// strs returns the arena strings of s.
+func (s *usageState) strs() [6]*astr {
+	return [6]*astr{&s.id, &s.meterID, &s.quantity, &s.conflictQuantity, &s.rated.amount, &s.ledger.amount}
+}
+
+// regStart returns the start of the window s is registered with (Unix
+// seconds).
+func (s *usageState) regStart() int64 { return int64(s.regHour) * int64(WindowSize/time.Second) }
+
+// ref names s for the heaps and lists that may outlive it.
+func (s *usageState) ref() stateRef { return stateRef{s.slot, s.gen} }
 
 // ledgerAgrees reports whether the ledger entry posted the rated amount in
 // the rated currency; both are present.
-func (s *usageState) ledgerAgrees() bool {
-	return amountsEqual(s.rated.amount, s.ledger.amount) && s.rated.currency == s.ledger.currency
+func (t *Tracker) ledgerAgrees(s *usageState) bool {
+	return amountsEqual(t.strs.get(s.rated.amount), t.strs.get(s.ledger.amount)) && s.rated.currency == s.ledger.currency
 }
 
 type ratedLine struct {
-	amount   string
+	amount   astr
 	at       int64 // event time, Unix ns (nanos)
 	currency sym
 	ok       bool
@@ -107,10 +140,27 @@ type Tracker struct {
 	book  func() *pricebook.Book
 	emit  func(*Mismatch)
 
-	usage      map[string]*usageState        // usage_id -> state
-	keys       map[usageKey]string           // usage key -> usage_id that claimed it first
-	mismatches map[mismatchKey]mismatchState // mismatch -> its state (the row is described anew from the usage or window)
-	mismatch   Mismatch                      // the row passed to emit, reused
+	states slab  // the usage states, by usage_id (store.go)
+	strs   arena // their strings
+	// claims holds, per usage key, the usage_id that claimed it first,
+	// by generation of the usage's event time (horizon/4 wide): forgotten
+	// once the generation ends before the watermark less the horizon.
+	// The claims of usage held are its state (keys finds it by the
+	// hash of its usage key); a claim moves to the generations when its
+	// usage is dropped.
+	claims  claims.Gens
+	keys    table
+	keyBuf  []byte // the usage key being looked up (usageKey)
+	hashBuf []byte // the usage key being hashed (keyHash)
+	// The mismatches of usage_ids held are in their state (the first)
+	// and byUsage (by slot and kind: the others); the rest by key:
+	// duplicate_usage, window_unbalanced, and the open mismatches of
+	// usage_ids dropped by the horizon (parked until their usage_id comes
+	// back). The row is described anew from the usage or window.
+	byUsage    map[uint64]mstate
+	mismatches map[mismatchKey]mismatchState
+	parked     int      // parked mismatches in mismatches
+	mismatch   Mismatch // the row passed to emit, reused
 	open       int
 	intern     interner // the low-cardinality strings of the usage states
 
@@ -125,32 +175,39 @@ type Tracker struct {
 	// Conservation windows (window.go) and the horizon (prune.go).
 	windows        map[WindowKey]*windowState
 	windowsByStart map[int64][]WindowKey
+	wins           []*windowState // by number (usageState.win); 0 is none
+	freeWins       []uint32
 	dirtyWindows   []*windowState
 	touched        []*windowState
-	byStart        map[int64][]string // window start -> usage_ids to sweep with it
+	byStart        map[int64][]stateRef // window start -> usage to sweep with it
 	starts         starts
-	lingering      []string
+	lingering      []stateRef
 	pruned, late   int64
+	lateUsage      int64 // usage refused as late (Late)
 	sweptHour      int64 // the watermark's hour at the last check of lingering
 	tmp            big.Int
-	partition      int32 // names the window rows and window_unbalanced mismatches
+	partition      int32 // names the window rows and window_unbalanced mismatch_ids
 }
 
 // NewTracker returns a tracker that looks units up in book() and passes
-// every mismatch transition to emit (the row is reused: copy it to keep
-// it).
+// every mismatch transition to emit (the row is reused, and its strings
+// may alias the tracker's memory: copy them to keep them beyond the next
+// flush of the batch).
 func NewTracker(rules Rules, book func() *pricebook.Book, emit func(*Mismatch)) *Tracker {
 	rules.defaults()
+	span := int64(rules.Horizon / 4)
 	return &Tracker{
 		rules: rules, book: book, emit: emit,
-		usage:      map[string]*usageState{},
-		keys:       map[usageKey]string{},
+		states:     newSlab(),
+		claims:     claims.Gens{Span: span},
+		byUsage:    map[uint64]mstate{},
 		mismatches: map[mismatchKey]mismatchState{},
 		intern:     newInterner(),
 
 		windows:        map[WindowKey]*windowState{},
 		windowsByStart: map[int64][]WindowKey{},
-		byStart:        map[int64][]string{},
+		wins:           []*windowState{nil},
+		byStart:        map[int64][]stateRef{},
 	}
 }
 
@@ -164,13 +221,51 @@ func (t *Tracker) Watermark() time.Time { return t.watermark }
 // Open returns the number of open mismatches.
 func (t *Tracker) Open() int { return t.open }
 
+// state returns the state of usageID, created if need be.
 func (t *Tracker) state(usageID string) *usageState {
-	s := t.usage[usageID]
-	if s == nil {
-		s = &usageState{id: strings.Clone(usageID)}
-		t.usage[s.id] = s
+	if s := t.states.find(&t.strs, usageID); s != nil {
+		return s
+	}
+	s := t.states.add(&t.strs, usageID)
+	if t.parked > 0 {
+		t.unpark(s, usageID)
 	}
 	return s
+}
+
+// usageKey returns the usage key of (source, meterID) as the claims keep
+// it: the length of source, source, meterID (so that no two pairs share
+// one). It is valid until the next call.
+func (t *Tracker) usageKey(source, meterID string) []byte {
+	t.keyBuf = appendUsageKey(t.keyBuf[:0], source, meterID)
+	return t.keyBuf
+}
+
+func appendUsageKey(b []byte, source, meterID string) []byte {
+	b = binary.AppendUvarint(b, uint64(len(source)))
+	return append(append(b, source...), meterID...)
+}
+
+// floor is the event time before which usage is late (Unix ns), and
+// whether there is one yet.
+func (t *Tracker) floor() (int64, bool) {
+	if t.watermark.IsZero() {
+		return 0, false
+	}
+	return nanos(t.watermark) - int64(t.rules.Horizon), true
+}
+
+// Late reports whether usage that occurred at at is late: before the
+// watermark less the horizon, where the usage keys it would be judged
+// against may be forgotten. It returns that bound too. Late usage is not
+// applied (ApplyUsageDigest ignores it); the reconciler rejects it as
+// late_event, as the rater does.
+func (t *Tracker) Late(at time.Time) (time.Time, bool) {
+	f, ok := t.floor()
+	if !ok || nanos(at) >= f {
+		return time.Time{}, false
+	}
+	return eventTime(f), true
 }
 
 // ApplyUsage applies one accepted usage event with event time at, its
@@ -183,16 +278,19 @@ func (t *Tracker) ApplyUsage(u *contract.Usage, at time.Time) { _ = t.ApplyUsage
 // with the same digest is a redelivery and changes nothing; with another
 // digest (or under another usage key) it is conflicting_usage: the first
 // usage stays the one rated and reconciled, and the mismatch names both
-// quantities. It reports whether u was such a conflict.
+// quantities. It reports whether u was such a conflict. Late usage (Late)
+// changes nothing.
 func (t *Tracker) ApplyUsageDigest(u *contract.Usage, d contract.Digest, at time.Time) (conflict bool) {
-	defer t.Advance(at)
-	var first string
-	source, claimed := t.intern.lookup(u.MeteringSource)
-	if claimed {
-		first, claimed = t.keys[usageKey{source, u.MeteringID}]
+	if _, late := t.Late(at); late {
+		t.lateUsage++
+		return false
 	}
-	if claimed && first == u.UsageID {
-		if s := t.usage[u.UsageID]; s != nil && s.digest != 0 && d != 0 && s.digest != d {
+	defer t.Advance(at)
+	key := t.usageKey(u.MeteringSource, u.MeteringID)
+	h := claims.Hash(key)
+	claimed, same := t.claimOf(h, key, u)
+	if claimed && same {
+		if s := t.states.find(&t.strs, u.UsageID); s != nil && s.digest != 0 && d != 0 && s.digest != d {
 			t.conflict(s, u, at)
 			return true
 		}
@@ -218,37 +316,93 @@ func (t *Tracker) ApplyUsageDigest(u *contract.Usage, d contract.Digest, at time
 		// Another usage_id has this key: the rater rated (or will rate)
 		// the first one only.
 		s.explained = true
-		t.set(mismatchKey{contract.KindDuplicateUsage, t.intern.str(s.source) + "/" + s.meterID}, s.id, s, true, at)
+		t.setDuplicate(u.MeteringSource+"/"+u.MeteringID, s, at)
 		return false
 	}
-	t.keys[usageKey{s.source, s.meterID}] = s.id
+	s.claims = true
+	t.keys.insert(h, s.slot, t.keyHash)
 	switch {
 	case errors.Is(err, pricebook.ErrUnknownUnit), errors.Is(err, pricebook.ErrRetiredUnit):
 		s.explained = true
-		t.set(mismatchKey{contract.KindUnknownUnit, s.id}, s.id, s, true, at)
+		t.set(contract.KindUnknownUnit, s, at)
 		return false
 	case err != nil:
 		panic("BUG: unexpected price book lookup error: " + err.Error())
 	}
 	if !s.rated.ok {
-		t.ratingDue.push(deadline{at: nanos(at.Add(t.rules.RatingGrace)), usageID: s.id})
+		t.ratingDue.push(deadline{at: nanos(at.Add(t.rules.RatingGrace)), ref: s.ref()})
 	}
 	return false
 }
 
+// claimOf reports whether usage key key (hash h) of u is claimed, and if
+// so whether by u's usage_id. A claim is forgotten once the generation of
+// its usage's event time ends before the floor, whether its usage is
+// still held or not, so that dropping a usage changes no decision.
+func (t *Tracker) claimOf(h uint64, key []byte, u *contract.Usage) (claimed, same bool) {
+	floor, hasFloor := t.floor()
+	if i, ok := t.keys.find(h, func(i slot) bool {
+		c := t.states.at(i)
+		return t.intern.str(c.source) == u.MeteringSource && t.strs.get(c.meterID) == u.MeteringID
+	}); ok {
+		c := t.states.at(i)
+		if !hasFloor || !t.forgotten(c.at, floor) {
+			return true, t.strs.get(c.id) == u.UsageID
+		}
+		t.unclaim(c, h)
+	}
+	if !hasFloor {
+		floor = math.MinInt64
+	}
+	if c, ok := t.claims.Find(h, key, floor); ok {
+		return true, string(c.UsageID) == u.UsageID
+	}
+	return false, false
+}
+
+// forgotten reports whether the claim of usage that occurred at at (ns)
+// is forgotten at floor: its generation ends at or before floor.
+func (t *Tracker) forgotten(at, floor int64) bool {
+	m := at % t.claims.Span
+	if m < 0 {
+		m += t.claims.Span
+	}
+	return at-m+t.claims.Span <= floor
+}
+
+// stateKey returns the usage key of state s (usageKey).
+func (t *Tracker) stateKey(s *usageState) []byte {
+	return t.usageKey(t.intern.str(s.source), t.strs.get(s.meterID))
+}
+
+// keyHash returns the hash of the usage key of the state in slot i.
+// It has a buffer of its own: the table calls it while a key is held.
+func (t *Tracker) keyHash(i slot) uint64 {
+	s := t.states.at(i)
+	t.hashBuf = appendUsageKey(t.hashBuf[:0], t.intern.str(s.source), t.strs.get(s.meterID))
+	return claims.Hash(t.hashBuf)
+}
+
+// unclaim removes the claim of state s, whose key hashes to h.
+func (t *Tracker) unclaim(s *usageState, h uint64) {
+	t.keys.remove(h, s.slot, t.keyHash)
+	s.claims = false
+}
+
 // describeFrom sets the fields of s that describe its mismatch rows,
 // keeping none of the strings passed (they may alias a record's bytes):
-// the low-cardinality ones interned, the others copied.
+// the low-cardinality ones interned, the others copied into the arena.
 func (t *Tracker) describeFrom(s *usageState, source, meterID, tenant, product, unit, quantity string) {
 	s.source, s.tenant, s.product, s.unit = t.intern.get(source), t.intern.get(tenant), t.intern.get(product), t.intern.get(unit)
-	s.meterID, s.quantity = strings.Clone(meterID), strings.Clone(quantity)
+	t.strs.set(&s.meterID, meterID)
+	t.strs.set(&s.quantity, quantity)
 }
 
 // conflict raises conflicting_usage for usage s, which u repeats with
 // other content.
 func (t *Tracker) conflict(s *usageState, u *contract.Usage, at time.Time) {
-	s.conflictQuantity = strings.Clone(u.Quantity)
-	t.set(mismatchKey{contract.KindConflictingUsage, s.id}, s.id, s, true, at)
+	t.strs.set(&s.conflictQuantity, u.Quantity)
+	t.set(contract.KindConflictingUsage, s, at)
 }
 
 // ApplyRated applies one rated line with event time at (the rater keeps
@@ -262,28 +416,28 @@ func (t *Tracker) ApplyRated(r *contract.Rated, at time.Time) bool {
 	}
 	t.detach(s, at)
 	defer t.attach(s, at)
-	s.rated = ratedLine{at: nanos(at), amount: strings.Clone(r.Amount), currency: t.intern.get(r.Currency), ok: true}
+	s.rated = ratedLine{at: nanos(at), amount: t.strs.put(r.Amount), currency: t.intern.get(r.Currency), ok: true}
 	if !s.usageSeen {
-		t.orphan(&t.ratedOrphanDue, &s.ratedOrphanOverdue, s.id, at.Add(t.rules.RatingGrace))
+		t.orphan(&t.ratedOrphanDue, &s.ratedOrphanOverdue, s.ref(), at.Add(t.rules.RatingGrace))
 	}
 	if !s.usageSeen {
 		// The usage is not here (yet): describe the mismatch rows from
 		// the rated line.
 		t.describeFrom(s, r.MeteringSource, r.MeteringID, r.TenantID, r.ProductID, r.UnitID, r.Quantity)
 	}
-	t.resolve(mismatchKey{contract.KindUsageNotRated, s.id}, s, at)
+	t.resolve(contract.KindUsageNotRated, s, at)
 	if s.ledger.ok {
-		t.compare(s.id, s)
+		t.compare(s)
 		return true
 	}
 	due := at.Add(t.rules.LedgerGrace)
 	if !t.watermark.Before(due) {
 		// Rated after its ledger grace had already passed in event time.
 		s.ledgerOverdue = true
-		t.set(mismatchKey{contract.KindRatedNotLedgered, s.id}, s.id, s, true, due)
+		t.set(contract.KindRatedNotLedgered, s, due)
 		return true
 	}
-	t.ledgerDue.push(deadline{at: nanos(due), usageID: s.id})
+	t.ledgerDue.push(deadline{at: nanos(due), ref: s.ref()})
 	return true
 }
 
@@ -297,26 +451,27 @@ func (t *Tracker) ApplyLedger(l *contract.LedgerEntry, at time.Time) {
 	}
 	t.detach(s, at)
 	defer t.attach(s, at)
-	s.ledger = ledgerLine{at: nanos(at), amount: strings.Clone(l.Amount), currency: t.intern.get(l.Currency), ok: true}
+	s.ledger = ledgerLine{at: nanos(at), amount: t.strs.put(l.Amount), currency: t.intern.get(l.Currency), ok: true}
 	if !s.usageSeen && !s.rated.ok {
-		s.source, s.meterID = t.intern.get(l.MeteringSource), strings.Clone(l.MeteringID)
+		s.source = t.intern.get(l.MeteringSource)
+		t.strs.set(&s.meterID, l.MeteringID)
 	}
 	if !s.rated.ok {
-		t.orphan(&t.ledgerOrphanDue, &s.ledgerOrphanOverdue, s.id, at.Add(t.rules.LedgerGrace))
+		t.orphan(&t.ledgerOrphanDue, &s.ledgerOrphanOverdue, s.ref(), at.Add(t.rules.LedgerGrace))
 		return
 	}
-	t.resolve(mismatchKey{contract.KindRatedNotLedgered, s.id}, s, at)
-	t.compare(s.id, s)
+	t.resolve(contract.KindRatedNotLedgered, s, at)
+	t.compare(s)
 }
 
 // compare raises amount_mismatch when the ledger entry differs from the
 // rated line; both are present.
-func (t *Tracker) compare(usageID string, s *usageState) {
-	if amountsEqual(s.rated.amount, s.ledger.amount) && s.rated.currency == s.ledger.currency {
+func (t *Tracker) compare(s *usageState) {
+	if t.ledgerAgrees(s) {
 		return
 	}
 	at := eventTime(max(s.ledger.at, s.rated.at))
-	t.set(mismatchKey{contract.KindAmountMismatch, usageID}, usageID, s, true, at)
+	t.set(contract.KindAmountMismatch, s, at)
 }
 
 // amountsEqual compares two decimal strings exactly (1.50 equals 1.5); a
@@ -357,30 +512,30 @@ func (t *Tracker) Advance(at time.Time) {
 		due.at = nanos(t.watermark)
 	}
 	for d := range t.ratingDue.popTo(due) {
-		if s := t.usage[d.usageID]; s != nil && s.usageSeen && !s.explained && !s.rated.ok && !s.ratingOverdue {
+		if s := t.states.get(d.ref); s != nil && s.usageSeen && !s.explained && !s.rated.ok && !s.ratingOverdue {
 			t.detach(s, eventTime(d.at))
 			s.ratingOverdue = true
-			t.set(mismatchKey{contract.KindUsageNotRated, d.usageID}, d.usageID, s, true, eventTime(d.at))
+			t.set(contract.KindUsageNotRated, s, eventTime(d.at))
 			t.attach(s, eventTime(d.at))
 		}
 	}
 	for d := range t.ledgerDue.popTo(due) {
-		if s := t.usage[d.usageID]; s != nil && s.rated.ok && !s.ledger.ok && !s.ledgerOverdue {
+		if s := t.states.get(d.ref); s != nil && s.rated.ok && !s.ledger.ok && !s.ledgerOverdue {
 			t.detach(s, eventTime(d.at))
 			s.ledgerOverdue = true
-			t.set(mismatchKey{contract.KindRatedNotLedgered, d.usageID}, d.usageID, s, true, eventTime(d.at))
+			t.set(contract.KindRatedNotLedgered, s, eventTime(d.at))
 			t.attach(s, eventTime(d.at))
 		}
 	}
 	for d := range t.ratedOrphanDue.popTo(due) {
-		if s := t.usage[d.usageID]; s != nil && s.rated.ok && !s.usageSeen && !s.ratedOrphanOverdue {
+		if s := t.states.get(d.ref); s != nil && s.rated.ok && !s.usageSeen && !s.ratedOrphanOverdue {
 			t.detach(s, eventTime(d.at))
 			s.ratedOrphanOverdue = true
 			t.attach(s, eventTime(d.at))
 		}
 	}
 	for d := range t.ledgerOrphanDue.popTo(due) {
-		if s := t.usage[d.usageID]; s != nil && s.ledger.ok && !s.rated.ok && !s.ledgerOrphanOverdue {
+		if s := t.states.get(d.ref); s != nil && s.ledger.ok && !s.rated.ok && !s.ledgerOrphanOverdue {
 			t.detach(s, eventTime(d.at))
 			s.ledgerOrphanOverdue = true
 			t.attach(s, eventTime(d.at))
@@ -392,7 +547,7 @@ func (t *Tracker) Advance(at time.Time) {
 // orphan schedules the grace of a line without what should be behind it
 // (due at due) on h, or marks it overdue at once when the watermark is
 // already past due. The state is detached.
-func (t *Tracker) orphan(h *deadlines, overdue *bool, usageID string, due time.Time) {
+func (t *Tracker) orphan(h *deadlines, overdue *bool, r stateRef, due time.Time) {
 	if *overdue {
 		return
 	}
@@ -400,36 +555,99 @@ func (t *Tracker) orphan(h *deadlines, overdue *bool, usageID string, due time.T
 		*overdue = true
 		return
 	}
-	h.push(deadline{at: nanos(due), usageID: usageID})
+	h.push(deadline{at: nanos(due), ref: r})
 }
 
-// set opens (or confirms) a mismatch at event time at.
-func (t *Tracker) set(id mismatchKey, usageID string, s *usageState, open bool, at time.Time) {
+// usageKinds are the kinds of mismatch kept per usage_id, in the order
+// of their number in byUsage keys.
+var usageKinds = [...]contract.BillingKind{contract.KindUsageNotRated, contract.KindRatedNotLedgered, contract.KindAmountMismatch, contract.KindUnknownUnit, contract.KindConflictingUsage}
+
+// kindIndex returns the index of kind in usageKinds.
+func kindIndex(kind contract.BillingKind) uint8 {
+	for i, k := range usageKinds {
+		if k == kind {
+			return uint8(i)
+		}
+	}
+	panic("BUG: billing: " + string(kind) + " is not kept per usage_id")
+}
+
+// byUsageKey returns the byUsage key of the mismatch of kind i about s.
+func byUsageKey(i uint8, s *usageState) uint64 { return uint64(s.slot)<<3 | uint64(i) }
+
+// mget returns the mismatch of kind about s, if there is one.
+func (t *Tracker) mget(kind contract.BillingKind, s *usageState) (mstate, bool) {
+	i := kindIndex(kind)
+	switch s.misKind {
+	case i + 1:
+		return mstate{first: s.misFirst, last: s.misLast, version: s.misVersion, open: s.misOpen}, true
+	case 0:
+		return mstate{}, false
+	}
+	m, ok := t.byUsage[byUsageKey(i, s)]
+	return m, ok
+}
+
+// mput stores the mismatch of kind about s.
+func (t *Tracker) mput(kind contract.BillingKind, s *usageState, m mstate) {
+	i := kindIndex(kind)
+	if s.misKind == 0 || s.misKind == i+1 {
+		s.misKind, s.misFirst, s.misLast, s.misVersion, s.misOpen = i+1, m.first, m.last, m.version, m.open
+		return
+	}
+	t.byUsage[byUsageKey(i, s)] = m
+}
+
+// set opens (or confirms) the mismatch of kind about usage s at event
+// time at.
+func (t *Tracker) set(kind contract.BillingKind, s *usageState, at time.Time) {
 	ns := nanos(at)
-	m, ok := t.mismatches[id]
+	m, ok := t.mget(kind, s)
 	if !ok {
-		m = mismatchState{first: ns, last: ns}
-	} else if m.open && m.usageID(id) == usageID && ns <= m.last {
+		m = mstate{first: ns, last: ns}
+	} else if m.open && ns <= m.last {
 		return // nothing new
 	}
-	if !m.open && open {
+	t.opened(&m, ns, at)
+	t.mput(kind, s, m)
+	t.emitRow(kind, t.strs.get(s.id), t.strs.get(s.id), &m, s)
+}
+
+// setDuplicate opens (or confirms) the duplicate_usage of usage key key,
+// naming usage s.
+func (t *Tracker) setDuplicate(key string, s *usageState, at time.Time) {
+	id := mismatchKey{contract.KindDuplicateUsage, key}
+	ns := nanos(at)
+	usageID := t.strs.get(s.id)
+	m, ok := t.mismatches[id]
+	if !ok {
+		id.id = strings.Clone(key)
+		m = mismatchState{mstate: mstate{first: ns, last: ns}}
+	} else if m.open && m.other == usageID && ns <= m.last {
+		return // nothing new
+	}
+	if m.other != usageID {
+		m.other = strings.Clone(usageID)
+	}
+	t.opened(&m.mstate, ns, at)
+	t.mismatches[id] = m
+	t.emitRow(id.kind, id.id, m.other, &m.mstate, s)
+}
+
+// opened moves m to open at event time at (ns).
+func (t *Tracker) opened(m *mstate, ns int64, at time.Time) {
+	if !m.open {
 		t.open++ // a reopened mismatch keeps its first_seen_at: evidence outlives the episode
 	}
 	m.open = true
-	if id.kind == contract.KindDuplicateUsage {
-		m.other = usageID
-	} else if usageID != id.id {
-		panic("BUG: billing: mismatch " + id.String() + " of usage_id " + usageID)
-	}
 	m.last = max(m.last, ns)
 	m.bump(at)
-	t.mismatches[id] = m
-	t.emitRow(id, &m, s)
 }
 
-// resolve resolves an open mismatch at event time at.
-func (t *Tracker) resolve(id mismatchKey, s *usageState, at time.Time) {
-	m, ok := t.mismatches[id]
+// resolve resolves the open mismatch of kind about usage s at event time
+// at.
+func (t *Tracker) resolve(kind contract.BillingKind, s *usageState, at time.Time) {
+	m, ok := t.mget(kind, s)
 	if !ok || !m.open {
 		return
 	}
@@ -437,42 +655,73 @@ func (t *Tracker) resolve(id mismatchKey, s *usageState, at time.Time) {
 	m.open = false
 	m.last = max(m.last, nanos(at))
 	m.bump(at)
-	t.mismatches[id] = m
-	t.emitRow(id, &m, s)
+	t.mput(kind, s, m)
+	t.emitRow(kind, t.strs.get(s.id), t.strs.get(s.id), &m, s)
 }
 
-// emitRow passes the current row of mismatch id, described from usage s,
-// to emit.
-func (t *Tracker) emitRow(id mismatchKey, m *mismatchState, s *usageState) {
+// park moves the mismatches of usage s, about to be dropped, out of
+// byUsage: the resolved ones are forgotten, the open ones kept by
+// usage_id until it comes back (unpark).
+func (t *Tracker) park(s *usageState) {
+	for i, kind := range usageKinds {
+		m, ok := t.mget(kind, s)
+		if !ok {
+			continue
+		}
+		if s.misKind != uint8(i)+1 {
+			delete(t.byUsage, byUsageKey(uint8(i), s))
+		}
+		if m.open {
+			t.mismatches[mismatchKey{kind, strings.Clone(t.strs.get(s.id))}] = mismatchState{mstate: m}
+			t.parked++
+		}
+	}
+}
+
+// unpark moves the parked mismatches of usageID back to its new state s.
+func (t *Tracker) unpark(s *usageState, usageID string) {
+	for _, kind := range usageKinds {
+		id := mismatchKey{kind, usageID}
+		if m, ok := t.mismatches[id]; ok {
+			delete(t.mismatches, id)
+			t.parked--
+			t.mput(kind, s, m.mstate)
+		}
+	}
+}
+
+// emitRow passes the current row of mismatch kind:key of usage usageID,
+// in state m, described from usage s, to emit.
+func (t *Tracker) emitRow(kind contract.BillingKind, key, usageID string, m *mstate, s *usageState) {
 	r := &t.mismatch
-	*r = Mismatch{MismatchID: id.String(), Kind: id.kind, UsageID: m.usageID(id), Status: m.status(), FirstSeenAt: eventTime(m.first), LastSeenAt: eventTime(m.last), Version: m.version}
+	*r = Mismatch{MismatchID: MismatchID(kind, key), Kind: kind, UsageID: usageID, Status: m.status(), FirstSeenAt: eventTime(m.first), LastSeenAt: eventTime(m.last), Version: m.version}
 	t.describe(r, s)
 	t.emit(r)
 }
 
 func (t *Tracker) describe(m *Mismatch, s *usageState) {
 	in := &t.intern
-	m.MeteringSource, m.MeteringID, m.TenantID, m.ProductID, m.UnitID, m.Quantity = in.str(s.source), s.meterID, in.str(s.tenant), in.str(s.product), in.str(s.unit), s.quantity
+	m.MeteringSource, m.MeteringID, m.TenantID, m.ProductID, m.UnitID, m.Quantity = in.str(s.source), t.strs.get(s.meterID), in.str(s.tenant), in.str(s.product), in.str(s.unit), t.strs.get(s.quantity)
 	m.RatedAmount, m.LedgerAmount, m.Currency = "", "", in.str(s.currency)
 	if m.Kind == contract.KindConflictingUsage {
 		// The conflict is between quantities; the first usage's amounts
 		// are in its rated line and its own rows. (Whether its rated line
 		// was applied before the conflict depends on the merge, and the
 		// row must not.)
-		m.ConflictQuantity = s.conflictQuantity
+		m.ConflictQuantity = t.strs.get(s.conflictQuantity)
 		return
 	}
 	if s.ledger.ok {
-		m.LedgerAmount, m.Currency = s.ledger.amount, in.str(s.ledger.currency)
+		m.LedgerAmount, m.Currency = t.strs.get(s.ledger.amount), in.str(s.ledger.currency)
 	}
 	if s.rated.ok {
-		m.RatedAmount, m.Currency = s.rated.amount, in.str(s.rated.currency)
+		m.RatedAmount, m.Currency = t.strs.get(s.rated.amount), in.str(s.rated.currency)
 	}
 }
 
 // bump moves the version of m past its last one and to the event time at
 // of the transition (in µs).
-func (m *mismatchState) bump(at time.Time) {
+func (m *mstate) bump(at time.Time) {
 	v := uint64(0)
 	if us := at.UnixMicro(); us > 0 {
 		v = uint64(us)
@@ -480,10 +729,10 @@ func (m *mismatchState) bump(at time.Time) {
 	m.version = max(m.version+1, v)
 }
 
-// deadline is a grace that ends at at for usageID.
+// deadline is a grace that ends at at for the usage ref names.
 type deadline struct {
-	at      int64 // Unix ns (nanos)
-	usageID string
+	at  int64 // Unix ns (nanos)
+	ref stateRef
 }
 
 // deadlines is a min-heap of deadlines by time.

@@ -92,6 +92,7 @@ func (w *Window) Balanced() bool { return w.Unexplained == 0 }
 // windowState is the running conservation of one window.
 type windowState struct {
 	key WindowKey
+	num uint32 // its number (usageState.win)
 
 	accepted, rejected, ratingPending, notRated                int64
 	rated, ratedWithoutUsage                                   int64
@@ -239,7 +240,7 @@ func (t *Tracker) contribute(w *windowState, s *usageState, sign int64) {
 		}
 	}
 	if s.rated.ok {
-		ra := amount(s.rated.amount)
+		ra := amount(t.strs.get(s.rated.amount))
 		w.rated += sign
 		w.ratedAmt.add(ra, sign, tmp)
 		if !s.usageSeen {
@@ -256,25 +257,25 @@ func (t *Tracker) contribute(w *windowState, s *usageState, sign int64) {
 		case !s.ledger.ok:
 			w.ledgerPending += sign
 			w.ledgerPendingAmt.add(ra, sign, tmp)
-		case s.ledgerAgrees():
+		case t.ledgerAgrees(s):
 			w.ledgered += sign
 			w.ledgeredAmt.add(ra, sign, tmp)
 		default:
 			w.amountMismatch += sign
 			w.mismatchAmt.add(ra, sign, tmp)
 			if t.intern.str(s.ledger.currency) == w.key.Currency {
-				w.mismatchLedgerAmt.add(amount(s.ledger.amount), sign, tmp)
+				w.mismatchLedgerAmt.add(amount(t.strs.get(s.ledger.amount)), sign, tmp)
 			}
 		}
 	}
 	if s.ledger.ok {
 		w.ledgerEntries += sign
 		if t.intern.str(s.ledger.currency) == w.key.Currency {
-			w.ledgerAmt.add(amount(s.ledger.amount), sign, tmp)
+			w.ledgerAmt.add(amount(t.strs.get(s.ledger.amount)), sign, tmp)
 		}
 		if !s.rated.ok {
 			w.ledgerWithoutRated += sign
-			w.ledgerWithoutRatedAmt.add(amount(s.ledger.amount), sign, tmp)
+			w.ledgerWithoutRatedAmt.add(amount(t.strs.get(s.ledger.amount)), sign, tmp)
 			if s.ledgerOrphanOverdue {
 				w.unexplained += sign
 			}
@@ -285,12 +286,13 @@ func (t *Tracker) contribute(w *windowState, s *usageState, sign int64) {
 
 // detach removes what s counts from its window before s changes.
 func (t *Tracker) detach(s *usageState, at time.Time) {
-	if s.win == nil {
+	if s.win == 0 {
 		return
 	}
-	t.contribute(s.win, s, -1)
-	t.touch(s.win, at)
-	s.win = nil
+	w := t.wins[s.win]
+	t.contribute(w, s, -1)
+	t.touch(w, at)
+	s.win = 0
 }
 
 // attach adds what s counts to its window after s changed, then raises or
@@ -305,19 +307,32 @@ func (t *Tracker) attach(s *usageState, at time.Time) {
 			t.linger(s)
 		} else {
 			if w == nil {
-				w = &windowState{key: k}
-				t.windows[k] = w
-				t.windowsByStart[k.Start] = append(t.windowsByStart[k.Start], k)
+				w = t.newWindow(k)
 			}
-			if !s.registered || s.regStart != k.Start {
+			if !s.registered || s.regStart() != k.Start {
 				t.register(k.Start, s)
 			}
 			t.contribute(w, s, +1)
-			s.win = w
+			s.win = w.num
 			t.touch(w, at)
 		}
 	}
 	t.settle(at)
+}
+
+// newWindow adds the window of k.
+func (t *Tracker) newWindow(k WindowKey) *windowState {
+	w := &windowState{key: k}
+	if n := len(t.freeWins); n > 0 {
+		w.num, t.freeWins = t.freeWins[n-1], t.freeWins[:n-1]
+		t.wins[w.num] = w
+	} else {
+		w.num = uint32(len(t.wins))
+		t.wins = append(t.wins, w)
+	}
+	t.windows[k] = w
+	t.windowsByStart[k.Start] = append(t.windowsByStart[k.Start], k)
+	return w
 }
 
 func (t *Tracker) touch(w *windowState, at time.Time) {
@@ -358,7 +373,7 @@ func (t *Tracker) windowFinding(w *windowState, open bool, at time.Time) {
 		if !open {
 			return
 		}
-		m = mismatchState{first: nanos(at), last: nanos(at)}
+		m = mismatchState{mstate: mstate{first: nanos(at), last: nanos(at)}}
 	}
 	switch {
 	case open && !m.open:

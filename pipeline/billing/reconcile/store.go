@@ -1,0 +1,281 @@
+package reconcile
+
+import (
+	"encoding/binary"
+	"unsafe"
+
+	"github.com/cespare/xxhash/v2"
+)
+
+// The usage states of a tracker are kept without pointers, so that the
+// garbage collector neither scans them nor pays a header per string:
+// states live in fixed chunks of a slab (a state's address never moves),
+// found by the 64-bit hash of their usage_id, and their strings (usage_id,
+// metering_id, quantities, amounts) in a byte arena that is compacted
+// once more than half of it is dead. A usage_id is always compared in
+// full, so two usage_ids whose hashes collide are never merged (the few
+// that collide go to a small map by usage_id).
+
+// astr is a string kept in the arena: chunk << 32 | offset of its uvarint
+// length. 0 is the empty string.
+type astr uint64
+
+// arena holds the strings of the usage states. Bytes once written never
+// change (compaction writes new chunks), so a string returned by get may
+// alias them: it keeps its chunk alive as long as it is held.
+type arena struct {
+	chunks [][]byte
+	// size is the bytes appended since the last compaction; live the
+	// bytes of the strings still referenced.
+	size, live int
+}
+
+// arenaChunk is the size of an arena chunk; a longer string gets a chunk
+// of its own.
+const arenaChunk = 1 << 20
+
+// put copies s into the arena.
+func (a *arena) put(s string) astr {
+	if s == "" {
+		return 0
+	}
+	size := binary.MaxVarintLen64 + len(s)
+	n := len(a.chunks)
+	if n == 0 || cap(a.chunks[n-1])-len(a.chunks[n-1]) < size {
+		c := make([]byte, 0, max(arenaChunk, size+1))
+		if n == 0 {
+			c = append(c, 0) // offset 0 of chunk 0 is the empty string
+		}
+		a.chunks = append(a.chunks, c)
+		n++
+	}
+	c := a.chunks[n-1]
+	off := len(c)
+	c = binary.AppendUvarint(c, uint64(len(s)))
+	c = append(c, s...)
+	a.chunks[n-1] = c
+	a.size += len(c) - off
+	a.live += len(c) - off
+	return astr(uint64(n-1)<<32 | uint64(off))
+}
+
+// get returns the string at r, aliasing the arena.
+func (a *arena) get(r astr) string {
+	if r == 0 {
+		return ""
+	}
+	c := a.chunks[r>>32][uint32(r):]
+	n, k := binary.Uvarint(c)
+	b := c[k : k+int(n)]
+	return unsafe.String(unsafe.SliceData(b), len(b))
+}
+
+// free marks the string at r dead.
+func (a *arena) free(r astr) {
+	if r != 0 {
+		n := len(a.get(r))
+		a.live -= n + uvarintLen(n)
+	}
+}
+
+// set replaces the string at *r by s.
+func (a *arena) set(r *astr, s string) {
+	a.free(*r)
+	*r = a.put(s)
+}
+
+// wasteful reports whether compaction would free more than half of the
+// arena (and at least a few chunks).
+func (a *arena) wasteful() bool { return a.size > 2*a.live+4*arenaChunk }
+
+func uvarintLen(n int) int {
+	l := 1
+	for n >= 0x80 {
+		n >>= 7
+		l++
+	}
+	return l
+}
+
+// stateChunk is the number of states of a slab chunk.
+const stateChunk = 4096
+
+// slot numbers a state in the slab; a state's gen counts the usage_ids
+// that held its slot, so that a stateRef of a dropped state is told from
+// the slot's next one.
+type slot = uint32
+
+// stateRef names one usage state for the heaps and lists that outlive it
+// (deadlines, windows to sweep, lingering usage): get returns nil once it
+// is dropped.
+type stateRef struct {
+	slot slot
+	gen  uint32
+}
+
+// table is an open-addressing hash table of slots (linear probing, 4
+// bytes an entry, at most 3/4 full). It keeps no keys: the caller
+// compares the states a lookup meets, and gives each state's hash when
+// the table grows or shifts entries back after a removal.
+type table struct {
+	slots []uint32 // slot + 1; 0 is empty
+	n     int
+}
+
+// find returns the first slot on h's probe sequence for which eq holds.
+func (tb *table) find(h uint64, eq func(slot) bool) (slot, bool) {
+	if tb.n == 0 {
+		return 0, false
+	}
+	m := uint64(len(tb.slots) - 1)
+	for i := h & m; ; i = (i + 1) & m {
+		v := tb.slots[i]
+		if v == 0 {
+			return 0, false
+		}
+		if eq(v - 1) {
+			return v - 1, true
+		}
+	}
+}
+
+// insert adds slot i under hash h.
+func (tb *table) insert(h uint64, i slot, hashOf func(slot) uint64) {
+	if (tb.n+1)*4 > len(tb.slots)*3 {
+		old := tb.slots
+		tb.slots = make([]uint32, max(1024, 2*len(old)))
+		for _, v := range old {
+			if v != 0 {
+				tb.place(hashOf(v-1), v)
+			}
+		}
+	}
+	tb.place(h, i+1)
+	tb.n++
+}
+
+func (tb *table) place(h uint64, v uint32) {
+	m := uint64(len(tb.slots) - 1)
+	j := h & m
+	for tb.slots[j] != 0 {
+		j = (j + 1) & m
+	}
+	tb.slots[j] = v
+}
+
+// remove deletes slot i, held under hash h, and moves back the entries
+// after it that would no longer be found.
+func (tb *table) remove(h uint64, i slot, hashOf func(slot) uint64) {
+	m := uint64(len(tb.slots) - 1)
+	at := h & m
+	for tb.slots[at] != i+1 {
+		if tb.slots[at] == 0 {
+			panic("BUG: billing: removing a slot its table does not hold")
+		}
+		at = (at + 1) & m
+	}
+	for j := (at + 1) & m; tb.slots[j] != 0; j = (j + 1) & m {
+		home := hashOf(tb.slots[j]-1) & m
+		// The entry at j stays when its home lies cyclically in (at, j].
+		if (at < j && at < home && home <= j) || (at > j && (at < home || home <= j)) {
+			continue
+		}
+		tb.slots[at] = tb.slots[j]
+		at = j
+	}
+	tb.slots[at] = 0
+	tb.n--
+}
+
+// slab holds the usage states.
+type slab struct {
+	chunks [][]usageState
+	free   []slot
+	n      int // states in use
+	// ids finds a state by the hash of its usage_id.
+	ids table
+}
+
+func newSlab() slab { return slab{} }
+
+// at returns the state in slot i.
+func (sl *slab) at(i slot) *usageState { return &sl.chunks[i/stateChunk][i%stateChunk] }
+
+// get returns the state r names, nil if it was dropped.
+func (sl *slab) get(r stateRef) *usageState {
+	if s := sl.at(r.slot); s.gen == r.gen && s.inUse {
+		return s
+	}
+	return nil
+}
+
+// idHash returns the hash of the usage_id of the state in slot i.
+func (sl *slab) idHash(a *arena) func(slot) uint64 {
+	return func(i slot) uint64 { return xxhash.Sum64String(a.get(sl.at(i).id)) }
+}
+
+// find returns the state of usageID, nil if none; a holds the usage_ids.
+func (sl *slab) find(a *arena, usageID string) *usageState {
+	i, ok := sl.ids.find(xxhash.Sum64String(usageID), func(i slot) bool { return a.get(sl.at(i).id) == usageID })
+	if !ok {
+		return nil
+	}
+	return sl.at(i)
+}
+
+// add returns a new state for usageID, which has none.
+func (sl *slab) add(a *arena, usageID string) *usageState {
+	var i slot
+	if n := len(sl.free); n > 0 {
+		i, sl.free = sl.free[n-1], sl.free[:n-1]
+	} else {
+		i = slot(len(sl.chunks) * stateChunk)
+		sl.chunks = append(sl.chunks, make([]usageState, stateChunk))
+		for j := stateChunk - 1; j > 0; j-- {
+			sl.free = append(sl.free, i+slot(j))
+		}
+	}
+	s := sl.at(i)
+	*s = usageState{slot: i, gen: s.gen + 1, inUse: true, id: a.put(usageID)}
+	sl.ids.insert(xxhash.Sum64String(usageID), i, sl.idHash(a))
+	sl.n++
+	return s
+}
+
+// remove drops state s and frees its strings.
+func (sl *slab) remove(a *arena, s *usageState) {
+	sl.ids.remove(xxhash.Sum64String(a.get(s.id)), s.slot, sl.idHash(a))
+	for _, r := range s.strs() {
+		a.free(*r)
+	}
+	*s = usageState{slot: s.slot, gen: s.gen}
+	sl.free = append(sl.free, s.slot)
+	sl.n--
+}
+
+// each calls fn for every state in use.
+func (sl *slab) each(fn func(*usageState)) {
+	for _, c := range sl.chunks {
+		for i := range c {
+			if c[i].inUse {
+				fn(&c[i])
+			}
+		}
+	}
+}
+
+// compact copies the live strings into a new arena when the old one is
+// mostly dead. Strings already handed out keep the old chunks alive until
+// they are dropped.
+func (sl *slab) compact(a *arena) {
+	if !a.wasteful() {
+		return
+	}
+	var b arena
+	sl.each(func(s *usageState) {
+		for _, r := range s.strs() {
+			*r = b.put(a.get(*r))
+		}
+	})
+	*a = b
+}

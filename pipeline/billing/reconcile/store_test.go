@@ -1,0 +1,233 @@
+package reconcile
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/driftline/driftline/pipeline/contract"
+)
+
+// TestTableAgainstAMap inserts and removes keys at random in a table and
+// in a map, with a hash that collides often, and finds every key of the
+// map (and none other) in the table.
+func TestTableAgainstAMap(t *testing.T) {
+	for _, buckets := range []uint64{1, 7, 1 << 20} {
+		rng := rand.New(rand.NewPCG(1, buckets))
+		keys := make([]int, 5000) // slot -> key
+		hash := func(i slot) uint64 { return uint64(keys[i]) % buckets }
+		var tb table
+		in := map[int]slot{}
+		var free []slot
+		for range 40000 {
+			k := rng.IntN(3000)
+			if i, ok := in[k]; ok && rng.IntN(2) == 0 {
+				tb.remove(hash(i), i, hash)
+				delete(in, k)
+				free = append(free, i)
+				continue
+			}
+			if _, ok := in[k]; !ok {
+				var i slot
+				if n := len(free); n > 0 {
+					i, free = free[n-1], free[:n-1]
+				} else {
+					i = slot(len(in))
+				}
+				keys[i] = k
+				tb.insert(hash(i), i, hash)
+				in[k] = i
+			}
+		}
+		if tb.n != len(in) {
+			t.Fatalf("buckets %d: table holds %d, map %d", buckets, tb.n, len(in))
+		}
+		for k := range 3000 {
+			want, ok := in[k]
+			got, found := tb.find(uint64(k)%buckets, func(i slot) bool { return keys[i] == k })
+			if ok != found || (ok && got != want) {
+				t.Fatalf("buckets %d: key %d: found %v at %d, want %v at %d", buckets, k, found, got, ok, want)
+			}
+		}
+	}
+}
+
+// TestArenaCompacts drops most strings and checks that compaction keeps
+// the others intact.
+func TestArenaCompacts(t *testing.T) {
+	tr := NewTracker(DefaultRules(), testPrices(t).Book, func(*Mismatch) {})
+	for i := range 100000 {
+		s := tr.state(fmt.Sprintf("usage-%06d", i))
+		tr.describeFrom(s, "src", fmt.Sprintf("meter-%06d-%0100d", i, i), "t", "p", "u", "1.5")
+	}
+	for i := range 100000 {
+		if i%10 != 0 {
+			tr.states.remove(&tr.strs, tr.states.find(&tr.strs, fmt.Sprintf("usage-%06d", i)))
+		}
+	}
+	before := len(tr.strs.chunks)
+	tr.states.compact(&tr.strs)
+	if after := len(tr.strs.chunks); after*4 > before {
+		t.Fatalf("arena of %d chunks compacted to %d", before, after)
+	}
+	for i := 0; i < 100000; i += 10 {
+		s := tr.states.find(&tr.strs, fmt.Sprintf("usage-%06d", i))
+		if s == nil || tr.strs.get(s.meterID) != fmt.Sprintf("meter-%06d-%0100d", i, i) || tr.strs.get(s.quantity) != "1.5" {
+			t.Fatalf("usage %d after compaction: %+v", i, s)
+		}
+	}
+	if n, _ := tr.Tracked(); n != 10000 {
+		t.Fatalf("tracked %d", n)
+	}
+}
+
+// TestClaimsOutliveTheirUsage checks that a usage key is judged the same
+// whether its usage is still held or dropped by the horizon, until the
+// key is forgotten; and that usage older than the horizon is late.
+func TestClaimsOutliveTheirUsage(t *testing.T) {
+	rec := &recorder{rows: map[string]Mismatch{}}
+	rules := DefaultRules()
+	rules.Horizon = 8 * time.Hour // generations of claims 2h wide
+	tr := NewTracker(rules, testPrices(t).Book, func(m *Mismatch) { rec.rows[m.MismatchID] = *m })
+	dup := MismatchID(contract.KindDuplicateUsage, "gpu-meter/m-a")
+
+	at := t0.Add(10 * time.Minute)
+	tr.ApplyUsage(usage("a", "m-a", "gpu_hour"), at)
+	tr.ApplyRated(rated("a", "m-a", "4.90"), at)
+	tr.ApplyLedger(ledger("a", "4.90", "USD"), at.Add(time.Minute))
+	tr.Advance(t0.Add(8*time.Hour + 20*time.Minute + rules.AllowedLateness))
+	if n, _ := tr.Tracked(); n != 1 {
+		t.Fatalf("tracked %d before the horizon", n)
+	}
+	tr.ApplyUsage(usage("a2", "m-a", "gpu_hour"), t0.Add(25*time.Minute)) // a held: a duplicate
+	rec.want(t, dup, contract.StatusOpen)
+
+	// Hour 0 closes at 9h: a (settled) and a2 (refused) are dropped, a's
+	// claim moves to its generation [0h, 2h).
+	tr.Advance(t0.Add(9*time.Hour + rules.AllowedLateness))
+	if n, _ := tr.Tracked(); n != 0 {
+		t.Fatalf("tracked %d; want none (a settled, a2 refused)", n)
+	}
+	if n := tr.claims.Claims(); n != 1 {
+		t.Fatalf("%d claims in the generations, want a's", n)
+	}
+	tr.ApplyUsage(usage("a3", "m-a", "gpu_hour"), t0.Add(61*time.Minute)) // a dropped: still a duplicate
+	if m := rec.rows[dup]; m.UsageID != "a3" {
+		t.Fatalf("duplicate of a dropped usage: %+v", m)
+	}
+	before := len(rec.rows)
+	tr.ApplyUsage(usage("a", "m-a", "gpu_hour"), at) // before 1h: late, changes nothing
+	if _, late := tr.Late(at); !late || len(rec.rows) != before || tr.lateUsage != 1 {
+		t.Fatalf("late usage: late %d, rows %d -> %d", tr.lateUsage, before, len(rec.rows))
+	}
+
+	// Once the watermark less the horizon reaches the end of a's
+	// generation, the claim is forgotten.
+	tr.Advance(t0.Add(10*time.Hour + rules.AllowedLateness))
+	if n := tr.claims.Claims(); n != 0 {
+		t.Fatalf("%d claims kept past the horizon", n)
+	}
+}
+
+// TestReplayRestoresTheSameState applies a history twice, once with the
+// windows taken as the live reconciler's flushes take them and once in
+// one go as a restore replays it, and compares the whole tracker state.
+func TestReplayRestoresTheSameState(t *testing.T) {
+	type event struct {
+		kind int
+		id   string
+		at   time.Time
+	}
+	rng := rand.New(rand.NewPCG(3, 4))
+	var events []event
+	for i := range 3000 {
+		at := t0.Add(time.Duration(i) * 10 * time.Second)
+		id := fmt.Sprintf("u%d", rng.IntN(2500))
+		events = append(events, event{rng.IntN(3), id, at.Add(-time.Duration(rng.IntN(600)) * time.Second)})
+	}
+	run := func(flushEvery int) *Tracker {
+		rules := DefaultRules()
+		rules.Horizon = time.Hour
+		tr := NewTracker(rules, testPrices(t).Book, func(*Mismatch) {})
+		for i, e := range events {
+			switch e.kind {
+			case 0:
+				tr.ApplyUsage(usage(e.id, "m-"+e.id[:len(e.id)-1], "gpu_hour"), e.at)
+			case 1:
+				tr.ApplyRated(rated(e.id, "m-"+e.id, "4.90"), e.at)
+			default:
+				tr.ApplyLedger(ledger(e.id, "4.90", "USD"), e.at)
+			}
+			if flushEvery > 0 && i%flushEvery == 0 {
+				tr.TakeWindows(nil)
+			}
+		}
+		return tr
+	}
+	live, replay := run(37).dump(), run(0).dump()
+	if live != replay {
+		t.Fatalf("live state:\n%s\nreplayed:\n%s", live, replay)
+	}
+	if len(live) < 1000 {
+		t.Fatalf("state too small to say anything:\n%s", live)
+	}
+}
+
+// dump describes the whole state of t in a canonical text: what a restore
+// must rebuild, without the slots, numbers and arena offsets it happens to
+// use.
+func (t *Tracker) dump() string {
+	var lines []string
+	add := func(format string, args ...any) { lines = append(lines, fmt.Sprintf(format, args...)) }
+	id := func(r stateRef) string {
+		if s := t.states.get(r); s != nil {
+			return t.strs.get(s.id)
+		}
+		return "-"
+	}
+	t.states.each(func(s *usageState) {
+		win := ""
+		if s.win != 0 {
+			win = fmt.Sprint(t.wins[s.win].key)
+		}
+		add("usage %s meter=%s/%s qty=%s conflict=%s tenant=%s product=%s unit=%s cur=%s at=%d reg=%v/%d lingering=%v digest=%x claims=%v seen=%v explained=%v overdue=%v,%v,%v,%v win=%s rated=%v/%s/%d/%s ledger=%v/%s/%d/%s",
+			t.strs.get(s.id), t.intern.str(s.source), t.strs.get(s.meterID), t.strs.get(s.quantity), t.strs.get(s.conflictQuantity),
+			t.intern.str(s.tenant), t.intern.str(s.product), t.intern.str(s.unit), t.intern.str(s.currency), s.at, s.registered, s.regStart(), s.lingering,
+			s.digest, s.claims, s.usageSeen, s.explained, s.ratingOverdue, s.ledgerOverdue, s.ratedOrphanOverdue, s.ledgerOrphanOverdue, win,
+			s.rated.ok, t.strs.get(s.rated.amount), s.rated.at, t.intern.str(s.rated.currency),
+			s.ledger.ok, t.strs.get(s.ledger.amount), s.ledger.at, t.intern.str(s.ledger.currency))
+		for _, kind := range usageKinds {
+			if m, ok := t.mget(kind, s); ok {
+				add("mismatch %s:%s %+v", kind, t.strs.get(s.id), m)
+			}
+		}
+	})
+	for k, m := range t.mismatches {
+		add("mismatch %s %+v", k, m)
+	}
+	for _, w := range t.windows {
+		add("window %+v live=%d unbalanced=%v", t.row(w), w.live, w.unbalanced)
+	}
+	for _, g := range t.claims.List {
+		add("claims from %d: %d", g.Start, g.Claims())
+	}
+	for name, h := range map[string]deadlines{"rating": t.ratingDue, "ledger": t.ledgerDue, "ratedOrphan": t.ratedOrphanDue, "ledgerOrphan": t.ledgerOrphanDue} {
+		for _, d := range h {
+			add("due %s %d %s", name, d.at, id(d.ref))
+		}
+	}
+	for start, refs := range t.byStart {
+		for _, r := range refs {
+			add("sweep %d %s", start, id(r))
+		}
+	}
+	for _, r := range t.lingering {
+		add("linger %s", id(r))
+	}
+	slices.Sort(lines)
+	add("newest %s watermark %s open %d pruned %d late %d lateUsage %d swept %d", t.newest, t.watermark, t.open, t.pruned, t.late, t.lateUsage, t.sweptHour)
+	return strings.Join(lines, "\n")
+}
