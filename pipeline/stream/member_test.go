@@ -13,6 +13,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/driftline/driftline/internal/testenv"
+	"github.com/driftline/driftline/pipeline/contract"
 	"github.com/driftline/driftline/pipeline/stream"
 )
 
@@ -124,6 +125,16 @@ func start(t *testing.T, brokers []string, topic string, c *counter, rebalance t
 	return cancel, ran
 }
 
+// producedUsage starts a broker whose topics have two partitions, writes
+// n records to its usage topic and returns it with a client of it.
+func producedUsage(t *testing.T, n int) ([]string, contract.Topics, *kgo.Client) {
+	t.Helper()
+	brokers, names := testenv.Kafka(t, 2)
+	cl := testenv.KafkaClient(t, brokers)
+	produce(t, cl, names.Usage, n)
+	return brokers, names, cl
+}
+
 func produce(t *testing.T, cl *kgo.Client, topic string, n int) {
 	t.Helper()
 	for i := range n {
@@ -160,13 +171,7 @@ func committed(t *testing.T, cl *kgo.Client, topic string, want int64) {
 // offsets, then applies the rest; each group callback settles first, and
 // Stop is called once.
 func TestMemberRestoresTheCommittedState(t *testing.T) {
-	brokers, names := testenv.Kafka(t, 2)
-	cl, err := kgo.NewClient(kgo.SeedBrokers(brokers...))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cl.Close()
-	produce(t, cl, names.Usage, 100)
+	brokers, names, cl := producedUsage(t, 100)
 	first := &counter{}
 	stop, done := start(t, brokers, names.Usage, first, 0)
 	committed(t, cl, names.Usage, 100)
@@ -228,13 +233,7 @@ func TestMemberLeavesWhenRestoreFails(t *testing.T) {
 // a new client, the partitions restored from what was committed (nothing
 // of the failed round), and Run goes on.
 func TestMemberRejoins(t *testing.T) {
-	brokers, names := testenv.Kafka(t, 2)
-	cl, err := kgo.NewClient(kgo.SeedBrokers(brokers...))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cl.Close()
-	produce(t, cl, names.Usage, 100)
+	brokers, names, cl := producedUsage(t, 100)
 	c := &counter{rejoin: true}
 	stop, done := start(t, brokers, names.Usage, c, 0)
 	committed(t, cl, names.Usage, 100)
