@@ -5,6 +5,8 @@ import (
 	"unsafe"
 
 	"github.com/cespare/xxhash/v2"
+
+	"github.com/driftline/driftline/pipeline/stream/snap"
 )
 
 // The usage states of a tracker are kept without pointers, so that the
@@ -74,7 +76,7 @@ func (a *arena) get(r astr) string {
 func (a *arena) free(r astr) {
 	if r != 0 {
 		n := len(a.get(r))
-		a.live -= n + uvarintLen(n)
+		a.live -= n + snap.UvarintLen(uint64(n))
 	}
 }
 
@@ -87,15 +89,6 @@ func (a *arena) set(r *astr, s string) {
 // wasteful reports whether compaction would free more than half of the
 // arena (and at least a few chunks).
 func (a *arena) wasteful() bool { return a.size > 2*a.live+4*arenaChunk }
-
-func uvarintLen(n int) int {
-	l := 1
-	for n >= 0x80 {
-		n >>= 7
-		l++
-	}
-	return l
-}
 
 // stateChunk is the number of states of a slab chunk.
 const stateChunk = 4096

@@ -4,6 +4,8 @@ import (
 	"encoding/binary"
 
 	"github.com/cespare/xxhash/v2"
+
+	"github.com/driftline/driftline/pipeline/stream/snap"
 )
 
 // chunkSize is the size of an id arena chunk; an entry larger than it
@@ -104,7 +106,7 @@ func (st *idSet) equal(ref uint64, prod uint32, id string) bool {
 
 // append copies the identity into bk's arena and returns its ref.
 func (st *idSet) append(bk *idBucket, prod uint32, id string, digest uint64) uint64 {
-	size := entryHead + uvarintLen(uint64(len(id))) + len(id)
+	size := entryHead + snap.UvarintLen(uint64(len(id))) + len(id)
 	var c uint32
 	if n := len(bk.chunks); n > 0 && cap(st.chunks[bk.chunks[n-1]])-len(st.chunks[bk.chunks[n-1]]) >= size {
 		c = bk.chunks[n-1]
@@ -217,15 +219,6 @@ func (st *idSet) len() int {
 	n := 0
 	for i := range st.buckets {
 		n += len(st.buckets[i].index) + len(st.buckets[i].collide)
-	}
-	return n
-}
-
-func uvarintLen(v uint64) int {
-	n := 1
-	for v >= 0x80 {
-		v >>= 7
-		n++
 	}
 	return n
 }

@@ -4,6 +4,8 @@ import (
 	"encoding/binary"
 	"fmt"
 	"unsafe"
+
+	"github.com/driftline/driftline/pipeline/stream/snap"
 )
 
 // The identity keys and record ids live in an arena: chunks of bytes with
@@ -70,19 +72,11 @@ func (a *arena) alloc(n int) (uint32, []byte) {
 func (a *arena) put(key, rid string) uint32 { return put(a, key, rid) }
 
 func put[T string | []byte](a *arena, key, rid T) uint32 {
-	ref, b := a.alloc(len(key) + uvarintLen(len(rid)) + len(rid))
+	ref, b := a.alloc(len(key) + snap.UvarintLen(uint64(len(rid))) + len(rid))
 	n := copy(b, key)
 	n += binary.PutUvarint(b[n:], uint64(len(rid)))
 	copy(b[n:], rid)
 	return ref
-}
-
-func uvarintLen(n int) int {
-	l := 1
-	for ; n >= 0x80; n >>= 7 {
-		l++
-	}
-	return l
 }
 
 // bytes returns the n bytes at ref (aliasing the chunk).

@@ -52,6 +52,7 @@ import (
 
 	"github.com/driftline/driftline/pipeline/joiner/drift"
 	"github.com/driftline/driftline/pipeline/joiner/prefetch"
+	"github.com/driftline/driftline/pipeline/stream/snap"
 )
 
 // NoTime marks an unset time.
@@ -600,7 +601,7 @@ func (s *Store) setRecordID(id *Identity, rid string) {
 		// often the arena's last entry, and grows in place (the length
 		// byte after the key is the only byte written again; no string
 		// covers it).
-		if b := s.keys.extend(id.ref, size, uvarintLen(len(rid))-1+len(rid)); b != nil {
+		if b := s.keys.extend(id.ref, size, snap.UvarintLen(uint64(len(rid)))-1+len(rid)); b != nil {
 			b = s.keys.bytes(id.ref, size+len(b))[id.klen:]
 			copy(b[binary.PutUvarint(b, uint64(len(rid))):], rid)
 			return

@@ -215,7 +215,7 @@ func TestArenaRecordIDs(t *testing.T) {
 		key, end := id.Key(), len(s.keys.chunks[len(s.keys.chunks)-1])
 		s.SetRecord(id, &Record{RecordID: strings.Repeat("x", n)}, 9, "c")
 		if id.Key() != key || key != fmt.Sprint("p/inplace-", n) || id.RecordID() != strings.Repeat("x", n) ||
-			len(s.keys.chunks[len(s.keys.chunks)-1]) != end+uvarintLen(n)-1+n {
+			len(s.keys.chunks[len(s.keys.chunks)-1]) != end+snap.UvarintLen(uint64(n))-1+n {
 			t.Fatalf("in place: %q %q", id.Key(), id.RecordID())
 		}
 		s.Findings(id)[2].Status = Open

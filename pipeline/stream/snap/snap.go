@@ -14,6 +14,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"math/bits"
 	"time"
 )
 
@@ -28,6 +29,10 @@ type Writer struct {
 
 // Uvarint appends v.
 func (w *Writer) Uvarint(v uint64) { w.B = binary.AppendUvarint(w.B, v) }
+
+// UvarintLen returns the length of v's uvarint encoding (what Uvarint
+// and binary.PutUvarint write), for those who size a buffer before.
+func UvarintLen(v uint64) int { return (bits.Len64(v|1) + 6) / 7 }
 
 // Varint appends v.
 func (w *Writer) Varint(v int64) { w.B = binary.AppendVarint(w.B, v) }

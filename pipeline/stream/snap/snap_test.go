@@ -117,3 +117,12 @@ func TestVarintAsBinary(t *testing.T) {
 		}
 	}
 }
+
+func TestUvarintLen(t *testing.T) {
+	var buf [binary.MaxVarintLen64]byte
+	for _, v := range []uint64{0, 1, 0x7f, 0x80, 0x3fff, 0x4000, 1<<35 - 1, 1 << 35, 1<<63 - 1, 1 << 63, math.MaxUint64} {
+		if got, want := UvarintLen(v), binary.PutUvarint(buf[:], v); got != want {
+			t.Errorf("UvarintLen(%d) = %d, want %d", v, got, want)
+		}
+	}
+}
