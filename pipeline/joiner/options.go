@@ -148,9 +148,9 @@ type Options struct {
 // DefaultOptions returns the default of every option but Brokers (and
 // those that default to none).
 func DefaultOptions() Options {
-	o := Options{
+	return Options{
 		StageOptions:       stream.DefaultStageOptions("driftline-joiner"),
-		RoundOptions:       stream.DefaultRoundOptions(200_000, 1_000_000),
+		RoundOptions:       stream.DefaultRoundOptions(200_000, 1_000_000, queueRecords),
 		Classify:           classify.DefaultOptions(),
 		Dedupe:             dedupe.DefaultOptions(),
 		SessionTimeout:     45 * time.Second,
@@ -162,8 +162,6 @@ func DefaultOptions() Options {
 		MaxClockSkew:       5 * time.Minute,
 		RequestTimeout:     10 * time.Minute,
 	}
-	o.QueueRecords = queueRecords
-	return o
 }
 
 // queueRecords is the joiner's default RoundOptions.QueueRecords: a

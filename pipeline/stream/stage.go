@@ -85,11 +85,12 @@ type RoundOptions struct {
 }
 
 // DefaultRoundOptions returns the rounds of a stage that flushes after
-// flushEvents events and catches up in rounds of catchUpEvents: every
-// 500ms, 3s while catching up, with up to 16384 records queued a stream.
-func DefaultRoundOptions(flushEvents, catchUpEvents int) RoundOptions {
+// flushEvents events and catches up in rounds of catchUpEvents, every
+// 500ms (3s while catching up), with up to queueRecords records queued a
+// stream.
+func DefaultRoundOptions(flushEvents, catchUpEvents, queueRecords int) RoundOptions {
 	return RoundOptions{FlushInterval: 500 * time.Millisecond, FlushEvents: flushEvents,
-		CatchUpInterval: 3 * time.Second, CatchUpEvents: catchUpEvents, QueueRecords: 16384}
+		CatchUpInterval: 3 * time.Second, CatchUpEvents: catchUpEvents, QueueRecords: queueRecords}
 }
 
 // Defaults fills the options left zero (or negative, but for

@@ -63,14 +63,12 @@ type Options struct {
 // DefaultOptions returns the default of every option but Brokers and
 // Prices (and those that default to none).
 func DefaultOptions() Options {
-	o := Options{
+	return Options{
 		StageOptions: stream.DefaultStageOptions("driftline-billing"),
-		RoundOptions: stream.DefaultRoundOptions(50_000, 100_000),
+		RoundOptions: stream.DefaultRoundOptions(50_000, 100_000, 2048),
 		Rules:        DefaultRules(),
 		MaxClockSkew: 5 * time.Minute,
 	}
-	o.QueueRecords = 2048
-	return o
 }
 
 // defaults fills the options left zero from DefaultOptions and checks
