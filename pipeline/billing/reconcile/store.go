@@ -6,6 +6,7 @@ import (
 
 	"github.com/cespare/xxhash/v2"
 
+	"github.com/driftline/driftline/pipeline/contract/decimal"
 	"github.com/driftline/driftline/pipeline/stream/snap"
 )
 
@@ -18,9 +19,25 @@ import (
 // full, so two usage_ids whose hashes collide are never merged (the few
 // that collide go to a small map by usage_id).
 
-// astr is a string kept in the arena: chunk << 32 | offset of its uvarint
-// length. 0 is the empty string.
+// astr is a string kept by the arena, in one of three forms told by its
+// top two bits:
+//
+//   - 00: a copy in the arena, chunk << 32 | offset of its uvarint
+//     length; 0 is the empty string.
+//   - 1x: a decimal packed in the reference itself (putDec): its scale in
+//     bits 58-62, its coefficient in bits 0-57 (two's complement), for a
+//     string that decimal.Dec prints back byte for byte.
+//   - 01: the last n bytes of another string's copy (putSuffix): its
+//     chunk in bits 38-61, the offset of its length in bits 18-37, n in
+//     bits 0-17. It owns no bytes: the string it points into does.
 type astr uint64
+
+const (
+	decTag    = 1 << 63
+	suffixTag = 1 << 62
+	tagMask   = decTag | suffixTag
+	coefBits  = 58
+)
 
 // arena holds the strings of the usage states. Bytes once written never
 // change (compaction writes new chunks), so a string returned by get may
@@ -61,10 +78,59 @@ func (a *arena) put(s string) astr {
 	return astr(uint64(n-1)<<32 | uint64(off))
 }
 
-// get returns the string at r, aliasing the arena.
+// putDec keeps s, packed in the reference when it is a decimal that
+// prints back as s (quantities and amounts), else as put does.
+func (a *arena) putDec(s string) astr {
+	d, err := decimal.Parse(s)
+	if err != nil || d.Coef() >= 1<<(coefBits-1) || d.Coef() < -(1<<(coefBits-1)) {
+		return a.put(s)
+	}
+	var buf [24]byte
+	if string(d.Append(buf[:0])) != s {
+		return a.put(s) // "01", "-0": not what the decimal prints
+	}
+	return astr(decTag | uint64(d.Scale())<<coefBits | uint64(d.Coef())&(1<<coefBits-1))
+}
+
+// putSuffix keeps s, the end of the string that parent holds when it is
+// (as a metering_id ends the usage_id that embeds it), as a reference
+// into parent's bytes; else as put does.
+func (a *arena) putSuffix(parent astr, s string) astr {
+	if s == "" || parent == 0 || parent&tagMask != 0 || len(s) >= 1<<18 || uint64(parent)>>32 >= 1<<24 || uint32(parent) >= 1<<20 {
+		return a.put(s)
+	}
+	if p := a.get(parent); len(s) > len(p) || p[len(p)-len(s):] != s {
+		return a.put(s)
+	}
+	return astr(suffixTag | uint64(parent)>>32<<38 | uint64(uint32(parent))<<18 | uint64(len(s)))
+}
+
+// dec returns the decimal r holds when it was packed by putDec.
+func (r astr) dec() (decimal.Dec, bool) {
+	if r&decTag == 0 {
+		return decimal.Dec{}, false
+	}
+	coef := int64(uint64(r)<<(64-coefBits)) >> (64 - coefBits)
+	return decimal.New(coef, int(r>>coefBits&31)), true
+}
+
+// owned reports whether r is a copy in the arena (free and compaction
+// deal with it; the other forms own no bytes).
+func (r astr) owned() bool { return r != 0 && r&tagMask == 0 }
+
+// get returns the string at r, aliasing the arena (a packed decimal is
+// printed anew).
 func (a *arena) get(r astr) string {
-	if r == 0 {
+	switch {
+	case r == 0:
 		return ""
+	case r&decTag != 0:
+		d, _ := r.dec()
+		return d.String()
+	case r&suffixTag != 0:
+		n := int(r & (1<<18 - 1))
+		p := a.get(astr((uint64(r) >> 38 & (1<<24 - 1) << 32) | (uint64(r) >> 18 & (1<<20 - 1))))
+		return p[len(p)-n:]
 	}
 	c := a.chunks[r>>32][uint32(r):]
 	n, k := binary.Uvarint(c)
@@ -74,16 +140,22 @@ func (a *arena) get(r astr) string {
 
 // free marks the string at r dead.
 func (a *arena) free(r astr) {
-	if r != 0 {
+	if r.owned() {
 		n := len(a.get(r))
 		a.live -= n + snap.UvarintLen(uint64(n))
 	}
 }
 
-// set replaces the string at *r by s.
-func (a *arena) set(r *astr, s string) {
+// setDec replaces the string at *r by s, as putDec keeps it.
+func (a *arena) setDec(r *astr, s string) {
 	a.free(*r)
-	*r = a.put(s)
+	*r = a.putDec(s)
+}
+
+// setSuffix replaces the string at *r by s, as putSuffix keeps it.
+func (a *arena) setSuffix(r *astr, parent astr, s string) {
+	a.free(*r)
+	*r = a.putSuffix(parent, s)
 }
 
 // wasteful reports whether compaction would free more than half of the
@@ -267,7 +339,14 @@ func (sl *slab) compact(a *arena) {
 	var b arena
 	sl.each(func(s *usageState) {
 		for _, r := range s.strs() {
-			*r = b.put(a.get(*r))
+			switch {
+			case r.owned():
+				*r = b.put(a.get(*r))
+			case *r&suffixTag != 0 && *r&decTag == 0:
+				// Every suffix points into its state's usage_id, copied
+				// first (strs).
+				*r = b.putSuffix(s.id, a.get(*r))
+			}
 		}
 	})
 	*a = b

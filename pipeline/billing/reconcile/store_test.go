@@ -231,3 +231,69 @@ func (t *Tracker) dump() string {
 	add("newest %s watermark %s open %d pruned %d late %d lateUsage %d swept %d", t.newest, t.watermark, t.open, t.pruned, t.late, t.lateUsage, t.sweptHour)
 	return strings.Join(lines, "\n")
 }
+
+// TestArenaPacksDecimalsAndSuffixes checks the forms of an arena string
+// other than a copy: decimals packed in the reference, printed back byte
+// for byte, and suffixes of another string, kept through a compaction.
+func TestArenaPacksDecimalsAndSuffixes(t *testing.T) {
+	var a arena
+	for _, s := range []string{"0", "1.5", "1.50", "-0.000001", "12.345678", "144115188075855871", "-144115188075855872", "0.000000000000000001"} {
+		r := a.putDec(s)
+		if r&decTag == 0 {
+			t.Errorf("%q not packed", s)
+		}
+		if got := a.get(r); got != s {
+			t.Errorf("%q packed reads %q", s, got)
+		}
+	}
+	for _, s := range []string{"01", "-0", "1.", ".5", "+1", "1e3", "144115188075855872", "9223372036854775807", "abc", "0.0000000000000000001"} {
+		r := a.putDec(s)
+		if r&decTag != 0 {
+			t.Errorf("%q packed", s)
+		}
+		if got := a.get(r); got != s {
+			t.Errorf("%q kept reads %q", s, got)
+		}
+	}
+	if a.putDec("") != 0 {
+		t.Error("empty string kept")
+	}
+	id := a.put("usg-run-prov-7:r1:2")
+	for _, s := range []string{"prov-7:r1:2", "2", "usg-run-prov-7:r1:2"} {
+		r := a.putSuffix(id, s)
+		if r&tagMask != suffixTag || a.get(r) != s {
+			t.Errorf("suffix %q: %x reads %q", s, r, a.get(r))
+		}
+	}
+	for _, s := range []string{"prov-7:r1:", "x-usg-run-prov-7:r1:2", "other"} {
+		if r := a.putSuffix(id, s); r&tagMask != 0 || a.get(r) != s {
+			t.Errorf("not a suffix %q: %x reads %q", s, r, a.get(r))
+		}
+	}
+
+	tr := NewTracker(DefaultRules(), testPrices(t).Book, func(*Mismatch) {})
+	for i := range 100000 {
+		s := tr.state(fmt.Sprintf("usg-%06d-meter-%06d", i, i))
+		tr.describeFrom(s, "src", fmt.Sprintf("meter-%06d", i), "t", "p", "u", fmt.Sprintf("%d.%06d", i, i))
+		if s.meterID&tagMask != suffixTag || s.quantity&decTag == 0 {
+			t.Fatalf("usage %d: meter %x quantity %x", i, s.meterID, s.quantity)
+		}
+	}
+	for i := range 100000 {
+		if i%10 != 0 {
+			tr.states.remove(&tr.strs, tr.states.find(&tr.strs, fmt.Sprintf("usg-%06d-meter-%06d", i, i)))
+		}
+	}
+	tr.strs.size += 8 * arenaChunk // the ids alone are too few to make it wasteful
+	before := len(tr.strs.chunks)
+	tr.states.compact(&tr.strs)
+	if after := len(tr.strs.chunks); after >= before {
+		t.Fatalf("arena of %d chunks compacted to %d", before, after)
+	}
+	for i := 0; i < 100000; i += 10 {
+		s := tr.states.find(&tr.strs, fmt.Sprintf("usg-%06d-meter-%06d", i, i))
+		if s == nil || s.meterID&tagMask != suffixTag || tr.strs.get(s.meterID) != fmt.Sprintf("meter-%06d", i) || tr.strs.get(s.quantity) != fmt.Sprintf("%d.%06d", i, i) {
+			t.Fatalf("usage %d after compaction: %+v", i, s)
+		}
+	}
+}

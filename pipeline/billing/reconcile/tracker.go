@@ -115,6 +115,9 @@ func (s *usageState) ref() stateRef { return stateRef{s.slot, s.gen} }
 // ledgerAgrees reports whether the ledger entry posted the rated amount in
 // the rated currency; both are present.
 func (t *Tracker) ledgerAgrees(s *usageState) bool {
+	if s.rated.amount&decTag != 0 && s.rated.amount == s.ledger.amount {
+		return s.rated.currency == s.ledger.currency // one decimal prints one way
+	}
 	return amountsEqual(t.strs.get(s.rated.amount), t.strs.get(s.ledger.amount)) && s.rated.currency == s.ledger.currency
 }
 
@@ -394,14 +397,14 @@ func (t *Tracker) unclaim(s *usageState, h uint64) {
 // the low-cardinality ones interned, the others copied into the arena.
 func (t *Tracker) describeFrom(s *usageState, source, meterID, tenant, product, unit, quantity string) {
 	s.source, s.tenant, s.product, s.unit = t.intern.get(source), t.intern.get(tenant), t.intern.get(product), t.intern.get(unit)
-	t.strs.set(&s.meterID, meterID)
-	t.strs.set(&s.quantity, quantity)
+	t.strs.setSuffix(&s.meterID, s.id, meterID)
+	t.strs.setDec(&s.quantity, quantity)
 }
 
 // conflict raises conflicting_usage for usage s, which u repeats with
 // other content.
 func (t *Tracker) conflict(s *usageState, u *contract.Usage, at time.Time) {
-	t.strs.set(&s.conflictQuantity, u.Quantity)
+	t.strs.setDec(&s.conflictQuantity, u.Quantity)
 	t.set(contract.KindConflictingUsage, s, at)
 }
 
@@ -416,7 +419,7 @@ func (t *Tracker) ApplyRated(r *contract.Rated, at time.Time) bool {
 	}
 	t.detach(s, at)
 	defer t.attach(s, at)
-	s.rated = ratedLine{at: nanos(at), amount: t.strs.put(r.Amount), currency: t.intern.get(r.Currency), ok: true}
+	s.rated = ratedLine{at: nanos(at), amount: t.strs.putDec(r.Amount), currency: t.intern.get(r.Currency), ok: true}
 	if !s.usageSeen {
 		t.orphan(&t.ratedOrphanDue, &s.ratedOrphanOverdue, s.ref(), at.Add(t.rules.RatingGrace))
 	}
@@ -451,10 +454,10 @@ func (t *Tracker) ApplyLedger(l *contract.LedgerEntry, at time.Time) {
 	}
 	t.detach(s, at)
 	defer t.attach(s, at)
-	s.ledger = ledgerLine{at: nanos(at), amount: t.strs.put(l.Amount), currency: t.intern.get(l.Currency), ok: true}
+	s.ledger = ledgerLine{at: nanos(at), amount: t.strs.putDec(l.Amount), currency: t.intern.get(l.Currency), ok: true}
 	if !s.usageSeen && !s.rated.ok {
 		s.source = t.intern.get(l.MeteringSource)
-		t.strs.set(&s.meterID, l.MeteringID)
+		t.strs.setSuffix(&s.meterID, s.id, l.MeteringID)
 	}
 	if !s.rated.ok {
 		t.orphan(&t.ledgerOrphanDue, &s.ledgerOrphanOverdue, s.ref(), at.Add(t.rules.LedgerGrace))

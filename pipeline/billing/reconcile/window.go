@@ -171,6 +171,14 @@ func (s *sum) String() string {
 	return out
 }
 
+// amount returns the decimal the arena keeps at r (amount).
+func (t *Tracker) amount(r astr) decimal.Dec {
+	if d, ok := r.dec(); ok {
+		return d
+	}
+	return amount(t.strs.get(r))
+}
+
 // amount parses a contract decimal; the validator admitted only decimals,
 // so anything else counts as 0.
 func amount(s string) decimal.Dec {
@@ -240,7 +248,7 @@ func (t *Tracker) contribute(w *windowState, s *usageState, sign int64) {
 		}
 	}
 	if s.rated.ok {
-		ra := amount(t.strs.get(s.rated.amount))
+		ra := t.amount(s.rated.amount)
 		w.rated += sign
 		w.ratedAmt.add(ra, sign, tmp)
 		if !s.usageSeen {
@@ -264,18 +272,18 @@ func (t *Tracker) contribute(w *windowState, s *usageState, sign int64) {
 			w.amountMismatch += sign
 			w.mismatchAmt.add(ra, sign, tmp)
 			if t.intern.str(s.ledger.currency) == w.key.Currency {
-				w.mismatchLedgerAmt.add(amount(t.strs.get(s.ledger.amount)), sign, tmp)
+				w.mismatchLedgerAmt.add(t.amount(s.ledger.amount), sign, tmp)
 			}
 		}
 	}
 	if s.ledger.ok {
 		w.ledgerEntries += sign
 		if t.intern.str(s.ledger.currency) == w.key.Currency {
-			w.ledgerAmt.add(amount(t.strs.get(s.ledger.amount)), sign, tmp)
+			w.ledgerAmt.add(t.amount(s.ledger.amount), sign, tmp)
 		}
 		if !s.rated.ok {
 			w.ledgerWithoutRated += sign
-			w.ledgerWithoutRatedAmt.add(amount(t.strs.get(s.ledger.amount)), sign, tmp)
+			w.ledgerWithoutRatedAmt.add(t.amount(s.ledger.amount), sign, tmp)
 			if s.ledgerOrphanOverdue {
 				w.unexplained += sign
 			}
