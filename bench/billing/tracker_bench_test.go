@@ -40,8 +40,9 @@ func inputs(n, perHour int) []input {
 // gen returns usage i with strings of its own, as decoding gives them.
 func gen(i, perHour int) input {
 	{
-		id := fmt.Sprintf("usage-%08d", i)
-		meter := fmt.Sprintf("m-%08d", i)
+		// As in the generated fleet, the usage_id embeds its metering_id.
+		meter := fmt.Sprintf("vm-%07d:r1:%d", i/4, i%4)
+		id := fmt.Sprintf("usg-run1-vm-%07d:r1:%d", i/4, i%4)
 		tenant := fmt.Sprintf("tenant-%03d", i%300)
 		at := t0.Add(time.Duration(i/perHour)*time.Hour + time.Duration(i%perHour)*time.Hour/time.Duration(perHour))
 		return input{

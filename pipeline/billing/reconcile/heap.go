@@ -1,53 +1,103 @@
 package reconcile
 
-import "iter"
+import (
+	"iter"
+	"slices"
+)
 
 // minHeap is a binary min-heap of T ordered by before: container/heap
 // without boxing each element in an any, for the tracker's deadlines and
-// window starts.
-type minHeap[T interface{ before(T) bool }] []T
+// window starts. Its elements are in chunks of heapChunk (the first one
+// grows to that size by appending), so that a heap of millions of
+// deadlines grows without copying itself into an array twice its size
+// (which stays in memory, beside the new one, until the next collection)
+// and gives back its chunks as it empties.
+type minHeap[T interface{ before(T) bool }] struct {
+	chunks [][]T
+	n      int
+}
+
+// heapChunk is the number of elements of a heap chunk.
+const heapChunk = 1 << 14
+
+// Len returns the number of elements.
+func (h *minHeap[T]) Len() int { return h.n }
+
+func (h *minHeap[T]) at(i int) *T { return &h.chunks[i/heapChunk][i%heapChunk] }
+
+// all yields the elements in no particular order.
+func (h *minHeap[T]) all() iter.Seq[T] {
+	return func(yield func(T) bool) {
+		for i := range h.n {
+			if !yield(*h.at(i)) {
+				return
+			}
+		}
+	}
+}
 
 func (h *minHeap[T]) push(v T) {
-	*h = append(*h, v)
-	s := *h
-	for i := len(s) - 1; i > 0; {
+	c := h.n / heapChunk
+	switch {
+	case c == len(h.chunks):
+		size := heapChunk
+		if c == 0 {
+			size = 64
+		}
+		h.chunks = append(h.chunks, make([]T, 0, size))
+	case len(h.chunks[c]) == cap(h.chunks[c]): // the first chunk, not yet full size
+		h.chunks[c] = slices.Grow(h.chunks[c], min(cap(h.chunks[c]), heapChunk-cap(h.chunks[c])))
+	}
+	h.chunks[c] = append(h.chunks[c], v)
+	h.n++
+	for i := h.n - 1; i > 0; {
 		p := (i - 1) / 2
-		if !s[i].before(s[p]) {
+		a, b := h.at(i), h.at(p)
+		if !(*a).before(*b) {
 			break
 		}
-		s[i], s[p] = s[p], s[i]
+		*a, *b = *b, *a
 		i = p
 	}
 }
 
 func (h *minHeap[T]) pop() T {
-	s := *h
-	top, n := s[0], len(s)-1
-	s[0] = s[n]
+	n := h.n - 1
+	top, last := h.at(0), h.at(n)
+	v := *top
+	*top = *last
 	var zero T
-	s[n] = zero
-	s = s[:n]
+	*last = zero
+	c := n / heapChunk
+	h.chunks[c] = h.chunks[c][:n%heapChunk]
+	if n%heapChunk == 0 && c+1 < len(h.chunks) {
+		// Chunk c, now empty, is kept for the next push; the one after
+		// it is given back.
+		clear(h.chunks[c+1:])
+		h.chunks = h.chunks[:c+1]
+	}
+	h.n = n
 	for i := 0; ; {
 		m := i
 		for _, c := range [2]int{2*i + 1, 2*i + 2} {
-			if c < n && s[c].before(s[m]) {
+			if c < n && (*h.at(c)).before(*h.at(m)) {
 				m = c
 			}
 		}
 		if m == i {
 			break
 		}
-		s[i], s[m] = s[m], s[i]
+		a, b := h.at(i), h.at(m)
+		*a, *b = *b, *a
 		i = m
 	}
-	*h = s
-	return top
+	return v
 }
 
 // popTo pops, in order, the elements not after limit.
 func (h *minHeap[T]) popTo(limit T) iter.Seq[T] {
 	return func(yield func(T) bool) {
-		for len(*h) > 0 && !limit.before((*h)[0]) {
+		for h.n > 0 && !limit.before(*h.at(0)) {
 			if !yield(h.pop()) {
 				return
 			}

@@ -10,17 +10,17 @@ func TestMinHeapPopsInOrder(t *testing.T) {
 	r := rand.New(rand.NewPCG(1, 2))
 	var h starts
 	var want []windowStart
-	for range 500 {
-		v := windowStart(r.IntN(100))
+	for range 50000 {
+		v := windowStart(r.IntN(100000))
 		h.push(v)
 		want = append(want, v)
 	}
 	slices.Sort(want)
 	var got []windowStart
-	for v := range h.popTo(50) {
+	for v := range h.popTo(50000) {
 		got = append(got, v)
 	}
-	for len(h) > 0 {
+	for h.Len() > 0 {
 		got = append(got, h.pop())
 	}
 	if !slices.Equal(got, want) {

@@ -35,7 +35,7 @@ func (t *Tracker) register(start int64, s *usageState) {
 		t.starts.push(windowStart(start))
 	}
 	t.byStart[start] = append(refs, s.ref())
-	s.regHour, s.registered = int32(start/int64(WindowSize/time.Second)), true
+	s.regHour, s.flags = int32(start/int64(WindowSize/time.Second)), s.flags|registered
 }
 
 // linger lists s to be checked at every sweep until it settles.
@@ -53,7 +53,7 @@ func (t *Tracker) sweep() {
 	if h := t.watermark.Unix() / int64(WindowSize/time.Second); h != t.sweptHour {
 		t.sweptHour, swept = h, true
 	}
-	for len(t.starts) > 0 && t.closed(int64(t.starts[0])) {
+	for t.starts.Len() > 0 && t.closed(int64(*t.starts.at(0))) {
 		start := int64(t.starts.pop())
 		for _, r := range t.byStart[start] {
 			s := t.states.get(r)

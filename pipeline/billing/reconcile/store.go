@@ -257,18 +257,32 @@ type slab struct {
 	chunks [][]usageState
 	free   []slot
 	n      int // states in use
+	// conflicts holds the conflictQuantity of the few states that have
+	// one: the quantity of the latest usage that came under the same
+	// usage_id with another content.
+	conflicts map[slot]astr
 	// ids finds a state by the hash of its usage_id.
 	ids table
 }
 
-func newSlab() slab { return slab{} }
+func newSlab() slab { return slab{conflicts: map[slot]astr{}} }
+
+// conflictQuantity returns the conflicting quantity of s (slab.conflicts).
+func (sl *slab) conflictQuantity(s *usageState) astr { return sl.conflicts[s.slot] }
+
+// setConflictQuantity replaces the conflicting quantity of s by q.
+func (sl *slab) setConflictQuantity(a *arena, s *usageState, q string) {
+	r := sl.conflicts[s.slot]
+	a.setDec(&r, q)
+	sl.conflicts[s.slot] = r
+}
 
 // at returns the state in slot i.
 func (sl *slab) at(i slot) *usageState { return &sl.chunks[i/stateChunk][i%stateChunk] }
 
 // get returns the state r names, nil if it was dropped.
 func (sl *slab) get(r stateRef) *usageState {
-	if s := sl.at(r.slot); s.gen == r.gen && s.inUse {
+	if s := sl.at(r.slot); s.gen == r.gen && s.flags&inUse != 0 {
 		return s
 	}
 	return nil
@@ -301,7 +315,7 @@ func (sl *slab) add(a *arena, usageID string) *usageState {
 		}
 	}
 	s := sl.at(i)
-	*s = usageState{slot: i, gen: s.gen + 1, inUse: true, id: a.put(usageID)}
+	*s = usageState{slot: i, gen: s.gen + 1, flags: inUse, id: a.put(usageID)}
 	sl.ids.insert(xxhash.Sum64String(usageID), i, sl.idHash(a))
 	sl.n++
 	return s
@@ -313,6 +327,10 @@ func (sl *slab) remove(a *arena, s *usageState) {
 	for _, r := range s.strs() {
 		a.free(*r)
 	}
+	if q, ok := sl.conflicts[s.slot]; ok {
+		a.free(q)
+		delete(sl.conflicts, s.slot)
+	}
 	*s = usageState{slot: s.slot, gen: s.gen}
 	sl.free = append(sl.free, s.slot)
 	sl.n--
@@ -322,7 +340,7 @@ func (sl *slab) remove(a *arena, s *usageState) {
 func (sl *slab) each(fn func(*usageState)) {
 	for _, c := range sl.chunks {
 		for i := range c {
-			if c[i].inUse {
+			if c[i].flags&inUse != 0 {
 				fn(&c[i])
 			}
 		}
@@ -349,5 +367,10 @@ func (sl *slab) compact(a *arena) {
 			}
 		}
 	})
+	for i, q := range sl.conflicts {
+		if q.owned() {
+			sl.conflicts[i] = b.put(a.get(q))
+		}
+	}
 	*a = b
 }

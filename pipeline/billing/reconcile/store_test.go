@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 	"time"
+	"unsafe"
 
 	"github.com/driftline/driftline/pipeline/contract"
 )
@@ -194,11 +195,11 @@ func (t *Tracker) dump() string {
 			win = fmt.Sprint(t.wins[s.win].key)
 		}
 		add("usage %s meter=%s/%s qty=%s conflict=%s tenant=%s product=%s unit=%s cur=%s at=%d reg=%v/%d lingering=%v digest=%x claims=%v seen=%v explained=%v overdue=%v,%v,%v,%v win=%s rated=%v/%s/%d/%s ledger=%v/%s/%d/%s",
-			t.strs.get(s.id), t.intern.str(s.source), t.strs.get(s.meterID), t.strs.get(s.quantity), t.strs.get(s.conflictQuantity),
-			t.intern.str(s.tenant), t.intern.str(s.product), t.intern.str(s.unit), t.intern.str(s.currency), s.at, s.registered, s.regStart(), s.lingering,
+			t.strs.get(s.id), t.intern.str(s.source), t.strs.get(s.meterID), t.strs.get(s.quantity), t.strs.get(t.states.conflictQuantity(s)),
+			t.intern.str(s.tenant), t.intern.str(s.product), t.intern.str(s.unit), t.intern.str(s.currency), s.at, s.registered(), s.regStart(), s.lingering,
 			s.digest, s.claims, s.usageSeen, s.explained, s.ratingOverdue, s.ledgerOverdue, s.ratedOrphanOverdue, s.ledgerOrphanOverdue, win,
-			s.rated.ok, t.strs.get(s.rated.amount), s.rated.at, t.intern.str(s.rated.currency),
-			s.ledger.ok, t.strs.get(s.ledger.amount), s.ledger.at, t.intern.str(s.ledger.currency))
+			s.ratedOK, t.strs.get(s.rated.amount), s.rated.at, t.intern.str(s.ratedCur),
+			s.ledgerOK, t.strs.get(s.ledger.amount), s.ledger.at, t.intern.str(s.ledgerCur))
 		for _, kind := range usageKinds {
 			if m, ok := t.mget(kind, s); ok {
 				add("mismatch %s:%s %+v", kind, t.strs.get(s.id), m)
@@ -214,8 +215,8 @@ func (t *Tracker) dump() string {
 	for _, g := range t.claims.List {
 		add("claims from %d: %d", g.Start, g.Claims())
 	}
-	for name, h := range map[string]deadlines{"rating": t.ratingDue, "ledger": t.ledgerDue, "ratedOrphan": t.ratedOrphanDue, "ledgerOrphan": t.ledgerOrphanDue} {
-		for _, d := range h {
+	for name, h := range map[string]*deadlines{"rating": &t.ratingDue, "ledger": &t.ledgerDue, "ratedOrphan": &t.ratedOrphanDue, "ledgerOrphan": &t.ledgerOrphanDue} {
+		for d := range h.all() {
 			add("due %s %d %s", name, d.at, id(d.ref))
 		}
 	}
@@ -295,5 +296,14 @@ func TestArenaPacksDecimalsAndSuffixes(t *testing.T) {
 		if s == nil || s.meterID&tagMask != suffixTag || tr.strs.get(s.meterID) != fmt.Sprintf("meter-%06d", i) || tr.strs.get(s.quantity) != fmt.Sprintf("%d.%06d", i, i) {
 			t.Fatalf("usage %d after compaction: %+v", i, s)
 		}
+	}
+}
+
+// TestUsageStateSize keeps the usage state at the size the memory figures
+// of bench/billing are measured with: a field added grows every usage_id
+// held.
+func TestUsageStateSize(t *testing.T) {
+	if n := unsafe.Sizeof(usageState{}); n != 152 {
+		t.Fatalf("usageState is %d bytes, want 152", n)
 	}
 }

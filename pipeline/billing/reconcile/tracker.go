@@ -61,16 +61,13 @@ type usageState struct {
 	id       astr
 	meterID  astr
 	quantity astr
-	// conflictQuantity is the quantity of the latest usage that came
-	// under the same usage_id with another content.
-	conflictQuantity astr
 
-	rated  ratedLine  // ok when the rated line is known
-	ledger ledgerLine // ok when the ledger entry is known
-	// misFirst, misLast, misVersion and misOpen are the state (mstate)
-	// of the first mismatch raised about the usage_id, of kind
-	// usageKinds[misKind-1] (0: none yet); any other is in
-	// Tracker.byUsage.
+	rated  ratedLine  // when ratedOK
+	ledger ledgerLine // when ledgerOK
+	// misFirst, misLast, misVersion and misKind's misOpen bit are the
+	// state (mstate) of the first mismatch raised about the usage_id, of
+	// kind usageKinds[misKind&misKindMask-1] (0: none yet); any other is
+	// in Tracker.byUsage.
 	misFirst, misLast int64
 	misVersion        uint64
 
@@ -86,23 +83,37 @@ type usageState struct {
 
 	source, tenant, product, unit sym
 	currency                      sym // of the price book unit, when known
+	ratedCur, ledgerCur           sym // the rated line's and ledger entry's
 
-	misKind   uint8
-	misOpen   bool
-	inUse     bool
-	claims    bool // the usage claimed its usage key first (Tracker.keys)
+	misKind   uint8 // and misOpen
+	flags     uint8 // inUse, registered
+	claims    bool  // the usage claimed its usage key first (Tracker.keys)
 	usageSeen bool
 	explained bool // unknown/retired unit or duplicate: never rated, never usage_not_rated
 	// Grace deadlines passed: usage without rated line, rated line without
 	// ledger entry, and a rated line without usage or a ledger entry
 	// without rated line (unexplained).
 	ratingOverdue, ledgerOverdue, ratedOrphanOverdue, ledgerOrphanOverdue bool
-	registered, lingering                                                 bool // see prune.go
+	lingering                                                             bool // see prune.go
+	ratedOK, ledgerOK                                                     bool // the rated line (ledger entry) is known
 }
 
-// strs returns the arena strings of s.
-func (s *usageState) strs() [6]*astr {
-	return [6]*astr{&s.id, &s.meterID, &s.quantity, &s.conflictQuantity, &s.rated.amount, &s.ledger.amount}
+const (
+	misKindMask = 7
+	misOpen     = 1 << 7 // in misKind: the first mismatch is open
+
+	inUse      = 1 << 0 // in flags: the state holds a usage_id
+	registered = 1 << 1 // in flags: s is registered to be swept with regStart (prune.go)
+)
+
+// registered reports whether s is registered to be swept with its window
+// (prune.go).
+func (s *usageState) registered() bool { return s.flags&registered != 0 }
+
+// strs returns the arena strings of s (the usage_id first: the others
+// may be suffixes of it).
+func (s *usageState) strs() [5]*astr {
+	return [5]*astr{&s.id, &s.meterID, &s.quantity, &s.rated.amount, &s.ledger.amount}
 }
 
 // regStart returns the start of the window s is registered with (Unix
@@ -116,16 +127,14 @@ func (s *usageState) ref() stateRef { return stateRef{s.slot, s.gen} }
 // the rated currency; both are present.
 func (t *Tracker) ledgerAgrees(s *usageState) bool {
 	if s.rated.amount&decTag != 0 && s.rated.amount == s.ledger.amount {
-		return s.rated.currency == s.ledger.currency // one decimal prints one way
+		return s.ratedCur == s.ledgerCur // one decimal prints one way
 	}
-	return amountsEqual(t.strs.get(s.rated.amount), t.strs.get(s.ledger.amount)) && s.rated.currency == s.ledger.currency
+	return amountsEqual(t.strs.get(s.rated.amount), t.strs.get(s.ledger.amount)) && s.ratedCur == s.ledgerCur
 }
 
 type ratedLine struct {
-	amount   astr
-	at       int64 // event time, Unix ns (nanos)
-	currency sym
-	ok       bool
+	amount astr
+	at     int64 // event time, Unix ns (nanos)
 }
 
 type ledgerLine = ratedLine
@@ -332,7 +341,7 @@ func (t *Tracker) ApplyUsageDigest(u *contract.Usage, d contract.Digest, at time
 	case err != nil:
 		panic("BUG: unexpected price book lookup error: " + err.Error())
 	}
-	if !s.rated.ok {
+	if !s.ratedOK {
 		t.ratingDue.push(deadline{at: nanos(at.Add(t.rules.RatingGrace)), ref: s.ref()})
 	}
 	return false
@@ -404,7 +413,7 @@ func (t *Tracker) describeFrom(s *usageState, source, meterID, tenant, product, 
 // conflict raises conflicting_usage for usage s, which u repeats with
 // other content.
 func (t *Tracker) conflict(s *usageState, u *contract.Usage, at time.Time) {
-	t.strs.setDec(&s.conflictQuantity, u.Quantity)
+	t.states.setConflictQuantity(&t.strs, s, u.Quantity)
 	t.set(contract.KindConflictingUsage, s, at)
 }
 
@@ -414,12 +423,12 @@ func (t *Tracker) conflict(s *usageState, u *contract.Usage, at time.Time) {
 func (t *Tracker) ApplyRated(r *contract.Rated, at time.Time) bool {
 	defer t.Advance(at)
 	s := t.state(r.UsageID)
-	if s.rated.ok {
+	if s.ratedOK {
 		return false
 	}
 	t.detach(s, at)
 	defer t.attach(s, at)
-	s.rated = ratedLine{at: nanos(at), amount: t.strs.putDec(r.Amount), currency: t.intern.get(r.Currency), ok: true}
+	s.rated, s.ratedCur, s.ratedOK = ratedLine{at: nanos(at), amount: t.strs.putDec(r.Amount)}, t.intern.get(r.Currency), true
 	if !s.usageSeen {
 		t.orphan(&t.ratedOrphanDue, &s.ratedOrphanOverdue, s.ref(), at.Add(t.rules.RatingGrace))
 	}
@@ -429,7 +438,7 @@ func (t *Tracker) ApplyRated(r *contract.Rated, at time.Time) bool {
 		t.describeFrom(s, r.MeteringSource, r.MeteringID, r.TenantID, r.ProductID, r.UnitID, r.Quantity)
 	}
 	t.resolve(contract.KindUsageNotRated, s, at)
-	if s.ledger.ok {
+	if s.ledgerOK {
 		t.compare(s)
 		return true
 	}
@@ -449,17 +458,17 @@ func (t *Tracker) ApplyRated(r *contract.Rated, at time.Time) bool {
 func (t *Tracker) ApplyLedger(l *contract.LedgerEntry, at time.Time) {
 	defer t.Advance(at)
 	s := t.state(l.UsageID)
-	if s.ledger.ok {
+	if s.ledgerOK {
 		return
 	}
 	t.detach(s, at)
 	defer t.attach(s, at)
-	s.ledger = ledgerLine{at: nanos(at), amount: t.strs.putDec(l.Amount), currency: t.intern.get(l.Currency), ok: true}
-	if !s.usageSeen && !s.rated.ok {
+	s.ledger, s.ledgerCur, s.ledgerOK = ledgerLine{at: nanos(at), amount: t.strs.putDec(l.Amount)}, t.intern.get(l.Currency), true
+	if !s.usageSeen && !s.ratedOK {
 		s.source = t.intern.get(l.MeteringSource)
 		t.strs.setSuffix(&s.meterID, s.id, l.MeteringID)
 	}
-	if !s.rated.ok {
+	if !s.ratedOK {
 		t.orphan(&t.ledgerOrphanDue, &s.ledgerOrphanOverdue, s.ref(), at.Add(t.rules.LedgerGrace))
 		return
 	}
@@ -515,7 +524,7 @@ func (t *Tracker) Advance(at time.Time) {
 		due.at = nanos(t.watermark)
 	}
 	for d := range t.ratingDue.popTo(due) {
-		if s := t.states.get(d.ref); s != nil && s.usageSeen && !s.explained && !s.rated.ok && !s.ratingOverdue {
+		if s := t.states.get(d.ref); s != nil && s.usageSeen && !s.explained && !s.ratedOK && !s.ratingOverdue {
 			t.detach(s, eventTime(d.at))
 			s.ratingOverdue = true
 			t.set(contract.KindUsageNotRated, s, eventTime(d.at))
@@ -523,7 +532,7 @@ func (t *Tracker) Advance(at time.Time) {
 		}
 	}
 	for d := range t.ledgerDue.popTo(due) {
-		if s := t.states.get(d.ref); s != nil && s.rated.ok && !s.ledger.ok && !s.ledgerOverdue {
+		if s := t.states.get(d.ref); s != nil && s.ratedOK && !s.ledgerOK && !s.ledgerOverdue {
 			t.detach(s, eventTime(d.at))
 			s.ledgerOverdue = true
 			t.set(contract.KindRatedNotLedgered, s, eventTime(d.at))
@@ -531,14 +540,14 @@ func (t *Tracker) Advance(at time.Time) {
 		}
 	}
 	for d := range t.ratedOrphanDue.popTo(due) {
-		if s := t.states.get(d.ref); s != nil && s.rated.ok && !s.usageSeen && !s.ratedOrphanOverdue {
+		if s := t.states.get(d.ref); s != nil && s.ratedOK && !s.usageSeen && !s.ratedOrphanOverdue {
 			t.detach(s, eventTime(d.at))
 			s.ratedOrphanOverdue = true
 			t.attach(s, eventTime(d.at))
 		}
 	}
 	for d := range t.ledgerOrphanDue.popTo(due) {
-		if s := t.states.get(d.ref); s != nil && s.ledger.ok && !s.rated.ok && !s.ledgerOrphanOverdue {
+		if s := t.states.get(d.ref); s != nil && s.ledgerOK && !s.ratedOK && !s.ledgerOrphanOverdue {
 			t.detach(s, eventTime(d.at))
 			s.ledgerOrphanOverdue = true
 			t.attach(s, eventTime(d.at))
@@ -581,9 +590,9 @@ func byUsageKey(i uint8, s *usageState) uint64 { return uint64(s.slot)<<3 | uint
 // mget returns the mismatch of kind about s, if there is one.
 func (t *Tracker) mget(kind contract.BillingKind, s *usageState) (mstate, bool) {
 	i := kindIndex(kind)
-	switch s.misKind {
+	switch s.misKind & misKindMask {
 	case i + 1:
-		return mstate{first: s.misFirst, last: s.misLast, version: s.misVersion, open: s.misOpen}, true
+		return mstate{first: s.misFirst, last: s.misLast, version: s.misVersion, open: s.misKind&misOpen != 0}, true
 	case 0:
 		return mstate{}, false
 	}
@@ -594,8 +603,11 @@ func (t *Tracker) mget(kind contract.BillingKind, s *usageState) (mstate, bool) 
 // mput stores the mismatch of kind about s.
 func (t *Tracker) mput(kind contract.BillingKind, s *usageState, m mstate) {
 	i := kindIndex(kind)
-	if s.misKind == 0 || s.misKind == i+1 {
-		s.misKind, s.misFirst, s.misLast, s.misVersion, s.misOpen = i+1, m.first, m.last, m.version, m.open
+	if k := s.misKind & misKindMask; k == 0 || k == i+1 {
+		s.misKind, s.misFirst, s.misLast, s.misVersion = i+1, m.first, m.last, m.version
+		if m.open {
+			s.misKind |= misOpen
+		}
 		return
 	}
 	t.byUsage[byUsageKey(i, s)] = m
@@ -671,7 +683,7 @@ func (t *Tracker) park(s *usageState) {
 		if !ok {
 			continue
 		}
-		if s.misKind != uint8(i)+1 {
+		if s.misKind&misKindMask != uint8(i)+1 {
 			delete(t.byUsage, byUsageKey(uint8(i), s))
 		}
 		if m.open {
@@ -711,14 +723,14 @@ func (t *Tracker) describe(m *Mismatch, s *usageState) {
 		// are in its rated line and its own rows. (Whether its rated line
 		// was applied before the conflict depends on the merge, and the
 		// row must not.)
-		m.ConflictQuantity = t.strs.get(s.conflictQuantity)
+		m.ConflictQuantity = t.strs.get(t.states.conflictQuantity(s))
 		return
 	}
-	if s.ledger.ok {
-		m.LedgerAmount, m.Currency = t.strs.get(s.ledger.amount), in.str(s.ledger.currency)
+	if s.ledgerOK {
+		m.LedgerAmount, m.Currency = t.strs.get(s.ledger.amount), in.str(s.ledgerCur)
 	}
-	if s.rated.ok {
-		m.RatedAmount, m.Currency = t.strs.get(s.rated.amount), in.str(s.rated.currency)
+	if s.ratedOK {
+		m.RatedAmount, m.Currency = t.strs.get(s.rated.amount), in.str(s.ratedCur)
 	}
 }
 

@@ -199,19 +199,19 @@ func (t *Tracker) windowOf(s *usageState) (WindowKey, bool) {
 	switch {
 	case s.usageSeen:
 		at = s.at
-	case s.rated.ok:
+	case s.ratedOK:
 		at = s.rated.at
-	case s.ledger.ok:
+	case s.ledgerOK:
 		at = s.ledger.at
 	default:
 		return WindowKey{}, false
 	}
 	cur := s.currency
 	switch {
-	case s.rated.ok:
-		cur = s.rated.currency
-	case s.ledger.ok:
-		cur = s.ledger.currency
+	case s.ratedOK:
+		cur = s.ratedCur
+	case s.ledgerOK:
+		cur = s.ledgerCur
 	}
 	start := eventTime(at).Unix()
 	start -= ((start % int64(WindowSize/time.Second)) + int64(WindowSize/time.Second)) % int64(WindowSize/time.Second)
@@ -225,10 +225,10 @@ func settled(s *usageState) bool {
 	if !s.usageSeen {
 		return false
 	}
-	if !s.rated.ok {
-		return s.explained && !s.ledger.ok
+	if !s.ratedOK {
+		return s.explained && !s.ledgerOK
 	}
-	return s.ledger.ok
+	return s.ledgerOK
 }
 
 // contribute adds (sign +1) or removes (sign -1) what s counts in w.
@@ -236,7 +236,7 @@ func (t *Tracker) contribute(w *windowState, s *usageState, sign int64) {
 	tmp := &t.tmp
 	if s.usageSeen {
 		w.accepted += sign
-		if !s.rated.ok {
+		if !s.ratedOK {
 			switch {
 			case s.explained:
 				w.rejected += sign
@@ -247,7 +247,7 @@ func (t *Tracker) contribute(w *windowState, s *usageState, sign int64) {
 			}
 		}
 	}
-	if s.rated.ok {
+	if s.ratedOK {
 		ra := t.amount(s.rated.amount)
 		w.rated += sign
 		w.ratedAmt.add(ra, sign, tmp)
@@ -259,10 +259,10 @@ func (t *Tracker) contribute(w *windowState, s *usageState, sign int64) {
 			}
 		}
 		switch {
-		case !s.ledger.ok && s.ledgerOverdue:
+		case !s.ledgerOK && s.ledgerOverdue:
 			w.notLedgered += sign
 			w.notLedgeredAmt.add(ra, sign, tmp)
-		case !s.ledger.ok:
+		case !s.ledgerOK:
 			w.ledgerPending += sign
 			w.ledgerPendingAmt.add(ra, sign, tmp)
 		case t.ledgerAgrees(s):
@@ -271,17 +271,17 @@ func (t *Tracker) contribute(w *windowState, s *usageState, sign int64) {
 		default:
 			w.amountMismatch += sign
 			w.mismatchAmt.add(ra, sign, tmp)
-			if t.intern.str(s.ledger.currency) == w.key.Currency {
+			if t.intern.str(s.ledgerCur) == w.key.Currency {
 				w.mismatchLedgerAmt.add(t.amount(s.ledger.amount), sign, tmp)
 			}
 		}
 	}
-	if s.ledger.ok {
+	if s.ledgerOK {
 		w.ledgerEntries += sign
-		if t.intern.str(s.ledger.currency) == w.key.Currency {
+		if t.intern.str(s.ledgerCur) == w.key.Currency {
 			w.ledgerAmt.add(t.amount(s.ledger.amount), sign, tmp)
 		}
-		if !s.rated.ok {
+		if !s.ratedOK {
 			w.ledgerWithoutRated += sign
 			w.ledgerWithoutRatedAmt.add(t.amount(s.ledger.amount), sign, tmp)
 			if s.ledgerOrphanOverdue {
@@ -317,7 +317,7 @@ func (t *Tracker) attach(s *usageState, at time.Time) {
 			if w == nil {
 				w = t.newWindow(k)
 			}
-			if !s.registered || s.regStart() != k.Start {
+			if !s.registered() || s.regStart() != k.Start {
 				t.register(k.Start, s)
 			}
 			t.contribute(w, s, +1)
