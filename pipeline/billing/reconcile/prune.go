@@ -28,13 +28,15 @@ func (t *Tracker) closed(start int64) bool {
 	return !t.watermark.Before(end)
 }
 
-// register lists s to be swept with the window starting at start.
+// register marks s to be swept with the window starting at start. The
+// usage of a start is not listed: the sweep that closes it finds its
+// usage in the slab (regStart), so that a usage_id costs no entry in a
+// list per window.
 func (t *Tracker) register(start int64, s *usageState) {
-	refs, ok := t.byStart[start]
-	if !ok {
+	if _, ok := t.byStart[start]; !ok {
+		t.byStart[start] = struct{}{}
 		t.starts.push(windowStart(start))
 	}
-	t.byStart[start] = append(refs, s.ref())
 	s.regHour, s.flags = int32(start/int64(WindowSize/time.Second)), s.flags|registered
 }
 
@@ -53,26 +55,36 @@ func (t *Tracker) sweep() {
 	if h := t.watermark.Unix() / int64(WindowSize/time.Second); h != t.sweptHour {
 		t.sweptHour, swept = h, true
 	}
+	var closing map[int64]bool
 	for t.starts.Len() > 0 && t.closed(int64(*t.starts.at(0))) {
 		start := int64(t.starts.pop())
-		for _, r := range t.byStart[start] {
-			s := t.states.get(r)
-			if s == nil || s.regStart() != start {
-				continue // dropped already, or moved to another window
+		if closing == nil {
+			closing = map[int64]bool{}
+		}
+		closing[start] = true
+		delete(t.byStart, start)
+	}
+	if closing != nil {
+		// One pass over the slab for every window closed now: at most one
+		// an hour of event time.
+		t.states.each(func(s *usageState) {
+			if !s.registered() || !closing[s.regStart()] {
+				return // registered with a window still open
 			}
 			if settled(s) {
 				t.prune(s)
 			} else {
 				t.linger(s)
 			}
-		}
-		delete(t.byStart, start)
-		for _, k := range t.windowsByStart[start] {
-			if w := t.windows[k]; w != nil && w.live == 0 && !w.unbalanced {
-				t.dropWindow(w)
+		})
+		for start := range closing {
+			for _, k := range t.windowsByStart[start] {
+				if w := t.windows[k]; w != nil && w.live == 0 && !w.unbalanced {
+					t.dropWindow(w)
+				}
 			}
+			delete(t.windowsByStart, start)
 		}
-		delete(t.windowsByStart, start)
 	}
 	if swept {
 		if f, ok := t.floor(); ok {

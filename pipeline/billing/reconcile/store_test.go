@@ -220,10 +220,8 @@ func (t *Tracker) dump() string {
 			add("due %s %d %s", name, d.at, id(d.ref))
 		}
 	}
-	for start, refs := range t.byStart {
-		for _, r := range refs {
-			add("sweep %d %s", start, id(r))
-		}
+	for start := range t.byStart {
+		add("sweep %d", start)
 	}
 	for _, r := range t.lingering {
 		add("linger %s", id(r))

@@ -191,7 +191,7 @@ type Tracker struct {
 	freeWins       []uint32
 	dirtyWindows   []*windowState
 	touched        []*windowState
-	byStart        map[int64][]stateRef // window start -> usage to sweep with it
+	byStart        map[int64]struct{} // the window starts usage is registered with (starts holds them in order)
 	starts         starts
 	lingering      []stateRef
 	pruned, late   int64
@@ -219,7 +219,7 @@ func NewTracker(rules Rules, book func() *pricebook.Book, emit func(*Mismatch)) 
 		windows:        map[WindowKey]*windowState{},
 		windowsByStart: map[int64][]WindowKey{},
 		wins:           []*windowState{nil},
-		byStart:        map[int64][]stateRef{},
+		byStart:        map[int64]struct{}{},
 	}
 }
 
