@@ -34,7 +34,7 @@ type Options struct {
 	// and client options. The default Group is "driftline-billing".
 	stream.StageOptions
 	// RoundOptions size the rounds and the merges. Defaults: flush every
-	// 500ms or 50000 events, catch up in rounds of 3s or 100,000 events
+	// 500ms or 50000 events, catch up in rounds of 3s or 50,000 events
 	// (the rows of a round wait in memory for its write), queue 2048
 	// records a stream (a stream ahead of the others, the rated lines
 	// while the usage before them is applied, pauses instead of holding
@@ -65,7 +65,7 @@ type Options struct {
 func DefaultOptions() Options {
 	return Options{
 		StageOptions: stream.DefaultStageOptions("driftline-billing"),
-		RoundOptions: stream.DefaultRoundOptions(50_000, 100_000, 2048),
+		RoundOptions: stream.DefaultRoundOptions(50_000, 50_000, 2048),
 		Rules:        DefaultRules(),
 		MaxClockSkew: 5 * time.Minute,
 	}
