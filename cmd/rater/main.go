@@ -76,6 +76,9 @@ func run() error {
 	if !*billingOn || !*raterOn {
 		rater.TuneGC(!*raterOn) // one of the two alone: docs/sizing.md
 	}
+	if !*raterOn && os.Getenv("GOGC") == "" {
+		bo.GCHeadroom = 128 << 20 // the reconciler alone paces its collector (reconcile.Options)
+	}
 	ro.Prices, bo.Prices = prices, prices
 	var rt *rater.Rater
 	if *raterOn {

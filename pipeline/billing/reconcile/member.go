@@ -43,7 +43,9 @@ func (p *processor) Flush(ctx context.Context, rd stream.Round) error {
 	if rd.CatchUp {
 		r.m.CatchUpRounds.Inc()
 	}
-	return r.flush(ctx)
+	err := r.flush(ctx)
+	r.gc.round()
+	return err
 }
 
 // Settle has nothing to wait for: Flush writes in the poll loop.

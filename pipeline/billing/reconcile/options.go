@@ -58,6 +58,13 @@ type Options struct {
 	// their reason. Default none: they are only counted (per producer on
 	// the status endpoint, and by reason in the metrics).
 	Quarantine Quarantine
+	// GCHeadroom, when positive, lets the reconciler pace the process's
+	// collector after each round: GOGC is set so that the heap grows by
+	// about this many bytes beyond the live heap between two collections,
+	// within 10% and 25% of the live heap (gc.go). For a process that runs
+	// the reconciler alone (bin/rater -rater.enabled=false sets 128 MiB
+	// unless GOGC is set). Default 0: the collector is left alone.
+	GCHeadroom uint64
 }
 
 // DefaultOptions returns the default of every option but Brokers and

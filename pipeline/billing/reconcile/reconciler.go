@@ -39,6 +39,7 @@ type Reconciler struct {
 	out   output
 	// flow pauses streams that ran ahead in their merges (throttle).
 	flow logmerge.Throttle
+	gc   gcTuner
 }
 
 // partition is the state of one partition number of the three billing
@@ -131,6 +132,7 @@ func New(ctx context.Context, opts Options, s Sink) (*Reconciler, error) {
 		flow:    logmerge.NewThrottle(opts.QueueRecords),
 	}
 	r.out = output{current: map[string]int{}, m: r.m, emit: true}
+	r.gc.headroom = opts.GCHeadroom
 	var err error
 	mopts := opts.Member("billing", opts.Topics.Billing())
 	mopts.KeepControlRecords, mopts.Rounds = true, opts.Rounds()
