@@ -147,7 +147,7 @@ func TestReplayRestoresTheSameState(t *testing.T) {
 	for i := range 3000 {
 		at := t0.Add(time.Duration(i) * 10 * time.Second)
 		id := fmt.Sprintf("u%d", rng.IntN(2500))
-		events = append(events, event{rng.IntN(3), id, at.Add(-time.Duration(rng.IntN(600)) * time.Second)})
+		events = append(events, event{rng.IntN(6), id, at.Add(-time.Duration(rng.IntN(600)) * time.Second)})
 	}
 	run := func(flushEvery int) *Tracker {
 		rules := DefaultRules()
@@ -159,8 +159,21 @@ func TestReplayRestoresTheSameState(t *testing.T) {
 				tr.ApplyUsage(usage(e.id, "m-"+e.id[:len(e.id)-1], "gpu_hour"), e.at)
 			case 1:
 				tr.ApplyRated(rated(e.id, "m-"+e.id, "4.90"), e.at)
-			default:
+			case 2:
 				tr.ApplyLedger(ledger(e.id, "4.90", "USD"), e.at)
+			case 3:
+				// A usage_id that ends with its metering_id (kept as a
+				// reference into the usage_id), its quantity one that
+				// is copied rather than packed ("01.5").
+				u := usage("usg-m-"+e.id, "m-"+e.id, "gpu_hour")
+				u.Quantity = "01.5"
+				tr.ApplyUsage(u, e.at)
+			case 4:
+				tr.ApplyRated(rated("usg-m-"+e.id, "m-"+e.id, "4.9"), e.at)
+			default:
+				l := ledger("usg-m-"+e.id, "4.900", "USD")
+				l.MeteringID = "m-" + e.id
+				tr.ApplyLedger(l, e.at)
 			}
 			if flushEvery > 0 && i%flushEvery == 0 {
 				tr.TakeWindows(nil)
@@ -168,7 +181,20 @@ func TestReplayRestoresTheSameState(t *testing.T) {
 		}
 		return tr
 	}
-	live, replay := run(37).dump(), run(0).dump()
+	lt := run(37)
+	suffixes := 0
+	lt.states.each(func(s *usageState) {
+		if strings.HasPrefix(lt.strs.get(s.id), "usg-") && s.meterID&tagMask == suffixTag {
+			suffixes++
+		}
+	})
+	if suffixes == 0 {
+		t.Fatal("no metering_id kept inside its usage_id")
+	}
+	live, replay := lt.dump(), run(0).dump()
+	if !strings.Contains(live, "usage usg-m-u") || !strings.Contains(live, "qty=01.5") {
+		t.Fatalf("no usage_id ending with its metering_id in the state:\n%s", live)
+	}
 	if live != replay {
 		t.Fatalf("live state:\n%s\nreplayed:\n%s", live, replay)
 	}
