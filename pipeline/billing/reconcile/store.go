@@ -171,7 +171,7 @@ const stateChunk = 4096
 type slot = uint32
 
 // stateRef names one usage state for the heaps and lists that outlive it
-// (deadlines, windows to sweep, lingering usage): get returns nil once it
+// (deadlines, lingering usage): get returns nil once it
 // is dropped.
 type stateRef struct {
 	slot slot
