@@ -12,12 +12,17 @@ import (
 // sent since. Without a hold the merge releases the other streams at
 // once and such a record is applied late (Merge.Late); a replay applies
 // it in timestamp order. With a hold H (SetHold), a release that is
-// possible only because some stream is idle (caught up and empty, and
-// not paused by a Throttle, whose paused streams are resumed before they
-// run empty) waits until the idle stream has held a release for H of
-// wall time, as Kafka Streams' max.task.idle.ms does; the wait ends at
-// once when the idle stream gets records, or its records show it has
-// more, and the order is exact again.
+// possible only because some stream is idle (caught up and empty) waits
+// until the idle stream has held a release for H of wall time, as Kafka
+// Streams' max.task.idle.ms does; the wait ends at once when the idle
+// stream gets records, or its records show it has more, and the order is
+// exact again.
+//
+// A stream paused by a Throttle that runs empty (its queue drained below
+// the resume mark within one apply) is waited for, hold or none of it
+// running: its More is as of its pause, and records produced since are
+// not fetched. The Throttle resumes it after the apply; from then on it
+// is idle as any other stream until its next fetch says what it has.
 //
 // The clock of an idle stream starts at the first release it holds,
 // not when it ran empty: a stream that was active before a broker
@@ -59,10 +64,10 @@ func (m *Merge) SetHold(d time.Duration, now func() time.Time) {
 // Hold returns the merge's hold (see SetHold).
 func (m *Merge) Hold() time.Duration { return m.hold.d }
 
-// idle reports whether stream s is caught up and empty and not paused:
-// a stream a release may have to be held for.
+// idle reports whether stream s is caught up and empty: a stream a
+// release may have to be held for (or waited for, while it is paused).
 func (m *Merge) idle(s int) bool {
-	return len(m.Queue[s]) == 0 && !m.More[s] && !m.Paused[s]
+	return len(m.Queue[s]) == 0 && !m.More[s]
 }
 
 // awake ends the idle spell of stream s, which got records or has more
@@ -75,9 +80,9 @@ func (m *Merge) awake(s int) {
 
 // held reports whether the next release must wait for the hold: records
 // are queued, no stream with more records is empty (then the merge waits
-// for it anyway), and some idle stream has held releases for less than
-// the hold. It starts the clock of the idle streams holding their first
-// release.
+// for it anyway), and some idle stream is paused or has held releases
+// for less than the hold. It starts the clock of the idle streams holding
+// their first release.
 func (m *Merge) held() bool {
 	h := &m.hold
 	if h.d <= 0 {
@@ -97,7 +102,13 @@ func (m *Merge) held() bool {
 	var now time.Time
 	held := false
 	for s := range m.Queue {
-		if !m.idle(s) || h.over[s] {
+		if !m.idle(s) {
+			continue
+		}
+		if m.Paused[s] {
+			return true // not fetched since its pause
+		}
+		if h.over[s] {
 			continue
 		}
 		if now.IsZero() {

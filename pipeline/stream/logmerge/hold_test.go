@@ -182,12 +182,28 @@ func TestHoldAcrossAnOutage(t *testing.T) {
 	}
 }
 
-// TestHoldNotForPausedStreams: a stream paused by a Throttle is not idle
-// (it is resumed before it runs empty): it holds nothing.
-func TestHoldNotForPausedStreams(t *testing.T) {
-	m, _ := heldMerge(2, time.Hour)
+// TestHoldWaitsForAPausedStream: a paused stream that ran empty (drained
+// within one apply) has not been fetched since its pause: the merge waits
+// for it, the hold's clock not running, until it is resumed; then it is
+// idle as any other.
+func TestHoldWaitsForAPausedStream(t *testing.T) {
+	const h = time.Second
+	m, clock := heldMerge(2, h)
+	m.Push(1, []*kgo.Record{rec(5, 0)}, 0)
 	m.Paused[1] = true
 	m.Push(0, []*kgo.Record{rec(10, 0)}, 0)
+	if got := popAll(t, m); !slices.Equal(got, []int64{5}) {
+		t.Fatalf("released %v, want [5]", got)
+	}
+	clock.add(time.Hour)
+	if got := popAll(t, m); len(got) != 0 {
+		t.Fatalf("released %v while stream 1 is paused and empty", got)
+	}
+	m.Paused[1] = false // resumed
+	if got := popAll(t, m); len(got) != 0 {
+		t.Fatalf("released %v at once after the resume", got)
+	}
+	clock.add(h)
 	if got := popAll(t, m); !slices.Equal(got, []int64{10}) {
 		t.Fatalf("released %v, want [10]", got)
 	}

@@ -79,24 +79,15 @@ func (m *Merge) Buffered() int { return m.Streams().Buffered() }
 
 // Ready reports how many records Pop would return before it has to wait
 // (see Streams.Ready), for a hold too (see SetHold): with one, every
-// stream that is not paused ends the release when it runs empty, as
-// streams with more records do, and an idle stream that holds releases
-// allows none.
+// stream ends the release when it runs empty, as streams with more
+// records do, but an idle stream whose hold ran out.
 func (m *Merge) Ready() int {
 	if m.hold.d <= 0 {
 		return m.Streams().Ready()
 	}
 	now := m.hold.now()
 	return m.Streams().ready(func(s int) bool {
-		switch {
-		case m.More[s]:
-			return true
-		case m.Paused[s]:
-			return false
-		case len(m.Queue[s]) != 0:
-			return true // it runs empty before its next records come
-		}
-		return m.holding(s, now)
+		return !m.idle(s) || m.Paused[s] || m.holding(s, now)
 	})
 }
 
