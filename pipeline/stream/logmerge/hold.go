@@ -30,6 +30,15 @@ import (
 // records fetched after it for H. Once an idle stream has held a
 // release for H it holds nothing more until it gets records again: a
 // topic nobody writes to costs H once per idle spell, not H per record.
+// A record whose timestamp is H or more before the wall clock is never
+// held: a record timestamped before it and still in flight after H is
+// one the hold would not have waited for either, so a consumer that
+// catches up (after a restore, a rebalance or a stall) applies what is
+// older than H at once, and holds only the records of the last H. That
+// reads the producers' timestamps against the consumer's clock: a
+// producer whose clock is behind by s shortens the hold of its records
+// by s.
+//
 // A restore or a replay reads up to known targets and has nothing in
 // flight: it merges without a hold (its merges have none until the
 // consumer sets one once they are live).
@@ -80,17 +89,21 @@ func (m *Merge) awake(s int) {
 
 // held reports whether the next release must wait for the hold: records
 // are queued, no stream with more records is empty (then the merge waits
-// for it anyway), and some idle stream is paused or has held releases
-// for less than the hold. It starts the clock of the idle streams holding
-// their first release.
+// for it anyway), and some idle stream is paused, or has held releases
+// for less than the hold while the next record is younger than the hold.
+// It starts the clock of the idle streams holding their first release.
 func (m *Merge) held() bool {
 	h := &m.hold
 	if h.d <= 0 {
 		return false
 	}
+	var head time.Time // of the next record
 	queued := false
 	for s, q := range m.Queue {
 		if len(q) != 0 {
+			if !queued || q[0].Timestamp.Before(head) {
+				head = q[0].Timestamp
+			}
 			queued = true
 		} else if m.More[s] {
 			return false
@@ -99,20 +112,26 @@ func (m *Merge) held() bool {
 	if !queued {
 		return false
 	}
-	var now time.Time
+	idle := false
+	for s := range m.Queue {
+		if m.idle(s) {
+			if m.Paused[s] {
+				return true // not fetched since its pause
+			}
+			idle = idle || !h.over[s]
+		}
+	}
+	if !idle {
+		return false
+	}
+	now := h.now()
+	if now.Sub(head) >= h.d {
+		return false // what was in flight before it has arrived
+	}
 	held := false
 	for s := range m.Queue {
-		if !m.idle(s) {
+		if !m.idle(s) || h.over[s] {
 			continue
-		}
-		if m.Paused[s] {
-			return true // not fetched since its pause
-		}
-		if h.over[s] {
-			continue
-		}
-		if now.IsZero() {
-			now = h.now()
 		}
 		if h.since[s].IsZero() {
 			h.since[s] = now
@@ -125,6 +144,50 @@ func (m *Merge) held() bool {
 		h.expired++
 	}
 	return held
+}
+
+// ready is Ready under the hold: it follows Pop's releases over the
+// queues, changing nothing.
+func (m *Merge) ready() int {
+	h := &m.hold
+	now := h.now()
+	var buf [8]int
+	pos := buf[:0]
+	if len(m.Queue) > len(buf) {
+		pos = make([]int, 0, len(m.Queue))
+	}
+	pos = pos[:len(m.Queue)]
+	for n := 0; ; n++ {
+		best := -1
+		for s, q := range m.Queue {
+			if pos[s] < len(q) {
+				if best < 0 || q[pos[s]].Timestamp.Before(m.Queue[best][pos[best]].Timestamp) {
+					best = s
+				}
+			} else if m.More[s] {
+				return n
+			}
+		}
+		if best < 0 {
+			return n
+		}
+		holding := false
+		for s, q := range m.Queue {
+			if pos[s] < len(q) || m.More[s] {
+				continue
+			}
+			if m.Paused[s] {
+				return n
+			}
+			// Empty from the start: its own clock; run empty here: a new
+			// idle spell, whose clock starts now.
+			holding = holding || len(q) != 0 || m.holding(s, now)
+		}
+		if holding && now.Sub(m.Queue[best][pos[best]].Timestamp) < h.d {
+			return n
+		}
+		pos[best]++
+	}
 }
 
 // holding reports whether the idle stream s would hold a release now:

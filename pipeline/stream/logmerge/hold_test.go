@@ -14,7 +14,10 @@ type fakeClock struct{ t time.Time }
 
 func (c *fakeClock) now() time.Time      { return c.t }
 func (c *fakeClock) add(d time.Duration) { c.t = c.t.Add(d) }
-func newFakeClock() *fakeClock           { return &fakeClock{t: time.Date(2026, 11, 25, 6, 0, 0, 0, time.UTC)} }
+
+// newFakeClock starts at the epoch, the time of rec's timestamps: the
+// records of the tests are as young as the clock says.
+func newFakeClock() *fakeClock { return &fakeClock{t: time.UnixMilli(0)} }
 func heldMerge(n int, h time.Duration) (*Merge, *fakeClock) {
 	c := newFakeClock()
 	m := NewMerge(n)
@@ -167,18 +170,40 @@ func TestHoldAcrossAnOutage(t *testing.T) {
 	}
 	// Both streams empty; stream 1 has held nothing since it ran empty.
 	clock.add(time.Minute) // nothing fetched
-	m.Push(0, []*kgo.Record{rec(30, 1)}, 0)
+	now := clock.now().UnixMilli()
+	m.Push(0, []*kgo.Record{rec(now, 1)}, 0)
 	m.Push(1, nil, 0) // a fetch of stream 1 with markers only
 	if got := popAll(t, m); len(got) != 0 {
 		t.Fatalf("released %v after the outage without waiting", got)
 	}
 	clock.add(h / 2)
-	m.Push(1, []*kgo.Record{rec(20, 1)}, 0) // timestamped before the outage
-	if got := popAll(t, m); !slices.Equal(got, []int64{20}) {
-		t.Fatalf("released %v, want [20]", got)
+	m.Push(1, []*kgo.Record{rec(now-1000, 1)}, 0) // timestamped before the other
+	if got := popAll(t, m); !slices.Equal(got, []int64{now - 1000}) {
+		t.Fatalf("released %v, want [%d]", got, now-1000)
 	}
 	if m.Late != 0 {
 		t.Fatalf("%d late records", m.Late)
+	}
+}
+
+// TestHoldNotForOldRecords: a record timestamped H or more before the
+// clock is released without waiting (a catch-up), the younger ones are
+// held, and no hold ran out for it.
+func TestHoldNotForOldRecords(t *testing.T) {
+	const h = time.Second
+	m, clock := heldMerge(2, h)
+	clock.add(time.Minute)
+	now := clock.now().UnixMilli()
+	m.Push(0, []*kgo.Record{rec(now-5000, 0), rec(now-1000, 1), rec(now-999, 2), rec(now, 3)}, 0)
+	if got := popAll(t, m); !slices.Equal(got, []int64{now - 5000, now - 1000}) {
+		t.Fatalf("released %v, want the two records H or more old", got)
+	}
+	if m.hold.expired != 0 || !m.hold.since[1].Equal(clock.now()) {
+		t.Fatalf("holds expired %d, clock of stream 1 from %v: want it started by the first record it held", m.hold.expired, m.hold.since[1])
+	}
+	clock.add(h)
+	if got := popAll(t, m); !slices.Equal(got, []int64{now - 999, now}) {
+		t.Fatalf("released %v, want the rest after the hold", got)
 	}
 }
 
@@ -195,17 +220,19 @@ func TestHoldWaitsForAPausedStream(t *testing.T) {
 	if got := popAll(t, m); !slices.Equal(got, []int64{5}) {
 		t.Fatalf("released %v, want [5]", got)
 	}
-	clock.add(time.Hour)
+	clock.add(time.Hour) // the record of stream 0 is old now, and still waits
 	if got := popAll(t, m); len(got) != 0 {
 		t.Fatalf("released %v while stream 1 is paused and empty", got)
 	}
+	now := clock.now().UnixMilli()
+	m.Push(0, []*kgo.Record{rec(now, 1)}, 0)
 	m.Paused[1] = false // resumed
-	if got := popAll(t, m); len(got) != 0 {
-		t.Fatalf("released %v at once after the resume", got)
+	if got := popAll(t, m); !slices.Equal(got, []int64{10}) {
+		t.Fatalf("released %v after the resume, want the old record [10] only", got)
 	}
 	clock.add(h)
-	if got := popAll(t, m); !slices.Equal(got, []int64{10}) {
-		t.Fatalf("released %v, want [10]", got)
+	if got := popAll(t, m); !slices.Equal(got, []int64{now}) {
+		t.Fatalf("released %v, want [%d]", got, now)
 	}
 }
 
@@ -236,6 +263,8 @@ func TestHoldReadyAgreesWithPop(t *testing.T) {
 			case 0, 1:
 				k := rng.IntN(4)
 				var recs []*kgo.Record
+				// Some records older than the hold, most younger.
+				at[s] = max(at[s], clock.now().UnixMilli()-int64(rng.IntN(1500)))
 				for range k {
 					at[s] += int64(rng.IntN(3))
 					recs = append(recs, rec(at[s], offs[s]))

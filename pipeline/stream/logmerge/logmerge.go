@@ -90,14 +90,10 @@ func (m Streams) Buffered() int {
 // which may be 0 while Pop returns a record. A consumer that applies
 // partitions in parallel starts the ones with the most work first with
 // it.
-func (m Streams) Ready() int { return m.ready(func(s int) bool { return m.More[s] }) }
-
-// ready is Ready where ends says which streams the merge waits for
-// when they run empty.
-func (m Streams) ready(ends func(s int) bool) int {
+func (m Streams) Ready() int {
 	end := -1 // the stream whose last queued record ends the release
 	for s, q := range m.Queue {
-		if !ends(s) {
+		if !m.More[s] {
 			continue
 		}
 		if len(q) == 0 {

@@ -78,17 +78,12 @@ func (m *Merge) Pop() (*kgo.Record, int) {
 func (m *Merge) Buffered() int { return m.Streams().Buffered() }
 
 // Ready reports how many records Pop would return before it has to wait
-// (see Streams.Ready), for a hold too (see SetHold): with one, every
-// stream ends the release when it runs empty, as streams with more
-// records do, but an idle stream whose hold ran out.
+// (see Streams.Ready), under a hold too (see SetHold).
 func (m *Merge) Ready() int {
 	if m.hold.d <= 0 {
 		return m.Streams().Ready()
 	}
-	now := m.hold.now()
-	return m.Streams().ready(func(s int) bool {
-		return !m.idle(s) || m.Paused[s] || m.holding(s, now)
-	})
+	return m.ready()
 }
 
 // Backlog is how many records (transaction markers counted) the
