@@ -19,8 +19,8 @@ import (
 // exact again.
 //
 // A stream paused by a Throttle that runs empty (its queue drained below
-// the resume mark within one apply) is waited for, hold or none of it
-// running: its More is as of its pause, and records produced since are
+// the resume mark within one apply) is waited for under a hold, the
+// hold's clock not running: its More is as of its pause, and records produced since are
 // not fetched. The Throttle resumes it after the apply; from then on it
 // is idle as any other stream until its next fetch says what it has.
 //
@@ -31,8 +31,8 @@ import (
 // release for H it holds nothing more until it gets records again: a
 // topic nobody writes to costs H once per idle spell, not H per record.
 // A record whose timestamp is H or more before the wall clock is never
-// held: a record timestamped before it and still in flight after H is
-// one the hold would not have waited for either, so a consumer that
+// held: a record timestamped before it and still in flight took longer
+// to reach the broker than the hold is meant to cover, so a consumer that
 // catches up (after a restore, a rebalance or a stall) applies what is
 // older than H at once, and holds only the records of the last H. That
 // reads the producers' timestamps against the consumer's clock: a
