@@ -18,6 +18,7 @@ import (
 	"github.com/driftline/driftline/internal/fleet"
 	"github.com/driftline/driftline/internal/stack"
 	"github.com/driftline/driftline/pipeline/contract"
+	"github.com/driftline/driftline/pipeline/ingest"
 	"github.com/driftline/driftline/pipeline/joiner"
 )
 
@@ -93,6 +94,16 @@ var (
 	quickFaults = faultParams{domains: 8, steps: 12, maxGap: 1500 * time.Millisecond, maxDown: 3 * time.Second}
 	soakFaults  = faultParams{domains: 24, steps: 40, maxGap: 3 * time.Second, maxDown: 8 * time.Second}
 )
+
+// faultLiveHold is the joiners' -joiner.liveHold: longer than a record
+// produced through the gateway can take to reach the broker (the gateway
+// fails records it could not send within its produce timeout; the broker
+// is down for at most maxDown plus its restart, and the producer retries
+// with a backoff below a second), with a margin for the joiner's fetch
+// after the broker restarts. A record a producer timestamped before a
+// broker restart and delivered after it is then applied in timestamp
+// order, as the reference run applies it, not late.
+const faultLiveHold = ingest.DefaultProduceTimeout + 5*time.Second
 
 // faultPlan is a seeded schedule.
 type faultPlan struct {
@@ -301,7 +312,7 @@ func runFaults(t *testing.T, ctx context.Context, bin string, seed int64, params
 	want := expectedTopics(t, gen)
 
 	js := &joinerSet{t: t, bin: filepath.Join(bin, stack.NameJoiner), env: append(os.Environ(), s.Env()...),
-		dir: dir, group: "fault-joiner", db: s.ClickHouse().Database}
+		dir: dir, group: "fault-joiner", db: s.ClickHouse().Database, liveHold: faultLiveHold}
 	t.Cleanup(js.stopAll)
 	t.Cleanup(func() {
 		if t.Failed() {
@@ -367,7 +378,8 @@ func runFaults(t *testing.T, ctx context.Context, bin string, seed int64, params
 	js.checkAlive()
 	js.stopAll()
 	checkExits()
-	t.Logf("joiners caught up at %v", time.Since(start).Round(time.Millisecond))
+	t.Logf("joiners caught up at %v; %v records applied late, %v live-tail holds ran out (as the joiners' metrics said when stopped)",
+		time.Since(start).Round(time.Millisecond), js.late, js.holdsExpired)
 
 	checkBilling(t, s, truth)
 	checkActions(t, ctx, s, accepted)

@@ -7,6 +7,8 @@ package e2e
 import (
 	"context"
 	"fmt"
+	"io"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -140,6 +142,13 @@ type joinerSet struct {
 	group string
 	db    string
 	name  string // log name prefix; default "joiner"
+	// liveHold is the joiners' -joiner.liveHold; 0: the default.
+	liveHold time.Duration
+
+	// late and holdsExpired sum the joiners' late records and expired
+	// live-tail holds, as their /metrics said when they were stopped or
+	// killed (what a joiner applied after that is not counted).
+	late, holdsExpired float64
 
 	n       int
 	running []*joinerProc
@@ -148,6 +157,7 @@ type joinerSet struct {
 
 type joinerProc struct {
 	id   int
+	addr string // of /metrics
 	log  string
 	cmd  *exec.Cmd
 	done chan struct{}
@@ -167,8 +177,9 @@ func (js *joinerSet) start() *joinerProc {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cmd := exec.Command(js.bin,
-		"-joiner.addr", fmt.Sprintf("127.0.0.1:%d", testenv.FreePort(t)),
+	addr := fmt.Sprintf("127.0.0.1:%d", testenv.FreePort(t))
+	args := []string{
+		"-joiner.addr", addr,
 		"-joiner.group", js.group,
 		"-clickhouse.db", js.db,
 		"-joiner.sessionTimeout", "6s",
@@ -182,14 +193,18 @@ func (js *joinerSet) start() *joinerProc {
 		// Small merge queues, so streams that run ahead are paused and
 		// resumed through the kills and rebalances too.
 		"-joiner.queueRecords", "64",
-	)
+	}
+	if js.liveHold != 0 {
+		args = append(args, "-joiner.liveHold", js.liveHold.String())
+	}
+	cmd := exec.Command(js.bin, args...)
 	cmd.Env = js.env
 	cmd.Stdout, cmd.Stderr = f, f
 	if err := cmd.Start(); err != nil {
 		f.Close()
 		t.Fatalf("start joiner: %v", err)
 	}
-	p := &joinerProc{id: js.n, log: logPath, cmd: cmd, done: make(chan struct{})}
+	p := &joinerProc{id: js.n, addr: addr, log: logPath, cmd: cmd, done: make(chan struct{})}
 	go func() {
 		p.err = cmd.Wait()
 		f.Close()
@@ -210,6 +225,7 @@ func (js *joinerSet) step(i int, a crashAction) {
 		t.Logf("step %d: started joiner #%d (%d running)", i, p.id, len(js.running))
 	case "kill":
 		p := js.running[a.target]
+		js.count(p)
 		_ = p.cmd.Process.Signal(syscall.SIGKILL)
 		<-p.done
 		js.running = slices.Delete(js.running, a.target, a.target+1)
@@ -225,6 +241,7 @@ func (js *joinerSet) step(i int, a crashAction) {
 
 // stop sends SIGTERM and waits for a clean exit.
 func (js *joinerSet) stop(p *joinerProc) {
+	js.count(p)
 	_ = p.cmd.Process.Signal(syscall.SIGTERM)
 	select {
 	case <-p.done:
@@ -243,6 +260,37 @@ func (js *joinerSet) stop(p *joinerProc) {
 		}
 		b, _ := os.ReadFile(p.log)
 		js.t.Errorf("joiner #%d did not stop within 30s of SIGTERM; log with goroutines:\n%s", p.id, tail(string(b), 30000))
+	}
+}
+
+// count adds p's late records and expired holds, as its /metrics says
+// now, to the set's; a joiner that does not answer adds nothing.
+func (js *joinerSet) count(p *joinerProc) {
+	c := &http.Client{Timeout: 2 * time.Second}
+	resp, err := c.Get("http://" + p.addr + "/metrics")
+	if err != nil {
+		return
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		name, v, ok := strings.Cut(line, " ")
+		if !ok {
+			continue
+		}
+		f, err := strconv.ParseFloat(v, 64)
+		if err != nil {
+			continue
+		}
+		switch name {
+		case "driftline_joiner_late_records_total":
+			js.late += f
+		case "driftline_joiner_live_holds_expired_total":
+			js.holdsExpired += f
+		}
 	}
 }
 

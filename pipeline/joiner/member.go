@@ -25,6 +25,7 @@ func (p *processor) Apply(_ context.Context, fetches kgo.Fetches) (int, int64) {
 	logmerge.PushAll(fetches, j.parts, (*partition).logs, j.stream)
 	n := j.applyAll(time.Now())
 	j.m.Late.Add(float64(logmerge.TakeLateAll(j.parts, (*partition).logs)))
+	j.m.HoldsExpired.Add(float64(logmerge.TakeHoldsExpiredAll(j.parts, (*partition).logs)))
 	j.throttle()
 	return n, j.measureBacklog()
 }

@@ -116,6 +116,7 @@ func (j *Joiner) restore(ctx context.Context, r *stream.Restore) (map[int32]*par
 		for s, t := range names {
 			part.merge.More[s] = r.More(t, p)
 		}
+		part.merge.SetHold(j.opts.LiveHold, nil) // the replay above held nothing
 		part.out, part.dirty = &part.live, true
 	}
 	return parts, nil

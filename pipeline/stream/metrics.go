@@ -45,6 +45,7 @@ type RoundMetrics struct {
 	Backlog       prometheus.Gauge   // records not applied yet
 	CatchUpRounds prometheus.Counter // rounds longer than a regular one
 	Late          prometheus.Counter // records applied behind the merge order
+	HoldsExpired  prometheus.Counter // live-tail holds that ran out (RoundOptions.LiveHold)
 }
 
 // NewRoundMetrics returns the series of the stage whose metric names and
@@ -60,10 +61,12 @@ func NewRoundMetrics(prefix, who string) RoundMetrics {
 			Help: "Rounds that ran past " + f + "flushInterval or " + f + "flushEvents because the " + who + " was behind (" + f + "catchUpInterval, " + f + "catchUpEvents)."}),
 		Late: prometheus.NewCounter(prometheus.CounterOpts{Name: p + "late_records_total",
 			Help: "Records applied after a record of another stream with a later timestamp: they reached the broker after the merge had passed their time (the live tail), or their producer's clock is behind, so a replay applies them earlier and the rows they touched may differ from a replay's."}),
+		HoldsExpired: prometheus.NewCounter(prometheus.CounterOpts{Name: p + "live_holds_expired_total",
+			Help: "Times the merge of a partition went on without a caught-up stream after holding its release for " + f + "liveHold: a record of that stream still in flight would be applied late."}),
 	}
 }
 
 // Collectors returns the series, to register.
 func (m *RoundMetrics) Collectors() []prometheus.Collector {
-	return []prometheus.Collector{m.Pauses, m.Backlog, m.CatchUpRounds, m.Late}
+	return []prometheus.Collector{m.Pauses, m.Backlog, m.CatchUpRounds, m.Late, m.HoldsExpired}
 }

@@ -82,6 +82,15 @@ type RoundOptions struct {
 	// stream's fetching pauses until the merge has drained it to a
 	// quarter (logmerge.Throttle).
 	QueueRecords int
+	// LiveHold holds a merge's release at the live tail while a stream
+	// is caught up and empty (logmerge.Merge.SetHold): up to it more
+	// latency on partitions where a stream is idle (once per idle spell
+	// of a stream), and a record that a producer timestamped before the
+	// records of the other streams but delivered within it (its retries
+	// across a broker restart) is applied in timestamp order, as a replay
+	// applies it, instead of late. Restores never hold. Default 0: no
+	// hold.
+	LiveHold time.Duration
 }
 
 // DefaultRoundOptions returns the rounds of a stage that flushes after

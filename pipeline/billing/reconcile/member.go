@@ -29,6 +29,7 @@ func (p *processor) Apply(_ context.Context, fetches kgo.Fetches) (int, int64) {
 	countPushed(r.parts)
 	n := r.applyAll(r.parts)
 	r.m.Late.Add(float64(logmerge.TakeLateAll(r.parts, (*partition).logs)))
+	r.m.HoldsExpired.Add(float64(logmerge.TakeHoldsExpiredAll(r.parts, (*partition).logs)))
 	compactQueues(r.parts)
 	r.passMarkers()
 	r.throttle()

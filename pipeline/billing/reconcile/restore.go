@@ -65,6 +65,7 @@ func (r *Reconciler) restore(ctx context.Context, rs *stream.Restore) (map[int32
 		for s, t := range r.streamTopics() {
 			part.merge.More[s] = rs.More(t, part.p)
 		}
+		part.merge.SetHold(r.opts.LiveHold, nil) // the replay above held nothing
 		// The windows as of the committed offsets were written before
 		// the commit.
 		part.tracker.TakeWindows(nil)

@@ -78,6 +78,7 @@ func (s *Stage) RoundFlags(prefix, who string, o *stream.RoundOptions) {
 	fs.DurationVar(&o.CatchUpInterval, p+"catchUpInterval", o.CatchUpInterval, "longest round while the "+who+" is behind by more than -"+p+"flushEvents records (a restart after downtime, a new group): fewer, larger ClickHouse writes while it catches up; not above -"+p+"flushInterval turns it off")
 	fs.IntVar(&o.CatchUpEvents, p+"catchUpEvents", o.CatchUpEvents, "flush a catch-up round after this many events; bounds memory held between commits while catching up")
 	fs.IntVar(&o.QueueRecords, p+"queueRecords", o.QueueRecords, "records of one topic partition that may wait in the "+who+"'s merge for an earlier stream before its fetching pauses (bounds memory while one topic runs ahead, and leaves the fetches to the stream waited for)")
+	fs.DurationVar(&o.LiveHold, p+"liveHold", o.LiveHold, "how long the "+who+"'s merge of a partition holds other streams' records while a stream is caught up and empty, for a record with an earlier timestamp still in flight to the broker; up to this much more latency on partitions where a stream is idle (once per idle spell; records older than it are not held), and above the longest time a producer holds a timestamped record before the broker has it (its retries across a broker restart) the live result equals a replay's; 0 applies such a record late instead (counted)")
 	s.parsed = append(s.parsed, func() {
 		if o.CatchUpInterval <= 0 {
 			o.CatchUpInterval = -1

@@ -7,7 +7,8 @@
 // bring), a restore and a fresh replay therefore apply the same records in
 // the same order. The one exception is the live tail: a stream that is
 // caught up cannot say that a record with an earlier timestamp is still in
-// flight to the broker; such a record is applied when it arrives.
+// flight to the broker; such a record is applied when it arrives, unless
+// the Merge holds its releases for it (Merge.SetHold, hold.go).
 //
 // The drift joiner and the billing reconciler both order their partitions
 // with it, each keeping a Merge per partition number.

@@ -31,6 +31,8 @@ type Merge struct {
 	// timestamp returned.
 	Late   int64
 	newest time.Time
+	// hold is the live-tail hold (SetHold); none by default.
+	hold hold
 }
 
 // NewMerge returns the merge state of n streams, nothing queued.
@@ -48,11 +50,18 @@ func (m *Merge) Streams() Streams { return Streams{Queue: m.Queue, More: m.More,
 func (m *Merge) Push(s int, recs []*kgo.Record, unfetched int64) {
 	m.Streams().Push(s, recs, unfetched > 0)
 	m.Unfetched[s] = unfetched
+	if len(recs) != 0 || unfetched > 0 {
+		m.awake(s)
+	}
 }
 
 // Pop returns the next record in merge order and its stream, advancing
-// the stream's Next, or nil and -1 (see Streams.Pop).
+// the stream's Next, or nil and -1 (see Streams.Pop), also while the
+// merge holds its releases at the live tail (see SetHold).
 func (m *Merge) Pop() (*kgo.Record, int) {
+	if m.held() {
+		return nil, -1
+	}
 	r, s := m.Streams().Pop()
 	if r != nil {
 		if r.Timestamp.Before(m.newest) {
@@ -69,8 +78,13 @@ func (m *Merge) Pop() (*kgo.Record, int) {
 func (m *Merge) Buffered() int { return m.Streams().Buffered() }
 
 // Ready reports how many records Pop would return before it has to wait
-// (see Streams.Ready).
-func (m *Merge) Ready() int { return m.Streams().Ready() }
+// (see Streams.Ready), under a hold too (see SetHold).
+func (m *Merge) Ready() int {
+	if m.hold.d <= 0 {
+		return m.Streams().Ready()
+	}
+	return m.ready()
+}
 
 // Backlog is how many records (transaction markers counted) the
 // partition has not applied yet, as of the last fetch of each stream:

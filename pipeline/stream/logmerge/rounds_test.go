@@ -173,3 +173,61 @@ func TestRoundTakesWholeFetches(t *testing.T) {
 		t.Fatalf("applied at %v, want the four records in timestamp order", got)
 	}
 }
+
+// TestRoundReleasesAHeldRecord: a round hands apply its last poll at the
+// round's deadline even when no fetch came, so a record a merge held at
+// the live tail is released about a round after the hold ran out, with
+// nothing more fetched.
+func TestRoundReleasesAHeldRecord(t *testing.T) {
+	brokers, names := testenv.Kafka(t, 1)
+	topics := []string{names.PlatformRecords, names.Observations}
+	ctx := context.Background()
+	prod, err := kgo.NewClient(kgo.SeedBrokers(brokers...))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer prod.Close()
+	if err := prod.ProduceSync(ctx, &kgo.Record{Topic: topics[1], Value: []byte("v")}).FirstErr(); err != nil {
+		t.Fatal(err)
+	}
+	start := map[string]map[int32]kgo.Offset{}
+	for _, topic := range topics {
+		start[topic] = map[int32]kgo.Offset{0: kgo.NewOffset().AtStart()}
+	}
+	cl, err := kgo.NewClient(kgo.SeedBrokers(brokers...), kgo.ConsumePartitions(start), kgo.FetchMaxWait(FetchMaxWait))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+
+	const hold = 300 * time.Millisecond
+	m := NewMerge(len(topics))
+	m.SetHold(hold, nil)
+	var fetched, released time.Time
+	apply := func(fetches kgo.Fetches) (int, int64) {
+		Fetched(fetches, func(topic string, _ int32, rs []*kgo.Record, unfetched int64) {
+			if len(rs) != 0 {
+				fetched = time.Now()
+			}
+			m.Push(slices.Index(topics, topic), rs, unfetched)
+		}, nil)
+		n := 0
+		for r, _ := m.Pop(); r != nil; r, _ = m.Pop() {
+			released = time.Now()
+			n++
+		}
+		return n, m.Backlog()
+	}
+	r := Rounds{Interval: 100 * time.Millisecond, Records: 1000}
+	deadline := time.Now().Add(10 * time.Second)
+	for released.IsZero() && time.Now().Before(deadline) {
+		r.Round(ctx, cl, 0, apply)
+	}
+	if released.IsZero() {
+		t.Fatal("the held record was never released")
+	}
+	// The hold, a round, and slack for a loaded machine.
+	if took := released.Sub(fetched); took < hold || took > hold+r.Interval+time.Second {
+		t.Fatalf("released %v after it was fetched, want the hold (%v) and up to a round more", took, hold)
+	}
+}
