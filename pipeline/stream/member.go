@@ -246,15 +246,14 @@ func (m *Member) round(ctx context.Context) (catchUp, closed bool) {
 		return catchUp, closed
 	}
 	pctx := ctx
-	m.mu.Lock()
-	if len(m.pending) > 0 {
-		// A poll of paused partitions only would wait for ctx: come back
-		// to see whether the group has settled.
+	if m.opts.SettleTime > 0 {
+		// A poll of paused partitions only (pending ones, assigned maybe
+		// while it waits) would wait for ctx: come back to see whether
+		// the group has settled.
 		var cancel context.CancelFunc
 		pctx, cancel = context.WithTimeout(ctx, max(m.opts.SettleTime/2, 10*time.Millisecond))
 		defer cancel()
 	}
-	m.mu.Unlock()
 	fetches := m.cl.PollRecords(pctx, m.opts.PollRecords)
 	if fetches.IsClientClosed() {
 		return false, true
