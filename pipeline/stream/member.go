@@ -38,8 +38,9 @@ type Member struct {
 	// (Options.SettleTime). Ascending.
 	pending []int32
 	// rebalanced is when a group callback last changed the member's
-	// partitions.
-	rebalanced time.Time
+	// partitions; described when restorePending last asked the broker
+	// whether the group is stable.
+	rebalanced, described time.Time
 	// left is why the member left the group on its own (a restore that
 	// kept failing); Run returns it.
 	left error
@@ -363,7 +364,11 @@ func (m *Member) leave(cl *kgo.Client, fresh []int32, err error) {
 // heartbeat learns). The lock is held and the group cannot rebalance: a
 // poll's records are being applied.
 func (m *Member) restorePending(ctx context.Context) {
-	if len(m.pending) == 0 || ctx.Err() != nil || time.Since(m.rebalanced) < m.opts.SettleTime || !m.groupStable(ctx) {
+	if len(m.pending) == 0 || ctx.Err() != nil || time.Since(m.rebalanced) < m.opts.SettleTime ||
+		time.Since(m.described) < m.opts.SettleTime/4 {
+		return
+	}
+	if m.described = time.Now(); !m.groupStable(ctx) {
 		return
 	}
 	fresh := m.pending
@@ -380,9 +385,9 @@ func (m *Member) restorePending(ctx context.Context) {
 }
 
 // groupStable reports whether the broker has the group stable: no
-// rebalance under way. When it cannot tell, it says so, as waiting on an
-// unanswered question would stall the partitions: the restore goes on as
-// without Options.SettleTime.
+// rebalance under way. When the broker does not answer it reports true:
+// waiting on an unanswered question would stall the partitions, and the
+// restore goes on as without Options.SettleTime.
 func (m *Member) groupStable(ctx context.Context) bool {
 	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
