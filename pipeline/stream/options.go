@@ -47,9 +47,9 @@ type Options struct {
 	// happened for SettleTime and the broker reports the group stable,
 	// and heartbeats run every SettleTime/2 (at most 3s) so that the
 	// member learns of a joining one within the wait. It delays every
-	// assignment (a lone member's first one too) by SettleTime to half a
-	// round more. Zero or negative: restore at once, in the rebalance.
-	// Default 0.
+	// assignment (a lone member's first one too) by SettleTime and up to
+	// one poll more (a round's interval). Zero or negative: restore at
+	// once, in the rebalance. Default 0.
 	SettleTime time.Duration
 	// KeepControlRecords hands the processor transaction markers too, so
 	// that the positions of a logmerge.Merge are exact (logmerge.Data
