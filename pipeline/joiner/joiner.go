@@ -116,7 +116,7 @@ func New(ctx context.Context, opts Options, s Sink) (*Joiner, error) {
 		return nil, fmt.Errorf("joiner: marker producer: %w", err)
 	}
 	mopts := opts.Member("joiner", opts.Topics.Joined())
-	mopts.SessionTimeout, mopts.RebalanceTimeout = opts.SessionTimeout, opts.RebalanceTimeout
+	mopts.SessionTimeout, mopts.RebalanceTimeout, mopts.SettleTime = opts.SessionTimeout, opts.RebalanceTimeout, opts.SettleTime
 	mopts.KeepControlRecords, mopts.Rounds = true, opts.Rounds()
 	mopts.ConsumerOpts = []kgo.Opt{kgo.WithPools(&j.pool)}
 	j.member, err = stream.NewMember(ctx, mopts)

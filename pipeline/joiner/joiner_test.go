@@ -89,9 +89,13 @@ func observation(id, state string) contract.Observation {
 }
 
 // options returns the options of a joiner of group in the fixture.
+// The joiners restore at once (no SettleTime): a joiner with nothing new
+// to apply has no lag before it has restored, and caughtUp would not
+// wait for the restore the tests look at (stream's tests cover settling).
 func (f *fixture) options(group string) Options {
 	return Options{StageOptions: stream.StageOptions{Brokers: f.brokers, Group: group, Topics: f.names,
-		Logger: slog.New(slog.DiscardHandler)}, RoundOptions: stream.RoundOptions{FlushInterval: 100 * time.Millisecond}}
+		Logger: slog.New(slog.DiscardHandler)}, RoundOptions: stream.RoundOptions{FlushInterval: 100 * time.Millisecond},
+		SettleTime: -1}
 }
 
 // start runs a joiner until the returned stop is called; with changes

@@ -79,6 +79,15 @@ type Options struct {
 	// bounds the stall a crash causes; too short drops members whose
 	// ClickHouse write is slow. Default 60s.
 	RebalanceTimeout time.Duration
+	// SettleTime is how long the group must have been stable before a
+	// joiner restores partitions newly assigned to it
+	// (stream.Options.SettleTime): joiners that start together then
+	// restore each partition once, where it stays, instead of the first
+	// one applying everything until the others join and the partitions
+	// move (checkpointed, restored again, fetched again). It delays every
+	// assignment by about that long, a lone joiner's first one too.
+	// Default 1s; negative restores at once.
+	SettleTime time.Duration
 	// Quarantine receives the records that fail validation (a producer
 	// bypassed the gateway), with their reason. Default none: such
 	// records are only counted.
@@ -155,6 +164,7 @@ func DefaultOptions() Options {
 		Dedupe:             dedupe.DefaultOptions(),
 		SessionTimeout:     45 * time.Second,
 		RebalanceTimeout:   60 * time.Second,
+		SettleTime:         time.Second,
 		CheckpointInterval: 30 * time.Second,
 		CheckpointEvents:   2_000_000,
 		Parallelism:        runtime.GOMAXPROCS(0),
@@ -193,6 +203,7 @@ func (o *Options) defaults() error {
 	}
 	stream.DefaultPositive(&o.SessionTimeout, d.SessionTimeout)
 	stream.DefaultPositive(&o.RebalanceTimeout, d.RebalanceTimeout)
+	stream.Default(&o.SettleTime, d.SettleTime)
 	stream.DefaultPositive(&o.Parallelism, d.Parallelism)
 	stream.Default(&o.IdleAfter, d.IdleAfter)
 	stream.Default(&o.MaxClockSkew, d.MaxClockSkew)

@@ -61,6 +61,16 @@
 //     rebalance timeout; one that keeps failing makes the member leave
 //     the group loudly rather than run without its state, and Run
 //     returns why.
+//   - Settling: with Options.SettleTime, newly assigned partitions are
+//     not restored in the rebalance. Their fetching is paused, and the
+//     poll loop restores them (between a poll and its round's end, when
+//     the group cannot rebalance) once no rebalance has changed the
+//     member's partitions for SettleTime and the broker reports the
+//     group stable. Members that start together then restore each
+//     partition once, where it stays, instead of the first restoring and
+//     applying them all until the others join and the partitions move.
+//     A partition revoked while it waits was never restored: nothing is
+//     released.
 //   - Rejoined: a Flush whose error wraps ErrRejoin (a transaction whose
 //     end did not reach the broker: its outcome is unknown and the
 //     session cannot go on) makes the member start over in the same

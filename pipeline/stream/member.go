@@ -33,6 +33,14 @@ type Member struct {
 	p  Processor
 	// owned are the partitions restored and not released since.
 	owned map[int32]bool
+	// pending are the partitions assigned and not restored yet, their
+	// fetching paused: they wait for the group to settle
+	// (Options.SettleTime). Ascending.
+	pending []int32
+	// rebalanced is when a group callback last changed the member's
+	// partitions; described when restorePending last asked the broker
+	// whether the group is stable.
+	rebalanced, described time.Time
 	// left is why the member left the group on its own (a restore that
 	// kept failing); Run returns it.
 	left error
@@ -111,6 +119,11 @@ func (m *Member) join(ctx context.Context) error {
 	if o.InstanceID != "" {
 		copts = append(copts, kgo.InstanceID(o.InstanceID))
 	}
+	if o.SettleTime > 0 {
+		// A heartbeat is how a member learns that another joined: often
+		// enough that a join within the settle time stops the restore.
+		copts = append(copts, kgo.HeartbeatInterval(min(max(o.SettleTime/2, 100*time.Millisecond), 3*time.Second)))
+	}
 	copts = append(append(copts, o.ConsumerOpts...), o.ClientOpts...)
 	if o.TransactionalID == "" {
 		cl, err := kgo.NewClient(copts...)
@@ -149,6 +162,7 @@ func (m *Member) rejoin(ctx context.Context, why error) error {
 		"group", m.opts.Group, "err", why)
 	m.cl.CloseAllowingRebalance() // the group's callbacks release what they can
 	m.mu.Lock()
+	m.pending = nil // the new client fetches nothing paused
 	if len(m.owned) > 0 {
 		ps := slices.Sorted(maps.Keys(m.owned))
 		clear(m.owned)
@@ -216,6 +230,7 @@ func (m *Member) round(ctx context.Context) (catchUp, closed bool) {
 	apply := func(fetches kgo.Fetches) (int, int64) {
 		m.mu.Lock()
 		defer m.mu.Unlock()
+		m.restorePending(ctx)
 		fetches.EachError(func(t string, p int32, err error) {
 			if !errors.Is(err, context.DeadlineExceeded) && !errors.Is(err, context.Canceled) {
 				m.opts.Logger.Warn("fetch error", "topic", t, "partition", p, "err", err)
@@ -231,7 +246,16 @@ func (m *Member) round(ctx context.Context) (catchUp, closed bool) {
 		}
 		return catchUp, closed
 	}
-	fetches := m.cl.PollRecords(ctx, m.opts.PollRecords)
+	pctx := ctx
+	if m.opts.SettleTime > 0 {
+		// A poll of paused partitions only (pending ones, assigned maybe
+		// while it waits) would wait for ctx: come back to see whether
+		// the group has settled.
+		var cancel context.CancelFunc
+		pctx, cancel = context.WithTimeout(ctx, max(m.opts.SettleTime/2, 10*time.Millisecond))
+		defer cancel()
+	}
+	fetches := m.cl.PollRecords(pctx, m.opts.PollRecords)
 	if fetches.IsClientClosed() {
 		return false, true
 	}
@@ -274,34 +298,121 @@ func (m *Member) WriteThenCommit(ctx context.Context, offsets map[string]map[int
 	return true, nil
 }
 
-// assigned restores the partitions new to the member.
+// assigned restores the partitions new to the member, or with
+// Options.SettleTime pauses them until the group has settled
+// (restorePending).
 func (m *Member) assigned(ctx context.Context, cl *kgo.Client, assigned map[string][]int32) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
+	fresh := partitions(assigned, func(p int32) bool { return !m.owned[p] && !slices.Contains(m.pending, p) })
+	if m.opts.SettleTime > 0 && len(fresh) > 0 {
+		// Paused before the callback returns: no poll hands over a
+		// record of them before they are restored.
+		cl.PauseFetchPartitions(m.topicPartitions(fresh))
+		m.pending = slices.Sorted(slices.Values(append(m.pending, fresh...)))
+		m.rebalanced = time.Now()
+		m.opts.Logger.Info("partitions assigned; restoring them once the group has settled", "group", m.opts.Group,
+			"partitions", fresh, "settle", m.opts.SettleTime)
+		return
+	}
+	m.rebalanced = time.Now()
 	m.p.Settle()
-	fresh := partitions(assigned, func(p int32) bool { return !m.owned[p] })
-	r := &Restore{Partitions: fresh, Began: time.Now(), m: m}
 	if len(fresh) == 0 {
+		r := &Restore{Began: time.Now(), m: m}
 		if err := m.p.Restore(ctx, r); err != nil {
 			panic("BUG: stream: a restore of no partitions failed: " + err.Error())
 		}
 		return
 	}
+	if err := m.restoreFresh(ctx, fresh, time.Now()); err != nil {
+		m.leave(cl, fresh, err)
+	}
+}
+
+// restoreFresh restores fresh, partitions new to the member assigned at
+// assignedAt, retrying within the rebalance timeout, and owns them. The
+// lock is held and the group cannot rebalance.
+func (m *Member) restoreFresh(ctx context.Context, fresh []int32, assignedAt time.Time) error {
+	r := &Restore{Partitions: fresh, Began: time.Now(), m: m}
 	err := retry.Restore(ctx, m.opts.RebalanceTimeout, m.opts.Logger, "restore partitions", func() error {
 		return m.restore(ctx, r)
 	})
 	if err != nil {
-		// Without their state the processor would write wrong rows:
-		// leave the group loudly rather than guess.
-		m.opts.Logger.Error("restore failed; leaving the group", "group", m.opts.Group, "partitions", fresh, "err", err)
-		m.left = fmt.Errorf("%s: left the group: partitions %v not restored: %w", m.opts.Name, fresh, err)
-		go cl.Close()
-		return
+		return err
 	}
 	for _, p := range fresh {
 		m.owned[p] = true
 	}
-	m.opts.Logger.Info("partitions assigned", "group", m.opts.Group, "partitions", fresh, "restore", time.Since(r.Began).Round(time.Millisecond))
+	m.opts.Logger.Info("partitions assigned", "group", m.opts.Group, "partitions", fresh,
+		"settle", r.Began.Sub(assignedAt).Round(time.Millisecond), "restore", time.Since(r.Began).Round(time.Millisecond))
+	return nil
+}
+
+// leave makes the member leave the group because fresh could not be
+// restored: without their state the processor would write wrong rows,
+// so it leaves loudly rather than guess, and Run returns why.
+func (m *Member) leave(cl *kgo.Client, fresh []int32, err error) {
+	m.opts.Logger.Error("restore failed; leaving the group", "group", m.opts.Group, "partitions", fresh, "err", err)
+	m.left = fmt.Errorf("%s: left the group: partitions %v not restored: %w", m.opts.Name, fresh, err)
+	go cl.Close()
+}
+
+// restorePending restores the partitions waiting for the group to settle
+// once it has: no rebalance changed the member's partitions for
+// Options.SettleTime, and the broker reports the group stable (a member
+// that joined meanwhile makes it rebalance, which the member's next
+// heartbeat learns). The lock is held and the group cannot rebalance: a
+// poll's records are being applied.
+func (m *Member) restorePending(ctx context.Context) {
+	if len(m.pending) == 0 || ctx.Err() != nil || time.Since(m.rebalanced) < m.opts.SettleTime ||
+		time.Since(m.described) < m.opts.SettleTime/4 {
+		return
+	}
+	if m.described = time.Now(); !m.groupStable(ctx) {
+		return
+	}
+	fresh := m.pending
+	m.pending = nil
+	m.p.Settle()
+	switch err := m.restoreFresh(ctx, fresh, m.rebalanced); {
+	case err == nil:
+		m.cl.ResumeFetchPartitions(m.topicPartitions(fresh))
+	case ctx.Err() != nil:
+		// Stopping: the partitions stay paused and are never applied.
+	default:
+		m.leave(m.cl, fresh, err)
+	}
+}
+
+// groupStable reports whether the broker has the group stable: no
+// rebalance under way. When the broker does not answer it reports true:
+// waiting on an unanswered question would stall the partitions, and the
+// restore goes on as without Options.SettleTime.
+func (m *Member) groupStable(ctx context.Context) bool {
+	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	gs, err := m.adm.DescribeGroups(ctx, m.opts.Group)
+	if err == nil {
+		err = gs.Error()
+	}
+	if err != nil {
+		m.opts.Logger.Warn("describe the group before restoring; restoring without waiting for it to settle", "group", m.opts.Group, "err", err)
+		return true
+	}
+	return gs[m.opts.Group].State == groupStable
+}
+
+// groupStable is the state of a group that is not rebalancing (Kafka's
+// DescribeGroups).
+const groupStable = "Stable"
+
+// topicPartitions names ps in every consumed topic.
+func (m *Member) topicPartitions(ps []int32) map[string][]int32 {
+	tps := make(map[string][]int32, len(m.opts.Topics))
+	for _, t := range m.opts.Topics {
+		tps[t] = slices.Clone(ps)
+	}
+	return tps
 }
 
 // revoked releases revoked partitions.
@@ -317,6 +428,12 @@ func (m *Member) lost(_ context.Context, cl *kgo.Client, lost map[string][]int32
 func (m *Member) release(cl *kgo.Client, gone map[string][]int32, lost bool) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
+	m.rebalanced = time.Now()
+	if len(m.pending) > 0 {
+		// Never restored: nothing of them to release.
+		all := partitions(gone, func(int32) bool { return true })
+		m.pending = slices.DeleteFunc(m.pending, func(p int32) bool { return slices.Contains(all, p) })
+	}
 	m.p.Settle()
 	if ps := partitions(gone, func(p int32) bool { return m.owned[p] }); len(ps) > 0 {
 		for _, p := range ps {

@@ -110,9 +110,15 @@ func (c *counter) Stop() { c.stopped++ }
 // stops it, and Run's error.
 func start(t *testing.T, brokers []string, topic string, c *counter, rebalance time.Duration) (stop func(), done <-chan error) {
 	t.Helper()
+	return startWith(t, brokers, topic, c, stream.Options{RebalanceTimeout: rebalance})
+}
+
+// startWith is start with the options of o set beside the test's.
+func startWith(t *testing.T, brokers []string, topic string, c *counter, o stream.Options) (stop func(), done <-chan error) {
+	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
-	m, err := stream.NewMember(ctx, stream.Options{Name: "test", Brokers: brokers, Group: "member-test", Topics: []string{topic},
-		RebalanceTimeout: rebalance, Logger: slog.New(slog.DiscardHandler)})
+	o.Name, o.Brokers, o.Group, o.Topics, o.Logger = "test", brokers, "member-test", []string{topic}, slog.New(slog.DiscardHandler)
+	m, err := stream.NewMember(ctx, o)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -251,5 +257,79 @@ func TestMemberRejoins(t *testing.T) {
 	calls := strings.Join(c.calls, ",")
 	if want := "settle,restore [0 1],settle,release [0 1] false,settle,restore [0 1],settle,release [0 1] false"; calls != want {
 		t.Fatalf("calls %s, want %s", calls, want)
+	}
+}
+
+// TestMemberSettlesBeforeRestoring: two members with a settle time start
+// together, as on a deploy. The first is given both partitions before
+// the second joins; it restores neither (nor applies a record of them)
+// until the group has settled, so that each partition is restored once,
+// by the member that keeps it, with the committed state.
+func TestMemberSettlesBeforeRestoring(t *testing.T) {
+	brokers, names, cl := producedUsage(t, 100)
+	first := &counter{}
+	stop, done := start(t, brokers, names.Usage, first, 0)
+	committed(t, cl, names.Usage, 100)
+	stop()
+	if err := <-done; err != nil {
+		t.Fatalf("first run: %v", err)
+	}
+
+	produce(t, cl, names.Usage, 50)
+	const settle = 2 * time.Second // B joins well within it, even on a loaded machine
+	a, b := &counter{}, &counter{}
+	began := time.Now()
+	stopA, doneA := startWith(t, brokers, names.Usage, a, stream.Options{SettleTime: settle})
+	stopB, doneB := startWith(t, brokers, names.Usage, b, stream.Options{SettleTime: settle})
+	committed(t, cl, names.Usage, 150)
+	took := time.Since(began)
+	stopA()
+	stopB()
+	if err := <-doneA; err != nil {
+		t.Fatalf("member a: %v", err)
+	}
+	if err := <-doneB; err != nil {
+		t.Fatalf("member b: %v", err)
+	}
+	if took < settle {
+		t.Fatalf("committed everything %v after the start, before the settle time %v", took, settle)
+	}
+	for name, c := range map[string]*counter{"a": a, "b": b} {
+		var restores []string
+		for _, call := range c.calls {
+			if strings.HasPrefix(call, "restore [") && call != "restore []" {
+				restores = append(restores, call)
+			}
+			if strings.HasPrefix(call, "release [") && !strings.HasSuffix(call, "false") {
+				t.Errorf("member %s: %s: a partition lost", name, call)
+			}
+		}
+		if len(restores) != 1 || strings.Count(restores[0], " ") != 1 {
+			t.Errorf("member %s restored %v (calls %v), want one partition once", name, restores, c.calls)
+		}
+	}
+	if a.restored+b.restored != 100 || a.applied+b.applied != 50 {
+		t.Fatalf("restored %d+%d, applied %d+%d; want 100 restored, 50 applied", a.restored, b.restored, a.applied, b.applied)
+	}
+}
+
+// TestMemberSettlesAlone: a lone member with a settle time restores its
+// assignment once the settle time has passed, then applies everything.
+func TestMemberSettlesAlone(t *testing.T) {
+	brokers, names, cl := producedUsage(t, 100)
+	c := &counter{}
+	began := time.Now()
+	stop, done := startWith(t, brokers, names.Usage, c, stream.Options{SettleTime: 500 * time.Millisecond})
+	committed(t, cl, names.Usage, 100)
+	took := time.Since(began)
+	stop()
+	if err := <-done; err != nil {
+		t.Fatalf("Run = %v", err)
+	}
+	if took < 500*time.Millisecond || c.applied != 100 {
+		t.Fatalf("applied %d, all committed after %v; want 100, after the settle time", c.applied, took)
+	}
+	if want := "settle,restore [0 1],settle,release [0 1] false"; strings.Join(c.calls, ",") != want {
+		t.Fatalf("calls %v, want %s", c.calls, want)
 	}
 }

@@ -37,6 +37,20 @@ type Options struct {
 	// finish its round and rejoin; a restore is retried within it.
 	// Default 60s.
 	RebalanceTimeout time.Duration
+	// SettleTime is how long the group must have been stable before the
+	// member restores partitions an assignment newly gave it. Members
+	// that start together (a deploy) join one after another, and each
+	// join moves partitions: restored at once, a partition moved on is
+	// checkpointed, restored again elsewhere and its records fetched
+	// again. Until the group has settled the new partitions stay
+	// assigned but paused; the poll loop restores them once no rebalance
+	// happened for SettleTime and the broker reports the group stable,
+	// and heartbeats run every SettleTime/2 (at most 3s) so that the
+	// member learns of a joining one within the wait. It delays every
+	// assignment (a lone member's first one too) by SettleTime and up to
+	// one poll more (a round's interval). Zero or negative: restore at
+	// once, in the rebalance. Default 0.
+	SettleTime time.Duration
 	// KeepControlRecords hands the processor transaction markers too, so
 	// that the positions of a logmerge.Merge are exact (logmerge.Data
 	// drops them). Default false.

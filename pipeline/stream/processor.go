@@ -28,7 +28,8 @@ type Processor interface {
 	// return.
 	Settle()
 	// Restore rebuilds the state of the partitions r names, newly
-	// assigned, by replaying their streams up to the group's committed
+	// assigned (in the rebalance, or with Options.SettleTime from the
+	// poll loop once the group has settled), by replaying their streams up to the group's committed
 	// offsets (r.Committed, r.Replay) without writing anything, and then
 	// owns them. On error it must keep nothing of them: the Member calls
 	// it again, with the offsets read anew, or leaves the group. It is
