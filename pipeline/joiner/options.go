@@ -51,7 +51,7 @@ type Options struct {
 	stream.StageOptions
 	// RoundOptions size the rounds and the merges. Defaults: flush every
 	// 500ms or 200000 events (fewer, larger writes: ClickHouse prefers
-	// them), catch up in rounds of 3s or 500,000 events, queue 4096
+	// them), catch up in rounds of 3s or 1,000,000 events, queue 4096
 	// records a stream (about one fetch of it; 8 partitions of 3 streams
 	// then hold at most ~0.1M records, with the record batches they pin
 	// ~100 MB: 16384 held 450 MB of decompressed batches at 10M events).
@@ -150,7 +150,7 @@ type Options struct {
 func DefaultOptions() Options {
 	return Options{
 		StageOptions:       stream.DefaultStageOptions("driftline-joiner"),
-		RoundOptions:       stream.DefaultRoundOptions(200_000, catchUpEvents, queueRecords),
+		RoundOptions:       stream.DefaultRoundOptions(200_000, 1_000_000, queueRecords),
 		Classify:           classify.DefaultOptions(),
 		Dedupe:             dedupe.DefaultOptions(),
 		SessionTimeout:     45 * time.Second,
@@ -163,14 +163,6 @@ func DefaultOptions() Options {
 		RequestTimeout:     10 * time.Minute,
 	}
 }
-
-// catchUpEvents is the joiner's default RoundOptions.CatchUpEvents. Two
-// rounds' rows are held at once (one being written while the next is
-// applied), and with the node rows, each a copy of a node's status,
-// rounds of 1,000,000 events held about 0.5 GB of them at 10M events;
-// 500,000 held half, for a few more ClickHouse inserts (bench/README.md,
-// joiner memory).
-const catchUpEvents = 500_000
 
 // queueRecords is the joiner's default RoundOptions.QueueRecords: a
 // queued record pins the decompressed batch it came in, and 16384 a
