@@ -3,6 +3,7 @@ package joiner
 import (
 	"context"
 	"fmt"
+	"runtime/debug"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kgo"
@@ -151,9 +152,17 @@ func (j *Joiner) write(ctx context.Context, b *batch) {
 	defer func() {
 		if b.final {
 			// Written or given up: the rows go before the snapshots of
-			// the stop are taken (dropRowBuffers).
+			// the stop are taken (dropRowBuffers), and a collection
+			// frees them now, so that the snapshots reuse their memory.
+			// Without it the heap, grown towards its goal by the last
+			// round, took the snapshots' buffers on top and the stop
+			// was the process's peak of RSS, 1 GB above that of the
+			// catch-up at 10M events.
 			clear(b.parts)
 			b.parts = b.parts[:0]
+			if b.committed && len(b.saves) > 0 {
+				debug.FreeOSMemory()
+			}
 		}
 		j.save(b.saves, b.committed)
 	}()
