@@ -63,12 +63,20 @@ func run() error {
 	fs.DurationVar(&keep.Lifecycle, "retention.lifecycle", 0, "how long node_lifecycle_history keeps a month (the month of a node's newest transition is kept); 0 takes the environment's default (as -retention.history), negative keeps it forever")
 	fs.DurationVar(&keep.SyncDebt, "retention.syncdebt", 0, "how long sync_debt_minute keeps a month; 0 takes the environment's default (local_parity 7 days, dev 30, prod 90), negative keeps it forever")
 	fs.DurationVar(&keep.Progress, "retention.progress", 0, "how long a consumer_progress key may stop reporting before it is deleted; 0 takes the environment's default (local_parity 7 days, dev 30, prod 90), negative keeps it forever")
+	mem := joiner.DefaultMemoryOptions()
+	fs.IntVar(&mem.GCPercent, "joiner.gcPercent", mem.GCPercent, "the Go collector's target (as GOGC): a collection starts once the heap grew by this percentage of what was live; lower keeps RSS nearer the partitions' state for more CPU in the collector (100 ran RSS at about twice the live heap); negative leaves GOGC or Go's default; GOGC, when set, wins")
+	fs.Func("joiner.memoryLimit", "soft limit on the memory the Go runtime holds (as GOMEMLIMIT; bytes, or with a KiB/MiB/GiB suffix): near it the collector runs more often and returns freed memory sooner. It bounds the collector's headroom, not the state. 0 takes 90% of the cgroup's memory limit when there is one, else none; negative sets none; GOMEMLIMIT, when set, wins (default 0)", func(s string) error {
+		n, err := joiner.ParseBytes(s)
+		mem.Limit = n
+		return err
+	})
 	fs.DurationVar(&o.RequestTimeout, "joiner.requestTimeout", o.RequestTimeout, "event time a request of an operator action (retry, cleanup, quarantine_node, release_node) stays pending before its finding goes to operator_review")
 	ctx, err := st.Start()
 	if err != nil {
 		return err
 	}
 	defer st.Close()
+	memLimit := joiner.TuneMemory(mem)
 	common := st.Common
 	openCtx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
@@ -130,7 +138,7 @@ func run() error {
 		fmt.Fprintln(w, "ok")
 	})
 	defer srv.Shutdown()
-	slog.Info("joiner running", "group", o.Group, "brokers", common.Brokers, "clickhouse", common.ClickHouse.Addr, "http", st.Addr)
+	slog.Info("joiner running", "group", o.Group, "brokers", common.Brokers, "clickhouse", common.ClickHouse.Addr, "http", st.Addr, "memory_limit", memLimit)
 
 	// A stop writes the last batch and a checkpoint of every partition
 	// changed since its last one, which the successor restores from; the

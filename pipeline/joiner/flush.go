@@ -3,6 +3,7 @@ package joiner
 import (
 	"context"
 	"fmt"
+	"runtime/debug"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kgo"
@@ -43,6 +44,7 @@ type batch struct {
 	done      chan struct{} // closed when the write is over
 	committed bool          // the offsets are committed (or there were none)
 	err       error         // the write gave up (the joiner is stopping)
+	final     bool          // the joiner's last batch before it stops
 }
 
 // reset empties b; its parts, emptied, go to free for the partitions to
@@ -60,7 +62,7 @@ func (b *batch) reset(free []*sink.Batch) []*sink.Batch {
 	clear(b.requests)
 	b.requests = b.requests[:0]
 	b.rejected, b.rerouted, b.saves = b.rejected[:0], b.rerouted[:0], b.saves[:0]
-	b.offsets, b.done, b.committed, b.err = nil, nil, false, nil
+	b.offsets, b.done, b.committed, b.err, b.final = nil, nil, false, nil, false
 	return free
 }
 
@@ -103,7 +105,7 @@ func (j *Joiner) seal(final bool) *batch {
 		b = &batch{}
 	}
 	j.spare = nil
-	b.done = make(chan struct{})
+	b.done, b.final = make(chan struct{}), final
 	names := j.streamTopics()
 	for p, part := range j.parts {
 		out := j.gather(part, b)
@@ -117,7 +119,24 @@ func (j *Joiner) seal(final bool) *batch {
 		b.offsets = part.merge.Uncommitted(p, names[:], b.offsets)
 	}
 	j.snapshots(b, final)
+	if final {
+		j.dropRowBuffers()
+	}
 	return b
+}
+
+// dropRowBuffers lets the collector take the row buffers kept for the
+// next rounds (the emptied outputs and each partition's live one keep
+// the chunks of the largest round they held, some 0.5 GB after a
+// catch-up at 10M events): a final seal is followed by no round, only by
+// the snapshots of every changed partition, which can use that memory.
+// The member's lock is held.
+func (j *Joiner) dropRowBuffers() {
+	clear(j.freeParts)
+	j.freeParts = j.freeParts[:0]
+	for _, part := range j.parts {
+		part.live.batch = &sink.Batch{}
+	}
 }
 
 // write quarantines, reroutes and writes b (each retried until it
@@ -130,7 +149,23 @@ func (j *Joiner) seal(final bool) *batch {
 // member's lock.
 func (j *Joiner) write(ctx context.Context, b *batch) {
 	defer close(b.done)
-	defer func() { j.save(b.saves, b.committed) }()
+	defer func() {
+		if b.final {
+			// Written or given up: the rows go before the snapshots of
+			// the stop are taken (dropRowBuffers), and a collection
+			// frees them now, so that the snapshots reuse their memory.
+			// Without it the heap, grown towards its goal by the last
+			// round, took the snapshots' buffers on top and the stop
+			// was the process's peak of RSS, 1 GB above that of the
+			// catch-up at 10M events.
+			clear(b.parts)
+			b.parts = b.parts[:0]
+			if b.committed && len(b.saves) > 0 {
+				debug.FreeOSMemory()
+			}
+		}
+		j.save(b.saves, b.committed)
+	}()
 	rows, empty := b.rows()
 	rerouted := j.rerouteCopies(b.rerouted)
 	b.committed, b.err = j.member.WriteThenCommit(ctx, b.offsets,
