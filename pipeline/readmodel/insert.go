@@ -94,18 +94,17 @@ func (t *Table[R]) Insert(ctx context.Context, conn driver.Conn, now time.Time, 
 // BlockRows is the number of rows Insert sends in one block. The driver
 // reuses its column buffers from one block to the next, so a large insert
 // neither grows them by doubling nor holds them all at once; each insert
-// starts them empty, and they grow to a block's size, a string column by
-// a quarter at a time once large (about five times its final size
-// allocated and copied), so smaller blocks leave less garbage and keep
-// the columns in cache: BenchmarkWrite (10,000 rows in each of three
-// tables) took 1,040-1,250 client CPU ns per row and allocated 7.9 MB
-// per write with blocks of 1,024 rows, against 1,960-2,310 ns and 77 MB
-// with 16,384, and the server's CPU did not grow with the number of
-// blocks (16,384 had been chosen over 65,536 for the same reason). The
-// server squashes the small blocks of an insert into blocks of
-// min_insert_block_size_rows (1,048,576 by default) before it writes
-// parts, so the parts are as large as before.
-const BlockRows = 1 << 10
+// starts them empty, and they grow to a block's size, so smaller blocks
+// leave less garbage: 16,384 rows against 65,536 took the joiner's CPU
+// for growing the driver's string columns from 0.43 s to 0.13 s in a
+// profile of 10M events, with no cost elsewhere. The server squashes the
+// small blocks of an insert into blocks of min_insert_block_size_rows
+// (1,048,576 by default) before it writes parts, so the parts are as
+// large as before. Blocks of 1,024 rows cut the client's growing of its
+// columns further (BenchmarkWrite 45% less client CPU per row) but cost
+// as much again in sending the blocks, and ClickHouse about 1 CPU s
+// more over a 10M-event catch-up (bench/joiner/README.md).
+const BlockRows = 1 << 14
 
 // blocks yields parts in blocks of at most n rows, each as the parts'
 // slices it covers, in order.
