@@ -502,10 +502,10 @@ func (part *partition) snapshot() []byte {
 	// since (a partition catching up): grown from 64 KiB, the first took
 	// four times as long as the next (BenchmarkSnapshotFirst against
 	// BenchmarkSnapshot1M/save). The dedupe section, the digest of every
-	// seq and id within the horizon, is most of a snapshot after a
+	// seq and id within the horizon, is much of a snapshot after a
 	// catch-up and is counted exactly (Set.SnapshotSize): estimated per
 	// producer, it was not, and growing the snapshots a joiner took when
-	// it stopped after 10M events cost 2.9 of their 4.4 CPU s.
+	// it stopped after 10M events cost 0.6-2.9 of their 1.4-4.4 CPU s.
 	size := max(part.snapSize+part.snapSize/8,
 		firstSnapshotSize(part.engine.Store().Len(), part.nodes.Len())+part.dedupe.SnapshotSize())
 	w := snap.Writer{B: make([]byte, 0, max(1<<16, size))}
