@@ -501,10 +501,13 @@ func (part *partition) snapshot() []byte {
 	// and after the state, which may have grown by more than an eighth
 	// since (a partition catching up): grown from 64 KiB, the first took
 	// four times as long as the next (BenchmarkSnapshotFirst against
-	// BenchmarkSnapshot1M/save), and growing the later ones of a 10M-event
-	// catch-up cost 0.45 of the joiner's 36 CPU s.
+	// BenchmarkSnapshot1M/save). The dedupe section, the digest of every
+	// seq and id within the horizon, is much of a snapshot after a
+	// catch-up and is counted exactly (Set.SnapshotSize): estimated per
+	// producer, it was not, and growing the snapshots a joiner took when
+	// it stopped after 10M events cost 0.6-2.9 of their 1.4-4.4 CPU s.
 	size := max(part.snapSize+part.snapSize/8,
-		firstSnapshotSize(part.engine.Store().Len(), part.nodes.Len(), part.dedupe.Producers()))
+		firstSnapshotSize(part.engine.Store().Len(), part.nodes.Len())+part.dedupe.SnapshotSize())
 	w := snap.Writer{B: make([]byte, 0, max(1<<16, size))}
 	w.Header("joiner.partition", snapshotVersion)
 	w.Varint(int64(part.p))
@@ -521,12 +524,12 @@ func (part *partition) snapshot() []byte {
 }
 
 // firstSnapshotSize estimates the bytes of a snapshot of a partition with
-// the given identities, node-agent nodes and dedupe producers, on the high
-// side: the state of a generated fleet (a partition of the 1M-event
-// fleet) takes about 216 bytes per identity, 179 per node and 40 per
-// producer, and the 1,000,000 identities of BenchmarkSnapshot1M 99 each.
-func firstSnapshotSize(identities, nodes, producers int) int {
-	return 240*identities + 200*nodes + 48*producers + 1<<20
+// the given identities and node-agent nodes, but for its dedupe section,
+// on the high side: the state of a generated fleet (a partition of the
+// 1M-event fleet) takes about 216 bytes per identity and 179 per node,
+// and the 1,000,000 identities of BenchmarkSnapshot1M 99 each.
+func firstSnapshotSize(identities, nodes int) int {
+	return 240*identities + 200*nodes + 1<<20
 }
 
 // loadSnapshot restores the state snapshot wrote into a new partition.

@@ -25,6 +25,49 @@ const (
 // allocate without bound.
 const maxLegacySeqs = 1 << 24
 
+// SnapshotSize returns an upper bound of the bytes AppendSnapshot
+// appends, without serialising anything: a caller sizes its buffer
+// with it, so that the snapshot of a set of millions of seqs and ids is
+// not grown, and copied, a dozen times on the way.
+func (s *Set) SnapshotSize() int {
+	const varint = 10 // the longest varint
+	n := len(snapSection) + 1 + 1 + 5*varint
+	for _, p := range s.prods {
+		if p == nil {
+			continue
+		}
+		n += varint + len(p.name) + 3*varint + 2*varint*len(p.spans) + 2*varint
+		if p.lo != nil && !p.lo.IsEmpty() {
+			n += varint + int(p.lo.GetSerializedSizeInBytes())
+		} else {
+			n += varint
+		}
+		if p.hi != nil && !p.hi.IsEmpty() {
+			n += varint + int(p.hi.GetSerializedSizeInBytes())
+		} else {
+			n += varint
+		}
+		n += varint + 8*len(p.digs)
+	}
+	n += varint
+	for i := range s.ids.buckets {
+		bk := &s.ids.buckets[i]
+		n += 2 * varint
+		// An arena entry (entryHead, the id's length, the id) takes as
+		// many bytes as its snapshot (producer number, length, id,
+		// digest) but for the producer number's varint, 5 bytes at most
+		// against 4.
+		for _, c := range bk.chunks {
+			n += len(s.ids.chunks[c])
+		}
+		n += len(bk.index)
+		for key := range bk.collide {
+			n += varint + varint + len(key) + 8
+		}
+	}
+	return n
+}
+
 // AppendSnapshot appends the set's state to w as one versioned section.
 // Producer indexes are renumbered densely and ids are written as strings,
 // so the snapshot does not depend on the hash or on arena layout.

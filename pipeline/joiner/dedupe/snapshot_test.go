@@ -3,6 +3,7 @@ package dedupe
 import (
 	"bytes"
 	"errors"
+	"fmt"
 	"os"
 	"testing"
 	"time"
@@ -10,9 +11,15 @@ import (
 	"github.com/driftline/driftline/pipeline/stream/snap"
 )
 
+// snapshot returns s's section, and panics when it is longer than
+// SnapshotSize promised: every test that snapshots checks the bound.
 func snapshot(s *Set) []byte {
 	var w snap.Writer
+	bound := s.SnapshotSize()
 	s.AppendSnapshot(&w)
+	if len(w.B) > bound {
+		panic(fmt.Sprintf("snapshot of %d bytes, SnapshotSize %d", len(w.B), bound))
+	}
 	return w.B
 }
 

@@ -15,6 +15,7 @@ import (
 	"fmt"
 	"math"
 	"math/bits"
+	"slices"
 	"time"
 )
 
@@ -22,10 +23,25 @@ import (
 // beyond its end.
 var ErrShort = errors.New("snap: truncated snapshot")
 
-// Writer appends to a byte slice. The zero value is ready to use.
+// Writer appends to a byte slice. The zero value is ready to use. A
+// caller that knows the size sets B to a slice with that capacity; when
+// it must grow, it doubles (checked where strings, bytes and 8-byte
+// values are written: the varints stay small enough to inline), where
+// append grows a large slice by a quarter at a time and would copy a
+// snapshot of tens of megabytes about five times over.
 type Writer struct {
 	B []byte
 }
+
+// room makes room for n more bytes.
+func (w *Writer) room(n int) {
+	if cap(w.B)-len(w.B) < n {
+		w.grow(n)
+	}
+}
+
+//go:noinline
+func (w *Writer) grow(n int) { w.B = slices.Grow(w.B, max(n, cap(w.B))) }
 
 // Uvarint appends v.
 func (w *Writer) Uvarint(v uint64) { w.B = binary.AppendUvarint(w.B, v) }
@@ -51,12 +67,14 @@ func (w *Writer) Bool(v bool) {
 
 // String appends s with its length.
 func (w *Writer) String(s string) {
+	w.room(binary.MaxVarintLen64 + len(s))
 	w.Uvarint(uint64(len(s)))
 	w.B = append(w.B, s...)
 }
 
 // Bytes appends b with its length.
 func (w *Writer) Bytes(b []byte) {
+	w.room(binary.MaxVarintLen64 + len(b))
 	w.Uvarint(uint64(len(b)))
 	w.B = append(w.B, b...)
 }
@@ -70,11 +88,14 @@ func (w *Writer) Strings(l []string) {
 }
 
 // Float64 appends v's IEEE 754 bits.
-func (w *Writer) Float64(v float64) { w.B = binary.LittleEndian.AppendUint64(w.B, math.Float64bits(v)) }
+func (w *Writer) Float64(v float64) { w.Uint64(math.Float64bits(v)) }
 
 // Uint64 appends v as 8 bytes, little endian: for hashes and digests,
 // which a varint would spread over 10.
-func (w *Writer) Uint64(v uint64) { w.B = binary.LittleEndian.AppendUint64(w.B, v) }
+func (w *Writer) Uint64(v uint64) {
+	w.room(8)
+	w.B = binary.LittleEndian.AppendUint64(w.B, v)
+}
 
 // Time appends t as Unix nanoseconds; the zero time round-trips.
 func (w *Writer) Time(t time.Time) {

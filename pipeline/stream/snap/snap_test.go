@@ -126,3 +126,28 @@ func TestUvarintLen(t *testing.T) {
 		}
 	}
 }
+
+// TestWriterDoubles checks that a Writer whose buffer runs out doubles
+// it, where append would grow a large one by a quarter, and keeps what
+// was written.
+func TestWriterDoubles(t *testing.T) {
+	const size = 1 << 20
+	w := Writer{B: make([]byte, 0, size)}
+	w.B = w.B[:size-4] // 4 bytes left
+	w.Uint64(7)
+	if cap(w.B) < 2*size {
+		t.Fatalf("capacity %d after running out of %d, want at least %d", cap(w.B), size, 2*size)
+	}
+	w.String("abc")
+	w.Bytes([]byte{1, 2})
+	r := NewReader(w.B[size-4:])
+	if got := r.Uint64(); got != 7 {
+		t.Fatalf("Uint64 %d, want 7", got)
+	}
+	if got := r.String(); got != "abc" {
+		t.Fatalf("String %q, want abc", got)
+	}
+	if got := r.Bytes(); !slices.Equal(got, []byte{1, 2}) || r.Err() != nil || r.Len() != 0 {
+		t.Fatalf("Bytes %v, err %v, %d bytes left", got, r.Err(), r.Len())
+	}
+}
