@@ -239,8 +239,12 @@ func (js *joinerSet) step(i int, a crashAction) {
 	}
 }
 
-// stop sends SIGTERM and waits for a clean exit.
+// stop sends SIGTERM and waits for a clean exit. A joiner that has not
+// come up yet is waited for first (up to 30s): before it handles SIGTERM
+// the signal's default action ends it, which is not the clean stop this
+// checks.
 func (js *joinerSet) stop(p *joinerProc) {
+	p.waitUp(30 * time.Second)
 	js.count(p)
 	_ = p.cmd.Process.Signal(syscall.SIGTERM)
 	select {
@@ -260,6 +264,23 @@ func (js *joinerSet) stop(p *joinerProc) {
 		}
 		b, _ := os.ReadFile(p.log)
 		js.t.Errorf("joiner #%d did not stop within 30s of SIGTERM; log with goroutines:\n%s", p.id, tail(string(b), 30000))
+	}
+}
+
+// waitUp waits until p answers on its ops listener (it handles signals
+// from before it listens), it exits, or d has passed.
+func (p *joinerProc) waitUp(d time.Duration) {
+	c := &http.Client{Timeout: time.Second}
+	for deadline := time.Now().Add(d); time.Now().Before(deadline); {
+		if resp, err := c.Get("http://" + p.addr + "/healthz"); err == nil {
+			resp.Body.Close()
+			return
+		}
+		select {
+		case <-p.done:
+			return
+		case <-time.After(50 * time.Millisecond):
+		}
 	}
 }
 
