@@ -114,6 +114,12 @@ func New(ctx context.Context, opts Options) (*Rater, error) {
 	// partitions that change owner.
 	mopts.Balancer = kgo.CooperativeStickyBalancer()
 	mopts.PollRecords, mopts.TransactionTimeout = opts.MaxBatch, opts.TransactionTimeout
+	// A round produces at most one record per record polled: with room
+	// for them all, Produce never blocks on the broker's acks mid-round
+	// (the round waits once, in its flush).
+	mopts.ConsumerOpts = append(mopts.ConsumerOpts,
+		kgo.ProducerBatchCompression(opts.codec()),
+		kgo.MaxBufferedRecords(max(opts.MaxBatch, 50000)))
 	if !opts.DisableTransactions {
 		mopts.TransactionalID = opts.TransactionalID
 	}
