@@ -39,6 +39,7 @@ func run() error {
 	st := stage.New("rater", "DRIFTLINE_RATER_ADDR", service.DefaultRaterAddr)
 	fs, ro, bo := flag.CommandLine, rater.DefaultOptions(), reconcile.DefaultOptions()
 	ro.TransactionalID = service.Env("DRIFTLINE_RATER_TRANSACTIONAL_ID", ro.TransactionalID)
+	ro.Compression = service.Env("DRIFTLINE_RATER_COMPRESSION", ro.Compression)
 	st.StageFlags("rater", "raters", &ro.StageOptions)
 	st.StageFlags("billing", "billing reconcilers", &bo.StageOptions)
 	st.RoundFlags("billing", "reconciler", &bo.RoundOptions)

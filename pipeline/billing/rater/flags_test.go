@@ -21,11 +21,11 @@ func TestRegisterFlags(t *testing.T) {
 		return o
 	}
 	d := rater.DefaultOptions()
-	if o := parse(); o.DisableTransactions || len(o.Currencies) != 0 || o.MaxBatch != d.MaxBatch || o.TransactionalID != d.TransactionalID {
+	if o := parse(); o.DisableTransactions || len(o.Currencies) != 0 || o.MaxBatch != d.MaxBatch || o.TransactionalID != d.TransactionalID || o.Compression != "snappy" {
 		t.Errorf("defaults: %+v", o)
 	}
-	o := parse("-rater.transactions=false", "-rater.currencies", "EUR, USD,,GBP", "-rater.maxBatch", "7", "-rater.horizon", "1h")
-	if !o.DisableTransactions || !slices.Equal(o.Currencies, []string{"EUR", "USD", "GBP"}) || o.MaxBatch != 7 || o.Horizon != time.Hour {
+	o := parse("-rater.transactions=false", "-rater.currencies", "EUR, USD,,GBP", "-rater.maxBatch", "7", "-rater.horizon", "1h", "-rater.compression", "none")
+	if !o.DisableTransactions || !slices.Equal(o.Currencies, []string{"EUR", "USD", "GBP"}) || o.MaxBatch != 7 || o.Horizon != time.Hour || o.Compression != "none" {
 		t.Errorf("set: %+v", o)
 	}
 }

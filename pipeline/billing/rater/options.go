@@ -2,7 +2,10 @@ package rater
 
 import (
 	"errors"
+	"fmt"
 	"time"
+
+	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/driftline/driftline/pipeline/billing/pricebook"
 	"github.com/driftline/driftline/pipeline/stream"
@@ -53,9 +56,28 @@ type Options struct {
 	// and accepts later redeliveries. Default 48h, the billing
 	// reconciler's horizon.
 	Horizon time.Duration
+	// Compression is the codec of the batches of rated lines and
+	// quarantine records: snappy, lz4, zstd, gzip or none. The rater
+	// compresses what it produces and the billing reconciler decompresses
+	// it; none spends no CPU on either side and sends about six times
+	// the bytes (bench/rater). Default snappy, the cheapest codec that
+	// compresses.
+	Compression string
 	// Now is the clock of rated_at. Default time.Now.
 	Now func() time.Time
 }
+
+// codecs are the values of Options.Compression.
+var codecs = map[string]kgo.CompressionCodec{
+	"snappy": kgo.SnappyCompression(),
+	"lz4":    kgo.Lz4Compression(),
+	"zstd":   kgo.ZstdCompression(),
+	"gzip":   kgo.GzipCompression(),
+	"none":   kgo.NoCompression(),
+}
+
+// codec returns the codec of o.Compression, which defaults checked.
+func (o *Options) codec() kgo.CompressionCodec { return codecs[o.Compression] }
 
 // DefaultOptions returns the default of every option but Brokers and
 // Prices (and those that default to none).
@@ -66,6 +88,7 @@ func DefaultOptions() Options {
 		TransactionTimeout: 10 * time.Second,
 		MaxBatch:           50000,
 		Horizon:            48 * time.Hour,
+		Compression:        "snappy",
 		Now:                time.Now,
 	}
 }
@@ -85,6 +108,10 @@ func (o *Options) defaults() error {
 	stream.DefaultPositive(&o.TransactionTimeout, d.TransactionTimeout)
 	stream.DefaultPositive(&o.MaxBatch, d.MaxBatch)
 	stream.DefaultPositive(&o.Horizon, d.Horizon)
+	stream.Default(&o.Compression, d.Compression)
+	if _, ok := codecs[o.Compression]; !ok {
+		return fmt.Errorf("rater: compression %q: want snappy, lz4, zstd, gzip or none", o.Compression)
+	}
 	if o.Now == nil {
 		o.Now = d.Now
 	}

@@ -2,11 +2,13 @@ package rater
 
 import (
 	"crypto/sha256"
+	"encoding/binary"
 	"encoding/hex"
 	"errors"
 	"strconv"
 	"time"
 	"unicode/utf8"
+	"unsafe"
 
 	"github.com/driftline/driftline/pipeline/billing/pricebook"
 	"github.com/driftline/driftline/pipeline/contract"
@@ -144,6 +146,12 @@ func appendString(dst []byte, s string) []byte {
 func appendStringBody(dst []byte, s string) []byte {
 	start := 0
 	for i := 0; i < len(s); {
+		// Eight bytes at a time while none needs a look: the ids, keys
+		// and names of usage are plain ASCII.
+		if i+8 <= len(s) && plain8(binary.LittleEndian.Uint64(unsafe.Slice(unsafe.StringData(s[i:]), 8))) {
+			i += 8
+			continue
+		}
 		c := s[i]
 		if c >= 0x20 && c != '"' && c != '\\' && c < utf8.RuneSelf {
 			i++
@@ -187,4 +195,21 @@ func appendStringBody(dst []byte, s string) []byte {
 		i += size
 	}
 	return append(dst, s[start:]...)
+}
+
+// plain8 reports whether the eight bytes of x (one per byte) are all
+// ASCII that a JSON string holds as is: none below 0x20, none '"' or
+// '\\', none 0x80 or above. The tests below are exact for "any byte
+// is": a false is only a cue to look byte by byte.
+func plain8(x uint64) bool {
+	const (
+		ones = 0x0101010101010101
+		high = 0x8080808080808080
+	)
+	below := (x - 0x20*ones) &^ x & high
+	q := x ^ '"'*ones
+	quote := (q - ones) &^ q & high
+	b := x ^ '\\'*ones
+	backslash := (b - ones) &^ b & high
+	return (below | quote | backslash | x&high) == 0
 }

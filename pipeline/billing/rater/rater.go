@@ -53,6 +53,7 @@ import (
 	"github.com/driftline/driftline/pipeline/billing/pricebook"
 	"github.com/driftline/driftline/pipeline/contract"
 	"github.com/driftline/driftline/pipeline/stream"
+	"github.com/driftline/driftline/pipeline/stream/logmerge"
 )
 
 // Rater is one member of the rater consumer group: the processor of a
@@ -80,6 +81,10 @@ type Rater struct {
 	keyBuf []byte
 	// preparers are prepare's workers, each with its decoder and arena.
 	preparers []*preparer
+	// pool lends the client the memory of fetched records (decompressed
+	// batches, record slabs): a round's records go back to it once the
+	// round is flushed, when nothing the client holds aliases them.
+	pool logmerge.FetchPool
 	// in, prepared and spareRecs are reused from round to round: the
 	// records of a round, their preparation, and the slab of the rated
 	// records of the last round once it is flushed.
@@ -114,6 +119,13 @@ func New(ctx context.Context, opts Options) (*Rater, error) {
 	// partitions that change owner.
 	mopts.Balancer = kgo.CooperativeStickyBalancer()
 	mopts.PollRecords, mopts.TransactionTimeout = opts.MaxBatch, opts.TransactionTimeout
+	// A round produces at most one record per record polled: with room
+	// for them all, Produce never blocks on the broker's acks mid-round
+	// (the round waits once, in its flush).
+	mopts.ConsumerOpts = append(mopts.ConsumerOpts,
+		kgo.ProducerBatchCompression(opts.codec()),
+		kgo.MaxBufferedRecords(max(opts.MaxBatch, 50000)),
+		kgo.WithPools(&r.pool))
 	if !opts.DisableTransactions {
 		mopts.TransactionalID = opts.TransactionalID
 	}
@@ -172,6 +184,9 @@ type round struct {
 	out        outcome
 	// recs is the slab of the round's rated records.
 	recs []kgo.Record
+	// in are the round's records, recycled once it is flushed: its
+	// quarantine records alias their keys.
+	in []*kgo.Record
 }
 
 // roundTimeout bounds producing and ending one round's transaction.
@@ -211,7 +226,9 @@ func (r *Rater) begin(ctx context.Context, fetches kgo.Fetches) {
 		rd.recs = make([]kgo.Record, 0, rd.records)
 	}
 	in := r.in[:0]
+	r.in = nil
 	fetches.EachRecord(func(rec *kgo.Record) { in = append(in, rec) })
+	rd.in = in
 	if cap(r.prepared) < len(in) {
 		r.prepared = make([]prepared, len(in))
 	}
@@ -222,10 +239,7 @@ func (r *Rater) begin(ctx context.Context, fetches kgo.Fetches) {
 			cl.Produce(rd.ctx, o, promise)
 		}
 	}
-	// Drop the references to this round's records until the next one.
-	clear(in)
 	clear(ps)
-	r.in = in[:0]
 }
 
 // end ends the round's transaction: it commits the outputs with the
@@ -243,7 +257,8 @@ func (r *Rater) end() error {
 	}
 	// Flush first so a failed produce aborts rather than commits.
 	if err := r.member.Client().Flush(rd.ctx); err != nil {
-		// The client may still hold records carved from the arenas.
+		// The client may still hold records carved from the arenas or
+		// aliasing the round's records: they are left to the collector.
 		for _, p := range r.preparers {
 			p.arena = nil
 		}
@@ -255,6 +270,11 @@ func (r *Rater) end() error {
 	for _, p := range r.preparers {
 		p.arena = p.arena[:0]
 	}
+	for i, rec := range rd.in {
+		rec.Recycle()
+		rd.in[i] = nil
+	}
+	r.in = rd.in[:0]
 	committed := false
 	if sess := r.member.Session(); sess != nil {
 		try := kgo.TryCommit

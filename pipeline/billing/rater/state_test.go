@@ -10,6 +10,7 @@ import (
 
 	"github.com/driftline/driftline/internal/memstat"
 	"github.com/driftline/driftline/pipeline/billing/claims"
+	"github.com/driftline/driftline/pipeline/billing/pricebook"
 	"github.com/driftline/driftline/pipeline/contract"
 )
 
@@ -274,5 +275,19 @@ func TestReplayEqualsLive(t *testing.T) {
 				t.Fatalf("generation %d: key %s: live %s %x, replay %s %x", i, key, c.UsageID, c.Digest, r.UsageID, r.Digest)
 			}
 		})
+	}
+}
+
+func TestOptionsCompression(t *testing.T) {
+	for _, c := range []struct {
+		in, want string
+		ok       bool
+	}{{"", "snappy", true}, {"none", "none", true}, {"zstd", "zstd", true}, {"brotli", "", false}} {
+		o := Options{Prices: &pricebook.Store{}, Compression: c.in}
+		o.Brokers = []string{"127.0.0.1:9092"}
+		err := o.defaults()
+		if (err == nil) != c.ok || (c.ok && o.Compression != c.want) {
+			t.Errorf("Compression %q: got %q, err %v", c.in, o.Compression, err)
+		}
 	}
 }
