@@ -15,13 +15,10 @@ import (
 
 // A round is processed in two phases. prepare decodes, validates, keys,
 // digests, rates and encodes every record, in parallel over the round's
-// records: that work depends on the record alone. It also looks each
-// usage key up in the key state, read only, so that the cache misses of
-// the lookup are taken on every core rather than in the ordered phase
-// (keyState.prefetch). decide then runs over the prepared records in
-// their order, alone: it checks each against the key state and produces
-// the rated line or the quarantine record, exactly as if the records
-// were processed one by one.
+// records: that work depends on the record alone. decide then runs over
+// the prepared records in their order, alone: it checks each against the
+// key state and produces the rated line or the quarantine record, exactly
+// as if the records were processed one by one.
 
 // prepared is one record after prepare.
 type prepared struct {
@@ -75,8 +72,7 @@ func (r *Rater) prepare(recs []*kgo.Record, ps []prepared, book *pricebook.Book)
 	wg.Wait()
 }
 
-// run prepares recs into ps. It reads only r's configuration and, to
-// prefetch it, the key state.
+// run prepares recs into ps. It reads only r's configuration.
 func (p *preparer) run(r *Rater, recs []*kgo.Record, ps []prepared, book *pricebook.Book) {
 	if need := 512 * len(recs); cap(p.arena)-len(p.arena) < need {
 		// The old arena stays with the records carved from it.
@@ -117,7 +113,6 @@ func (p *preparer) prepareOne(r *Rater, out *prepared, book *pricebook.Book) {
 	if !rec.Timestamp.IsZero() {
 		out.e.ts = rec.Timestamp.UnixNano()
 	}
-	r.state.prefetch(&out.e)
 	out.misrouted = out.e.part != rec.Partition || !bytes.Equal(rec.Key, key)
 	out.occurred = env.OccurredAt
 	out.rating = Rate(book, r.currencies, u)

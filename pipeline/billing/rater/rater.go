@@ -53,7 +53,6 @@ import (
 	"github.com/driftline/driftline/pipeline/billing/pricebook"
 	"github.com/driftline/driftline/pipeline/contract"
 	"github.com/driftline/driftline/pipeline/stream"
-	"github.com/driftline/driftline/pipeline/stream/logmerge"
 )
 
 // Rater is one member of the rater consumer group: the processor of a
@@ -81,10 +80,6 @@ type Rater struct {
 	keyBuf []byte
 	// preparers are prepare's workers, each with its decoder and arena.
 	preparers []*preparer
-	// pool lends the client the memory of fetched records (decompressed
-	// batches, record slabs): a round's records go back to it once the
-	// round is flushed, when nothing the client holds aliases them.
-	pool logmerge.FetchPool
 	// in, prepared and spareRecs are reused from round to round: the
 	// records of a round, their preparation, and the slab of the rated
 	// records of the last round once it is flushed.
@@ -124,8 +119,7 @@ func New(ctx context.Context, opts Options) (*Rater, error) {
 	// (the round waits once, in its flush).
 	mopts.ConsumerOpts = append(mopts.ConsumerOpts,
 		kgo.ProducerBatchCompression(opts.codec()),
-		kgo.MaxBufferedRecords(max(opts.MaxBatch, 50000)),
-		kgo.WithPools(&r.pool))
+		kgo.MaxBufferedRecords(max(opts.MaxBatch, 50000)))
 	if !opts.DisableTransactions {
 		mopts.TransactionalID = opts.TransactionalID
 	}
@@ -184,9 +178,6 @@ type round struct {
 	out        outcome
 	// recs is the slab of the round's rated records.
 	recs []kgo.Record
-	// in are the round's records, recycled once it is flushed: its
-	// quarantine records alias their keys.
-	in []*kgo.Record
 }
 
 // roundTimeout bounds producing and ending one round's transaction.
@@ -226,9 +217,7 @@ func (r *Rater) begin(ctx context.Context, fetches kgo.Fetches) {
 		rd.recs = make([]kgo.Record, 0, rd.records)
 	}
 	in := r.in[:0]
-	r.in = nil
 	fetches.EachRecord(func(rec *kgo.Record) { in = append(in, rec) })
-	rd.in = in
 	if cap(r.prepared) < len(in) {
 		r.prepared = make([]prepared, len(in))
 	}
@@ -239,7 +228,10 @@ func (r *Rater) begin(ctx context.Context, fetches kgo.Fetches) {
 			cl.Produce(rd.ctx, o, promise)
 		}
 	}
+	// Drop the references to this round's records until the next one.
+	clear(in)
 	clear(ps)
+	r.in = in[:0]
 }
 
 // end ends the round's transaction: it commits the outputs with the
@@ -257,8 +249,7 @@ func (r *Rater) end() error {
 	}
 	// Flush first so a failed produce aborts rather than commits.
 	if err := r.member.Client().Flush(rd.ctx); err != nil {
-		// The client may still hold records carved from the arenas or
-		// aliasing the round's records: they are left to the collector.
+		// The client may still hold records carved from the arenas.
 		for _, p := range r.preparers {
 			p.arena = nil
 		}
@@ -270,11 +261,6 @@ func (r *Rater) end() error {
 	for _, p := range r.preparers {
 		p.arena = p.arena[:0]
 	}
-	for i, rec := range rd.in {
-		rec.Recycle()
-		rd.in[i] = nil
-	}
-	r.in = rd.in[:0]
 	committed := false
 	if sess := r.member.Session(); sess != nil {
 		try := kgo.TryCommit

@@ -1,7 +1,6 @@
 package rater
 
 import (
-	"math"
 	"slices"
 	"time"
 
@@ -149,18 +148,6 @@ func (s *keyState) check(e *usageEvent) (verdict, claim, int64) {
 	}
 	s.undo = append(s.undo, u)
 	return verdictNew, claim{}, 0
-}
-
-// prefetch looks e's key up in every generation of its partition and
-// forgets the answer: the parallel phase of a round (prepare.go) calls
-// it so that the index slots and arena entries check reads, cache misses
-// in a partition of hundreds of thousands of keys, are in the cache when
-// the ordered phase gets to e. It only reads: prepare's workers call it
-// at once, while nothing changes the state.
-func (s *keyState) prefetch(e *usageEvent) {
-	if p, ok := s.parts[e.part]; ok {
-		p.gens.Find(e.hash, e.key, math.MinInt64)
-	}
 }
 
 // hashKey is the index key of a usage key.
