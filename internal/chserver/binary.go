@@ -7,7 +7,8 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"syscall"
+
+	"github.com/driftline/driftline/internal/debpkg"
 )
 
 // EnvBinary names an environment variable that, when set, is the path of
@@ -82,6 +83,7 @@ func isExecutable(p string) bool {
 // Install installs Debian's clickhouse-server package with apt-get,
 // writing apt's output to log (nil discards it). It needs root; otherwise
 // it returns an error wrapping ErrNotRoot that names the command to run.
+// Installs of every package and process run one at a time (debpkg).
 func Install(ctx context.Context, log io.Writer) error {
 	if os.Geteuid() != 0 {
 		return fmt.Errorf("%w; Possible solutions: run `sudo sh -c '%s'`", ErrNotRoot, InstallHint)
@@ -89,7 +91,7 @@ func Install(ctx context.Context, log io.Writer) error {
 	if _, err := exec.LookPath("apt-get"); err != nil {
 		return fmt.Errorf("install clickhouse-server: apt-get not found; Possible solutions: install ClickHouse with your system's package manager or from clickhouse.com, then set %s if it is not on PATH", EnvBinary)
 	}
-	err := aptInstall(ctx, log, "clickhouse-server", "driftline-clickhouse-install.lock", InstallHint, func() error {
+	err := debpkg.Install(ctx, log, "clickhouse-server", InstallHint, func() error {
 		_, err := Find()
 		return err
 	})
@@ -98,44 +100,6 @@ func Install(ctx context.Context, log io.Writer) error {
 	}
 	if _, err := Find(); err != nil {
 		return fmt.Errorf("after installing clickhouse-server: %w", err)
-	}
-	return nil
-}
-
-// aptInstall installs Debian's package pkg with apt-get, writing apt's
-// output to log (nil discards it), unless installed finds it once the
-// machine-wide lock named lockFile is held: test binaries of several
-// packages may find it missing at the same moment, and then one installs
-// while the others wait and find it. hint is the command an operator can
-// run by hand.
-func aptInstall(ctx context.Context, log io.Writer, pkg, lockFile, hint string, installed func() error) error {
-	if log == nil {
-		log = io.Discard
-	}
-	lock, err := os.OpenFile(filepath.Join(os.TempDir(), lockFile), os.O_CREATE|os.O_RDWR, 0o600)
-	if err != nil {
-		return fmt.Errorf("install %s: %w", pkg, err)
-	}
-	defer lock.Close()
-	if err := syscall.Flock(int(lock.Fd()), syscall.LOCK_EX); err != nil {
-		return fmt.Errorf("install %s: lock: %w", pkg, err)
-	}
-	defer syscall.Flock(int(lock.Fd()), syscall.LOCK_UN)
-	if installed() == nil {
-		return nil // installed while we waited
-	}
-	for _, step := range []string{"update", "install"} {
-		// Wait for another apt (unattended upgrades) rather than fail.
-		args := []string{"-o", "DPkg::Lock::Timeout=600", step}
-		if step == "install" {
-			args = append(args, "-y", pkg)
-		}
-		cmd := exec.CommandContext(ctx, "apt-get", args...)
-		cmd.Env = append(os.Environ(), "DEBIAN_FRONTEND=noninteractive")
-		cmd.Stdout, cmd.Stderr = log, log
-		if err := cmd.Run(); err != nil {
-			return fmt.Errorf("apt-get %s: %w; Possible solutions: run `%s` by hand and read its output", step, err, hint)
-		}
 	}
 	return nil
 }

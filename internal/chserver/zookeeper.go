@@ -15,6 +15,8 @@ import (
 	"sync"
 	"syscall"
 	"time"
+
+	"github.com/driftline/driftline/internal/debpkg"
 )
 
 // Debian's zookeeper package: the server's jar (its manifest names the
@@ -55,14 +57,11 @@ func FindZooKeeper() (java string, err error) {
 // Install does clickhouse-server: root only, one installer per machine at
 // a time, apt's output to log.
 func InstallZooKeeper(ctx context.Context, log io.Writer) error {
-	if os.Geteuid() != 0 {
-		return fmt.Errorf("installing zookeeper needs root; Possible solutions: run `sudo sh -c '%s'`", ZooKeeperInstallHint)
-	}
 	findZK := func() error {
 		_, err := FindZooKeeper()
 		return err
 	}
-	if err := aptInstall(ctx, log, "zookeeper", "driftline-zookeeper-install.lock", ZooKeeperInstallHint, findZK); err != nil {
+	if err := debpkg.Install(ctx, log, "zookeeper", ZooKeeperInstallHint, findZK); err != nil {
 		return err
 	}
 	return findZK()

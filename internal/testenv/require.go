@@ -6,13 +6,12 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"os/exec"
 	"strconv"
-	"strings"
 	"testing"
 	"time"
 
 	"github.com/driftline/driftline/internal/chserver"
+	"github.com/driftline/driftline/internal/debpkg"
 )
 
 // EnvCI is set to true by CI systems (and by .ci/run). Under it a test
@@ -88,12 +87,13 @@ func Chromium(t testing.TB) string {
 	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Minute)
 	defer cancel()
 	t.Logf("testenv: installing chromium (apt-get install -y chromium)")
-	for _, args := range [][]string{{"update"}, {"install", "-y", "chromium"}} {
-		cmd := exec.CommandContext(ctx, "apt-get", append([]string{"-o", "DPkg::Lock::Timeout=600"}, args...)...)
-		cmd.Env = append(os.Environ(), "DEBIAN_FRONTEND=noninteractive")
-		if out, err := cmd.CombinedOutput(); err != nil {
-			t.Fatalf("testenv: apt-get %s: %v\n%s", strings.Join(args, " "), err, lastBytes(out, 2000))
-		}
+	var out bytes.Buffer
+	err := debpkg.Install(ctx, &out, "chromium", "apt-get update && apt-get install -y chromium", func() error {
+		_, err := os.Stat(ChromiumPath)
+		return err
+	})
+	if err != nil {
+		t.Fatalf("testenv: %v\n%s", err, lastBytes(out.Bytes(), 2000))
 	}
 	if _, err := os.Stat(ChromiumPath); err != nil {
 		t.Fatalf("testenv: chromium installed but %s is missing", ChromiumPath)
