@@ -25,8 +25,6 @@ import (
 	"log/slog"
 	"net"
 	"os"
-	"os/signal"
-	"syscall"
 	"time"
 
 	"github.com/driftline/driftline/pipeline/contract"
@@ -110,9 +108,8 @@ func run(common *service.Common, opts ingest.Options, serveOpts ingest.ServeOpti
 		}
 	}
 	if f.keysFile != "" {
-		hup := make(chan os.Signal, 1)
-		signal.Notify(hup, syscall.SIGHUP)
-		defer signal.Stop(hup)
+		hup, stopHup := service.Hangup()
+		defer stopHup()
 		go gw.WatchKeys(ctx, f.keysFile, f.keysReload, hup)
 	}
 

@@ -21,8 +21,6 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
-	"os/signal"
-	"syscall"
 	"time"
 
 	"github.com/driftline/driftline/pipeline/api"
@@ -111,9 +109,8 @@ func run() error {
 	}
 
 	if cfg.KeysFile != "" {
-		hup := make(chan os.Signal, 1)
-		signal.Notify(hup, syscall.SIGHUP)
-		defer signal.Stop(hup)
+		hup, stopHup := service.Hangup()
+		defer stopHup()
 		go guard.Watch(ctx, cfg.KeysFile, cfg.KeysReloadInterval, hup)
 	}
 	if len(cfg.Alert.Webhooks) > 0 {

@@ -17,8 +17,6 @@ import (
 	"log/slog"
 	"net/http"
 	"os"
-	"os/signal"
-	"syscall"
 	"time"
 
 	"github.com/ClickHouse/clickhouse-go/v2/lib/driver"
@@ -56,9 +54,8 @@ func run() error {
 	}
 	defer st.Close()
 	finishRater()
-	hup := make(chan os.Signal, 1)
-	signal.Notify(hup, syscall.SIGHUP)
-	defer signal.Stop(hup)
+	hup, stopHup := service.Hangup()
+	defer stopHup()
 
 	prices, err := pricebook.Open(*bookPath, slog.Default())
 	if err != nil {

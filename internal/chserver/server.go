@@ -438,7 +438,7 @@ func (s *Server) Kill() {
 
 // removePID removes the pid file if it still names this server.
 func (s *Server) removePID() {
-	if pid, err := readPID(s.dir); err == nil && pid == s.pid {
+	if pid, err := readPID(filepath.Join(s.dir, pidFile)); err == nil && pid == s.pid {
 		_ = os.Remove(filepath.Join(s.dir, pidFile))
 	}
 }
@@ -459,7 +459,7 @@ func (s *Server) signal(sig syscall.Signal) {
 // running in dir, if any: the pid file names a live process whose command
 // line names dir's config.
 func runningServer(dir string) (int, bool) {
-	pid, err := readPID(dir)
+	pid, err := readPID(filepath.Join(dir, pidFile))
 	if err != nil || !alive(pid) {
 		return 0, false
 	}
@@ -476,8 +476,9 @@ func runningServer(dir string) (int, bool) {
 	return 0, false
 }
 
-func readPID(dir string) (int, error) {
-	b, err := os.ReadFile(filepath.Join(dir, pidFile))
+// readPID reads the pid a pid file at path holds.
+func readPID(path string) (int, error) {
+	b, err := os.ReadFile(path)
 	if err != nil {
 		return 0, err
 	}

@@ -255,12 +255,8 @@ func (z *ZooKeeper) Stop() error {
 // runningZooKeeper returns the pid of the ZooKeeper a previous start left
 // running in dir, if any.
 func runningZooKeeper(dir string) (int, bool) {
-	b, err := os.ReadFile(filepath.Join(dir, zkPIDFile))
-	if err != nil {
-		return 0, false
-	}
-	pid, err := strconv.Atoi(strings.TrimSpace(string(b)))
-	if err != nil || pid <= 0 || !alive(pid) {
+	pid, err := readPID(filepath.Join(dir, zkPIDFile))
+	if err != nil || !alive(pid) {
 		return 0, false
 	}
 	return pid, true

@@ -22,6 +22,7 @@ import (
 	"github.com/driftline/driftline/pipeline/contract"
 	"github.com/driftline/driftline/pipeline/readmodel/reader"
 	"github.com/driftline/driftline/pipeline/service"
+	"github.com/driftline/driftline/pipeline/stream"
 )
 
 // Lagger reports consumer-group lag; a *kadm.Client is one.
@@ -138,12 +139,8 @@ func (o *Options) setDefaults() error {
 	if len(o.LagGroups) == 0 {
 		o.LagGroups = d.LagGroups
 	}
-	if o.QueryTimeout <= 0 {
-		o.QueryTimeout = d.QueryTimeout
-	}
-	if o.LagTimeout <= 0 {
-		o.LagTimeout = d.LagTimeout
-	}
+	stream.DefaultPositive(&o.QueryTimeout, d.QueryTimeout)
+	stream.DefaultPositive(&o.LagTimeout, d.LagTimeout)
 	if o.Registry == nil {
 		o.Registry = service.NewRegistry()
 	}
@@ -153,30 +150,18 @@ func (o *Options) setDefaults() error {
 	if o.Now == nil {
 		o.Now = time.Now
 	}
-	if o.WaitConsumer == "" {
-		o.WaitConsumer = d.WaitConsumer
-	}
-	if o.WaitPartitions <= 0 {
-		o.WaitPartitions = d.WaitPartitions
-	}
-	if o.MaxWait <= 0 {
-		o.MaxWait = d.MaxWait
-	}
+	stream.Default(&o.WaitConsumer, d.WaitConsumer)
+	stream.DefaultPositive(&o.WaitPartitions, d.WaitPartitions)
+	stream.DefaultPositive(&o.MaxWait, d.MaxWait)
 	if o.Guard == nil {
 		return errors.New("api: Options.Guard is required; Possible solutions: access.NewGuard over the keys file (or keys.LocalKeyring in local_parity)")
 	}
-	if o.MaxConcurrent <= 0 {
-		o.MaxConcurrent = d.MaxConcurrent
-	}
-	if o.MaxExportRows <= 0 {
-		o.MaxExportRows = d.MaxExportRows
-	}
+	stream.DefaultPositive(&o.MaxConcurrent, d.MaxConcurrent)
+	stream.DefaultPositive(&o.MaxExportRows, d.MaxExportRows)
 	if o.Topics.Commands == "" {
 		o.Topics = d.Topics
 	}
-	if o.Environment == "" {
-		o.Environment = d.Environment
-	}
+	stream.Default(&o.Environment, d.Environment)
 	return nil
 }
 

@@ -12,6 +12,7 @@ import (
 	"github.com/driftline/driftline/pipeline/contract"
 	"github.com/driftline/driftline/pipeline/contract/keys"
 	"github.com/driftline/driftline/pipeline/service"
+	"github.com/driftline/driftline/pipeline/stream"
 )
 
 // Defaults of Options.
@@ -178,21 +179,21 @@ func (o *Options) validate() error {
 			return errors.New("a topic name is empty")
 		}
 	}
-	setDefault(&o.MaxBodyBytes, DefaultMaxBodyBytes)
-	setDefault(&o.MaxInflight, DefaultMaxInflight)
-	setDefault(&o.MaxInflightBytes, DefaultMaxInflightBytes)
-	setDefault(&o.MaxLines, DefaultMaxLines)
+	stream.DefaultPositive(&o.MaxBodyBytes, DefaultMaxBodyBytes)
+	stream.DefaultPositive(&o.MaxInflight, DefaultMaxInflight)
+	stream.DefaultPositive(&o.MaxInflightBytes, DefaultMaxInflightBytes)
+	stream.DefaultPositive(&o.MaxLines, DefaultMaxLines)
 	if o.MaxInflightBytes < o.MaxBodyBytes {
 		return fmt.Errorf("MaxInflightBytes %d is below MaxBodyBytes %d: a largest request could never be admitted", o.MaxInflightBytes, o.MaxBodyBytes)
 	}
-	setDefault(&o.ProduceTimeout, DefaultProduceTimeout)
-	setDefault(&o.Linger, DefaultLinger)
-	setDefault(&o.MaxBufferedRecords, DefaultMaxBufferedRecords)
-	setDefault(&o.DedupeCapacity, DefaultDedupeCapacity)
-	setDefault(&o.QuarantineLineLimit, DefaultQuarantineLineLimit)
-	setDefault(&o.RetryAfter, DefaultRetryAfter)
-	setDefault(&o.PartitionCacheTTL, DefaultPartitionCacheTTL)
-	setDefault(&o.MaxClockSkew, DefaultMaxClockSkew)
+	stream.DefaultPositive(&o.ProduceTimeout, DefaultProduceTimeout)
+	stream.DefaultPositive(&o.Linger, DefaultLinger)
+	stream.DefaultPositive(&o.MaxBufferedRecords, DefaultMaxBufferedRecords)
+	stream.DefaultPositive(&o.DedupeCapacity, DefaultDedupeCapacity)
+	stream.DefaultPositive(&o.QuarantineLineLimit, DefaultQuarantineLineLimit)
+	stream.DefaultPositive(&o.RetryAfter, DefaultRetryAfter)
+	stream.DefaultPositive(&o.PartitionCacheTTL, DefaultPartitionCacheTTL)
+	stream.DefaultPositive(&o.MaxClockSkew, DefaultMaxClockSkew)
 	if o.Registry == nil {
 		o.Registry = service.NewRegistry()
 	}
@@ -203,10 +204,4 @@ func (o *Options) validate() error {
 		o.now = time.Now
 	}
 	return nil
-}
-
-func setDefault[T int | int64 | time.Duration](v *T, def T) {
-	if *v <= 0 {
-		*v = def
-	}
 }

@@ -22,3 +22,12 @@ func Main(name string, run func() error) {
 func SignalContext() (ctx context.Context, stop context.CancelFunc) {
 	return signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 }
+
+// Hangup returns a channel that receives SIGHUP, the signal on which a
+// Driftline process rereads a file it watches (keys file, price book) at
+// once; stop releases it.
+func Hangup() (hup <-chan os.Signal, stop func()) {
+	c := make(chan os.Signal, 1)
+	signal.Notify(c, syscall.SIGHUP)
+	return c, func() { signal.Stop(c) }
+}

@@ -172,6 +172,16 @@ func committed(t *testing.T, cl *kgo.Client, topic string, want int64) {
 	})
 }
 
+// runUntilCommitted runs a member with c over topic until the group has
+// committed want records of it, stops it and returns Run's error.
+func runUntilCommitted(t *testing.T, brokers []string, cl *kgo.Client, topic string, c *counter, want int64) error {
+	t.Helper()
+	stop, done := start(t, brokers, topic, c, 0)
+	committed(t, cl, topic, want)
+	stop()
+	return <-done
+}
+
 // TestMemberRestoresTheCommittedState: a member commits what it applied;
 // its successor restores exactly that by replaying up to the committed
 // offsets, then applies the rest; each group callback settles first, and
@@ -179,10 +189,7 @@ func committed(t *testing.T, cl *kgo.Client, topic string, want int64) {
 func TestMemberRestoresTheCommittedState(t *testing.T) {
 	brokers, names, cl := producedUsage(t, 100)
 	first := &counter{}
-	stop, done := start(t, brokers, names.Usage, first, 0)
-	committed(t, cl, names.Usage, 100)
-	stop()
-	if err := <-done; err != nil {
+	if err := runUntilCommitted(t, brokers, cl, names.Usage, first, 100); err != nil {
 		t.Fatalf("first run: %v", err)
 	}
 	if first.restored != 0 || first.applied != 100 || first.stopped != 1 {
@@ -191,10 +198,7 @@ func TestMemberRestoresTheCommittedState(t *testing.T) {
 
 	produce(t, cl, names.Usage, 50)
 	second := &counter{}
-	stop, done = start(t, brokers, names.Usage, second, 0)
-	committed(t, cl, names.Usage, 150)
-	stop()
-	if err := <-done; err != nil {
+	if err := runUntilCommitted(t, brokers, cl, names.Usage, second, 150); err != nil {
 		t.Fatalf("second run: %v", err)
 	}
 	if second.restored != 100 || second.applied != 50 {
@@ -241,10 +245,7 @@ func TestMemberLeavesWhenRestoreFails(t *testing.T) {
 func TestMemberRejoins(t *testing.T) {
 	brokers, names, cl := producedUsage(t, 100)
 	c := &counter{rejoin: true}
-	stop, done := start(t, brokers, names.Usage, c, 0)
-	committed(t, cl, names.Usage, 100)
-	stop()
-	if err := <-done; err != nil {
+	if err := runUntilCommitted(t, brokers, cl, names.Usage, c, 100); err != nil {
 		t.Fatalf("Run = %v, want nil after rejoining", err)
 	}
 	if c.rejoin {
@@ -267,11 +268,7 @@ func TestMemberRejoins(t *testing.T) {
 // by the member that keeps it, with the committed state.
 func TestMemberSettlesBeforeRestoring(t *testing.T) {
 	brokers, names, cl := producedUsage(t, 100)
-	first := &counter{}
-	stop, done := start(t, brokers, names.Usage, first, 0)
-	committed(t, cl, names.Usage, 100)
-	stop()
-	if err := <-done; err != nil {
+	if err := runUntilCommitted(t, brokers, cl, names.Usage, &counter{}, 100); err != nil {
 		t.Fatalf("first run: %v", err)
 	}
 

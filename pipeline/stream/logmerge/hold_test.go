@@ -40,6 +40,16 @@ func popAll(t *testing.T, m *Merge) []int64 {
 	return got
 }
 
+// wantReleased pops as popAll and fails unless the merge released the
+// records timestamped want (ms), in that order; why says when or why the
+// test expects them.
+func wantReleased(t *testing.T, m *Merge, why string, want ...int64) {
+	t.Helper()
+	if got := popAll(t, m); !slices.Equal(got, want) {
+		t.Fatalf("released %v, want %v %s", got, want, why)
+	}
+}
+
 // TestHoldWaitsForAnIdleStream: a release possible only because a stream
 // is caught up and empty waits for the hold, and goes ahead once it has
 // lasted H; the hold that ran out is counted.
@@ -48,17 +58,11 @@ func TestHoldWaitsForAnIdleStream(t *testing.T) {
 	m, clock := heldMerge(2, h)
 	m.Push(0, []*kgo.Record{rec(10, 0)}, 0)
 	m.Push(1, []*kgo.Record{rec(5, 0)}, 0)
-	if got := popAll(t, m); !slices.Equal(got, []int64{5}) {
-		t.Fatalf("released %v, want [5] (stream 0 has a head, stream 1 ran empty)", got)
-	}
+	wantReleased(t, m, "(stream 0 has a head, stream 1 ran empty)", 5)
 	clock.add(h - time.Nanosecond)
-	if got := popAll(t, m); len(got) != 0 {
-		t.Fatalf("released %v before the hold ran out", got)
-	}
+	wantReleased(t, m, "before the hold ran out")
 	clock.add(time.Nanosecond)
-	if got := popAll(t, m); !slices.Equal(got, []int64{10}) {
-		t.Fatalf("released %v after the hold, want [10]", got)
-	}
+	wantReleased(t, m, "after the hold", 10)
 	parts := map[int32]*Merge{0: m}
 	self := func(m *Merge) *Merge { return m }
 	if n := TakeHoldsExpiredAll(parts, self); n != 1 {
@@ -78,42 +82,28 @@ func TestHoldWaitsForAnIdleStream(t *testing.T) {
 func TestHoldEndsWhenTheIdleStreamGetsRecords(t *testing.T) {
 	m, clock := heldMerge(3, time.Minute)
 	m.Push(0, []*kgo.Record{rec(20, 0), rec(30, 1)}, 0)
-	if got := popAll(t, m); len(got) != 0 {
-		t.Fatalf("released %v while streams 1 and 2 are idle", got)
-	}
+	wantReleased(t, m, "while streams 1 and 2 are idle")
 	clock.add(time.Second)
 	m.Push(1, []*kgo.Record{rec(15, 0)}, 0)
-	if got := popAll(t, m); len(got) != 0 {
-		t.Fatalf("released %v while stream 2 is idle", got)
-	}
+	wantReleased(t, m, "while stream 2 is idle")
 	clock.add(time.Second)
 	m.Push(2, []*kgo.Record{rec(12, 0), rec(25, 1)}, 0)
 	// 12 and 15 go; 20 waits for stream 1, empty again (a new idle spell).
-	if got := popAll(t, m); !slices.Equal(got, []int64{12, 15}) {
-		t.Fatalf("released %v, want [12 15]", got)
-	}
+	wantReleased(t, m, "", 12, 15)
 	m.Push(1, []*kgo.Record{rec(40, 1)}, 0)
-	if got := popAll(t, m); !slices.Equal(got, []int64{20, 25}) {
-		t.Fatalf("released %v, want [20 25] (then stream 2 is empty)", got)
-	}
+	wantReleased(t, m, "(then stream 2 is empty)", 20, 25)
 	// Every stream with a head: nothing held.
 	m.Push(2, []*kgo.Record{rec(35, 2)}, 0)
-	if got := popAll(t, m); !slices.Equal(got, []int64{30}) {
-		t.Fatalf("released %v, want [30]", got)
-	}
+	wantReleased(t, m, "", 30)
 	if m.Late != 0 {
 		t.Fatalf("%d late records", m.Late)
 	}
 	// A stream that says it has more ends its idle spell too; the merge
 	// waits for it as without a hold.
 	m.Push(0, nil, 3)
-	if got := popAll(t, m); len(got) != 0 {
-		t.Fatalf("released %v while stream 0 has more records", got)
-	}
+	wantReleased(t, m, "while stream 0 has more records")
 	m.Push(0, []*kgo.Record{rec(50, 5)}, 0)
-	if got := popAll(t, m); !slices.Equal(got, []int64{35}) {
-		t.Fatalf("released %v, want [35] (then stream 2 is empty)", got)
-	}
+	wantReleased(t, m, "(then stream 2 is empty)", 35)
 }
 
 // TestHoldIdleTopicCostsOnce: a stream nobody writes to holds the first
@@ -123,13 +113,9 @@ func TestHoldIdleTopicCostsOnce(t *testing.T) {
 	const h = time.Second
 	m, clock := heldMerge(2, h)
 	m.Push(0, []*kgo.Record{rec(10, 0)}, 0)
-	if got := popAll(t, m); len(got) != 0 {
-		t.Fatalf("released %v at once", got)
-	}
+	wantReleased(t, m, "at once")
 	clock.add(h)
-	if got := popAll(t, m); !slices.Equal(got, []int64{10}) {
-		t.Fatalf("released %v, want [10]", got)
-	}
+	wantReleased(t, m, "", 10)
 	for i := range int64(5) {
 		clock.add(time.Millisecond)
 		m.Push(0, []*kgo.Record{rec(20+2*i, 1+2*i), rec(21+2*i, 2+2*i)}, 0)
@@ -143,13 +129,9 @@ func TestHoldIdleTopicCostsOnce(t *testing.T) {
 	// Records of the idle stream end its spell: the next one holds again.
 	m.Push(1, []*kgo.Record{rec(40, 0)}, 0)
 	m.Push(0, []*kgo.Record{rec(45, 11)}, 0)
-	if got := popAll(t, m); !slices.Equal(got, []int64{40}) {
-		t.Fatalf("released %v, want [40]", got)
-	}
+	wantReleased(t, m, "", 40)
 	clock.add(h)
-	if got := popAll(t, m); !slices.Equal(got, []int64{45}) {
-		t.Fatalf("released %v, want [45]", got)
-	}
+	wantReleased(t, m, "", 45)
 }
 
 // TestHoldAcrossAnOutage: a stream that ran empty when nothing more was
@@ -161,26 +143,18 @@ func TestHoldAcrossAnOutage(t *testing.T) {
 	m, clock := heldMerge(2, h)
 	m.Push(0, []*kgo.Record{rec(10, 0)}, 0)
 	m.Push(1, []*kgo.Record{rec(10, 0)}, 0)
-	if got := popAll(t, m); !slices.Equal(got, []int64{10}) {
-		t.Fatalf("released %v, want [10]", got)
-	}
+	wantReleased(t, m, "", 10)
 	clock.add(h)
-	if got := popAll(t, m); !slices.Equal(got, []int64{10}) {
-		t.Fatalf("released %v after the hold, want [10]", got)
-	}
+	wantReleased(t, m, "after the hold", 10)
 	// Both streams empty; stream 1 has held nothing since it ran empty.
 	clock.add(time.Minute) // nothing fetched
 	now := clock.now().UnixMilli()
 	m.Push(0, []*kgo.Record{rec(now, 1)}, 0)
 	m.Push(1, nil, 0) // a fetch of stream 1 with markers only
-	if got := popAll(t, m); len(got) != 0 {
-		t.Fatalf("released %v after the outage without waiting", got)
-	}
+	wantReleased(t, m, "right after the outage")
 	clock.add(h / 2)
 	m.Push(1, []*kgo.Record{rec(now-1000, 1)}, 0) // timestamped before the other
-	if got := popAll(t, m); !slices.Equal(got, []int64{now - 1000}) {
-		t.Fatalf("released %v, want [%d]", got, now-1000)
-	}
+	wantReleased(t, m, "", now-1000)
 	if m.Late != 0 {
 		t.Fatalf("%d late records", m.Late)
 	}
@@ -195,16 +169,12 @@ func TestHoldNotForOldRecords(t *testing.T) {
 	clock.add(time.Minute)
 	now := clock.now().UnixMilli()
 	m.Push(0, []*kgo.Record{rec(now-5000, 0), rec(now-1000, 1), rec(now-999, 2), rec(now, 3)}, 0)
-	if got := popAll(t, m); !slices.Equal(got, []int64{now - 5000, now - 1000}) {
-		t.Fatalf("released %v, want the two records H or more old", got)
-	}
+	wantReleased(t, m, "(the two records H or more old)", now-5000, now-1000)
 	if m.hold.expired != 0 || !m.hold.since[1].Equal(clock.now()) {
 		t.Fatalf("holds expired %d, clock of stream 1 from %v: want it started by the first record it held", m.hold.expired, m.hold.since[1])
 	}
 	clock.add(h)
-	if got := popAll(t, m); !slices.Equal(got, []int64{now - 999, now}) {
-		t.Fatalf("released %v, want the rest after the hold", got)
-	}
+	wantReleased(t, m, "(the rest, after the hold)", now-999, now)
 }
 
 // TestHoldWaitsForAPausedStream: a paused stream that ran empty (drained
@@ -217,32 +187,22 @@ func TestHoldWaitsForAPausedStream(t *testing.T) {
 	m.Push(1, []*kgo.Record{rec(5, 0)}, 0)
 	m.Paused[1] = true
 	m.Push(0, []*kgo.Record{rec(10, 0)}, 0)
-	if got := popAll(t, m); !slices.Equal(got, []int64{5}) {
-		t.Fatalf("released %v, want [5]", got)
-	}
+	wantReleased(t, m, "", 5)
 	clock.add(time.Hour) // the record of stream 0 is old now, and still waits
-	if got := popAll(t, m); len(got) != 0 {
-		t.Fatalf("released %v while stream 1 is paused and empty", got)
-	}
+	wantReleased(t, m, "while stream 1 is paused and empty")
 	now := clock.now().UnixMilli()
 	m.Push(0, []*kgo.Record{rec(now, 1)}, 0)
 	m.Paused[1] = false // resumed
-	if got := popAll(t, m); !slices.Equal(got, []int64{10}) {
-		t.Fatalf("released %v after the resume, want the old record [10] only", got)
-	}
+	wantReleased(t, m, "after the resume (the old record only)", 10)
 	clock.add(h)
-	if got := popAll(t, m); !slices.Equal(got, []int64{now}) {
-		t.Fatalf("released %v, want [%d]", got, now)
-	}
+	wantReleased(t, m, "", now)
 }
 
 // TestHoldZeroIsNone: a zero hold releases as a merge without one.
 func TestHoldZeroIsNone(t *testing.T) {
 	m, _ := heldMerge(2, 0)
 	m.Push(0, []*kgo.Record{rec(10, 0), rec(20, 1)}, 0)
-	if got := popAll(t, m); !slices.Equal(got, []int64{10, 20}) {
-		t.Fatalf("released %v, want [10 20]", got)
-	}
+	wantReleased(t, m, "", 10, 20)
 }
 
 // TestHoldReadyAgreesWithPop: on random pushes, pauses and clock steps,

@@ -12,6 +12,15 @@ func rec(ms int64, off int64) *kgo.Record {
 	return &kgo.Record{Timestamp: time.UnixMilli(ms), Offset: off}
 }
 
+// fromStart consumes partition 0 of each of topics from its first offset.
+func fromStart(topics ...string) kgo.Opt {
+	start := map[string]map[int32]kgo.Offset{}
+	for _, topic := range topics {
+		start[topic] = map[int32]kgo.Offset{0: kgo.NewOffset().AtStart()}
+	}
+	return kgo.ConsumePartitions(start)
+}
+
 func TestPopOrderTiesAndWaits(t *testing.T) {
 	var (
 		q  [3][]*kgo.Record

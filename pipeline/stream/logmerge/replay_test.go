@@ -22,11 +22,7 @@ func TestMain(m *testing.M) { testenv.Main(m) }
 func TestReadToTransactionalTail(t *testing.T) {
 	brokers, names := testenv.Kafka(t, 1)
 	topic := names.Rated
-	prod, err := kgo.NewClient(kgo.SeedBrokers(brokers...), kgo.TransactionalID("readto-test"), kgo.DefaultProduceTopic(topic))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer prod.Close()
+	prod := testenv.KafkaClient(t, brokers, kgo.TransactionalID("readto-test"), kgo.DefaultProduceTopic(topic))
 	ctx := context.Background()
 	for range 3 { // three transactions of two records each
 		if err := prod.BeginTransaction(); err != nil {
@@ -52,8 +48,7 @@ func TestReadToTransactionalTail(t *testing.T) {
 	}
 
 	read := func(target int64, timeout time.Duration) (int, error) {
-		cl, err := kgo.NewClient(append([]kgo.Opt{kgo.SeedBrokers(brokers...),
-			kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{topic: {0: kgo.NewOffset().AtStart()}})}, ReplayOpts()...)...)
+		cl, err := kgo.NewClient(append([]kgo.Opt{kgo.SeedBrokers(brokers...), fromStart(topic)}, ReplayOpts()...)...)
 		if err != nil {
 			t.Fatal(err)
 		}

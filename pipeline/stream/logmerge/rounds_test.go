@@ -60,11 +60,7 @@ func TestRoundsDrain(t *testing.T) {
 	brokers, names := testenv.Kafka(t, 1)
 	topic := names.Observations
 	ctx := context.Background()
-	prod, err := kgo.NewClient(kgo.SeedBrokers(brokers...), kgo.DefaultProduceTopic(topic))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer prod.Close()
+	prod := testenv.KafkaClient(t, brokers, kgo.DefaultProduceTopic(topic))
 	produce := func(n int) {
 		t.Helper()
 		recs := make([]*kgo.Record, n)
@@ -75,12 +71,7 @@ func TestRoundsDrain(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	cl, err := kgo.NewClient(kgo.SeedBrokers(brokers...),
-		kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{topic: {0: kgo.NewOffset().AtStart()}}))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cl.Close()
+	cl := testenv.KafkaClient(t, brokers, fromStart(topic))
 	var applied, end int64
 	apply := func(fetches kgo.Fetches) (int, int64) {
 		n := fetches.NumRecords()
@@ -118,11 +109,7 @@ func TestRoundTakesWholeFetches(t *testing.T) {
 	brokers, names := testenv.Kafka(t, 1)
 	topics := []string{names.PlatformRecords, names.Observations}
 	ctx := context.Background()
-	prod, err := kgo.NewClient(kgo.SeedBrokers(brokers...))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer prod.Close()
+	prod := testenv.KafkaClient(t, brokers)
 	base := time.UnixMilli(1_800_000_000_000)
 	var recs []*kgo.Record
 	for i := range 4 { // records at 0 and 2 ms, observations at 1 and 3 ms
@@ -131,16 +118,7 @@ func TestRoundTakesWholeFetches(t *testing.T) {
 	if err := prod.ProduceSync(ctx, recs...).FirstErr(); err != nil {
 		t.Fatal(err)
 	}
-	start := map[string]map[int32]kgo.Offset{}
-	for _, topic := range topics {
-		start[topic] = map[int32]kgo.Offset{0: kgo.NewOffset().AtStart()}
-	}
-	cl, err := kgo.NewClient(kgo.SeedBrokers(brokers...), kgo.ConsumePartitions(start), kgo.FetchMinBytes(1),
-		kgo.FetchMaxWait(time.Second))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cl.Close()
+	cl := testenv.KafkaClient(t, brokers, fromStart(topics...), kgo.FetchMinBytes(1), kgo.FetchMaxWait(time.Second))
 	// Wait until one fetch holds all four, so the round's first poll finds
 	// them buffered together.
 	testenv.CheckFor(t, 10*time.Second, func() error {
@@ -182,23 +160,11 @@ func TestRoundReleasesAHeldRecord(t *testing.T) {
 	brokers, names := testenv.Kafka(t, 1)
 	topics := []string{names.PlatformRecords, names.Observations}
 	ctx := context.Background()
-	prod, err := kgo.NewClient(kgo.SeedBrokers(brokers...))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer prod.Close()
+	prod := testenv.KafkaClient(t, brokers)
 	if err := prod.ProduceSync(ctx, &kgo.Record{Topic: topics[1], Value: []byte("v")}).FirstErr(); err != nil {
 		t.Fatal(err)
 	}
-	start := map[string]map[int32]kgo.Offset{}
-	for _, topic := range topics {
-		start[topic] = map[int32]kgo.Offset{0: kgo.NewOffset().AtStart()}
-	}
-	cl, err := kgo.NewClient(kgo.SeedBrokers(brokers...), kgo.ConsumePartitions(start), kgo.FetchMaxWait(FetchMaxWait))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cl.Close()
+	cl := testenv.KafkaClient(t, brokers, fromStart(topics...), kgo.FetchMaxWait(FetchMaxWait))
 
 	const hold = 300 * time.Millisecond
 	m := NewMerge(len(topics))

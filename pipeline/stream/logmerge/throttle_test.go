@@ -70,11 +70,7 @@ func TestThrottleMerge(t *testing.T) {
 	brokers, names := testenv.Kafka(t, 1)
 	early, late := names.PlatformRecords, names.Observations
 	ctx := context.Background()
-	prod, err := kgo.NewClient(kgo.SeedBrokers(brokers...), kgo.ProducerLinger(0))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer prod.Close()
+	prod := testenv.KafkaClient(t, brokers, kgo.ProducerLinger(0))
 	const n = 6000
 	base := time.UnixMilli(1_700_000_000_000)
 	var recs []*kgo.Record
@@ -92,13 +88,8 @@ func TestThrottleMerge(t *testing.T) {
 		recs = recs[k:]
 	}
 
-	cl, err := kgo.NewClient(kgo.SeedBrokers(brokers...),
-		kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{early: {0: kgo.NewOffset().AtStart()}, late: {0: kgo.NewOffset().AtStart()}}),
+	cl := testenv.KafkaClient(t, brokers, fromStart(early, late),
 		kgo.FetchMaxBytes(64<<10), kgo.FetchMaxPartitionBytes(32<<10), kgo.KeepControlRecords())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cl.Close()
 	m, q, pa := twoStreams()
 	topics := []string{early, late}
 	th := Throttle{High: 1000, Low: 200}
