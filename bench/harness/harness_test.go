@@ -153,12 +153,52 @@ func TestReportAndPlot(t *testing.T) {
 	}
 	// A phase of 1 s says that fixed costs weigh on its rate; one of
 	// shortPhase or longer does not.
-	if !strings.Contains(md, "A phase of 1.0 s is weighed on") {
+	if !strings.Contains(md, "A joiner phase of 1.0 s is weighed on") {
 		t.Errorf("short phase not marked:\n%s", md)
 	}
 	rep.Sizes[0].Joiners[0].Seconds = shortPhase.Seconds()
 	if md := renderMarkdown(rep); strings.Contains(md, "is weighed on") {
 		t.Errorf("phase of %v marked short", shortPhase)
+	}
+}
+
+// A size of 10M events or more states each goal it measures beside the
+// run's figure, met or not; a smaller size states none.
+func TestReportGoals(t *testing.T) {
+	mb := int64(1 << 20)
+	joiner := func(procs int, cpu float64, rss int64, steady float64) consumerResult {
+		return consumerResult{Processes: procs, Records: 10_000_000, End: 10_000_000, CaughtUp: true, Seconds: 10, RecordsPerSec: 1_000_000,
+			Usage:  []usage{{Name: "joiner", CPUSeconds: cpu * 10, PeakRSS: rss * mb}, {Name: "clickhouse", CPUSeconds: 99, PeakRSS: 9999 * mb}},
+			Steady: &steadyWindow{CPUPerMillion: steady}}
+	}
+	rater := consumerResult{Records: 4_000_000, End: 4_000_000, CaughtUp: true, RecordsPerSec: 300_000,
+		Usage: []usage{{Name: "rater", CPUSeconds: 8, PeakRSS: 800 * mb}}}
+	naive := consumerResult{Records: 10_000_000, End: 10_000_000, CaughtUp: true, RecordsPerSec: 100_000,
+		Usage: []usage{{Name: "naive", CPUSeconds: 150}}}
+	s := sizeResult{Name: "10M", Identities: 1_333_314, Produce: produced{Lines: 13_735_642},
+		Joiners: []consumerResult{joiner(1, 1.4, 900, 1.4), joiner(2, 1.5, 500, 1.7)}, Rater: &rater, Naive: &naive}
+	rep := &report{NaiveBatch: 50000}
+	var b strings.Builder
+	writeGoals(func(f string, a ...any) { fmt.Fprintf(&b, f, a...) }, rep, s)
+	md := b.String()
+	for _, want := range []string{
+		"| joiner x1, topics to committed findings | at least 800,000 records/s | 1,000,000 records/s | met |",
+		"| joiner x1, its own CPU | at most 1.5 s per million records | 1.40 s | met |",
+		"| joiner x1, peak RSS at 1,333,314 identities | at most 1 GiB | 900 MiB | met |",
+		"| joiner x2, CPU per record against x1 | at most 1.15 | 1.07 over the whole phase, 1.21 settled | not met |",
+		"| rater, usage to billing.rated with transactions | at least 400,000 records/s | 300,000 records/s | not met |",
+		"| rater, its own CPU | at most 3.0 s per million records | 2.00 s | met |",
+		"joiner x1 did 10.0× its records/s at 10.7× less CPU",
+	} {
+		if !strings.Contains(md, want) {
+			t.Errorf("goals lack %q:\n%s", want, md)
+		}
+	}
+	b.Reset()
+	s.Produce.Lines = 1_373_770
+	writeGoals(func(f string, a ...any) { fmt.Fprintf(&b, f, a...) }, rep, s)
+	if b.Len() != 0 {
+		t.Errorf("a 1M run states goals:\n%s", b.String())
 	}
 }
 

@@ -103,8 +103,15 @@ func main() {
 	flag.StringVar(&o.plot, "plot", "", "write the scaling plot to this PNG file (e.g. bench/scaling.png); always written to the run directory")
 	flag.StringVar(&o.binDir, "bin", "bin", "directory of the pipeline binaries (make build) and bin/naive")
 	flag.BoolVar(&o.profile, "profile", false, "write a CPU profile of every joiner, rater and billing process next to its log (log/<name>.cpu.pprof), and of the harness while it feeds the latency phase (log/latency-feeder.cpu.pprof)")
+	render := flag.String("render", "", "run nothing: write the report of an earlier run from its results.json (this path) to -results, e.g. after changing the report's format")
 	flag.BoolVar(&o.keep, "keep", false, "keep each stack's broker and ClickHouse data in the run directory (logs are always kept)")
 	flag.Parse()
+	if *render != "" {
+		if err := renderFile(*render, o.results); err != nil {
+			log.Fatalf("harness: %v", err)
+		}
+		return
+	}
 	o.command = "go run ./bench/harness " + strings.Join(os.Args[1:], " ")
 	o.memFloor = int64(*memFloor * (1 << 30))
 	var err error
@@ -127,6 +134,30 @@ func main() {
 	if err := run(ctx, o); err != nil {
 		log.Fatalf("harness: %v", err)
 	}
+}
+
+// renderFile writes the report of the results.json at path to out (the
+// run directory's RESULTS.md when out is empty).
+func renderFile(path, out string) error {
+	raw, err := os.ReadFile(path)
+	if err != nil {
+		return err
+	}
+	rep := new(report)
+	if err := json.Unmarshal(raw, rep); err != nil {
+		return fmt.Errorf("%s: %w", path, err)
+	}
+	if out == "" {
+		out = filepath.Join(filepath.Dir(path), "RESULTS.md")
+	}
+	if _, err := os.Stat(filepath.Join(filepath.Dir(path), "scaling.png")); err == nil {
+		rep.PlotPath = "scaling.png" // the report links it beside itself
+	}
+	if err := os.WriteFile(out, []byte(renderMarkdown(rep)), 0o644); err != nil {
+		return err
+	}
+	log.Printf("wrote %s", out)
+	return nil
 }
 
 func run(ctx context.Context, o options) error {
