@@ -15,9 +15,9 @@
 #                figures in bench/RESULTS.md and bench/scaling.png (1M and 10M events;
 #                latency at 100,000 events/s)
 #   make bench-fleet  10M identities over 8 joiners (one scan round, no usage: about
-#                22.5M events); at the 5M run's 1.9 GiB per million identities the joiners
-#                need about 19 GiB together, and the harness stops a phase that would
-#                leave less than 1.5 GiB (-mem.floor)
+#                22.5M events); the joiners need about 20 GiB together (19.7 GiB when
+#                the last run reached the harness's floor: it stops a phase that would
+#                leave less than 1.5 GiB, -mem.floor)
 #   make bench-micro  Go benchmarks of bench/ and pipeline/, with allocations
 #   make fuzz    run every fuzz target of the tree (each decoder of outside input)
 #                for FUZZTIME (1m) each

@@ -156,6 +156,11 @@ func TestReportAndPlot(t *testing.T) {
 	if !strings.Contains(md, "A joiner phase of 1.0 s is weighed on") {
 		t.Errorf("short phase not marked:\n%s", md)
 	}
+	// A phase stopped before the end was not compared with the truth.
+	rep.Sizes[0].Joiners[1].Truth = ""
+	if md := renderMarkdown(rep); !strings.Contains(md, "- joiner x2: not compared with the ground truth") {
+		t.Errorf("a phase without a comparison is not marked:\n%s", md)
+	}
 	rep.Sizes[0].Joiners[0].Seconds = shortPhase.Seconds()
 	if md := renderMarkdown(rep); strings.Contains(md, "is weighed on") {
 		t.Errorf("phase of %v marked short", shortPhase)

@@ -468,6 +468,10 @@ func insertsName(batch int) string {
 func writeFindings(w func(string, ...any), rep *report, s sizeResult) {
 	w("### Findings\n\n")
 	for _, r := range s.Joiners {
+		if r.Truth == "" {
+			w("- joiner x%d: not compared with the ground truth (the phase did not finish).\n", r.Processes)
+			continue
+		}
 		w("- joiner x%d: %s findings in `%s.drift_evidence`; against the ground truth: **%s**.\n", r.Processes, thousands(float64(r.Findings)), r.Database, r.Truth)
 	}
 	w("\n| classification | ground truth | joiner x%d | %s |\n|---|---|---|---|\n", firstProcs(s), baselineName(rep.NaiveBatch))
