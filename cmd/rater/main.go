@@ -16,7 +16,6 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
-	"os"
 	"time"
 
 	"github.com/ClickHouse/clickhouse-go/v2/lib/driver"
@@ -71,11 +70,9 @@ func run() error {
 	if !*raterOn && !*billingOn {
 		return fmt.Errorf("-rater.enabled=false and -billing.enabled=false leave nothing to run")
 	}
-	if !*billingOn || !*raterOn {
-		rater.TuneGC(!*raterOn) // one of the two alone: docs/sizing.md
-	}
-	if !*raterOn && os.Getenv("GOGC") == "" {
-		bo.GCHeadroom = 128 << 20 // the reconciler alone paces its collector (reconcile.Options)
+	if !*billingOn || !*raterOn { // one of the two alone paces its collector: docs/sizing.md
+		ro.GCHeadroom = rater.TuneGC(!*raterOn)
+		bo.GCHeadroom = ro.GCHeadroom
 	}
 	ro.Prices, bo.Prices = prices, prices
 	var rt *rater.Rater

@@ -26,8 +26,13 @@ func (p *processor) Apply(ctx context.Context, fetches kgo.Fetches) (int, int64)
 	return n, 0
 }
 
-// Flush ends the round's transaction.
-func (p *processor) Flush(context.Context, stream.Round) error { return (*Rater)(p).end() }
+// Flush ends the round's transaction, then paces the collector.
+func (p *processor) Flush(context.Context, stream.Round) error {
+	r := (*Rater)(p)
+	err := r.end()
+	r.gc.AfterRound()
+	return err
+}
 
 // Settle has nothing to wait for: a round ends before a rebalance, and
 // one the group revoked partitions under is aborted by the session.

@@ -52,7 +52,7 @@ type Options struct {
 	// remembered until its usage's occurred_at is more than Horizon
 	// behind the partition's watermark, and usage that occurred earlier
 	// than that is quarantined (late_event), never rated (state.go).
-	// Longer remembers more keys (about 100 bytes each, docs/sizing.md)
+	// Longer remembers more keys (64-93 bytes each, docs/sizing.md)
 	// and accepts later redeliveries. Default 48h, the billing
 	// reconciler's horizon.
 	Horizon time.Duration
@@ -63,6 +63,15 @@ type Options struct {
 	// the bytes (bench/rater). Default snappy, the cheapest codec that
 	// compresses.
 	Compression string
+	// GCHeadroom, when positive, lets the rater pace the process's
+	// collector after each transaction: GOGC is set so that the heap grows
+	// by about this many bytes beyond the live heap between two
+	// collections, within 10% and 25% of the live heap (service.GCPacer).
+	// The usage keys hold no pointers, so a collection marks little more
+	// than the round's records. For a process that runs the rater alone
+	// (bin/rater -billing.enabled=false sets 128 MiB unless GOGC is set).
+	// Default 0: the collector is left alone.
+	GCHeadroom uint64
 	// Now is the clock of rated_at. Default time.Now.
 	Now func() time.Time
 }

@@ -52,6 +52,7 @@ import (
 
 	"github.com/driftline/driftline/pipeline/billing/pricebook"
 	"github.com/driftline/driftline/pipeline/contract"
+	"github.com/driftline/driftline/pipeline/service"
 	"github.com/driftline/driftline/pipeline/stream"
 )
 
@@ -86,6 +87,8 @@ type Rater struct {
 	in        []*kgo.Record
 	prepared  []prepared
 	spareRecs []kgo.Record
+	// gc paces the collector after each transaction (Options.GCHeadroom).
+	gc service.GCPacer
 }
 
 // New connects to the brokers and returns a Rater. With transactions on,
@@ -97,6 +100,7 @@ func New(ctx context.Context, opts Options) (*Rater, error) {
 	}
 	r := &Rater{
 		opts:    opts,
+		gc:      service.GCPacer{Headroom: opts.GCHeadroom},
 		m:       newMetrics(opts.Registerer),
 		decoder: contract.NewDecoder(contract.Validator{Environment: opts.Environment, ZeroCopy: true}),
 		state:   newKeyState(opts.Horizon),

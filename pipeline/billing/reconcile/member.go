@@ -45,7 +45,7 @@ func (p *processor) Flush(ctx context.Context, rd stream.Round) error {
 		r.m.CatchUpRounds.Inc()
 	}
 	err := r.flush(ctx)
-	r.gc.round()
+	r.gc.AfterRound()
 	return err
 }
 

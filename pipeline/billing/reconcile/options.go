@@ -61,7 +61,7 @@ type Options struct {
 	// GCHeadroom, when positive, lets the reconciler pace the process's
 	// collector after each round: GOGC is set so that the heap grows by
 	// about this many bytes beyond the live heap between two collections,
-	// within 10% and 25% of the live heap (gc.go). For a process that runs
+	// within 10% and 25% of the live heap (service.GCPacer). For a process that runs
 	// the reconciler alone (bin/rater -rater.enabled=false sets 128 MiB
 	// unless GOGC is set). Default 0: the collector is left alone.
 	GCHeadroom uint64

@@ -11,6 +11,7 @@ import (
 
 	"github.com/driftline/driftline/pipeline/contract"
 	"github.com/driftline/driftline/pipeline/readmodel"
+	"github.com/driftline/driftline/pipeline/service"
 	"github.com/driftline/driftline/pipeline/stream"
 	"github.com/driftline/driftline/pipeline/stream/logmerge"
 	"github.com/driftline/driftline/pipeline/stream/producers"
@@ -39,7 +40,7 @@ type Reconciler struct {
 	out   output
 	// flow pauses streams that ran ahead in their merges (throttle).
 	flow logmerge.Throttle
-	gc   gcTuner
+	gc   service.GCPacer
 }
 
 // partition is the state of one partition number of the three billing
@@ -132,7 +133,7 @@ func New(ctx context.Context, opts Options, s Sink) (*Reconciler, error) {
 		flow:    logmerge.NewThrottle(opts.QueueRecords),
 	}
 	r.out = output{current: map[string]int{}, m: r.m, emit: true}
-	r.gc.headroom = opts.GCHeadroom
+	r.gc.Headroom = opts.GCHeadroom
 	var err error
 	mopts := opts.Member("billing", opts.Topics.Billing())
 	mopts.KeepControlRecords, mopts.Rounds = true, opts.Rounds()
