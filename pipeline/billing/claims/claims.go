@@ -5,11 +5,13 @@
 //
 // Claims live in generations, each holding the claims of usage that
 // occurred in one span of event time: an arena of byte chunks (digest,
-// key, usage_id) and an index from the key's 64-bit hash to its entry.
-// Lookups compare the key itself, so keys whose hashes collide are told
-// apart (the few that do go to a small map by key): two distinct keys are
-// never merged. A caller forgets a whole generation once its span is
-// past its horizon (Gens.Forget), which frees its arena at once.
+// usage_id, key) and an open-addressing table of slots from the key's
+// 64-bit hash to its entry. Lookups compare the key itself, so keys whose
+// hashes collide are told apart: two distinct keys are never merged. A
+// key that ends as its usage_id does (a metering_id inside the usage_id,
+// as gateways often build them) keeps that end once. A caller forgets a
+// whole generation once its span is past its horizon (Gens.Forget), which
+// frees its arena and table at once.
 package claims
 
 import (
@@ -22,32 +24,63 @@ import (
 )
 
 // Hash is the index key of a usage key.
-func Hash(key []byte) uint64 { return xxhash.Sum64(key) }
+func Hash(key []byte) uint64 { return hash(key) }
+
+// hash is Hash's function (the tests force collisions through it).
+var hash = xxhash.Sum64
+
+// Ref is where a claim's entry is in its generation's arena: the chunk
+// number in the high bits, the offset in the chunk in the low ones.
+type Ref uint64
 
 // Generation holds the claims of usage that occurred in [Start,
 // Start+span).
 type Generation struct {
 	// Start is the beginning of the generation's span (unix ns).
 	Start int64
-	// index maps the hash of a usage key to its arena entry (chunk number
-	// << 32 | offset).
-	index map[uint64]uint64
-	// collide maps the usage keys whose hash another key of the
-	// generation held when they were added to their entry; nil unless
-	// 64-bit hashes collide.
-	collide map[string]uint64
-	chunks  [][]byte
-	claims  int
+	// slots is a table of linear probing: 0 is empty, anything else a
+	// claim's slot (the key hash's top bits beside its Ref, slot).
+	slots  []uint64
+	chunks [][]byte
+	claims int
+	// key is where home puts a key back together.
+	key []byte
 }
 
 // chunkSize is the size of an arena chunk; an entry larger than it gets a
-// chunk of its own.
+// chunk of its own. Offsets fit offsetBits.
 const chunkSize = 256 << 10
+
+// A slot holds tagBits of the key's hash (its top bits; the table's index
+// is its low bits), then the chunk number plus one, then the offset.
+const (
+	offsetBits = 18
+	chunkBits  = 30
+	tagBits    = 64 - offsetBits - chunkBits
+)
+
+// maxLoad is the share of slots a table fills before it doubles, in
+// eighths.
+const maxLoad = 6
 
 // NewGeneration returns an empty generation starting at start.
 func NewGeneration(start int64) *Generation {
-	return &Generation{Start: start, index: map[uint64]uint64{}}
+	return &Generation{Start: start}
 }
+
+// slot packs ref and the tag of hash h.
+func slot(h uint64, ref Ref) uint64 {
+	return h>>(64-tagBits)<<(offsetBits+chunkBits) | (uint64(ref>>32)+1)<<offsetBits | uint64(uint32(ref))
+}
+
+// refOf returns the Ref a non-empty slot holds.
+func refOf(s uint64) Ref {
+	chunk := (s>>offsetBits)&(1<<chunkBits-1) - 1
+	return Ref(chunk<<32 | s&(1<<offsetBits-1))
+}
+
+// tagIs reports whether slot s may hold a key of hash h.
+func tagIs(s, h uint64) bool { return s>>(offsetBits+chunkBits) == h>>(64-tagBits) }
 
 // Claim is the usage that claimed a key first.
 type Claim struct {
@@ -59,110 +92,186 @@ type Claim struct {
 
 // Find returns the claim of key (whose Hash is h) if g holds one.
 func (g *Generation) Find(h uint64, key []byte) (Claim, bool) {
-	ref, ok := g.index[h]
-	if !ok {
+	if len(g.slots) == 0 {
 		return Claim{}, false
 	}
-	if !g.keyIs(ref, key) {
-		if ref, ok = g.collide[string(key)]; !ok {
+	mask := uint64(len(g.slots) - 1)
+	for i := h & mask; ; i = (i + 1) & mask {
+		s := g.slots[i]
+		if s == 0 {
 			return Claim{}, false
 		}
+		if tagIs(s, h) {
+			if e := g.entry(refOf(s)); e.keyIs(key) {
+				return Claim{UsageID: e.usageID, Digest: e.digest}, true
+			}
+		}
 	}
-	d, _, id := g.entry(ref)
-	return Claim{UsageID: id, Digest: d}, true
 }
 
 // Add records that usageID (payload digest d) claimed key, whose Hash is
-// h; key must not be claimed in g. It reports whether the claim went to
-// the collision map (Remove needs it).
-func (g *Generation) Add(h uint64, key []byte, usageID string, d contract.Digest) (collided bool) {
-	ref := g.append(key, usageID, d)
-	g.claims++
-	if _, taken := g.index[h]; taken {
-		if g.collide == nil {
-			g.collide = map[string]uint64{}
-		}
-		g.collide[string(key)] = ref
-		return true
+// h (the table places its slots again by Hash when it grows); key must
+// not be claimed in g. It returns the claim's Ref, which
+// Remove takes.
+func (g *Generation) Add(h uint64, key []byte, usageID string, d contract.Digest) Ref {
+	if (g.claims+1)*8 > len(g.slots)*maxLoad {
+		g.grow()
 	}
-	g.index[h] = ref
-	return false
+	ref := g.append(key, usageID, d)
+	g.insert(h, slot(h, ref))
+	g.claims++
+	return ref
 }
 
-// Remove undoes the Add of key (hash h, collided as Add reported). Its
-// arena bytes stay until the generation is dropped.
-func (g *Generation) Remove(h uint64, key string, collided bool) {
-	if collided {
-		delete(g.collide, key)
-	} else {
-		delete(g.index, h)
+// insert puts s, a slot of a key of hash h, into the first empty slot of
+// its probe sequence.
+func (g *Generation) insert(h, s uint64) {
+	mask := uint64(len(g.slots) - 1)
+	i := h & mask
+	for g.slots[i] != 0 {
+		i = (i + 1) & mask
 	}
+	g.slots[i] = s
+}
+
+// home returns the Hash of the key slot s holds, from its arena entry.
+func (g *Generation) home(s uint64) uint64 {
+	e := g.entry(refOf(s))
+	g.key = append(append(g.key[:0], e.prefix...), e.suffix()...)
+	return hash(g.key)
+}
+
+// grow doubles the table (from 1,024 slots) and places every slot again.
+func (g *Generation) grow() {
+	old := g.slots
+	g.slots = make([]uint64, max(1024, 2*len(old)))
+	for _, s := range old {
+		if s != 0 {
+			g.insert(g.home(s), s)
+		}
+	}
+}
+
+// Remove undoes the Add of the claim at ref, whose key's Hash is h. Its
+// arena bytes stay until the generation is dropped.
+func (g *Generation) Remove(h uint64, ref Ref) {
+	if len(g.slots) == 0 {
+		return
+	}
+	mask := uint64(len(g.slots) - 1)
+	i := h & mask
+	for {
+		s := g.slots[i]
+		if s == 0 {
+			return // not held
+		}
+		if refOf(s) == ref {
+			break
+		}
+		i = (i + 1) & mask
+	}
+	// Shift back the slots after it that probed past it, so that no probe
+	// sequence has a hole.
+	for j := (i + 1) & mask; g.slots[j] != 0; j = (j + 1) & mask {
+		home := g.home(g.slots[j]) & mask
+		// The slot at j may move to i when i lies on its way from home
+		// to j (cyclically).
+		if (j-home)&mask >= (j-i)&mask {
+			g.slots[i] = g.slots[j]
+			i = j
+		}
+	}
+	g.slots[i] = 0
 	g.claims--
 }
 
-// Each calls fn for every claim g holds, in no order (their bytes alias
-// the arena).
+// Each calls fn for every claim g holds, in no order (the usage_id aliases
+// the arena, the key a buffer reused between calls).
 func (g *Generation) Each(fn func(key []byte, c Claim)) {
-	each := func(ref uint64) {
-		d, key, id := g.entry(ref)
-		fn(key, Claim{UsageID: id, Digest: d})
-	}
-	for _, ref := range g.index {
-		each(ref)
-	}
-	for _, ref := range g.collide {
-		each(ref)
+	var key []byte
+	for _, s := range g.slots {
+		if s == 0 {
+			continue
+		}
+		e := g.entry(refOf(s))
+		key = append(append(key[:0], e.prefix...), e.suffix()...)
+		fn(key, Claim{UsageID: e.usageID, Digest: e.digest})
 	}
 }
 
 // Claims returns the number of claims g holds.
 func (g *Generation) Claims() int { return g.claims }
 
-// An arena entry is: digest (8 bytes, little endian), key length
-// (uvarint), key, usage_id length (uvarint), usage_id.
+// An arena entry is: digest (8 bytes, little endian), usage_id length
+// (uvarint), usage_id, the length of the key's prefix (uvarint), the
+// prefix, and the length of the key's suffix (uvarint): the key is the
+// prefix followed by the last bytes of the usage_id, as many as the
+// suffix's length (the longest end the two share; usually none or the
+// metering_id).
 
 // append copies a claim into the arena and returns its ref.
-func (g *Generation) append(key []byte, usageID string, d contract.Digest) uint64 {
-	size := 8 + binary.MaxVarintLen32*2 + len(key) + len(usageID)
+func (g *Generation) append(key []byte, usageID string, d contract.Digest) Ref {
+	shared := 0
+	for shared < len(key) && shared < len(usageID) && key[len(key)-1-shared] == usageID[len(usageID)-1-shared] {
+		shared++
+	}
+	prefix := key[:len(key)-shared]
+	size := 8 + binary.MaxVarintLen32*3 + len(usageID) + len(prefix)
 	n := len(g.chunks)
-	if n == 0 || cap(g.chunks[n-1])-len(g.chunks[n-1]) < size {
+	if n == 0 || cap(g.chunks[n-1])-len(g.chunks[n-1]) < size || len(g.chunks[n-1]) >= 1<<offsetBits {
 		g.chunks = append(g.chunks, make([]byte, 0, max(chunkSize, size)))
 		n++
 	}
 	buf := g.chunks[n-1]
 	off := len(buf)
 	buf = binary.LittleEndian.AppendUint64(buf, uint64(d))
-	buf = binary.AppendUvarint(buf, uint64(len(key)))
-	buf = append(buf, key...)
 	buf = binary.AppendUvarint(buf, uint64(len(usageID)))
-	g.chunks[n-1] = append(buf, usageID...)
-	return uint64(n-1)<<32 | uint64(off)
+	buf = append(buf, usageID...)
+	buf = binary.AppendUvarint(buf, uint64(len(prefix)))
+	buf = append(buf, prefix...)
+	g.chunks[n-1] = binary.AppendUvarint(buf, uint64(shared))
+	return Ref(uint64(n-1)<<32 | uint64(off))
 }
 
-// entry returns the digest, key and usage_id of the entry at ref.
-func (g *Generation) entry(ref uint64) (d contract.Digest, key, usageID []byte) {
-	e := g.chunks[ref>>32][uint32(ref):]
-	d = contract.Digest(binary.LittleEndian.Uint64(e))
-	n, k := binary.Uvarint(e[8:])
-	e = e[8+k:]
-	key, e = e[:n], e[n:]
-	n, k = binary.Uvarint(e)
-	return d, key, e[k : k+int(n)]
+// entry is an arena entry read back; its slices alias the arena.
+type entry struct {
+	digest  contract.Digest
+	usageID []byte
+	prefix  []byte
+	shared  int
 }
 
-func (g *Generation) keyIs(ref uint64, key []byte) bool {
-	_, k, _ := g.entry(ref)
-	return string(k) == string(key)
+// suffix returns the end of the key that the usage_id holds.
+func (e *entry) suffix() []byte { return e.usageID[len(e.usageID)-e.shared:] }
+
+// keyIs reports whether e's key is key.
+func (e *entry) keyIs(key []byte) bool {
+	return len(key) == len(e.prefix)+e.shared && string(key[:len(e.prefix)]) == string(e.prefix) &&
+		string(key[len(e.prefix):]) == string(e.suffix())
 }
 
-// Bytes returns the memory the generation holds, approximately: its
-// arena and its index (about 24 bytes a slot, maps keep up to 1/8 free).
+// entry reads the entry at ref.
+func (g *Generation) entry(ref Ref) entry {
+	b := g.chunks[ref>>32][uint32(ref):]
+	e := entry{digest: contract.Digest(binary.LittleEndian.Uint64(b))}
+	n, k := binary.Uvarint(b[8:])
+	b = b[8+k:]
+	e.usageID, b = b[:n], b[n:]
+	n, k = binary.Uvarint(b)
+	b = b[k:]
+	e.prefix, b = b[:n], b[n:]
+	s, _ := binary.Uvarint(b)
+	e.shared = int(s)
+	return e
+}
+
+// Bytes returns the memory the generation holds: its arena and its table.
 func (g *Generation) Bytes() int {
-	n := 0
+	n := 8 * len(g.slots)
 	for _, c := range g.chunks {
 		n += cap(c)
 	}
-	return n + len(g.index)*24*8/7 + len(g.collide)*64
+	return n
 }
 
 // Gens are the generations of one partition, oldest first, each Span
@@ -228,7 +337,7 @@ func (gs *Gens) Claims() int {
 	return n
 }
 
-// Bytes returns the memory the claims hold, approximately.
+// Bytes returns the memory the claims hold.
 func (gs *Gens) Bytes() int {
 	n := 0
 	for _, g := range gs.List {

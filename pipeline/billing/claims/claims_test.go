@@ -2,25 +2,37 @@ package claims
 
 import (
 	"fmt"
+	"math/rand/v2"
 	"testing"
+
+	"github.com/cespare/xxhash/v2"
 )
 
 // TestGensFindAddForget claims keys in generations, with two keys under
 // one hash, and forgets the generations that end at the floor.
 func TestGensFindAddForget(t *testing.T) {
+	defer func(h func([]byte) uint64) { hash = h }(hash)
+	hash = func(k []byte) uint64 {
+		if string(k) == "other" {
+			k = []byte("src/m-5") // collides with key 5
+		}
+		return xxhash.Sum64(k)
+	}
 	gs := Gens{Span: 100}
 	key := func(i int) []byte { return []byte(fmt.Sprintf("src/m-%d", i)) }
+	refs := map[int]Ref{}
 	for i := range 1000 {
 		g := gs.Gen(int64(i))
 		if g.Start != int64(i/100*100) {
 			t.Fatalf("usage at %d in the generation from %d", i, g.Start)
 		}
-		g.Add(Hash(key(i)), key(i), fmt.Sprintf("u-%d", i), 0)
+		refs[i] = g.Add(Hash(key(i)), key(i), fmt.Sprintf("u-%d", i), 0)
 	}
 	// Another key under the hash of key 5, as a collision would be.
-	if !gs.Gen(5).Add(Hash(key(5)), []byte("other"), "u-other", 9) {
-		t.Fatal("colliding key not in the collision map")
+	if Hash([]byte("other")) != Hash(key(5)) {
+		t.Fatal("no collision")
 	}
+	gs.Gen(5).Add(Hash([]byte("other")), []byte("other"), "u-other", 9)
 	if c, ok := gs.Find(Hash(key(5)), []byte("other"), 0); !ok || string(c.UsageID) != "u-other" || c.Digest != 9 {
 		t.Fatalf("colliding key: %v %+v", ok, c)
 	}
@@ -47,8 +59,82 @@ func TestGensFindAddForget(t *testing.T) {
 	if n != 100 {
 		t.Fatalf("Each passed %d claims", n)
 	}
-	gs.List[0].Remove(Hash(key(250)), string(key(250)), false)
+	gs.List[0].Remove(Hash(key(250)), refs[250])
 	if _, ok := gs.Find(Hash(key(250)), key(250), 200); ok || gs.Claims() != 799 {
 		t.Fatalf("removed claim: found %v, %d claims", ok, gs.Claims())
 	}
+}
+
+// TestGenerationAgainstAMap adds, finds and removes many claims, with
+// forced hash collisions, keys that share their end with the usage_id
+// and keys that do not, and compares every answer with a map's.
+func TestGenerationAgainstAMap(t *testing.T) {
+	rng := rand.New(rand.NewPCG(3, 4))
+	g := NewGeneration(0)
+	type want struct {
+		usageID string
+		ref     Ref
+		h       uint64
+	}
+	held := map[string]want{}
+	// Keys ending in 7 share few hashes, so that probe sequences cross
+	// and keys collide.
+	defer func(h func([]byte) uint64) { hash = h }(hash)
+	hash = func(k []byte) uint64 {
+		if k[len(k)-1] == '7' {
+			return uint64(len(k)) << 60
+		}
+		return xxhash.Sum64(k)
+	}
+	keyOf := func(i int) (key, usageID string) {
+		m := fmt.Sprintf("vm-%07d:r1:%d", i, i%10)
+		switch i % 3 {
+		case 0:
+			return "gpuaas/" + m, "usg-run1-" + m // the metering_id ends the usage_id
+		case 1:
+			return "gpuaas/" + m, "usg-run1-" + m + "-dup" // shares nothing
+		}
+		return m, m // the whole key is the usage_id
+	}
+	check := func(step int) {
+		for k, w := range held {
+			c, ok := g.Find(w.h, []byte(k))
+			if !ok || string(c.UsageID) != w.usageID {
+				t.Fatalf("step %d: key %s: found %v %q, want %q", step, k, ok, c.UsageID, w.usageID)
+			}
+		}
+		n := 0
+		g.Each(func(key []byte, c Claim) {
+			n++
+			if w, ok := held[string(key)]; !ok || w.usageID != string(c.UsageID) {
+				t.Fatalf("step %d: Each passed %s %s, held %+v", step, key, c.UsageID, w)
+			}
+		})
+		if n != len(held) || g.Claims() != len(held) {
+			t.Fatalf("step %d: Each %d, Claims %d, want %d", step, n, g.Claims(), len(held))
+		}
+	}
+	for step := range 30_000 {
+		i := rng.IntN(20_000)
+		k, u := keyOf(i)
+		h := Hash([]byte(k))
+		if w, ok := held[k]; ok {
+			if rng.IntN(2) == 0 {
+				g.Remove(w.h, w.ref)
+				delete(held, k)
+				if _, found := g.Find(h, []byte(k)); found {
+					t.Fatalf("step %d: removed key %s found", step, k)
+				}
+			}
+		} else {
+			if _, found := g.Find(h, []byte(k)); found {
+				t.Fatalf("step %d: unclaimed key %s found", step, k)
+			}
+			held[k] = want{usageID: u, ref: g.Add(h, []byte(k), u, 1), h: h}
+		}
+		if step%5_000 == 0 {
+			check(step)
+		}
+	}
+	check(-1)
 }

@@ -19,7 +19,7 @@ func (o *Options) RegisterFlags(fs *flag.FlagSet) (finish func()) {
 	txns := fs.Bool("rater.transactions", !o.DisableTransactions, "rate exactly-once in Kafka transactions; false is at-least-once and only for measuring the transactions' overhead")
 	fs.DurationVar(&o.TransactionTimeout, "rater.transactionTimeout", o.TransactionTimeout, "how long a crashed rater's open transaction may hold back read_committed consumers if no restart fences it")
 	fs.IntVar(&o.MaxBatch, "rater.maxBatch", o.MaxBatch, "records per transaction; larger amortises commits, smaller redoes less after a crash")
-	fs.DurationVar(&o.Horizon, "rater.horizon", o.Horizon, "event time a usage key is remembered for after its usage occurred (bounds memory, about 100 bytes a key); usage that occurred longer before its partition's watermark is quarantined as "+string(contract.ReasonLate)+", never rated")
+	fs.DurationVar(&o.Horizon, "rater.horizon", o.Horizon, "event time a usage key is remembered for after its usage occurred (bounds memory, 64-93 bytes a key); usage that occurred longer before its partition's watermark is quarantined as "+string(contract.ReasonLate)+", never rated")
 	fs.StringVar(&o.Compression, "rater.compression", o.Compression, "codec of the batches the rater produces (env DRIFTLINE_RATER_COMPRESSION): snappy, lz4, zstd, gzip or none (no CPU spent compressing here or decompressing in the billing reconciler, about six times the bytes on the wire and on the brokers' disks)")
 	currencies := fs.String("rater.currencies", strings.Join(o.Currencies, ","), "comma-separated currencies this rater may bill (empty: any the price book names); other usage is quarantined")
 	return func() {

@@ -32,11 +32,11 @@ import (
 // than the horizon.
 //
 // Claims are stored without pointers (the garbage collector does not
-// scan them): each generation keeps its entries (digest, usage key,
-// usage_id) in arena chunks and an index from the usage key's 64-bit hash
-// to its entry. Lookups compare the key itself, so keys whose hashes
-// collide are told apart (the few that do go to a small map by key):
-// dedupe is exact.
+// scan them): each generation keeps its entries (digest, usage_id, the
+// usage key less the end it shares with the usage_id) in arena chunks and
+// an open-addressing table from the usage key's 64-bit hash to its entry
+// (pipeline/billing/claims). Lookups compare the key itself, so keys
+// whose hashes collide are told apart: dedupe is exact.
 //
 // The state of a partition is rebuilt on assignment by replaying its
 // usage partition up to the group's committed offset through check, the
@@ -65,10 +65,9 @@ type partKeys struct {
 
 // undoClaim is one claim added by the transaction in progress.
 type undoClaim struct {
-	gen      *claims.Generation
-	hash     uint64
-	collided bool   // added to the generation's collision map under key
-	key      string // only when collided
+	gen  *claims.Generation
+	hash uint64
+	ref  claims.Ref
 }
 
 // claim is the usage that claimed a key first.
@@ -142,11 +141,7 @@ func (s *keyState) check(e *usageEvent) (verdict, claim, int64) {
 		return verdictConflict, first, 0
 	}
 	g := p.gens.Gen(e.at)
-	u := undoClaim{gen: g, hash: h}
-	if u.collided = g.Add(h, e.key, e.usageID, e.digest); u.collided {
-		u.key = string(e.key)
-	}
-	s.undo = append(s.undo, u)
+	s.undo = append(s.undo, undoClaim{gen: g, hash: h, ref: g.Add(h, e.key, e.usageID, e.digest)})
 	return verdictNew, claim{}, 0
 }
 
@@ -182,7 +177,7 @@ func (s *keyState) commit() {
 func (s *keyState) abort() {
 	for i := len(s.undo) - 1; i >= 0; i-- {
 		u := s.undo[i]
-		u.gen.Remove(u.hash, u.key, u.collided)
+		u.gen.Remove(u.hash, u.ref)
 	}
 	s.undo = s.undo[:0]
 	for p, w := range s.touched {

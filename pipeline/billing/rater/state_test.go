@@ -165,33 +165,47 @@ func TestCheckHorizon(t *testing.T) {
 	}
 }
 
-// TestCheckMemory: a claim costs about 100 bytes of arena and index for
-// keys and usage_ids of 30 bytes, and nothing the garbage collector scans.
+// TestCheckMemory: a claim costs its arena entry (digest, usage_id, the
+// key's part the usage_id does not end with) and a table slot, and
+// nothing the garbage collector scans: keys and usage_ids of 30 bytes that
+// share nothing, and fleet-like ones whose usage_id ends with the key's
+// metering_id.
 func TestCheckMemory(t *testing.T) {
 	const n = 200_000
-	evs := make([]*usageEvent, n)
-	for i := range evs {
-		evs[i] = ev(0, fmt.Sprintf("gpu-meter-eu1/m-%014d", i), fmt.Sprintf("usage-%024d", i), contract.Digest(i+1), t0)
+	for _, c := range []struct {
+		name       string
+		key, usage func(i int) string
+		max        float64
+	}{
+		{"30-byte keys and usage_ids", func(i int) string { return fmt.Sprintf("gpu-meter-eu1/m-%014d", i) },
+			func(i int) string { return fmt.Sprintf("usage-%024x", uint64(i)*0x9e3779b97f4a7c15) }, 100},
+		{"usage_ids ending with the metering_id", func(i int) string { return fmt.Sprintf("gpuaas/vm-%07d:r1:2", i) },
+			func(i int) string { return fmt.Sprintf("usg-run1-vm-%07d:r1:2", i) }, 70},
+	} {
+		evs := make([]*usageEvent, n)
+		for i := range evs {
+			evs[i] = ev(0, c.key(i), c.usage(i), contract.Digest(i+1), t0)
+		}
+		before := memstat.Live()
+		s := newKeyState(48 * time.Hour)
+		s.parts[0] = s.newPart()
+		for _, e := range evs {
+			s.check(e)
+		}
+		s.commit()
+		after := memstat.Live()
+		if s.keys() != n {
+			t.Fatalf("%s: keys %d", c.name, s.keys())
+		}
+		heap := float64(after-before) / n
+		est := float64(s.bytes()) / n
+		t.Logf("%s: %.0f bytes of heap per claim (%.0f estimated)", c.name, heap, est)
+		if heap > c.max || est > c.max {
+			t.Errorf("%s: %.0f bytes of heap per claim (%.0f estimated), want at most %.0f", c.name, heap, est, c.max)
+		}
+		runtime.KeepAlive(s)
+		runtime.KeepAlive(evs)
 	}
-	before := memstat.Live()
-	s := newKeyState(48 * time.Hour)
-	s.parts[0] = s.newPart()
-	for _, e := range evs {
-		s.check(e)
-	}
-	s.commit()
-	after := memstat.Live()
-	if s.keys() != n {
-		t.Fatalf("keys %d", s.keys())
-	}
-	heap := float64(after-before) / n
-	est := float64(s.bytes()) / n
-	t.Logf("%.0f bytes of heap per claim (%.0f estimated)", heap, est)
-	if heap > 160 || est > 160 {
-		t.Fatalf("%.0f bytes of heap per claim (%.0f estimated)", heap, est)
-	}
-	runtime.KeepAlive(s)
-	runtime.KeepAlive(evs)
 }
 
 func hashOf(key string) uint64 {
