@@ -9,12 +9,15 @@
 // 64-bit hash to its entry. Lookups compare the key itself, so keys whose
 // hashes collide are told apart: two distinct keys are never merged. A
 // key that ends as its usage_id does (a metering_id inside the usage_id,
-// as gateways often build them) keeps that end once. A caller forgets a
+// as gateways often build them) keeps that end once, and what is left of
+// it, when that is its metering_source and the slash, is a number in a
+// table of the generation's sources. A caller forgets a
 // whole generation once its span is past its horizon (Gens.Forget), which
 // frees its arena and table at once.
 package claims
 
 import (
+	"bytes"
 	"encoding/binary"
 	"slices"
 
@@ -45,7 +48,15 @@ type Generation struct {
 	claims int
 	// key is where home puts a key back together.
 	key []byte
+	// sources are the key prefixes stored once (metering_source and its
+	// slash), by number; sourceOf numbers them.
+	sources  [][]byte
+	sourceOf map[string]uint32
 }
+
+// maxSources bounds the prefixes a generation numbers; more are stored in
+// their entries.
+const maxSources = 4096
 
 // chunkSize is the size of an arena chunk; an entry larger than it gets a
 // chunk of its own. Offsets fit offsetBits.
@@ -203,11 +214,12 @@ func (g *Generation) Each(fn func(key []byte, c Claim)) {
 func (g *Generation) Claims() int { return g.claims }
 
 // An arena entry is: digest (8 bytes, little endian), usage_id length
-// (uvarint), usage_id, the length of the key's prefix (uvarint), the
-// prefix, and the length of the key's suffix (uvarint): the key is the
-// prefix followed by the last bytes of the usage_id, as many as the
-// suffix's length (the longest end the two share; usually none or the
-// metering_id).
+// (uvarint), usage_id, the key's prefix, and the length of the key's
+// suffix (uvarint): the key is the prefix followed by the last bytes of
+// the usage_id, as many as the suffix's length (the longest end the two
+// share; usually none or the metering_id). The prefix is its length
+// times two (uvarint) and its bytes, or the number of a source times two
+// plus one (uvarint) when it is a metering_source and its slash.
 
 // append copies a claim into the arena and returns its ref.
 func (g *Generation) append(key []byte, usageID string, d contract.Digest) Ref {
@@ -216,6 +228,7 @@ func (g *Generation) append(key []byte, usageID string, d contract.Digest) Ref {
 		shared++
 	}
 	prefix := key[:len(key)-shared]
+	src, numbered := g.source(prefix)
 	size := 8 + binary.MaxVarintLen32*3 + len(usageID) + len(prefix)
 	n := len(g.chunks)
 	if n == 0 || cap(g.chunks[n-1])-len(g.chunks[n-1]) < size || len(g.chunks[n-1]) >= 1<<offsetBits {
@@ -227,10 +240,36 @@ func (g *Generation) append(key []byte, usageID string, d contract.Digest) Ref {
 	buf = binary.LittleEndian.AppendUint64(buf, uint64(d))
 	buf = binary.AppendUvarint(buf, uint64(len(usageID)))
 	buf = append(buf, usageID...)
-	buf = binary.AppendUvarint(buf, uint64(len(prefix)))
-	buf = append(buf, prefix...)
+	if numbered {
+		buf = binary.AppendUvarint(buf, uint64(src)<<1|1)
+	} else {
+		buf = binary.AppendUvarint(buf, uint64(len(prefix))<<1)
+		buf = append(buf, prefix...)
+	}
 	g.chunks[n-1] = binary.AppendUvarint(buf, uint64(shared))
 	return Ref(uint64(n-1)<<32 | uint64(off))
+}
+
+// source returns the number of prefix in g's sources, numbering it if
+// need be, when prefix is a metering_source and its slash (no other slash;
+// contract.UsageKey) and the table has room.
+func (g *Generation) source(prefix []byte) (uint32, bool) {
+	if len(prefix) == 0 || prefix[len(prefix)-1] != '/' || bytes.IndexByte(prefix, '/') != len(prefix)-1 {
+		return 0, false
+	}
+	if n, ok := g.sourceOf[string(prefix)]; ok {
+		return n, true
+	}
+	if len(g.sources) == maxSources {
+		return 0, false
+	}
+	if g.sourceOf == nil {
+		g.sourceOf = map[string]uint32{}
+	}
+	n := uint32(len(g.sources))
+	g.sources = append(g.sources, slices.Clone(prefix))
+	g.sourceOf[string(prefix)] = n
+	return n, true
 }
 
 // entry is an arena entry read back; its slices alias the arena.
@@ -259,7 +298,11 @@ func (g *Generation) entry(ref Ref) entry {
 	e.usageID, b = b[:n], b[n:]
 	n, k = binary.Uvarint(b)
 	b = b[k:]
-	e.prefix, b = b[:n], b[n:]
+	if n&1 == 1 {
+		e.prefix = g.sources[n>>1]
+	} else {
+		e.prefix, b = b[:n>>1], b[n>>1:]
+	}
 	s, _ := binary.Uvarint(b)
 	e.shared = int(s)
 	return e

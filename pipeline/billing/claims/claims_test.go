@@ -1,6 +1,7 @@
 package claims
 
 import (
+	"bytes"
 	"fmt"
 	"math/rand/v2"
 	"testing"
@@ -137,4 +138,39 @@ func TestGenerationAgainstAMap(t *testing.T) {
 		}
 	}
 	check(-1)
+}
+
+// Keys whose usage_id holds their metering_id keep their metering_source
+// as a number while the generation has room for more sources, and in the
+// entry after: both read back alike.
+func TestGenerationSources(t *testing.T) {
+	g := NewGeneration(0)
+	const n = maxSources + 500
+	key := func(i int) (k []byte, usageID string) {
+		m := fmt.Sprintf("m-%d", i)
+		return []byte(fmt.Sprintf("src%d/%s", i, m)), "usg-" + m
+	}
+	for i := range n {
+		k, u := key(i)
+		g.Add(Hash(k), k, u, 1)
+	}
+	if len(g.sources) != maxSources {
+		t.Fatalf("%d sources numbered, want %d", len(g.sources), maxSources)
+	}
+	for i := range n {
+		k, u := key(i)
+		if c, ok := g.Find(Hash(k), k); !ok || string(c.UsageID) != u {
+			t.Fatalf("key %s: %v %q", k, ok, c.UsageID)
+		}
+	}
+	seen := 0
+	g.Each(func(k []byte, c Claim) {
+		seen++
+		if want := "usg-" + string(k[bytes.IndexByte(k, '/')+1:]); string(c.UsageID) != want {
+			t.Fatalf("Each: key %s with %s", k, c.UsageID)
+		}
+	})
+	if seen != n {
+		t.Fatalf("Each passed %d, want %d", seen, n)
+	}
 }
