@@ -41,13 +41,13 @@ type Ref uint64
 type Generation struct {
 	// Start is the beginning of the generation's span (unix ns).
 	Start int64
-	// slots is a table of linear probing: 0 is empty, anything else a
-	// claim's slot (the key hash's top bits beside its Ref, slot).
+	// slots is a table of linear probing, 1<<(64-shift) slots, indexed by
+	// the top bits of the key's hash: 0 is empty, anything else a claim's
+	// slot (the hash's top tagBits beside its Ref, slot).
 	slots  []uint64
+	shift  uint
 	chunks [][]byte
 	claims int
-	// key is where home puts a key back together.
-	key []byte
 	// sources are the key prefixes stored once (metering_source and its
 	// slash), by number; sourceOf numbers them.
 	sources  [][]byte
@@ -62,17 +62,23 @@ const maxSources = 4096
 // chunk of its own. Offsets fit offsetBits.
 const chunkSize = 256 << 10
 
-// A slot holds tagBits of the key's hash (its top bits; the table's index
-// is its low bits), then the chunk number plus one, then the offset.
+// A slot holds the top tagBits of the key's hash, then the chunk number
+// plus one, then the offset. The tag holds every bit a table's index takes
+// from the hash, so a growing table places its slots again without the
+// keys: up to 1<<tagBits slots (some 50M claims) and 1<<chunkBits chunks
+// (256 GiB) a generation, far beyond the memory of one process.
 const (
 	offsetBits = 18
-	chunkBits  = 30
+	chunkBits  = 20
 	tagBits    = 64 - offsetBits - chunkBits
 )
 
 // maxLoad is the share of slots a table fills before it doubles, in
-// eighths.
-const maxLoad = 6
+// eighths; minTableBits sizes a new table.
+const (
+	maxLoad      = 6
+	minTableBits = 10
+)
 
 // NewGeneration returns an empty generation starting at start.
 func NewGeneration(start int64) *Generation {
@@ -93,6 +99,14 @@ func refOf(s uint64) Ref {
 // tagIs reports whether slot s may hold a key of hash h.
 func tagIs(s, h uint64) bool { return s>>(offsetBits+chunkBits) == h>>(64-tagBits) }
 
+// index returns the table index of hash h.
+func (g *Generation) index(h uint64) uint64 { return h >> g.shift }
+
+// home returns the table index of the key slot s holds.
+func (g *Generation) home(s uint64) uint64 {
+	return s >> (offsetBits + chunkBits) >> (g.shift - (64 - tagBits))
+}
+
 // Claim is the usage that claimed a key first.
 type Claim struct {
 	// UsageID aliases the arena: copy it to keep it.
@@ -107,7 +121,7 @@ func (g *Generation) Find(h uint64, key []byte) (Claim, bool) {
 		return Claim{}, false
 	}
 	mask := uint64(len(g.slots) - 1)
-	for i := h & mask; ; i = (i + 1) & mask {
+	for i := g.index(h); ; i = (i + 1) & mask {
 		s := g.slots[i]
 		if s == 0 {
 			return Claim{}, false
@@ -121,44 +135,43 @@ func (g *Generation) Find(h uint64, key []byte) (Claim, bool) {
 }
 
 // Add records that usageID (payload digest d) claimed key, whose Hash is
-// h (the table places its slots again by Hash when it grows); key must
-// not be claimed in g. It returns the claim's Ref, which
+// h; key must not be claimed in g. It returns the claim's Ref, which
 // Remove takes.
 func (g *Generation) Add(h uint64, key []byte, usageID string, d contract.Digest) Ref {
 	if (g.claims+1)*8 > len(g.slots)*maxLoad {
 		g.grow()
 	}
 	ref := g.append(key, usageID, d)
-	g.insert(h, slot(h, ref))
+	g.insert(slot(h, ref))
 	g.claims++
 	return ref
 }
 
-// insert puts s, a slot of a key of hash h, into the first empty slot of
-// its probe sequence.
-func (g *Generation) insert(h, s uint64) {
+// insert puts s into the first empty slot of its probe sequence.
+func (g *Generation) insert(s uint64) {
 	mask := uint64(len(g.slots) - 1)
-	i := h & mask
+	i := g.home(s)
 	for g.slots[i] != 0 {
 		i = (i + 1) & mask
 	}
 	g.slots[i] = s
 }
 
-// home returns the Hash of the key slot s holds, from its arena entry.
-func (g *Generation) home(s uint64) uint64 {
-	e := g.entry(refOf(s))
-	g.key = append(append(g.key[:0], e.prefix...), e.suffix()...)
-	return hash(g.key)
-}
-
-// grow doubles the table (from 1,024 slots) and places every slot again.
+// grow doubles the table (from 1<<minTableBits slots) and places every
+// slot again.
 func (g *Generation) grow() {
 	old := g.slots
-	g.slots = make([]uint64, max(1024, 2*len(old)))
+	bits := uint(minTableBits)
+	if len(old) > 0 {
+		bits = 64 - g.shift + 1
+	}
+	if bits > tagBits {
+		panic("claims: a generation holds more claims than its table can index")
+	}
+	g.slots, g.shift = make([]uint64, 1<<bits), 64-bits
 	for _, s := range old {
 		if s != 0 {
-			g.insert(g.home(s), s)
+			g.insert(s)
 		}
 	}
 }
@@ -170,7 +183,7 @@ func (g *Generation) Remove(h uint64, ref Ref) {
 		return
 	}
 	mask := uint64(len(g.slots) - 1)
-	i := h & mask
+	i := g.index(h)
 	for {
 		s := g.slots[i]
 		if s == 0 {
@@ -184,7 +197,7 @@ func (g *Generation) Remove(h uint64, ref Ref) {
 	// Shift back the slots after it that probed past it, so that no probe
 	// sequence has a hole.
 	for j := (i + 1) & mask; g.slots[j] != 0; j = (j + 1) & mask {
-		home := g.home(g.slots[j]) & mask
+		home := g.home(g.slots[j])
 		// The slot at j may move to i when i lies on its way from home
 		// to j (cyclically).
 		if (j-home)&mask >= (j-i)&mask {
