@@ -169,11 +169,11 @@ func TestRoundReleasesAHeldRecord(t *testing.T) {
 	const hold = 300 * time.Millisecond
 	m := NewMerge(len(topics))
 	m.SetHold(hold, nil)
-	var fetched, released time.Time
+	var stamped, fetched, released time.Time
 	apply := func(fetches kgo.Fetches) (int, int64) {
 		Fetched(fetches, func(topic string, _ int32, rs []*kgo.Record, unfetched int64) {
 			if len(rs) != 0 {
-				fetched = time.Now()
+				stamped, fetched = rs[0].Timestamp, time.Now()
 			}
 			m.Push(slices.Index(topics, topic), rs, unfetched)
 		}, nil)
@@ -192,8 +192,14 @@ func TestRoundReleasesAHeldRecord(t *testing.T) {
 	if released.IsZero() {
 		t.Fatal("the held record was never released")
 	}
-	// The hold, a round, and slack for a loaded machine.
-	if took := released.Sub(fetched); took < hold || took > hold+r.Interval+time.Second {
+	// Not before the hold has passed since the record's timestamp (a
+	// record older than the hold is never held, so the release may come
+	// less than the hold after the fetch); not after the hold, a round
+	// and slack for a loaded machine since the fetch.
+	if took := released.Sub(stamped); took < hold {
+		t.Fatalf("released %v after its timestamp, want at least the hold (%v)", took, hold)
+	}
+	if took := released.Sub(fetched); took > hold+r.Interval+time.Second {
 		t.Fatalf("released %v after it was fetched, want the hold (%v) and up to a round more", took, hold)
 	}
 }
