@@ -27,10 +27,7 @@ import (
 )
 
 // Hash is the index key of a usage key.
-func Hash(key []byte) uint64 { return hash(key) }
-
-// hash is Hash's function (the tests force collisions through it).
-var hash = xxhash.Sum64
+func Hash(key []byte) uint64 { return xxhash.Sum64(key) }
 
 // Ref is where a claim's entry is in its generation's arena: the chunk
 // number in the high bits, the offset in the chunk in the low ones.
@@ -135,8 +132,9 @@ func (g *Generation) Find(h uint64, key []byte) (Claim, bool) {
 }
 
 // Add records that usageID (payload digest d) claimed key, whose Hash is
-// h; key must not be claimed in g. It returns the claim's Ref, which
-// Remove takes.
+// h (the table reads only h, never the key's hash again: Find and Remove
+// must be given the same h); key must not be claimed in g. It returns the
+// claim's Ref, which Remove takes.
 func (g *Generation) Add(h uint64, key []byte, usageID string, d contract.Digest) Ref {
 	if (g.claims+1)*8 > len(g.slots)*maxLoad {
 		g.grow()
