@@ -16,6 +16,12 @@ import (
 // first `busy` calls, then succeeds, and returns the file its calls are
 // counted in.
 func fakeAptGet(t *testing.T, busy int) string {
+	return fakeAptGetThen(t, busy, `echo "done $@"`)
+}
+
+// fakeAptGetThen is fakeAptGet with then, a shell command, as what the
+// calls after the busy ones do.
+func fakeAptGetThen(t *testing.T, busy int, then string) string {
 	t.Helper()
 	dir := t.TempDir()
 	calls := filepath.Join(dir, "calls")
@@ -26,8 +32,7 @@ if [ "$n" -le ` + strconv.Itoa(busy) + ` ]; then
   echo "E: Could not get lock /var/lib/apt/lists/lock. It is held by process 1 (apt-get)" >&2
   exit 100
 fi
-echo "done $@"
-`
+` + then + "\n"
 	if err := os.WriteFile(filepath.Join(dir, "apt-get"), []byte(script), 0o755); err != nil {
 		t.Fatal(err)
 	}
@@ -71,13 +76,7 @@ func TestAptGetGivesUpAfterTheWait(t *testing.T) {
 }
 
 func TestAptGetFailureIsNotRetried(t *testing.T) {
-	dir := t.TempDir()
-	calls := filepath.Join(dir, "calls")
-	script := "#!/bin/sh\necho x >> " + calls + "\necho 'E: Unable to locate package nope' >&2\nexit 100\n"
-	if err := os.WriteFile(filepath.Join(dir, "apt-get"), []byte(script), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	t.Setenv("PATH", dir+string(os.PathListSeparator)+os.Getenv("PATH"))
+	calls := fakeAptGetThen(t, 0, "echo 'E: Unable to locate package nope' >&2; exit 100")
 	err := aptGet(context.Background(), nil, []string{"install", "-y", "nope"})
 	if err == nil || errors.Is(err, errBusy) {
 		t.Fatalf("aptGet = %v, want the failure itself", err)
