@@ -271,7 +271,7 @@ func TestSummarySnapshot(t *testing.T) {
 // that changed in the round, holding its last value. extra checks more of
 // a round's batch, given its changes.
 func checkRounds[R any](t *testing.T, seed uint64, n int, value func(int) R, key func(*R) string,
-	add func(*partition, *R, *uint32), rows func(*sink.Batch) *sink.Rows[R], extra func(*sink.Batch, []R)) {
+	add func(*partition, *R, *uint32), rows func(*sink.Batch) []R, extra func(*sink.Batch, []R)) {
 	t.Helper()
 	j, part := benchJoiner(t)
 	aux := auxWords{}
@@ -283,14 +283,13 @@ func checkRounds[R any](t *testing.T, seed uint64, n int, value func(int) R, key
 		for i := range round {
 			last[key(&round[i])] = round[i]
 		}
-		if got := rows(b); got.Len() != len(last) {
-			t.Fatalf("%d changes of %d keys: %d rows", len(round), len(last), got.Len())
+		got := rows(b)
+		if len(got) != len(last) {
+			t.Fatalf("%d changes of %d keys: %d rows", len(round), len(last), len(got))
 		}
-		for _, chunk := range rows(b).All() {
-			for i := range chunk {
-				if want := last[key(&chunk[i])]; !reflect.DeepEqual(chunk[i], want) {
-					t.Fatalf("row of %s:\n got %+v\nwant %+v", key(&chunk[i]), chunk[i], want)
-				}
+		for i := range got {
+			if want := last[key(&got[i])]; !reflect.DeepEqual(got[i], want) {
+				t.Fatalf("row of %s:\n got %+v\nwant %+v", key(&got[i]), got[i], want)
 			}
 		}
 		if extra != nil {
@@ -318,7 +317,7 @@ func TestOutputRowsOnePerFinding(t *testing.T) {
 	checkRounds(t, 7, len(trs), func(i int) drift.Finding { return trs[i] },
 		func(f *drift.Finding) string { return f.EvidenceID },
 		func(p *partition, f *drift.Finding, aux *uint32) { p.out.add(p, f, aux) },
-		func(b *sink.Batch) *sink.Rows[drift.Finding] { return &b.Current },
+		func(b *sink.Batch) []drift.Finding { return slices.Concat(b.Current.All()...) },
 		func(b *sink.Batch, round []drift.Finding) {
 			if b.History.Len() != len(round) {
 				t.Fatalf("%d transitions: %d history rows", len(round), b.History.Len())
@@ -336,5 +335,5 @@ func TestOutputNodeRowsOnePerNode(t *testing.T) {
 	},
 		func(s *nodeagent.Status) string { return s.NodeID },
 		func(p *partition, s *nodeagent.Status, aux *uint32) { p.out.addNode(p, s, aux) },
-		func(b *sink.Batch) *sink.Rows[nodeagent.Status] { return &b.Nodes }, nil)
+		func(b *sink.Batch) []nodeagent.Status { return b.Nodes.Statuses() }, nil)
 }

@@ -39,6 +39,9 @@ func (r *Rows[R]) Append(v *R) int {
 	return r.n - 1
 }
 
+// Set copies *v over the row at index i, which must be below Len.
+func (r *Rows[R]) Set(i int, v *R) { *r.At(i) = *v }
+
 // At returns the row at index i, which must be below Len. The pointer
 // stays valid until Reset.
 func (r *Rows[R]) At(i int) *R {

@@ -40,8 +40,8 @@ type Batch struct {
 	// History holds every transition of the batch, in order.
 	History Rows[Transition]
 	// Nodes holds the latest node-agent status of each node changed in
-	// the batch.
-	Nodes Rows[nodeagent.Status]
+	// the batch, packed (NodeRows).
+	Nodes NodeRows
 	// Counts holds the finding counts of the groups changed in the batch
 	// (finding_counts).
 	Counts []Count
@@ -196,56 +196,6 @@ var historyTable = readmodel.NewTable("drift_history",
 	readmodel.String("refusal", func(t *transition) string { return string(t.Refusal) }),
 )
 
-var nodesTable = readmodel.NewTable("node_agent_status",
-	readmodel.String("node_id", func(n *status) string { return n.NodeID }),
-	readmodel.String("domain_id", func(n *status) string { return n.DomainID }),
-	readmodel.String("owning_domain", func(n *status) string { return n.OwningDomain }),
-	readmodel.String("node_agent_state", func(n *status) string { return n.State }),
-	readmodel.String("node_agent_reason", func(n *status) string { return n.Reason }),
-	readmodel.String("update_path", func(n *status) string { return n.UpdatePath }),
-	readmodel.String("expected_agent_version", func(n *status) string { return n.ExpectedAgentVersion }),
-	readmodel.String("observed_agent_version", func(n *status) string { return n.ObservedAgentVersion }),
-	readmodel.String("cert_issuer_fingerprint", func(n *status) string { return n.CertIssuerFingerprint }),
-	readmodel.String("ingress_trust_fingerprint", func(n *status) string { return n.IngressTrustFingerprint }),
-	readmodel.String("host_fingerprint", func(n *status) string { return n.HostFingerprint }),
-	readmodel.String("terminal_stream_probe", func(n *status) string { return n.TerminalStreamProbe }),
-	readmodel.String("workload_impact", func(n *status) string { return n.WorkloadImpact }),
-	readmodel.String("health", func(n *status) string { return n.Health }),
-	readmodel.String("gate", func(n *status) string { return n.Gate }),
-	readmodel.String("connectivity_mode", func(n *status) string { return n.ConnectivityMode }),
-	readmodel.Float64("rtt_ms", func(n *status) float64 { return n.RTTMs }),
-	readmodel.Float64("loss_pct", func(n *status) float64 { return n.LossPct }),
-	readmodel.Float64("bandwidth_kbps", func(n *status) float64 { return n.BandwidthKbps }),
-	readmodel.Int64("backlog_messages", func(n *status) int64 { return n.BacklogMessages }),
-	readmodel.Int64("seconds_behind", func(n *status) int64 { return n.SecondsBehind }),
-	readmodel.Bool("replay_required", func(n *status) bool { return n.ReplayRequired }),
-	readmodel.DateTime("last_seen_at", func(n *status) time.Time { return readmodel.Epoch(n.LastSeenAt) }),
-	readmodel.Float64("attention_score", func(n *status) float64 { return n.AttentionScore }),
-	readmodel.UInt64("version", func(n *status) uint64 { return n.Version }),
-	readmodel.Now[status]("updated_at"),
-	readmodel.Strings("tags", func(n *status) []string { return n.Tags }),
-	readmodel.String("node_kind", func(n *status) string { return n.NodeKind }),
-	readmodel.String("lifecycle_intent", func(n *status) string { return n.LifecycleIntent }),
-	readmodel.String("phase", func(n *status) string { return n.Phase }),
-	readmodel.String("state", func(n *status) string { return n.LifecycleState }),
-	readmodel.DateTime("phase_since", func(n *status) time.Time { return readmodel.Epoch(n.PhaseSince) }),
-	readmodel.UInt64("transitions", func(n *status) uint64 { return n.Transitions }),
-	readmodel.String("master_of_record", func(n *status) string { return n.MasterOfRecord }),
-	readmodel.Strings("controller_ids", func(n *status) []string { return n.ControllerIDs }),
-	readmodel.String("controller_id", func(n *status) string { return n.ControllerID }),
-	readmodel.String("authority", func(n *status) string { return n.Authority }),
-	readmodel.String("relay_id", func(n *status) string { return n.RelayID }),
-	readmodel.String("policy_bundle_id", func(n *status) string { return n.PolicyBundleID }),
-	readmodel.String("target_version", func(n *status) string { return n.TargetVersion }),
-	readmodel.String("reported_version", func(n *status) string { return n.ReportedVersion }),
-	readmodel.String("rollout", func(n *status) string { return n.Rollout }),
-	readmodel.String("artifact_id", func(n *status) string { return n.ArtifactID }),
-	readmodel.String("artifact_digest", func(n *status) string { return n.ArtifactDigest }),
-	readmodel.String("supply_chain", func(n *status) string { return n.SupplyChain }),
-	readmodel.Int64("uptime_s", func(n *status) int64 { return n.UptimeS }),
-	readmodel.Strings("recent_events", func(n *status) []string { return n.Recent.Strings() }),
-)
-
 var progressTable = readmodel.NewTable("consumer_progress",
 	readmodel.String("consumer", func(p *progress) string { return p.Consumer }),
 	readmodel.UInt32("partition", func(p *progress) uint32 { return uint32(p.Partition) }),
@@ -274,7 +224,7 @@ var progressTable = readmodel.NewTable("consumer_progress",
 func (c *ClickHouse) Write(ctx context.Context, bs ...*Batch) error {
 	now := c.now().UTC()
 	err := beside(func() error {
-		return nodesTable.Insert(ctx, c.conn, now, chunksOf(bs, func(b *Batch) *Rows[status] { return &b.Nodes })...)
+		return nodesTable.Insert(ctx, c.conn, now, nodeViews(bs)...)
 	}, func() error {
 		if err := historyTable.Insert(ctx, c.conn, now, chunksOf(bs, func(b *Batch) *Rows[transition] { return &b.History })...); err != nil {
 			return err
