@@ -59,7 +59,7 @@ func TestApplyAhead(t *testing.T) {
 			t.Fatalf("%d records: %d states prefetched, want %d", n, ahead.ahead.states, keyed)
 		}
 		d, a := direct.live.batch, ahead.live.batch
-		if !reflect.DeepEqual(d.Current, a.Current) || !reflect.DeepEqual(d.History, a.History) || !reflect.DeepEqual(d.Nodes.Statuses(), a.Nodes.Statuses()) {
+		if !reflect.DeepEqual(d.Current.All(), a.Current.All()) || !reflect.DeepEqual(d.History.All(), a.History.All()) || !reflect.DeepEqual(d.Nodes.All(), a.Nodes.All()) {
 			t.Fatalf("%d records: rows differ: %d/%d/%d current/history/nodes directly, %d/%d/%d ahead", n,
 				d.Current.Len(), d.History.Len(), d.Nodes.Len(), a.Current.Len(), a.History.Len(), a.Nodes.Len())
 		}

@@ -113,16 +113,10 @@ type rowSlot struct {
 	seal uint32
 }
 
-// rowsOf is what upsert writes to: sink.Rows, or the packed sink.NodeRows.
-type rowsOf[R any] interface {
-	Append(v *R) int
-	Set(i int, v *R)
-}
-
 // upsert writes v as the row at tracks in rows, the rows of the output
 // sealed seal-th: over the row written before in the round, or as a new
 // one.
-func upsert[R any](rows rowsOf[R], at *rowSlot, seal uint32, v *R) {
+func upsert[R any](rows *sink.Packed[R], at *rowSlot, seal uint32, v *R) {
 	if at.seal == seal {
 		rows.Set(int(at.row), v)
 		return

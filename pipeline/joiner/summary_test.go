@@ -317,7 +317,7 @@ func TestOutputRowsOnePerFinding(t *testing.T) {
 	checkRounds(t, 7, len(trs), func(i int) drift.Finding { return trs[i] },
 		func(f *drift.Finding) string { return f.EvidenceID },
 		func(p *partition, f *drift.Finding, aux *uint32) { p.out.add(p, f, aux) },
-		func(b *sink.Batch) []drift.Finding { return slices.Concat(b.Current.All()...) },
+		func(b *sink.Batch) []drift.Finding { return b.Current.All() },
 		func(b *sink.Batch, round []drift.Finding) {
 			if b.History.Len() != len(round) {
 				t.Fatalf("%d transitions: %d history rows", len(round), b.History.Len())
@@ -335,5 +335,5 @@ func TestOutputNodeRowsOnePerNode(t *testing.T) {
 	},
 		func(s *nodeagent.Status) string { return s.NodeID },
 		func(p *partition, s *nodeagent.Status, aux *uint32) { p.out.addNode(p, s, aux) },
-		func(b *sink.Batch) []nodeagent.Status { return b.Nodes.Statuses() }, nil)
+		func(b *sink.Batch) []nodeagent.Status { return b.Nodes.All() }, nil)
 }

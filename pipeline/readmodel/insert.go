@@ -60,20 +60,25 @@ var nativeStrings = clickhouse.WithSettings(clickhouse.Settings{"low_cardinality
 // time of the write, which the columns Now and NowVersion hold. It writes
 // nothing when parts hold no rows.
 func (t *Table[R]) Insert(ctx context.Context, conn driver.Conn, now time.Time, parts ...[]R) error {
-	n := 0
-	for _, p := range parts {
-		n += len(p)
-	}
-	if n == 0 {
-		return nil
-	}
-	batch, err := conn.PrepareBatch(clickhouse.Context(ctx, nativeStrings), t.insert)
-	if err != nil {
-		return fmt.Errorf("prepare %s insert: %w", t.name, err)
-	}
+	return t.InsertBlocks(ctx, conn, now, blocks(parts, BlockRows))
+}
+
+// InsertBlocks writes the rows of the blocks in order as one insert, a
+// block at a time: each block is sent before the next is asked for, so
+// that its rows may be a buffer the next one reuses (rows kept packed
+// and unpacked a block at a time). A block should hold at most BlockRows
+// rows. It writes nothing when the blocks hold no rows.
+func (t *Table[R]) InsertBlocks(ctx context.Context, conn driver.Conn, now time.Time, blocks iter.Seq[[][]R]) error {
+	var batch driver.Batch
 	s := scratchPool.Get().(*scratch)
 	defer scratchPool.Put(s)
-	for block := range blocks(parts, BlockRows) {
+	for block := range blocks {
+		if batch == nil {
+			var err error
+			if batch, err = conn.PrepareBatch(clickhouse.Context(ctx, nativeStrings), t.insert); err != nil {
+				return fmt.Errorf("prepare %s insert: %w", t.name, err)
+			}
+		}
 		for i, c := range t.cols {
 			if err := c.gather(batch.Column(i), block, s, now); err != nil {
 				_ = batch.Abort()
@@ -84,6 +89,9 @@ func (t *Table[R]) Insert(ctx context.Context, conn driver.Conn, now time.Time, 
 			_ = batch.Abort()
 			return fmt.Errorf("insert %s: %w", t.name, err)
 		}
+	}
+	if batch == nil {
+		return nil
 	}
 	if err := batch.Send(); err != nil {
 		return fmt.Errorf("insert %s: %w", t.name, err)

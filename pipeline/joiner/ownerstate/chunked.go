@@ -9,11 +9,11 @@ package ownerstate
 // a pointer to an element stays valid once the store holds more than
 // chunkSize of them, and until the next Append before.
 //
-// sink.Rows is the same idea for a batch's output rows, with other
-// needs: its rows (200-500 bytes each) never move, from the first on, and
-// it is emptied and refilled every round, keeping its chunks; here a
-// small store stays small, a load can size the first chunk (Grow), and
-// indices are uint32 to keep the state compact.
+// sink.Packed is the same idea for a batch's output rows, with other
+// needs: its rows never move, from the first on, and it is emptied and
+// refilled every round, keeping its chunks; here a small store stays
+// small, a load can size the first chunk (Grow), and indices are uint32
+// to keep the state compact.
 type chunked[T any] struct {
 	chunks [][]T // each chunkSize long but the last
 	n      int

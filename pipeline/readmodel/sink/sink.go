@@ -36,12 +36,12 @@ type Progress struct {
 // Batch is what one flush writes.
 type Batch struct {
 	// Current holds the latest row of each finding changed in the batch.
-	Current Rows[drift.Finding]
+	Current Packed[drift.Finding]
 	// History holds every transition of the batch, in order.
-	History Rows[Transition]
+	History Packed[Transition]
 	// Nodes holds the latest node-agent status of each node changed in
-	// the batch, packed (NodeRows).
-	Nodes NodeRows
+	// the batch.
+	Nodes Packed[nodeagent.Status]
 	// Counts holds the finding counts of the groups changed in the batch
 	// (finding_counts).
 	Counts []Count
@@ -74,8 +74,8 @@ func (b *Batch) Reset() {
 }
 
 // Transition is a row of drift_history: a finding as one of its
-// transitions left it, with only the columns the history keeps (192 bytes
-// against a drift.Finding's 472; a batch copies one per transition).
+// transitions left it, with only the columns the history keeps (a batch
+// holds one per transition).
 type Transition struct {
 	EvidenceID      string
 	CorrelationID   string
@@ -196,6 +196,56 @@ var historyTable = readmodel.NewTable("drift_history",
 	readmodel.String("refusal", func(t *transition) string { return string(t.Refusal) }),
 )
 
+var nodesTable = readmodel.NewTable("node_agent_status",
+	readmodel.String("node_id", func(n *status) string { return n.NodeID }),
+	readmodel.String("domain_id", func(n *status) string { return n.DomainID }),
+	readmodel.String("owning_domain", func(n *status) string { return n.OwningDomain }),
+	readmodel.String("node_agent_state", func(n *status) string { return n.State }),
+	readmodel.String("node_agent_reason", func(n *status) string { return n.Reason }),
+	readmodel.String("update_path", func(n *status) string { return n.UpdatePath }),
+	readmodel.String("expected_agent_version", func(n *status) string { return n.ExpectedAgentVersion }),
+	readmodel.String("observed_agent_version", func(n *status) string { return n.ObservedAgentVersion }),
+	readmodel.String("cert_issuer_fingerprint", func(n *status) string { return n.CertIssuerFingerprint }),
+	readmodel.String("ingress_trust_fingerprint", func(n *status) string { return n.IngressTrustFingerprint }),
+	readmodel.String("host_fingerprint", func(n *status) string { return n.HostFingerprint }),
+	readmodel.String("terminal_stream_probe", func(n *status) string { return n.TerminalStreamProbe }),
+	readmodel.String("workload_impact", func(n *status) string { return n.WorkloadImpact }),
+	readmodel.String("health", func(n *status) string { return n.Health }),
+	readmodel.String("gate", func(n *status) string { return n.Gate }),
+	readmodel.String("connectivity_mode", func(n *status) string { return n.ConnectivityMode }),
+	readmodel.Float64("rtt_ms", func(n *status) float64 { return n.RTTMs }),
+	readmodel.Float64("loss_pct", func(n *status) float64 { return n.LossPct }),
+	readmodel.Float64("bandwidth_kbps", func(n *status) float64 { return n.BandwidthKbps }),
+	readmodel.Int64("backlog_messages", func(n *status) int64 { return n.BacklogMessages }),
+	readmodel.Int64("seconds_behind", func(n *status) int64 { return n.SecondsBehind }),
+	readmodel.Bool("replay_required", func(n *status) bool { return n.ReplayRequired }),
+	readmodel.DateTime("last_seen_at", func(n *status) time.Time { return readmodel.Epoch(n.LastSeenAt) }),
+	readmodel.Float64("attention_score", func(n *status) float64 { return n.AttentionScore }),
+	readmodel.UInt64("version", func(n *status) uint64 { return n.Version }),
+	readmodel.Now[status]("updated_at"),
+	readmodel.Strings("tags", func(n *status) []string { return n.Tags }),
+	readmodel.String("node_kind", func(n *status) string { return n.NodeKind }),
+	readmodel.String("lifecycle_intent", func(n *status) string { return n.LifecycleIntent }),
+	readmodel.String("phase", func(n *status) string { return n.Phase }),
+	readmodel.String("state", func(n *status) string { return n.LifecycleState }),
+	readmodel.DateTime("phase_since", func(n *status) time.Time { return readmodel.Epoch(n.PhaseSince) }),
+	readmodel.UInt64("transitions", func(n *status) uint64 { return n.Transitions }),
+	readmodel.String("master_of_record", func(n *status) string { return n.MasterOfRecord }),
+	readmodel.Strings("controller_ids", func(n *status) []string { return n.ControllerIDs }),
+	readmodel.String("controller_id", func(n *status) string { return n.ControllerID }),
+	readmodel.String("authority", func(n *status) string { return n.Authority }),
+	readmodel.String("relay_id", func(n *status) string { return n.RelayID }),
+	readmodel.String("policy_bundle_id", func(n *status) string { return n.PolicyBundleID }),
+	readmodel.String("target_version", func(n *status) string { return n.TargetVersion }),
+	readmodel.String("reported_version", func(n *status) string { return n.ReportedVersion }),
+	readmodel.String("rollout", func(n *status) string { return n.Rollout }),
+	readmodel.String("artifact_id", func(n *status) string { return n.ArtifactID }),
+	readmodel.String("artifact_digest", func(n *status) string { return n.ArtifactDigest }),
+	readmodel.String("supply_chain", func(n *status) string { return n.SupplyChain }),
+	readmodel.Int64("uptime_s", func(n *status) int64 { return n.UptimeS }),
+	readmodel.Strings("recent_events", func(n *status) []string { return n.Recent.Strings() }),
+)
+
 var progressTable = readmodel.NewTable("consumer_progress",
 	readmodel.String("consumer", func(p *progress) string { return p.Consumer }),
 	readmodel.UInt32("partition", func(p *progress) uint32 { return uint32(p.Partition) }),
@@ -224,12 +274,12 @@ var progressTable = readmodel.NewTable("consumer_progress",
 func (c *ClickHouse) Write(ctx context.Context, bs ...*Batch) error {
 	now := c.now().UTC()
 	err := beside(func() error {
-		return nodesTable.Insert(ctx, c.conn, now, nodeViews(bs)...)
+		return nodesTable.InsertBlocks(ctx, c.conn, now, Blocks(bs, func(b *Batch) *Packed[status] { return &b.Nodes }))
 	}, func() error {
-		if err := historyTable.Insert(ctx, c.conn, now, chunksOf(bs, func(b *Batch) *Rows[transition] { return &b.History })...); err != nil {
+		if err := historyTable.InsertBlocks(ctx, c.conn, now, Blocks(bs, func(b *Batch) *Packed[transition] { return &b.History })); err != nil {
 			return err
 		}
-		return evidenceTable.Insert(ctx, c.conn, now, chunksOf(bs, func(b *Batch) *Rows[finding] { return &b.Current })...)
+		return evidenceTable.InsertBlocks(ctx, c.conn, now, Blocks(bs, func(b *Batch) *Packed[finding] { return &b.Current }))
 	})
 	if err != nil {
 		return err
@@ -273,15 +323,6 @@ func partsOf[R any](bs []*Batch, rows func(*Batch) []R) [][]R {
 		if r := rows(b); len(r) > 0 {
 			parts = append(parts, r)
 		}
-	}
-	return parts
-}
-
-// chunksOf returns the chunks of the rows rows picks from bs, in order.
-func chunksOf[R any](bs []*Batch, rows func(*Batch) *Rows[R]) [][]R {
-	var parts [][]R
-	for _, b := range bs {
-		parts = append(parts, rows(b).All()...)
 	}
 	return parts
 }

@@ -31,26 +31,15 @@ func benchBatch(n int) *Batch {
 		tr := TransitionOf(&f)
 		b.History.Append(&tr)
 	}
-	for _, s := range benchNodes(n) {
-		b.Nodes.Append(&s)
-	}
-	return b
-}
-
-// benchNodes returns n node statuses, with the fleet's mix of repeating
-// and unique values.
-func benchNodes(n int) []nodeagent.Status {
-	at := time.Date(2026, 11, 21, 10, 0, 0, 0, time.UTC)
-	out := make([]nodeagent.Status, n)
-	for i := range out {
-		out[i] = nodeagent.Status{NodeID: fmt.Sprintf("node-%d", i), DomainID: fmt.Sprintf("d-%d", i%54),
+	for i := range n {
+		b.Nodes.Append(&nodeagent.Status{NodeID: fmt.Sprintf("node-%d", i), DomainID: fmt.Sprintf("d-%d", i%54),
 			OwningDomain: fmt.Sprintf("dom-%d", i%54), State: "healthy", Reason: "ok", UpdatePath: "managed",
 			ExpectedAgentVersion: "1.4.2", ObservedAgentVersion: "1.4.2", CertIssuerFingerprint: "sha256:ab12",
 			IngressTrustFingerprint: "sha256:cd34", HostFingerprint: fmt.Sprintf("host-%d", i), TerminalStreamProbe: "ok",
 			WorkloadImpact: "none", Health: "ok", Gate: "open", ConnectivityMode: "direct", RTTMs: 12, LastSeenAt: at,
-			Version: uint64(i)}
+			Version: uint64(i)})
 	}
-	return out
+	return b
 }
 
 // BenchmarkWrite writes batches of 10,000 findings and node statuses

@@ -32,20 +32,19 @@ func TestWriteRoundTrip(t *testing.T) {
 	ctx := context.Background()
 	conn := readModel(t)
 	b := benchBatch(3)
-	b.Current.At(1).ResolvedAt = time.Date(2026, 11, 21, 10, 5, 0, 0, time.UTC)
-	resolved := *b.Current.At(2)
+	current, history, nodes := b.Current.All(), b.History.All(), b.Nodes.All()
+	current[1].ResolvedAt = time.Date(2026, 11, 21, 10, 5, 0, 0, time.UTC)
+	resolved := current[2]
 	resolved.Transition, resolved.ResolvedAt = contract.TransitionResolved, time.Date(2026, 11, 21, 10, 7, 0, 0, time.UTC)
-	*b.History.At(2) = TransitionOf(&resolved)
-	nodes := benchNodes(3)
+	history[2] = TransitionOf(&resolved)
 	n2 := &nodes[2]
 	n2.ReplayRequired, n2.BacklogMessages, n2.SecondsBehind, n2.LossPct = true, 1234, 56, 2.5
-	current, history := b.Current.All()[0], b.History.All()[0]
 	c := NewClickHouse(conn)
 	c.now = func() time.Time { return time.Date(2026, 11, 21, 11, 0, 0, 0, time.UTC) }
 	// Written as two batches (a joiner writes its partitions' outputs
 	// together): each table gets the rows of both, in order.
-	first := &Batch{Current: RowsOf(current[:2]...), History: RowsOf(history[:1]...), Nodes: NodeRowsOf(nodes[:2]...)}
-	second := &Batch{Current: RowsOf(current[2:]...), History: RowsOf(history[1:]...), Nodes: NodeRowsOf(nodes[2:]...)}
+	first := &Batch{Current: PackedOf(current[:2]...), History: PackedOf(history[:1]...), Nodes: PackedOf(nodes[:2]...)}
+	second := &Batch{Current: PackedOf(current[2:]...), History: PackedOf(history[1:]...), Nodes: PackedOf(nodes[2:]...)}
 	if err := c.Write(ctx, first, second); err != nil {
 		t.Fatal(err)
 	}
