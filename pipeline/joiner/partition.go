@@ -177,7 +177,7 @@ func (j *Joiner) newPartition(p int32, out *output) *partition {
 	part.nodes.SetFleetOutput(nodeagent.FleetOutput{
 		Transition: func(t *nodeagent.Transition) {
 			if part.out.emit {
-				part.out.batch.Fleet.Lifecycle = append(part.out.batch.Fleet.Lifecycle, *t)
+				part.out.batch.Fleet.Lifecycle.Append(t)
 			}
 		},
 		SyncDebt: func(r *nodeagent.SyncDebtRow) {

@@ -14,7 +14,7 @@ type Fleet struct {
 	// Lifecycle holds the lifecycle transitions of the batch, in order
 	// (node_lifecycle_history: (node_id, seq) rows that a replay repeats
 	// and ReplacingMergeTree collapses).
-	Lifecycle []nodeagent.Transition
+	Lifecycle Packed[nodeagent.Transition]
 	// Rollouts holds the rollout counts of a partition that changed
 	// (rollout_status).
 	Rollouts []Rollout
@@ -28,12 +28,12 @@ type Fleet struct {
 }
 
 func (f *Fleet) empty() bool {
-	return len(f.Lifecycle) == 0 && len(f.Rollouts) == 0 && len(f.SyncDebt) == 0 && len(f.Artifacts) == 0 && len(f.Bundles) == 0
+	return f.Lifecycle.Len() == 0 && len(f.Rollouts) == 0 && len(f.SyncDebt) == 0 && len(f.Artifacts) == 0 && len(f.Bundles) == 0
 }
 
 func (f *Fleet) reset() {
-	clear(f.Lifecycle)
-	f.Lifecycle, f.Rollouts, f.SyncDebt = f.Lifecycle[:0], f.Rollouts[:0], f.SyncDebt[:0]
+	f.Lifecycle.Reset()
+	f.Rollouts, f.SyncDebt = f.Rollouts[:0], f.SyncDebt[:0]
 	f.Artifacts, f.Bundles = f.Artifacts[:0], f.Bundles[:0]
 }
 
@@ -147,7 +147,7 @@ var bundleTable = readmodel.NewTable("policy_bundles",
 // writeFleet inserts the fleet core's rows of bs, each table in one
 // insert (none when a table has no rows).
 func (c *ClickHouse) writeFleet(ctx context.Context, now time.Time, bs []*Batch) error {
-	if err := lifecycleTable.Insert(ctx, c.conn, now, partsOf(bs, func(b *Batch) []lifecycleRow { return b.Fleet.Lifecycle })...); err != nil {
+	if err := lifecycleTable.InsertBlocks(ctx, c.conn, now, Blocks(bs, func(b *Batch) *Packed[lifecycleRow] { return &b.Fleet.Lifecycle })); err != nil {
 		return err
 	}
 	if err := rolloutTable.Insert(ctx, c.conn, now, partsOf(bs, func(b *Batch) []rolloutRow { return b.Fleet.Rollouts })...); err != nil {

@@ -119,6 +119,9 @@ func TestPackedKeepsEveryField(t *testing.T) {
 	t.Run("transition", func(t *testing.T) {
 		checkPacked(t, 3, func(tr *Transition) *string { return &tr.EvidenceID }, nil)
 	})
+	t.Run("lifecycle transition", func(t *testing.T) {
+		checkPacked(t, 4, func(tr *nodeagent.Transition) *string { return &tr.NodeID }, nil)
+	})
 }
 
 // TestBlocksUnpackEveryBatch: the rows of several batches come back in
@@ -155,8 +158,8 @@ func TestBlocksUnpackEveryBatch(t *testing.T) {
 	}
 }
 
-// TestPackedCopyAValueOnce: a value many rows share is copied once per
-// batch, and a row overwritten with unchanged strings copies nothing; a
+// TestPackedCopyAValueOnce: a value many rows share is copied about once
+// per batch, and a row overwritten with unchanged strings copies nothing; a
 // value whose bytes changed at the same address is copied again.
 func TestPackedCopyAValueOnce(t *testing.T) {
 	var p Packed[nodeagent.Status]
@@ -164,9 +167,11 @@ func TestPackedCopyAValueOnce(t *testing.T) {
 	for i := range 100 {
 		p.Append(&nodeagent.Status{NodeID: fmt.Sprintf("n%03d", i), CertIssuerFingerprint: fp, Tags: tags})
 	}
-	// 100 ids of 4 bytes, the fingerprint and the list once.
-	if want := 100*4 + len(fp) + 1 + 3 + 1 + 4; len(p.bytes) != want {
-		t.Fatalf("%d bytes of strings, want %d", len(p.bytes), want)
+	// 100 ids of 4 bytes, the fingerprint and the list once, or a few
+	// times when an id's cache entry evicted theirs: not once a row.
+	shared := len(fp) + 1 + 3 + 1 + 4
+	if n := len(p.bytes) - 100*4; n < shared || n > 3*shared {
+		t.Fatalf("%d bytes of strings beside the ids, want %d to %d", n, shared, 3*shared)
 	}
 	before := len(p.bytes)
 	s := p.Row(7)
