@@ -390,23 +390,28 @@ func (p *Packed[R]) listIs(at ref, l []string) bool {
 const blockRows = 1 << 14
 
 // Blocks yields the rows of the Packed of each batch, unpacked, in
-// blocks of at most blockRows rows: the same buffer each time, its
-// strings aliasing the batches' bytes.
+// blocks of at most blockRows rows: the same buffer each time (as long as
+// the rows, up to a block: a live round's few rows do not allocate a
+// block's), its strings aliasing the batches' bytes.
 func Blocks[R any](bs []*Batch, of func(*Batch) *Packed[R]) iter.Seq[[][]R] {
 	return func(yield func([][]R) bool) {
-		var buf []R
+		total := 0
+		for _, b := range bs {
+			total += of(b).n
+		}
+		if total == 0 {
+			return
+		}
+		buf := make([]R, min(total, blockRows))
 		var lists []string
 		var zero R
 		n := 0
 		for _, b := range bs {
 			p := of(b)
 			for i := range p.n {
-				if buf == nil {
-					buf = make([]R, blockRows)
-				}
 				buf[n] = zero
 				p.unpack(&buf[n], p.row(i), &lists)
-				if n++; n == blockRows {
+				if n++; n == len(buf) {
 					if !yield([][]R{buf}) {
 						return
 					}

@@ -156,6 +156,17 @@ func TestBlocksUnpackEveryBatch(t *testing.T) {
 	if !reflect.DeepEqual(got, want) {
 		t.Fatalf("%d rows unpacked, want %d (or they differ)", len(got), len(want))
 	}
+	// A few rows (a live round's) take a buffer of their size, not a
+	// block's.
+	few := []*Batch{{Current: PackedOf(want[:3]...)}}
+	for block := range Blocks(few, func(b *Batch) *Packed[drift.Finding] { return &b.Current }) {
+		if len(block[0]) != 3 || cap(block[0]) != 3 {
+			t.Fatalf("3 rows unpacked into a block of %d, a buffer of %d", len(block[0]), cap(block[0]))
+		}
+	}
+	for range Blocks([]*Batch{{}}, func(b *Batch) *Packed[drift.Finding] { return &b.Current }) {
+		t.Fatal("no rows, a block")
+	}
 }
 
 // TestPackedCopyAValueOnce: a value many rows share is copied about once
