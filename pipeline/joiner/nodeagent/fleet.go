@@ -70,16 +70,15 @@ type lifecycle struct {
 	since int64 // at of the last transition, Unix ns
 }
 
-// Ring is a node's recent events: stream<<56 | offset each, newest at
-// h. It holds no pointer: a batch keeps it of each status row it holds
-// (Recent.Parts, RecentOf).
-type Ring struct {
+// ring is a node's recent events: stream<<56 | offset each, newest at
+// h.
+type ring struct {
 	ev   [RecentEvents]uint64
 	n, h uint8
 }
 
 // add makes offset of stream the newest event.
-func (r *Ring) add(stream uint8, offset int64) {
+func (r *ring) add(stream uint8, offset int64) {
 	r.h = (r.h + 1) % RecentEvents
 	r.ev[r.h] = uint64(stream)<<56 | uint64(offset)&(1<<56-1)
 	if r.n < RecentEvents {
@@ -464,20 +463,9 @@ func (t *Tracker) RecordEvent(nodeID string, stream uint8, offset int64) {
 // the coordinates are formatted only when the row is written (Strings),
 // not for each row a round overwrites.
 type Recent struct {
-	ring      Ring
+	ring      ring
 	topics    []string // shared with the tracker
 	partition int32
-}
-
-// Parts returns what r is made of: the ring, and the topics and partition
-// of its coordinates.
-func (r *Recent) Parts() (ring Ring, topics []string, partition int32) {
-	return r.ring, r.topics, r.partition
-}
-
-// RecentOf returns the Recent made of ring, topics and partition (Parts).
-func RecentOf(ring Ring, topics []string, partition int32) Recent {
-	return Recent{ring: ring, topics: topics, partition: partition}
 }
 
 // Strings returns the events as <topic>/<partition>/<offset>, newest

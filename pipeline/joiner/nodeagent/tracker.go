@@ -72,7 +72,7 @@ type node struct {
 	// and the rest of its fleet state, nil until its first fleet
 	// evidence.
 	life  lifecycle
-	ring  Ring
+	ring  ring
 	fleet *fleetNode
 }
 

@@ -9,18 +9,20 @@ import (
 	"sync"
 	"time"
 	"unsafe"
+
+	"github.com/driftline/driftline/pipeline/readmodel"
 )
 
 // Packed holds the rows of type R of a batch packed: each row is a
 // fixed number of 8-byte words with no pointer in them, its strings and
 // lists copied into one byte array of the batch and referenced by offset
-// and length, its times as Unix nanoseconds. A batch of the joiner holds
-// a row for most findings and nodes a catch-up round changed, and the
-// batch being written is held beside the one being built: as structs of
-// strings (a node's status is 888 bytes with 41 pointers, a finding 584
-// with 31) they were the largest part of the heap the collector marks.
-// Rows are unpacked again a block at a time as the insert reads them
-// (Blocks).
+// and length, its times as Unix seconds and nanoseconds. A batch of the
+// joiner holds a row for most findings and nodes a catch-up round
+// changed, and the batch being written is held beside the one being
+// built: as structs of strings (a node's status is 888 bytes with 41
+// pointers, a finding 584 with 31) they were the largest part of the
+// heap the collector marks. Rows are unpacked again a block at a time as
+// the insert reads them (Blocks).
 //
 // A string is copied once per batch where it can be told cheaply that
 // it was copied before: a row that overwrites its earlier row keeps the
@@ -99,9 +101,8 @@ type op struct {
 const zeroTime word = 1 << 63
 
 var (
-	layouts   sync.Map // reflect.Type -> *layout
-	timeType  = reflect.TypeFor[time.Time]()
-	stringsTy = reflect.TypeFor[[]string]()
+	layouts  sync.Map // reflect.Type -> *layout
+	timeType = reflect.TypeFor[time.Time]()
 )
 
 func layoutOf(t reflect.Type) *layout {
@@ -125,7 +126,7 @@ func (l *layout) add(t reflect.Type, off uintptr, path string) {
 		l.ops = append(l.ops, op{kind: opString, off: off, at: l.words})
 		l.words++
 		return
-	case t.Kind() == reflect.Slice && t.Elem().Kind() == reflect.String && t.Elem().Size() == stringsTy.Elem().Size():
+	case t.Kind() == reflect.Slice && t.Elem().Kind() == reflect.String:
 		l.ops = append(l.ops, op{kind: opList, off: off, at: l.words})
 		l.words++
 		return
@@ -319,21 +320,21 @@ func (p *Packed[R]) put(v string) ref {
 	}
 	addr := uintptr(unsafe.Pointer(unsafe.StringData(v)))
 	c := p.cached(addr, len(v))
-	if c.addr == addr && refLen(c.at) == len(v) && p.str(c.at) == v {
+	if c.addr == addr && p.str(c.at) == v {
 		return c.at
 	}
-	off := p.grow(len(v))
+	off := len(p.bytes)
 	p.bytes = append(p.bytes, v...)
-	c.addr, c.at = addr, refOf(off, len(v))
+	c.addr, c.at = addr, p.refTo(off)
 	return c.at
 }
 
-// grow checks that n more bytes fit and returns where they go.
-func (p *Packed[R]) grow(n int) int {
-	if len(p.bytes)+n > math.MaxUint32 {
+// refTo returns the ref of the bytes from off to the end of p.bytes.
+func (p *Packed[R]) refTo(off int) ref {
+	if len(p.bytes) > math.MaxUint32 {
 		panic("sink: the packed rows of a batch hold more than 4 GiB of strings")
 	}
-	return len(p.bytes)
+	return refOf(off, len(p.bytes)-off)
 }
 
 // putList copies l into p.bytes, each value as its length and bytes,
@@ -348,16 +349,12 @@ func (p *Packed[R]) putList(l []string) ref {
 	if c.addr == addr && p.listIs(c.at, l) {
 		return c.at
 	}
-	size := 0
-	for _, v := range l {
-		size += binary.MaxVarintLen64 + len(v)
-	}
-	off := p.grow(size)
+	off := len(p.bytes)
 	for _, v := range l {
 		p.bytes = binary.AppendUvarint(p.bytes, uint64(len(v)))
 		p.bytes = append(p.bytes, v...)
 	}
-	c.addr, c.at = addr, refOf(off, len(p.bytes)-off)
+	c.addr, c.at = addr, p.refTo(off)
 	return c.at
 }
 
@@ -385,14 +382,11 @@ func (p *Packed[R]) listIs(at ref, l []string) bool {
 	return len(b) == 0
 }
 
-// blockRows is how many rows Blocks unpacks at a time: the insert's
-// block (readmodel.BlockRows).
-const blockRows = 1 << 14
-
 // Blocks yields the rows of the Packed of each batch, unpacked, in
-// blocks of at most blockRows rows: the same buffer each time (as long as
-// the rows, up to a block: a live round's few rows do not allocate a
-// block's), its strings aliasing the batches' bytes.
+// blocks of at most readmodel.BlockRows rows (the insert's block): the
+// same buffer each time, as long as the rows up to a block (a live
+// round's few rows do not allocate a block's), its strings aliasing the
+// batches' bytes.
 func Blocks[R any](bs []*Batch, of func(*Batch) *Packed[R]) iter.Seq[[][]R] {
 	return func(yield func([][]R) bool) {
 		total := 0
@@ -402,7 +396,7 @@ func Blocks[R any](bs []*Batch, of func(*Batch) *Packed[R]) iter.Seq[[][]R] {
 		if total == 0 {
 			return
 		}
-		buf := make([]R, min(total, blockRows))
+		buf := make([]R, min(total, readmodel.BlockRows))
 		var lists []string
 		var zero R
 		n := 0
