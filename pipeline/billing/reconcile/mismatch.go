@@ -106,3 +106,82 @@ func (in *interner) get(s string) sym {
 
 // str returns the string of v.
 func (in *interner) str(v sym) string { return in.strs[v] }
+
+// desc is what the rows of a usage state say besides its own strings. A
+// state holds the 4-byte number of its desc (descs) instead of seven syms:
+// the usage of a tenant, product and unit share one.
+type desc struct {
+	source, tenant, product, unit sym
+	currency                      sym // of the price book unit, when known
+	ratedCur, ledgerCur           sym // the rated line's and ledger entry's
+}
+
+// descRef is the number of a desc in the tracker's descs; 0 is the zero
+// desc.
+type descRef uint32
+
+// descs numbers the distinct descs of the usage states. Like the
+// interner it only grows; its size is the distinct combinations of
+// source, tenant, product, unit and currencies, which the price book and
+// the tenants bound.
+type descs struct {
+	ids map[desc]descRef
+	all []desc
+	// steps memoizes with, per currency field and desc: the path of most
+	// usage (its unit's currency, then its rated line's, then its ledger
+	// entry's) costs one map lookup, not four.
+	steps [3][]descStep
+}
+
+// descStep is one memoized step of descs.with: to is the desc whose
+// currency field is v (0: none memoized).
+type descStep struct {
+	v  sym
+	to descRef
+}
+
+// curField names a currency field of a desc.
+type curField uint8
+
+const (
+	unitCurrency curField = iota
+	ratedCurrency
+	ledgerCurrency
+)
+
+func newDescs() descs { return descs{ids: map[desc]descRef{{}: 0}, all: []desc{{}}} }
+
+// ref returns the number of d, numbering it if it is new.
+func (ds *descs) ref(d desc) descRef {
+	if r, ok := ds.ids[d]; ok {
+		return r
+	}
+	r := descRef(len(ds.all))
+	ds.ids[d] = r
+	ds.all = append(ds.all, d)
+	return r
+}
+
+// with returns the number of desc r with its currency field f set to v.
+func (ds *descs) with(r descRef, f curField, v sym) descRef {
+	memo := ds.steps[f]
+	if int(r) < len(memo) && memo[r].to != 0 && memo[r].v == v {
+		return memo[r].to
+	}
+	d := ds.all[r]
+	switch f {
+	case unitCurrency:
+		d.currency = v
+	case ratedCurrency:
+		d.ratedCur = v
+	case ledgerCurrency:
+		d.ledgerCur = v
+	}
+	to := ds.ref(d)
+	if n := int(r) + 1; len(memo) < n {
+		memo = append(memo, make([]descStep, n-len(memo))...)
+		ds.steps[f] = memo
+	}
+	memo[r] = descStep{v: v, to: to}
+	return to
+}

@@ -37,13 +37,14 @@ func (t *Tracker) register(start int64, s *usageState) {
 		t.byStart[start] = struct{}{}
 		t.starts.push(windowStart(start))
 	}
-	s.regHour, s.flags = int32(start/int64(WindowSize/time.Second)), s.flags|registered
+	s.regHour = int32(start / int64(WindowSize/time.Second))
+	s.mark(registered)
 }
 
 // linger lists s to be checked at every sweep until it settles.
 func (t *Tracker) linger(s *usageState) {
-	if !s.lingering {
-		s.lingering = true
+	if !s.is(lingering) {
+		s.mark(lingering)
 		t.lingering = append(t.lingering, s.ref())
 	}
 }
@@ -68,7 +69,7 @@ func (t *Tracker) sweep() {
 		// One pass over the slab for every window closed now: at most one
 		// an hour of event time.
 		t.states.each(func(s *usageState) {
-			if !s.registered() || !closing[s.regStart()] {
+			if !s.is(registered) || !closing[s.regStart()] {
 				return // registered with a window still open
 			}
 			if settled(s) {
@@ -114,7 +115,7 @@ func (t *Tracker) sweep() {
 func (t *Tracker) prune(s *usageState) {
 	t.pruned++
 	t.park(s)
-	if s.claims {
+	if s.is(claimsKey) {
 		// The claim outlives the state until its generation is forgotten.
 		key := t.stateKey(s)
 		h := claims.Hash(key)

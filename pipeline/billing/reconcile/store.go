@@ -282,7 +282,7 @@ func (sl *slab) at(i slot) *usageState { return &sl.chunks[i/stateChunk][i%state
 
 // get returns the state r names, nil if it was dropped.
 func (sl *slab) get(r stateRef) *usageState {
-	if s := sl.at(r.slot); s.gen == r.gen && s.flags&inUse != 0 {
+	if s := sl.at(r.slot); s.gen == r.gen && s.is(inUse) {
 		return s
 	}
 	return nil
@@ -340,7 +340,7 @@ func (sl *slab) remove(a *arena, s *usageState) {
 func (sl *slab) each(fn func(*usageState)) {
 	for _, c := range sl.chunks {
 		for i := range c {
-			if c[i].flags&inUse != 0 {
+			if c[i].is(inUse) {
 				fn(&c[i])
 			}
 		}

@@ -220,12 +220,13 @@ func (t *Tracker) dump() string {
 		if s.win != 0 {
 			win = fmt.Sprint(t.wins[s.win].key)
 		}
+		d := t.desc(s)
 		add("usage %s meter=%s/%s qty=%s conflict=%s tenant=%s product=%s unit=%s cur=%s at=%d reg=%v/%d lingering=%v digest=%x claims=%v seen=%v explained=%v overdue=%v,%v,%v,%v win=%s rated=%v/%s/%d/%s ledger=%v/%s/%d/%s",
-			t.strs.get(s.id), t.intern.str(s.source), t.strs.get(s.meterID), t.strs.get(s.quantity), t.strs.get(t.states.conflictQuantity(s)),
-			t.intern.str(s.tenant), t.intern.str(s.product), t.intern.str(s.unit), t.intern.str(s.currency), s.at, s.registered(), s.regStart(), s.lingering,
-			s.digest, s.claims, s.usageSeen, s.explained, s.ratingOverdue, s.ledgerOverdue, s.ratedOrphanOverdue, s.ledgerOrphanOverdue, win,
-			s.ratedOK, t.strs.get(s.rated.amount), s.rated.at, t.intern.str(s.ratedCur),
-			s.ledgerOK, t.strs.get(s.ledger.amount), s.ledger.at, t.intern.str(s.ledgerCur))
+			t.strs.get(s.id), t.intern.str(d.source), t.strs.get(s.meterID), t.strs.get(s.quantity), t.strs.get(t.states.conflictQuantity(s)),
+			t.intern.str(d.tenant), t.intern.str(d.product), t.intern.str(d.unit), t.intern.str(d.currency), s.at, s.is(registered), s.regStart(), s.is(lingering),
+			s.digest, s.is(claimsKey), s.is(usageSeen), s.is(explained), s.is(ratingOverdue), s.is(ledgerOverdue), s.is(ratedOrphanOverdue), s.is(ledgerOrphanOverdue), win,
+			s.is(ratedOK), t.strs.get(s.rated.amount), s.rated.at, t.intern.str(d.ratedCur),
+			s.is(ledgerOK), t.strs.get(s.ledger.amount), s.ledger.at, t.intern.str(d.ledgerCur))
 		for _, kind := range usageKinds {
 			if m, ok := t.mget(kind, s); ok {
 				add("mismatch %s:%s %+v", kind, t.strs.get(s.id), m)
@@ -327,7 +328,46 @@ func TestArenaPacksDecimalsAndSuffixes(t *testing.T) {
 // of bench/billing are measured with: a field added grows every usage_id
 // held.
 func TestUsageStateSize(t *testing.T) {
-	if n := unsafe.Sizeof(usageState{}); n != 152 {
-		t.Fatalf("usageState is %d bytes, want 152", n)
+	if n := unsafe.Sizeof(usageState{}); n != 120 {
+		t.Fatalf("usageState is %d bytes, want 120", n)
+	}
+}
+
+// TestDescsWith checks the memoized steps of descs.with against building
+// each desc anew: a step memoized for one currency is not taken for
+// another, and every desc keeps one number.
+func TestDescsWith(t *testing.T) {
+	ds := newDescs()
+	rng := rand.New(rand.NewPCG(7, 7))
+	refs := []descRef{0}
+	for range 20000 {
+		r := refs[rng.IntN(len(refs))]
+		f := curField(rng.IntN(3))
+		v := sym(rng.IntN(4))
+		want := ds.all[r]
+		switch f {
+		case unitCurrency:
+			want.currency = v
+		case ratedCurrency:
+			want.ratedCur = v
+		case ledgerCurrency:
+			want.ledgerCur = v
+		}
+		got := ds.with(r, f, v)
+		if ds.all[got] != want {
+			t.Fatalf("with(%d, %d, %d) = %+v, want %+v", r, f, v, ds.all[got], want)
+		}
+		if ds.ref(want) != got {
+			t.Fatalf("desc %+v has numbers %d and %d", want, got, ds.ref(want))
+		}
+		if rng.IntN(4) == 0 {
+			d := ds.all[got]
+			d.tenant = sym(rng.IntN(8))
+			refs = append(refs, ds.ref(d))
+		}
+		refs = append(refs, got)
+	}
+	if len(ds.all) != len(ds.ids) {
+		t.Fatalf("%d descs, %d numbers", len(ds.all), len(ds.ids))
 	}
 }

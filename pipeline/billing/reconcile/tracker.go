@@ -56,7 +56,8 @@ func (r *Rules) defaults() {
 
 // usageState is what one partition knows about one usage_id. It holds no
 // pointer (store.go): its strings are in the tracker's arena, its window
-// is a number.
+// is a number, and what its rows say besides its own strings (source,
+// tenant, product, unit, currencies) is one interned desc.
 type usageState struct {
 	id       astr
 	meterID  astr
@@ -80,35 +81,43 @@ type usageState struct {
 	slot    slot
 	gen     uint32 // see stateRef
 	win     uint32 // the number of the window s is counted in; 0 when none
+	desc    descRef
 
-	source, tenant, product, unit sym
-	currency                      sym // of the price book unit, when known
-	ratedCur, ledgerCur           sym // the rated line's and ledger entry's
-
-	misKind   uint8 // and misOpen
-	flags     uint8 // inUse, registered
-	claims    bool  // the usage claimed its usage key first (Tracker.keys)
-	usageSeen bool
-	explained bool // unknown/retired unit or duplicate: never rated, never usage_not_rated
-	// Grace deadlines passed: usage without rated line, rated line without
-	// ledger entry, and a rated line without usage or a ledger entry
-	// without rated line (unexplained).
-	ratingOverdue, ledgerOverdue, ratedOrphanOverdue, ledgerOrphanOverdue bool
-	lingering                                                             bool // see prune.go
-	ratedOK, ledgerOK                                                     bool // the rated line (ledger entry) is known
+	flags   stateFlag
+	misKind uint8 // and misOpen
 }
 
 const (
 	misKindMask = 7
 	misOpen     = 1 << 7 // in misKind: the first mismatch is open
-
-	inUse      = 1 << 0 // in flags: the state holds a usage_id
-	registered = 1 << 1 // in flags: s is registered to be swept with regStart (prune.go)
 )
 
-// registered reports whether s is registered to be swept with its window
-// (prune.go).
-func (s *usageState) registered() bool { return s.flags&registered != 0 }
+// stateFlag is one bit of usageState.flags.
+type stateFlag uint16
+
+const (
+	inUse      stateFlag = 1 << iota // the state holds a usage_id
+	registered                       // s is registered to be swept with regStart (prune.go)
+	claimsKey                        // the usage claimed its usage key first (Tracker.keys)
+	usageSeen
+	explained // unknown/retired unit or duplicate: never rated, never usage_not_rated
+	// Grace deadlines passed: usage without rated line, rated line without
+	// ledger entry, and a rated line without usage or a ledger entry
+	// without rated line (unexplained).
+	ratingOverdue
+	ledgerOverdue
+	ratedOrphanOverdue
+	ledgerOrphanOverdue
+	lingering // see prune.go
+	ratedOK   // the rated line is known
+	ledgerOK  // the ledger entry is known
+)
+
+// is reports whether flag f of s is set.
+func (s *usageState) is(f stateFlag) bool { return s.flags&f != 0 }
+
+// mark sets flag f of s.
+func (s *usageState) mark(f stateFlag) { s.flags |= f }
 
 // strs returns the arena strings of s (the usage_id first: the others
 // may be suffixes of it).
@@ -126,10 +135,11 @@ func (s *usageState) ref() stateRef { return stateRef{s.slot, s.gen} }
 // ledgerAgrees reports whether the ledger entry posted the rated amount in
 // the rated currency; both are present.
 func (t *Tracker) ledgerAgrees(s *usageState) bool {
+	d := t.desc(s)
 	if s.rated.amount&decTag != 0 && s.rated.amount == s.ledger.amount {
-		return s.ratedCur == s.ledgerCur // one decimal prints one way
+		return d.ratedCur == d.ledgerCur // one decimal prints one way
 	}
-	return amountsEqual(t.strs.get(s.rated.amount), t.strs.get(s.ledger.amount)) && s.ratedCur == s.ledgerCur
+	return amountsEqual(t.strs.get(s.rated.amount), t.strs.get(s.ledger.amount)) && d.ratedCur == d.ledgerCur
 }
 
 type ratedLine struct {
@@ -175,6 +185,7 @@ type Tracker struct {
 	mismatch   Mismatch // the row passed to emit, reused
 	open       int
 	intern     interner // the low-cardinality strings of the usage states
+	descs      descs    // the descs of the usage states
 
 	newest          time.Time // newest event time applied
 	bound           time.Time // caps what Advance moves newest to (SetBound); zero: none
@@ -215,6 +226,7 @@ func NewTracker(rules Rules, book func() *pricebook.Book, emit func(*Mismatch)) 
 		byUsage:    map[uint64]mstate{},
 		mismatches: map[mismatchKey]mismatchState{},
 		intern:     newInterner(),
+		descs:      newDescs(),
 
 		windows:        map[WindowKey]*windowState{},
 		windowsByStart: map[int64][]WindowKey{},
@@ -232,6 +244,10 @@ func (t *Tracker) Watermark() time.Time { return t.watermark }
 
 // Open returns the number of open mismatches.
 func (t *Tracker) Open() int { return t.open }
+
+// desc returns the desc of s, not to be changed: a change is made to a
+// copy, kept by setting s.desc to descs.ref of it.
+func (t *Tracker) desc(s *usageState) *desc { return &t.descs.all[s.desc] }
 
 // state returns the state of usageID, created if need be.
 func (t *Tracker) state(usageID string) *usageState {
@@ -309,7 +325,7 @@ func (t *Tracker) ApplyUsageDigest(u *contract.Usage, d contract.Digest, at time
 		return false // a redelivery (or a usage pruned past the horizon)
 	}
 	s := t.state(u.UsageID)
-	if s.usageSeen {
+	if s.is(usageSeen) {
 		// The same usage_id under another key: other content. The first
 		// one counts.
 		t.conflict(s, u, at)
@@ -318,30 +334,31 @@ func (t *Tracker) ApplyUsageDigest(u *contract.Usage, d contract.Digest, at time
 	s.digest = d
 	t.detach(s, at)
 	defer t.attach(s, at)
-	s.usageSeen, s.at = true, nanos(at)
+	s.at = nanos(at)
+	s.mark(usageSeen)
 	t.describeFrom(s, u.MeteringSource, u.MeteringID, u.TenantID, u.ProductID, u.UnitID, u.Quantity)
 	unit, err := t.book().Lookup(u.UnitID)
 	if unit != nil {
-		s.currency = t.intern.get(unit.Currency) // also of a retired unit: the currency at risk
+		s.desc = t.descs.with(s.desc, unitCurrency, t.intern.get(unit.Currency)) // also of a retired unit: the currency at risk
 	}
 	if claimed {
 		// Another usage_id has this key: the rater rated (or will rate)
 		// the first one only.
-		s.explained = true
+		s.mark(explained)
 		t.setDuplicate(u.MeteringSource+"/"+u.MeteringID, s, at)
 		return false
 	}
-	s.claims = true
+	s.mark(claimsKey)
 	t.keys.insert(h, s.slot, t.keyHash)
 	switch {
 	case errors.Is(err, pricebook.ErrUnknownUnit), errors.Is(err, pricebook.ErrRetiredUnit):
-		s.explained = true
+		s.mark(explained)
 		t.set(contract.KindUnknownUnit, s, at)
 		return false
 	case err != nil:
 		panic("BUG: unexpected price book lookup error: " + err.Error())
 	}
-	if !s.ratedOK {
+	if !s.is(ratedOK) {
 		t.ratingDue.push(deadline{at: nanos(at.Add(t.rules.RatingGrace)), ref: s.ref()})
 	}
 	return false
@@ -355,7 +372,7 @@ func (t *Tracker) claimOf(h uint64, key []byte, u *contract.Usage) (claimed, sam
 	floor, hasFloor := t.floor()
 	if i, ok := t.keys.find(h, func(i slot) bool {
 		c := t.states.at(i)
-		return t.intern.str(c.source) == u.MeteringSource && t.strs.get(c.meterID) == u.MeteringID
+		return t.intern.str(t.desc(c).source) == u.MeteringSource && t.strs.get(c.meterID) == u.MeteringID
 	}); ok {
 		c := t.states.at(i)
 		if !hasFloor || !t.forgotten(c.at, floor) {
@@ -384,28 +401,30 @@ func (t *Tracker) forgotten(at, floor int64) bool {
 
 // stateKey returns the usage key of state s (usageKey).
 func (t *Tracker) stateKey(s *usageState) []byte {
-	return t.usageKey(t.intern.str(s.source), t.strs.get(s.meterID))
+	return t.usageKey(t.intern.str(t.desc(s).source), t.strs.get(s.meterID))
 }
 
 // keyHash returns the hash of the usage key of the state in slot i.
 // It has a buffer of its own: the table calls it while a key is held.
 func (t *Tracker) keyHash(i slot) uint64 {
 	s := t.states.at(i)
-	t.hashBuf = appendUsageKey(t.hashBuf[:0], t.intern.str(s.source), t.strs.get(s.meterID))
+	t.hashBuf = appendUsageKey(t.hashBuf[:0], t.intern.str(t.desc(s).source), t.strs.get(s.meterID))
 	return claims.Hash(t.hashBuf)
 }
 
 // unclaim removes the claim of state s, whose key hashes to h.
 func (t *Tracker) unclaim(s *usageState, h uint64) {
 	t.keys.remove(h, s.slot, t.keyHash)
-	s.claims = false
+	s.flags &^= claimsKey
 }
 
 // describeFrom sets the fields of s that describe its mismatch rows,
 // keeping none of the strings passed (they may alias a record's bytes):
 // the low-cardinality ones interned, the others copied into the arena.
 func (t *Tracker) describeFrom(s *usageState, source, meterID, tenant, product, unit, quantity string) {
-	s.source, s.tenant, s.product, s.unit = t.intern.get(source), t.intern.get(tenant), t.intern.get(product), t.intern.get(unit)
+	d := *t.desc(s)
+	d.source, d.tenant, d.product, d.unit = t.intern.get(source), t.intern.get(tenant), t.intern.get(product), t.intern.get(unit)
+	s.desc = t.descs.ref(d)
 	t.strs.setSuffix(&s.meterID, s.id, meterID)
 	t.strs.setDec(&s.quantity, quantity)
 }
@@ -423,29 +442,31 @@ func (t *Tracker) conflict(s *usageState, u *contract.Usage, at time.Time) {
 func (t *Tracker) ApplyRated(r *contract.Rated, at time.Time) bool {
 	defer t.Advance(at)
 	s := t.state(r.UsageID)
-	if s.ratedOK {
+	if s.is(ratedOK) {
 		return false
 	}
 	t.detach(s, at)
 	defer t.attach(s, at)
-	s.rated, s.ratedCur, s.ratedOK = ratedLine{at: nanos(at), amount: t.strs.putDec(r.Amount)}, t.intern.get(r.Currency), true
-	if !s.usageSeen {
-		t.orphan(&t.ratedOrphanDue, &s.ratedOrphanOverdue, s.ref(), at.Add(t.rules.RatingGrace))
+	s.rated = ratedLine{at: nanos(at), amount: t.strs.putDec(r.Amount)}
+	s.mark(ratedOK)
+	s.desc = t.descs.with(s.desc, ratedCurrency, t.intern.get(r.Currency))
+	if !s.is(usageSeen) {
+		t.orphan(&t.ratedOrphanDue, s, ratedOrphanOverdue, at.Add(t.rules.RatingGrace))
 	}
-	if !s.usageSeen {
+	if !s.is(usageSeen) {
 		// The usage is not here (yet): describe the mismatch rows from
 		// the rated line.
 		t.describeFrom(s, r.MeteringSource, r.MeteringID, r.TenantID, r.ProductID, r.UnitID, r.Quantity)
 	}
 	t.resolve(contract.KindUsageNotRated, s, at)
-	if s.ledgerOK {
+	if s.is(ledgerOK) {
 		t.compare(s)
 		return true
 	}
 	due := at.Add(t.rules.LedgerGrace)
 	if !t.watermark.Before(due) {
 		// Rated after its ledger grace had already passed in event time.
-		s.ledgerOverdue = true
+		s.mark(ledgerOverdue)
 		t.set(contract.KindRatedNotLedgered, s, due)
 		return true
 	}
@@ -458,18 +479,22 @@ func (t *Tracker) ApplyRated(r *contract.Rated, at time.Time) bool {
 func (t *Tracker) ApplyLedger(l *contract.LedgerEntry, at time.Time) {
 	defer t.Advance(at)
 	s := t.state(l.UsageID)
-	if s.ledgerOK {
+	if s.is(ledgerOK) {
 		return
 	}
 	t.detach(s, at)
 	defer t.attach(s, at)
-	s.ledger, s.ledgerCur, s.ledgerOK = ledgerLine{at: nanos(at), amount: t.strs.putDec(l.Amount)}, t.intern.get(l.Currency), true
-	if !s.usageSeen && !s.ratedOK {
-		s.source = t.intern.get(l.MeteringSource)
+	s.ledger = ledgerLine{at: nanos(at), amount: t.strs.putDec(l.Amount)}
+	s.mark(ledgerOK)
+	s.desc = t.descs.with(s.desc, ledgerCurrency, t.intern.get(l.Currency))
+	if !s.is(usageSeen) && !s.is(ratedOK) {
+		d := *t.desc(s)
+		d.source = t.intern.get(l.MeteringSource)
+		s.desc = t.descs.ref(d)
 		t.strs.setSuffix(&s.meterID, s.id, l.MeteringID)
 	}
-	if !s.ratedOK {
-		t.orphan(&t.ledgerOrphanDue, &s.ledgerOrphanOverdue, s.ref(), at.Add(t.rules.LedgerGrace))
+	if !s.is(ratedOK) {
+		t.orphan(&t.ledgerOrphanDue, s, ledgerOrphanOverdue, at.Add(t.rules.LedgerGrace))
 		return
 	}
 	t.resolve(contract.KindRatedNotLedgered, s, at)
@@ -524,50 +549,50 @@ func (t *Tracker) Advance(at time.Time) {
 		due.at = nanos(t.watermark)
 	}
 	for d := range t.ratingDue.popTo(due) {
-		if s := t.states.get(d.ref); s != nil && s.usageSeen && !s.explained && !s.ratedOK && !s.ratingOverdue {
+		if s := t.states.get(d.ref); s != nil && s.is(usageSeen) && !s.is(explained) && !s.is(ratedOK) && !s.is(ratingOverdue) {
 			t.detach(s, eventTime(d.at))
-			s.ratingOverdue = true
+			s.mark(ratingOverdue)
 			t.set(contract.KindUsageNotRated, s, eventTime(d.at))
 			t.attach(s, eventTime(d.at))
 		}
 	}
 	for d := range t.ledgerDue.popTo(due) {
-		if s := t.states.get(d.ref); s != nil && s.ratedOK && !s.ledgerOK && !s.ledgerOverdue {
+		if s := t.states.get(d.ref); s != nil && s.is(ratedOK) && !s.is(ledgerOK) && !s.is(ledgerOverdue) {
 			t.detach(s, eventTime(d.at))
-			s.ledgerOverdue = true
+			s.mark(ledgerOverdue)
 			t.set(contract.KindRatedNotLedgered, s, eventTime(d.at))
 			t.attach(s, eventTime(d.at))
 		}
 	}
 	for d := range t.ratedOrphanDue.popTo(due) {
-		if s := t.states.get(d.ref); s != nil && s.ratedOK && !s.usageSeen && !s.ratedOrphanOverdue {
+		if s := t.states.get(d.ref); s != nil && s.is(ratedOK) && !s.is(usageSeen) && !s.is(ratedOrphanOverdue) {
 			t.detach(s, eventTime(d.at))
-			s.ratedOrphanOverdue = true
+			s.mark(ratedOrphanOverdue)
 			t.attach(s, eventTime(d.at))
 		}
 	}
 	for d := range t.ledgerOrphanDue.popTo(due) {
-		if s := t.states.get(d.ref); s != nil && s.ledgerOK && !s.ratedOK && !s.ledgerOrphanOverdue {
+		if s := t.states.get(d.ref); s != nil && s.is(ledgerOK) && !s.is(ratedOK) && !s.is(ledgerOrphanOverdue) {
 			t.detach(s, eventTime(d.at))
-			s.ledgerOrphanOverdue = true
+			s.mark(ledgerOrphanOverdue)
 			t.attach(s, eventTime(d.at))
 		}
 	}
 	t.sweep()
 }
 
-// orphan schedules the grace of a line without what should be behind it
-// (due at due) on h, or marks it overdue at once when the watermark is
-// already past due. The state is detached.
-func (t *Tracker) orphan(h *deadlines, overdue *bool, r stateRef, due time.Time) {
-	if *overdue {
+// orphan schedules the grace of a line of s without what should be
+// behind it (due at due) on h, or sets s's overdue flag at once when the
+// watermark is already past due. The state is detached.
+func (t *Tracker) orphan(h *deadlines, s *usageState, overdue stateFlag, due time.Time) {
+	if s.is(overdue) {
 		return
 	}
 	if !t.watermark.Before(due) {
-		*overdue = true
+		s.mark(overdue)
 		return
 	}
-	h.push(deadline{at: nanos(due), ref: r})
+	h.push(deadline{at: nanos(due), ref: s.ref()})
 }
 
 // usageKinds are the kinds of mismatch kept per usage_id, in the order
@@ -715,9 +740,9 @@ func (t *Tracker) emitRow(kind contract.BillingKind, key, usageID string, m *mst
 }
 
 func (t *Tracker) describe(m *Mismatch, s *usageState) {
-	in := &t.intern
-	m.MeteringSource, m.MeteringID, m.TenantID, m.ProductID, m.UnitID, m.Quantity = in.str(s.source), t.strs.get(s.meterID), in.str(s.tenant), in.str(s.product), in.str(s.unit), t.strs.get(s.quantity)
-	m.RatedAmount, m.LedgerAmount, m.Currency = "", "", in.str(s.currency)
+	in, d := &t.intern, t.desc(s)
+	m.MeteringSource, m.MeteringID, m.TenantID, m.ProductID, m.UnitID, m.Quantity = in.str(d.source), t.strs.get(s.meterID), in.str(d.tenant), in.str(d.product), in.str(d.unit), t.strs.get(s.quantity)
+	m.RatedAmount, m.LedgerAmount, m.Currency = "", "", in.str(d.currency)
 	if m.Kind == contract.KindConflictingUsage {
 		// The conflict is between quantities; the first usage's amounts
 		// are in its rated line and its own rows. (Whether its rated line
@@ -726,11 +751,11 @@ func (t *Tracker) describe(m *Mismatch, s *usageState) {
 		m.ConflictQuantity = t.strs.get(t.states.conflictQuantity(s))
 		return
 	}
-	if s.ledgerOK {
-		m.LedgerAmount, m.Currency = t.strs.get(s.ledger.amount), in.str(s.ledgerCur)
+	if s.is(ledgerOK) {
+		m.LedgerAmount, m.Currency = t.strs.get(s.ledger.amount), in.str(d.ledgerCur)
 	}
-	if s.ratedOK {
-		m.RatedAmount, m.Currency = t.strs.get(s.rated.amount), in.str(s.ratedCur)
+	if s.is(ratedOK) {
+		m.RatedAmount, m.Currency = t.strs.get(s.rated.amount), in.str(d.ratedCur)
 	}
 }
 

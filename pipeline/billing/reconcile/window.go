@@ -197,72 +197,73 @@ func amount(s string) decimal.Dec {
 func (t *Tracker) windowOf(s *usageState) (WindowKey, bool) {
 	var at int64
 	switch {
-	case s.usageSeen:
+	case s.is(usageSeen):
 		at = s.at
-	case s.ratedOK:
+	case s.is(ratedOK):
 		at = s.rated.at
-	case s.ledgerOK:
+	case s.is(ledgerOK):
 		at = s.ledger.at
 	default:
 		return WindowKey{}, false
 	}
-	cur := s.currency
+	d := t.desc(s)
+	cur := d.currency
 	switch {
-	case s.ratedOK:
-		cur = s.ratedCur
-	case s.ledgerOK:
-		cur = s.ledgerCur
+	case s.is(ratedOK):
+		cur = d.ratedCur
+	case s.is(ledgerOK):
+		cur = d.ledgerCur
 	}
 	start := eventTime(at).Unix()
 	start -= ((start % int64(WindowSize/time.Second)) + int64(WindowSize/time.Second)) % int64(WindowSize/time.Second)
-	return WindowKey{TenantID: t.intern.str(s.tenant), ProductID: t.intern.str(s.product), Currency: t.intern.str(cur), Start: start}, true
+	return WindowKey{TenantID: t.intern.str(d.tenant), ProductID: t.intern.str(d.product), Currency: t.intern.str(cur), Start: start}, true
 }
 
 // settled reports whether nothing the reconciler expects for s is still
 // missing: its usage was refused by the rater (and nothing else arrived),
 // or it was accepted, rated and posted.
 func settled(s *usageState) bool {
-	if !s.usageSeen {
+	if !s.is(usageSeen) {
 		return false
 	}
-	if !s.ratedOK {
-		return s.explained && !s.ledgerOK
+	if !s.is(ratedOK) {
+		return s.is(explained) && !s.is(ledgerOK)
 	}
-	return s.ledgerOK
+	return s.is(ledgerOK)
 }
 
 // contribute adds (sign +1) or removes (sign -1) what s counts in w.
 func (t *Tracker) contribute(w *windowState, s *usageState, sign int64) {
 	tmp := &t.tmp
-	if s.usageSeen {
+	if s.is(usageSeen) {
 		w.accepted += sign
-		if !s.ratedOK {
+		if !s.is(ratedOK) {
 			switch {
-			case s.explained:
+			case s.is(explained):
 				w.rejected += sign
-			case s.ratingOverdue:
+			case s.is(ratingOverdue):
 				w.notRated += sign
 			default:
 				w.ratingPending += sign
 			}
 		}
 	}
-	if s.ratedOK {
+	if s.is(ratedOK) {
 		ra := t.amount(s.rated.amount)
 		w.rated += sign
 		w.ratedAmt.add(ra, sign, tmp)
-		if !s.usageSeen {
+		if !s.is(usageSeen) {
 			w.ratedWithoutUsage += sign
 			w.ratedWithoutUsageAmt.add(ra, sign, tmp)
-			if s.ratedOrphanOverdue {
+			if s.is(ratedOrphanOverdue) {
 				w.unexplained += sign
 			}
 		}
 		switch {
-		case !s.ledgerOK && s.ledgerOverdue:
+		case !s.is(ledgerOK) && s.is(ledgerOverdue):
 			w.notLedgered += sign
 			w.notLedgeredAmt.add(ra, sign, tmp)
-		case !s.ledgerOK:
+		case !s.is(ledgerOK):
 			w.ledgerPending += sign
 			w.ledgerPendingAmt.add(ra, sign, tmp)
 		case t.ledgerAgrees(s):
@@ -271,20 +272,20 @@ func (t *Tracker) contribute(w *windowState, s *usageState, sign int64) {
 		default:
 			w.amountMismatch += sign
 			w.mismatchAmt.add(ra, sign, tmp)
-			if t.intern.str(s.ledgerCur) == w.key.Currency {
+			if t.intern.str(t.desc(s).ledgerCur) == w.key.Currency {
 				w.mismatchLedgerAmt.add(t.amount(s.ledger.amount), sign, tmp)
 			}
 		}
 	}
-	if s.ledgerOK {
+	if s.is(ledgerOK) {
 		w.ledgerEntries += sign
-		if t.intern.str(s.ledgerCur) == w.key.Currency {
+		if t.intern.str(t.desc(s).ledgerCur) == w.key.Currency {
 			w.ledgerAmt.add(t.amount(s.ledger.amount), sign, tmp)
 		}
-		if !s.ratedOK {
+		if !s.is(ratedOK) {
 			w.ledgerWithoutRated += sign
 			w.ledgerWithoutRatedAmt.add(t.amount(s.ledger.amount), sign, tmp)
-			if s.ledgerOrphanOverdue {
+			if s.is(ledgerOrphanOverdue) {
 				w.unexplained += sign
 			}
 		}
@@ -317,7 +318,7 @@ func (t *Tracker) attach(s *usageState, at time.Time) {
 			if w == nil {
 				w = t.newWindow(k)
 			}
-			if !s.registered() || s.regStart() != k.Start {
+			if !s.is(registered) || s.regStart() != k.Start {
 				t.register(k.Start, s)
 			}
 			t.contribute(w, s, +1)
