@@ -46,7 +46,8 @@
 // Memory: records are decoded without copying (contract.Decoder with
 // ZeroCopy), and the tracker copies only the strings it keeps (usage_id,
 // metering_id, quantity, amounts) into a byte arena, numbering the
-// low-cardinality ones (interner). Usage states hold no pointer: they live
+// low-cardinality ones (interner) and each state's combination of them
+// (descs). Usage states hold no pointer: they live
 // in a slab of fixed chunks found through open-addressing tables of slots
 // (store.go), so the collector scans none of them. A mismatch keeps its
 // state (times, version, open), not its row: the row is described anew

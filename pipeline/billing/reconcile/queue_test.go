@@ -2,11 +2,14 @@ package reconcile
 
 import (
 	"bytes"
+	"fmt"
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/driftline/driftline/pipeline/contract"
 	"github.com/driftline/driftline/pipeline/stream/logmerge"
 )
 
@@ -59,5 +62,35 @@ func TestCompactQueuesDetachesWaitingRecords(t *testing.T) {
 	compactQueues(parts)
 	if part.merge.Queue[streamRated][0] != before {
 		t.Fatal("records pushed before the last apply were copied again")
+	}
+}
+
+// A round of many rows does not leave their capacity behind: the next
+// round that uses less than a quarter of it starts from none, and a round
+// of the usual size keeps what it has.
+func TestOutputGivesBackASpike(t *testing.T) {
+	o := &output{current: map[string]int{}, m: newMetrics(prometheus.NewRegistry()), emit: true}
+	round := func(n int) {
+		for i := range n {
+			o.add(&Mismatch{MismatchID: fmt.Sprint("m", i), Kind: contract.KindUsageNotRated, Status: contract.StatusOpen})
+		}
+		if len(o.batch.Mismatches) != n || len(o.current) != n {
+			t.Fatalf("%d rows, %d ids after adding %d", len(o.batch.Mismatches), len(o.current), n)
+		}
+		o.reset()
+	}
+	round(10 * keptRows)
+	if c := cap(o.batch.Mismatches); c < 10*keptRows {
+		t.Fatalf("a round of %d rows left a capacity of %d", 10*keptRows, c)
+	}
+	round(keptRows) // less than a quarter of it: given back
+	if c := cap(o.batch.Mismatches); c != 0 {
+		t.Fatalf("after a round of a tenth of the capacity: capacity %d, want 0", c)
+	}
+	round(keptRows)
+	c := cap(o.batch.Mismatches)
+	round(keptRows / 2) // within the capacity kept always
+	if got := cap(o.batch.Mismatches); got != c {
+		t.Fatalf("a round of the usual size changed the capacity from %d to %d", c, got)
 	}
 }

@@ -104,11 +104,36 @@ type rejected struct {
 	verr *contract.ValidationError
 }
 
+// reset empties the output for the next round, keeping its capacity
+// unless a round left much more of it than this one used: one event may
+// open thousands of mismatches (a watermark that passes the rating grace
+// of every waiting usage at once), and that round's rows, a few hundred
+// bytes each, would otherwise stay in memory to the end.
 func (o *output) reset() {
+	shrink := oversized(&o.batch.Mismatches)
+	oversized(&o.batch.Rated)
+	oversized(&o.batch.Windows)
 	o.batch.Reset()
 	clear(o.rejected)
 	o.rejected = o.rejected[:0]
-	clear(o.current)
+	if shrink {
+		o.current = map[string]int{}
+	} else {
+		clear(o.current)
+	}
+}
+
+// keptRows is the capacity of a batch's rows that reset always keeps.
+const keptRows = 1 << 14
+
+// oversized drops the rows of *rows, and reports whether it did, when
+// their capacity is over keptRows and more than four times their number.
+func oversized[R any](rows *[]R) bool {
+	if c := cap(*rows); c <= keptRows || len(*rows) > c/4 {
+		return false
+	}
+	*rows = nil
+	return true
 }
 
 // fetchMaxBytes bounds one fetch of the reconciler (compressed), below the
