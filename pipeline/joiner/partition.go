@@ -525,11 +525,16 @@ func (part *partition) snapshot() []byte {
 
 // firstSnapshotSize estimates the bytes of a snapshot of a partition with
 // the given identities and node-agent nodes, but for its dedupe section,
-// on the high side: the state of a generated fleet (a partition of the
-// 1M-event fleet) takes about 216 bytes per identity and 179 per node,
-// and the 1,000,000 identities of BenchmarkSnapshot1M 99 each.
+// on the high side: the state of a generated fleet takes about 216 bytes
+// per identity (a partition of the 1M-event fleet; the 1,000,000
+// identities of BenchmarkSnapshot1M take 99 each) and, with the fleet
+// core's lifecycle, tags and recent events, about 490 per node (a
+// partition of the 10M-event fleet: 56.9 MB for 166,399 identities and
+// 32,638 nodes; at the 200 per node estimated before, every partition's
+// first snapshot there outgrew its buffer and was copied into one twice
+// its size).
 func firstSnapshotSize(identities, nodes int) int {
-	return 240*identities + 200*nodes + 1<<20
+	return 240*identities + 560*nodes + 1<<20
 }
 
 // loadSnapshot restores the state snapshot wrote into a new partition.
