@@ -162,13 +162,8 @@ func (ds *descs) ref(d desc) descRef {
 	return r
 }
 
-// with returns the number of desc r with its currency field f set to v.
-func (ds *descs) with(r descRef, f curField, v sym) descRef {
-	memo := ds.steps[f]
-	if int(r) < len(memo) && memo[r].to != 0 && memo[r].v == v {
-		return memo[r].to
-	}
-	d := ds.all[r]
+// withCurrency returns d with its currency field f set to v.
+func (d desc) withCurrency(f curField, v sym) desc {
 	switch f {
 	case unitCurrency:
 		d.currency = v
@@ -177,7 +172,16 @@ func (ds *descs) with(r descRef, f curField, v sym) descRef {
 	case ledgerCurrency:
 		d.ledgerCur = v
 	}
-	to := ds.ref(d)
+	return d
+}
+
+// with returns the number of desc r with its currency field f set to v.
+func (ds *descs) with(r descRef, f curField, v sym) descRef {
+	memo := ds.steps[f]
+	if int(r) < len(memo) && memo[r].to != 0 && memo[r].v == v {
+		return memo[r].to
+	}
+	to := ds.ref(ds.all[r].withCurrency(f, v))
 	if n := int(r) + 1; len(memo) < n {
 		memo = append(memo, make([]descStep, n-len(memo))...)
 		ds.steps[f] = memo

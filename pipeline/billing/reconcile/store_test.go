@@ -333,7 +333,7 @@ func TestUsageStateSize(t *testing.T) {
 	}
 }
 
-// TestDescsWith checks the memoized steps of descs.with against building
+// TestDescsWith checks the memoized steps of descs.with against numbering
 // each desc anew: a step memoized for one currency is not taken for
 // another, and every desc keeps one number.
 func TestDescsWith(t *testing.T) {
@@ -344,15 +344,7 @@ func TestDescsWith(t *testing.T) {
 		r := refs[rng.IntN(len(refs))]
 		f := curField(rng.IntN(3))
 		v := sym(rng.IntN(4))
-		want := ds.all[r]
-		switch f {
-		case unitCurrency:
-			want.currency = v
-		case ratedCurrency:
-			want.ratedCur = v
-		case ledgerCurrency:
-			want.ledgerCur = v
-		}
+		want := ds.all[r].withCurrency(f, v)
 		got := ds.with(r, f, v)
 		if ds.all[got] != want {
 			t.Fatalf("with(%d, %d, %d) = %+v, want %+v", r, f, v, ds.all[got], want)
