@@ -77,21 +77,47 @@ func (h *minHeap[T]) pop() T {
 		h.chunks = h.chunks[:c+1]
 	}
 	h.n = n
-	for i := 0; ; {
+	h.down(0)
+	return v
+}
+
+// down moves the element at i down to its place.
+func (h *minHeap[T]) down(i int) {
+	for {
 		m := i
 		for _, c := range [2]int{2*i + 1, 2*i + 2} {
-			if c < n && (*h.at(c)).before(*h.at(m)) {
+			if c < h.n && (*h.at(c)).before(*h.at(m)) {
 				m = c
 			}
 		}
 		if m == i {
-			break
+			return
 		}
 		a, b := h.at(i), h.at(m)
 		*a, *b = *b, *a
 		i = m
 	}
-	return v
+}
+
+// filter drops the elements keep rejects and gives back the chunks left
+// empty; the rest stay a heap.
+func (h *minHeap[T]) filter(keep func(T) bool) {
+	n := 0
+	for i := range h.n {
+		if v := *h.at(i); keep(v) {
+			*h.at(n) = v
+			n++
+		}
+	}
+	h.n = n
+	if c := n / heapChunk; c < len(h.chunks) {
+		h.chunks[c] = h.chunks[c][:n%heapChunk]
+		clear(h.chunks[c+1:])
+		h.chunks = h.chunks[:c+1]
+	}
+	for i := n/2 - 1; i >= 0; i-- {
+		h.down(i)
+	}
 }
 
 // popTo pops, in order, the elements not after limit.

@@ -2,7 +2,9 @@ package reconcile
 
 import (
 	"fmt"
+	"math"
 	"math/rand/v2"
+	"reflect"
 	"slices"
 	"strings"
 	"testing"
@@ -242,7 +244,7 @@ func (t *Tracker) dump() string {
 	for _, g := range t.claims.List {
 		add("claims from %d: %d", g.Start, g.Claims())
 	}
-	for name, h := range map[string]*deadlines{"rating": &t.ratingDue, "ledger": &t.ledgerDue, "ratedOrphan": &t.ratedOrphanDue, "ledgerOrphan": &t.ledgerOrphanDue} {
+	for name, h := range map[string]*graces{"rating": &t.ratingDue, "ledger": &t.ledgerDue, "ratedOrphan": &t.ratedOrphanDue, "ledgerOrphan": &t.ledgerOrphanDue} {
 		for d := range h.all() {
 			add("due %s %d %s", name, d.at, id(d.ref))
 		}
@@ -361,5 +363,95 @@ func TestDescsWith(t *testing.T) {
 	}
 	if len(ds.all) != len(ds.ids) {
 		t.Fatalf("%d descs, %d numbers", len(ds.all), len(ds.ids))
+	}
+}
+
+// Deadlines dropped before their time because their wait ended change
+// nothing: a tracker that drops them from 64 deadlines on emits the rows
+// and windows of one that never drops them and ends in the same state,
+// with fewer deadlines held.
+func TestDroppedGracesChangeNothing(t *testing.T) {
+	type event struct {
+		kind int // 0 usage, 1 rated line, 2 ledger entry, 3 posting of another amount, 4 time moves on
+		id   string
+		at   time.Time
+	}
+	rng := rand.New(rand.NewPCG(5, 6))
+	const n = 3000
+	var first, second []event
+	for i := range n {
+		// Usage and its posting before any rated line, as a catch-up
+		// after the rater was away applies them: 3,000 usages within
+		// four minutes, so their graces are still running when the rated
+		// lines come.
+		at := t0.Add(time.Duration(i) * 80 * time.Millisecond)
+		id := fmt.Sprintf("u%d", i)
+		first = append(first, event{0, id, at})
+		if k := rng.IntN(10); k > 0 {
+			first = append(first, event{2 + k%2*min(k/9, 1), id, at.Add(time.Minute)})
+		}
+		if rng.IntN(20) > 0 {
+			second = append(second, event{1, id, at})
+		}
+		// Rated lines before their usage, and before their posting.
+		rid := fmt.Sprintf("r%d", i)
+		first = append(first, event{1, rid, at})
+		if rng.IntN(3) > 0 {
+			second = append(second, event{0, rid, at})
+		}
+		if rng.IntN(3) > 0 {
+			second = append(second, event{2, rid, at.Add(time.Minute)})
+		}
+	}
+	rng.Shuffle(len(second), func(i, j int) { second[i], second[j] = second[j], second[i] })
+	// Then every grace passes: what is still missing opens its mismatch.
+	events := append(append(first, second...), event{4, "", t0.Add(time.Hour)})
+	type result struct {
+		tr      *Tracker
+		rows    map[string]Mismatch
+		windows []Window
+		held    int
+	}
+	run := func(dropFrom int) result {
+		rows := map[string]Mismatch{}
+		tr := NewTracker(DefaultRules(), testPrices(t).Book, func(m *Mismatch) { rows[fmt.Sprint(m.MismatchID, "@", m.Version)] = *m })
+		tr.graceDropMin = dropFrom
+		var windows []Window
+		for _, e := range events {
+			switch e.kind {
+			case 0:
+				tr.ApplyUsage(usage(e.id, "m-"+e.id, "gpu_hour"), e.at)
+			case 1:
+				tr.ApplyRated(rated(e.id, "m-"+e.id, "4.90"), e.at)
+			case 2:
+				tr.ApplyLedger(ledger(e.id, "4.90", "USD"), e.at)
+			case 3:
+				tr.ApplyLedger(ledger(e.id, "4.91", "USD"), e.at)
+			default:
+				tr.Advance(e.at)
+			}
+			tr.TakeWindows(func(w *Window) { windows = append(windows, *w) })
+		}
+		held := tr.ratingDue.Len() + tr.ledgerDue.Len() + tr.ratedOrphanDue.Len() + tr.ledgerOrphanDue.Len()
+		return result{tr, rows, windows, held}
+	}
+	dropping, keeping := run(64), run(math.MaxInt)
+	if len(keeping.rows) < n/2 {
+		t.Fatalf("only %d rows: the events raise too little to say anything", len(keeping.rows))
+	}
+	if !reflect.DeepEqual(dropping.rows, keeping.rows) {
+		t.Fatalf("rows differ: %d against %d", len(dropping.rows), len(keeping.rows))
+	}
+	if !reflect.DeepEqual(dropping.windows, keeping.windows) {
+		t.Fatalf("window rows differ: %d against %d", len(dropping.windows), len(keeping.windows))
+	}
+	withoutDue := func(s string) string {
+		return strings.Join(slices.DeleteFunc(strings.Split(s, "\n"), func(l string) bool { return strings.HasPrefix(l, "due ") }), "\n")
+	}
+	if a, b := withoutDue(dropping.tr.dump()), withoutDue(keeping.tr.dump()); a != b {
+		t.Fatalf("states differ:\n%s\nagainst\n%s", a, b)
+	}
+	if dropping.held*2 > keeping.held {
+		t.Fatalf("%d deadlines held, against %d without dropping", dropping.held, keeping.held)
 	}
 }

@@ -190,10 +190,11 @@ type Tracker struct {
 	newest          time.Time // newest event time applied
 	bound           time.Time // caps what Advance moves newest to (SetBound); zero: none
 	watermark       time.Time
-	ratingDue       deadlines
-	ledgerDue       deadlines
-	ratedOrphanDue  deadlines // rated lines without usage
-	ledgerOrphanDue deadlines // ledger entries without rated line
+	ratingDue       graces
+	ledgerDue       graces
+	ratedOrphanDue  graces // rated lines without usage
+	ledgerOrphanDue graces // ledger entries without rated line
+	graceDropMin    int    // the fewest deadlines a heap drops from (minGraces)
 
 	// Conservation windows (window.go) and the horizon (prune.go).
 	windows        map[WindowKey]*windowState
@@ -227,6 +228,8 @@ func NewTracker(rules Rules, book func() *pricebook.Book, emit func(*Mismatch)) 
 		mismatches: map[mismatchKey]mismatchState{},
 		intern:     newInterner(),
 		descs:      newDescs(),
+
+		graceDropMin: minGraces,
 
 		windows:        map[WindowKey]*windowState{},
 		windowsByStart: map[int64][]WindowKey{},
@@ -334,6 +337,9 @@ func (t *Tracker) ApplyUsageDigest(u *contract.Usage, d contract.Digest, at time
 	s.digest = d
 	t.detach(s, at)
 	defer t.attach(s, at)
+	if s.is(ratedOK) {
+		t.ratedOrphanDue.settled++ // its rated line's wait, if any, ends
+	}
 	s.at = nanos(at)
 	s.mark(usageSeen)
 	t.describeFrom(s, u.MeteringSource, u.MeteringID, u.TenantID, u.ProductID, u.UnitID, u.Quantity)
@@ -447,6 +453,12 @@ func (t *Tracker) ApplyRated(r *contract.Rated, at time.Time) bool {
 	}
 	t.detach(s, at)
 	defer t.attach(s, at)
+	if s.is(usageSeen) {
+		t.ratingDue.settled++ // the usage's wait for its rating, if any, ends
+	}
+	if s.is(ledgerOK) {
+		t.ledgerOrphanDue.settled++ // the ledger entry's wait, if any, ends
+	}
 	s.rated = ratedLine{at: nanos(at), amount: t.strs.putDec(r.Amount)}
 	s.mark(ratedOK)
 	s.desc = t.descs.with(s.desc, ratedCurrency, t.intern.get(r.Currency))
@@ -484,6 +496,9 @@ func (t *Tracker) ApplyLedger(l *contract.LedgerEntry, at time.Time) {
 	}
 	t.detach(s, at)
 	defer t.attach(s, at)
+	if s.is(ratedOK) {
+		t.ledgerDue.settled++ // the rated line's wait, if any, ends
+	}
 	s.ledger = ledgerLine{at: nanos(at), amount: t.strs.putDec(l.Amount)}
 	s.mark(ledgerOK)
 	s.desc = t.descs.with(s.desc, ledgerCurrency, t.intern.get(l.Currency))
@@ -549,7 +564,7 @@ func (t *Tracker) Advance(at time.Time) {
 		due.at = nanos(t.watermark)
 	}
 	for d := range t.ratingDue.popTo(due) {
-		if s := t.states.get(d.ref); s != nil && s.is(usageSeen) && !s.is(explained) && !s.is(ratedOK) && !s.is(ratingOverdue) {
+		if s := t.states.get(d.ref); ratingPending(s) {
 			t.detach(s, eventTime(d.at))
 			s.mark(ratingOverdue)
 			t.set(contract.KindUsageNotRated, s, eventTime(d.at))
@@ -557,7 +572,7 @@ func (t *Tracker) Advance(at time.Time) {
 		}
 	}
 	for d := range t.ledgerDue.popTo(due) {
-		if s := t.states.get(d.ref); s != nil && s.is(ratedOK) && !s.is(ledgerOK) && !s.is(ledgerOverdue) {
+		if s := t.states.get(d.ref); ledgerPending(s) {
 			t.detach(s, eventTime(d.at))
 			s.mark(ledgerOverdue)
 			t.set(contract.KindRatedNotLedgered, s, eventTime(d.at))
@@ -565,26 +580,77 @@ func (t *Tracker) Advance(at time.Time) {
 		}
 	}
 	for d := range t.ratedOrphanDue.popTo(due) {
-		if s := t.states.get(d.ref); s != nil && s.is(ratedOK) && !s.is(usageSeen) && !s.is(ratedOrphanOverdue) {
+		if s := t.states.get(d.ref); ratedOrphanPending(s) {
 			t.detach(s, eventTime(d.at))
 			s.mark(ratedOrphanOverdue)
 			t.attach(s, eventTime(d.at))
 		}
 	}
 	for d := range t.ledgerOrphanDue.popTo(due) {
-		if s := t.states.get(d.ref); s != nil && s.is(ledgerOK) && !s.is(ratedOK) && !s.is(ledgerOrphanOverdue) {
+		if s := t.states.get(d.ref); ledgerOrphanPending(s) {
 			t.detach(s, eventTime(d.at))
 			s.mark(ledgerOrphanOverdue)
 			t.attach(s, eventTime(d.at))
 		}
 	}
+	t.ratingDue.drop(t, ratingPending)
+	t.ledgerDue.drop(t, ledgerPending)
+	t.ratedOrphanDue.drop(t, ratedOrphanPending)
+	t.ledgerOrphanDue.drop(t, ledgerOrphanPending)
 	t.sweep()
+}
+
+// A grace deadline is pending while its state still waits for what the
+// deadline is about; once not, it never is again (a state's flags are
+// only ever set, and a dropped state's reference finds nothing), and
+// popping it does nothing.
+
+func ratingPending(s *usageState) bool {
+	return s != nil && s.is(usageSeen) && !s.is(explained) && !s.is(ratedOK) && !s.is(ratingOverdue)
+}
+
+func ledgerPending(s *usageState) bool {
+	return s != nil && s.is(ratedOK) && !s.is(ledgerOK) && !s.is(ledgerOverdue)
+}
+
+func ratedOrphanPending(s *usageState) bool {
+	return s != nil && s.is(ratedOK) && !s.is(usageSeen) && !s.is(ratedOrphanOverdue)
+}
+
+func ledgerOrphanPending(s *usageState) bool {
+	return s != nil && s.is(ledgerOK) && !s.is(ratedOK) && !s.is(ledgerOrphanOverdue)
+}
+
+// graces is a heap of grace deadlines that drops the ones no longer
+// pending before their time, once half of it may be such: the deadlines
+// of all usage applied before its rated lines (a catch-up, a rater back
+// from an outage) would otherwise stay in memory for the whole grace.
+type graces struct {
+	deadlines
+	// settled counts the changes since the last drop that may have ended
+	// a deadline's wait (at least as many as ended one).
+	settled int
+}
+
+// minGraces is the fewest deadlines a heap drops from
+// (Tracker.graceDropMin): below it a pass over the heap is not worth its
+// memory.
+const minGraces = 1 << 16
+
+// drop drops the deadlines that pending rejects, when half of the heap
+// may be such.
+func (g *graces) drop(t *Tracker, pending func(*usageState) bool) {
+	if g.Len() < t.graceDropMin || 2*g.settled < g.Len() {
+		return
+	}
+	g.filter(func(d deadline) bool { return pending(t.states.get(d.ref)) })
+	g.settled = 0
 }
 
 // orphan schedules the grace of a line of s without what should be
 // behind it (due at due) on h, or sets s's overdue flag at once when the
 // watermark is already past due. The state is detached.
-func (t *Tracker) orphan(h *deadlines, s *usageState, overdue stateFlag, due time.Time) {
+func (t *Tracker) orphan(h *graces, s *usageState, overdue stateFlag, due time.Time) {
 	if s.is(overdue) {
 		return
 	}
