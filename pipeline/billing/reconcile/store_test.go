@@ -371,10 +371,15 @@ func TestDescsWith(t *testing.T) {
 // and windows of one that never drops them and ends in the same state,
 // with fewer deadlines held.
 func TestDroppedGracesChangeNothing(t *testing.T) {
-	type event struct {
-		kind int // 0 usage, 1 rated line, 2 ledger entry, 3 posting of another amount, 4 time moves on
-		id   string
-		at   time.Time
+	type event func(*Tracker)
+	use := func(id string, at time.Time) event {
+		return func(tr *Tracker) { tr.ApplyUsage(usage(id, "m-"+id, "gpu_hour"), at) }
+	}
+	rate := func(id string, at time.Time) event {
+		return func(tr *Tracker) { tr.ApplyRated(rated(id, "m-"+id, "4.90"), at) }
+	}
+	post := func(id, amount string, at time.Time) event {
+		return func(tr *Tracker) { tr.ApplyLedger(ledger(id, amount, "USD"), at) }
 	}
 	rng := rand.New(rand.NewPCG(5, 6))
 	const n = 3000
@@ -383,29 +388,33 @@ func TestDroppedGracesChangeNothing(t *testing.T) {
 		// Usage and its posting before any rated line, as a catch-up
 		// after the rater was away applies them: 3,000 usages within
 		// four minutes, so their graces are still running when the rated
-		// lines come.
+		// lines come. One posting in ten is of another amount.
 		at := t0.Add(time.Duration(i) * 80 * time.Millisecond)
 		id := fmt.Sprintf("u%d", i)
-		first = append(first, event{0, id, at})
-		if k := rng.IntN(10); k > 0 {
-			first = append(first, event{2 + k%2*min(k/9, 1), id, at.Add(time.Minute)})
+		first = append(first, use(id, at))
+		switch rng.IntN(10) {
+		case 0:
+		case 1:
+			first = append(first, post(id, "4.91", at.Add(time.Minute)))
+		default:
+			first = append(first, post(id, "4.90", at.Add(time.Minute)))
 		}
 		if rng.IntN(20) > 0 {
-			second = append(second, event{1, id, at})
+			second = append(second, rate(id, at))
 		}
 		// Rated lines before their usage, and before their posting.
 		rid := fmt.Sprintf("r%d", i)
-		first = append(first, event{1, rid, at})
+		first = append(first, rate(rid, at))
 		if rng.IntN(3) > 0 {
-			second = append(second, event{0, rid, at})
+			second = append(second, use(rid, at))
 		}
 		if rng.IntN(3) > 0 {
-			second = append(second, event{2, rid, at.Add(time.Minute)})
+			second = append(second, post(rid, "4.90", at.Add(time.Minute)))
 		}
 	}
 	rng.Shuffle(len(second), func(i, j int) { second[i], second[j] = second[j], second[i] })
 	// Then every grace passes: what is still missing opens its mismatch.
-	events := append(append(first, second...), event{4, "", t0.Add(time.Hour)})
+	events := append(append(first, second...), func(tr *Tracker) { tr.Advance(t0.Add(time.Hour)) })
 	type result struct {
 		tr      *Tracker
 		rows    map[string]Mismatch
@@ -418,18 +427,7 @@ func TestDroppedGracesChangeNothing(t *testing.T) {
 		tr.graceDropMin = dropFrom
 		var windows []Window
 		for _, e := range events {
-			switch e.kind {
-			case 0:
-				tr.ApplyUsage(usage(e.id, "m-"+e.id, "gpu_hour"), e.at)
-			case 1:
-				tr.ApplyRated(rated(e.id, "m-"+e.id, "4.90"), e.at)
-			case 2:
-				tr.ApplyLedger(ledger(e.id, "4.90", "USD"), e.at)
-			case 3:
-				tr.ApplyLedger(ledger(e.id, "4.91", "USD"), e.at)
-			default:
-				tr.Advance(e.at)
-			}
+			e(tr)
 			tr.TakeWindows(func(w *Window) { windows = append(windows, *w) })
 		}
 		held := tr.ratingDue.Len() + tr.ledgerDue.Len() + tr.ratedOrphanDue.Len() + tr.ledgerOrphanDue.Len()
