@@ -229,7 +229,11 @@ func NewTracker(rules Rules, book func() *pricebook.Book, emit func(*Mismatch)) 
 		intern:     newInterner(),
 		descs:      newDescs(),
 
-		graceDropMin: minGraces,
+		ratingDue:       graces{pending: ratingPending, overdue: ratingOverdue, kind: contract.KindUsageNotRated},
+		ledgerDue:       graces{pending: ledgerPending, overdue: ledgerOverdue, kind: contract.KindRatedNotLedgered},
+		ratedOrphanDue:  graces{pending: ratedOrphanPending, overdue: ratedOrphanOverdue},
+		ledgerOrphanDue: graces{pending: ledgerOrphanPending, overdue: ledgerOrphanOverdue},
+		graceDropMin:    minGraces,
 
 		windows:        map[WindowKey]*windowState{},
 		windowsByStart: map[int64][]WindowKey{},
@@ -463,7 +467,7 @@ func (t *Tracker) ApplyRated(r *contract.Rated, at time.Time) bool {
 	s.mark(ratedOK)
 	s.desc = t.descs.with(s.desc, ratedCurrency, t.intern.get(r.Currency))
 	if !s.is(usageSeen) {
-		t.orphan(&t.ratedOrphanDue, s, ratedOrphanOverdue, at.Add(t.rules.RatingGrace))
+		t.orphan(&t.ratedOrphanDue, s, at.Add(t.rules.RatingGrace))
 	}
 	if !s.is(usageSeen) {
 		// The usage is not here (yet): describe the mismatch rows from
@@ -509,7 +513,7 @@ func (t *Tracker) ApplyLedger(l *contract.LedgerEntry, at time.Time) {
 		t.strs.setSuffix(&s.meterID, s.id, l.MeteringID)
 	}
 	if !s.is(ratedOK) {
-		t.orphan(&t.ledgerOrphanDue, s, ledgerOrphanOverdue, at.Add(t.rules.LedgerGrace))
+		t.orphan(&t.ledgerOrphanDue, s, at.Add(t.rules.LedgerGrace))
 		return
 	}
 	t.resolve(contract.KindRatedNotLedgered, s, at)
@@ -563,40 +567,20 @@ func (t *Tracker) Advance(at time.Time) {
 	if !t.watermark.IsZero() {
 		due.at = nanos(t.watermark)
 	}
-	for d := range t.ratingDue.popTo(due) {
-		if s := t.states.get(d.ref); ratingPending(s) {
-			t.detach(s, eventTime(d.at))
-			s.mark(ratingOverdue)
-			t.set(contract.KindUsageNotRated, s, eventTime(d.at))
-			t.attach(s, eventTime(d.at))
+	for _, g := range [...]*graces{&t.ratingDue, &t.ledgerDue, &t.ratedOrphanDue, &t.ledgerOrphanDue} {
+		for d := range g.popTo(due) {
+			if s := t.states.get(d.ref); g.pending(s) {
+				passed := eventTime(d.at)
+				t.detach(s, passed)
+				s.mark(g.overdue)
+				if g.kind != "" {
+					t.set(g.kind, s, passed)
+				}
+				t.attach(s, passed)
+			}
 		}
+		g.drop(t)
 	}
-	for d := range t.ledgerDue.popTo(due) {
-		if s := t.states.get(d.ref); ledgerPending(s) {
-			t.detach(s, eventTime(d.at))
-			s.mark(ledgerOverdue)
-			t.set(contract.KindRatedNotLedgered, s, eventTime(d.at))
-			t.attach(s, eventTime(d.at))
-		}
-	}
-	for d := range t.ratedOrphanDue.popTo(due) {
-		if s := t.states.get(d.ref); ratedOrphanPending(s) {
-			t.detach(s, eventTime(d.at))
-			s.mark(ratedOrphanOverdue)
-			t.attach(s, eventTime(d.at))
-		}
-	}
-	for d := range t.ledgerOrphanDue.popTo(due) {
-		if s := t.states.get(d.ref); ledgerOrphanPending(s) {
-			t.detach(s, eventTime(d.at))
-			s.mark(ledgerOrphanOverdue)
-			t.attach(s, eventTime(d.at))
-		}
-	}
-	t.ratingDue.drop(t, ratingPending)
-	t.ledgerDue.drop(t, ledgerPending)
-	t.ratedOrphanDue.drop(t, ratedOrphanPending)
-	t.ledgerOrphanDue.drop(t, ledgerOrphanPending)
 	t.sweep()
 }
 
@@ -627,6 +611,11 @@ func ledgerOrphanPending(s *usageState) bool {
 // from an outage) would otherwise stay in memory for the whole grace.
 type graces struct {
 	deadlines
+	pending func(*usageState) bool // whether a state still waits (ratingPending ...)
+	overdue stateFlag              // set on a state whose grace passed
+	// kind is the mismatch a passed grace opens; none for a line without
+	// usage or rated line, which counts as unexplained in its window.
+	kind contract.BillingKind
 	// settled counts the changes since the last drop that may have ended
 	// a deadline's wait (at least as many as ended one).
 	settled int
@@ -637,25 +626,25 @@ type graces struct {
 // memory.
 const minGraces = 1 << 16
 
-// drop drops the deadlines that pending rejects, when half of the heap
-// may be such.
-func (g *graces) drop(t *Tracker, pending func(*usageState) bool) {
+// drop drops the deadlines no longer pending, when half of the heap may
+// be such.
+func (g *graces) drop(t *Tracker) {
 	if g.Len() < t.graceDropMin || 2*g.settled < g.Len() {
 		return
 	}
-	g.filter(func(d deadline) bool { return pending(t.states.get(d.ref)) })
+	g.filter(func(d deadline) bool { return g.pending(t.states.get(d.ref)) })
 	g.settled = 0
 }
 
 // orphan schedules the grace of a line of s without what should be
-// behind it (due at due) on h, or sets s's overdue flag at once when the
-// watermark is already past due. The state is detached.
-func (t *Tracker) orphan(h *graces, s *usageState, overdue stateFlag, due time.Time) {
-	if s.is(overdue) {
+// behind it (due at due) on h, or sets s's overdue flag of h at once when
+// the watermark is already past due. The state is detached.
+func (t *Tracker) orphan(h *graces, s *usageState, due time.Time) {
+	if s.is(h.overdue) {
 		return
 	}
 	if !t.watermark.Before(due) {
-		s.mark(overdue)
+		s.mark(h.overdue)
 		return
 	}
 	h.push(deadline{at: nanos(due), ref: s.ref()})
