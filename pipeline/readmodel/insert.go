@@ -149,7 +149,6 @@ type scratch struct {
 	i64   []int64
 	f64   []float64
 	times []time.Time
-	lists [][]string
 }
 
 var scratchPool = sync.Pool{New: func() any { return new(scratch) }}
@@ -209,12 +208,24 @@ func Float64[R any](name string, get func(*R) float64) Column[R] {
 
 // Strings is an Array(String) column; a nil list is an empty array.
 func Strings[R any](name string, get func(*R) []string) Column[R] {
-	return column(name, func(r *R) []string {
-		if l := get(r); l != nil {
-			return l
+	// A row at a time: the driver appends a []string row without
+	// reflection, but a whole [][]string column by reflection over every
+	// value (0.36 s of a joiner's 20 CPU s at 10M events, for the node
+	// rows' three lists; a row at a time is about 30% less).
+	return Column[R]{name: name, gather: func(bc driver.BatchColumn, parts [][]R, _ *scratch, _ time.Time) error {
+		for _, p := range parts {
+			for i := range p {
+				l := get(&p[i])
+				if l == nil {
+					l = []string{}
+				}
+				if err := bc.AppendRow(l); err != nil {
+					return err
+				}
+			}
 		}
-		return []string{}
-	}, func(s *scratch) *[][]string { return &s.lists })
+		return nil
+	}}
 }
 
 // DateTime is a DateTime or Date column. A DateTime holds whole seconds

@@ -3,6 +3,7 @@ package readmodel_test
 import (
 	"context"
 	"fmt"
+	"slices"
 	"testing"
 	"time"
 
@@ -22,6 +23,7 @@ type insertRow struct {
 	at    time.Time
 	flag  bool
 	empty string
+	tags  []string
 }
 
 var insertTable = readmodel.NewTable("insert_test",
@@ -37,6 +39,7 @@ var insertTable = readmodel.NewTable("insert_test",
 	readmodel.DateTime("day", func(r *insertRow) time.Time { return readmodel.Epoch(r.at) }),
 	readmodel.Bool("flag", func(r *insertRow) bool { return r.flag }),
 	readmodel.String("empty", func(r *insertRow) string { return r.empty }),
+	readmodel.Strings("tags", func(r *insertRow) []string { return r.tags }),
 	readmodel.Now[insertRow]("written_at"),
 	readmodel.NowVersion[insertRow]("version"),
 )
@@ -44,14 +47,15 @@ var insertTable = readmodel.NewTable("insert_test",
 // TestTableInsert writes rows of every column kind, in parts that cross
 // a block boundary (chdb.BlockRows) and an empty part, and reads every
 // row back: values land in their columns and rows keep their order,
-// LowCardinality columns included.
+// LowCardinality and Array(String) columns included (a nil list is an
+// empty array).
 func TestTableInsert(t *testing.T) {
 	cfg := testenv.ClickHouse(t)
 	conn := open(t, cfg)
 	ctx := context.Background()
 	if err := conn.Exec(ctx, `CREATE TABLE insert_test (seq UInt64 DEFAULT rowNumberInAllBlocks(), id String,
  kind LowCardinality(String), u8 UInt8, u16 UInt16, u32 UInt32, u64 UInt64, i64 Int64, f64 Float64, at DateTime,
- day Date, flag UInt8, empty String, written_at DateTime, version UInt64) ENGINE = Log`); err != nil {
+ day Date, flag UInt8, empty String, tags Array(String), written_at DateTime, version UInt64) ENGINE = Log`); err != nil {
 		t.Fatal(err)
 	}
 	base := time.Date(2026, 11, 21, 10, 0, 0, 0, time.UTC)
@@ -61,7 +65,13 @@ func TestTableInsert(t *testing.T) {
 		rows[i] = insertRow{id: fmt.Sprintf("id-%07d", i), kind: fmt.Sprintf("kind-%d", i%5), u8: uint8(i), u16: uint16(i),
 			u32: uint32(i), u64: uint64(i) << 20, i64: -int64(i), f64: float64(i) / 4, at: base.Add(time.Duration(i) * time.Second),
 			flag: i%3 == 0}
+		if k := i % 4; k > 0 { // and none every fourth row
+			for j := range k {
+				rows[i].tags = append(rows[i].tags, fmt.Sprintf("t%d-%d", j, i%7))
+			}
+		}
 	}
+	rows[8].tags = []string{}
 	rows[7].at = time.Time{} // a zero time is stored as the epoch
 	now := time.Date(2026, 11, 21, 12, 0, 0, 0, time.UTC)
 	split := readmodel.BlockRows - 5
@@ -71,11 +81,11 @@ func TestTableInsert(t *testing.T) {
 	if err := insertTable.Insert(ctx, conn, now); err != nil {
 		t.Fatalf("an insert of no rows: %v", err)
 	}
-	if got := insertTable.Statement(); got != "INSERT INTO insert_test (id, kind, u8, u16, u32, u64, i64, f64, at, day, flag, empty, written_at, version)" {
+	if got := insertTable.Statement(); got != "INSERT INTO insert_test (id, kind, u8, u16, u32, u64, i64, f64, at, day, flag, empty, tags, written_at, version)" {
 		t.Errorf("statement: %s", got)
 	}
 
-	res, err := conn.Query(ctx, `SELECT id, toString(kind), u8, u16, u32, u64, i64, f64, at, day, flag, empty, written_at, version,
+	res, err := conn.Query(ctx, `SELECT id, toString(kind), u8, u16, u32, u64, i64, f64, at, day, flag, empty, tags, written_at, version,
  toTypeName(kind) FROM insert_test ORDER BY id`)
 	if err != nil {
 		t.Fatal(err)
@@ -91,7 +101,7 @@ func TestTableInsert(t *testing.T) {
 			kindType   string
 		)
 		if err := res.Scan(&got.id, &got.kind, &got.u8, &got.u16, &got.u32, &got.u64, &got.i64, &got.f64, &got.at, &day,
-			&flag, &got.empty, &wrote, &version, &kindType); err != nil {
+			&flag, &got.empty, &got.tags, &wrote, &version, &kindType); err != nil {
 			t.Fatal(err)
 		}
 		want := rows[i]
@@ -99,7 +109,7 @@ func TestTableInsert(t *testing.T) {
 		got.flag = flag == 1
 		if got.id != want.id || got.kind != want.kind || got.u8 != want.u8 || got.u16 != want.u16 || got.u32 != want.u32 ||
 			got.u64 != want.u64 || got.i64 != want.i64 || got.f64 != want.f64 || !got.at.Equal(wantAt) || got.flag != want.flag ||
-			got.empty != "" {
+			got.empty != "" || !slices.Equal(got.tags, want.tags) {
 			t.Fatalf("row %d: got %+v, want %+v", i, got, want)
 		}
 		if y, m, d := wantAt.Date(); day.Year() != y || day.Month() != m || day.Day() != d {
