@@ -2,6 +2,7 @@ package dedupe
 
 import (
 	"fmt"
+	"math"
 	"math/rand/v2"
 	"testing"
 	"time"
@@ -203,7 +204,8 @@ type op struct {
 }
 
 // randomOps returns a workload of seq and id producers (p0 with
-// contiguous seqs, except for a rare one from the past) with redeliveries,
+// contiguous seqs, except for a rare one from the past and a rare
+// math.MaxUint64) with redeliveries,
 // conflicting repeats (an identity again with another digest), out-of-order
 // and late events, and a watermark trailing event time.
 func randomOps(seed uint64, n int) []op {
@@ -238,6 +240,9 @@ func randomOps(seed uint64, n int) []op {
 				}
 				if r.IntN(10) == 0 && (o.producer != "p0" || r.IntN(20) == 0) { // a seq from the past, never sent before
 					o.seq -= uint64(r.IntN(200))
+				}
+				if o.producer == "p0" && r.IntN(400) == 0 { // the greatest seq there is, after a run
+					o.seq = math.MaxUint64
 				}
 			} else {
 				o.id = fmt.Sprintf("ev-%d", r.IntN(5000))
@@ -357,5 +362,48 @@ func TestSeqRuns(t *testing.T) {
 	}
 	if got := s.Observe("agent", true, 1<<32+700, "", at(4*time.Hour), 1); got != Fresh || p.run.hi != 1<<32+701 {
 		t.Fatalf("the next seq: %v, run %v", got, p.run)
+	}
+}
+
+// TestSeqMax checks the greatest seq there is, which a run cannot hold
+// (it ends one past its last seq), sent by a producer whose seqs were a
+// run: the run goes into the bitmaps with it, its seqs stay applied, and
+// the set's snapshot loads.
+func TestSeqMax(t *testing.T) {
+	opts := Options{Horizon: 2 * time.Hour, Bucket: 20 * time.Minute}
+	s := New(opts)
+	for seq := uint64(1); seq <= 3; seq++ {
+		if got := s.Observe("agent", true, seq, "", at(time.Minute), seq); got != Fresh {
+			t.Fatalf("seq %d: %v", seq, got)
+		}
+	}
+	if got := s.Observe("agent", true, math.MaxUint64, "", at(time.Minute), 99); got != Fresh {
+		t.Fatalf("the greatest seq: %v", got)
+	}
+	check := func(s *Set, when string) {
+		t.Helper()
+		for seq := uint64(1); seq <= 3; seq++ {
+			if got := s.Observe("agent", true, seq, "", at(time.Minute), seq); got != Duplicate {
+				t.Fatalf("%s: seq %d again: %v", when, seq, got)
+			}
+		}
+		if got := s.Observe("agent", true, math.MaxUint64, "", at(time.Minute), 99); got != Duplicate {
+			t.Fatalf("%s: the greatest seq again: %v", when, got)
+		}
+		if got := s.Observe("agent", true, math.MaxUint64, "", at(time.Minute), 7); got != Conflict || s.FirstDigest() != 99 {
+			t.Fatalf("%s: the greatest seq with other content: %v, first digest %d", when, got, s.FirstDigest())
+		}
+		if s.Len() != 4 {
+			t.Fatalf("%s: %d seqs, want 4", when, s.Len())
+		}
+	}
+	check(s, "live")
+	check(load(t, opts, snapshot(s)), "restored")
+	if got := s.Observe("agent", true, 4, "", at(2*time.Minute), 4); got != Fresh {
+		t.Fatalf("the next seq: %v", got)
+	}
+	s.Advance(at(5 * time.Hour))
+	if s.Len() != 0 || s.Producers() != 0 {
+		t.Fatalf("past the horizon: %d seqs, %d producers", s.Len(), s.Producers())
 	}
 }

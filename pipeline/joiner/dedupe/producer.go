@@ -50,18 +50,22 @@ type span struct {
 // addSeq adds seq with its content digest and reports whether it was
 // absent.
 func (p *producer) addSeq(seq, digest uint64) bool {
-	if p.lo == nil && p.hi == nil && seq != math.MaxUint64 {
-		switch r := &p.run; {
-		case r.lo == r.hi:
-			r.lo, r.hi = seq, seq+1
-			p.digs = append(p.digs[:0], digest)
-			return true
-		case seq == r.hi:
-			r.hi++
-			p.digs = append(p.digs, digest)
-			return true
-		case seq >= r.lo && seq < r.hi:
-			return false
+	if p.lo == nil && p.hi == nil {
+		// A run ends one past its last seq, so it cannot hold
+		// math.MaxUint64: that seq goes into the bitmaps with the run.
+		if seq != math.MaxUint64 {
+			switch r := &p.run; {
+			case r.lo == r.hi:
+				r.lo, r.hi = seq, seq+1
+				p.digs = append(p.digs[:0], digest)
+				return true
+			case seq == r.hi:
+				r.hi++
+				p.digs = append(p.digs, digest)
+				return true
+			case seq >= r.lo && seq < r.hi:
+				return false
+			}
 		}
 		p.spill()
 	}
