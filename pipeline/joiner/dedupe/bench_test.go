@@ -220,13 +220,15 @@ func BenchmarkObserve(b *testing.B) {
 	const live = 3_600_000 // events within the horizon at 1 ms apart
 	ids := idInput(live + 1000)
 	// agent: a fleet of node-agents, each a producer of contiguous seqs
-	// (18 events of each live within the horizon).
+	// (18 events of each live within the horizon); agent-gaps: the same
+	// with every other seq skipped, as an agent that numbers events it
+	// sends elsewhere (or the fleet's heartbeats, numbered by time slot).
 	const agents = 200_000
 	agentNames := make([]string, agents)
 	for i := range agentNames {
 		agentNames[i] = fmt.Sprintf("nodeagent-node-%06d", i)
 	}
-	for _, kind := range []string{"seq", "id", "agent"} {
+	for _, kind := range []string{"seq", "id", "agent", "agent-gaps"} {
 		b.Run(kind, func(b *testing.B) {
 			base, _, baseObjects := heapObjects()
 			s := New(Options{Horizon: time.Hour, Bucket: 5 * time.Minute})
@@ -241,6 +243,8 @@ func BenchmarkObserve(b *testing.B) {
 					return s.Observe(p, true, seq, "", at, 1)
 				case "agent":
 					return s.Observe(agentNames[i%agents], true, uint64(i/agents), "", at, 1)
+				case "agent-gaps":
+					return s.Observe(agentNames[i%agents], true, 2*uint64(i/agents), "", at, 1)
 				}
 				return s.Observe(producerNames[i%idProducers], false, 0, idAt(ids, i%(live+1000)), at, 1)
 			}
