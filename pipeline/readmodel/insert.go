@@ -16,7 +16,8 @@ import (
 // column at a time: each column's values are gathered from the rows into
 // a typed slice and handed to the driver in one call, where a row-at-a-
 // time Append boxes every value in an interface and converts it by
-// reflection. The column list of the statement is the columns' names, so
+// reflection (but for Array(String) columns, which the driver takes
+// faster a row at a time: Strings). The column list of the statement is the columns' names, so
 // the two cannot drift apart.
 //
 // LowCardinality columns are sent as plain strings and encoded by the
