@@ -13,11 +13,11 @@ import (
 	"testing"
 	"time"
 
-	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/driftline/driftline/internal/fleet"
 	"github.com/driftline/driftline/internal/stack"
+	"github.com/driftline/driftline/internal/testenv"
 	"github.com/driftline/driftline/pipeline/contract"
 	"github.com/driftline/driftline/pipeline/ingest"
 	"github.com/driftline/driftline/pipeline/joiner"
@@ -505,7 +505,7 @@ func checkTopics(t *testing.T, ctx context.Context, broker string, want topicTru
 	t.Helper()
 	names := contract.DefaultTopics()
 	inputs := []string{names.PlatformRecords, names.Observations, names.Telemetry, names.Usage, names.Ledger}
-	recs := readTopics(t, ctx, broker, append(inputs, names.Rated)...)
+	recs := testenv.ReadTopics(t, ctx, []string{broker}, 2*time.Second, append(inputs, names.Rated)...)
 	for _, topic := range inputs {
 		got := map[string]int{}
 		control := 0
@@ -587,77 +587,3 @@ func isControl(r *kgo.Record) bool {
 }
 
 func head(s []string, n int) []string { return s[:min(n, len(s))] }
-
-// readTopics reads the committed records of the topics from the start
-// until the broker has had nothing more for two seconds, once every
-// partition that held records when the read began has returned some: on
-// a loaded machine (the race detector) the client's first fetch can take
-// longer than two seconds, and an empty first poll read as the end. A
-// partition that returns nothing (only aborted records) is waited for 30
-// seconds at most.
-func readTopics(t *testing.T, ctx context.Context, broker string, names ...string) map[string][]*kgo.Record {
-	t.Helper()
-	cl, err := kgo.NewClient(kgo.SeedBrokers(broker), kgo.ConsumeTopics(names...),
-		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()), kgo.FetchIsolationLevel(kgo.ReadCommitted()))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cl.Close()
-	pending := nonEmptyPartitions(t, ctx, kadm.NewClient(cl), names...)
-	giveUp := time.Now().Add(30 * time.Second)
-	out := map[string][]*kgo.Record{}
-	for {
-		pctx, cancel := context.WithTimeout(ctx, 2*time.Second)
-		fs := cl.PollFetches(pctx)
-		cancel()
-		n := 0
-		fs.EachRecord(func(r *kgo.Record) {
-			out[r.Topic] = append(out[r.Topic], r)
-			delete(pending, topicPartition{r.Topic, r.Partition})
-			n++
-		})
-		for _, e := range fs.Errors() {
-			if e.Err != context.DeadlineExceeded {
-				t.Fatalf("read %s/%d: %v", e.Topic, e.Partition, e.Err)
-			}
-		}
-		if n == 0 && (len(pending) == 0 || time.Now().After(giveUp)) {
-			return out
-		}
-		if ctx.Err() != nil {
-			t.Fatal(ctx.Err())
-		}
-	}
-}
-
-type topicPartition struct {
-	topic     string
-	partition int32
-}
-
-// nonEmptyPartitions returns the partitions of the topics that hold
-// records (their end offset past their start).
-func nonEmptyPartitions(t *testing.T, ctx context.Context, adm *kadm.Client, names ...string) map[topicPartition]bool {
-	t.Helper()
-	starts, err := adm.ListStartOffsets(ctx, names...)
-	if err == nil {
-		err = starts.Error()
-	}
-	if err != nil {
-		t.Fatalf("start offsets of %v: %v", names, err)
-	}
-	ends, err := adm.ListEndOffsets(ctx, names...)
-	if err == nil {
-		err = ends.Error()
-	}
-	if err != nil {
-		t.Fatalf("end offsets of %v: %v", names, err)
-	}
-	out := map[topicPartition]bool{}
-	ends.Each(func(o kadm.ListedOffset) {
-		if s, ok := starts.Lookup(o.Topic, o.Partition); ok && o.Offset > s.Offset {
-			out[topicPartition{o.Topic, o.Partition}] = true
-		}
-	})
-	return out
-}

@@ -317,7 +317,7 @@ func checkQuarantined(t *testing.T, ctx context.Context, broker string, truth *f
 	}
 	names := contract.DefaultTopics()
 	got := map[string]int{}
-	for _, r := range readTopics(t, ctx, broker, names.Quarantine)[names.Quarantine] {
+	for _, r := range testenv.ReadTopics(t, ctx, []string{broker}, 2*time.Second, names.Quarantine)[names.Quarantine] {
 		var q contract.Quarantined
 		if err := json.Unmarshal(r.Value, &q); err != nil {
 			t.Errorf("quarantine record %s/%d@%d: %v", names.Quarantine, r.Partition, r.Offset, err)

@@ -173,7 +173,7 @@ func checkSkew(t *testing.T, ctx context.Context, s *stack.Stack, group string, 
 	t.Helper()
 	names := contract.DefaultTopics()
 	reasons := map[string]map[contract.Reason]bool{}
-	for _, r := range readTopics(t, ctx, s.BrokerAddr(), names.Quarantine)[names.Quarantine] {
+	for _, r := range testenv.ReadTopics(t, ctx, []string{s.BrokerAddr()}, 2*time.Second, names.Quarantine)[names.Quarantine] {
 		var doc contract.Quarantined
 		if err := json.Unmarshal(r.Value, &doc); err != nil {
 			t.Fatalf("quarantine record %d@%d: %v", r.Partition, r.Offset, err)

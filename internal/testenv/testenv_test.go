@@ -69,6 +69,44 @@ func TestKafka(t *testing.T) {
 	}
 }
 
+// TestReadTopics: every record of every partition is read, in offset
+// order per partition, even when polls time out before the first fetch
+// (an idle of a millisecond); an empty topic is read as empty at once.
+func TestReadTopics(t *testing.T) {
+	brokers, names := testenv.Kafka(t, 3)
+	cl := testenv.KafkaClient(t, brokers)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	const n = 300
+	var recs []*kgo.Record
+	for i := range n {
+		recs = append(recs, &kgo.Record{Topic: names.Usage, Key: []byte(fmt.Sprintf("gw/%d", i)), Value: []byte(fmt.Sprint(i))})
+	}
+	if err := cl.ProduceSync(ctx, recs...).FirstErr(); err != nil {
+		t.Fatal(err)
+	}
+	got := testenv.ReadTopics(t, ctx, brokers, time.Millisecond, names.Usage, names.Quarantine)
+	if len(got[names.Usage]) != n || len(got[names.Quarantine]) != 0 {
+		t.Fatalf("read %d records of %s and %d of %s, want %d and 0", len(got[names.Usage]), names.Usage, len(got[names.Quarantine]), names.Quarantine, n)
+	}
+	seen := map[string]bool{}
+	next := map[int32]int64{}
+	for _, r := range got[names.Usage] {
+		if r.Offset != next[r.Partition] {
+			t.Fatalf("%s/%d: offset %d, want %d", r.Topic, r.Partition, r.Offset, next[r.Partition])
+		}
+		next[r.Partition]++
+		seen[string(r.Value)] = true
+	}
+	if len(seen) != n || len(next) < 2 {
+		t.Fatalf("%d distinct records over %d partitions", len(seen), len(next))
+	}
+	start := time.Now()
+	if got := testenv.ReadTopics(t, ctx, brokers, 200*time.Millisecond, names.Rated); len(got) != 0 || time.Since(start) > 10*time.Second {
+		t.Fatalf("an empty topic: %d topics read in %v", len(got), time.Since(start))
+	}
+}
+
 // TestClickHouseConn: the connection is to the new database.
 func TestClickHouseConn(t *testing.T) {
 	conn, cfg := testenv.ClickHouseConn(t)

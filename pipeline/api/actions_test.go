@@ -174,22 +174,10 @@ func (e *actionsEnv) counts() (commands, requests int, rows uint64) {
 	return commands, requests, rows
 }
 
-// readAll reads every record of topic.
+// readAll reads every committed record of topic.
 func readAll(t *testing.T, ctx context.Context, brokers []string, topic string) []*kgo.Record {
 	t.Helper()
-	cl := testenv.KafkaClient(t, brokers, kgo.ConsumeTopics(topic), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()),
-		kgo.FetchIsolationLevel(kgo.ReadCommitted()))
-	var out []*kgo.Record
-	for {
-		pctx, cancel := context.WithTimeout(ctx, 500*time.Millisecond)
-		fs := cl.PollFetches(pctx)
-		cancel()
-		n := 0
-		fs.EachRecord(func(r *kgo.Record) { out = append(out, r); n++ })
-		if n == 0 {
-			return out
-		}
-	}
+	return testenv.ReadTopics(t, ctx, brokers, 500*time.Millisecond, topic)[topic]
 }
 
 // TestActions drives operator actions through the real path: the API

@@ -13,6 +13,7 @@ import (
 	json "github.com/segmentio/encoding/json"
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/driftline/driftline/internal/testenv"
 	"github.com/driftline/driftline/pipeline/contract"
 )
 
@@ -54,25 +55,10 @@ func produce(t testing.TB, brokers []string, topic string, us ...usage) {
 }
 
 // readAll returns every record of topic a read_committed consumer sees,
-// polling until no new record arrives for idle.
+// read until no new record arrives for idle (testenv.ReadTopics).
 func readAll(t testing.TB, brokers []string, topic string, idle time.Duration) []*kgo.Record {
 	t.Helper()
-	cl, err := kgo.NewClient(kgo.SeedBrokers(brokers...), kgo.ConsumeTopics(topic),
-		kgo.FetchIsolationLevel(kgo.ReadCommitted()), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cl.Close()
-	var out []*kgo.Record
-	for {
-		ctx, cancel := context.WithTimeout(context.Background(), idle)
-		fs := cl.PollFetches(ctx)
-		cancel()
-		if fs.Empty() {
-			return out
-		}
-		fs.EachRecord(func(r *kgo.Record) { out = append(out, r) })
-	}
+	return testenv.ReadTopics(t, context.Background(), brokers, idle, topic)[topic]
 }
 
 type ratedLine struct {

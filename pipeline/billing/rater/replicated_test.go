@@ -64,8 +64,7 @@ func TestExactlyOnceAcrossBrokerLoss(t *testing.T) {
 	}
 	// The seed list still names the stopped brokers; a reader finds the
 	// one left through any seed that answers.
-	// The lines judged are those of the read that found them all: a second
-	// read, on a loaded machine, may time out before its first fetch.
+	// The lines judged are those of the read that found them all.
 	var rated []*kgo.Record
 	testenv.CheckFor(t, time.Minute, func() error {
 		if rated = readAll(t, brokers, names.Rated, 500*time.Millisecond); len(rated) < n {
