@@ -48,6 +48,7 @@ func (p *Command) validate() *ValidationError {
 	c.required("provider_id", p.ProviderID)
 	requiredOneOf(&c, "action", p.Action, Actions)
 	c.required("actor_id", p.ActorID)
+	c.time("until", p.Until, false)
 	return c.err
 }
 

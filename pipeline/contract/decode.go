@@ -227,6 +227,9 @@ func (v Validator) decodeEnvelope(line []byte) (Envelope, *ValidationError) {
 	if perr != nil {
 		return env, invalid(ReasonInvalidField, "occurred_at", "not an RFC 3339 time")
 	}
+	if !TimeInRange(t) {
+		return env, &ValidationError{Reason: ReasonInvalidField, Field: "occurred_at", Detail: timeRangeDetail(t)}
+	}
 	env.OccurredAt = t
 	if !ValidEnvironment(env.Environment) {
 		return env, invalid(ReasonInvalidField, "environment", "%q is not local_parity, dev or prod", truncate([]byte(env.Environment), 64))

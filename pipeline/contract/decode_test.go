@@ -1,9 +1,11 @@
 package contract
 
 import (
+	stdjson "encoding/json"
 	"reflect"
 	"strings"
 	"testing"
+	"time"
 )
 
 const validObs = `{"event_id":"e1","event_type":"provider.observation","schema_version":1,"producer":"scanner","seq":7,
@@ -189,6 +191,62 @@ func TestFleetEventTopicsAndKeys(t *testing.T) {
 		}
 		if KeyOf(p) != key {
 			t.Errorf("key of %s = %q, want %q", typ, KeyOf(p), key)
+		}
+	}
+}
+
+// TestTimesInRange: every time an event carries must lie within MinTime
+// and MaxTime, the Unix nanoseconds of an int64, which the pipeline keeps
+// times in; outside them a time would wrap around into another (1442-05-10
+// is 2026-11-28 modulo 2^64 ns). Both bounds are times an event may carry.
+func TestTimesInRange(t *testing.T) {
+	before, after := MinTime.Add(-time.Nanosecond), MaxTime.Add(time.Nanosecond)
+	wrapped := time.Date(1442, 5, 10, 6, 25, 26, 290448384, time.UTC)
+	event := func(typ, occurredAt string, payload any) []byte {
+		b, err := stdjson.Marshal(wireEnvelope{EventID: "e-1", EventType: typ, SchemaVersion: 1, Producer: "producer-1",
+			OccurredAt: occurredAt, Environment: EnvLocalParity, Payload: payload})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return b
+	}
+	occurred := func(at time.Time) []byte {
+		return event(TypeProviderObservation, at.Format(time.RFC3339Nano), samplePayload(TypeProviderObservation, 0))
+	}
+	at := func(typ string, set func(p any)) []byte {
+		p := samplePayload(typ, 0)
+		set(p)
+		return event(typ, "2026-11-21T10:15:30Z", p)
+	}
+	cases := []struct {
+		name  string
+		line  []byte
+		field string // "": valid
+	}{
+		{"occurred_at at the lower bound", occurred(MinTime), ""},
+		{"occurred_at at the upper bound", occurred(MaxTime), ""},
+		{"occurred_at before", occurred(before), "occurred_at"},
+		{"occurred_at that wraps to 2026", occurred(wrapped), "occurred_at"},
+		{"occurred_at after", occurred(after), "occurred_at"},
+		{"occurred_at in 9999", occurred(time.Date(9999, 12, 31, 23, 59, 59, 0, time.UTC)), "occurred_at"},
+		{"scan_started_at", at(TypeScanCompleted, func(p any) { p.(*ScanCompleted).ScanStartedAt = wrapped }), "payload.scan_started_at"},
+		{"window_start", at(TypeUsageRecorded, func(p any) { p.(*Usage).WindowStart = before }), "payload.window_start"},
+		{"window_end", at(TypeUsageRecorded, func(p any) { p.(*Usage).WindowEnd = after }), "payload.window_end"},
+		{"rated_at", at(TypeBillingRated, func(p any) { p.(*Rated).RatedAt = after }), "payload.rated_at"},
+		{"posted_at", at(TypeLedgerEntry, func(p any) { p.(*LedgerEntry).PostedAt = before }), "payload.posted_at"},
+		{"deadline", at(TypePolicyBundle, func(p any) { p.(*PolicyBundle).Deadline = after }), "payload.deadline"},
+		{"until", at(TypeCommand, func(p any) { p.(*Command).Until = wrapped }), "payload.until"},
+		{"until unset", at(TypeCommand, func(p any) { p.(*Command).Until = time.Time{} }), ""},
+	}
+	for _, c := range cases {
+		for _, zeroCopy := range []bool{false, true} {
+			_, _, err := Validator{Environment: EnvLocalParity, ZeroCopy: zeroCopy}.DecodeEvent(c.line)
+			switch {
+			case c.field == "" && err != nil:
+				t.Errorf("%s (zero copy %v): %v", c.name, zeroCopy, err)
+			case c.field != "" && (err == nil || err.Reason != ReasonInvalidField || err.Field != c.field):
+				t.Errorf("%s (zero copy %v): %v, want invalid_field on %s", c.name, zeroCopy, err, c.field)
+			}
 		}
 	}
 }

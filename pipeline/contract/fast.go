@@ -246,7 +246,7 @@ func (v Validator) fastDecode(line []byte, dec *Decoder, digest bool) (env Envel
 	// the same (TestISO8601IsTimeParse); when it does not, the reference
 	// decides.
 	t, err := iso8601.Parse(unsafe.String(&occurredAt[0], len(occurredAt)))
-	if err != nil {
+	if err != nil || !TimeInRange(t) {
 		return env, nil, 0, false
 	}
 	env.OccurredAt = t

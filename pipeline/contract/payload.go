@@ -1,6 +1,8 @@
 package contract
 
 import (
+	"time"
+
 	json "github.com/segmentio/encoding/json"
 
 	"github.com/driftline/driftline/pipeline/contract/decimal"
@@ -146,6 +148,18 @@ func (c *fieldCheck) requiredDigest(name, v string) {
 	}
 }
 
+// time checks that t, when set, lies within MinTime and MaxTime, and is
+// set when required.
+func (c *fieldCheck) time(name string, t time.Time, required bool) {
+	switch {
+	case c.err != nil:
+	case t.IsZero():
+		c.check(!required, name, "required RFC 3339 time")
+	case !TimeInRange(t):
+		c.fail(ReasonInvalidField, name, timeRangeDetail(t))
+	}
+}
+
 func (c *fieldCheck) check(ok bool, name, detail string) {
 	if c.err == nil && !ok {
 		c.fail(ReasonInvalidField, name, detail)
@@ -202,7 +216,7 @@ func (p *ScanCompleted) validate() *ValidationError {
 	var c fieldCheck
 	requiredOneOf(&c, "provider", p.Provider, Providers)
 	c.required("scan_id", p.ScanID)
-	c.check(!p.ScanStartedAt.IsZero(), "scan_started_at", "required RFC 3339 time")
+	c.time("scan_started_at", p.ScanStartedAt, true)
 	return c.err
 }
 
@@ -234,7 +248,7 @@ func (p *PolicyBundle) validate() *ValidationError {
 	c.required("policy_bundle_id", p.PolicyBundleID)
 	c.required("target_version", p.TargetVersion)
 	c.required("artifact_id", p.ArtifactID)
-	c.check(!p.Deadline.IsZero(), "deadline", "required RFC 3339 time")
+	c.time("deadline", p.Deadline, true)
 	for _, d := range p.Domains {
 		c.check(d != "", "domains", "holds an empty domain")
 	}
@@ -247,8 +261,8 @@ func (p *Usage) validate() *ValidationError {
 	c.required("unit_id", p.UnitID)
 	c.requiredDecimal("quantity", p.Quantity)
 	c.required("tenant_id", p.TenantID)
-	c.check(!p.WindowStart.IsZero(), "window_start", "required RFC 3339 time")
-	c.check(!p.WindowEnd.IsZero(), "window_end", "required RFC 3339 time")
+	c.time("window_start", p.WindowStart, true)
+	c.time("window_end", p.WindowEnd, true)
 	c.check(!p.WindowEnd.Before(p.WindowStart), "window_end", "before window_start")
 	return c.err
 }
@@ -262,6 +276,7 @@ func (p *Rated) validate() *ValidationError {
 	c.requiredDecimal("unit_price", p.UnitPrice)
 	c.requiredDecimal("amount", p.Amount)
 	c.required("currency", p.Currency)
+	c.time("rated_at", p.RatedAt, false)
 	return c.err
 }
 
@@ -271,6 +286,7 @@ func (p *LedgerEntry) validate() *ValidationError {
 	c.usageKey(p.UsageID, p.MeteringSource, p.MeteringID)
 	c.requiredDecimal("amount", p.Amount)
 	c.required("currency", p.Currency)
+	c.time("posted_at", p.PostedAt, false)
 	return c.err
 }
 
