@@ -212,6 +212,12 @@ func TestFleetEndpoints(t *testing.T) {
 	if sd.Points != 2 {
 		t.Errorf("sync debt from -2m: %+v", sd)
 	}
+	// Times a DateTime cannot hold select as its ends do (a to in 2150
+	// selected nothing).
+	sd = decode[apitypes.SyncDebt](t, testenv.GetJSON(t, fx.url+"/v1/syncdebt?domain_id=d-eu1&from=1960-01-01T00:00:00Z&to=2150-01-01T00:00:00Z", 200))
+	if sd.Points != 3 {
+		t.Errorf("sync debt from 1960 to 2150: %+v", sd)
+	}
 	sd = decode[apitypes.SyncDebt](t, testenv.GetJSON(t, fx.url+"/v1/syncdebt?domain_id=d-eu1&last=90s", 200))
 	if sd.Points != 2 || !sd.Series[0].Points[0].Minute.Equal(t0.Add(-2*time.Minute)) {
 		t.Errorf("sync debt last=90s: %+v", sd)

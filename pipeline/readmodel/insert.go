@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"iter"
+	"math"
 	"strings"
 	"sync"
 	"time"
@@ -274,11 +275,19 @@ func constant[R, V any](name string, of func(time.Time) V, slot func(*scratch) *
 // epoch is what a zero time is stored as (DateTime cannot hold year 1).
 var epoch = time.Unix(0, 0).UTC()
 
+// lastDateTime is the last second a DateTime holds (a uint32 of seconds).
+var lastDateTime = time.Unix(math.MaxUint32, 0).UTC()
+
 // Epoch returns t in UTC, or the Unix epoch for a zero time or any time
-// before it, which a DateTime cannot hold.
+// before it, and the last second a DateTime holds (2106-02-07T06:28:15Z)
+// for any time after it: ClickHouse stores a second outside as the epoch,
+// which made a time after 2106 read as 1970.
 func Epoch(t time.Time) time.Time {
-	if t.IsZero() || t.Before(epoch) {
+	switch {
+	case t.IsZero() || t.Before(epoch):
 		return epoch
+	case t.After(lastDateTime):
+		return lastDateTime
 	}
 	return t.UTC()
 }

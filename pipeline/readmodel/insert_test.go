@@ -72,7 +72,8 @@ func TestTableInsert(t *testing.T) {
 		}
 	}
 	rows[8].tags = []string{}
-	rows[7].at = time.Time{} // a zero time is stored as the epoch
+	rows[7].at = time.Time{}                                 // a zero time is stored as the epoch
+	rows[9].at = time.Date(2200, 1, 1, 0, 0, 0, 0, time.UTC) // past a DateTime's last second: stored as that second
 	now := time.Date(2026, 11, 21, 12, 0, 0, 0, time.UTC)
 	split := readmodel.BlockRows - 5
 	if err := insertTable.Insert(ctx, conn, now, rows[:split], nil, rows[split:]); err != nil {

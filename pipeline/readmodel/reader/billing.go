@@ -170,16 +170,16 @@ func (rd *Reader) Rated(ctx context.Context, q RatedQuery) (apitypes.RatedTotals
 	if len(q.Days) > 0 {
 		conds = append(conds, inList("day", len(q.Days)))
 		for _, d := range q.Days {
-			args = append(args, d.Format(time.DateOnly))
+			args = append(args, dateOnly(d))
 		}
 	}
 	if !q.From.IsZero() {
 		conds = append(conds, "day >= toDate(?)")
-		args = append(args, q.From.Format(time.DateOnly))
+		args = append(args, dateOnly(q.From))
 	}
 	if !q.To.IsZero() {
 		conds = append(conds, "day <= toDate(?)")
-		args = append(args, q.To.Format(time.DateOnly))
+		args = append(args, dateOnly(q.To))
 	}
 	conds, args = scopeWhere(ctx, "tenant_id", conds, args)
 	var cols []string

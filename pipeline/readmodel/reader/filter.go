@@ -1,6 +1,7 @@
 package reader
 
 import (
+	"math"
 	"strings"
 	"time"
 
@@ -62,14 +63,40 @@ func tagsWhere(conds []string, args []any, tags []string) ([]string, []any) {
 func rangeWhere(conds []string, args []any, column string, from, to time.Time) ([]string, []any) {
 	if !from.IsZero() {
 		conds = append(conds, column+" >= toDateTime(?)")
-		args = append(args, from.Unix())
+		args = append(args, dateTimeSec(from))
 	}
 	if !to.IsZero() {
 		conds = append(conds, column+" < toDateTime(?)")
-		args = append(args, to.Unix())
+		args = append(args, dateTimeSec(to))
 	}
 	return conds, args
 }
+
+// dateTimeSec returns t as the Unix second a DateTime is compared with.
+// A DateTime holds 1970-01-01 to 2106-02-07T06:28:15Z (a uint32 of
+// seconds), and ClickHouse reads a second outside as 1970-01-01 (a `to`
+// in 2150 selected nothing): a time outside takes the nearer end, which
+// no stored row lies beyond (readmodel.Epoch).
+func dateTimeSec(t time.Time) int64 { return min(max(t.Unix(), 0), math.MaxUint32) }
+
+// dateOnly returns t's date (in t's own zone, as the caller gave it) as a
+// Date is compared with: 1970-01-01 to 2149-06-06 (a uint16 of days), a
+// time outside taking the nearer end.
+func dateOnly(t time.Time) string {
+	switch {
+	case t.Before(epoch):
+		t = epoch
+	case t.After(maxDate):
+		t = maxDate
+	}
+	return t.Format(time.DateOnly)
+}
+
+// epoch is where a DateTime and a Date begin.
+var epoch = time.Unix(0, 0).UTC()
+
+// maxDate is the last day a Date holds.
+var maxDate = epoch.AddDate(0, 0, math.MaxUint16)
 
 // lifecycleWhere adds to conds and args the status and first-seen
 // conditions that findings and mismatches share.
@@ -82,7 +109,7 @@ func lifecycleWhere(conds []string, args []any, status string, firstSeenBy time.
 		// toDateTime of a Unix second works on every ClickHouse version,
 		// unlike string literals whose parsing depends on the server zone.
 		conds = append(conds, "first_seen_at <= toDateTime(?)")
-		args = append(args, firstSeenBy.Unix())
+		args = append(args, dateTimeSec(firstSeenBy))
 	}
 	return conds, args
 }
@@ -157,7 +184,7 @@ func (f *MismatchFilter) where() ([]string, []any) {
 		var ors []string
 		for _, d := range f.Days {
 			ors = append(ors, "(first_seen_at >= toDateTime(?) AND first_seen_at < toDateTime(?))")
-			args = append(args, d.Unix(), d.Add(24*time.Hour).Unix())
+			args = append(args, dateTimeSec(d), dateTimeSec(d.Add(24*time.Hour)))
 		}
 		conds = append(conds, "("+strings.Join(ors, " OR ")+")")
 	}
