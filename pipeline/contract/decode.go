@@ -228,7 +228,7 @@ func (v Validator) decodeEnvelope(line []byte) (Envelope, *ValidationError) {
 		return env, invalid(ReasonInvalidField, "occurred_at", "not an RFC 3339 time")
 	}
 	if !TimeInRange(t) {
-		return env, &ValidationError{Reason: ReasonInvalidField, Field: "occurred_at", Detail: timeRangeDetail(t)}
+		return env, invalid(ReasonInvalidField, "occurred_at", "%s", timeRangeDetail(t))
 	}
 	env.OccurredAt = t
 	if !ValidEnvironment(env.Environment) {
