@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/driftline/driftline/pipeline/contract"
+	"github.com/driftline/driftline/pipeline/readmodel"
 )
 
 // A filter's list fields each select rows whose column holds one of the
@@ -72,12 +73,11 @@ func rangeWhere(conds []string, args []any, column string, from, to time.Time) (
 	return conds, args
 }
 
-// dateTimeSec returns t as the Unix second a DateTime is compared with.
-// A DateTime holds 1970-01-01 to 2106-02-07T06:28:15Z (a uint32 of
-// seconds), and ClickHouse reads a second outside as 1970-01-01 (a `to`
-// in 2150 selected nothing): a time outside takes the nearer end, which
-// no stored row lies beyond (readmodel.Epoch).
-func dateTimeSec(t time.Time) int64 { return min(max(t.Unix(), 0), math.MaxUint32) }
+// dateTimeSec returns t (set) as the Unix second a DateTime is compared
+// with: ClickHouse reads a second a DateTime cannot hold as 1970-01-01 (a
+// `to` in 2150 selected nothing), so a time outside takes the nearer end,
+// as readmodel.Epoch stores it.
+func dateTimeSec(t time.Time) int64 { return readmodel.Epoch(t).Unix() }
 
 // dateOnly returns t's date (in t's own zone, as the caller gave it) as a
 // Date is compared with: 1970-01-01 to 2149-06-06 (a uint16 of days), a
