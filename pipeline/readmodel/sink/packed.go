@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"iter"
 	"math"
+	"math/bits"
 	"reflect"
 	"sync"
 	"time"
@@ -14,15 +15,15 @@ import (
 )
 
 // Packed holds the rows of type R of a batch packed: each row is a
-// fixed number of 8-byte words with no pointer in them, its strings and
-// lists copied into one byte array of the batch and referenced by offset
-// and length, its times as Unix seconds and nanoseconds. A batch of the
-// joiner holds a row for most findings and nodes a catch-up round
-// changed, and the batch being written is held beside the one being
-// built: as structs of strings (a node's status is 888 bytes with 41
-// pointers, a finding 584 with 31) they were the largest part of the
-// heap the collector marks. Rows are unpacked again a block at a time as
-// the insert reads them (Blocks).
+// fixed number of 4-byte slots with no pointer in them, its strings and
+// lists copied into one byte array of the batch and referenced by offset,
+// its times as Unix seconds and nanoseconds. A batch of the joiner holds
+// a row for most findings and nodes a catch-up round changed, and the
+// batch being written is held beside the one being built: as structs of
+// strings (a node's status is 888 bytes with 41 pointers, a finding 584
+// with 31) they were the largest part of the heap the collector marks.
+// Rows are unpacked again a block at a time as the insert reads them
+// (Blocks).
 //
 // A string is copied once per batch where it can be told cheaply that
 // it was copied before: a row that overwrites its earlier row keeps the
@@ -37,12 +38,15 @@ import (
 // The zero value is empty and ready to use.
 type Packed[R any] struct {
 	lay *layout
-	// chunks hold packChunkRows rows each, a row lay.words consecutive
-	// words; Reset keeps them for the next batch.
-	chunks [][]word
+	// chunks hold packChunkRows rows each, a row lay.slots consecutive
+	// slots; Reset keeps them for the next batch.
+	chunks [][]slot
 	n      int
-	bytes  []byte
-	cache  *[packCacheSize]copied
+	// bytes holds the strings and lists of the rows, each its length (a
+	// uvarint) and its bytes; a row refers to one by its offset. bytes[0]
+	// is a zero length, so offset 0 is the empty string or list.
+	bytes []byte
+	cache *[packCacheSize]copied
 }
 
 const (
@@ -50,17 +54,15 @@ const (
 	packChunkRows = 1 << packChunkBits
 )
 
-type word = uint64
+// A slot is the unit of a packed row: a ref, a part of a time, or 4
+// bytes of plain fields. A string's ref in 4 bytes instead of an offset
+// and a length in 8 takes a third off a node's status row (the rows of
+// two rounds were the largest part of the joiner's heap after its state).
+type slot = uint32
 
-// ref is where a string or a list is in Packed.bytes: offset<<32 | length.
-type ref = word
-
-func refOf(off, n int) ref { return ref(off)<<32 | ref(n) }
-func refLen(r ref) int     { return int(uint32(r)) }
-func refOff(r ref) int     { return int(r >> 32) }
-func refBytes(b []byte, r ref) []byte {
-	return b[refOff(r) : refOff(r)+refLen(r)]
-}
+// ref is where a string or a list is in Packed.bytes: the offset of its
+// length.
+type ref = slot
 
 // copied is an entry of the cache: the address and length of a value
 // copied into the batch, and where its copy is.
@@ -76,29 +78,29 @@ const (
 
 // A layout is how rows of one type are packed: a field per op.
 type layout struct {
-	words int
+	slots int
 	ops   []op
 }
 
 type opKind uint8
 
 const (
-	opString opKind = iota // a word: its ref
-	opList                 // a word: the ref of its values, each a uvarint length and its bytes
-	opTime                 // two words: Unix seconds (zeroTime for a zero time) and nanoseconds
-	opRaw                  // size bytes copied as they are, in (size+7)/8 words
+	opString opKind = iota // a slot: its ref
+	opList                 // a slot: its ref, after which each value is a uvarint length and its bytes
+	opTime                 // three slots: Unix seconds (zeroTime for a zero time), low half first, and nanoseconds
+	opRaw                  // size bytes copied as they are, in (size+3)/4 slots
 )
 
 type op struct {
 	kind opKind
 	off  uintptr // in R
 	size uintptr // opRaw
-	at   int     // first word in the row
+	at   int     // first slot in the row
 }
 
 // zeroTime stands for a zero time.Time in a packed row (the bits of
 // math.MinInt64 seconds, which no time.Time holds).
-const zeroTime word = 1 << 63
+const zeroTime uint64 = 1 << 63
 
 var (
 	layouts  sync.Map // reflect.Type -> *layout
@@ -119,16 +121,16 @@ func layoutOf(t reflect.Type) *layout {
 func (l *layout) add(t reflect.Type, off uintptr, path string) {
 	switch {
 	case t == timeType:
-		l.ops = append(l.ops, op{kind: opTime, off: off, at: l.words})
-		l.words += 2
+		l.ops = append(l.ops, op{kind: opTime, off: off, at: l.slots})
+		l.slots += 3
 		return
 	case t.Kind() == reflect.String:
-		l.ops = append(l.ops, op{kind: opString, off: off, at: l.words})
-		l.words++
+		l.ops = append(l.ops, op{kind: opString, off: off, at: l.slots})
+		l.slots++
 		return
 	case t.Kind() == reflect.Slice && t.Elem().Kind() == reflect.String:
-		l.ops = append(l.ops, op{kind: opList, off: off, at: l.words})
-		l.words++
+		l.ops = append(l.ops, op{kind: opList, off: off, at: l.slots})
+		l.slots++
 		return
 	case t.Kind() == reflect.Struct:
 		for i := range t.NumField() {
@@ -137,15 +139,15 @@ func (l *layout) add(t reflect.Type, off uintptr, path string) {
 		}
 		return
 	case plain(t):
-		// Consecutive plain fields share their words.
+		// Consecutive plain fields share their slots.
 		if n := len(l.ops); n > 0 && l.ops[n-1].kind == opRaw && l.ops[n-1].off+l.ops[n-1].size == off {
 			last := &l.ops[n-1]
 			last.size = off + t.Size() - last.off
-			l.words = last.at + int(last.size+7)/8
+			l.slots = last.at + int(last.size+3)/4
 			return
 		}
-		l.ops = append(l.ops, op{kind: opRaw, off: off, size: t.Size(), at: l.words})
-		l.words += int(t.Size()+7) / 8
+		l.ops = append(l.ops, op{kind: opRaw, off: off, size: t.Size(), at: l.slots})
+		l.slots += int(t.Size()+3) / 4
 		return
 	}
 	panic(fmt.Sprintf("sink: cannot pack %s of type %s", path, t))
@@ -189,16 +191,16 @@ func (p *Packed[R]) Append(v *R) int {
 		p.lay = layoutOf(reflect.TypeFor[R]())
 	}
 	if c := p.n >> packChunkBits; c == len(p.chunks) {
-		p.chunks = append(p.chunks, make([]word, packChunkRows*p.lay.words))
+		p.chunks = append(p.chunks, make([]slot, packChunkRows*p.lay.slots))
 	}
 	p.n++
 	p.pack(p.row(p.n-1), v, false)
 	return p.n - 1
 }
 
-// row returns the words of row i.
-func (p *Packed[R]) row(i int) []word {
-	w := p.lay.words
+// row returns the slots of row i.
+func (p *Packed[R]) row(i int) []slot {
+	w := p.lay.slots
 	k := (i & (packChunkRows - 1)) * w
 	return p.chunks[i>>packChunkBits][k : k+w : k+w]
 }
@@ -233,7 +235,7 @@ func (p *Packed[R]) Reset() {
 
 // pack writes v into row; over is set when row holds v's earlier row,
 // whose unchanged strings and lists are kept.
-func (p *Packed[R]) pack(row []word, v *R, over bool) {
+func (p *Packed[R]) pack(row []slot, v *R, over bool) {
 	base := unsafe.Pointer(v)
 	for _, o := range p.lay.ops {
 		at := &row[o.at]
@@ -253,11 +255,11 @@ func (p *Packed[R]) pack(row []word, v *R, over bool) {
 			*at = p.putList(l)
 		case opTime:
 			t := (*time.Time)(src)
-			if t.IsZero() {
-				row[o.at], row[o.at+1] = zeroTime, 0
-			} else {
-				row[o.at], row[o.at+1] = word(t.Unix()), word(t.Nanosecond())
+			sec, ns := zeroTime, slot(0)
+			if !t.IsZero() {
+				sec, ns = uint64(t.Unix()), slot(t.Nanosecond())
 			}
+			row[o.at], row[o.at+1], row[o.at+2] = slot(sec), slot(sec>>32), ns
 		case opRaw:
 			copy(unsafe.Slice((*byte)(unsafe.Pointer(at)), o.size), unsafe.Slice((*byte)(src), o.size))
 		}
@@ -266,7 +268,7 @@ func (p *Packed[R]) pack(row []word, v *R, over bool) {
 
 // unpack writes row into *r (zero): its lists into *buf when buf is not
 // nil (their values alias the batch's bytes), else into new slices.
-func (p *Packed[R]) unpack(r *R, row []word, buf *[]string) {
+func (p *Packed[R]) unpack(r *R, row []slot, buf *[]string) {
 	base := unsafe.Pointer(r)
 	for _, o := range p.lay.ops {
 		at := row[o.at]
@@ -275,7 +277,7 @@ func (p *Packed[R]) unpack(r *R, row []word, buf *[]string) {
 		case opString:
 			*(*string)(dst) = p.str(at)
 		case opList:
-			if refLen(at) == 0 {
+			if at == 0 {
 				continue
 			}
 			var l []string
@@ -288,8 +290,8 @@ func (p *Packed[R]) unpack(r *R, row []word, buf *[]string) {
 			}
 			*(*[]string)(dst) = l
 		case opTime:
-			if at != zeroTime {
-				*(*time.Time)(dst) = time.Unix(int64(at), int64(row[o.at+1])).UTC()
+			if sec := uint64(at) | uint64(row[o.at+1])<<32; sec != zeroTime {
+				*(*time.Time)(dst) = time.Unix(int64(sec), int64(row[o.at+2])).UTC()
 			}
 		case opRaw:
 			copy(unsafe.Slice((*byte)(dst), o.size), unsafe.Slice((*byte)(unsafe.Pointer(&row[o.at])), o.size))
@@ -297,12 +299,28 @@ func (p *Packed[R]) unpack(r *R, row []word, buf *[]string) {
 	}
 }
 
+// span returns the bytes of the string or list at at (they alias
+// p.bytes: valid until Reset).
+func (p *Packed[R]) span(at ref) []byte {
+	if at == 0 {
+		return nil
+	}
+	if n := p.bytes[at]; n < 0x80 {
+		return p.bytes[at+1 : at+1+ref(n)]
+	}
+	return p.spanLong(at)
+}
+
+// spanLong is span of a value of 128 bytes or more.
+func (p *Packed[R]) spanLong(at ref) []byte {
+	n, k := binary.Uvarint(p.bytes[at:])
+	return p.bytes[int(at)+k : int(at)+k+int(n)]
+}
+
 // str returns the string at at (it aliases p.bytes: valid until Reset).
 func (p *Packed[R]) str(at ref) string {
-	if refLen(at) == 0 {
-		return ""
-	}
-	return unsafe.String(&p.bytes[refOff(at)], refLen(at))
+	b := p.span(at)
+	return unsafe.String(unsafe.SliceData(b), len(b))
 }
 
 // cached returns the cache entry of a value at addr of length n.
@@ -323,18 +341,24 @@ func (p *Packed[R]) put(v string) ref {
 	if c.addr == addr && p.str(c.at) == v {
 		return c.at
 	}
-	off := len(p.bytes)
+	off := p.begin(len(v))
 	p.bytes = append(p.bytes, v...)
-	c.addr, c.at = addr, p.refTo(off)
-	return c.at
+	c.addr, c.at = addr, off
+	return off
 }
 
-// refTo returns the ref of the bytes from off to the end of p.bytes.
-func (p *Packed[R]) refTo(off int) ref {
-	if len(p.bytes) > math.MaxUint32 {
+// begin appends the length n of a value to p.bytes and returns the
+// value's ref.
+func (p *Packed[R]) begin(n int) ref {
+	if len(p.bytes) == 0 {
+		p.bytes = append(p.bytes, 0) // offset 0: empty
+	}
+	if len(p.bytes)+binary.MaxVarintLen64+n > math.MaxUint32 {
 		panic("sink: the packed rows of a batch hold more than 4 GiB of strings")
 	}
-	return refOf(off, len(p.bytes)-off)
+	off := ref(len(p.bytes))
+	p.bytes = binary.AppendUvarint(p.bytes, uint64(n))
+	return off
 }
 
 // putList copies l into p.bytes, each value as its length and bytes,
@@ -349,19 +373,26 @@ func (p *Packed[R]) putList(l []string) ref {
 	if c.addr == addr && p.listIs(c.at, l) {
 		return c.at
 	}
-	off := len(p.bytes)
+	n := 0
+	for _, v := range l {
+		n += uvarintLen(len(v)) + len(v)
+	}
+	off := p.begin(n)
 	for _, v := range l {
 		p.bytes = binary.AppendUvarint(p.bytes, uint64(len(v)))
 		p.bytes = append(p.bytes, v...)
 	}
-	c.addr, c.at = addr, p.refTo(off)
-	return c.at
+	c.addr, c.at = addr, off
+	return off
 }
+
+// uvarintLen returns the length of n as a uvarint.
+func uvarintLen(n int) int { return (bits.Len64(uint64(n)|1) + 6) / 7 }
 
 // appendList appends the values of the list at at to l; they alias
 // p.bytes.
 func (p *Packed[R]) appendList(l []string, at ref) []string {
-	for b := refBytes(p.bytes, at); len(b) > 0; {
+	for b := p.span(at); len(b) > 0; {
 		n, k := binary.Uvarint(b)
 		l = append(l, unsafe.String(unsafe.SliceData(b[k:]), int(n)))
 		b = b[k+int(n):]
@@ -369,9 +400,16 @@ func (p *Packed[R]) appendList(l []string, at ref) []string {
 	return l
 }
 
-// listIs reports whether the list at at holds the values of l.
+// listIs reports whether the list at at holds the values of l (the empty
+// list when at is 0).
 func (p *Packed[R]) listIs(at ref, l []string) bool {
-	b := refBytes(p.bytes, at)
+	if at == 0 {
+		return len(l) == 0
+	}
+	b := p.span(at)
+	if len(l) == 0 {
+		return false
+	}
 	for _, v := range l {
 		n, k := binary.Uvarint(b)
 		if k <= 0 || n > uint64(len(b)-k) || string(b[k:k+int(n)]) != v {
