@@ -8,6 +8,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/driftline/driftline/pipeline/contract"
 	"github.com/driftline/driftline/pipeline/readmodel"
 	"github.com/driftline/driftline/pipeline/readmodel/sink"
 	"github.com/driftline/driftline/pipeline/stream"
@@ -240,7 +241,7 @@ func (j *Joiner) settleInCallback() {
 
 // HeaderReroutedFrom marks a record the joiner moved to the partition its
 // key hashes to: "<topic>/<partition>/<offset>" of the original.
-const HeaderReroutedFrom = "rerouted_from"
+const HeaderReroutedFrom = contract.HeaderReroutedFrom
 
 // rerouteCopies returns the copies of the mis-partitioned records that
 // write produces to the partition their key hashes to (the record

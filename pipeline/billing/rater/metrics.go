@@ -24,9 +24,9 @@ type metrics struct {
 func newMetrics(reg prometheus.Registerer) *metrics {
 	m := &metrics{
 		StageMetrics:   stream.NewStageMetrics("rater", "rater"),
-		usage:          prometheus.NewCounterVec(prometheus.CounterOpts{Name: "driftline_rater_usage_total", Help: "Usage records consumed, by outcome (rated, quarantined, redelivery); counted when their transaction commits."}, []string{"outcome"}),
+		usage:          prometheus.NewCounterVec(prometheus.CounterOpts{Name: "driftline_rater_usage_total", Help: "Usage records consumed, by outcome (rated, quarantined, redelivery, rerouted: copied to the partition of their usage key, where they are rated); counted when their transaction commits."}, []string{"outcome"}),
 		quarantined:    prometheus.NewCounterVec(prometheus.CounterOpts{Name: "driftline_rater_quarantined_total", Help: "Usage records written to the quarantine topic instead of being rated, by reason."}, []string{"reason"}),
-		mispartitioned: prometheus.NewCounter(prometheus.CounterOpts{Name: "driftline_rater_mispartitioned_total", Help: "Usage records whose key does not hash (murmur2) to the partition they arrived on; rated under the partition of their key."}),
+		mispartitioned: prometheus.NewCounter(prometheus.CounterOpts{Name: "driftline_rater_mispartitioned_total", Help: "Usage records whose usage key does not hash (murmur2) to the partition they arrived on, or whose record key is not their usage key; those on another partition are rerouted (a copy to the partition of their key, where they are rated)."}),
 		txns:           prometheus.NewCounterVec(prometheus.CounterOpts{Name: "driftline_rater_transactions_total", Help: "Transactions ended, by result (committed, aborted)."}, []string{"result"}),
 		batchSeconds:   prometheus.NewHistogram(prometheus.HistogramOpts{Name: "driftline_rater_batch_seconds", Help: "Latency of one consume-rate-produce-commit round.", Buckets: prometheus.ExponentialBuckets(0.001, 2, 15)}),
 		batchEvents:    prometheus.NewHistogram(prometheus.HistogramOpts{Name: "driftline_rater_batch_events", Help: "Records per round.", Buckets: prometheus.ExponentialBuckets(1, 4, 10)}),

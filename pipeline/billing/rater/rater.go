@@ -163,7 +163,10 @@ func (r *Rater) Run(ctx context.Context) error { return r.member.Run(ctx) }
 type outcome struct {
 	rated, redelivered int
 	quarantined        map[contract.Reason]int
-	mispartitioned     int
+	// mispartitioned counts the usage records whose key does not hash to
+	// their partition or is not the usage key; rerouted, those of them
+	// copied to the key's partition (reroute).
+	mispartitioned, rerouted int
 }
 
 // round is one batch in its transaction: its records processed and their
@@ -310,6 +313,7 @@ func (r *Rater) end() error {
 		r.m.quarantined.WithLabelValues(string(reason)).Add(float64(n))
 	}
 	r.m.mispartitioned.Add(float64(rd.out.mispartitioned))
+	r.m.usage.WithLabelValues("rerouted").Add(float64(rd.out.rerouted))
 	r.m.batchSeconds.Observe(time.Since(rd.start).Seconds())
 	r.m.batchEvents.Observe(float64(rd.records))
 	return nil
@@ -330,6 +334,9 @@ func (r *Rater) decide(p *prepared, rd *round) *kgo.Record {
 	e := &p.e
 	if p.misrouted {
 		out.mispartitioned++
+		if e.part != rec.Partition {
+			return r.reroute(p, rd)
+		}
 	}
 	switch v, first, floor := r.state.check(e); v {
 	case verdictRedelivery:
@@ -342,6 +349,8 @@ func (r *Rater) decide(p *prepared, rd *round) *kgo.Record {
 		return r.quarantine(rec, p.eventID, contract.ReasonDuplicateUsage, "payload.metering_id",
 			fmt.Sprintf("usage key %s is already claimed by usage_id %s", e.key, first.usageID), out)
 	case verdictNotOwned:
+		// Not for a usage of another partition, which is rerouted
+		// above; kept for a state that does not hold the partition.
 		return r.quarantine(rec, p.eventID, contract.ReasonNotOwned, "",
 			fmt.Sprintf("usage key %s hashes to partition %d, which another rater owns", e.key, e.part), out)
 	case verdictLate:
@@ -358,6 +367,32 @@ func (r *Rater) decide(p *prepared, rd *round) *kgo.Record {
 		Key:     e.key,
 		Value:   p.value,
 		Headers: ratedHeaders,
+	})
+	return &rd.recs[len(rd.recs)-1]
+}
+
+// reroute returns the copy of a usage record that arrived on a partition
+// its usage key does not hash to, for the partition it does: it is rated
+// there, by that partition's owner, as any usage of the key is. The copy
+// is produced in the round's transaction, so the original's offset is
+// committed exactly when the copy is written; it keeps the original's
+// value (its event_id and digest), so a redelivery of the event to the
+// right partition is a redelivery of the copy. Rating the original here
+// instead would leave its claim in a partition whose log does not hold
+// it: the owner after a rebalance, restoring the key's partition from its
+// log alone, would rate a redelivery again; and a rater owning only the
+// original's partition could not rate it at all.
+func (r *Rater) reroute(p *prepared, rd *round) *kgo.Record {
+	rec := p.rec
+	headers := append(rec.Headers[:len(rec.Headers):len(rec.Headers)], kgo.RecordHeader{Key: contract.HeaderReroutedFrom,
+		Value: fmt.Appendf(nil, "%s/%d/%d", rec.Topic, rec.Partition, rec.Offset)})
+	rd.out.rerouted++
+	rd.recs = append(rd.recs, kgo.Record{
+		Topic:     r.opts.Topics.Usage,
+		Key:       p.e.key, // the client's partitioner is murmur2's, as contract.Partition
+		Value:     rec.Value,
+		Headers:   headers,
+		Timestamp: rec.Timestamp,
 	})
 	return &rd.recs[len(rd.recs)-1]
 }

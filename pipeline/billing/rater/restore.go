@@ -17,10 +17,11 @@ import (
 // one the live path had committed. The member's lock is held, and no
 // round is in progress.
 //
-// A mis-partitioned usage record is remembered under the partition its
-// key hashes to; one that sits in a partition another rater owns is not
-// seen here (its rater quarantined it as misrouted_not_owned, or, with a
-// single rater, owned both partitions).
+// A mis-partitioned usage record was rerouted (Rater.reroute): its copy in
+// the partition its key hashes to is replayed there and claims the key.
+// The original claims it too when that partition is restored with it (as
+// rater releases before rerouting rated it under the key's partition):
+// the copy is then its redelivery, and the state is the same.
 func (r *Rater) restore(ctx context.Context, rs *stream.Restore) error {
 	consume := map[int32]kgo.Offset{}
 	ends := map[int32]int64{}

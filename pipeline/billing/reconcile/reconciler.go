@@ -1,6 +1,7 @@
 package reconcile
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"strconv"
@@ -38,6 +39,8 @@ type Reconciler struct {
 	// restore or drop partitions.
 	parts map[int32]*partition
 	out   output
+	// keyBuf holds the usage key of the usage record being applied.
+	keyBuf []byte
 	// flow pauses streams that ran ahead in their merges (throttle).
 	flow logmerge.Throttle
 	gc   service.GCPacer
@@ -263,10 +266,13 @@ func (r *Reconciler) newPartition(p int32, out *output) *partition {
 // apply decodes one record and applies it to the partition its key hashes
 // to when parts holds it (a producer that bypassed the standard
 // partitioner is corrected here and counted), else to the partition it
-// arrived on.
+// arrived on; but for usage, whose key is its usage key and which the
+// rater moves to the partition that key hashes to (rater's reroute), that
+// partition's owner applies the copy, and the original on another
+// member's partition is left to it.
 func (r *Reconciler) apply(parts map[int32]*partition, rec *kgo.Record) {
 	part := parts[rec.Partition]
-	if r.partitions > 0 && rec.Key != nil {
+	if r.partitions > 0 && rec.Key != nil && rec.Topic != r.opts.Topics.Usage {
 		if want := contract.Partition(rec.Key, r.partitions); want != rec.Partition {
 			r.m.mispartitioned.WithLabelValues(rec.Topic).Inc()
 			if p := parts[want]; p != nil {
@@ -286,6 +292,18 @@ func (r *Reconciler) apply(parts map[int32]*partition, rec *kgo.Record) {
 		r.m.invalid.WithLabelValues(string(verr.Reason)).Inc()
 		r.opts.Logger.Debug("invalid record", "topic", rec.Topic, "partition", rec.Partition, "offset", rec.Offset, "err", verr)
 		return
+	}
+	if u, ok := payload.(*contract.Usage); ok && r.partitions > 0 {
+		r.keyBuf = append(append(append(r.keyBuf[:0], u.MeteringSource...), '/'), u.MeteringID...)
+		if want := contract.Partition(r.keyBuf, r.partitions); want != rec.Partition || !bytes.Equal(rec.Key, r.keyBuf) {
+			r.m.mispartitioned.WithLabelValues(rec.Topic).Inc()
+			if want != rec.Partition {
+				if part = parts[want]; part == nil {
+					return
+				}
+				part.dirty = true
+			}
+		}
 	}
 	// Event time is bounded by the log's clock, as in the joiner
 	// (docs/event-time.md).
