@@ -52,4 +52,11 @@
 // digest (a producer reusing an event_id or a seq) is rejected with
 // reason conflicting_duplicate, its receipt naming both digests
 // (first_digest, digest), and quarantined like every rejected line.
+// Within one request a line that repeats the identity of an earlier line
+// is judged once that line's outcome is final, against the digest the
+// identity is held with: the earlier line's own when it was accepted or a
+// duplicate, the one it conflicted with when it was rejected as a
+// conflict. So a copy of a conflicting line is rejected the same way,
+// never answered duplicate of an event that was not accepted. A line
+// rejected for another reason holds no identity.
 package ingest

@@ -554,6 +554,42 @@ func TestDuplicates(t *testing.T) {
 	}
 }
 
+// An event that reuses an accepted identity with other content is
+// rejected as conflicting_duplicate; its copies in the same request are
+// rejected with it, never answered duplicate of an event the gateway did
+// not accept. A copy of the accepted event in that request is still a
+// duplicate.
+func TestRepeatedConflictIsRejected(t *testing.T) {
+	e := newTestEnv(t, nil)
+	accepted := enc(t, observation("obs-1", "node-1"))
+	if r := e.mustPost(scannerKey, accepted); r.Accepted != 1 {
+		t.Fatalf("first post: %+v", r)
+	}
+	before := e.count(e.names.Observations)
+	conflict := enc(t, observation("obs-1", "node-2")) // same (producer, event_id), other content
+	r := e.mustPost(scannerKey, conflict, conflict, accepted)
+	if r.Accepted != 0 || r.Duplicate != 1 || r.Rejected != 2 {
+		t.Fatalf("counts accepted %d duplicate %d rejected %d, want 0/1/2: %+v", r.Accepted, r.Duplicate, r.Rejected, r.Receipts)
+	}
+	for i, rc := range r.Receipts[:2] {
+		if rc.Status != StatusRejected || rc.Reason != contract.ReasonConflictingDuplicate || rc.Field != "event_id" ||
+			rc.FirstDigest == "" || rc.FirstDigest != r.Receipts[0].FirstDigest || rc.Digest != r.Receipts[0].Digest {
+			t.Errorf("receipt %d: %+v, want rejected conflicting_duplicate with the digests of line 1", i, rc)
+		}
+	}
+	if rc := r.Receipts[2]; rc.Status != StatusDuplicate {
+		t.Errorf("receipt of the accepted event's copy: %+v, want duplicate", rc)
+	}
+	for _, q := range e.read(e.names.Quarantine, 2) {
+		if got := header(q, contract.HeaderReason); got != string(contract.ReasonConflictingDuplicate) {
+			t.Errorf("quarantine reason header %q", got)
+		}
+	}
+	if after := e.count(e.names.Observations); after != before {
+		t.Fatalf("the request wrote %d observation records, want none", after-before)
+	}
+}
+
 func TestBrokerDownAnswers503(t *testing.T) {
 	e := newTestEnv(t, func(o *Options) { o.ProduceTimeout = time.Second })
 	if got := e.get("/healthz"); !strings.HasPrefix(got, "ok") {

@@ -17,18 +17,26 @@ type batch struct {
 	pol       *policy
 	principal *keys.Principal
 	lines     []line
+	repeats   int // how many lines repeat an earlier line's dedupe identity
 }
 
 // line is one non-blank line of a request.
 type line struct {
 	receipt  Receipt
-	dedupeID string          // accepted lines only
-	digest   contract.Digest // accepted lines only: contract.EventDigest
+	dedupeID string          // valid lines only
+	digest   contract.Digest // valid lines only: contract.EventDigest
 	topic    string          // accepted lines only: destination topic
 	fanout   bool            // write one copy to every partition of topic
 	key      []byte
 	value    []byte // the original line (or the quarantine document)
 	rejected bool
+	// heldDigest is, for a line rejected as a conflict, the digest its
+	// dedupe identity was accepted with.
+	heldDigest contract.Digest
+	// repeats is, for a line whose dedupe identity an earlier valid line
+	// of the request holds, the index in the batch's lines of the first
+	// such line; -1 for every other line.
+	repeats int
 }
 
 // prepare validates and authorises every line of body. It does not touch
@@ -39,8 +47,8 @@ type line struct {
 func (g *Gateway) prepare(pol *policy, p *keys.Principal, body []byte) *batch {
 	n := bytes.Count(body, []byte{'\n'}) + 1
 	b := &batch{pol: pol, principal: p, lines: make([]line, 0, n)}
-	inRequest := make(map[string]contract.Digest, n)
-	keys := make([]byte, 0, 24*n) // the lines' keys, back to back
+	inRequest := make(map[string]int, n) // dedupe identity -> index of its first valid line
+	keys := make([]byte, 0, 24*n)        // the lines' keys, back to back
 	now := g.opts.now()
 	receivedAt := now.UTC().Format(time.RFC3339Nano)
 	aheadLimit := now.Add(g.opts.MaxClockSkew)
@@ -57,7 +65,7 @@ func (g *Gateway) prepare(pol *policy, p *keys.Principal, body []byte) *batch {
 		if len(bytes.TrimSpace(raw)) == 0 {
 			continue
 		}
-		l := line{receipt: Receipt{Line: lineNo}}
+		l := line{receipt: Receipt{Line: lineNo}, repeats: -1}
 		env, payload, verr := g.check(p, raw)
 		if verr == nil && env.OccurredAt.After(aheadLimit) {
 			verr = contract.ClockSkewError(env.OccurredAt, now, g.opts.MaxClockSkew)
@@ -72,15 +80,15 @@ func (g *Gateway) prepare(pol *policy, p *keys.Principal, body []byte) *batch {
 		l.dedupeID = dedupeID(&env)
 		l.digest = contract.EventDigest(&env)
 		if first, dup := inRequest[l.dedupeID]; dup {
-			if first == l.digest {
-				l.receipt.Status = StatusDuplicate
-			} else {
-				g.conflict(&l, pol, p, raw, first, receivedAt)
-			}
+			// Answered once the first line's outcome is final: it may
+			// still conflict with an identity accepted before.
+			l.repeats = first
+			l.value = raw
+			b.repeats++
 			b.lines = append(b.lines, l)
 			continue
 		}
-		inRequest[l.dedupeID] = l.digest
+		inRequest[l.dedupeID] = len(b.lines)
 		l.receipt.Status = StatusAccepted
 		l.topic = g.opts.Topics.ForType(env.EventType)
 		l.fanout = contract.Broadcast(env.EventType)
@@ -93,12 +101,14 @@ func (g *Gateway) prepare(pol *policy, p *keys.Principal, body []byte) *batch {
 		b.lines = append(b.lines, l)
 	}
 	g.markRecent(b, receivedAt)
+	g.settleRepeats(b, receivedAt)
 	return b
 }
 
 // markRecent answers duplicate for accepted lines whose event this
 // gateway accepted in earlier requests, and rejects those that reuse an
-// accepted identity with other content.
+// accepted identity with other content. Lines repeating an earlier line's
+// identity are left to settleRepeats.
 func (g *Gateway) markRecent(b *batch, receivedAt string) {
 	g.recent.mu.Lock()
 	defer g.recent.mu.Unlock()
@@ -116,6 +126,38 @@ func (g *Gateway) markRecent(b *batch, receivedAt string) {
 		default:
 			g.conflict(l, b.pol, b.principal, l.value, first, receivedAt)
 		}
+	}
+}
+
+// settleRepeats answers the lines that repeat the dedupe identity of an
+// earlier line of the request, once markRecent made that line's outcome
+// final. The identity is held by the digest it was accepted with: the
+// first line's own when that line was accepted or a duplicate, the one it
+// conflicted with when it was rejected as a conflict. A repeat with that
+// digest is a duplicate of an accepted event; one with another digest is
+// rejected as a conflict with it, so a copy of a conflicting line is
+// rejected with the same reason and digests, never answered duplicate of
+// an event that was not accepted.
+func (g *Gateway) settleRepeats(b *batch, receivedAt string) {
+	if b.repeats == 0 {
+		return
+	}
+	for i := range b.lines {
+		l := &b.lines[i]
+		if l.repeats < 0 {
+			continue
+		}
+		first := &b.lines[l.repeats]
+		held := first.digest
+		if first.rejected {
+			held = first.heldDigest
+		}
+		if l.digest == held {
+			l.receipt.Status = StatusDuplicate
+			l.value = nil
+			continue
+		}
+		g.conflict(l, b.pol, b.principal, l.value, held, receivedAt)
 	}
 }
 
@@ -140,6 +182,7 @@ func (g *Gateway) conflict(l *line, pol *policy, p *keys.Principal, raw []byte, 
 		Detail: "the dedupe identity was accepted before with content digest " + first.String() +
 			", this event's is " + l.digest.String() + ": a redelivery repeats the content, so the producer reused the identity"}
 	g.reject(l, pol, p, raw, verr, receivedAt)
+	l.heldDigest = first
 	l.receipt.FirstDigest, l.receipt.Digest = first.String(), l.digest.String()
 }
 

@@ -83,7 +83,9 @@ func FuzzPrepare(f *testing.F) {
 // TestPrepareConflicts: a line that repeats an accepted dedupe identity
 // with the same content (in the request or in an earlier one) is a
 // duplicate, whatever its key order; with other content it is rejected
-// as conflicting_duplicate, naming both digests, and quarantined.
+// as conflicting_duplicate, naming both digests, and quarantined. A line
+// repeating an earlier line of its request takes that line's final
+// outcome, so a copy of a conflicting line is a conflict too.
 func TestPrepareConflicts(t *testing.T) {
 	g := offlineGateway(t)
 	p, err := g.opts.Keys.Authenticate("k")
@@ -136,4 +138,20 @@ func TestPrepareConflicts(t *testing.T) {
 	// In a later request, against the recent set.
 	check(strings.Join([]string{obs("e1", 1, "n-1", true), obs("e1", 1, "n-2", false), obs("e2", 2, "n-1", false)}, "\n"),
 		StatusDuplicate, StatusRejected, StatusAccepted)
+	// A conflict with the recent set sent twice, then the accepted event
+	// and a third content: each copy takes its first line's outcome, and
+	// every conflict names the accepted digest, not another line's.
+	b = check(strings.Join([]string{obs("e1", 1, "n-2", false), obs("e1", 1, "n-2", true), obs("e1", 1, "n-1", false), obs("e1", 1, "n-3", false)}, "\n"),
+		StatusRejected, StatusRejected, StatusDuplicate, StatusRejected)
+	if b.lines[1].receipt.Digest != b.lines[0].receipt.Digest {
+		t.Fatalf("a copy of line 1 names digest %s, line 1 %s", b.lines[1].receipt.Digest, b.lines[0].receipt.Digest)
+	}
+	// A line rejected for another reason holds no identity: the valid
+	// event after it under the same identity is judged on its own.
+	bad := strings.Replace(obs("e7", 7, "n-7", false), `"local_parity"`, `"prod"`, 1)
+	b = g.prepare(g.pol.Load(), p, []byte(strings.Join([]string{bad, obs("e7", 7, "n-7", false), obs("e7", 7, "n-7", true)}, "\n")))
+	if got := []Status{b.lines[0].receipt.Status, b.lines[1].receipt.Status, b.lines[2].receipt.Status}; got[0] != StatusRejected ||
+		b.lines[0].receipt.Reason != contract.ReasonWrongEnvironment || got[1] != StatusAccepted || got[2] != StatusDuplicate {
+		t.Fatalf("statuses %v (line 1 %+v), want rejected wrong_environment, accepted, duplicate", got, b.lines[0].receipt)
+	}
 }
