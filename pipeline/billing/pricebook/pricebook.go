@@ -9,7 +9,9 @@
 // atomically or is refused, leaving the previous book in place: a typo in
 // a reload never stops rating and never rates with half a book.
 //
-// Several versions of a unit may be listed. The highest version is the
+// A version is an integer in 1..MaxVersion (4294967295), the range of the
+// unit_version column rated lines are stored in. Several versions of a
+// unit may be listed. The highest version is the
 // unit's current one; usage is rated at it when it is active, and is not
 // rated at all (ErrRetiredUnit) when it is retired. At most one version of
 // a unit may be active, so which price applies is never a guess.
@@ -21,6 +23,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"math"
 	"os"
 
 	"github.com/driftline/driftline/pipeline/contract/decimal"
@@ -39,6 +42,12 @@ const MaxPrecision = 9
 
 // MaxIDLen bounds a unit_id, like the envelope's identifiers.
 const MaxIDLen = 128
+
+// MaxVersion bounds a unit's version. Every rated line names the version
+// it was rated at (CONTRACT 3.7), and rated_usage keeps it as a UInt32:
+// a higher version would be stored as another one, the name of another
+// price.
+const MaxVersion = math.MaxUint32
 
 // FileUnit is one entry of the file, as written.
 type FileUnit struct {
@@ -143,8 +152,8 @@ func validate(i int, fu FileUnit) (*Unit, error) {
 	if fu.UnitID == "" || len(fu.UnitID) > MaxIDLen {
 		return nil, bad("unit_id", "must be 1..%d bytes", MaxIDLen)
 	}
-	if fu.Version < 1 {
-		return nil, bad("version", "must be an integer >= 1")
+	if fu.Version < 1 || fu.Version > MaxVersion {
+		return nil, bad("version", "%d is outside 1..%d (rated_usage keeps unit_version as a UInt32)", fu.Version, int64(MaxVersion))
 	}
 	if fu.Precision < 0 || fu.Precision > MaxPrecision {
 		return nil, bad("precision", "%d is outside 0..%d", fu.Precision, MaxPrecision)

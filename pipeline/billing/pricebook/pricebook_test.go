@@ -65,6 +65,27 @@ func TestVersions(t *testing.T) {
 	}
 }
 
+// A version is what a rated line's unit_version names, and rated_usage
+// keeps that as a UInt32: the highest version it holds is accepted, and
+// one above it, which would be stored as version 1, is refused.
+func TestVersionFitsUnitVersion(t *testing.T) {
+	retired := strings.Replace(gpu, `"active"`, `"retired"`, 1)
+	b, err := Parse([]byte(book(retired, strings.Replace(gpu, `"version":1`, `"version":4294967295`, 1))))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if u, err := b.Lookup("gpu_hour"); err != nil || u.Version != MaxVersion {
+		t.Fatalf("Lookup = %+v, %v; want version %d", u, err, int64(MaxVersion))
+	}
+	for _, v := range []string{"4294967296", "4294967297", "9223372036854775807"} {
+		_, err := Parse([]byte(book(retired, strings.Replace(gpu, `"version":1`, `"version":`+v, 1))))
+		var ie *InvalidError
+		if !errors.As(err, &ie) || ie.Field != "version" || !strings.Contains(err.Error(), v) {
+			t.Errorf("version %s: %v, want it refused naming the version", v, err)
+		}
+	}
+}
+
 func TestInvalid(t *testing.T) {
 	set := func(old, new string) string {
 		if !strings.Contains(gpu, old) {
@@ -79,6 +100,7 @@ func TestInvalid(t *testing.T) {
 		"trailing":          {book(gpu) + `{}`, ""},
 		"no unit id":        {set(`"unit_id":"gpu_hour"`, `"unit_id":""`), "unit_id"},
 		"version 0":         {set(`"version":1`, `"version":0`), "version"},
+		"version 2^32":      {set(`"version":1`, `"version":4294967296`), "version"},
 		"precision -1":      {set(`"precision":2`, `"precision":-1`), "precision"},
 		"precision 10":      {set(`"precision":2`, `"precision":10`), "precision"},
 		"float price":       {set(`"2.450000"`, `2.45`), ""},
