@@ -9,6 +9,11 @@
 // atomically or is refused, leaving the previous book in place: a typo in
 // a reload never stops rating and never rates with half a book.
 //
+// Keys are matched exactly and each object names each key once. A key
+// written twice, or beside a case variant of itself ("UNIT_PRICE"), would
+// leave the price to whichever value a decoder keeps, so it refuses the
+// file, as an unknown key (a case variant alone among them) does.
+//
 // A version is an integer in 1..MaxVersion (4294967295), the range of the
 // unit_version column rated lines are stored in. Several versions of a
 // unit may be listed. The highest version is the
@@ -21,11 +26,17 @@ import (
 	"bytes"
 	"crypto/sha256"
 	"encoding/hex"
-	"encoding/json"
 	"fmt"
+	"maps"
 	"math"
 	"os"
+	"reflect"
+	"slices"
+	"strings"
 
+	json "github.com/segmentio/encoding/json"
+
+	"github.com/driftline/driftline/pipeline/contract"
 	"github.com/driftline/driftline/pipeline/contract/decimal"
 )
 
@@ -85,16 +96,41 @@ type Book struct {
 	digest   string
 }
 
-// Parse validates a price book file's contents.
+// strict decodes as the contract's payload decoders do, and refuses
+// unknown keys besides: a key must name its field exactly, so a case
+// variant ("UNIT_PRICE") neither fills nor shadows the field, and a
+// misspelt field must not silently default.
+const strict = json.DontMatchCaseInsensitiveStructFields | json.DisallowUnknownFields
+
+// Parse validates a price book file's contents. Each object in it must
+// name each of its keys once and exactly: with a key twice, or beside a
+// case variant of itself, which value is meant would be a guess, so the
+// file is refused (the validator's duplicate_key, contract.Scan), as it
+// is for an unknown key.
 func Parse(data []byte) (*Book, error) {
-	dec := json.NewDecoder(bytes.NewReader(data))
-	dec.DisallowUnknownFields() // a misspelt field must not silently default
-	var f File
-	if err := dec.Decode(&f); err != nil {
+	if t := bytes.TrimLeft(data, " \t\r\n"); len(t) == 0 || t[0] != '{' {
+		return nil, &InvalidError{Index: -1, Detail: "not a price book JSON object: the file does not hold a JSON object"}
+	}
+	var top struct {
+		Units []json.RawMessage `json:"units"`
+	}
+	rest, err := json.Parse(data, &top, strict)
+	if err != nil {
 		return nil, &InvalidError{Index: -1, Detail: "not a price book JSON object: " + err.Error()}
 	}
-	if dec.More() {
+	if len(rest) != 0 {
 		return nil, &InvalidError{Index: -1, Detail: "trailing data after the JSON object"}
+	}
+	f := File{Units: make([]FileUnit, len(top.Units))}
+	for i, raw := range top.Units {
+		if err := decodeUnit(i, raw, &f.Units[i]); err != nil {
+			return nil, err
+		}
+	}
+	// Every unit passed Scan already: what it finds here is in the
+	// file's own object, such as "units" twice (the last list would win).
+	if verr := contract.Scan(data); verr != nil {
+		return nil, &InvalidError{Index: -1, Detail: verr.Detail}
 	}
 	b, err := FromFile(f)
 	if err != nil {
@@ -103,6 +139,58 @@ func Parse(data []byte) (*Book, error) {
 	sum := sha256.Sum256(data)
 	b.digest = hex.EncodeToString(sum[:8])
 	return b, nil
+}
+
+// unitKeys are the keys of a unit, as FileUnit names them.
+var unitKeys = func() []string {
+	t := reflect.TypeFor[FileUnit]()
+	keys := make([]string, t.NumField())
+	for i := range keys {
+		keys[i], _, _ = strings.Cut(t.Field(i).Tag.Get("json"), ",")
+	}
+	return keys
+}()
+
+// decodeUnit decodes units[i] of a file into fu. The unit must be one
+// object naming each key of unitKeys at most once, exactly as written
+// there, and no other key.
+func decodeUnit(i int, raw []byte, fu *FileUnit) error {
+	var named struct {
+		UnitID string `json:"unit_id"`
+	}
+	_, _ = json.Parse(raw, &named, json.DontMatchCaseInsensitiveStructFields) // only to name the unit in an error
+	bad := func(format string, args ...any) error {
+		return &InvalidError{Index: i, UnitID: named.UnitID, Detail: fmt.Sprintf(format, args...)}
+	}
+	if len(raw) == 0 || raw[0] != '{' {
+		return bad("not a JSON object")
+	}
+	if verr := contract.Scan(raw); verr != nil {
+		hint := ""
+		if verr.Reason == contract.ReasonDuplicateKey {
+			hint = "; Possible solutions: state each key once, so the value used is the one meant"
+		}
+		return bad("%s, bytes counted from the unit's opening brace%s", verr.Detail, hint)
+	}
+	var keys map[string]json.RawMessage // faithful: Scan found no key twice
+	if err := json.Unmarshal(raw, &keys); err != nil {
+		return bad("%v", err)
+	}
+	for _, k := range slices.Sorted(maps.Keys(keys)) {
+		if slices.Contains(unitKeys, k) {
+			continue
+		}
+		for _, known := range unitKeys {
+			if strings.EqualFold(k, known) {
+				return bad("key %q is a case variant of %q: keys are matched exactly; Possible solutions: write it %q, once", k, known, known)
+			}
+		}
+		return bad("unknown key %q; Possible solutions: use only %s", k, strings.Join(unitKeys, ", "))
+	}
+	if _, err := json.Parse(raw, fu, strict); err != nil {
+		return bad("%v", err)
+	}
+	return nil
 }
 
 // Load reads and validates the price book file at path.

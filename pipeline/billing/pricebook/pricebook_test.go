@@ -127,6 +127,46 @@ func TestInvalid(t *testing.T) {
 	}
 }
 
+// A unit naming a key twice, or beside a case variant of it, is
+// ambiguous about its price: the last value would win, and a case variant
+// would stand in for the key. Such a file is refused, the error naming the
+// unit and the key, as the validator refuses such payloads. A case variant
+// alone is an unknown key, refused like a misspelt one.
+func TestAmbiguousKeysRefused(t *testing.T) {
+	price := `"unit_price":"2.450000"`
+	tokens := `{"unit_id":"tokens_1k","version":1,"precision":6,"unit_price":"0.002000","currency":"USD","rating_category":"ai","lifecycle":"active"}`
+	for name, c := range map[string]struct{ file, unit, key string }{
+		"duplicate key":      {book(strings.Replace(gpu, price, price+`,"unit_price":"245.000000"`, 1)), `"gpu_hour"`, `"unit_price"`},
+		"case variant":       {book(strings.Replace(gpu, price, price+`,"UNIT_PRICE":"245.000000"`, 1)), `"gpu_hour"`, `"UNIT_PRICE"`},
+		"case variant first": {book(strings.Replace(gpu, price, `"Unit_Price":"245.000000",`+price, 1)), `"gpu_hour"`, `"Unit_Price"`},
+		"case variant alone": {book(strings.Replace(gpu, `"unit_price"`, `"UNIT_PRICE"`, 1)), `"gpu_hour"`, `"UNIT_PRICE"`},
+		"in a later unit": {book(gpu, strings.Replace(tokens, `"currency":"USD"`, `"currency":"USD","currency":"EUR"`, 1)),
+			`units[1] ("tokens_1k")`, `"currency"`},
+		"units twice": {`{"units":[` + gpu + `],"units":[` + strings.Replace(gpu, "2.450000", "245.000000", 1) + `]}`, "", `"units"`},
+		"units case":  {`{"units":[` + gpu + `],"UNITS":[]}`, "", `"UNITS"`},
+	} {
+		t.Run(name, func(t *testing.T) {
+			b, err := Parse([]byte(c.file))
+			if err == nil {
+				u, _ := b.Lookup("gpu_hour")
+				t.Fatalf("accepted, gpu_hour priced %s", u.UnitPriceText)
+			}
+			var ie *InvalidError
+			if !errors.As(err, &ie) || !errors.Is(err, ErrInvalid) || !strings.Contains(err.Error(), c.unit) || !strings.Contains(err.Error(), c.key) {
+				t.Fatalf("error %q, want an *InvalidError naming %s and %s", err, c.unit, c.key)
+			}
+		})
+	}
+	// Keys written exactly, once, in any order, are one unit.
+	b, err := Parse([]byte(book(`{"lifecycle":"active","rating_category":"compute","currency":"USD",` + price + `,"precision":2,"version":1,"unit_id":"gpu_hour"}`)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if u, err := b.Lookup("gpu_hour"); err != nil || u.UnitPriceText != "2.450000" {
+		t.Fatalf("Lookup = %+v, %v", u, err)
+	}
+}
+
 func TestLookupDoesNotAllocate(t *testing.T) {
 	b, err := Parse([]byte(book(gpu)))
 	if err != nil {
