@@ -2,6 +2,7 @@ package contract
 
 import (
 	stdjson "encoding/json"
+	"math"
 	"reflect"
 	"strings"
 	"testing"
@@ -246,6 +247,26 @@ func TestTimesInRange(t *testing.T) {
 				t.Errorf("%s (zero copy %v): %v", c.name, zeroCopy, err)
 			case c.field != "" && (err == nil || err.Reason != ReasonInvalidField || err.Field != c.field):
 				t.Errorf("%s (zero copy %v): %v, want invalid_field on %s", c.name, zeroCopy, err, c.field)
+			}
+		}
+	}
+}
+
+// TestUnitVersionFitsUInt32: a rated line's unit_version is one the read
+// model's UInt32 column holds (as the price book's versions are).
+func TestUnitVersionFitsUInt32(t *testing.T) {
+	for v, ok := range map[int64]bool{0: false, 1: true, math.MaxUint32: true, math.MaxUint32 + 1: false, math.MaxInt64: false} {
+		p := samplePayload(TypeBillingRated, 0)
+		p.(*Rated).UnitVersion = v
+		line, err := stdjson.Marshal(wireEnvelope{EventID: "e-1", EventType: TypeBillingRated, SchemaVersion: 1, Producer: "rater",
+			OccurredAt: "2026-11-21T10:15:30Z", Environment: EnvLocalParity, Payload: p})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, zeroCopy := range []bool{false, true} {
+			_, _, verr := Validator{Environment: EnvLocalParity, ZeroCopy: zeroCopy}.DecodeEvent(line)
+			if ok != (verr == nil) || !ok && verr.Field != "payload.unit_version" {
+				t.Errorf("unit_version %d (zero copy %v): %v", v, zeroCopy, verr)
 			}
 		}
 	}

@@ -1,6 +1,7 @@
 package contract
 
 import (
+	"math"
 	"time"
 
 	json "github.com/segmentio/encoding/json"
@@ -271,7 +272,9 @@ func (p *Rated) validate() *ValidationError {
 	var c fieldCheck
 	c.usageKey(p.UsageID, p.MeteringSource, p.MeteringID)
 	c.required("unit_id", p.UnitID)
-	c.check(p.UnitVersion >= 1, "unit_version", "must be an integer >= 1")
+	// rated_usage keeps the version in a UInt32 (as the price book bounds
+	// it): a larger one would be stored as another version's number.
+	c.check(p.UnitVersion >= 1 && p.UnitVersion <= math.MaxUint32, "unit_version", "must be an integer from 1 to 4294967295")
 	c.requiredDecimal("quantity", p.Quantity)
 	c.requiredDecimal("unit_price", p.UnitPrice)
 	c.requiredDecimal("amount", p.Amount)
