@@ -28,15 +28,16 @@ import (
 
 // The keys of the access tests, by what they hold.
 const (
-	keyViewer   = "k-viewer"
-	keyFinance  = "k-finance"
-	keyFinT1    = "k-finance-t1"
-	keyFinNone  = "k-finance-t9" // scoped to a tenant with no rows
-	keyOperator = "k-operator"   // scoped to authority level LOCAL
-	keyOpAll    = "k-operator-all"
-	keyAuditor  = "k-auditor"
-	keyRevoked  = "k-revoked"
-	keyIngest   = "k-ingest" // a gateway key: event types, no role
+	keyViewer    = "k-viewer"
+	keyFinance   = "k-finance"
+	keyFinT1     = "k-finance-t1"
+	keyFinNone   = "k-finance-t9"        // scoped to a tenant with no rows
+	keyViewFinT1 = "k-viewer-finance-t1" // fleet reads, and billing reads scoped to t1
+	keyOperator  = "k-operator"          // scoped to authority level LOCAL
+	keyOpAll     = "k-operator-all"
+	keyAuditor   = "k-auditor"
+	keyRevoked   = "k-revoked"
+	keyIngest    = "k-ingest" // a gateway key: event types, no role
 )
 
 func spec(key, actor string, g keys.Grant) keys.KeySpec {
@@ -55,6 +56,7 @@ func accessKeyring(t *testing.T) *keys.Keyring {
 		spec(keyFinance, "HUMAN::fin", keys.Grant{Roles: []string{contract.RoleFinance}}),
 		spec(keyFinT1, "HUMAN::fin-t1", keys.Grant{Roles: []string{contract.RoleFinance}, TenantIDs: []string{"t1"}}),
 		spec(keyFinNone, "HUMAN::fin-t9", keys.Grant{Roles: []string{contract.RoleFinance}, TenantIDs: []string{"t9"}}),
+		spec(keyViewFinT1, "HUMAN::vf-t1", keys.Grant{Roles: []string{contract.RoleViewer, contract.RoleFinance}, TenantIDs: []string{"t1"}}),
 		spec(keyOperator, "HUMAN::ops", keys.Grant{Roles: []string{contract.RoleOperator}, AuthorityLevels: []string{contract.AuthorityLocal}}),
 		spec(keyOpAll, "HUMAN::ops-all", keys.Grant{Roles: []string{contract.RoleOperator}}),
 		spec(keyAuditor, "HUMAN::audrey", keys.Grant{Roles: []string{contract.RoleAuditor}}),
@@ -292,6 +294,74 @@ func TestAccessTable(t *testing.T) {
 	for _, e := range decode[apitypes.AuditPage](t, body).Entries {
 		if e.Result != access.ResultDenied || e.Endpoint != "drift" || e.ActorID != "HUMAN::audrey" {
 			t.Errorf("audit filter let through %+v", e)
+		}
+	}
+}
+
+// TestTenantScopeOfFindings: the billing mismatches that count and list
+// as findings of classification billing_mismatch (the status's counts,
+// the heat map, the attention queue) are the key's tenants' only, as in
+// the billing reads. seedBilling holds open mismatches b1, b2, b5 of t1
+// and b3, b4 of t2.
+func TestTenantScopeOfFindings(t *testing.T) {
+	fx := newSurfaceFixture(t, api.Options{Guard: accessGuard(t)})
+	for _, tc := range []struct {
+		key  string
+		want uint64
+	}{{keyFinance, 5}, {keyFinT1, 3}, {keyFinNone, 0}, {keyViewFinT1, 3}} {
+		code, body, _ := getAs(t, fx.url+"/v1/status", tc.key)
+		if code != 200 {
+			t.Fatalf("status as %s: %d %s", tc.key, code, body)
+		}
+		st := decode[apitypes.Status](t, body)
+		if got := st.Findings.OpenByClassification[string(contract.ClassBilling)]; got != tc.want {
+			t.Errorf("status as %s: %d open billing mismatches, want %d", tc.key, got, tc.want)
+		}
+	}
+
+	for _, tc := range []struct {
+		key  string
+		want uint64
+	}{{testenv.LocalKey, 5}, {keyViewFinT1, 3}} {
+		code, body, _ := getAs(t, fx.url+"/v1/heatmap", tc.key)
+		if code != 200 {
+			t.Fatalf("heatmap as %s: %d %s", tc.key, code, body)
+		}
+		var got uint64
+		for _, c := range decode[apitypes.Heatmap](t, body).Cells {
+			if c.Classification == string(contract.ClassBilling) {
+				got += c.Count
+			}
+		}
+		if got != tc.want {
+			t.Errorf("heatmap as %s: %d billing mismatches, want %d", tc.key, got, tc.want)
+		}
+	}
+
+	// The attention queue read from attention_top (n within its slots)
+	// and from a scan (a filter attention_top does not answer).
+	for _, tc := range []struct {
+		key, query string
+		want       []string
+	}{
+		{testenv.LocalKey, "kind=finding&n=100", []string{"b1", "b2", "b3", "b4", "b5"}},
+		{keyViewFinT1, "kind=finding&n=100", []string{"b1", "b2", "b5"}},
+		{keyViewFinT1, "kind=finding&n=100&product=gpu", []string{"b1", "b2", "b5"}},
+		{keyViewFinT1, "kind=finding&n=100&product=apps", nil},
+	} {
+		code, body, _ := getAs(t, fx.url+"/v1/attention?"+tc.query, tc.key)
+		if code != 200 {
+			t.Fatalf("attention?%s as %s: %d %s", tc.query, tc.key, code, body)
+		}
+		var got []string
+		for _, it := range decode[apitypes.Attention](t, body).Global {
+			if id, ok := strings.CutPrefix(it.ID, string(contract.ClassBilling)+":"); ok {
+				got = append(got, id)
+			}
+		}
+		sort.Strings(got)
+		if !slices.Equal(got, tc.want) {
+			t.Errorf("attention?%s as %s lists billing mismatches %v, want %v", tc.query, tc.key, got, tc.want)
 		}
 	}
 }

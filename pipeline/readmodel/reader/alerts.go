@@ -60,8 +60,12 @@ func (rd *Reader) Alertables(ctx context.Context) ([]Alertable, error) {
 	if err != nil {
 		return nil, err
 	}
-	err = rd.each(ctx, "alert_automation", `SELECT tenant_id, count(), min(first_seen_at) FROM billing_mismatch FINAL
-	WHERE status = ? AND tenant_id != '' GROUP BY tenant_id`, []any{string(contract.StatusOpen)}, func(r driver.Rows) error {
+	// The alert sender's context has no tenant scope, so every tenant is
+	// read; the scope is applied all the same, as in every read of
+	// billing_mismatch, so that no caller with a scope reads past it.
+	conds, args := scopeWhere(ctx, "tenant_id", []string{"status = ?", "tenant_id != ''"}, []any{string(contract.StatusOpen)})
+	err = rd.each(ctx, "alert_automation", "SELECT tenant_id, count(), min(first_seen_at) FROM billing_mismatch FINAL"+
+		whereClause(conds)+" GROUP BY tenant_id", args, func(r driver.Rows) error {
 		var tenant string
 		var n uint64
 		var at time.Time

@@ -54,8 +54,8 @@ func (rd *Reader) TopFindings(ctx context.Context, f Filter, n int, perDomain bo
 }
 
 // billingTop reads up to n open billing mismatches that f admits (see
-// billingGroups), oldest first, as findings of classification
-// billing_mismatch.
+// billingGroups) within ctx's tenant scope, oldest first, as findings of
+// classification billing_mismatch.
 func (rd *Reader) billingTop(ctx context.Context, f Filter, n int) ([]apitypes.Finding, error) {
 	p, ok := admitsBilling(f)
 	if !ok {
@@ -63,6 +63,7 @@ func (rd *Reader) billingTop(ctx context.Context, f Filter, n int) ([]apitypes.F
 	}
 	conds, args := listWhere([]listColumn{{"product_id", f.Products}})
 	conds, args = lifecycleWhere(conds, args, string(contract.StatusOpen), f.FirstSeenBy)
+	conds, args = scopeWhere(ctx, "tenant_id", conds, args)
 	return list(ctx, rd, "attention_billing", "SELECT mismatch_id, kind, usage_id, product_id, first_seen_at, last_seen_at"+
 		" FROM billing_mismatch FINAL"+whereClause(conds)+fmt.Sprintf(" ORDER BY first_seen_at, mismatch_id LIMIT %d", n),
 		args, nil, func(r driver.Rows) (apitypes.Finding, error) {

@@ -132,7 +132,8 @@ func (rd *Reader) rankedFindings(ctx context.Context, domains []string, n int, p
 // severity and posture. A mismatch belongs to no owning domain (its group
 // has domain ""), so a filter on domains, domain ids, resource families
 // other than billing_usage, or providers other than billing_ingestion
-// admits none.
+// admits none. Only the mismatches of ctx's tenant scope count, as in the
+// billing reads: a scoped key is not told how many other tenants have.
 func (rd *Reader) billingGroups(ctx context.Context, name string, f Filter) ([]FindingGroup, error) {
 	p, ok := admitsBilling(f)
 	if !ok {
@@ -140,6 +141,7 @@ func (rd *Reader) billingGroups(ctx context.Context, name string, f Filter) ([]F
 	}
 	conds, args := listWhere([]listColumn{{"product_id", f.Products}})
 	conds, args = lifecycleWhere(conds, args, f.Status, f.FirstSeenBy)
+	conds, args = scopeWhere(ctx, "tenant_id", conds, args)
 	counts, err := list(ctx, rd, name+"_billing", "SELECT status, count() FROM billing_mismatch FINAL"+whereClause(conds)+
 		" GROUP BY status", args, nil, func(r driver.Rows) (FindingGroup, error) {
 		g := FindingGroup{Classification: string(contract.ClassBilling), Severity: string(p.Severity), Posture: string(p.Posture)}
