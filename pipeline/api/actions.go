@@ -97,10 +97,22 @@ func actorOf(r *http.Request) string {
 
 // audit records the outcome of one action request in the audit log,
 // beside the entry the middleware wrote when it admitted the request. A
-// failure is logged: the command is on its topic by then, and the
-// admission entry already names the request.
-func (s *Server) audit(r *http.Request, target string, code int) {
-	if err := access.Record(r.Context(), access.Entry{Target: target, Status: code, Result: access.ResultAllowed}); err != nil {
+// request the handler refuses with 403 (a node outside the key's
+// authority_levels) is refused by access control after admission, so its
+// outcome is recorded as the guard records its own refusals: result
+// denied, with the refusal's message as reason, and counted among the
+// denied requests. A failure to record is logged: the command is on its
+// topic by then, and the admission entry already names the request.
+func (s *Server) audit(r *http.Request, target string, code int, refusal error) {
+	e := access.Entry{Target: target, Status: code, Result: access.ResultAllowed}
+	if code == http.StatusForbidden {
+		s.metrics.denied.WithLabelValues(itoa(code)).Inc()
+		e.Result = access.ResultDenied
+		if refusal != nil {
+			e.Reason = refusal.Error()
+		}
+	}
+	if err := access.Record(r.Context(), e); err != nil {
 		s.opts.Logger.Warn("action outcome not audited", "target", target, "status", code, "err", err)
 	}
 }
@@ -288,7 +300,7 @@ func (s *Server) actionsReady() error {
 func (s *Server) handleAction(w http.ResponseWriter, r *http.Request) error {
 	id := r.PathValue("evidence_id")
 	code, err := s.action(w, r, id, actorOf(r))
-	s.audit(r, "finding:"+id, code)
+	s.audit(r, "finding:"+id, code, err)
 	return err
 }
 
@@ -363,7 +375,7 @@ func (s *Server) accept(ctx context.Context, key, hash, cid, evidenceID, action,
 // touch and which it would refuse, and writes nothing (no key needed).
 func (s *Server) handleBatchAction(w http.ResponseWriter, r *http.Request) error {
 	code, err := s.batchAction(w, r, actorOf(r))
-	s.audit(r, "batch:"+r.URL.RawQuery, code)
+	s.audit(r, "batch:"+r.URL.RawQuery, code, err)
 	return err
 }
 

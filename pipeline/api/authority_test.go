@@ -7,13 +7,17 @@ import (
 	"io"
 	"net/http"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
+	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/driftline/driftline/internal/testenv"
 	"github.com/driftline/driftline/pipeline/api"
+	"github.com/driftline/driftline/pipeline/api/access"
 	"github.com/driftline/driftline/pipeline/api/apitypes"
 	"github.com/driftline/driftline/pipeline/contract"
 	"github.com/driftline/driftline/pipeline/readmodel/reader"
@@ -44,6 +48,88 @@ func (c *commandSink) keys() []string {
 		out = append(out, string(r.Key))
 	}
 	return out
+}
+
+// findingsRead answers the reads of an action from fixed findings, and
+// the nodes' masters of record from levels; any other read panics on the
+// nil ReadModel it embeds.
+type findingsRead struct {
+	api.ReadModel
+	findings []apitypes.Finding
+	levels   map[string]string // node id -> master_of_record
+}
+
+func (f *findingsRead) Finding(_ context.Context, id string) (apitypes.Finding, bool, error) {
+	for _, x := range f.findings {
+		if x.EvidenceID == id {
+			return x, true, nil
+		}
+	}
+	return apitypes.Finding{}, false, nil
+}
+
+func (f *findingsRead) FindingsOf(_ context.Context, provider, providerID string) ([]apitypes.Finding, error) {
+	var out []apitypes.Finding
+	for _, x := range f.findings {
+		if x.Provider == provider && x.ProviderID == providerID {
+			out = append(out, x)
+		}
+	}
+	return out, nil
+}
+
+func (f *findingsRead) Findings(context.Context, reader.Filter, reader.Sort, *reader.Keyset, int) ([]apitypes.Finding, error) {
+	return f.findings, nil
+}
+
+func (f *findingsRead) NodeQuarantined(context.Context, []string) (bool, error) { return false, nil }
+
+func (f *findingsRead) NodeAuthority(_ context.Context, ids []string) (map[string]string, error) {
+	out := map[string]string{}
+	for _, id := range ids {
+		if l, ok := f.levels[id]; ok {
+			out[id] = l
+		}
+	}
+	return out, nil
+}
+
+// memActionLog is an action log in memory that keeps the first answer
+// of each key.
+type memActionLog struct {
+	mu sync.Mutex // protects m
+	m  map[string]reader.AcceptedCommand
+}
+
+func (l *memActionLog) Accepted(_ context.Context, key string) (reader.AcceptedCommand, bool, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	c, ok := l.m[key]
+	return c, ok, nil
+}
+
+func (l *memActionLog) Accept(_ context.Context, c reader.AcceptedCommand) error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.m == nil {
+		l.m = map[string]reader.AcceptedCommand{}
+	}
+	if _, ok := l.m[c.IdempotencyKey]; !ok {
+		l.m[c.IdempotencyKey] = c
+	}
+	return nil
+}
+
+// memAuditor is an auditor writing to sink, flushing queued entries
+// every 10ms.
+func memAuditor(t *testing.T, sink *access.MemorySink) *access.Auditor {
+	t.Helper()
+	aud, err := access.NewAuditor(sink, access.AuditorOptions{FlushInterval: 10 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(aud.Close)
+	return aud
 }
 
 func postAs(t *testing.T, u, key, idem string, body any) (int, []byte) {
@@ -137,4 +223,71 @@ func TestActionAuthorityScope(t *testing.T) {
 	if len(a.Skipped) != 0 || !slices.Equal(applied(a), sorted(idMissing, idIdentity, idStale)) {
 		t.Errorf("unscoped batch preview: applied %v skipped %+v", applied(a), a.Skipped)
 	}
+}
+
+// TestOutOfAuthorityAuditedDenied: an action refused 403 because its node
+// is outside the key's authority_levels is written to the audit log as
+// the guard writes its refusals, result denied with the reason, so that
+// an auditor's search for denied requests finds it; an action in scope
+// stays allowed.
+func TestOutOfAuthorityAuditedDenied(t *testing.T) {
+	sink := &access.MemorySink{}
+	finding := func(node string) apitypes.Finding {
+		return apitypes.Finding{EvidenceID: "identity_mismatch:maas/" + node, Provider: contract.ProviderMAAS, ProviderID: node,
+			Classification: string(contract.ClassIdentity), Status: string(contract.StatusOpen)}
+	}
+	rm := &findingsRead{findings: []apitypes.Finding{finding("n1"), finding("n2")},
+		levels: map[string]string{"n1": contract.AuthorityLocal, "n2": contract.AuthorityRegion}}
+	reg := prometheus.NewRegistry()
+	base := serveAPI(t, api.Options{Guard: accessGuard(t), Auditor: memAuditor(t, sink), ReadModel: rm, Commands: &commandSink{},
+		Actions: &memActionLog{}, Registry: reg, Now: func() time.Time { return a0 }})
+	quarantine := map[string]string{"action": "quarantine_node", "reason": "suspect"}
+	for _, tc := range []struct {
+		node, result string
+		code         int
+	}{{"n2", access.ResultDenied, 403}, {"n1", access.ResultAllowed, 202}} {
+		id := finding(tc.node).EvidenceID
+		if code, b := postAs(t, base+"/v1/findings/"+id+"/actions", keyOperator, "quarantine-"+tc.node, quarantine); code != tc.code {
+			t.Fatalf("LOCAL operator quarantines %s: %d %s, want %d", tc.node, code, b, tc.code)
+		}
+		var outcome []access.Entry
+		for _, e := range sink.Entries() {
+			if e.Target == "finding:"+id {
+				outcome = append(outcome, e)
+			}
+		}
+		if len(outcome) != 1 || outcome[0].Result != tc.result || outcome[0].Status != tc.code || outcome[0].ActorID != "HUMAN::ops" {
+			t.Errorf("outcome entries of the action on %s: %+v, want one of result %s, status %d", tc.node, outcome, tc.result, tc.code)
+			continue
+		}
+		if tc.result == access.ResultDenied && !strings.Contains(outcome[0].Reason, "master_of_record "+contract.AuthorityRegion) {
+			t.Errorf("denied entry of the action on %s: reason %q, want the refusal's", tc.node, outcome[0].Reason)
+		}
+	}
+	if got := deniedCount(t, reg, "403"); got != 1 {
+		t.Errorf("driftline_query_denied_total{code=\"403\"} = %v, want 1", got)
+	}
+}
+
+// deniedCount reads driftline_query_denied_total of code from reg.
+func deniedCount(t *testing.T, reg *prometheus.Registry, code string) float64 {
+	t.Helper()
+	mfs, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, mf := range mfs {
+		if mf.GetName() != "driftline_query_denied_total" {
+			continue
+		}
+		for _, m := range mf.GetMetric() {
+			for _, l := range m.GetLabel() {
+				if l.GetName() == "code" && l.GetValue() == code {
+					return m.GetCounter().GetValue()
+				}
+			}
+		}
+	}
+	t.Fatalf("no driftline_query_denied_total{code=%q}", code)
+	return 0
 }
