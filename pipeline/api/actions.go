@@ -10,6 +10,7 @@ import (
 	"io"
 	"net/http"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -182,15 +183,57 @@ func readAction(r *http.Request, keyRequired bool) (string, actionBody, error) {
 	return key, b, nil
 }
 
-// requestHash is the SHA-256 of the canonical request: what a re-post
-// under the same key must repeat exactly.
-func requestHash(target string, b actionBody) string {
+// actionRequest is the canonical request of an action: what a re-post
+// under the same Idempotency-Key must repeat exactly.
+type actionRequest struct {
+	kind    string // "finding" or "batch"
+	subject string // the finding's evidence id, or the batch's sorted query
+	body    actionBody
+}
+
+// requestHashPrefix marks a hash of the framed canonical request
+// (requestHash). A stored hash without it was computed by
+// legacyRequestHash, before the framing.
+const requestHashPrefix = "v2:"
+
+// fields returns the fields of the canonical request, in hash order.
+func (q actionRequest) fields() []string {
 	until := ""
-	if !b.Until.IsZero() {
-		until = b.Until.UTC().Format(time.RFC3339Nano)
+	if !q.body.Until.IsZero() {
+		until = q.body.Until.UTC().Format(time.RFC3339Nano)
 	}
-	h := sha256.Sum256(fmt.Appendf(nil, "%s\n%s\n%s\n%s\n%s\n%t", target, b.Action, b.Reason, b.Assignee, until, b.Preview))
+	return []string{q.kind, q.subject, q.body.Action, q.body.Reason, q.body.Assignee, until, strconv.FormatBool(q.body.Preview)}
+}
+
+// requestHash is requestHashPrefix and the hex SHA-256 of the canonical
+// request, each field preceded by its length ("<len>:<bytes>"): two
+// requests hash alike only when every field is the same, whatever bytes
+// (newlines, say) a reason or assignee holds.
+func (q actionRequest) requestHash() string {
+	h := sha256.New()
+	for _, f := range q.fields() {
+		_, _ = fmt.Fprintf(h, "%d:%s", len(f), f) // a hash.Hash never fails to write
+	}
+	return requestHashPrefix + hex.EncodeToString(h.Sum(nil))
+}
+
+// legacyRequestHash is the hash the action log holds for keys accepted
+// before requestHash framed its fields: the fields joined with "\n". It
+// is ambiguous (a newline moved from the reason into the assignee hashes
+// alike), and is only compared with those stored hashes, so that their
+// keys still replay.
+func (q actionRequest) legacyRequestHash() string {
+	h := sha256.Sum256([]byte(strings.Join(q.fields(), "\n")))
 	return hex.EncodeToString(h[:])
+}
+
+// sameAs reports whether stored, the hash recorded with a key's first
+// answer, is the hash of q, in the format it was stored in.
+func (q actionRequest) sameAs(stored string) bool {
+	if strings.HasPrefix(stored, requestHashPrefix) {
+		return stored == q.requestHash()
+	}
+	return stored == q.legacyRequestHash()
 }
 
 // commandID derives the command id of the action posted under key (and,
@@ -202,12 +245,12 @@ func commandID(key string) string {
 
 // replay answers a key seen before: the first answer again if the request
 // is the same, 409 otherwise. It reports whether the key was seen.
-func (s *Server) replay(w http.ResponseWriter, r *http.Request, key, hash string) (bool, error) {
+func (s *Server) replay(w http.ResponseWriter, r *http.Request, key string, q actionRequest) (bool, error) {
 	prior, ok, err := s.opts.Actions.Accepted(r.Context(), key)
 	if err != nil || !ok {
 		return false, err
 	}
-	if prior.RequestHash != hash {
+	if !q.sameAs(prior.RequestHash) {
 		return true, refuse(http.StatusConflict, contract.ReasonIdempotencyReused,
 			"Idempotency-Key %q was used with another request (command %s); use a new key for a new action", key, prior.CommandID)
 	}
@@ -315,8 +358,8 @@ func (s *Server) action(w http.ResponseWriter, r *http.Request, id, actor string
 	if err != nil {
 		return codeOf(err), err
 	}
-	hash := requestHash("finding\n"+id, b)
-	if seen, err := s.replay(w, r, key, hash); seen || err != nil {
+	q := actionRequest{kind: "finding", subject: id, body: b}
+	if seen, err := s.replay(w, r, key, q); seen || err != nil {
 		return codeOf(err), err
 	}
 	f, ok, err := s.read.Finding(r.Context(), id)
@@ -352,7 +395,7 @@ func (s *Server) action(w http.ResponseWriter, r *http.Request, id, actor string
 	if err := s.produce(r.Context(), s.command(f, cid, key, actor, b, now)); err != nil {
 		return http.StatusServiceUnavailable, err
 	}
-	if err := s.accept(r.Context(), key, hash, cid, id, b.Action, actor, now, ans); err != nil {
+	if err := s.accept(r.Context(), key, q.requestHash(), cid, id, b.Action, actor, now, ans); err != nil {
 		return http.StatusServiceUnavailable, err
 	}
 	writeJSON(w, http.StatusAccepted, ans)
@@ -395,9 +438,9 @@ func (s *Server) batchAction(w http.ResponseWriter, r *http.Request, actor strin
 		err := refuse(http.StatusBadRequest, contract.ReasonMissingIdempotency, "the Idempotency-Key header is required (or preview the batch with \"preview\": true)")
 		return err.code, err
 	}
-	hash := requestHash("batch\n"+canonicalQuery(r), b)
+	q := actionRequest{kind: "batch", subject: canonicalQuery(r), body: b}
 	if !b.Preview {
-		if seen, err := s.replay(w, r, key, hash); seen || err != nil {
+		if seen, err := s.replay(w, r, key, q); seen || err != nil {
 			return codeOf(err), err
 		}
 	}
@@ -447,7 +490,7 @@ func (s *Server) batchAction(w http.ResponseWriter, r *http.Request, actor strin
 	if err := s.produce(r.Context(), recs...); err != nil {
 		return http.StatusServiceUnavailable, err
 	}
-	if err := s.accept(r.Context(), key, hash, commandID(key), "", b.Action, actor, now, ans); err != nil {
+	if err := s.accept(r.Context(), key, q.requestHash(), commandID(key), "", b.Action, actor, now, ans); err != nil {
 		return http.StatusServiceUnavailable, err
 	}
 	writeJSON(w, http.StatusAccepted, ans)

@@ -3,6 +3,8 @@ package api_test
 import (
 	"bytes"
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -21,6 +23,7 @@ import (
 
 	"github.com/driftline/driftline/internal/testenv"
 	"github.com/driftline/driftline/pipeline/api"
+	"github.com/driftline/driftline/pipeline/api/access"
 	"github.com/driftline/driftline/pipeline/api/apitypes"
 	"github.com/driftline/driftline/pipeline/api/cli"
 	"github.com/driftline/driftline/pipeline/api/client"
@@ -421,4 +424,95 @@ func dump(t *testing.T, conn chdriver.Conn, q string) string {
 		b.WriteByte('\n')
 	}
 	return b.String()
+}
+
+// staleApp is an open finding of no node: any operator key may act on it.
+var staleApp = apitypes.Finding{EvidenceID: "stale_lifecycle_state:app_runtime/app-1", Provider: contract.ProviderAppRuntime,
+	ProviderID: "app-1", Classification: string(contract.ClassStale), Status: string(contract.StatusOpen)}
+
+// fixedActionServer serves the API over staleApp alone (findingsRead),
+// with the action log log and the commands topic cmds.
+func fixedActionServer(t *testing.T, log api.ActionLog, cmds *commandSink) string {
+	t.Helper()
+	return serveAPI(t, api.Options{Guard: testenv.LocalGuard(t), Auditor: memAuditor(t, &access.MemorySink{}),
+		ReadModel: &findingsRead{findings: []apitypes.Finding{staleApp}}, Commands: cmds, Actions: log, Now: func() time.Time { return a0 }})
+}
+
+// TestIdempotencyKeyOtherBody: the same Idempotency-Key with another body
+// is 409 (CONTRACT section 9.2), for one finding and for a batch, also
+// when the bodies differ only in where a newline splits the reason from
+// the assignee, which fields joined with "\n" hashed alike.
+func TestIdempotencyKeyOtherBody(t *testing.T) {
+	cmds := &commandSink{}
+	base := fixedActionServer(t, &memActionLog{}, cmds)
+	first := map[string]any{"action": "assign", "reason": "triage\nHUMAN::bob", "assignee": "HUMAN::carol"}
+	for i, tc := range []struct {
+		path  string
+		other map[string]any
+	}{
+		{"/v1/findings/" + staleApp.EvidenceID + "/actions", map[string]any{"action": "assign", "reason": "triage", "assignee": "HUMAN::bob\nHUMAN::carol"}},
+		{"/v1/actions/batch?status=open", map[string]any{"action": "assign", "reason": "triage", "assignee": "HUMAN::bob\nHUMAN::carol"}},
+		{"/v1/findings/" + staleApp.EvidenceID + "/actions", map[string]any{"action": "assign", "reason": "triage\nHUMAN::bob", "assignee": "HUMAN::dave"}},
+	} {
+		key := fmt.Sprintf("split-%d", i)
+		code, answer := postAs(t, base+tc.path, testenv.LocalKey, key, first)
+		if code != 202 {
+			t.Fatalf("%s %v: %d %s", tc.path, first, code, answer)
+		}
+		if code, again := postAs(t, base+tc.path, testenv.LocalKey, key, first); code != 202 || !bytes.Equal(again, answer) {
+			t.Errorf("%s, the same body again: %d %s, want 202 %s", tc.path, code, again, answer)
+		}
+		code, b := postAs(t, base+tc.path, testenv.LocalKey, key, tc.other)
+		if eb := decode[apitypes.ErrorBody](t, b); code != 409 || eb.Reason != string(contract.ReasonIdempotencyReused) {
+			t.Errorf("%s under the key of %q: %q: %d %s, want 409 %s", tc.path, first, tc.other, code, b, contract.ReasonIdempotencyReused)
+		}
+	}
+	if got := len(cmds.keys()); got != 3 {
+		t.Errorf("%d commands written, want the 3 first posts'", got)
+	}
+}
+
+// TestIdempotencyLegacyHash: a key accepted before the request hash
+// framed its fields is stored with the SHA-256 of the fields joined with
+// "\n"; the same request again is answered the first answer, another is
+// 409, for one finding and for a batch.
+func TestIdempotencyLegacyHash(t *testing.T) {
+	legacy := func(fields ...string) string {
+		h := sha256.Sum256([]byte(strings.Join(fields, "\n")))
+		return hex.EncodeToString(h[:])
+	}
+	const until = "2026-12-01T00:00:00Z"
+	findingAnswer := `{"command_id":"cmd-old-1","status":"accepted"}` + "\n"
+	batchAnswer := `{"command_id":"cmd-old-2","count":1}` + "\n"
+	log := &memActionLog{m: map[string]reader.AcceptedCommand{
+		"old-finding": {IdempotencyKey: "old-finding", CommandID: "cmd-old-1", Answer: findingAnswer,
+			RequestHash: legacy("finding", staleApp.EvidenceID, "suppress", "noisy", "", until, "false")},
+		"old-batch": {IdempotencyKey: "old-batch", CommandID: "cmd-old-2", Answer: batchAnswer,
+			RequestHash: legacy("batch", "status=open", "assign", "triage", "HUMAN::bob", "", "false")},
+	}}
+	cmds := &commandSink{}
+	base := fixedActionServer(t, log, cmds)
+	for _, tc := range []struct {
+		path, key   string
+		same, other map[string]any
+		answer      string
+	}{
+		{"/v1/findings/" + staleApp.EvidenceID + "/actions", "old-finding",
+			map[string]any{"action": "suppress", "reason": "noisy", "until": until},
+			map[string]any{"action": "suppress", "reason": "noisy!", "until": until}, findingAnswer},
+		{"/v1/actions/batch?status=open", "old-batch",
+			map[string]any{"action": "assign", "reason": "triage", "assignee": "HUMAN::bob"},
+			map[string]any{"action": "assign", "reason": "triage", "assignee": "HUMAN::carol"}, batchAnswer},
+	} {
+		if code, b := postAs(t, base+tc.path, testenv.LocalKey, tc.key, tc.same); code != 202 || string(b) != tc.answer {
+			t.Errorf("%s, the first request again under %s: %d %s, want 202 %s", tc.path, tc.key, code, b, tc.answer)
+		}
+		code, b := postAs(t, base+tc.path, testenv.LocalKey, tc.key, tc.other)
+		if eb := decode[apitypes.ErrorBody](t, b); code != 409 || eb.Reason != string(contract.ReasonIdempotencyReused) {
+			t.Errorf("%s, another request under %s: %d %s, want 409 %s", tc.path, tc.key, code, b, contract.ReasonIdempotencyReused)
+		}
+	}
+	if got := cmds.keys(); len(got) != 0 {
+		t.Errorf("commands written for keys answered before: %v", got)
+	}
 }

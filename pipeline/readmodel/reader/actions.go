@@ -18,7 +18,7 @@ import (
 // batch of actions), kept by its Idempotency-Key in action_commands.
 type AcceptedCommand struct {
 	IdempotencyKey string
-	RequestHash    string // SHA-256 of the canonical request
+	RequestHash    string // SHA-256 of the canonical request, in the format the API stored it in
 	CommandID      string
 	EvidenceID     string // "" for a batch
 	Action         string
