@@ -27,7 +27,10 @@ import (
 // commands topic and answered 202; the joiner applies it in stream order.
 // The answer is kept by Idempotency-Key in the shared action log
 // (ClickHouse), so a re-post to any replica, or after a restart, gets the
-// first answer again.
+// first answer again. Within one process the requests of a key are
+// answered one at a time (keyLocks); across replicas they are not, and
+// two requests of one key with different bodies that reach two replicas
+// at the same moment can both be answered 202 (docs/actions.md).
 
 // CommandLog is where accepted actions go: a *kgo.Client producing to the
 // commands topic is one.
@@ -243,6 +246,19 @@ func commandID(key string) string {
 	return "cmd-" + hex.EncodeToString(h[:16])
 }
 
+// lockKey waits until no other request of key is being answered in this
+// process (keyLocks) and returns the function that lets the next one go.
+// A wait that outlasts the request is refused with 503: the client may
+// post again under the same key.
+func (s *Server) lockKey(ctx context.Context, key string) (func(), error) {
+	unlock, err := s.idem.lock(ctx, key)
+	if err != nil {
+		return nil, refuse(http.StatusServiceUnavailable, "",
+			"another request under Idempotency-Key %q is still being answered (%v); post again with the same key", key, err)
+	}
+	return unlock, nil
+}
+
 // replay answers a key seen before: the first answer again if the request
 // is the same, 409 otherwise. It reports whether the key was seen.
 func (s *Server) replay(w http.ResponseWriter, r *http.Request, key string, q actionRequest) (bool, error) {
@@ -358,6 +374,14 @@ func (s *Server) action(w http.ResponseWriter, r *http.Request, id, actor string
 	if err != nil {
 		return codeOf(err), err
 	}
+	// From the log's check to the record of the answer, the key is this
+	// request's alone in this process, so a second request of the key
+	// finds this one's answer; replicas are not serialized (keyLocks).
+	unlock, err := s.lockKey(r.Context(), key)
+	if err != nil {
+		return codeOf(err), err
+	}
+	defer unlock()
 	q := actionRequest{kind: "finding", subject: id, body: b}
 	if seen, err := s.replay(w, r, key, q); seen || err != nil {
 		return codeOf(err), err
@@ -440,6 +464,13 @@ func (s *Server) batchAction(w http.ResponseWriter, r *http.Request, actor strin
 	}
 	q := actionRequest{kind: "batch", subject: canonicalQuery(r), body: b}
 	if !b.Preview {
+		// As for one finding (action): the key is this request's alone in
+		// this process until its answer is recorded.
+		unlock, err := s.lockKey(r.Context(), key)
+		if err != nil {
+			return codeOf(err), err
+		}
+		defer unlock()
 		if seen, err := s.replay(w, r, key, q); seen || err != nil {
 			return codeOf(err), err
 		}

@@ -14,6 +14,7 @@ import (
 	"net/url"
 	"reflect"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -514,5 +515,64 @@ func TestIdempotencyLegacyHash(t *testing.T) {
 	}
 	if got := cmds.keys(); len(got) != 0 {
 		t.Errorf("commands written for keys answered before: %v", got)
+	}
+}
+
+// stallLog is an action log whose reads of a key it does not hold report
+// on arrived and then wait until release is closed, answering what they
+// read before the wait: a request held between its check of the log and
+// the record of its answer.
+type stallLog struct {
+	memActionLog
+	arrived chan struct{}
+	release chan struct{}
+}
+
+func (l *stallLog) Accepted(ctx context.Context, key string) (reader.AcceptedCommand, bool, error) {
+	c, ok, err := l.memActionLog.Accepted(ctx, key)
+	if !ok {
+		l.arrived <- struct{}{}
+		<-l.release
+	}
+	return c, ok, err
+}
+
+// TestIdempotencyKeyConcurrent: two requests of one Idempotency-Key with
+// different bodies at the same time are answered one after the other,
+// the first 202 and the second 409, and one command is written. Before,
+// both found the key unused and both were answered 202, while the
+// joiner applied one command of the two (they share the key's command
+// id).
+func TestIdempotencyKeyConcurrent(t *testing.T) {
+	cmds := &commandSink{}
+	log := &stallLog{arrived: make(chan struct{}, 2), release: make(chan struct{})}
+	u := fixedActionServer(t, log, cmds) + "/v1/findings/" + staleApp.EvidenceID + "/actions"
+	bodies := []map[string]any{
+		{"action": "acknowledge", "reason": "mine"},
+		{"action": "assign", "reason": "yours", "assignee": "HUMAN::bob"},
+	}
+	codes, answers := make([]int, 2), make([][]byte, 2)
+	var wg sync.WaitGroup
+	post := func(i int) {
+		wg.Go(func() { codes[i], answers[i] = postAs(t, u, testenv.LocalKey, "together", bodies[i]) })
+	}
+	post(0)
+	<-log.arrived // the first request has found the key unused
+	post(1)
+	// Unserialized, the second request finds the key unused too and
+	// arrives here; serialized, it waits for the first's answer.
+	select {
+	case <-log.arrived:
+	case <-time.After(time.Second):
+	}
+	close(log.release)
+	wg.Wait()
+	eb := decode[apitypes.ErrorBody](t, answers[1])
+	if codes[0] != 202 || codes[1] != 409 || eb.Reason != string(contract.ReasonIdempotencyReused) {
+		t.Errorf("two bodies under one key at once: %d %s, then %d %s; want 202, then 409 %s",
+			codes[0], answers[0], codes[1], answers[1], contract.ReasonIdempotencyReused)
+	}
+	if got := len(cmds.keys()); got != 1 {
+		t.Errorf("%d commands written, want 1", got)
 	}
 }

@@ -174,6 +174,7 @@ type Server struct {
 	auditor     *access.Auditor
 	ownsAud     bool          // the auditor is the server's, closed by Close
 	slots       chan struct{} // one per request being served (MaxConcurrent)
+	idem        keyLocks      // serializes the action requests of one Idempotency-Key
 }
 
 // New returns a Server; it fails only on invalid options.
