@@ -19,7 +19,9 @@ package claims
 import (
 	"bytes"
 	"encoding/binary"
+	"math"
 	"slices"
+	"time"
 
 	"github.com/cespare/xxhash/v2"
 
@@ -34,9 +36,11 @@ func Hash(key []byte) uint64 { return xxhash.Sum64(key) }
 type Ref uint64
 
 // Generation holds the claims of usage that occurred in [Start,
-// Start+span).
+// Start+span), the end cut at the largest int64 for the last generation
+// (Gens).
 type Generation struct {
-	// Start is the beginning of the generation's span (unix ns).
+	// Start is the beginning of the generation's span (unix ns): a
+	// multiple of the span, or math.MinInt64 for the first generation.
 	Start int64
 	// slots is a table of linear probing, 1<<(64-shift) slots, indexed by
 	// the top bits of the key's hash: 0 is empty, anything else a claim's
@@ -342,7 +346,7 @@ type Gens struct {
 // not dropped yet).
 func (gs *Gens) Find(h uint64, key []byte, floor int64) (Claim, bool) {
 	for _, g := range gs.List {
-		if g.Start+gs.Span <= floor {
+		if gs.ended(g.Start, floor) {
 			continue
 		}
 		if c, ok := g.Find(h, key); ok {
@@ -353,13 +357,15 @@ func (gs *Gens) Find(h uint64, key []byte, floor int64) (Claim, bool) {
 }
 
 // Gen returns the generation holding usage that occurred at at (unix
-// ns), created if need be.
+// ns), created if need be. A generation starts at a multiple of Span;
+// the first one, whose multiple lies before the earliest int64, starts
+// at math.MinInt64.
 func (gs *Gens) Gen(at int64) *Generation {
 	m := at % gs.Span
 	if m < 0 {
 		m += gs.Span
 	}
-	start := at - m
+	start := Sub(at, m)
 	i, found := slices.BinarySearchFunc(gs.List, start, func(g *Generation, t int64) int {
 		switch {
 		case g.Start < t:
@@ -379,7 +385,30 @@ func (gs *Gens) Gen(at int64) *Generation {
 
 // Forget drops the generations that end at or before floor (unix ns).
 func (gs *Gens) Forget(floor int64) {
-	gs.List = slices.DeleteFunc(gs.List, func(g *Generation) bool { return g.Start+gs.Span <= floor })
+	gs.List = slices.DeleteFunc(gs.List, func(g *Generation) bool { return gs.ended(g.Start, floor) })
+}
+
+// Ended reports whether the generation holding usage that occurred at at
+// (unix ns) ends at or before floor: Find skips its claims and Forget
+// drops it.
+func (gs *Gens) Ended(at, floor int64) bool { return gs.ended(at, floor) }
+
+// ended is Ended. It compares the numbers of the generations holding at
+// and floor, not their ends: the end of a generation within Span of the
+// largest int64 is beyond it, and the sum would wrap around to a
+// negative time.
+func (gs *Gens) ended(at, floor int64) bool { return gs.number(at) < gs.number(floor) }
+
+// number returns the number of the generation holding time at: at
+// divided by Span, rounded down. A generation numbered n ends at
+// (n+1)*Span, which is at or before floor exactly when n+1 is at most
+// floor's number.
+func (gs *Gens) number(at int64) int64 {
+	n := at / gs.Span
+	if at%gs.Span < 0 {
+		n--
+	}
+	return n
 }
 
 // Claims returns the number of claims held.
@@ -398,4 +427,26 @@ func (gs *Gens) Bytes() int {
 		n += g.Bytes()
 	}
 	return n
+}
+
+// Floor returns the event time before which usage is late and claims are
+// forgotten: watermark less horizon (unix ns), or math.MinInt64 when that
+// lies before the earliest int64 (a watermark within horizon of
+// contract.MinTime), where the difference would wrap around to the far
+// future and make every usage late.
+func Floor(watermark int64, horizon time.Duration) int64 { return Sub(watermark, int64(horizon)) }
+
+// Sub returns a-b, saturated at math.MinInt64 and math.MaxInt64 where
+// the difference of two int64 would wrap around. Event times are unix ns
+// in an int64, and an event may occur at either end of it
+// (contract.MinTime, contract.MaxTime).
+func Sub(a, b int64) int64 {
+	d := a - b
+	switch {
+	case b > 0 && d > a:
+		return math.MinInt64
+	case b < 0 && d < a:
+		return math.MaxInt64
+	}
+	return d
 }

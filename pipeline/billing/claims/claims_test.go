@@ -3,8 +3,10 @@ package claims
 import (
 	"bytes"
 	"fmt"
+	"math"
 	"math/rand/v2"
 	"testing"
+	"time"
 )
 
 // TestGensFindAddForget claims keys in generations, with two keys under
@@ -51,6 +53,79 @@ func TestGensFindAddForget(t *testing.T) {
 	gs.List[0].Remove(Hash(key(250)), refs[250])
 	if _, ok := gs.Find(Hash(key(250)), key(250), 200); ok || gs.Claims() != 799 {
 		t.Fatalf("removed claim: found %v, %d claims", ok, gs.Claims())
+	}
+}
+
+// TestGensAtTheEndsOfTime: usage that occurred within a generation's
+// span of either end of int64 (contract.MinTime, contract.MaxTime) is
+// claimed in a generation that Find looks in and Forget keeps until the
+// floor passes its end, though that end (or the multiple of Span it
+// starts at) lies beyond int64.
+func TestGensAtTheEndsOfTime(t *testing.T) {
+	const span = int64(12 * time.Hour)
+	for _, at := range []int64{math.MaxInt64, math.MaxInt64 - span/3, math.MinInt64, math.MinInt64 + span/3, -1, 0} {
+		gs := Gens{Span: span}
+		key := []byte("gw/m-1")
+		gs.Gen(at).Add(Hash(key), key, "u-1", 1)
+		if g := gs.Gen(at); len(gs.List) != 1 || g.Start > at || at-g.Start >= span {
+			t.Fatalf("at %d: %d generations, the one of at starts at %d", at, len(gs.List), g.Start)
+		}
+		for _, floor := range []int64{math.MinInt64, Sub(at, span), at} {
+			if _, ok := gs.Find(Hash(key), key, floor); !ok {
+				t.Fatalf("at %d, floor %d: claim not found", at, floor)
+			}
+			if gs.Ended(at, floor) {
+				t.Fatalf("at %d: the generation ended at floor %d", at, floor)
+			}
+			gs.Forget(floor)
+			if gs.Claims() != 1 {
+				t.Fatalf("at %d: Forget(%d) dropped the claim", at, floor)
+			}
+		}
+		if at > math.MaxInt64-span {
+			continue // its generation ends after the largest floor
+		}
+		end := gs.List[0].Start + span
+		if at < math.MinInt64+span {
+			end = at / span * span // the end of the first generation, which starts at math.MinInt64
+		}
+		if _, ok := gs.Find(Hash(key), key, end-1); !ok || gs.Ended(at, end-1) {
+			t.Fatalf("at %d: forgotten before its end %d", at, end)
+		}
+		if _, ok := gs.Find(Hash(key), key, end); ok || !gs.Ended(at, end) {
+			t.Fatalf("at %d: still found at its end %d", at, end)
+		}
+		gs.Forget(end)
+		if len(gs.List) != 0 {
+			t.Fatalf("at %d: Forget(%d) kept the generation", at, end)
+		}
+	}
+}
+
+// TestSub saturates where a difference of int64 would wrap around, and
+// Floor with it.
+func TestSub(t *testing.T) {
+	for _, c := range []struct{ a, b, want int64 }{
+		{10, 3, 7},
+		{-10, 3, -13},
+		{math.MinInt64 + 5, 3, math.MinInt64 + 2},
+		{math.MinInt64 + 5, 6, math.MinInt64},
+		{math.MinInt64, math.MaxInt64, math.MinInt64},
+		{math.MaxInt64 - 5, -3, math.MaxInt64 - 2},
+		{math.MaxInt64 - 5, -6, math.MaxInt64},
+		{0, math.MinInt64, math.MaxInt64},
+		{-1, math.MinInt64, math.MaxInt64},
+		{math.MinInt64, math.MinInt64, 0},
+	} {
+		if got := Sub(c.a, c.b); got != c.want {
+			t.Errorf("Sub(%d, %d) = %d, want %d", c.a, c.b, got, c.want)
+		}
+	}
+	if got := Floor(math.MinInt64+int64(time.Hour), 48*time.Hour); got != math.MinInt64 {
+		t.Errorf("Floor near the earliest time = %d", got)
+	}
+	if got := Floor(int64(time.Hour), 48*time.Hour); got != -int64(47*time.Hour) {
+		t.Errorf("Floor before 1970 = %d", got)
 	}
 }
 
