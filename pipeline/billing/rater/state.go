@@ -1,6 +1,7 @@
 package rater
 
 import (
+	"math"
 	"slices"
 	"time"
 
@@ -57,7 +58,8 @@ type keyState struct {
 
 // partKeys is one partition's claims.
 type partKeys struct {
-	// watermark is the newest event time applied (unix ns; 0: none).
+	// watermark is the newest event time applied (unix ns; noWatermark:
+	// none).
 	watermark int64
 	// gens are the generations by start, oldest first.
 	gens claims.Gens
@@ -84,8 +86,18 @@ func newKeyState(horizon time.Duration) *keyState {
 	return &keyState{horizon: horizon, span: span, parts: map[int32]*partKeys{}, touched: map[*partKeys]int64{}}
 }
 
+// noWatermark is the watermark of a partition that has applied no
+// usage: the earliest time an int64 holds (contract.MinTime), at or
+// before every event time. Its floor is itself, so no usage is late and
+// no claim forgotten, whenever the usage occurred. 0 would not do: usage
+// that occurred before 1970 would never raise it, while its floor, 0 less
+// the horizon, forgets the claims of that usage.
+const noWatermark = math.MinInt64
+
 // newPart returns the empty claims of a partition.
-func (s *keyState) newPart() *partKeys { return &partKeys{gens: claims.Gens{Span: s.span}} }
+func (s *keyState) newPart() *partKeys {
+	return &partKeys{watermark: noWatermark, gens: claims.Gens{Span: s.span}}
+}
 
 // verdict says what to do with a valid usage event.
 type verdict uint8
@@ -119,7 +131,7 @@ func (s *keyState) check(e *usageEvent) (verdict, claim, int64) {
 		return verdictNotOwned, claim{}, 0
 	}
 	floor := p.floor(s.horizon)
-	if p.watermark != 0 && e.at < floor {
+	if e.at < floor {
 		return verdictLate, claim{}, floor
 	}
 	if w := min(e.at, cmpOr(e.ts, e.at)); w > p.watermark {
@@ -155,8 +167,10 @@ func cmpOr(a, b int64) int64 {
 	return b
 }
 
-// floor is the event time before which usage of p is late (unix ns).
-func (p *partKeys) floor(horizon time.Duration) int64 { return p.watermark - int64(horizon) }
+// floor is the event time before which usage of p is late (unix ns): the
+// watermark less the horizon, saturated at the earliest int64 (usage may
+// occur as early as contract.MinTime).
+func (p *partKeys) floor(horizon time.Duration) int64 { return claims.Floor(p.watermark, horizon) }
 
 // commit keeps the transaction's claims and forgets the generations
 // past the horizon of the partitions it moved.
