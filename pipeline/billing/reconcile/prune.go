@@ -120,7 +120,7 @@ func (t *Tracker) prune(s *usageState) {
 		key := t.stateKey(s)
 		h := claims.Hash(key)
 		t.unclaim(s, h)
-		if f, _ := t.floor(); !t.forgotten(s.at, f) {
+		if f, ok := t.floor(); !ok || !t.forgotten(s.at, f) {
 			t.claims.Gen(s.at).Add(h, key, t.strs.get(s.id), s.digest)
 		}
 	}

@@ -150,8 +150,20 @@ type ratedLine struct {
 type ledgerLine = ratedLine
 
 // nanos returns event time at as the tracker keeps it: Unix nanoseconds
-// (event times lie within 1678-2262), restored in UTC by eventTime.
-func nanos(at time.Time) int64 { return at.UnixNano() }
+// (event times lie within contract.MinTime and contract.MaxTime),
+// restored in UTC by eventTime. A time beyond them takes the nearer end,
+// where UnixNano would wrap around: the watermark trails an event near
+// contract.MinTime by the allowed lateness, and a grace deadline follows
+// one near contract.MaxTime by its grace.
+func nanos(at time.Time) int64 {
+	switch {
+	case contract.TimeInRange(at):
+		return at.UnixNano()
+	case at.Before(contract.MinTime):
+		return math.MinInt64
+	}
+	return math.MaxInt64
+}
 
 func eventTime(ns int64) time.Time { return time.Unix(0, ns).UTC() }
 
@@ -287,7 +299,7 @@ func (t *Tracker) floor() (int64, bool) {
 	if t.watermark.IsZero() {
 		return 0, false
 	}
-	return nanos(t.watermark) - int64(t.rules.Horizon), true
+	return claims.Floor(nanos(t.watermark), t.rules.Horizon), true
 }
 
 // Late reports whether usage that occurred at at is late: before the
@@ -369,7 +381,7 @@ func (t *Tracker) ApplyUsageDigest(u *contract.Usage, d contract.Digest, at time
 		panic("BUG: unexpected price book lookup error: " + err.Error())
 	}
 	if !s.is(ratedOK) {
-		t.ratingDue.push(deadline{at: nanos(at.Add(t.rules.RatingGrace)), ref: s.ref()})
+		t.ratingDue.schedule(at.Add(t.rules.RatingGrace), s)
 	}
 	return false
 }
@@ -401,13 +413,7 @@ func (t *Tracker) claimOf(h uint64, key []byte, u *contract.Usage) (claimed, sam
 
 // forgotten reports whether the claim of usage that occurred at at (ns)
 // is forgotten at floor: its generation ends at or before floor.
-func (t *Tracker) forgotten(at, floor int64) bool {
-	m := at % t.claims.Span
-	if m < 0 {
-		m += t.claims.Span
-	}
-	return at-m+t.claims.Span <= floor
-}
+func (t *Tracker) forgotten(at, floor int64) bool { return t.claims.Ended(at, floor) }
 
 // stateKey returns the usage key of state s (usageKey).
 func (t *Tracker) stateKey(s *usageState) []byte {
@@ -486,7 +492,7 @@ func (t *Tracker) ApplyRated(r *contract.Rated, at time.Time) bool {
 		t.set(contract.KindRatedNotLedgered, s, due)
 		return true
 	}
-	t.ledgerDue.push(deadline{at: nanos(due), ref: s.ref()})
+	t.ledgerDue.schedule(due, s)
 	return true
 }
 
@@ -621,6 +627,16 @@ type graces struct {
 	settled int
 }
 
+// schedule pushes the deadline due of s, unless due lies after
+// contract.MaxTime: no watermark passes it, and it has no Unix
+// nanoseconds to be kept in.
+func (g *graces) schedule(due time.Time, s *usageState) {
+	if due.After(contract.MaxTime) {
+		return
+	}
+	g.push(deadline{at: nanos(due), ref: s.ref()})
+}
+
 // minGraces is the fewest deadlines a heap drops from
 // (Tracker.graceDropMin): below it a pass over the heap is not worth its
 // memory.
@@ -647,7 +663,7 @@ func (t *Tracker) orphan(h *graces, s *usageState, due time.Time) {
 		s.mark(h.overdue)
 		return
 	}
-	h.push(deadline{at: nanos(due), ref: s.ref()})
+	h.schedule(due, s)
 }
 
 // usageKinds are the kinds of mismatch kept per usage_id, in the order

@@ -260,3 +260,105 @@ func TestConflictingUsage(t *testing.T) {
 		t.Fatalf("a repeat with an unknown digest changed the conflict: %+v", m)
 	}
 }
+
+// TestTrackerAtTheEndsOfTime: usage that occurred near either end of the
+// times the validator accepts (contract.MinTime, contract.MaxTime) is
+// judged as any other. Its redelivery is a redelivery, not late and not
+// a conflict; another usage_id on its key is duplicate_usage; and no
+// grace passes before the watermark passes it. Near the end, a
+// generation and a grace end beyond the largest int64; near the start,
+// the watermark less the horizon, and the multiple of the generations'
+// span before the usage, lie before the earliest one.
+func TestTrackerAtTheEndsOfTime(t *testing.T) {
+	for _, at := range []time.Time{
+		time.Date(2262, 4, 11, 23, 0, 0, 0, time.UTC),
+		time.Date(2262, 4, 11, 23, 45, 0, 0, time.UTC),
+		contract.MaxTime,
+		time.Date(1677, 9, 21, 1, 0, 0, 0, time.UTC),
+		contract.MinTime,
+	} {
+		t.Run(at.Format(time.RFC3339Nano), func(t *testing.T) {
+			tr, rec := newTestTracker(t)
+			u := usage("u-1", "m-1", "gpu_hour")
+			for i := range 2 { // the usage and its redelivery
+				if _, late := tr.Late(at); late {
+					t.Fatalf("usage %d is late", i)
+				}
+				if tr.ApplyUsageDigest(u, 1, at) {
+					t.Fatalf("usage %d is a conflict: %v", i, rec.rows)
+				}
+			}
+			tr.ApplyRated(rated("u-1", "m-1", "4.90"), at)
+			tr.ApplyUsageDigest(usage("u-2", "m-1", "gpu_hour"), 2, at)
+			tr.ApplyUsageDigest(usage("u-3", "m-3", "gpu_hour"), 3, at) // not rated (yet)
+			tr.Advance(at)
+			if m := rec.want(t, "duplicate_usage:gpu-meter/m-1", contract.StatusOpen); m.UsageID != "u-2" || len(rec.rows) != 1 {
+				t.Fatalf("rows %v", rec.rows)
+			}
+		})
+	}
+}
+
+// TestTrackerPrunedNearMinTime: the claim of usage that occurred just
+// after contract.MinTime outlives its usage, pruned once its window is
+// past the horizon, until its generation (the first, which starts at the
+// earliest int64) ends before the floor.
+func TestTrackerPrunedNearMinTime(t *testing.T) {
+	tr, rec := newTestTracker(t)
+	at := time.Date(1677, 9, 21, 1, 0, 0, 0, time.UTC)
+	tr.ApplyUsageDigest(usage("u-1", "m-1", "gpu_hour"), 1, at)
+	tr.ApplyRated(rated("u-1", "m-1", "4.90"), at)
+	l := ledger("u-1", "4.90", "USD")
+	l.MeteringID = "m-1"
+	tr.ApplyLedger(l, at)
+	tr.Advance(at.Add(WindowSize + DefaultRules().Horizon + time.Minute))
+	if n, _ := tr.Tracked(); n != 0 {
+		t.Fatalf("%d usage_ids tracked past the horizon", n)
+	}
+	// Within the horizon of the watermark, in the generation of u-1.
+	later := at.Add(2 * time.Hour)
+	if _, late := tr.Late(later); late {
+		t.Fatal("usage within the horizon is late")
+	}
+	tr.ApplyUsageDigest(usage("u-2", "m-1", "gpu_hour"), 2, later)
+	if m := rec.want(t, "duplicate_usage:gpu-meter/m-1", contract.StatusOpen); m.UsageID != "u-2" {
+		t.Fatalf("row %+v", m)
+	}
+	// Once the floor passes the end of that generation (the first, which
+	// ends at 1677-09-21T12:00), the claims in it are forgotten: usage on
+	// the key is new again.
+	tr.Advance(time.Date(1677, 9, 23, 13, 0, 30, 0, time.UTC))
+	tr.ApplyUsageDigest(usage("u-3", "m-1", "gpu_hour"), 3, time.Date(1677, 9, 21, 13, 30, 0, 0, time.UTC))
+	if m := rec.want(t, "duplicate_usage:gpu-meter/m-1", contract.StatusOpen); m.UsageID != "u-2" {
+		t.Fatalf("usage on a forgotten key is a duplicate: %+v", m)
+	}
+}
+
+// TestGracesNearMaxTime: a grace that ends after contract.MaxTime never
+// passes, even once the watermark reaches contract.MaxTime (no allowed
+// lateness), while one that ends before it does.
+func TestGracesNearMaxTime(t *testing.T) {
+	rules := DefaultRules()
+	rules.AllowedLateness = 0
+	rec := &recorder{rows: map[string]Mismatch{}}
+	tr := NewTracker(rules, testPrices(t).Book, func(m *Mismatch) { rec.rows[m.MismatchID] = *m })
+	end := contract.MaxTime
+	tr.ApplyUsage(usage("u-early", "m-early", "gpu_hour"), end.Add(-10*time.Minute))
+	tr.ApplyUsage(usage("u-1", "m-1", "gpu_hour"), end.Add(-time.Minute))
+	tr.ApplyUsage(usage("u-2", "m-2", "gpu_hour"), end.Add(-5*time.Minute))
+	tr.ApplyRated(rated("u-2", "m-2", "4.90"), end.Add(-5*time.Minute))
+	tr.ApplyRated(rated("u-3", "m-3", "4.90"), end.Add(-time.Minute)) // no usage
+	tr.Advance(end)
+	if !tr.Watermark().Equal(end) {
+		t.Fatalf("watermark %s", tr.Watermark())
+	}
+	if m := rec.want(t, "usage_not_rated:u-early", contract.StatusOpen); !m.FirstSeenAt.Equal(end.Add(-5 * time.Minute)) {
+		t.Fatalf("row %+v", m)
+	}
+	if len(rec.rows) != 1 {
+		t.Fatalf("rows %v", rec.rows)
+	}
+	if w := tr.Windows(); len(w) != 1 || w[0].Unexplained != 0 || w[0].RatingPending != 1 || w[0].LedgerPending != 2 {
+		t.Fatalf("windows %+v", w)
+	}
+}
