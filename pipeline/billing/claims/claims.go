@@ -1,5 +1,6 @@
 // Package claims keeps, without pointers the garbage collector scans,
-// which usage_id claimed each usage key first: the memory the rater and
+// which usage_id claimed each usage key (each pair of metering_source and
+// metering_id: AppendUsageKey) first: the memory the rater and
 // the billing reconciler need per usage key to judge duplicate_usage and
 // redeliveries exactly, bounded in event time.
 //
@@ -21,12 +22,38 @@ import (
 	"encoding/binary"
 	"math"
 	"slices"
+	"strconv"
+	"strings"
 	"time"
 
 	"github.com/cespare/xxhash/v2"
 
 	"github.com/driftline/driftline/pipeline/contract"
 )
+
+// AppendUsageKey appends to dst the key that claims the usage of the pair
+// (metering_source, metering_id): contract.UsageKey, source/id, when
+// source is plain (PlainSource), else a slash, the length of source in
+// decimal, a slash and contract.UsageKey. Two pairs never share one, as
+// duplicate_usage is judged on the pair (CONTRACT 5) while the joined
+// usage key of a source that holds a slash may be another pair's
+// ("gw/eu", "m-1" and "gw", "eu/m-1"): a key of the first form starts
+// with its source, up to its first slash; one of the second form starts
+// with a slash, which no plain source does, and its length tells the
+// source from the metering_id.
+func AppendUsageKey(dst []byte, source, meteringID string) []byte {
+	if !PlainSource(source) {
+		dst = strconv.AppendInt(append(dst, '/'), int64(len(source)), 10)
+		dst = append(dst, '/')
+	}
+	return append(append(append(dst, source...), '/'), meteringID...)
+}
+
+// PlainSource reports whether the usage key of source and any metering_id
+// (contract.UsageKey) is the key that claims their usage
+// (AppendUsageKey): source is not empty and holds no slash, so the usage
+// key's first slash ends it.
+func PlainSource(source string) bool { return source != "" && strings.IndexByte(source, '/') < 0 }
 
 // Hash is the index key of a usage key.
 func Hash(key []byte) uint64 { return xxhash.Sum64(key) }

@@ -129,6 +129,38 @@ func TestSub(t *testing.T) {
 	}
 }
 
+// TestAppendUsageKey: the keys of two pairs of metering_source and
+// metering_id differ, over every pair of short strings of a and slash, and
+// a plain source's is its usage key.
+func TestAppendUsageKey(t *testing.T) {
+	var strs []string
+	for n := range 5 {
+		for bits := range 1 << n {
+			b := make([]byte, n)
+			for i := range b {
+				b[i] = "a/"[bits>>i&1]
+			}
+			strs = append(strs, string(b))
+		}
+	}
+	seen := map[string][2]string{}
+	for _, source := range strs {
+		for _, id := range strs {
+			k := string(AppendUsageKey(nil, source, id))
+			if p, ok := seen[k]; ok {
+				t.Fatalf("(%q, %q) and (%q, %q) share the key %q", p[0], p[1], source, id, k)
+			}
+			seen[k] = [2]string{source, id}
+			if joined := source + "/" + id; PlainSource(source) != (k == joined) {
+				t.Fatalf("(%q, %q): key %q, plain %v", source, id, k, PlainSource(source))
+			}
+		}
+	}
+	if k := string(AppendUsageKey([]byte("x"), "gw/eu", "m-1")); k != "x/5/gw/eu/m-1" {
+		t.Fatalf("key %q", k)
+	}
+}
+
 // TestGenerationAgainstAMap adds, finds and removes many claims, with
 // forced hash collisions, keys that share their end with the usage_id
 // and keys that do not, and compares every answer with a map's.

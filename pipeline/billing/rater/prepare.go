@@ -110,6 +110,7 @@ func (p *preparer) prepareOne(r *Rater, out *prepared, book *pricebook.Book) {
 		digest:  digest,
 		at:      env.OccurredAt.UnixNano(),
 	}
+	p.arena = out.e.setClaim(p.arena, u.MeteringSource, u.MeteringID)
 	if !rec.Timestamp.IsZero() {
 		out.e.ts = rec.Timestamp.UnixNano()
 	}

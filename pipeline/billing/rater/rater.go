@@ -77,7 +77,8 @@ type Rater struct {
 	round *round
 	// ratedAt is the round's rated_at, formatted once.
 	ratedAt []byte
-	// keyBuf is the restore's usage key.
+	// keyBuf is the restore's usage key, and the key it claims when that
+	// is another (usageEvent.setClaim).
 	keyBuf []byte
 	// preparers are prepare's workers, each with its decoder and arena.
 	preparers []*preparer

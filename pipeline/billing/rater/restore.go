@@ -68,6 +68,7 @@ func (r *Rater) replay(rec *kgo.Record) {
 	r.keyBuf = append(append(append(r.keyBuf[:0], u.MeteringSource...), '/'), u.MeteringID...)
 	e := usageEvent{part: contract.Partition(r.keyBuf, r.partitions), key: r.keyBuf, hash: hashKey(r.keyBuf), usageID: u.UsageID,
 		digest: digest, at: env.OccurredAt.UnixNano()}
+	r.keyBuf = e.setClaim(r.keyBuf, u.MeteringSource, u.MeteringID)
 	if !rec.Timestamp.IsZero() {
 		e.ts = rec.Timestamp.UnixNano()
 	}

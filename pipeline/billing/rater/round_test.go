@@ -1,6 +1,7 @@
 package rater
 
 import (
+	"bytes"
 	"fmt"
 	"strings"
 	"testing"
@@ -133,4 +134,46 @@ func headerOf(rec *kgo.Record, key string) []byte {
 		}
 	}
 	return nil
+}
+
+// TestSlashInMeteringSource: duplicate_usage is judged on the pair of
+// metering_source and metering_id (CONTRACT 5), which either may hold a
+// slash in: ("gw/eu", "m-1") and ("gw", "eu/m-1") share the usage key
+// gw/eu/m-1, and both are rated, under that Kafka key. A redelivery of
+// either changes nothing and a second usage_id of either is
+// duplicate_usage, in the rater that rated them and in one that restored
+// its state by replaying their records.
+func TestSlashInMeteringSource(t *testing.T) {
+	const n = 4
+	live := roundRater(t, n)
+	const at = "2026-11-21T10:15:30Z"
+	pairs := [][2]string{{"gw/eu", "m-1"}, {"gw", "eu/m-1"}}
+	var first []*kgo.Record
+	for i, p := range pairs {
+		first = append(first, roundUsage(live, fmt.Sprintf("e-%d", i), fmt.Sprintf("u-%d", i), p[0], p[1], at))
+	}
+	out := rateRound(live, first...)
+	wantRated(t, live, "two pairs of one usage key", out, len(pairs))
+	for _, o := range out {
+		if string(o.Key) != "gw/eu/m-1" {
+			t.Fatalf("rated line keyed %q", o.Key)
+		}
+	}
+	restored := roundRater(t, n)
+	restored.decoder = contract.NewDecoder(contract.Validator{Environment: contract.EnvLocalParity, ZeroCopy: true})
+	restored.m = newMetrics(nil)
+	for _, rec := range first {
+		restored.replay(rec)
+	}
+	restored.state.commit()
+	for name, r := range map[string]*Rater{"live": live, "restored": restored} {
+		wantRated(t, r, name+": the redeliveries", rateRound(r, first...), 0)
+		for i, p := range pairs {
+			out := rateRound(r, roundUsage(r, fmt.Sprintf("e-dup-%d", i), fmt.Sprintf("u-dup-%d", i), p[0], p[1], at))
+			if len(out) != 1 || string(headerOf(out[0], contract.HeaderReason)) != string(contract.ReasonDuplicateUsage) ||
+				!bytes.Contains(out[0].Value, fmt.Appendf(nil, "by usage_id u-%d", i)) {
+				t.Fatalf("%s: a second usage_id of (%q, %q): %v", name, p[0], p[1], out)
+			}
+		}
+	}
 }

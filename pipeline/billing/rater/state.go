@@ -9,15 +9,15 @@ import (
 	"github.com/driftline/driftline/pipeline/contract"
 )
 
-// keyState remembers, per usage key (metering_source/metering_id), the
-// usage_id that first claimed it and the digest of its payload
-// (contract.PayloadDigest). It is what makes rating exactly-once per
-// usage_id even when usage.events holds an event twice (at-least-once
-// producers): a redelivered usage_id (same payload) is skipped, the same
-// usage_id with another payload (a corrected quantity sent under the same
-// id) is a conflict, quarantined and never rated a second time, and a
-// second usage_id for the same key is duplicate_usage, never a second
-// rated line.
+// keyState remembers, per usage key (the pair of metering_source and
+// metering_id, claims.AppendUsageKey), the usage_id that first claimed it
+// and the digest of its payload (contract.PayloadDigest). It is what
+// makes rating exactly-once per usage_id even when usage.events holds an
+// event twice (at-least-once producers): a redelivered usage_id (same
+// payload) is skipped, the same usage_id with another payload (a
+// corrected quantity sent under the same id) is a conflict, quarantined
+// and never rated a second time, and a second usage_id for the same key
+// is duplicate_usage, never a second rated line.
 //
 // Memory is bounded by the horizon, in event time: each partition (by
 // the partition a key hashes to) has a watermark, the newest occurred_at
@@ -113,9 +113,12 @@ const (
 
 // usageEvent is what check needs of one usage event.
 type usageEvent struct {
-	part    int32  // the partition its key hashes to
-	key     []byte // its usage key (copied when claimed)
-	hash    uint64 // hashKey(key)
+	part int32  // the partition its key hashes to
+	key  []byte // its usage key (contract.UsageKey: its Kafka key)
+	// claim is the key it claims (claims.AppendUsageKey), copied when
+	// claimed; nil when that is key.
+	claim   []byte
+	hash    uint64 // hashKey of the key it claims
 	usageID string // copied when claimed
 	digest  contract.Digest
 	at      int64 // occurred_at, unix ns
@@ -141,8 +144,8 @@ func (s *keyState) check(e *usageEvent) (verdict, claim, int64) {
 		p.watermark = w
 		floor = p.floor(s.horizon)
 	}
-	h := e.hash
-	if c, ok := p.gens.Find(h, e.key, floor); ok {
+	h, key := e.hash, e.claimKey()
+	if c, ok := p.gens.Find(h, key, floor); ok {
 		first := claim{usageID: string(c.UsageID), digest: c.Digest}
 		switch {
 		case first.usageID != e.usageID:
@@ -153,8 +156,31 @@ func (s *keyState) check(e *usageEvent) (verdict, claim, int64) {
 		return verdictConflict, first, 0
 	}
 	g := p.gens.Gen(e.at)
-	s.undo = append(s.undo, undoClaim{gen: g, hash: h, ref: g.Add(h, e.key, e.usageID, e.digest)})
+	s.undo = append(s.undo, undoClaim{gen: g, hash: h, ref: g.Add(h, key, e.usageID, e.digest)})
 	return verdictNew, claim{}, 0
+}
+
+// claimKey returns the key e claims.
+func (e *usageEvent) claimKey() []byte {
+	if e.claim != nil {
+		return e.claim
+	}
+	return e.key
+}
+
+// setClaim sets the key e claims, and its hash, when that is not its
+// usage key: its metering_source (source) is empty or holds a slash, so
+// that the usage key may be another pair's (claims.AppendUsageKey). It
+// appends the key to buf and returns buf.
+func (e *usageEvent) setClaim(buf []byte, source, meteringID string) []byte {
+	if claims.PlainSource(source) {
+		return buf
+	}
+	start := len(buf)
+	buf = claims.AppendUsageKey(buf, source, meteringID)
+	e.claim = buf[start:len(buf):len(buf)]
+	e.hash = hashKey(e.claim)
+	return buf
 }
 
 // hashKey is the index key of a usage key.
