@@ -9,9 +9,13 @@ import (
 
 // Mismatch is the current row of one billing_mismatch.
 type Mismatch struct {
-	// MismatchID is stable per (kind, usage key) for duplicate_usage, per
-	// window for window_unbalanced (WindowMismatchID) and per (kind,
-	// usage_id) for every other kind: "<kind>:<key or id>".
+	// MismatchID is stable per (kind, metering_source, metering_id) for
+	// duplicate_usage, per window for window_unbalanced
+	// (WindowMismatchID) and per (kind, usage_id) for every other kind:
+	// "<kind>:<key or id>", where the key of a pair is its usage key, or
+	// when its metering_source holds a slash (the usage key may be another
+	// pair's) a slash, the length of the metering_source and a slash
+	// before it (claims.AppendUsageKey).
 	MismatchID     string
 	Kind           contract.BillingKind
 	UsageID        string
@@ -37,7 +41,8 @@ type Mismatch struct {
 }
 
 // MismatchID returns the mismatch_id of kind for a usage key
-// (duplicate_usage) or usage_id (every other kind).
+// (duplicate_usage: claims.AppendUsageKey of its pair) or usage_id (every
+// other kind).
 func MismatchID(kind contract.BillingKind, keyOrUsageID string) string {
 	return string(kind) + ":" + keyOrUsageID
 }

@@ -367,7 +367,7 @@ func (t *Tracker) ApplyUsageDigest(u *contract.Usage, d contract.Digest, at time
 		// Another usage_id has this key: the rater rated (or will rate)
 		// the first one only.
 		s.mark(explained)
-		t.setDuplicate(u.MeteringSource+"/"+u.MeteringID, s, at)
+		t.setDuplicate(string(claims.AppendUsageKey(nil, u.MeteringSource, u.MeteringID)), s, at)
 		return false
 	}
 	s.mark(claimsKey)
@@ -724,8 +724,8 @@ func (t *Tracker) set(kind contract.BillingKind, s *usageState, at time.Time) {
 	t.emitRow(kind, t.strs.get(s.id), t.strs.get(s.id), &m, s)
 }
 
-// setDuplicate opens (or confirms) the duplicate_usage of usage key key,
-// naming usage s.
+// setDuplicate opens (or confirms) the duplicate_usage of usage key key
+// (claims.AppendUsageKey of the pair), naming usage s.
 func (t *Tracker) setDuplicate(key string, s *usageState, at time.Time) {
 	id := mismatchKey{contract.KindDuplicateUsage, key}
 	ns := nanos(at)

@@ -362,3 +362,34 @@ func TestGracesNearMaxTime(t *testing.T) {
 		t.Fatalf("windows %+v", w)
 	}
 }
+
+// TestDuplicateUsageOfPairs: duplicate_usage is judged on the pair of
+// metering_source and metering_id (CONTRACT 5): ("gw/eu", "m-1") and
+// ("gw", "eu/m-1") share the usage key gw/eu/m-1 but are two pairs, each
+// claimed by its own usage_id, and a second usage_id of each is its own
+// duplicate_usage row. A source without a slash keeps the mismatch_id of
+// its usage key.
+func TestDuplicateUsageOfPairs(t *testing.T) {
+	tr, rec := newTestTracker(t)
+	pair := func(id, source, meteringID string) *contract.Usage {
+		u := usage(id, meteringID, "gpu_hour")
+		u.MeteringSource = source
+		return u
+	}
+	tr.ApplyUsage(pair("u-1", "gw/eu", "m-1"), t0)
+	tr.ApplyUsage(pair("u-2", "gw", "eu/m-1"), t0)
+	if len(rec.rows) != 0 {
+		t.Fatalf("two pairs of one usage key: %v", rec.rows)
+	}
+	tr.ApplyUsage(pair("u-3", "gw/eu", "m-1"), t0.Add(time.Second))
+	tr.ApplyUsage(pair("u-4", "gw", "eu/m-1"), t0.Add(2*time.Second))
+	if m := rec.want(t, "duplicate_usage:/5/gw/eu/m-1", contract.StatusOpen); m.UsageID != "u-3" || m.MeteringSource != "gw/eu" || m.MeteringID != "m-1" {
+		t.Fatalf("row %+v", m)
+	}
+	if m := rec.want(t, "duplicate_usage:gw/eu/m-1", contract.StatusOpen); m.UsageID != "u-4" || m.MeteringSource != "gw" || m.MeteringID != "eu/m-1" {
+		t.Fatalf("row %+v", m)
+	}
+	if len(rec.rows) != 2 || tr.Open() != 2 {
+		t.Fatalf("rows %d, open %d: %v", len(rec.rows), tr.Open(), rec.rows)
+	}
+}
