@@ -68,13 +68,49 @@ func Rate(book *pricebook.Book, currencies map[string]bool, u *contract.Usage) R
 // from the usage_id alone, so a rated line written again for the same
 // usage (by a rater that crashed before its transaction committed) repeats
 // it and downstream dedupe recognises it.
+//
+// It is "rated:" and the usage_id, or "rated:sha256:" and the hex SHA-256
+// of the usage_id when the first would be longer than an event_id may be
+// (contract.MaxIDLen), or when the usage_id is itself "sha256:" and 64
+// lowercase hex digits: the first form of such a usage_id would be the
+// second form of another. Two usage_ids therefore share a rated event_id
+// only if their SHA-256 collide. No form is free even of that: a usage_id
+// may be any string of any length, while an event_id is a string of at
+// most 128 bytes (CONTRACT 2), and both may hold any character (the
+// decoder takes every valid UTF-8 string, control characters escaped):
+// there are more usage_ids than event_ids, and no character that an
+// event_id may hold and a usage_id may not, to mark a digest with.
 func RatedEventID(usageID string) string {
-	const prefix = "rated:"
-	if len(prefix)+len(usageID) <= contract.MaxIDLen {
-		return prefix + usageID
+	if literalEventID(usageID) {
+		return ratedPrefix + usageID
 	}
 	sum := sha256.Sum256([]byte(usageID))
-	return prefix + "sha256:" + hex.EncodeToString(sum[:])
+	return ratedPrefix + hashedTag + hex.EncodeToString(sum[:])
+}
+
+// ratedPrefix begins every rated event_id; hashedTag follows it in one
+// made from the digest of the usage_id (RatedEventID).
+const (
+	ratedPrefix = "rated:"
+	hashedTag   = "sha256:"
+)
+
+// literalEventID reports whether the rated event_id of usageID holds the
+// usage_id itself (RatedEventID): it fits, and it does not look like one
+// made from a digest.
+func literalEventID(usageID string) bool {
+	if len(ratedPrefix)+len(usageID) > contract.MaxIDLen {
+		return false
+	}
+	if len(usageID) != len(hashedTag)+2*sha256.Size || usageID[:len(hashedTag)] != hashedTag {
+		return true
+	}
+	for _, c := range []byte(usageID[len(hashedTag):]) {
+		if (c < '0' || c > '9') && (c < 'a' || c > 'f') {
+			return true
+		}
+	}
+	return false
 }
 
 // AppendRated appends the billing.rated envelope of a successful rating to
@@ -129,8 +165,8 @@ func appendRated(dst []byte, env *contract.Envelope, u *contract.Usage, r *Ratin
 }
 
 func appendRatedEventID(dst []byte, usageID string) []byte {
-	if len("rated:")+len(usageID) <= contract.MaxIDLen {
-		dst = append(dst, `"rated:`...)
+	if literalEventID(usageID) {
+		dst = append(append(dst, '"'), ratedPrefix...)
 		return append(appendStringBody(dst, usageID), '"')
 	}
 	return appendString(dst, RatedEventID(usageID))

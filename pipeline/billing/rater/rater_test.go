@@ -2,9 +2,13 @@ package rater_test
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -119,6 +123,49 @@ func TestRatedEventID(t *testing.T) {
 	long := string(make([]byte, 200))
 	if got := rater.RatedEventID(long); len(got) > contract.MaxIDLen || got != rater.RatedEventID(long) {
 		t.Fatalf("long RatedEventID = %q", got)
+	}
+}
+
+// TestRatedEventIDsDiffer: two usage_ids never share a rated event_id
+// (CONTRACT 2: event_id is unique per producer) short of a SHA-256
+// collision, though a usage_id too long for an event_id is named by its
+// digest: a usage_id that spells such a digest is named by its own, and
+// the rated line carries RatedEventID.
+func TestRatedEventIDsDiffer(t *testing.T) {
+	long := strings.Repeat("x", contract.MaxIDLen-len("rated:")+1)
+	sum := sha256.Sum256([]byte(long))
+	spelled := "sha256:" + hex.EncodeToString(sum[:])
+	ids := []string{"u1", long, long[1:], spelled, strings.ToUpper(spelled), spelled[:len(spelled)-1] + "g", "rated:" + spelled}
+	seen := map[string]string{}
+	for _, id := range ids {
+		eid := rater.RatedEventID(id)
+		if other, ok := seen[eid]; ok {
+			t.Fatalf("usage_ids %q and %q share the rated event_id %q", other, id, eid)
+		}
+		seen[eid] = id
+		if len(eid) > contract.MaxIDLen || eid != rater.RatedEventID(id) {
+			t.Fatalf("usage_id %q: rated event_id %q", id, eid)
+		}
+	}
+	for _, id := range []string{long[1:], strings.ToUpper(spelled)} {
+		if got := rater.RatedEventID(id); got != "rated:"+id {
+			t.Fatalf("usage_id %q: rated event_id %q, want the usage_id's own", id, got)
+		}
+	}
+	b, err := pricebook.Parse([]byte(`{"units":[{"unit_id":"gpu_hour","version":1,"precision":2,"unit_price":"2.450000","currency":"USD","rating_category":"compute","lifecycle":"active"}]}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, id := range ids {
+		u := &contract.Usage{UsageID: id, MeteringSource: "gw", MeteringID: "m-1", UnitID: "gpu_hour", Quantity: "1", TenantID: "t-1", ProductID: "p"}
+		r := rater.Rate(b, nil, u)
+		line := rater.AppendRated(nil, &contract.Envelope{OccurredAt: time.Now()}, u, &r, contract.EnvLocalParity, time.Now())
+		var l struct {
+			EventID string `json:"event_id"`
+		}
+		if err := json.Unmarshal(line, &l); err != nil || l.EventID != rater.RatedEventID(id) {
+			t.Fatalf("usage_id %q: rated line's event_id %q (%v), want %q", id, l.EventID, err, rater.RatedEventID(id))
+		}
 	}
 }
 
