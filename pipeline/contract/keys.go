@@ -26,6 +26,13 @@ func AppendKey(dst []byte, payload any) []byte {
 	return append(append(append(dst, a...), sep...), b...)
 }
 
+// KeyIs reports whether key is KeyOf(payload), without building it.
+func KeyIs(key []byte, payload any) bool {
+	a, sep, b := keyParts(payload)
+	return len(key) == len(a)+len(sep)+len(b) && string(key[:len(a)]) == a &&
+		string(key[len(a):len(a)+len(sep)]) == sep && string(key[len(a)+len(sep):]) == b
+}
+
 // keyParts is the key of payload as the parts KeyOf joins: IdentityKey,
 // NodeKey or UsageKey, or the scan marker's provider/scan/scan_id.
 func keyParts(payload any) (a, sep, b string) {

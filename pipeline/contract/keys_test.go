@@ -33,3 +33,28 @@ func TestAppendKeyMatchesKeyOf(t *testing.T) {
 		}
 	}
 }
+
+// BenchmarkKeyIs: the check of a record's key against its payload that
+// the joiner makes on every event.
+func BenchmarkKeyIs(b *testing.B) {
+	o := &Observation{Provider: ProviderAppRuntime, ProviderID: "app-eu-north-00017"}
+	key := []byte(KeyOf(o))
+	for b.Loop() {
+		if !KeyIs(key, o) {
+			b.Fatal("not its key")
+		}
+	}
+}
+
+// TestKeyIs: KeyIs agrees with KeyOf.
+func TestKeyIs(t *testing.T) {
+	o := &Observation{Provider: ProviderAppRuntime, ProviderID: "a/b"}
+	for key, want := range map[string]bool{"app_runtime/a/b": true, "app_runtime/a/c": false, "app_runtime/a": false, "": false, "app_runtimeXa/b": false} {
+		if got := KeyIs([]byte(key), o); got != want || got != (key == KeyOf(o)) {
+			t.Errorf("KeyIs(%q) = %v, want %v", key, got, want)
+		}
+	}
+	if KeyIs(nil, &Heartbeat{NodeID: "n1"}) || !KeyIs([]byte("maas/n1"), &Heartbeat{NodeID: "n1"}) {
+		t.Error("a heartbeat's key")
+	}
+}

@@ -54,12 +54,7 @@ func (j *Joiner) control(part *partition, r *kgo.Record) bool {
 		}
 		part.engine.SetBound(r.Timestamp)
 		part.engine.AdvanceWatermark(w)
-		w = part.engine.Watermark()
-		part.nodes.Advance(w)
-		part.dedupe.Advance(w)
-		if ns := w.UnixNano(); ns >= part.acts.due {
-			j.fireActions(part, ns)
-		}
+		j.followWatermark(part)
 		part.dirty = true
 		if part.out.emit {
 			j.m.idleAdvances.Inc()

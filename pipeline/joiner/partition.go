@@ -288,31 +288,29 @@ func (j *Joiner) apply(part *partition, r *kgo.Record) {
 	if len(r.Headers) != 0 && j.control(part, r) {
 		return
 	}
-	if r.Value == nil {
-		if j.misplaced(part, r) {
-			return
-		}
-		if r.Topic == j.opts.Topics.PlatformRecords {
-			if provider, id, ok := strings.Cut(string(r.Key), "/"); ok {
-				part.engine.SetBound(r.Timestamp)
-				part.engine.ApplyTombstone(provider, id, r.Timestamp.UTC())
-				if provider == contract.ProviderMAAS {
-					part.nodes.ApplyTombstone(provider, id, r.Timestamp.UTC())
-				}
-				part.nodes.Advance(part.engine.Watermark())
-				part.events++
-				part.uncounted[j.stream(r.Topic)]++
+	if r.Value == nil && r.Topic == j.opts.Topics.PlatformRecords {
+		if provider, id, ok := strings.Cut(string(r.Key), "/"); ok {
+			if j.misplaced(part, r, nil) {
 				return
 			}
+			part.engine.SetBound(r.Timestamp)
+			part.engine.ApplyTombstone(provider, id, r.Timestamp.UTC())
+			if provider == contract.ProviderMAAS {
+				part.nodes.ApplyTombstone(provider, id, r.Timestamp.UTC())
+			}
+			part.events++
+			part.uncounted[j.stream(r.Topic)]++
+			j.followWatermark(part)
+			return
 		}
-		j.m.invalid.WithLabelValues("tombstone_without_identity").Inc()
-		return
 	}
+	// Any other null value is no event: the decoder refuses it (bad_json)
+	// and it is quarantined as invalid input is, never dropped silently.
 	env, payload, digest, verr := part.dec.DecodeEventDigest(r.Value)
 	// Scan markers and registry events are written to every partition on
 	// purpose; every other event belongs on the partition its key hashes
 	// to.
-	if verr == nil && !contract.Broadcast(env.EventType) && j.misplaced(part, r) {
+	if verr == nil && !contract.Broadcast(env.EventType) && j.misplaced(part, r, payload) {
 		return
 	}
 	if verr != nil {
@@ -394,6 +392,15 @@ func (j *Joiner) apply(part *partition, r *kgo.Record) {
 	default:
 		part.engine.Advance(at) // anything else co-partitioned moves event time
 	}
+	j.followWatermark(part)
+}
+
+// followWatermark moves what follows the partition's watermark to it
+// after a record moved it: the node tracker's timers, the dedupe set's
+// late cut-off and expiry, and the deadlines of pending requests. Every
+// record that moves event time (an event, a tombstone, a watermark
+// marker) ends with it.
+func (j *Joiner) followWatermark(part *partition) {
 	w := part.engine.Watermark()
 	part.nodes.Advance(w)
 	if !w.IsZero() {
@@ -449,13 +456,23 @@ func (j *Joiner) conflict(part *partition, r *kgo.Record, env *contract.Envelope
 
 // misplaced handles a record whose key does not hash (Kafka-standard
 // murmur2) to the partition it arrived on: a producer bypassed the
-// standard partitioner, and the rest of its identity lives elsewhere. With
-// a rerouting producer the record is moved to its partition (and a restore
-// skips it: it was moved when first read) and misplaced reports true;
-// otherwise it is applied here (see Options.Reroute). Either way it is
-// counted once.
-func (j *Joiner) misplaced(part *partition, r *kgo.Record) bool {
-	if j.partitions <= 0 || r.Key == nil || contract.Partition(r.Key, j.partitions) == r.Partition {
+// standard partitioner, and the rest of its identity lives elsewhere. The
+// key is the identity key of payload (contract.KeyOf) when there is one:
+// a record without a key, or with another identity's, belongs with the
+// identity it is about. With a rerouting producer the record is moved to
+// its partition, keyed by that key (and a restore skips it: it was moved
+// when first read) and misplaced reports true; otherwise it is applied
+// here (see Options.Reroute). Either way it is counted once. payload is
+// nil for a tombstone, whose key is all it has.
+func (j *Joiner) misplaced(part *partition, r *kgo.Record, payload any) bool {
+	if j.partitions <= 0 {
+		return false
+	}
+	key := r.Key
+	if payload != nil && !contract.KeyIs(key, payload) {
+		key = contract.AppendKey(nil, payload)
+	}
+	if key == nil || contract.Partition(key, j.partitions) == r.Partition {
 		return false
 	}
 	if part.out.emit {
@@ -465,6 +482,7 @@ func (j *Joiner) misplaced(part *partition, r *kgo.Record) bool {
 		return false
 	}
 	if part.out.emit {
+		r.Key = key // the copy is keyed as its payload is (rerouteCopies)
 		part.rerouted = append(part.rerouted, r)
 	}
 	return true
