@@ -295,12 +295,13 @@ func (e *Engine) disagrees(id *ownerstate.Identity) bool {
 }
 
 // lastSeenAlive returns when the identity was last observed, or, never
-// observed, when its record appeared.
+// observed, since when its record has expected it live (a new version
+// that goes on expecting it, a new tag say, is no sign of life).
 func lastSeenAlive(id *ownerstate.Identity) int64 {
 	if id.HasObs() {
 		return id.ObsAt
 	}
-	return id.RecordAt
+	return id.LiveSince
 }
 
 // deadline is the deadline rule of the owner state's timers: the missing
@@ -324,7 +325,9 @@ func (e *Engine) conditions(id *ownerstate.Identity, w int64) (open [drift.NumCl
 		} else {
 			missingAhead = true
 		}
-		if s, ok := e.store.LastScan(id.Provider()); ok && id.RecordAt < s && (o == nil || id.ObsAt < s) {
+		// (b) The scan started after the record began expecting the
+		// resource live, and did not see it.
+		if s, ok := e.store.LastScan(id.Provider()); ok && id.LiveSince < s && (o == nil || id.ObsAt < s) {
 			open[drift.Missing] = true
 		}
 	}

@@ -90,6 +90,60 @@ func TestMissingByScan(t *testing.T) {
 	h.want(t, drift.Missing, "a", contract.StatusResolved)
 }
 
+// TestScanMissingSurvivesRecordUpdate: a missing finding opened by a
+// completed scan resolves when a newer observation is applied, or the
+// record stops being owned or expecting a live state. A new record
+// version that goes on expecting the resource running (a tag changed) is
+// none of these: the scan still did not see the resource.
+func TestScanMissingSurvivesRecordUpdate(t *testing.T) {
+	h := newHarness()
+	h.ApplyRecord(rec("a", "running", 1), t0.Add(-2*time.Minute), "")
+	h.ApplyObservation(obs("a", "running"), t0.Add(-time.Minute), "")
+	h.ApplyScan(scan(t0), t0.Add(20*time.Second), "scan-1")
+	h.want(t, drift.Missing, "a", contract.StatusOpen)
+	r := rec("a", "running", 2)
+	r.Tags = []string{"team:x"}
+	h.ApplyRecord(r, t0.Add(time.Minute), "")
+	h.want(t, drift.Missing, "a", contract.StatusOpen)
+	// Expecting a transitional state resolves it; expecting the resource
+	// running again, after the scan started, is for the next scan to judge.
+	h.ApplyRecord(rec("a", "stopped", 3), t0.Add(90*time.Second), "")
+	h.want(t, drift.Missing, "a", contract.StatusResolved)
+	h.ApplyRecord(rec("a", "running", 4), t0.Add(2*time.Minute), "")
+	h.want(t, drift.Missing, "a", contract.StatusResolved)
+	h.ApplyScan(scan(t0.Add(3*time.Minute)), t0.Add(4*time.Minute), "scan-2")
+	h.want(t, drift.Missing, "a", contract.StatusOpen)
+}
+
+// TestUnobservedRecordDeadline: a record never observed is missing a
+// staleness window after it began expecting the resource live: a version
+// that goes on expecting it does not move the deadline, while one that
+// re-creates it after a deletion starts a new window.
+func TestUnobservedRecordDeadline(t *testing.T) {
+	h := newHarness()
+	h.ApplyRecord(rec("a", "running", 1), t0, "")
+	r := rec("a", "running", 2)
+	r.Tags = []string{"team:x"}
+	h.ApplyRecord(r, t0.Add(9*time.Minute), "")
+	h.Advance(t0.Add(10*time.Minute + 29*time.Second))
+	h.want(t, drift.Missing, "a", "")
+	h.Advance(t0.Add(10*time.Minute + 30*time.Second))
+	if f := h.want(t, drift.Missing, "a", contract.StatusOpen); !f.FirstSeenAt.Equal(t0.Add(10 * time.Minute)) {
+		t.Fatalf("first_seen_at t0+%v, want the deadline t0+10m", f.FirstSeenAt.Sub(t0))
+	}
+	del := rec("a", "running", 3)
+	del.Deleted = true
+	h.ApplyRecord(del, t0.Add(11*time.Minute), "")
+	h.want(t, drift.Missing, "a", contract.StatusResolved)
+	h.ApplyRecord(rec("a", "running", 4), t0.Add(12*time.Minute), "")
+	h.Advance(t0.Add(22*time.Minute + 29*time.Second))
+	h.want(t, drift.Missing, "a", contract.StatusResolved)
+	h.Advance(t0.Add(22*time.Minute + 30*time.Second))
+	if f := h.want(t, drift.Missing, "a", contract.StatusOpen); !f.LastSeenAt.Equal(t0.Add(22 * time.Minute)) {
+		t.Fatalf("reopened at t0+%v, want the re-created record's deadline t0+22m", f.LastSeenAt.Sub(t0))
+	}
+}
+
 // TestScanEvaluatesWhatItCanChange: a completed scan opens missing for
 // what it did not see, confirms an open missing finding even of a
 // resource it saw (one seen too long ago for the watermark), and leaves

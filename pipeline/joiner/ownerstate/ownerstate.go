@@ -114,8 +114,13 @@ type Identity struct {
 
 	// RecordVersion is the record_version of the applied record.
 	RecordVersion int64
-	// RecordAt is the occurred_at of the record (or of the tombstone).
-	RecordAt int64
+	// LiveSince is the occurred_at of the record version that began the
+	// record's current live-expecting stretch (not deleted, expected_state
+	// live-expecting): a later version that goes on expecting the resource
+	// live (a new tag, say) keeps it, since the platform has expected it
+	// since the earlier one. Any other version, and a tombstone, sets it
+	// to its own occurred_at. NoTime: neither applied yet.
+	LiveSince int64
 	// ObsAt is the occurred_at of the newest observation.
 	ObsAt int64
 	// OrphanSince starts the current unowned-and-live stretch; NoTime
@@ -440,7 +445,7 @@ func (s *Store) add(ref uint32, klen int) *Identity {
 	}
 	s.n++
 	id := s.At(i)
-	*id = Identity{ref: ref, klen: uint16(klen), idx: i, RecordAt: NoTime, ObsAt: NoTime, OrphanSince: NoTime}
+	*id = Identity{ref: ref, klen: uint16(klen), idx: i, LiveSince: NoTime, ObsAt: NoTime, OrphanSince: NoTime}
 	provider := id.Provider() // in the arena, just written
 	l := s.last
 	if l == nil || l.provider != provider {
@@ -575,6 +580,7 @@ func (s *Store) SetRecord(id *Identity, r *Record, at int64, correlationID strin
 		}
 		s.setRecordID(id, r.RecordID)
 	}
+	live := s.expectsLive(id)
 	t := &s.syms
 	t.Prefetch(r.ExpectedVersion) // see SetObs
 	t.Prefetch(r.Quota)
@@ -585,8 +591,17 @@ func (s *Store) SetRecord(id *Identity, r *Record, at int64, correlationID strin
 		ExpectedState: t.Intern(r.ExpectedState), ExpectedVersion: t.Intern(r.ExpectedVersion),
 		Quota: t.Intern(r.Quota), RouteTarget: t.Intern(r.RouteTarget), Tags: t.Intern(r.Tags),
 	}))
-	id.RecordVersion, id.RecordAt, id.recCorr = r.RecordVersion, at, t.replace(id.recCorr, t.Intern(correlationID))
+	id.RecordVersion, id.recCorr = r.RecordVersion, t.replace(id.recCorr, t.Intern(correlationID))
 	id.setFlag(flagDeleted, r.Deleted)
+	if !live || !s.expectsLive(id) {
+		id.LiveSince = at
+	}
+}
+
+// expectsLive reports whether id's record expects a live resource: it
+// exists, is not deleted, and its expected_state is live-expecting.
+func (s *Store) expectsLive(id *Identity) bool {
+	return id.rec != 0 && id.flags&flagDeleted == 0 && s.syms.recs.At(id.rec).liveExpecting
 }
 
 // setRecordID stores rid after a copy of the key in the arena; the old
@@ -615,7 +630,7 @@ func (s *Store) setRecordID(id *Identity, rid string) {
 // SetTombstone marks id's record deleted at at (a Kafka tombstone).
 func (s *Store) SetTombstone(id *Identity, at int64) {
 	id.flags |= flagDeleted
-	id.RecordAt = at
+	id.LiveSince = at
 }
 
 // Observation is a provider observation as the store applies it.

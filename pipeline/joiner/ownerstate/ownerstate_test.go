@@ -53,6 +53,63 @@ func TestGetAndRecordID(t *testing.T) {
 	}
 }
 
+// TestLiveSince: LiveSince is the occurred_at of the version that began
+// the record's current live-expecting stretch, through a snapshot too; a
+// version that goes on expecting the resource live keeps it, any other
+// version and a tombstone set it.
+func TestLiveSince(t *testing.T) {
+	s := New()
+	a := s.Get("app_runtime", "a", true)
+	if a.LiveSince != NoTime {
+		t.Fatalf("LiveSince %d before any record", a.LiveSince)
+	}
+	for i, step := range []struct {
+		state     string
+		deleted   bool
+		tombstone bool
+		want      int64
+	}{
+		{state: "running", want: 10},
+		{state: "running", want: 10},                // a new version, still running
+		{state: "active", want: 10},                 // another live-expecting state
+		{state: "stopped", want: 40},                // transitional: the stretch ends
+		{state: "stopped", want: 50},                // not live-expecting: its own
+		{state: "running", want: 60},                // a new stretch
+		{state: "running", deleted: true, want: 70}, // deleted
+		{state: "running", want: 80},                // re-created
+		{state: "released", want: 90},               // absent-expecting
+		{state: "allocated", want: 100},             // live-expecting again
+		{tombstone: true, want: 110},                // a tombstone
+		{state: "running", want: 120},               // re-created
+		{state: "running", want: 120},               // and kept
+	} {
+		v := int64(i + 1)
+		at := v * 10
+		if step.tombstone {
+			s.SetTombstone(a, at)
+		} else {
+			s.SetRecord(a, &Record{RecordID: "rec-a", ExpectedState: step.state, Deleted: step.deleted, RecordVersion: v}, at, "")
+		}
+		if a.LiveSince != step.want {
+			t.Fatalf("version %d (%+v): LiveSince %d, want %d", v, step, a.LiveSince, step.want)
+		}
+	}
+	var w snap.Writer
+	s.AppendSnapshot(&w)
+	r := New()
+	if err := r.LoadSnapshot(snap.NewReader(w.B)); err != nil {
+		t.Fatal(err)
+	}
+	b := r.Get("app_runtime", "a", false)
+	if b.LiveSince != 120 {
+		t.Fatalf("LiveSince %d after a snapshot round trip, want 120", b.LiveSince)
+	}
+	r.SetRecord(b, &Record{RecordID: "rec-a", ExpectedState: "running", RecordVersion: 14}, 140, "")
+	if b.LiveSince != 120 {
+		t.Fatalf("LiveSince %d after a restore and a new version, want 120", b.LiveSince)
+	}
+}
+
 // TestEachProvider: Each visits exactly the identities of one provider,
 // in the order they were created, also after a snapshot round trip, and
 // every identity for "".
@@ -776,7 +833,7 @@ func TestLoadSnapshotVersion1(t *testing.T) {
 	s := New()
 	s.SetDeadline(func(id *Identity, kind uint8) int64 {
 		if kind == TimerOrphan {
-			return id.RecordAt + 100
+			return id.LiveSince + 100
 		}
 		return id.ObsAt + 600
 	})
@@ -804,7 +861,7 @@ func dumpStore(s *Store) string {
 	var b strings.Builder
 	s.Each("", func(id *Identity) {
 		fmt.Fprintf(&b, "%s|%s|%s|%s|%s|%d|%d|%d|%d|%v|%v|%v|%v|%d", id.Key(), id.RecordID(), s.OwnerRef(id), s.RecordCorrelation(id), s.ObsCorrelation(id),
-			id.RecordVersion, id.RecordAt, id.ObsAt, id.OrphanSince, id.Deleted(), id.Armed(TimerMissing), id.Armed(TimerOrphan), id.NodeMismatch(), id.Disagreements())
+			id.RecordVersion, id.LiveSince, id.ObsAt, id.OrphanSince, id.Deleted(), id.Armed(TimerMissing), id.Armed(TimerOrphan), id.NodeMismatch(), id.Disagreements())
 		if r := s.Record(id); r != nil {
 			fmt.Fprintf(&b, "|rec %s %s %s", s.Str(r.ExpectedState), s.Str(r.Quota), s.Str(r.ProductID))
 		}

@@ -62,7 +62,7 @@ func (s *Store) AppendSnapshot(w *snap.Writer) {
 		for _, v := range [...]uint32{findings, id.rec, id.obs, uint32(id.recCorr), uint32(id.obsCorr)} {
 			w.Uvarint(uint64(v))
 		}
-		for _, v := range [...]int64{id.RecordVersion, id.RecordAt, id.ObsAt, id.OrphanSince} {
+		for _, v := range [...]int64{id.RecordVersion, id.LiveSince, id.ObsAt, id.OrphanSince} {
 			w.Varint(v)
 		}
 	})
@@ -189,7 +189,11 @@ func (s *Store) LoadSnapshot(r *snap.Reader) error {
 		if version == 1 {
 			queued[id.idx] = r.Varint()
 		}
-		id.RecordVersion, id.RecordAt, id.ObsAt, id.OrphanSince = r.Varint(), r.Varint(), r.Varint(), r.Varint()
+		// A snapshot written before LiveSince was kept holds the occurred_at
+		// of the newest record version in its place: the same, unless a
+		// version that kept the record live-expecting (a new tag, say)
+		// followed the one that began its stretch.
+		id.RecordVersion, id.LiveSince, id.ObsAt, id.OrphanSince = r.Varint(), r.Varint(), r.Varint(), r.Varint()
 		if id.rec >= uint32(t.recs.Len()) || id.obs >= uint32(t.obss.Len()) {
 			r.Fail(fmt.Errorf("ownerstate snapshot: identity %q has shape %d/%d", id.Key(), id.rec, id.obs))
 			break

@@ -11,7 +11,7 @@ import (
 // fuzzDeadline is the deadline rule of the fuzz stores.
 func fuzzDeadline(id *Identity, kind uint8) int64 {
 	if kind == TimerOrphan {
-		return id.RecordAt + 100
+		return id.LiveSince + 100
 	}
 	return id.ObsAt + 600
 }
