@@ -119,7 +119,7 @@ func (e *Engine) ApplyRecord(r *contract.PlatformRecord, at time.Time, correlati
 		ExpectedState: r.ExpectedState, ExpectedVersion: r.ExpectedVersion, Quota: r.Quota, RouteTarget: r.RouteTarget,
 		RecordVersion: r.RecordVersion, Deleted: r.Deleted, Tags: e.joinTags(r.Tags)}
 	e.store.SetRecord(id, &e.rec, ns, correlationID)
-	e.touch(id, ns)
+	e.touch(id)
 	e.evaluate(id, ns, causeRecord, correlationID)
 	e.advance(ns)
 }
@@ -134,7 +134,7 @@ func (e *Engine) ApplyTombstone(provider, providerID string, at time.Time) {
 		return
 	}
 	e.store.SetTombstone(id, ns)
-	e.touch(id, ns)
+	e.touch(id)
 	e.evaluate(id, ns, causeRecord, e.store.RecordCorrelation(id))
 	e.advance(ns)
 }
@@ -151,7 +151,7 @@ func (e *Engine) ApplyObservation(o *contract.Observation, at time.Time, correla
 		ObservedVersion: o.ObservedVersion, OwnerRef: o.OwnerRef, Usage: o.Usage, RouteTarget: o.RouteTarget}
 	e.store.SetObs(id, &e.obs, ns, correlationID)
 	id.SetDisagreeing(e.owned(id) && e.disagrees(id))
-	e.touch(id, ns)
+	e.touch(id)
 	e.evaluate(id, ns, causeObservation, correlationID)
 	e.advance(ns)
 }
@@ -275,15 +275,20 @@ func (e *Engine) owned(id *ownerstate.Identity) bool {
 	return r != nil && !id.Deleted() && !r.AbsentExpecting()
 }
 
-// touch keeps OrphanSince in step with the identity's state.
-func (e *Engine) touch(id *ownerstate.Identity, at int64) {
+// touch keeps OrphanSince in step with the identity's state. A stretch
+// of being unowned and observed live starts at the occurred_at of the
+// observation that shows the resource live when it starts, whichever
+// event starts it: that observation, or a record's deletion applied after
+// it (never the deletion's own time), so that an observation and a
+// deletion give the same orphan_since in either order.
+func (e *Engine) touch(id *ownerstate.Identity) {
 	o := e.store.Obs(id)
 	unownedLive := !e.owned(id) && o != nil && o.Live()
 	switch {
 	case !unownedLive:
 		id.OrphanSince = ownerstate.NoTime
 	case id.OrphanSince == ownerstate.NoTime:
-		id.OrphanSince = at
+		id.OrphanSince = id.ObsAt
 	}
 }
 

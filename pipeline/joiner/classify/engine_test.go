@@ -295,6 +295,43 @@ func TestTombstoneMakesObservedResourceOrphan(t *testing.T) {
 	h.want(t, drift.Missing, "t", "")
 }
 
+// TestOrphanSinceIndependentOfArrivalOrder: orphan_since is the
+// occurred_at of the first observation of the unowned-and-live stretch,
+// whether the deletion (a deleted version or a tombstone, at t0+30s) is
+// applied before the first observation (t0+1m) or after it: the orphan
+// opens at t0+6m either way, never at the deletion's time plus the grace.
+func TestOrphanSinceIndependentOfArrivalOrder(t *testing.T) {
+	for _, tombstone := range []bool{false, true} {
+		run := func(deletionFirst bool) drift.Finding {
+			h := newHarness()
+			h.ApplyRecord(rec("a", "running", 1), t0, "")
+			del := func() {
+				if tombstone {
+					h.ApplyTombstone(contract.ProviderAppRuntime, "a", t0.Add(30*time.Second))
+					return
+				}
+				r := rec("a", "running", 2)
+				r.Deleted = true
+				h.ApplyRecord(r, t0.Add(30*time.Second), "")
+			}
+			if deletionFirst {
+				del()
+				h.ApplyObservation(obs("a", "running"), t0.Add(time.Minute), "")
+			} else {
+				h.ApplyObservation(obs("a", "running"), t0.Add(time.Minute), "")
+				del()
+			}
+			h.Advance(t0.Add(time.Hour))
+			return h.want(t, drift.Orphan, "a", contract.StatusOpen)
+		}
+		a, b := run(true), run(false)
+		if !a.FirstSeenAt.Equal(t0.Add(6*time.Minute)) || !b.FirstSeenAt.Equal(t0.Add(6*time.Minute)) {
+			t.Fatalf("tombstone %v: orphan first_seen_at t0+%v with the deletion applied first, t0+%v with the observation first; want t0+6m both",
+				tombstone, a.FirstSeenAt.Sub(t0), b.FirstSeenAt.Sub(t0))
+		}
+	}
+}
+
 func TestReplayIsDeterministic(t *testing.T) {
 	run := func() []string {
 		h := newHarness()
