@@ -236,8 +236,9 @@ func (t *Tracker) ApplyTombstone(provider, providerID string, at time.Time) {
 // newest heartbeat by occurred_at is the node's evidence; an older (or
 // equally old) one changes no evidence, but still counts as a sighting of
 // its host fingerprint for cloned-identity detection while it is within
-// the host window, so a clone is found whatever order two hosts'
-// heartbeats arrive in. A redelivered heartbeat changes nothing.
+// the host window of the reference time (ref), so a clone is found
+// whatever order two hosts' heartbeats arrive in. A redelivered heartbeat
+// changes nothing.
 func (t *Tracker) ApplyHeartbeat(h *contract.Heartbeat, at time.Time, correlationID string) {
 	t.maybeCompact()
 	n := t.get(h.NodeID)
@@ -304,9 +305,11 @@ func (t *Tracker) promote(n *node, fp string) {
 }
 
 // sight records an older heartbeat's host fingerprint and reports whether
-// the set of hosts within the window changed.
+// the set of hosts within the window changed. A sighting the host window
+// ends before the reference time (ref) never counts again: it is not
+// recorded.
 func (t *Tracker) sight(n *node, fp string, atn int64) bool {
-	if fp == n.host || atn+int64(t.opts.HostWindow) <= t.w {
+	if fp == n.host || atn+int64(t.opts.HostWindow) <= t.ref(n) {
 		return false
 	}
 	for i := range n.others {
@@ -318,6 +321,21 @@ func (t *Tracker) sight(n *node, fp string, atn int64) bool {
 	n.others = append(n.others, hostSeen{strings.Clone(fp), atn})
 	n.flags |= flagDirty
 	return true
+}
+
+// ref returns the event time n's derived state is judged at (Unix ns):
+// the watermark, or the newest heartbeat's occurred_at when that is later.
+// A heartbeat is applied before the watermark moves past it (the joiner
+// advances after each event), so judging it at the watermark alone would
+// count evidence that its own event time has already left behind: a host
+// last seen more than the host window before it as a clone. The reference
+// only grows, so what it drops never counts again, whatever order the
+// heartbeats arrive in.
+func (t *Tracker) ref(n *node) int64 {
+	if n.has(flagHeartbeat) {
+		return max(t.w, n.lastSeen)
+	}
+	return t.w
 }
 
 // Advance moves the watermark to w (if later) and re-derives every node
@@ -373,11 +391,11 @@ func (t *Tracker) settle(n *node, at int64, heartbeat bool) {
 		t.settleFleet(n, &fv, at)
 		return
 	}
-	// Forget hosts outside the window.
-	win := int64(t.opts.HostWindow)
+	// Forget hosts outside the window at the reference time.
+	win, ref := int64(t.opts.HostWindow), t.ref(n)
 	kept := n.others[:0]
 	for _, o := range n.others {
-		if o.last+win > t.w {
+		if o.last+win > ref {
 			kept = append(kept, o)
 		}
 	}

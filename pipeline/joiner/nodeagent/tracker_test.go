@@ -1,11 +1,15 @@
 package nodeagent_test
 
 import (
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/driftline/driftline/pipeline/contract"
+	"github.com/driftline/driftline/pipeline/joiner/classify"
+	"github.com/driftline/driftline/pipeline/joiner/drift"
 	"github.com/driftline/driftline/pipeline/joiner/nodeagent"
+	"github.com/driftline/driftline/pipeline/joiner/ownerstate"
 )
 
 var t0 = time.Date(2026, 11, 21, 10, 0, 0, 0, time.UTC)
@@ -293,6 +297,99 @@ func TestClonedIdentity(t *testing.T) {
 	h.tr.ApplyHeartbeat(beat(func(b *contract.Heartbeat) { b.HostFingerprint = "sha256:h1 " }), at(14*time.Minute), "")
 	if mm, reason := h.tr.IdentityMismatch("n1"); !mm || reason != "cloned_identity_detected" {
 		t.Fatalf("IdentityMismatch = %v %q", mm, reason)
+	}
+}
+
+// TestCloneOutsideHostWindow: a node that comes back on another host (a
+// full reimage, say) the host window or more after its old host's last
+// heartbeat is not a cloned identity, in either arrival order, although
+// the watermark has not passed the old host's window when the newer
+// heartbeat is applied; one nanosecond less apart, it is.
+func TestCloneOutsideHostWindow(t *testing.T) {
+	h2 := func(b *contract.Heartbeat) { b.HostFingerprint = "sha256:h2" }
+	for _, tc := range []struct {
+		name     string
+		gap      time.Duration // from h1's heartbeat to h2's
+		newFirst bool          // h2's heartbeat arrives first
+		cloned   bool
+	}{
+		{"an hour later", time.Hour, false, false},
+		{"an hour later, arriving first", time.Hour, true, false},
+		{"the window later", 10 * time.Minute, false, false},
+		{"the window later, arriving first", 10 * time.Minute, true, false},
+		{"within the window", 10*time.Minute - 1, false, true},
+		{"within the window, arriving first", 10*time.Minute - 1, true, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			h := newHarness(t, nil)
+			h.tr.ApplyRecord(nodeRecord(1), at(0))
+			h.tr.Advance(at(-30 * time.Second))
+			first, second := func() { h.tr.ApplyHeartbeat(beat(), at(time.Minute), "") },
+				func() { h.tr.ApplyHeartbeat(beat(h2), at(time.Minute+tc.gap), "") }
+			if tc.newFirst {
+				first, second = second, first
+			}
+			first()
+			h.tr.Advance(at(30 * time.Second)) // as the joiner does after each event
+			h.take()
+			second()
+			if mm, reason := h.tr.IdentityMismatch("n1"); mm != tc.cloned {
+				t.Errorf("IdentityMismatch = %v (%s), want %v", mm, reason, tc.cloned)
+			}
+			for _, r := range h.take() {
+				if r.IdentityMismatch != tc.cloned || (r.HostFingerprints == 2) != tc.cloned || (r.Gate == "block_production") != tc.cloned {
+					t.Errorf("row at %v: hosts %d identity %v gate %s reason %s; want cloned %v",
+						r.At.Sub(t0), r.HostFingerprints, r.IdentityMismatch, r.Gate, r.Reason, tc.cloned)
+				}
+			}
+			var s nodeagent.Status
+			if h.tr.Lookup("n1", &s); s.HostFingerprint != "sha256:h2" || s.LastSeenAt != at(time.Minute+tc.gap) {
+				t.Errorf("evidence host %s last seen %v, want the newer heartbeat's", s.HostFingerprint, s.LastSeenAt.Sub(t0))
+			}
+		})
+	}
+}
+
+// TestCloneOutsideHostWindowFinding wires a tracker and a classify engine
+// as the joiner's partition does (a heartbeat, then its identity verdict
+// to the engine, then both watermarks advance): a node back on another
+// host an hour after its old host's last heartbeat opens no
+// identity_mismatch finding.
+func TestCloneOutsideHostWindowFinding(t *testing.T) {
+	var findings []string
+	eng := classify.New(classify.DefaultOptions(), ownerstate.New(), func(f *drift.Finding, _ *uint32) {
+		findings = append(findings, string(f.Transition)+" "+f.EvidenceID)
+	})
+	inHeartbeat := false
+	tr := nodeagent.New(nodeagent.DefaultOptions(), func(s *nodeagent.Status, _ *uint32) {
+		if !inHeartbeat {
+			eng.SetNodeIdentity(s.NodeID, s.IdentityMismatch, s.At, s.CorrelationID, false)
+		}
+	})
+	heartbeat := func(b *contract.Heartbeat, when time.Time) {
+		inHeartbeat = true
+		tr.ApplyHeartbeat(b, when, "")
+		inHeartbeat = false
+		mm, _ := tr.IdentityMismatch(b.NodeID)
+		eng.SetNodeIdentity(b.NodeID, mm, when, "", true)
+		eng.Advance(when)
+		tr.Advance(eng.Watermark())
+	}
+	r := nodeRecord(1)
+	eng.ApplyRecord(r, at(0), "")
+	tr.ApplyRecord(r, at(0))
+	tr.Advance(eng.Watermark())
+	heartbeat(beat(), at(time.Minute))
+	heartbeat(beat(func(b *contract.Heartbeat) { b.HostFingerprint = "sha256:h2" }), at(61*time.Minute))
+	for _, f := range findings {
+		if strings.Contains(f, "identity_mismatch") {
+			t.Fatalf("findings %v: identity_mismatch for hosts seen an hour apart", findings)
+		}
+	}
+	// A clone within the window still opens it.
+	heartbeat(beat(), at(62*time.Minute))
+	if mm, _ := tr.IdentityMismatch("n1"); !mm || len(findings) == 0 || !strings.HasPrefix(findings[len(findings)-1], "opened identity_mismatch") {
+		t.Fatalf("hosts a minute apart: identity %v, findings %v", mm, findings)
 	}
 }
 
