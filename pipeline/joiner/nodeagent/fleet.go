@@ -538,8 +538,8 @@ func (t *Tracker) applyHeartbeatFleet(n *node, h *contract.Heartbeat, atn int64)
 	f.ctl[0], f.ctl[1] = ctlSeen{f.controller, atn}, f.ctl[0]
 }
 
-// authority derives the authority state at watermark w, and the event
-// time a split brain resolves (0 when none is open).
+// authority derives the authority state at the reference time w (ref),
+// and the event time a split brain resolves (0 when none is open).
 func (t *Tracker) authority(f *fleetNode, w int64) (contract.AuthorityState, int64) {
 	if f.ctl[0].id == "" {
 		return contract.AuthorityNone, 0
@@ -608,13 +608,15 @@ func supplyOpen(s contract.SupplyChainState) bool {
 	return s == contract.SupplyChainUnknown || s == contract.SupplyChainRevoked || s == contract.SupplyChainDigestMismatch
 }
 
-// deriveFleet evaluates the fleet core's rules for n at the watermark,
-// given the gate and connectivity mode the node-agent rules derived (the
-// first lifecycle rule that matches wins; docs/fleet-core.md).
+// deriveFleet evaluates the fleet core's rules for n at its reference
+// time (ref), given the gate and connectivity mode the node-agent rules
+// derived (the first lifecycle rule that matches wins;
+// docs/fleet-core.md).
 func (t *Tracker) deriveFleet(n *node, gate Gate, mode Mode) fleetVerdicts {
 	f := n.fleetOf()
+	ref := t.ref(n)
 	var v fleetVerdicts
-	v.authority, _ = t.authority(f, t.w)
+	v.authority, _ = t.authority(f, ref)
 	v.supply = t.supplyChain(f)
 	bundle, updating := t.updating(n, f)
 	degraded := n.health == symHealthDegraded || n.health == symHealthFailed
@@ -661,7 +663,7 @@ func (t *Tracker) deriveFleet(n *node, gate Gate, mode Mode) fleetVerdicts {
 				v.rollout = contract.RolloutAtTarget
 			case degraded && updating:
 				v.rollout = contract.RolloutFailed
-			case t.w >= bundle.deadline:
+			case ref >= bundle.deadline:
 				v.rollout = contract.RolloutBehind
 			case updating:
 				v.rollout = contract.RolloutUpdating

@@ -240,6 +240,41 @@ func TestSplitBrain(t *testing.T) {
 	}
 }
 
+// TestSplitBrainEndsBeforeHeartbeat: a heartbeat later than a split
+// brain's end (the older controller's last heartbeat plus the window)
+// is judged at its own event time, though the watermark has not passed
+// the end yet: its row clears the conflict, and no row at its event time
+// still reports it.
+func TestSplitBrainEndsBeforeHeartbeat(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		when  time.Duration // the heartbeat without a controller
+		split bool
+	}{{"after the end", 13 * time.Minute, false}, {"at the end", 11 * time.Minute, false}, {"before the end", 11*time.Minute - 1, true}} {
+		t.Run(tc.name, func(t *testing.T) {
+			h := newFleetHarness(t)
+			h.tr.ApplyNodeRecord(fleetRecord(1, nil), at(0), "")
+			h.tr.ApplyHeartbeat(beat(func(b *contract.Heartbeat) { b.ControllerID = "ctl-a" }), at(time.Minute), "")
+			h.tr.ApplyHeartbeat(beat(func(b *contract.Heartbeat) { b.ControllerID = "ctl-b" }), at(2*time.Minute), "")
+			h.tr.Advance(at(90 * time.Second))
+			h.take()
+			h.trans = nil
+			h.tr.ApplyHeartbeat(beat(), at(tc.when), "")
+			if a, _ := h.tr.FleetVerdicts("n1"); a != tc.split {
+				t.Fatalf("authority conflict %v, want %v", a, tc.split)
+			}
+			for _, r := range h.take() {
+				if r.AuthorityConflict != tc.split {
+					t.Errorf("row at %v: authority %s, want conflict %v", r.At.Sub(t0), r.Authority, tc.split)
+				}
+			}
+			if !tc.split && (len(h.trans) != 1 || h.trans[0].ToPhase != contract.PhaseActive || !h.trans[0].At.Equal(at(tc.when))) {
+				t.Fatalf("transitions %+v, want one to ACTIVE at the heartbeat", h.trans)
+			}
+		})
+	}
+}
+
 // TestRevocationReevaluates: an artifact revoked (or re-digested) later
 // re-evaluates the nodes running it at once, and its reinstatement
 // resolves them.
@@ -351,6 +386,39 @@ func TestRolloutCategories(t *testing.T) {
 		"pb-1/dom-2 nodes 1 at_target 0 failed 0 behind 1 updating 0 pending 0"}
 	if !reflect.DeepEqual(rows, want) {
 		t.Fatalf("after the deadline %v\nwant %v", rows, want)
+	}
+}
+
+// TestRolloutBehindAtHeartbeat: a heartbeat past a bundle's deadline
+// from a node not at its target is judged at its own event time, though
+// the watermark has not reached the deadline yet: the node is behind on
+// the heartbeat's row, and the watermark reaching the deadline changes
+// nothing more.
+func TestRolloutBehindAtHeartbeat(t *testing.T) {
+	h := newFleetHarness(t)
+	h.tr.ApplyArtifact(artifact("art-1", digestA, false), at(0), "")
+	if err := h.tr.ApplyBundle(bundle("pb-1", "2.0", at(20*time.Minute)), at(0), ""); err != nil {
+		t.Fatal(err)
+	}
+	h.tr.ApplyNodeRecord(fleetRecord(1, nil), at(time.Minute), "")
+	h.tr.ApplyHeartbeat(beat(func(b *contract.Heartbeat) { b.ReportedVersion = "1.9" }), at(19*time.Minute), "")
+	h.tr.Advance(at(18*time.Minute + 30*time.Second))
+	rollouts(h.tr)
+	h.take()
+	h.tr.ApplyHeartbeat(beat(func(b *contract.Heartbeat) { b.ReportedVersion, b.Health = "1.9", "DEGRADED" }), at(21*time.Minute), "")
+	rows := h.take()
+	if len(rows) != 1 || rows[0].Rollout != "behind" || !rows[0].At.Equal(at(21*time.Minute)) {
+		t.Fatalf("rows %+v, want one behind at 21m", rows)
+	}
+	if got, want := rollouts(h.tr), []string{"pb-1/dom-1 nodes 1 at_target 0 failed 0 behind 1 updating 0 pending 0"}; !reflect.DeepEqual(got, want) {
+		t.Fatalf("rollouts %v, want %v", got, want)
+	}
+	h.tr.Advance(at(20*time.Minute + 30*time.Second))
+	if rows := h.take(); len(rows) != 0 {
+		t.Fatalf("rows when the watermark reached the deadline: %+v", rows)
+	}
+	if got := rollouts(h.tr); len(got) != 0 {
+		t.Fatalf("rollouts written again: %v", got)
 	}
 }
 

@@ -328,9 +328,10 @@ func (t *Tracker) sight(n *node, fp string, atn int64) bool {
 // A heartbeat is applied before the watermark moves past it (the joiner
 // advances after each event), so judging it at the watermark alone would
 // count evidence that its own event time has already left behind: a host
-// last seen more than the host window before it as a clone. The reference
-// only grows, so what it drops never counts again, whatever order the
-// heartbeats arrive in.
+// last seen the host window or more before it as a clone, a split brain
+// that ended before it as open, a bundle deadline it is past as not yet
+// reached. The reference only grows, so what it drops never counts
+// again, whatever order the heartbeats arrive in.
 func (t *Tracker) ref(n *node) int64 {
 	if n.has(flagHeartbeat) {
 		return max(t.w, n.lastSeen)
@@ -545,7 +546,7 @@ func (t *Tracker) arm(n *node) {
 			}
 		}
 		if n.fleet != nil {
-			if _, ends := t.authority(n.fleet, t.w); ends > t.w && ends < d {
+			if _, ends := t.authority(n.fleet, t.ref(n)); ends > t.w && ends < d {
 				d = ends // a split brain resolves
 			}
 		}
