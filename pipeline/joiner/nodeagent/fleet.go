@@ -112,7 +112,8 @@ type fleetNode struct {
 	reported, artifactID, artifactDigest, controller, relay string
 	uptime                                                  int64
 
-	// The last two distinct controllers obeyed, newest first.
+	// The two distinct controllers obeyed most recently by occurred_at,
+	// each with its newest heartbeat, newest first (sightController).
 	ctl [2]ctlSeen
 
 	// counted is the bundle the node counts for in the rollout ('' for
@@ -513,7 +514,7 @@ func (t *Tracker) applyRecordFleet(n *node, r *contract.PlatformRecord) {
 }
 
 // applyHeartbeatFleet keeps the fleet fields of the newest heartbeat and
-// its controller evidence.
+// its controller evidence (an older heartbeat's is ApplyHeartbeat's).
 func (t *Tracker) applyHeartbeatFleet(n *node, h *contract.Heartbeat, atn int64) {
 	if n.fleet == nil && h.ReportedVersion == "" && h.ArtifactID == "" && h.ArtifactDigest == "" && h.ControllerID == "" &&
 		h.RelayID == "" && h.UptimeS == 0 {
@@ -526,16 +527,43 @@ func (t *Tracker) applyHeartbeatFleet(n *node, h *contract.Heartbeat, atn int64)
 	}
 	f.reported, f.artifactID, f.artifactDigest = t.str(h.ReportedVersion), t.str(h.ArtifactID), t.str(h.ArtifactDigest)
 	f.controller, f.relay, f.uptime = t.str(h.ControllerID), t.str(h.RelayID), h.UptimeS
-	if h.ControllerID == "" {
-		return // no authority evidence
+	if h.ControllerID != "" {
+		t.sightController(f, h.ControllerID, atn)
 	}
-	if f.ctl[0].id == h.ControllerID {
+}
+
+// sightController records that the node obeyed controller id at atn,
+// from the newest heartbeat or an older one, and reports whether the
+// controllers kept changed. ctl keeps the two distinct controllers with
+// the newest sightings, each at its newest, newest first: a controller
+// older than both is forgotten, and since sightings only grow it could
+// never be one of the two again. So the split brain found is the same
+// whatever order the heartbeats arrive in.
+func (t *Tracker) sightController(f *fleetNode, id string, atn int64) bool {
+	switch {
+	case f.ctl[0].id == "":
+		f.ctl[0] = ctlSeen{t.str(id), atn}
+		return true
+	case f.ctl[0].id == id:
+		if atn <= f.ctl[0].last {
+			return false
+		}
 		f.ctl[0].last = atn
-		return
+		return true
+	case f.ctl[1].id == id:
+		if atn <= f.ctl[1].last {
+			return false
+		}
+		f.ctl[1].last = atn
+	case f.ctl[1].id != "" && atn <= f.ctl[1].last:
+		return false
+	default:
+		f.ctl[1] = ctlSeen{t.str(id), atn}
 	}
-	// Another controller: it becomes the newest, the previous newest the
-	// other one (a third forgets the oldest).
-	f.ctl[0], f.ctl[1] = ctlSeen{f.controller, atn}, f.ctl[0]
+	if f.ctl[1].last > f.ctl[0].last {
+		f.ctl[0], f.ctl[1] = f.ctl[1], f.ctl[0]
+	}
+	return true
 }
 
 // authority derives the authority state at the reference time w (ref),
@@ -544,7 +572,7 @@ func (t *Tracker) authority(f *fleetNode, w int64) (contract.AuthorityState, int
 	if f.ctl[0].id == "" {
 		return contract.AuthorityNone, 0
 	}
-	// Heartbeats apply in occurred_at order, so ctl[1], the other
+	// ctl is kept newest first (sightController), so ctl[1], the other
 	// controller, is the older one.
 	win := int64(t.opts.HostWindow)
 	a, b := f.ctl[0], f.ctl[1]

@@ -275,6 +275,78 @@ func TestSplitBrainEndsBeforeHeartbeat(t *testing.T) {
 	}
 }
 
+// TestSplitBrainArrivalOrder: two controllers obeyed within the
+// staleness window are a split brain (CONTRACT 8.3) whatever order their
+// heartbeats arrive in: an older heartbeat's controller counts as its
+// host does, without changing the newest heartbeat's evidence. Every
+// arrival order of each set of heartbeats ends in the same authority and
+// phase (the finer state may differ: whether a node is RETURNING depends
+// on the heartbeat applied before the newest).
+func TestSplitBrainArrivalOrder(t *testing.T) {
+	type hb struct {
+		ctl  string
+		when time.Duration
+	}
+	for _, tc := range []struct {
+		name      string
+		beats     []hb
+		authority string
+	}{
+		{"two controllers a minute apart", []hb{{"ctl-a", time.Minute}, {"ctl-b", 2 * time.Minute}}, "split_brain"},
+		{"two controllers at once", []hb{{"ctl-a", time.Minute}, {"ctl-b", time.Minute}}, "split_brain"},
+		{"the newest without a controller", []hb{{"ctl-a", time.Minute}, {"ctl-b", 5 * time.Minute}, {"", 6 * time.Minute}}, "split_brain"},
+		{"a third, older than both", []hb{{"ctl-c", time.Minute}, {"ctl-a", 8 * time.Minute}, {"ctl-b", 15 * time.Minute}, {"ctl-a", 20 * time.Minute}}, "split_brain"},
+		{"the window apart", []hb{{"ctl-a", time.Minute}, {"ctl-b", 11 * time.Minute}, {"ctl-b", 12 * time.Minute}}, "ok"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var first string
+			permutations(len(tc.beats), func(order []int) {
+				h := newFleetHarness(t)
+				h.tr.ApplyNodeRecord(fleetRecord(1, nil), at(0), "")
+				for _, i := range order {
+					b := tc.beats[i]
+					h.tr.ApplyHeartbeat(beat(func(hb *contract.Heartbeat) { hb.ControllerID = b.ctl }), at(b.when), "")
+					h.tr.Advance(at(b.when - 30*time.Second))
+				}
+				var s nodeagent.Status
+				h.tr.Lookup("n1", &s)
+				phase, _, _ := h.tr.Lifecycle("n1")
+				got := fmt.Sprintf("authority %s phase %s", s.Authority, phase)
+				if s.Authority != tc.authority {
+					t.Errorf("order %v: %s, want authority %s", order, got, tc.authority)
+				}
+				if first == "" {
+					first = got
+				} else if got != first {
+					t.Errorf("order %v: %s; first order: %s", order, got, first)
+				}
+			})
+		})
+	}
+}
+
+// permutations calls fn with every order of 0..n-1 (fn must not keep
+// the slice).
+func permutations(n int, fn func([]int)) {
+	p := make([]int, n)
+	for i := range p {
+		p[i] = i
+	}
+	var gen func(k int)
+	gen = func(k int) {
+		if k == n {
+			fn(p)
+			return
+		}
+		for i := k; i < n; i++ {
+			p[k], p[i] = p[i], p[k]
+			gen(k + 1)
+			p[k], p[i] = p[i], p[k]
+		}
+	}
+	gen(0)
+}
+
 // TestRevocationReevaluates: an artifact revoked (or re-digested) later
 // re-evaluates the nodes running it at once, and its reinstatement
 // resolves them.

@@ -235,16 +235,21 @@ func (t *Tracker) ApplyTombstone(provider, providerID string, at time.Time) {
 // ApplyHeartbeat applies a node-agent heartbeat that occurred at at. The
 // newest heartbeat by occurred_at is the node's evidence; an older (or
 // equally old) one changes no evidence, but still counts as a sighting of
-// its host fingerprint for cloned-identity detection while it is within
-// the host window of the reference time (ref), so a clone is found
-// whatever order two hosts' heartbeats arrive in. A redelivered heartbeat
+// its host fingerprint for cloned-identity detection, and of its
+// controller for split-brain detection, while it is within the host
+// window of the reference time (ref), so a clone or a split brain is
+// found whatever order the heartbeats arrive in. A redelivered heartbeat
 // changes nothing.
 func (t *Tracker) ApplyHeartbeat(h *contract.Heartbeat, at time.Time, correlationID string) {
 	t.maybeCompact()
 	n := t.get(h.NodeID)
 	atn := at.UnixNano()
 	if n.has(flagHeartbeat) && atn <= n.lastSeen {
-		if t.sight(n, h.HostFingerprint, atn) {
+		changed := t.sight(n, h.HostFingerprint, atn)
+		if h.ControllerID != "" && atn+int64(t.opts.HostWindow) > t.ref(n) && t.sightController(n.fl(), h.ControllerID, atn) {
+			changed = true
+		}
+		if changed {
 			t.settle(n, atn, false)
 		}
 		return
