@@ -347,6 +347,54 @@ func permutations(n int, fn func([]int)) {
 	gen(0)
 }
 
+// TestTombstoneRetiresUnownedNode: a tombstone makes a node RETIRED
+// (docs/fleet-core.md) even when its record expected it decommissioned,
+// so that the record did not own it; the node leaves its bundle's
+// rollout and the sync debt. A second tombstone changes nothing.
+func TestTombstoneRetiresUnownedNode(t *testing.T) {
+	h := newFleetHarness(t)
+	h.tr.ApplyArtifact(artifact("art-1", digestA, false), at(0), "")
+	if err := h.tr.ApplyBundle(bundle("pb-1", "2.0", at(time.Hour)), at(0), ""); err != nil {
+		t.Fatal(err)
+	}
+	h.tr.ApplyNodeRecord(fleetRecord(1, func(r *contract.PlatformRecord) { r.ExpectedState = "decommissioned" }), at(0), "")
+	h.tr.ApplyHeartbeat(beat(func(b *contract.Heartbeat) { b.SecondsBehind, b.BacklogMessages = 90, 5 }), at(time.Minute), "")
+	h.tr.Advance(at(time.Minute))
+	if got, want := rollouts(h.tr), []string{"pb-1/dom-1 nodes 1 at_target 0 failed 0 behind 0 updating 0 pending 1"}; !reflect.DeepEqual(got, want) {
+		t.Fatalf("before the tombstone: rollouts %v, want %v", got, want)
+	}
+	h.take()
+	h.trans = nil
+	h.tr.ApplyTombstone(contract.ProviderMAAS, "n1", at(2*time.Minute))
+	if got := h.lifecycle(); got != "RETIRED/RETIRED" {
+		t.Fatalf("after a tombstone: lifecycle %s, want RETIRED/RETIRED", got)
+	}
+	rows := h.take()
+	if len(rows) != 1 || rows[0].Phase != "RETIRED" || rows[0].LifecycleIntent != "RETIRED" || rows[0].Rollout != "" ||
+		!rows[0].At.Equal(at(2*time.Minute)) || len(h.trans) != 1 || !h.trans[0].At.Equal(at(2*time.Minute)) {
+		t.Fatalf("rows %+v transitions %+v, want one of each, retired, at 2m", rows, h.trans)
+	}
+	if got, want := rollouts(h.tr), []string{"pb-1/dom-1 nodes 0 at_target 0 failed 0 behind 0 updating 0 pending 0"}; !reflect.DeepEqual(got, want) {
+		t.Fatalf("after the tombstone: rollouts %v, want %v", got, want)
+	}
+	h.debt = nil
+	h.tr.Advance(at(3 * time.Minute))
+	if len(h.debt) != 0 {
+		t.Fatalf("a retired node in the sync debt: %+v", h.debt)
+	}
+	h.tr.ApplyTombstone(contract.ProviderMAAS, "n1", at(4*time.Minute))
+	if rows := h.take(); len(rows) != 0 || len(h.trans) != 1 {
+		t.Fatalf("a second tombstone: rows %+v transitions %+v", rows, h.trans)
+	}
+	// A node whose record the tracker never applied stays as it is, as it
+	// would had the tombstone come before its heartbeat.
+	h.tr.ApplyHeartbeat(beat(func(b *contract.Heartbeat) { b.NodeID, b.HostFingerprint = "n2", "h2" }), at(5*time.Minute), "")
+	h.tr.ApplyTombstone(contract.ProviderMAAS, "n2", at(6*time.Minute))
+	if p, _, _ := h.tr.Lifecycle("n2"); p != contract.PhaseActive {
+		t.Fatalf("a node without a record: phase %s after a tombstone", p)
+	}
+}
+
 // TestRevocationReevaluates: an artifact revoked (or re-digested) later
 // re-evaluates the nodes running it at once, and its reinstatement
 // resolves them.

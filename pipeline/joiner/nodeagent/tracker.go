@@ -217,18 +217,24 @@ func (t *Tracker) ApplyNodeRecord(r *contract.PlatformRecord, at time.Time, corr
 }
 
 // ApplyTombstone applies a Kafka tombstone on platform.records for the
-// identity provider/providerID: the platform no longer owns the node.
+// identity provider/providerID: the platform no longer has the node's
+// record, so it no longer owns the node and the node is RETIRED, whatever
+// the record said (an absent-expecting record did not own it either). A
+// tombstone of a node whose record the tracker never applied changes
+// nothing, as it would before the node's first heartbeat; nor does one
+// of a record already deleted.
 func (t *Tracker) ApplyTombstone(provider, providerID string, at time.Time) {
 	if provider != contract.ProviderMAAS {
 		return
 	}
+	retired := enumOf(contract.LifecycleIntents, contract.IntentRetired)
 	n := t.lookup(providerID)
-	if n == nil || !n.has(flagOwned) {
+	if n == nil || !n.has(flagRecord) || !n.has(flagOwned) && n.fleetOf().intent == retired {
 		return
 	}
 	n.set(flagOwned, false)
 	n.flags |= flagDirty
-	n.fl().intent = enumOf(contract.LifecycleIntents, contract.IntentRetired) // the platform no longer has the node
+	n.fl().intent = retired // the platform no longer has the node
 	t.settle(n, at.UnixNano(), false)
 }
 
