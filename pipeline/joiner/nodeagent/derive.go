@@ -1,6 +1,9 @@
 package nodeagent
 
-import "time"
+import (
+	"math"
+	"time"
+)
 
 // modeCause says which evidence set the connectivity mode: it picks the
 // reason of the stale rule (docs/node-agent-model.md, rule 18).
@@ -26,7 +29,7 @@ type link struct {
 // minus last_seen_at (never negative); returning is set when the newest
 // heartbeat came at least AutonomousAfter after the one before it.
 func (o *Options) mode(silence time.Duration, returning bool, l *link) (Mode, modeCause) {
-	behind := time.Duration(l.secondsBehind) * time.Second
+	behind := seconds(l.secondsBehind)
 	switch {
 	case silence >= o.DisconnectedAfter:
 		return Disconnected, causeSilence
@@ -46,6 +49,17 @@ func (o *Options) mode(silence time.Duration, returning bool, l *link) (Mode, mo
 		return Delayed, causeLink
 	}
 	return Live, causeNone
+}
+
+// seconds returns s seconds as a Duration, saturated at the longest
+// Duration: seconds_behind is any non-negative int64, and s*time.Second
+// overflows from about 292 years (a node that far behind would read as
+// not behind at all).
+func seconds(s int64) time.Duration {
+	if s >= math.MaxInt64/int64(time.Second) {
+		return math.MaxInt64
+	}
+	return time.Duration(max(s, 0)) * time.Second
 }
 
 // evidence is what the gate rules read for one node.

@@ -1,6 +1,7 @@
 package nodeagent
 
 import (
+	"math"
 	"testing"
 	"time"
 
@@ -96,6 +97,9 @@ func TestModeRules(t *testing.T) {
 		{"4 returning", time.Minute, true, link{replay: true, rttMs: 900}, Returning, causeNone},
 		{"5 replaying", 0, false, link{replay: true, secondsBehind: 3600, backlog: 5000}, Replaying, causeNone},
 		{"6 autonomous by sync debt", 0, false, link{secondsBehind: 600, rttMs: 900}, Autonomous, causeSync},
+		{"6 autonomous by 1e10 s", 0, false, link{secondsBehind: 1e10}, Autonomous, causeSync},
+		{"6 autonomous by the longest Duration in s", 0, false, link{secondsBehind: math.MaxInt64 / int64(time.Second)}, Autonomous, causeSync},
+		{"6 autonomous by the largest seconds_behind", 0, false, link{secondsBehind: math.MaxInt64}, Autonomous, causeSync},
 		{"7 edge cached by seconds behind", 0, false, link{secondsBehind: 60}, EdgeCached, causeSync},
 		{"7 edge cached by backlog", 0, false, link{backlog: 1000, lossPct: 50}, EdgeCached, causeSync},
 		{"7 below both", 0, false, link{secondsBehind: 59, backlog: 999}, Live, causeNone},

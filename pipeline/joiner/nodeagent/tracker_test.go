@@ -1,6 +1,7 @@
 package nodeagent_test
 
 import (
+	"math"
 	"strings"
 	"testing"
 	"time"
@@ -390,6 +391,23 @@ func TestCloneOutsideHostWindowFinding(t *testing.T) {
 	heartbeat(beat(), at(62*time.Minute))
 	if mm, _ := tr.IdentityMismatch("n1"); !mm || len(findings) == 0 || !strings.HasPrefix(findings[len(findings)-1], "opened identity_mismatch") {
 		t.Fatalf("hosts a minute apart: identity %v, findings %v", mm, findings)
+	}
+}
+
+// TestHugeSyncDebt: seconds_behind and backlog_messages are any
+// non-negative int64; a node 10^10 s (or the most an int64 holds) behind
+// is AUTONOMOUS by sync debt (mode rule 6), with the capped debt in its
+// score, not LIVE by a Duration that overflowed.
+func TestHugeSyncDebt(t *testing.T) {
+	for _, behind := range []int64{1e10, math.MaxInt64 / int64(time.Second), math.MaxInt64/int64(time.Second) + 1, math.MaxInt64} {
+		h := newHarness(t, nil)
+		h.tr.ApplyRecord(nodeRecord(1), at(0))
+		h.tr.ApplyHeartbeat(beat(func(b *contract.Heartbeat) { b.SecondsBehind, b.BacklogMessages = behind, math.MaxInt64 }), at(time.Minute), "")
+		var s nodeagent.Status
+		h.tr.Lookup("n1", &s)
+		if s.ConnectivityMode != "AUTONOMOUS" || s.Reason != "sync_debt" || s.AttentionScore != 100+30+50+50 {
+			t.Errorf("seconds_behind %d: mode %s reason %s score %v, want AUTONOMOUS sync_debt 230", behind, s.ConnectivityMode, s.Reason, s.AttentionScore)
+		}
 	}
 }
 
