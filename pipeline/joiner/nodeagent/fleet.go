@@ -837,8 +837,8 @@ func (t *Tracker) advanceFleet(prev int64) {
 
 // syncDebt writes the sync debt of minute (Unix ns of its start) per
 // (domain, relay): the nodes with a heartbeat within the staleness window
-// that are not retired, their worst seconds_behind and summed backlog,
-// from their current values.
+// that are not retired, their worst seconds_behind and summed backlog
+// (saturated at the largest int64), from their current values.
 func (t *Tracker) syncDebt(minute int64) {
 	if t.fleet.out.SyncDebt == nil {
 		return
@@ -862,7 +862,9 @@ func (t *Tracker) syncDebt(minute int64) {
 		}
 		r.Nodes++
 		r.MaxSecondsBehind = max(r.MaxSecondsBehind, n.behind)
-		r.BacklogMessages += n.backlog
+		// backlog_messages is any non-negative int64: the sum saturates
+		// rather than wrap negative.
+		r.BacklogMessages += min(n.backlog, math.MaxInt64-r.BacklogMessages)
 	}
 	keys := make([]key, 0, len(agg))
 	for k := range agg {

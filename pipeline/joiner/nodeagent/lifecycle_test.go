@@ -2,6 +2,7 @@ package nodeagent_test
 
 import (
 	"fmt"
+	"math"
 	"reflect"
 	"strings"
 	"testing"
@@ -589,6 +590,26 @@ func TestSyncDebtMinutes(t *testing.T) {
 	want = []nodeagent.SyncDebtRow{{DomainID: "dom-1", RelayID: "relay-2", Minute: at(11 * time.Minute), Nodes: 1}}
 	if !reflect.DeepEqual(h.debt, want) {
 		t.Fatalf("sync debt %+v\nwant %+v", h.debt, want)
+	}
+}
+
+// TestSyncDebtBacklogSaturates: backlog_messages is any non-negative
+// int64; a minute's sum saturates at the largest one rather than wrap
+// negative.
+func TestSyncDebtBacklogSaturates(t *testing.T) {
+	h := newFleetHarness(t)
+	h.tr.Advance(at(0))
+	for _, id := range []string{"a", "b", "c"} {
+		r := fleetRecord(1, nil)
+		r.ProviderID = id
+		h.tr.ApplyNodeRecord(r, at(0), "")
+		h.tr.ApplyHeartbeat(beat(func(b *contract.Heartbeat) {
+			b.NodeID, b.HostFingerprint, b.BacklogMessages = id, "h"+id, math.MaxInt64/2+1
+		}), at(10*time.Second), "")
+	}
+	h.tr.Advance(at(time.Minute))
+	if len(h.debt) != 1 || h.debt[0].Nodes != 3 || h.debt[0].BacklogMessages != math.MaxInt64 {
+		t.Fatalf("sync debt %+v, want 3 nodes with backlog %d", h.debt, int64(math.MaxInt64))
 	}
 }
 
