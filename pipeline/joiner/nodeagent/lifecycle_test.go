@@ -672,6 +672,25 @@ func fleetEvents() []func(tr *nodeagent.Tracker) {
 		if step == 20 {
 			evs = append(evs, func(tr *nodeagent.Tracker) { tr.SetOperatorQuarantine("n03", false, at(20*time.Minute), "op2") })
 		}
+		if step == 22 {
+			// A late heartbeat of n05 from another host obeying another
+			// controller (a clone and a split brain found from an older
+			// heartbeat), and n06's record expecting it decommissioned.
+			evs = append(evs, func(tr *nodeagent.Tracker) {
+				tr.ApplyHeartbeat(beat(func(b *contract.Heartbeat) {
+					b.NodeID, b.HostFingerprint, b.ControllerID = "n05", "hn05-clone", "ctl-q"
+				}), at(21*time.Minute), "late")
+			}, func(tr *nodeagent.Tracker) {
+				tr.ApplyNodeRecord(fleetRecord(2, func(r *contract.PlatformRecord) {
+					r.ProviderID, r.DomainID, r.ExpectedState = "n06", "dom-0", "decommissioned"
+				}), at(22*time.Minute+50*time.Second), "r2n06")
+			})
+		}
+		if step == 24 {
+			evs = append(evs, func(tr *nodeagent.Tracker) {
+				tr.ApplyTombstone(contract.ProviderMAAS, "n06", at(24*time.Minute+50*time.Second))
+			})
+		}
 	}
 	return evs
 }
@@ -716,7 +735,8 @@ func TestFleetSnapshotReplay(t *testing.T) {
 		reasons[tr.Reason] = true
 	}
 	for _, r := range []contract.LifecycleRule{contract.RuleProvisioning, contract.RuleEnrolled, contract.RuleDecommissioning,
-		contract.RuleUpdating, contract.RuleSupplyChain, contract.RuleAuthorityConflict, contract.RuleOperatorQuarantine, contract.RuleConnectivity} {
+		contract.RuleUpdating, contract.RuleSupplyChain, contract.RuleAuthorityConflict, contract.RuleOperatorQuarantine, contract.RuleConnectivity,
+		contract.RuleRetired} {
 		if !reasons[r] {
 			t.Errorf("the stream has no %s transition", r)
 		}
