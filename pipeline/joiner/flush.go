@@ -108,11 +108,15 @@ func (j *Joiner) seal(final bool) *batch {
 	j.spare = nil
 	b.done, b.final = make(chan struct{}), final
 	names := j.streamTopics()
+	now := time.Now()
 	for p, part := range j.parts {
 		out := j.gather(part, b)
+		if part.dirty || now.Sub(part.progressAt) >= progressRefresh {
+			out.Progress = append(out.Progress, j.progress(part))
+			part.progressAt = now
+		}
 		if part.dirty {
 			part.summary.flush(part.p, out)
-			out.Progress = append(out.Progress, j.progress(part))
 			out.Producers = readmodel.AppendProducerRejections(out.Producers, j.opts.Group, part.p, &part.producers)
 			j.observe(part)
 			part.dirty = false
@@ -125,6 +129,13 @@ func (j *Joiner) seal(final bool) *batch {
 	}
 	return b
 }
+
+// progressRefresh is how often a partition's progress row is written
+// while nothing changes it: the row says the partition is still owned
+// and where it stands, and retention deletes the rows of a partition
+// that has written none for days (a group renamed, partitions removed),
+// not those of a partition whose producers went quiet.
+const progressRefresh = time.Hour
 
 // dropRowBuffers lets the collector take the row buffers kept for the
 // next rounds (the emptied outputs and each partition's live one keep

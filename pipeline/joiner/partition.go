@@ -27,11 +27,14 @@ import (
 // records, observations and telemetry partitions p are always owned
 // together (range assignment over topics of equal partition count).
 type partition struct {
-	p      int32
-	label  string // p as a metric label
-	engine *classify.Engine
-	nodes  *nodeagent.Tracker
-	dedupe *dedupe.Set
+	p int32
+	// progressAt is when the partition's progress row was last written
+	// (seal; wall clock).
+	progressAt time.Time
+	label      string // p as a metric label
+	engine     *classify.Engine
+	nodes      *nodeagent.Tracker
+	dedupe     *dedupe.Set
 	// dec decodes the partition's records; the payloads it returns are
 	// reused by the next call.
 	dec *contract.Decoder
@@ -496,6 +499,7 @@ func (j *Joiner) progress(part *partition) sink.Progress {
 		Watermark:    part.engine.Watermark(),
 		Events:       part.events,
 		FindingsOpen: part.findingsOpen,
+		Position:     part.merge.Position(),
 	}
 }
 

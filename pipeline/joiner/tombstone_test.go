@@ -131,3 +131,31 @@ func TestKeylessRecordRerouted(t *testing.T) {
 		}
 	}
 }
+
+// TestQuietPartitionProgress: a partition nothing changed writes its
+// progress row again once progressRefresh has passed since its last, so
+// retention never takes an owned partition for one that went away.
+func TestQuietPartitionProgress(t *testing.T) {
+	j, part := benchJoiner(t)
+	j.parts[0] = part
+	j.apply(part, eventAt(t, contract.TypePlatformRecord, "platform", 1, t0, t0.Add(time.Second), record("a", "running")))
+	rows := func() int {
+		b := j.seal(false)
+		defer func() { j.freeParts = b.reset(j.freeParts) }()
+		n := 0
+		for _, out := range b.parts {
+			n += len(out.Progress)
+		}
+		return n
+	}
+	if n := rows(); n != 1 {
+		t.Fatalf("the seal after an event wrote %d progress rows, want 1", n)
+	}
+	if n := rows(); n != 0 {
+		t.Fatalf("a seal with nothing changed, right after, wrote %d progress rows, want 0", n)
+	}
+	part.progressAt = part.progressAt.Add(-progressRefresh)
+	if n := rows(); n != 1 {
+		t.Fatalf("a seal with nothing changed, %s after the last row, wrote %d progress rows, want 1", progressRefresh, n)
+	}
+}

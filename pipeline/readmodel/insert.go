@@ -258,6 +258,15 @@ func NowVersion[R any](name string) Column[R] {
 	return constant[R](name, func(now time.Time) uint64 { return uint64(now.UnixNano()) }, func(s *scratch) *[]uint64 { return &s.u64 })
 }
 
+// PositionVersion is the version of a row that describes a consumer's
+// position in its log (a partition's progress, a cumulative count): pos
+// grows with every record applied, so a row written again for an older
+// position, by a member that lost the partition while its write was in
+// flight, or by a clock behind another member's, never replaces a newer
+// one, as a NowVersion could. It is above every NowVersion written before
+// 2116 (the rows of these tables written before positions versioned them).
+func PositionVersion(pos uint64) uint64 { return 1<<62 | pos&(1<<62-1) }
+
 // constant appends of(now) for every row.
 func constant[R, V any](name string, of func(time.Time) V, slot func(*scratch) *[]V) Column[R] {
 	return Column[R]{name: name, gather: func(bc driver.BatchColumn, parts [][]R, s *scratch, now time.Time) error {

@@ -24,7 +24,9 @@ var ProducerRejections = NewTable("producer_rejections",
 	UInt64("events", func(p *ProducerRejection) uint64 { return p.Events }),
 	DateTime("last_at", func(p *ProducerRejection) time.Time { return Epoch(p.LastAt) }),
 	Now[ProducerRejection]("updated_at"),
-	NowVersion[ProducerRejection]("version"),
+	// The count only grows: the row of the larger count wins, whatever
+	// order two writers' rows of one partition reach the table in.
+	UInt64("version", func(p *ProducerRejection) uint64 { return PositionVersion(p.Events) }),
 )
 
 // AppendProducerRejections appends to dst the counts of consumer's

@@ -31,6 +31,10 @@ type Progress struct {
 	Watermark    time.Time
 	Events       uint64
 	FindingsOpen uint64
+	// Position is where the row's state is in the partition's log: the
+	// sum of its streams' offsets after the last record applied
+	// (logmerge.Merge.Position). It versions the row (PositionVersion).
+	Position uint64
 }
 
 // Batch is what one flush writes.
@@ -253,7 +257,7 @@ var progressTable = readmodel.NewTable("consumer_progress",
 	readmodel.UInt64("events", func(p *progress) uint64 { return p.Events }),
 	readmodel.UInt64("findings_open", func(p *progress) uint64 { return p.FindingsOpen }),
 	readmodel.Now[progress]("updated_at"),
-	readmodel.NowVersion[progress]("version"),
+	readmodel.UInt64("version", func(p *progress) uint64 { return readmodel.PositionVersion(p.Position) }),
 )
 
 // Write inserts the batches as one write, each table in one insert of

@@ -120,6 +120,18 @@ func PushAll[P any](fetches kgo.Fetches, parts map[int32]P, merge func(P) *Merge
 	}, nil)
 }
 
+// Position returns the merge's position in its partition: the sum over
+// its streams of the offset after the last record applied (or committed
+// before, after a restore). It grows with every record applied, and two
+// members at one position have applied the same records.
+func (m *Merge) Position() uint64 {
+	var pos uint64
+	for s, next := range m.Next {
+		pos += uint64(max(next.Offset, m.Committed[s], 0))
+	}
+	return pos
+}
+
 // Uncommitted adds to offsets (made when nil) the position of each stream
 // of the merge, partition p, that moved past its last commit: what a
 // commit of everything applied records. topics names the streams. It
