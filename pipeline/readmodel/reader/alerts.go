@@ -8,15 +8,17 @@ import (
 
 	"github.com/ClickHouse/clickhouse-go/v2/lib/driver"
 
+	"github.com/driftline/driftline/pipeline/api/apitypes"
 	"github.com/driftline/driftline/pipeline/contract"
 )
 
 // Alertable is one condition of CONTRACT section 9.3 that holds now: an
 // open critical finding (not suppressed), a node whose gate blocks
 // production, or a tenant whose financial automation is stopped (open
-// billing mismatches).
+// billing mismatches of a kind that stops it, as reader.Automation reads
+// them).
 type Alertable struct {
-	ID       string // evidence_id, "node:<node_id>" or "automation:<tenant_id>"
+	ID       string // evidence_id, "node:<node_id>", "automation:<tenant_id>" or "automation:*" (every tenant)
 	Kind     string // finding, node_gate, automation
 	Labels   map[string]string
 	Summary  string
@@ -60,19 +62,35 @@ func (rd *Reader) Alertables(ctx context.Context) ([]Alertable, error) {
 	if err != nil {
 		return nil, err
 	}
-	// The alert sender's context has no tenant scope, so every tenant is
-	// read; the scope is applied all the same, as in every read of
-	// billing_mismatch, so that no caller with a scope reads past it.
-	conds, args := scopeWhere(ctx, "tenant_id", []string{"status = ?", "tenant_id != ''"}, []any{string(contract.StatusOpen)})
+	// A tenant's automation stops as reader.Automation says: an open
+	// mismatch of a stopping kind (apitypes.AutomationStoppingKinds)
+	// names the tenant, or an unbalanced window names no tenant, which
+	// stops every tenant's alike and is alerted once as
+	// "automation:*". The alert sender's context has no tenant scope, so
+	// every tenant is read; the scope is applied all the same, as in every
+	// read of billing_mismatch, so that no caller with a scope reads past
+	// it.
+	kinds := apitypes.AutomationStoppingKinds
+	conds, args := []string{"status = ?", inList("kind", len(kinds)), "(tenant_id != '' OR kind = ?)"}, []any{string(contract.StatusOpen)}
+	for _, k := range kinds {
+		args = append(args, k)
+	}
+	args = append(args, string(contract.KindWindowUnbalanced))
+	conds, args = scopeWhere(ctx, "tenant_id", conds, args)
 	err = rd.each(ctx, "alert_automation", "SELECT tenant_id, count(), min(first_seen_at) FROM billing_mismatch FINAL"+
 		whereClause(conds)+" GROUP BY tenant_id", args, func(r driver.Rows) error {
 		var tenant string
 		var n uint64
 		var at time.Time
 		err := r.Scan(&tenant, &n, &at)
-		out = append(out, Alertable{ID: "automation:" + tenant, Kind: "automation", StartsAt: at,
+		a := Alertable{ID: "automation:" + tenant, Kind: "automation", StartsAt: at,
 			Labels:  map[string]string{"tenant_id": tenant, "classification": string(contract.ClassBilling), "severity": string(contract.SeverityCritical)},
-			Summary: fmt.Sprintf("financial automation stopped for tenant %s: %d open billing mismatches", tenant, n)})
+			Summary: fmt.Sprintf("financial automation stopped for tenant %s: %d open billing mismatches", tenant, n)}
+		if tenant == "" {
+			a.ID, a.Labels["tenant_scope"] = "automation:*", "all"
+			a.Summary = fmt.Sprintf("financial automation stopped for every tenant: %d open unbalanced windows attributed to no tenant", n)
+		}
+		out = append(out, a)
 		return err
 	})
 	return out, err
