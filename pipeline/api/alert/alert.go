@@ -149,19 +149,29 @@ func (s *Sender) Run(ctx context.Context) error {
 }
 
 // Round reads the conditions once and brings every receiver up to date:
-// it returns once each took what is new and what ended, or ctx ended.
+// it returns once each took what is new and what ended, or ctx ended. A
+// consumer lag it cannot read leaves the lag alerts as they are, sends
+// the others, and is returned after.
 func (s *Sender) Round(ctx context.Context) error {
 	now := s.opts.Now().UTC()
 	conds, err := s.source.Alertables(ctx)
 	if err != nil {
 		return fmt.Errorf("read alert conditions: %w", err)
 	}
+	// unknown are the alertnames whose conditions could not be read this
+	// round: their alerts are neither fired nor resolved.
+	unknown := map[string]bool{}
+	var lagErr error
 	if s.opts.Lag != nil {
 		lags, err := s.opts.Lag(ctx)
 		if err != nil {
 			// Unknown is not "within the SLO": resolving a lag alert now
-			// would be a guess. The next round asks again.
-			return fmt.Errorf("read consumer lag: %w", err)
+			// would be a guess. The other alerts go out all the same (a
+			// broker that is down must not hold back a finding); the next
+			// round asks again.
+			lagErr = fmt.Errorf("read consumer lag: %w", err)
+			unknown[alertname("consumer_lag")] = true
+			lags = nil
 		}
 		groups := make([]string, 0, len(lags))
 		for g := range lags {
@@ -177,15 +187,16 @@ func (s *Sender) Round(ctx context.Context) error {
 		}
 	}
 	for _, url := range s.opts.Webhooks {
-		if err := s.deliver(ctx, url, conds, now); err != nil {
+		if err := s.deliver(ctx, url, conds, unknown, now); err != nil {
 			return err
 		}
 	}
-	return nil
+	return lagErr
 }
 
-// deliver brings one receiver up to date.
-func (s *Sender) deliver(ctx context.Context, url string, conds []reader.Alertable, now time.Time) error {
+// deliver brings one receiver up to date; the alerts named in unknown
+// are left as they are.
+func (s *Sender) deliver(ctx context.Context, url string, conds []reader.Alertable, unknown map[string]bool, now time.Time) error {
 	firing, err := s.log.Firing(ctx, url)
 	if err != nil {
 		return err
@@ -204,7 +215,7 @@ func (s *Sender) deliver(ctx context.Context, url string, conds []reader.Alertab
 			StartsAt: d.StartsAt, GeneratorURL: s.generatorURL(c)})
 	}
 	for id, d := range firing {
-		if !holds[id] {
+		if !holds[id] && !unknown[d.Labels["alertname"]] {
 			resolve = append(resolve, d)
 			body = append(body, amAlert{Labels: d.Labels, StartsAt: d.StartsAt, EndsAt: now})
 		}
@@ -252,11 +263,14 @@ func labels(c reader.Alertable) map[string]string {
 			l[k] = v
 		}
 	}
-	l["alertname"] = "Driftline_" + c.Kind
+	l["alertname"] = alertname(c.Kind)
 	l["alert_id"] = c.ID
 	l["source"] = "driftline"
 	return l
 }
+
+// alertname is the alertname of the alerts of kind.
+func alertname(kind string) string { return "Driftline_" + kind }
 
 func (s *Sender) generatorURL(c reader.Alertable) string {
 	if s.opts.GeneratorURL == "" || c.Kind != "finding" {

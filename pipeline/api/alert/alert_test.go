@@ -3,9 +3,12 @@ package alert
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -162,4 +165,96 @@ func TestSender(t *testing.T) {
 	src.set(finding("route_or_dns_mismatch:gateway/g1"), finding("missing_provider_resource:maas/n1"))
 	round(s)
 	want(a, "a", []string{"missing_provider_resource:maas/n1"}, nil)
+}
+
+// memLog is an in-memory Log: what each receiver was sent firing.
+type memLog struct {
+	mu     sync.Mutex // protects firing
+	firing map[string]map[string]reader.Delivery
+}
+
+func (l *memLog) Firing(_ context.Context, receiver string) (map[string]reader.Delivery, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	out := map[string]reader.Delivery{}
+	for id, d := range l.firing[receiver] {
+		out[id] = d
+	}
+	return out, nil
+}
+
+func (l *memLog) Record(_ context.Context, receiver, state string, ds []reader.Delivery, _ time.Time) error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.firing == nil {
+		l.firing = map[string]map[string]reader.Delivery{}
+	}
+	if l.firing[receiver] == nil {
+		l.firing[receiver] = map[string]reader.Delivery{}
+	}
+	for _, d := range ds {
+		if state == "firing" {
+			l.firing[receiver][d.ID] = d
+		} else {
+			delete(l.firing[receiver], d.ID)
+		}
+	}
+	return nil
+}
+
+// split returns the ids of the alerts fired and resolved.
+func split(as []amAlert) (firing, resolved []string) {
+	for _, a := range as {
+		if a.EndsAt.IsZero() {
+			firing = append(firing, a.Labels["alert_id"])
+		} else {
+			resolved = append(resolved, a.Labels["alert_id"])
+		}
+	}
+	slices.Sort(firing)
+	slices.Sort(resolved)
+	return firing, resolved
+}
+
+// TestSenderLagUnknown: a consumer lag that cannot be read (the broker is
+// down) leaves the lag alerts as they are, neither fired nor resolved,
+// and holds back none of the others; the round reports the lag error.
+func TestSenderLagUnknown(t *testing.T) {
+	rcv := &receiver{}
+	h := httptest.NewServer(rcv)
+	t.Cleanup(h.Close)
+	src := &conditions{}
+	var lagErr error
+	lag := map[string]int64{"driftline-joiner": 200_000}
+	s, err := New(Options{Webhooks: []string{h.URL}, Backoff: retry.Backoff{First: time.Millisecond, Max: time.Millisecond},
+		Lag: func(context.Context) (map[string]int64, error) { return lag, lagErr }}, src, &memLog{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	want := func(firing, resolved string) {
+		t.Helper()
+		f, r := split(rcv.take())
+		if strings.Join(f, " ") != firing || strings.Join(r, " ") != resolved {
+			t.Fatalf("receiver got firing %v resolved %v, want firing [%s] resolved [%s]", f, r, firing, resolved)
+		}
+	}
+	src.set(finding("missing_provider_resource:maas/n1"))
+	if err := s.Round(ctx); err != nil {
+		t.Fatal(err)
+	}
+	want("lag:driftline-joiner missing_provider_resource:maas/n1", "")
+
+	lagErr = errors.New("broker unreachable")
+	src.set(finding("route_or_dns_mismatch:gateway/g1")) // n1 resolved, g1 new
+	if err := s.Round(ctx); err == nil || !strings.Contains(err.Error(), "broker unreachable") {
+		t.Fatalf("Round = %v, want the lag error", err)
+	}
+	want("route_or_dns_mismatch:gateway/g1", "missing_provider_resource:maas/n1")
+
+	lagErr, lag = nil, map[string]int64{"driftline-joiner": 10}
+	if err := s.Round(ctx); err != nil {
+		t.Fatal(err)
+	}
+	want("", "lag:driftline-joiner")
 }
