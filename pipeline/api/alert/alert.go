@@ -7,9 +7,11 @@
 //
 // The sender keeps its position per receiver in the read model
 // (reader.AlertLog): what it sent firing and has not resolved. A round
-// reads the conditions, sends what is new and resolves what ended, each
-// receiver retried with backoff until it answers 2xx, and records a
-// delivery only once the receiver took it. A sender killed mid-round
+// reads the conditions, sends what is new and resolves what ended, to
+// each receiver side by side, retried with backoff for at most an
+// Interval (a 4xx refusal is not retried), and records a delivery only
+// once the receiver took it: what a receiver missed is sent again in a
+// later round. A sender killed mid-round
 // sends that round again after its restart: a receiver may see a firing
 // twice (Alertmanager merges them by labels), never none, and a resolve
 // is never lost.
@@ -25,6 +27,7 @@ import (
 	"log/slog"
 	"net/http"
 	"slices"
+	"sync"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -61,8 +64,8 @@ type Options struct {
 	LagSLO int64
 	// Lag reports the lag of the watched groups. Default none.
 	Lag Lagger
-	// Backoff spaces the retries of a receiver that does not answer 2xx.
-	// Default 1s doubling up to 1m.
+	// Backoff spaces the retries of a receiver that does not answer 2xx,
+	// for at most an Interval a round. Default 1s doubling up to 1m.
 	Backoff retry.Backoff
 	// GeneratorURL is the base URL of the query UI, linked from each
 	// alert. Default none.
@@ -90,7 +93,7 @@ type Sender struct {
 	source Source
 	log    Log
 	sent   *prometheus.CounterVec // alerts delivered, by receiver and state
-	failed *prometheus.CounterVec // failed deliveries (retried), by receiver
+	failed *prometheus.CounterVec // failed deliveries (retried, then in the next round), by receiver
 }
 
 // New returns a Sender of the conditions of source, keeping its position
@@ -120,7 +123,7 @@ func New(opts Options, source Source, log Log) (*Sender, error) {
 	}
 	s := &Sender{opts: opts, source: source, log: log,
 		sent:   prometheus.NewCounterVec(prometheus.CounterOpts{Name: "driftline_alerts_sent_total", Help: "Alerts delivered to a webhook, by receiver and state (firing, resolved)."}, []string{"receiver", "state"}),
-		failed: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "driftline_alert_delivery_errors_total", Help: "Webhook deliveries that failed (retried with backoff), by receiver."}, []string{"receiver"})}
+		failed: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "driftline_alert_delivery_errors_total", Help: "Webhook deliveries that failed (retried with backoff, then in the next round), by receiver."}, []string{"receiver"})}
 	if opts.Registerer != nil {
 		if err := opts.Registerer.Register(s.sent); err != nil {
 			return nil, err
@@ -149,7 +152,9 @@ func (s *Sender) Run(ctx context.Context) error {
 }
 
 // Round reads the conditions once and brings every receiver up to date:
-// it returns once each took what is new and what ended, or ctx ended. A
+// it returns once each took what is new and what ended, or refused it,
+// or was tried for an Interval, or ctx ended; a receiver's failure is
+// returned, and what it missed is sent in a later round. A
 // consumer lag it cannot read leaves the lag alerts as they are, sends
 // the others, and is returned after.
 func (s *Sender) Round(ctx context.Context) error {
@@ -186,12 +191,16 @@ func (s *Sender) Round(ctx context.Context) error {
 			}
 		}
 	}
-	for _, url := range s.opts.Webhooks {
-		if err := s.deliver(ctx, url, conds, unknown, now); err != nil {
-			return err
-		}
+	// The receivers are served side by side: one that is down does not
+	// hold back the others.
+	errs := make([]error, len(s.opts.Webhooks)+1)
+	var wg sync.WaitGroup
+	for i, url := range s.opts.Webhooks {
+		wg.Go(func() { errs[i] = s.deliver(ctx, url, conds, unknown, now) })
 	}
-	return lagErr
+	wg.Wait()
+	errs[len(s.opts.Webhooks)] = lagErr
+	return errors.Join(errs...)
 }
 
 // deliver brings one receiver up to date; the alerts named in unknown
@@ -227,13 +236,20 @@ func (s *Sender) deliver(ctx context.Context, url string, conds []reader.Alertab
 	if err != nil {
 		panic("BUG: alerts do not encode: " + err.Error())
 	}
-	giveUp := ctx.Done()
-	err = retry.Do(giveUp, s.opts.Backoff, func() error { return s.post(ctx, url, b) }, func(err error, wait time.Duration) {
+	// A receiver is tried for at most an Interval a round. What it has
+	// not taken by then is not recorded, so the next round sends it again.
+	pctx, cancel := context.WithTimeout(ctx, s.opts.Interval)
+	defer cancel()
+	err = retry.Do(pctx.Done(), s.opts.Backoff, func() error { return s.post(pctx, url, b) }, func(err error, wait time.Duration) {
 		s.failed.WithLabelValues(url).Inc()
 		s.opts.Logger.Warn("alert webhook failed; retrying", "receiver", url, "alerts", len(body), "wait", wait, "err", err)
 	})
 	if err != nil {
-		return err
+		if _, refused := errors.AsType[*refusedError](err); refused {
+			s.failed.WithLabelValues(url).Inc()
+			s.opts.Logger.Warn("alert webhook refused the alerts; sending them again next round", "receiver", url, "alerts", len(body), "err", err)
+		}
+		return fmt.Errorf("%w (sent again next round)", err)
 	}
 	if err := s.log.Record(ctx, url, "firing", fire, now); err != nil {
 		return err
@@ -292,7 +308,19 @@ func (s *Sender) post(ctx context.Context, url string, body []byte) error {
 	defer resp.Body.Close()
 	msg, _ := io.ReadAll(io.LimitReader(resp.Body, 4<<10))
 	if resp.StatusCode/100 != 2 {
-		return fmt.Errorf("alert webhook %s: %s: %s", url, resp.Status, bytes.TrimSpace(msg))
+		err := fmt.Errorf("alert webhook %s: %s: %s", url, resp.Status, bytes.TrimSpace(msg))
+		if resp.StatusCode/100 == 4 && resp.StatusCode != http.StatusRequestTimeout && resp.StatusCode != http.StatusTooManyRequests {
+			// The same body would be refused again: not retried this round.
+			return retry.Permanent(&refusedError{err})
+		}
+		return err
 	}
 	return nil
 }
+
+// refusedError is a 4xx answer other than 408 and 429: the receiver
+// refuses the alerts themselves.
+type refusedError struct{ err error }
+
+func (e *refusedError) Error() string { return e.err.Error() }
+func (e *refusedError) Unwrap() error { return e.err }

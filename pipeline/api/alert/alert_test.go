@@ -1,6 +1,7 @@
 package alert
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -12,6 +13,9 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/testutil"
 
 	"github.com/driftline/driftline/internal/testenv"
 	"github.com/driftline/driftline/pipeline/readmodel/reader"
@@ -35,10 +39,12 @@ func (c *conditions) Alertables(context.Context) ([]reader.Alertable, error) {
 }
 
 // receiver is an Alertmanager v2 endpoint that fails its first
-// failures posts and records the alerts of the others.
+// failures posts (with code, 503 if 0) and records the alerts of the
+// others.
 type receiver struct {
 	mu       sync.Mutex // protects the fields below
 	failures int
+	code     int
 	posts    int
 	alerts   []amAlert
 }
@@ -53,7 +59,7 @@ func (r *receiver) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 	}
 	if r.failures > 0 {
 		r.failures--
-		http.Error(w, "down", http.StatusServiceUnavailable)
+		http.Error(w, "down", cmp.Or(r.code, http.StatusServiceUnavailable))
 		return
 	}
 	b, _ := io.ReadAll(req.Body)
@@ -63,6 +69,13 @@ func (r *receiver) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 		return
 	}
 	r.alerts = append(r.alerts, as...)
+}
+
+// count returns how many alerts were received since the last take.
+func (r *receiver) count() int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return len(r.alerts)
 }
 
 // take returns the alerts received since the last take.
@@ -257,4 +270,78 @@ func TestSenderLagUnknown(t *testing.T) {
 		t.Fatal(err)
 	}
 	want("", "lag:driftline-joiner")
+}
+
+// TestSenderReceiverDown: a receiver that stays down holds back neither
+// the other receivers nor the later rounds (the sender running as
+// cmd/query runs it), and gets what it missed once it is back.
+func TestSenderReceiverDown(t *testing.T) {
+	down, up := &receiver{failures: 1 << 30}, &receiver{}
+	hd, hu := httptest.NewServer(down), httptest.NewServer(up)
+	t.Cleanup(hd.Close)
+	t.Cleanup(hu.Close)
+	src := &conditions{}
+	src.set(finding("missing_provider_resource:maas/n1"))
+	s, err := New(Options{Webhooks: []string{hd.URL, hu.URL}, Interval: 50 * time.Millisecond,
+		Backoff: retry.Backoff{First: 10 * time.Millisecond, Max: 50 * time.Millisecond}}, src, &memLog{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+	defer cancel()
+	done := make(chan error, 1)
+	go func() { done <- s.Run(ctx) }()
+	for ctx.Err() == nil && up.count() == 0 { // the first round reached up
+		time.Sleep(5 * time.Millisecond)
+	}
+	src.set(finding("missing_provider_resource:maas/n1"), finding("route_or_dns_mismatch:gateway/g1")) // a later round's alert
+	time.Sleep(300 * time.Millisecond)
+	if f, _ := split(up.take()); strings.Join(f, " ") != "missing_provider_resource:maas/n1 route_or_dns_mismatch:gateway/g1" {
+		t.Fatalf("the healthy receiver got firing %v while the other was down, want both findings once", f)
+	}
+	down.mu.Lock()
+	down.failures = 0
+	down.mu.Unlock()
+	<-done
+	if f, _ := split(down.take()); strings.Join(f, " ") != "missing_provider_resource:maas/n1 route_or_dns_mismatch:gateway/g1" {
+		t.Fatalf("the receiver that came back got firing %v, want what it missed", f)
+	}
+}
+
+// TestSenderReceiverRefuses: a receiver answering 4xx is asked once a
+// round, the refusal logged and counted; the alerts go out once it takes
+// them.
+func TestSenderReceiverRefuses(t *testing.T) {
+	rcv := &receiver{failures: 2, code: http.StatusBadRequest}
+	h := httptest.NewServer(rcv)
+	t.Cleanup(h.Close)
+	src := &conditions{}
+	src.set(finding("missing_provider_resource:maas/n1"))
+	reg := prometheus.NewRegistry()
+	s, err := New(Options{Webhooks: []string{h.URL}, Backoff: retry.Backoff{First: time.Millisecond, Max: time.Millisecond}, Registerer: reg},
+		src, &memLog{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	for round := 1; round <= 2; round++ {
+		if err := s.Round(ctx); err == nil {
+			t.Fatalf("round %d: Round = nil, want the refusal", round)
+		}
+		rcv.mu.Lock()
+		posts := rcv.posts
+		rcv.mu.Unlock()
+		if posts != round {
+			t.Fatalf("round %d: %d posts, want one a round", round, posts)
+		}
+	}
+	if n := testutil.ToFloat64(s.failed.WithLabelValues(h.URL)); n != 2 {
+		t.Errorf("failed deliveries counted %v, want 2", n)
+	}
+	if err := s.Round(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if f, _ := split(rcv.take()); len(f) != 1 {
+		t.Fatalf("receiver got firing %v once it took alerts, want the finding", f)
+	}
 }
