@@ -218,7 +218,10 @@ func (s *Sender) deliver(ctx context.Context, url string, conds []reader.Alertab
 		if _, ok := firing[c.ID]; ok {
 			continue
 		}
-		d := reader.Delivery{ID: c.ID, Labels: labels(c), StartsAt: c.StartsAt}
+		// An event may be ahead of this clock (by up to the accepted
+		// skew): a start in the future is sent as now, so that no endsAt
+		// falls before it.
+		d := reader.Delivery{ID: c.ID, Labels: labels(c), StartsAt: minTime(c.StartsAt, now)}
 		fire = append(fire, d)
 		body = append(body, amAlert{Labels: d.Labels, Annotations: map[string]string{"summary": c.Summary},
 			StartsAt: d.StartsAt, GeneratorURL: s.generatorURL(c)})
@@ -226,7 +229,9 @@ func (s *Sender) deliver(ctx context.Context, url string, conds []reader.Alertab
 	for id, d := range firing {
 		if !holds[id] && !unknown[d.Labels["alertname"]] {
 			resolve = append(resolve, d)
-			body = append(body, amAlert{Labels: d.Labels, StartsAt: d.StartsAt, EndsAt: now})
+			// Alertmanager refuses an endsAt before startsAt (400), as a
+			// start recorded ahead of this clock would give.
+			body = append(body, amAlert{Labels: d.Labels, StartsAt: d.StartsAt, EndsAt: maxTime(now, d.StartsAt)})
 		}
 	}
 	if len(body) == 0 {
@@ -283,6 +288,20 @@ func labels(c reader.Alertable) map[string]string {
 	l["alert_id"] = c.ID
 	l["source"] = "driftline"
 	return l
+}
+
+func minTime(a, b time.Time) time.Time {
+	if b.Before(a) {
+		return b
+	}
+	return a
+}
+
+func maxTime(a, b time.Time) time.Time {
+	if b.After(a) {
+		return b
+	}
+	return a
 }
 
 // alertname is the alertname of the alerts of kind.

@@ -16,6 +16,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
+	"github.com/prometheus/common/model"
 
 	"github.com/driftline/driftline/internal/testenv"
 	"github.com/driftline/driftline/pipeline/readmodel/reader"
@@ -343,5 +344,78 @@ func TestSenderReceiverRefuses(t *testing.T) {
 	}
 	if f, _ := split(rcv.take()); len(f) != 1 {
 		t.Fatalf("receiver got firing %v once it took alerts, want the finding", f)
+	}
+}
+
+// TestSenderTimesValidForAlertmanager: a finding opened by an event ahead
+// of the sender's clock (the gateway and joiner accept up to 5 min of
+// skew) and resolved soon after is fired with a start no later than the
+// clock, and resolved with an endsAt not before its start: every alert
+// passes Alertmanager's own validation (model.Alert.Validate, which the
+// v2 API applies; an invalid alert is answered 400).
+func TestSenderTimesValidForAlertmanager(t *testing.T) {
+	rcv := &receiver{}
+	h := httptest.NewServer(rcv)
+	t.Cleanup(h.Close)
+	wall := time.Date(2026, 11, 21, 10, 0, 0, 0, time.UTC)
+	src := &conditions{}
+	f := finding("identity_mismatch:maas/n1")
+	f.StartsAt = wall.Add(3 * time.Minute)
+	src.set(f)
+	s, err := New(Options{Webhooks: []string{h.URL}, Backoff: retry.Backoff{First: time.Millisecond, Max: time.Millisecond},
+		Now: func() time.Time { wall = wall.Add(15 * time.Second); return wall }}, src, &memLog{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	for _, open := range []bool{true, false} {
+		if !open {
+			src.set() // resolved a round later
+		}
+		if err := s.Round(ctx); err != nil {
+			t.Fatal(err)
+		}
+		as := rcv.take()
+		if len(as) != 1 {
+			t.Fatalf("receiver got %d alerts, want 1", len(as))
+		}
+		a := as[0]
+		if a.StartsAt.After(wall) {
+			t.Errorf("alert startsAt %v is after the sender's clock %v", a.StartsAt, wall)
+		}
+		ma := model.Alert{Labels: model.LabelSet{}, StartsAt: a.StartsAt, EndsAt: a.EndsAt}
+		for k, v := range a.Labels {
+			ma.Labels[model.LabelName(k)] = model.LabelValue(v)
+		}
+		if err := ma.Validate(); err != nil {
+			t.Errorf("alert %s (startsAt %v, endsAt %v) is refused by Alertmanager: %v", a.Labels["alert_id"], a.StartsAt, a.EndsAt, err)
+		}
+	}
+}
+
+// TestSenderEndsAtOfAStartAhead: a firing recorded with a start ahead of
+// the clock (before the start was capped at the clock) is resolved with
+// endsAt at that start, not before it.
+func TestSenderEndsAtOfAStartAhead(t *testing.T) {
+	rcv := &receiver{}
+	h := httptest.NewServer(rcv)
+	t.Cleanup(h.Close)
+	wall := time.Date(2026, 11, 21, 10, 0, 0, 0, time.UTC)
+	ahead := wall.Add(3 * time.Minute)
+	log := &memLog{}
+	if err := log.Record(context.Background(), h.URL, "firing", []reader.Delivery{{ID: "identity_mismatch:maas/n1",
+		Labels: map[string]string{"alertname": "Driftline_finding", "alert_id": "identity_mismatch:maas/n1"}, StartsAt: ahead}}, wall); err != nil {
+		t.Fatal(err)
+	}
+	s, err := New(Options{Webhooks: []string{h.URL}, Now: func() time.Time { return wall }}, &conditions{}, log)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Round(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	as := rcv.take()
+	if len(as) != 1 || !as[0].EndsAt.Equal(ahead) {
+		t.Fatalf("receiver got %+v, want the resolve with endsAt %v", as, ahead)
 	}
 }
