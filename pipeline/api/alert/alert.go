@@ -256,10 +256,15 @@ func (s *Sender) deliver(ctx context.Context, url string, conds []reader.Alertab
 		}
 		return fmt.Errorf("%w (sent again next round)", err)
 	}
-	if err := s.log.Record(ctx, url, "firing", fire, now); err != nil {
+	// Versioned by the time the receiver took them, not by the round's
+	// start: another replica's resolve recorded while this post was
+	// retried sorts below this (stale) firing, which a later round then
+	// resolves again.
+	at := s.opts.Now().UTC()
+	if err := s.log.Record(ctx, url, "firing", fire, at); err != nil {
 		return err
 	}
-	if err := s.log.Record(ctx, url, "resolved", resolve, now); err != nil {
+	if err := s.log.Record(ctx, url, "resolved", resolve, at); err != nil {
 		return err
 	}
 	s.sent.WithLabelValues(url, "firing").Add(float64(len(fire)))

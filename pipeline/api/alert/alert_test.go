@@ -419,3 +419,69 @@ func TestSenderEndsAtOfAStartAhead(t *testing.T) {
 		t.Fatalf("receiver got %+v, want the resolve with endsAt %v", as, ahead)
 	}
 }
+
+// TestSenderReplicasKeepResolve: two query replicas share the position
+// (docs/actions.md). Replica B's round read the finding open and is still
+// retrying its receiver while replica A fires and resolves it; B's late
+// firing is recorded above A's resolve (versioned by the time the
+// receiver took it), so a later round resolves it again and the
+// receiver's last word is the resolve.
+func TestSenderReplicasKeepResolve(t *testing.T) {
+	conn, _ := testenv.ClickHouseConn(t)
+	log := reader.NewAlertLog(conn)
+	rcv := &receiver{failures: 1} // B's first post fails
+	h := httptest.NewServer(rcv)
+	t.Cleanup(h.Close)
+	var (
+		mu  sync.Mutex // protects now
+		now = time.Date(2026, 11, 21, 12, 0, 0, 0, time.UTC)
+	)
+	clock := func() time.Time { mu.Lock(); defer mu.Unlock(); now = now.Add(time.Second); return now }
+	src := &conditions{}
+	id := "missing_provider_resource:maas/n1"
+	src.set(finding(id))
+	newSender := func(first time.Duration) *Sender {
+		s, err := New(Options{Webhooks: []string{h.URL}, Backoff: retry.Backoff{First: first, Max: first}, Now: clock}, src, log)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return s
+	}
+	a, b := newSender(time.Millisecond), newSender(time.Second)
+	ctx := context.Background()
+	bDone := make(chan error, 1)
+	go func() { bDone <- b.Round(ctx) }()
+	for { // B has read the finding open and its first post failed
+		rcv.mu.Lock()
+		p := rcv.posts
+		rcv.mu.Unlock()
+		if p >= 1 {
+			break
+		}
+		time.Sleep(time.Millisecond)
+	}
+	if err := a.Round(ctx); err != nil { // A fires
+		t.Fatal(err)
+	}
+	src.set()                            // resolved
+	if err := a.Round(ctx); err != nil { // A resolves
+		t.Fatal(err)
+	}
+	if err := <-bDone; err != nil { // B's retry delivers its (stale) firing
+		t.Fatal(err)
+	}
+	for _, s := range []*Sender{a, b, a, b} { // later rounds of both replicas
+		if err := s.Round(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var last *amAlert
+	for _, al := range rcv.take() {
+		if al.Labels["alert_id"] == id {
+			last = &al
+		}
+	}
+	if last == nil || last.EndsAt.IsZero() {
+		t.Fatalf("the receiver's last alert for %s is firing (%+v) although the finding resolved: the resolve is lost", id, last)
+	}
+}

@@ -142,7 +142,8 @@ func (l *AlertLog) Firing(ctx context.Context, receiver string) (map[string]Deli
 }
 
 // Record records that receiver acknowledged ds in state (firing or
-// resolved) at at.
+// resolved) at at, which versions the rows: the latest at of an alert
+// is its state.
 func (l *AlertLog) Record(ctx context.Context, receiver, state string, ds []Delivery, at time.Time) error {
 	if len(ds) == 0 {
 		return nil
