@@ -55,38 +55,48 @@ func randomStream(seed uint64, n int, engines ...*Engine) {
 // rest of the stream.
 func TestSnapshotRestoresExactly(t *testing.T) {
 	for seed := range uint64(5) {
-		var a, b []string
-		record := func(out *[]string) Emit {
-			return func(f *drift.Finding, _ *uint32) { *out = append(*out, fmt.Sprintf("%+v", *f)) }
-		}
-		ea := New(DefaultOptions(), ownerstate.New(), record(&a))
-		randomStream(seed, 3000, ea)
-		var w snap.Writer
-		ea.AppendSnapshot(&w)
-
-		eb := New(DefaultOptions(), ownerstate.New(), record(&b))
-		if err := eb.LoadSnapshot(snap.NewReader(w.B)); err != nil {
-			t.Fatal(err)
-		}
-		a = nil
-		randomStream(seed+100, 3000, ea)
-		randomStream(seed+100, 3000, eb)
-		if len(a) == 0 {
-			t.Fatal("no transitions after the snapshot")
-		}
-		if len(a) != len(b) {
-			t.Fatalf("seed %d: %d transitions after restore, want %d", seed, len(b), len(a))
-		}
-		for i := range a {
-			if a[i] != b[i] {
-				t.Fatalf("seed %d: transition %d differs:\n got %s\nwant %s", seed, i, b[i], a[i])
-			}
-		}
+		snapshot := checkRestore(t, seed, randomStream, 3000, 3000)
 		// A truncated snapshot is an error, not a panic.
-		if err := eb.LoadSnapshot(snap.NewReader(w.B[:len(w.B)/2])); err == nil {
+		eb := New(DefaultOptions(), ownerstate.New(), func(*drift.Finding, *uint32) {})
+		if err := eb.LoadSnapshot(snap.NewReader(snapshot[:len(snapshot)/2])); err == nil {
 			t.Fatal("truncated snapshot loaded")
 		}
 	}
+}
+
+// checkRestore feeds an engine before events of stream (seed), restores a
+// second engine from its snapshot, feeds both after events of another
+// stream and fails unless they emit the same transitions, some. It
+// returns the snapshot.
+func checkRestore(t *testing.T, seed uint64, stream func(uint64, int, ...*Engine), before, after int) []byte {
+	t.Helper()
+	var a, b []string
+	record := func(out *[]string) Emit {
+		return func(f *drift.Finding, _ *uint32) { *out = append(*out, fmt.Sprintf("%+v", *f)) }
+	}
+	ea := New(DefaultOptions(), ownerstate.New(), record(&a))
+	stream(seed, before, ea)
+	var w snap.Writer
+	ea.AppendSnapshot(&w)
+	eb := New(DefaultOptions(), ownerstate.New(), record(&b))
+	if err := eb.LoadSnapshot(snap.NewReader(w.B)); err != nil {
+		t.Fatal(err)
+	}
+	a = nil
+	stream(seed+100, after, ea)
+	stream(seed+100, after, eb)
+	if len(a) == 0 {
+		t.Fatal("no transitions after the snapshot")
+	}
+	if len(a) != len(b) {
+		t.Fatalf("seed %d: %d transitions after restore, want %d", seed, len(b), len(a))
+	}
+	for i := range a {
+		if a[i] != b[i] {
+			t.Fatalf("seed %d: transition %d differs:\n got %s\nwant %s", seed, i, b[i], a[i])
+		}
+	}
+	return w.B
 }
 
 // compactingStream is randomStream with two providers, ids with slashes and
@@ -144,28 +154,6 @@ func compactingStream(seed uint64, n int, engines ...*Engine) {
 // snapshot, with node verdicts and watermark bounds.
 func TestSnapshotRestoresExactlyCompacting(t *testing.T) {
 	for seed := range uint64(3) {
-		var a, b []string
-		record := func(out *[]string) Emit {
-			return func(f *drift.Finding, _ *uint32) { *out = append(*out, fmt.Sprintf("%+v", *f)) }
-		}
-		ea := New(DefaultOptions(), ownerstate.New(), record(&a))
-		compactingStream(seed, 20000, ea)
-		var w snap.Writer
-		ea.AppendSnapshot(&w)
-		eb := New(DefaultOptions(), ownerstate.New(), record(&b))
-		if err := eb.LoadSnapshot(snap.NewReader(w.B)); err != nil {
-			t.Fatal(err)
-		}
-		a = nil
-		compactingStream(seed+100, 30000, ea)
-		compactingStream(seed+100, 30000, eb)
-		if len(a) != len(b) {
-			t.Fatalf("seed %d: %d transitions after restore, want %d", seed, len(b), len(a))
-		}
-		for i := range a {
-			if a[i] != b[i] {
-				t.Fatalf("seed %d: transition %d differs:\n got %s\nwant %s", seed, i, b[i], a[i])
-			}
-		}
+		checkRestore(t, seed, compactingStream, 20000, 30000)
 	}
 }
