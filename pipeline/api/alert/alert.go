@@ -76,7 +76,8 @@ type Options struct {
 	Logger *slog.Logger
 	// Registerer takes the sender's metrics. Default none.
 	Registerer prometheus.Registerer
-	// Now is the wall clock. Default time.Now.
+	// Now is the wall clock, read by the receivers' deliveries side by
+	// side (safe for concurrent use). Default time.Now.
 	Now func() time.Time
 }
 

@@ -104,10 +104,14 @@ func TestSender(t *testing.T) {
 	ha, hb := httptest.NewServer(a), httptest.NewServer(b)
 	t.Cleanup(ha.Close)
 	t.Cleanup(hb.Close)
-	now := time.Date(2026, 11, 21, 12, 0, 0, 0, time.UTC)
+	var (
+		mu  sync.Mutex // the receivers are served side by side
+		now = time.Date(2026, 11, 21, 12, 0, 0, 0, time.UTC)
+	)
+	clock := func() time.Time { mu.Lock(); defer mu.Unlock(); now = now.Add(time.Second); return now }
 	newSender := func() *Sender {
 		s, err := New(Options{Webhooks: []string{ha.URL, hb.URL}, Backoff: retry.Backoff{First: time.Millisecond, Max: 10 * time.Millisecond},
-			Now: func() time.Time { now = now.Add(time.Second); return now }}, src, log)
+			Now: clock}, src, log)
 		if err != nil {
 			t.Fatal(err)
 		}
