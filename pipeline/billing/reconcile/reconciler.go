@@ -1,7 +1,6 @@
 package reconcile
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"strconv"
@@ -39,7 +38,8 @@ type Reconciler struct {
 	// restore or drop partitions.
 	parts map[int32]*partition
 	out   output
-	// keyBuf holds the usage key of the usage record being applied.
+	// keyBuf holds the usage key of the record being applied when its
+	// own key is not (home).
 	keyBuf []byte
 	// flow pauses streams that ran ahead in their merges (throttle).
 	flow logmerge.Throttle
@@ -263,23 +263,9 @@ func (r *Reconciler) newPartition(p int32, out *output) *partition {
 	return part
 }
 
-// apply decodes one record and applies it to the partition its key hashes
-// to when parts holds it (a producer that bypassed the standard
-// partitioner is corrected here and counted), else to the partition it
-// arrived on; but for usage, whose key is its usage key and which the
-// rater moves to the partition that key hashes to (rater's reroute), that
-// partition's owner applies the copy, and the original on another
-// member's partition is left to it.
+// apply decodes one record and applies it to its partition (home).
 func (r *Reconciler) apply(parts map[int32]*partition, rec *kgo.Record) {
 	part := parts[rec.Partition]
-	if r.partitions > 0 && rec.Key != nil && rec.Topic != r.opts.Topics.Usage {
-		if want := contract.Partition(rec.Key, r.partitions); want != rec.Partition {
-			r.m.mispartitioned.WithLabelValues(rec.Topic).Inc()
-			if p := parts[want]; p != nil {
-				part = p
-			}
-		}
-	}
 	part.dirty = true
 	if rec.Value == nil {
 		r.m.invalid.WithLabelValues("tombstone").Inc()
@@ -293,17 +279,8 @@ func (r *Reconciler) apply(parts map[int32]*partition, rec *kgo.Record) {
 		r.opts.Logger.Debug("invalid record", "topic", rec.Topic, "partition", rec.Partition, "offset", rec.Offset, "err", verr)
 		return
 	}
-	if u, ok := payload.(*contract.Usage); ok && r.partitions > 0 {
-		r.keyBuf = append(append(append(r.keyBuf[:0], u.MeteringSource...), '/'), u.MeteringID...)
-		if want := contract.Partition(r.keyBuf, r.partitions); want != rec.Partition || !bytes.Equal(rec.Key, r.keyBuf) {
-			r.m.mispartitioned.WithLabelValues(rec.Topic).Inc()
-			if want != rec.Partition {
-				if part = parts[want]; part == nil {
-					return
-				}
-				part.dirty = true
-			}
-		}
+	if part = r.home(parts, part, rec, payload); part == nil {
+		return
 	}
 	// Event time is bounded by the log's clock, as in the joiner
 	// (docs/event-time.md).
@@ -339,6 +316,40 @@ func (r *Reconciler) apply(parts map[int32]*partition, rec *kgo.Record) {
 	default:
 		t.Advance(at)
 	}
+}
+
+// home returns the partition a decoded record is applied to: the one the
+// usage key of its payload hashes to (contract.KeyOf: the record's own
+// key may be missing or another's) when parts holds it, else the one it
+// arrived on (here); a producer that bypassed the standard partitioner
+// is corrected and counted. But usage, which the rater moves to the
+// partition of its usage key (the rater's reroute), is left to that
+// partition's owner, who applies the copy: home returns nil.
+func (r *Reconciler) home(parts map[int32]*partition, here *partition, rec *kgo.Record, payload any) *partition {
+	if r.partitions <= 0 {
+		return here
+	}
+	key, keyed := rec.Key, contract.KeyIs(rec.Key, payload)
+	if !keyed {
+		r.keyBuf = contract.AppendKey(r.keyBuf[:0], payload)
+		key = r.keyBuf
+	}
+	want := contract.Partition(key, r.partitions)
+	if keyed && want == rec.Partition {
+		return here
+	}
+	r.m.mispartitioned.WithLabelValues(rec.Topic).Inc()
+	if want == rec.Partition {
+		return here // keyed as another, but on its usage key's partition
+	}
+	if p := parts[want]; p != nil {
+		p.dirty = true
+		return p
+	}
+	if _, usage := payload.(*contract.Usage); usage {
+		return nil
+	}
+	return here
 }
 
 // reject counts a well-formed record not applied, against its producer,
