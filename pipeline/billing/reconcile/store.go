@@ -178,14 +178,28 @@ type stateRef struct {
 	gen  uint32
 }
 
-// table is an open-addressing hash table of slots (linear probing, 4
-// bytes an entry, at most 3/4 full). It keeps no keys: the caller
-// compares the states a lookup meets, and gives each state's hash when
-// the table grows or shifts entries back after a removal.
+// table is an open-addressing hash table of slots (linear probing, 8
+// bytes an entry, at most 3/4 full), indexed by the top bits of a 64-bit
+// hash. It keeps no keys, but an entry keeps the top tagBits of its hash
+// beside its slot: the table grows and shifts entries back without
+// asking for a hash again, and a lookup compares (and so reads) only the
+// states whose tag matches, which may be in the spill file (spill.go).
 type table struct {
-	slots []uint32 // slot + 1; 0 is empty
+	slots []uint64 // tag << slotBits | slot + 1; 0 is empty
+	shift uint     // 64 - log2(len(slots))
 	n     int
 }
+
+// An entry holds the slot plus one in its low slotBits, the top tagBits
+// of the hash above them; a table indexes by at most tagBits bits.
+const (
+	slotBits = 28
+	tagBits  = 64 - slotBits
+	maxSlots = 1<<slotBits - 1
+)
+
+// entry returns the entry of slot i under hash h.
+func entry(h uint64, i slot) uint64 { return h>>slotBits<<slotBits | uint64(i) + 1 }
 
 // find returns the first slot on h's probe sequence for which eq holds.
 func (tb *table) find(h uint64, eq func(slot) bool) (slot, bool) {
@@ -193,35 +207,42 @@ func (tb *table) find(h uint64, eq func(slot) bool) (slot, bool) {
 		return 0, false
 	}
 	m := uint64(len(tb.slots) - 1)
-	for i := h & m; ; i = (i + 1) & m {
+	for i := h >> tb.shift; ; i = (i + 1) & m {
 		v := tb.slots[i]
 		if v == 0 {
 			return 0, false
 		}
-		if eq(v - 1) {
-			return v - 1, true
+		if v>>slotBits == h>>slotBits && eq(slot(v&(1<<slotBits-1)-1)) {
+			return slot(v&(1<<slotBits-1) - 1), true
 		}
 	}
 }
 
 // insert adds slot i under hash h.
-func (tb *table) insert(h uint64, i slot, hashOf func(slot) uint64) {
+func (tb *table) insert(h uint64, i slot) {
 	if (tb.n+1)*4 > len(tb.slots)*3 {
 		old := tb.slots
-		tb.slots = make([]uint32, max(1024, 2*len(old)))
+		bits := uint(10)
+		if len(old) > 0 {
+			bits = 64 - tb.shift + 1
+		}
+		if bits > tagBits {
+			panic("billing: a table of usage states is full")
+		}
+		tb.slots, tb.shift = make([]uint64, 1<<bits), 64-bits
 		for _, v := range old {
 			if v != 0 {
-				tb.place(hashOf(v-1), v)
+				tb.place(v)
 			}
 		}
 	}
-	tb.place(h, i+1)
+	tb.place(entry(h, i))
 	tb.n++
 }
 
-func (tb *table) place(h uint64, v uint32) {
+func (tb *table) place(v uint64) {
 	m := uint64(len(tb.slots) - 1)
-	j := h & m
+	j := v >> tb.shift
 	for tb.slots[j] != 0 {
 		j = (j + 1) & m
 	}
@@ -230,17 +251,18 @@ func (tb *table) place(h uint64, v uint32) {
 
 // remove deletes slot i, held under hash h, and moves back the entries
 // after it that would no longer be found.
-func (tb *table) remove(h uint64, i slot, hashOf func(slot) uint64) {
+func (tb *table) remove(h uint64, i slot) {
 	m := uint64(len(tb.slots) - 1)
-	at := h & m
-	for tb.slots[at] != i+1 {
+	e := entry(h, i)
+	at := h >> tb.shift
+	for tb.slots[at] != e {
 		if tb.slots[at] == 0 {
 			panic("BUG: billing: removing a slot its table does not hold")
 		}
 		at = (at + 1) & m
 	}
 	for j := (at + 1) & m; tb.slots[j] != 0; j = (j + 1) & m {
-		home := hashOf(tb.slots[j]-1) & m
+		home := tb.slots[j] >> tb.shift
 		// The entry at j stays when its home lies cyclically in (at, j].
 		if (at < j && at < home && home <= j) || (at > j && (at < home || home <= j)) {
 			continue
@@ -288,11 +310,6 @@ func (sl *slab) get(r stateRef) *usageState {
 	return nil
 }
 
-// idHash returns the hash of the usage_id of the state in slot i.
-func (sl *slab) idHash(a *arena) func(slot) uint64 {
-	return func(i slot) uint64 { return xxhash.Sum64String(a.get(sl.at(i).id)) }
-}
-
 // find returns the state of usageID, nil if none; a holds the usage_ids.
 func (sl *slab) find(a *arena, usageID string) *usageState {
 	i, ok := sl.ids.find(xxhash.Sum64String(usageID), func(i slot) bool { return a.get(sl.at(i).id) == usageID })
@@ -316,14 +333,14 @@ func (sl *slab) add(a *arena, usageID string) *usageState {
 	}
 	s := sl.at(i)
 	*s = usageState{slot: i, gen: s.gen + 1, flags: inUse, id: a.put(usageID)}
-	sl.ids.insert(xxhash.Sum64String(usageID), i, sl.idHash(a))
+	sl.ids.insert(xxhash.Sum64String(usageID), i)
 	sl.n++
 	return s
 }
 
 // remove drops state s and frees its strings.
 func (sl *slab) remove(a *arena, s *usageState) {
-	sl.ids.remove(xxhash.Sum64String(a.get(s.id)), s.slot, sl.idHash(a))
+	sl.ids.remove(xxhash.Sum64String(a.get(s.id)), s.slot)
 	for _, r := range s.strs() {
 		a.free(*r)
 	}

@@ -182,10 +182,9 @@ type Tracker struct {
 	// The claims of usage held are its state (keys finds it by the
 	// hash of its usage key); a claim moves to the generations when its
 	// usage is dropped.
-	claims  claims.Gens
-	keys    table
-	keyBuf  []byte // the usage key being looked up (usageKey)
-	hashBuf []byte // the usage key being hashed (keyHash)
+	claims claims.Gens
+	keys   table
+	keyBuf []byte // the usage key being looked up (usageKey)
 	// The mismatches of usage_ids held are in their state (the first)
 	// and byUsage (by slot and kind: the others); the rest by key:
 	// duplicate_usage, window_unbalanced, and the open mismatches of
@@ -371,7 +370,7 @@ func (t *Tracker) ApplyUsageDigest(u *contract.Usage, d contract.Digest, at time
 		return false
 	}
 	s.mark(claimsKey)
-	t.keys.insert(h, s.slot, t.keyHash)
+	t.keys.insert(h, s.slot)
 	switch {
 	case errors.Is(err, pricebook.ErrUnknownUnit), errors.Is(err, pricebook.ErrRetiredUnit):
 		s.mark(explained)
@@ -420,17 +419,9 @@ func (t *Tracker) stateKey(s *usageState) []byte {
 	return t.usageKey(t.intern.str(t.desc(s).source), t.strs.get(s.meterID))
 }
 
-// keyHash returns the hash of the usage key of the state in slot i.
-// It has a buffer of its own: the table calls it while a key is held.
-func (t *Tracker) keyHash(i slot) uint64 {
-	s := t.states.at(i)
-	t.hashBuf = appendUsageKey(t.hashBuf[:0], t.intern.str(t.desc(s).source), t.strs.get(s.meterID))
-	return claims.Hash(t.hashBuf)
-}
-
 // unclaim removes the claim of state s, whose key hashes to h.
 func (t *Tracker) unclaim(s *usageState, h uint64) {
-	t.keys.remove(h, s.slot, t.keyHash)
+	t.keys.remove(h, s.slot)
 	s.flags &^= claimsKey
 }
 
