@@ -47,11 +47,19 @@ type arena struct {
 	// size is the bytes appended since the last compaction; live the
 	// bytes of the strings still referenced.
 	size, live int
+	// tail is the chunk being filled.
+	tail int
+	// When spilling (spill.go): the scratch file, the bytes and the live
+	// strings of each chunk, and the numbers of chunks freed.
+	sf         *spillFile
+	lens       []int32
+	strings    []int32
+	freeChunks []int
 }
 
 // arenaChunk is the size of an arena chunk; a longer string gets a chunk
 // of its own.
-const arenaChunk = 1 << 20
+var arenaChunk = 1 << 20 // a variable only for tests of spilling, which need many chunks
 
 // put copies s into the arena.
 func (a *arena) put(s string) astr {
@@ -59,23 +67,53 @@ func (a *arena) put(s string) astr {
 		return 0
 	}
 	size := binary.MaxVarintLen64 + len(s)
-	n := len(a.chunks)
-	if n == 0 || cap(a.chunks[n-1])-len(a.chunks[n-1]) < size {
-		c := make([]byte, 0, max(arenaChunk, size+1))
-		if n == 0 {
-			c = append(c, 0) // offset 0 of chunk 0 is the empty string
-		}
-		a.chunks = append(a.chunks, c)
-		n++
+	if len(a.chunks) == 0 || cap(a.chunks[a.tail])-len(a.chunks[a.tail]) < size {
+		a.newTail(size)
 	}
-	c := a.chunks[n-1]
+	k := a.tail
+	c := a.chunks[k]
 	off := len(c)
 	c = binary.AppendUvarint(c, uint64(len(s)))
 	c = append(c, s...)
-	a.chunks[n-1] = c
+	a.chunks[k] = c
 	a.size += len(c) - off
 	a.live += len(c) - off
-	return astr(uint64(n-1)<<32 | uint64(off))
+	if a.sf != nil {
+		a.lens[k] = int32(len(c))
+		a.strings[k]++
+		a.sf.flags[k] |= chunkUsed
+	}
+	return astr(uint64(k)<<32 | uint64(off))
+}
+
+// newTail starts a chunk with room for size bytes.
+func (a *arena) newTail(size int) {
+	c := make([]byte, 0, max(arenaChunk, size+1))
+	k := len(a.chunks)
+	if n := len(a.freeChunks); n > 0 {
+		k, a.freeChunks = a.freeChunks[n-1], a.freeChunks[:n-1]
+	} else {
+		a.chunks = append(a.chunks, nil)
+	}
+	if k == 0 {
+		c = append(c, 0) // offset 0 of chunk 0 is the empty string
+	}
+	a.chunks[k] = c
+	old := a.tail
+	a.tail = k
+	if a.sf == nil {
+		return
+	}
+	for len(a.lens) <= k {
+		a.lens, a.strings = append(a.lens, 0), append(a.strings, 0)
+	}
+	a.sf.grow(int32(k))
+	a.lens[k], a.strings[k] = int32(len(c)), 0
+	a.sf.flags[k] = chunkInMem | chunkUsed
+	a.sf.pg.add(a, int32(k), int64(cap(c)))
+	if old != k && len(a.strings) > old && a.strings[old] == 0 && a.sf.flags[old] != 0 {
+		a.release(int32(old)) // every string of the old tail died while it was filled
+	}
 }
 
 // putDec keeps s, packed in the reference when it is a decimal that
@@ -132,14 +170,37 @@ func (a *arena) get(r astr) string {
 		p := a.get(astr((uint64(r) >> 38 & (1<<24 - 1) << 32) | (uint64(r) >> 18 & (1<<20 - 1))))
 		return p[len(p)-n:]
 	}
-	c := a.chunks[r>>32][uint32(r):]
+	c := a.chunks[r>>32]
+	if a.sf != nil {
+		c = a.use(int32(r >> 32))
+	}
+	c = c[uint32(r):]
 	n, k := binary.Uvarint(c)
 	b := c[k : k+int(n)]
 	return unsafe.String(unsafe.SliceData(b), len(b))
 }
 
+// use returns chunk k of a spilling arena, read back if need be, and
+// marks it used.
+func (a *arena) use(k int32) []byte {
+	c := a.chunks[k]
+	if c == nil {
+		c = a.load(k)
+	}
+	a.sf.flags[k] |= chunkUsed
+	return c
+}
+
 // free marks the string at r dead.
 func (a *arena) free(r astr) {
+	if a.sf != nil {
+		if k := int32(r >> 32); r.owned() {
+			if a.strings[k]--; a.strings[k] == 0 && int(k) != a.tail {
+				a.release(k)
+			}
+		}
+		return
+	}
 	if r.owned() {
 		n := len(a.get(r))
 		a.live -= n + snap.UvarintLen(uint64(n))
@@ -160,7 +221,7 @@ func (a *arena) setSuffix(r *astr, parent astr, s string) {
 
 // wasteful reports whether compaction would free more than half of the
 // arena (and at least a few chunks).
-func (a *arena) wasteful() bool { return a.size > 2*a.live+4*arenaChunk }
+func (a *arena) wasteful() bool { return a.sf == nil && a.size > 2*a.live+4*arenaChunk }
 
 // stateChunk is the number of states of a slab chunk.
 const stateChunk = 4096
@@ -276,9 +337,13 @@ func (tb *table) remove(h uint64, i slot) {
 
 // slab holds the usage states.
 type slab struct {
-	chunks [][]usageState
-	free   []slot
-	n      int // states in use
+	chunks [][]usageState // a chunk on file is nil (spill.go)
+	// sf is the scratch file when spilling; spare a chunk's memory
+	// written to it, for the next one read back.
+	sf    *spillFile
+	spare []usageState
+	free  []slot
+	n     int // states in use
 	// conflicts holds the conflictQuantity of the few states that have
 	// one: the quantity of the latest usage that came under the same
 	// usage_id with another content.
@@ -300,7 +365,13 @@ func (sl *slab) setConflictQuantity(a *arena, s *usageState, q string) {
 }
 
 // at returns the state in slot i.
-func (sl *slab) at(i slot) *usageState { return &sl.chunks[i/stateChunk][i%stateChunk] }
+func (sl *slab) at(i slot) *usageState {
+	k := i / stateChunk
+	if sl.sf != nil {
+		sl.use(int32(k))
+	}
+	return &sl.chunks[k][i%stateChunk]
+}
 
 // get returns the state r names, nil if it was dropped.
 func (sl *slab) get(r stateRef) *usageState {
@@ -326,7 +397,16 @@ func (sl *slab) add(a *arena, usageID string) *usageState {
 		i, sl.free = sl.free[n-1], sl.free[:n-1]
 	} else {
 		i = slot(len(sl.chunks) * stateChunk)
+		if i+stateChunk > maxSlots {
+			panic("billing: more usage states in one partition than a table can hold")
+		}
 		sl.chunks = append(sl.chunks, make([]usageState, stateChunk))
+		if sl.sf != nil {
+			k := int32(len(sl.chunks) - 1)
+			sl.sf.grow(k)
+			sl.sf.flags[k] = chunkInMem | chunkUsed | chunkDirty
+			sl.sf.pg.add(sl, k, stateBytes)
+		}
 		for j := stateChunk - 1; j > 0; j-- {
 			sl.free = append(sl.free, i+slot(j))
 		}
@@ -353,13 +433,32 @@ func (sl *slab) remove(a *arena, s *usageState) {
 	sl.n--
 }
 
-// each calls fn for every state in use.
+// each calls fn for every state in use. When spilling, a chunk it reads
+// back for itself goes back to the file once passed (a pass over the slab
+// does not push out the chunks in use), and the strings fn read are let
+// go as the arenas' budget needs.
 func (sl *slab) each(fn func(*usageState)) {
-	for _, c := range sl.chunks {
+	for k := range sl.chunks {
+		mine := false
+		if sl.sf != nil {
+			f := &sl.sf.flags[k]
+			if mine = *f&chunkInMem == 0; mine {
+				sl.use(int32(k))
+				*f &^= chunkUsed
+			}
+			*f |= chunkDirty
+		}
+		c := sl.chunks[k]
 		for i := range c {
 			if c[i].is(inUse) {
 				fn(&c[i])
 			}
+		}
+		if mine {
+			sl.leave(int32(k))
+		}
+		if sl.sf != nil {
+			sl.sf.pg.trim(false)
 		}
 	}
 }

@@ -253,6 +253,20 @@ func NewTracker(rules Rules, book func() *pricebook.Book, emit func(*Mismatch)) 
 	}
 }
 
+// spill keeps the tracker's states and their strings within pg's budget,
+// the rest in scratch files (spill.go). Only the reconciler calls it, for
+// it calls pg.trim only where no tracker holds a state.
+func (t *Tracker) spill(pg *pager) {
+	t.states.spill(pg)
+	t.strs.spill(pg)
+}
+
+// close lets the tracker's scratch files go, if it spills.
+func (t *Tracker) close() {
+	t.states.sf.close(&t.states)
+	t.strs.sf.close(&t.strs)
+}
+
 // SetPartition names the partition the tracker reconciles (default 0): it
 // is part of its conservation rows and window_unbalanced mismatch_ids.
 func (t *Tracker) SetPartition(p int32) { t.partition = p }

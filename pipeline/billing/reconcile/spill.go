@@ -1,0 +1,323 @@
+package reconcile
+
+import (
+	"fmt"
+	"os"
+	"unsafe"
+)
+
+// Spilling: a reconciler catching up after a rater outage holds every
+// usage_id of its partitions within the horizon, none of them settled,
+// and their states and strings are most of its memory (120 bytes a state
+// and about 35 of strings). With Options.StateMemory set, the chunks of
+// the slabs (4,096 states) and of the arenas (1 MiB of strings) of all
+// its trackers share that budget: the chunks used least recently beyond
+// it are written to a scratch file per slab and arena and read back when
+// a state or string in them is used. What stays in memory per usage_id is
+// its two table entries (16 bytes a usage_id at most) and its pending
+// deadlines. The files are unlinked as soon as they are created, so
+// nothing is left behind by a crash; a restart rebuilds the state by
+// replay (restore.go), as without spilling.
+//
+// When chunks go to the file:
+//
+//   - a slab chunk only at a safe point (pager.trim, between two records
+//     the reconciler applies), since the tracker holds *usageState
+//     pointers within a call; the chunks one pass over the slab loads
+//     (slab.each) are written back as the pass leaves them;
+//   - an arena chunk at any trim: its bytes never change once it is
+//     full, so a string still held keeps its old buffer alive, and the
+//     chunk is read anew when used again.
+//
+// Which: a clock over the chunks in memory (a chunk used since the hand
+// last passed it gets another turn). A chunk comes back with one read of
+// its size; the page cache of the kernel usually holds it, so a read
+// costs a copy, not the disk.
+type pager struct {
+	budget   int64 // bytes of chunks kept in memory
+	resident int64 // bytes of chunks in memory
+	dir      string
+	ring     []page // the chunks in memory, in the clock's order
+	hand     int
+	// Counts for the metrics: chunks read back, written, and chunks of
+	// strings freed whole.
+	reads, writes, freed int64
+}
+
+// page is one chunk of a slab or arena in memory.
+type page struct {
+	set pageSet
+	k   int32
+}
+
+// pageSet is a slab or arena whose chunks the pager keeps.
+type pageSet interface {
+	// used reports whether chunk k was used since the last call, and
+	// clears that.
+	used(k int32) bool
+	// evict writes chunk k to the file if need be and lets its memory
+	// go, returning the bytes it freed; 0 when k must stay.
+	evict(k int32) int64
+	// placed tells the set where its chunk k is in the ring.
+	placed(k int32, at int)
+	// sizeOf returns the bytes chunk k takes in memory.
+	sizeOf(k int32) int64
+}
+
+func newPager(budget int64, dir string) *pager {
+	if dir == "" {
+		dir = os.TempDir()
+	}
+	return &pager{budget: budget, dir: dir}
+}
+
+// add puts chunk k of set, now in memory with size bytes, in the ring.
+func (p *pager) add(set pageSet, k int32, size int64) {
+	set.placed(k, len(p.ring))
+	p.ring = append(p.ring, page{set, k})
+	p.resident += size
+}
+
+// drop takes the chunk at ring position at out of the ring, freed bytes
+// less in memory.
+func (p *pager) drop(at int, freed int64) {
+	last := len(p.ring) - 1
+	p.ring[at].set.placed(p.ring[at].k, -1)
+	if at != last {
+		p.ring[at] = p.ring[last]
+		p.ring[at].set.placed(p.ring[at].k, at)
+	}
+	p.ring[last] = page{}
+	p.ring = p.ring[:last]
+	p.resident -= freed
+}
+
+// over reports whether the chunks in memory exceed the budget.
+func (p *pager) over() bool { return p != nil && p.resident > p.budget }
+
+// trim lets chunks go, least recently used first, until those in memory
+// fit the budget: slab chunks too when states is true (a safe point: no
+// *usageState is held), else arena chunks only.
+func (p *pager) trim(states bool) {
+	// Two turns of the clock clear every use bit; a third finds nothing
+	// left to let go but chunks that must stay.
+	for turns := 3 * len(p.ring); p.over() && len(p.ring) > 0 && turns > 0; turns-- {
+		if p.hand >= len(p.ring) {
+			p.hand = 0
+		}
+		pg := p.ring[p.hand]
+		if _, slab := pg.set.(*slab); (slab && !states) || pg.set.used(pg.k) {
+			p.hand++
+			continue
+		}
+		if freed := pg.set.evict(pg.k); freed > 0 {
+			p.drop(p.hand, freed)
+			continue
+		}
+		p.hand++
+	}
+}
+
+// forget takes every chunk of set out of the ring: its tracker is gone.
+func (p *pager) forget(set pageSet) {
+	for i := 0; i < len(p.ring); {
+		if p.ring[i].set == set {
+			p.drop(i, set.sizeOf(p.ring[i].k))
+			continue
+		}
+		i++
+	}
+}
+
+// spillFile is the scratch file of one slab or arena, with what the pager
+// needs per chunk: its place in the ring (-1 when on file or never
+// written) and flags.
+type spillFile struct {
+	pg    *pager
+	f     *os.File
+	ring  []int32
+	flags []uint8
+}
+
+// Chunk flags of a spillFile.
+const (
+	chunkUsed   = 1 << iota // used since the clock's hand last passed it
+	chunkDirty              // changed since it was last written (slab)
+	chunkOnFile             // the file holds its bytes
+	chunkInMem              // in memory (ring holds where it is)
+)
+
+func newSpillFile(pg *pager, what string) *spillFile {
+	f, err := os.CreateTemp(pg.dir, "driftline-billing-"+what+"-*")
+	if err != nil {
+		panic(fmt.Errorf("billing: state spill file: %w", err))
+	}
+	// Unlinked at once: the open file stays until the tracker is closed
+	// or the process ends, crash included.
+	_ = os.Remove(f.Name())
+	return &spillFile{pg: pg, f: f}
+}
+
+// grow makes room for the flags of chunk k.
+func (sf *spillFile) grow(k int32) {
+	for int(k) >= len(sf.ring) {
+		sf.ring = append(sf.ring, -1)
+		sf.flags = append(sf.flags, 0)
+	}
+}
+
+func (sf *spillFile) write(b []byte, off int64) {
+	if _, err := sf.f.WriteAt(b, off); err != nil {
+		panic(fmt.Errorf("billing: state spill file: %w", err))
+	}
+	sf.pg.writes++
+}
+
+func (sf *spillFile) read(b []byte, off int64) {
+	if _, err := sf.f.ReadAt(b, off); err != nil {
+		panic(fmt.Errorf("billing: state spill file: %w", err))
+	}
+	sf.pg.reads++
+}
+
+// close takes set's chunks out of the ring and closes the file, which
+// frees its space.
+func (sf *spillFile) close(set pageSet) {
+	if sf != nil {
+		sf.pg.forget(set)
+		_ = sf.f.Close()
+	}
+}
+
+// stateBytes is the size of a slab chunk.
+const stateBytes = int64(stateChunk * unsafe.Sizeof(usageState{}))
+
+// bytesOf returns the memory of slab chunk c as bytes (usageState holds
+// no pointer).
+func bytesOf(c []usageState) []byte {
+	return unsafe.Slice((*byte)(unsafe.Pointer(unsafe.SliceData(c))), stateBytes)
+}
+
+// spill lets slab sl keep its chunks within pg's budget.
+func (sl *slab) spill(pg *pager) {
+	sl.sf = newSpillFile(pg, "states")
+	for k := range sl.chunks {
+		sl.sf.grow(int32(k))
+		sl.sf.flags[k] = chunkInMem | chunkDirty
+		pg.add(sl, int32(k), stateBytes)
+	}
+}
+
+// use marks chunk k used and changed, reading it back first if it is on
+// file.
+func (sl *slab) use(k int32) {
+	f := &sl.sf.flags[k]
+	if *f&chunkInMem == 0 {
+		c := sl.spare
+		if c == nil {
+			c = make([]usageState, stateChunk)
+		}
+		sl.spare = nil
+		sl.sf.read(bytesOf(c), int64(k)*stateBytes)
+		sl.chunks[k] = c
+		sl.sf.pg.add(sl, k, stateBytes)
+		*f |= chunkInMem
+	}
+	*f |= chunkUsed | chunkDirty
+}
+
+func (sl *slab) used(k int32) bool {
+	f := &sl.sf.flags[k]
+	u := *f&chunkUsed != 0
+	*f &^= chunkUsed
+	return u
+}
+
+func (sl *slab) placed(k int32, at int) { sl.sf.ring[k] = int32(at) }
+
+func (sl *slab) sizeOf(int32) int64 { return stateBytes }
+
+func (sl *slab) evict(k int32) int64 {
+	f := &sl.sf.flags[k]
+	c := sl.chunks[k]
+	if *f&chunkDirty != 0 {
+		sl.sf.write(bytesOf(c), int64(k)*stateBytes)
+	}
+	*f = chunkOnFile
+	sl.chunks[k] = nil
+	sl.spare = c // the next chunk read back reuses it: no state points into it now
+	return stateBytes
+}
+
+// leave lets chunk k go after a pass over the slab read it back for
+// itself alone (each).
+func (sl *slab) leave(k int32) {
+	if at := sl.sf.ring[k]; at >= 0 {
+		sl.sf.pg.drop(int(at), sl.evict(k))
+	}
+}
+
+// spill lets arena a keep its chunks within pg's budget. A spilling arena
+// is never compacted (that would read every string back); it frees a
+// chunk once no string in it is live (arena.free), and numbers the next
+// chunk with it.
+func (a *arena) spill(pg *pager) {
+	a.sf = newSpillFile(pg, "strings")
+	a.lens = make([]int32, len(a.chunks))
+	a.strings = make([]int32, len(a.chunks))
+	for k, c := range a.chunks {
+		a.sf.grow(int32(k))
+		a.lens[k] = int32(len(c))
+		a.strings[k] = 1 << 30 // strings put before spilling: never freed
+		a.sf.flags[k] = chunkInMem
+		pg.add(a, int32(k), int64(cap(c)))
+	}
+}
+
+// load reads chunk k back from the file.
+func (a *arena) load(k int32) []byte {
+	c := make([]byte, a.lens[k])
+	a.sf.read(c, int64(k)*int64(arenaChunk))
+	a.chunks[k] = c
+	a.sf.flags[k] |= chunkInMem
+	a.sf.pg.add(a, k, int64(cap(c)))
+	return c
+}
+
+func (a *arena) used(k int32) bool {
+	f := &a.sf.flags[k]
+	u := *f&chunkUsed != 0
+	*f &^= chunkUsed
+	return u
+}
+
+func (a *arena) placed(k int32, at int) { a.sf.ring[k] = int32(at) }
+
+func (a *arena) sizeOf(k int32) int64 { return int64(cap(a.chunks[k])) }
+
+func (a *arena) evict(k int32) int64 {
+	c := a.chunks[k]
+	if int(k) == a.tail || cap(c) > arenaChunk {
+		return 0 // being filled, or a string of its own larger than a chunk's place in the file
+	}
+	f := &a.sf.flags[k]
+	if *f&chunkOnFile == 0 {
+		a.sf.write(c, int64(k)*int64(arenaChunk))
+	}
+	*f = chunkOnFile
+	a.chunks[k] = nil // a string still held keeps c
+	return int64(cap(c))
+}
+
+// release frees chunk k, whose strings are all dead: its number goes to
+// the next new chunk.
+func (a *arena) release(k int32) {
+	if at := a.sf.ring[k]; at >= 0 {
+		a.sf.pg.drop(int(at), int64(cap(a.chunks[k])))
+	}
+	a.chunks[k] = nil
+	a.sf.flags[k] = 0
+	a.lens[k] = 0
+	a.freeChunks = append(a.freeChunks, int(k))
+	a.sf.pg.freed++
+}

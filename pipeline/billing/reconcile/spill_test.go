@@ -1,0 +1,129 @@
+package reconcile
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"reflect"
+	"testing"
+	"time"
+)
+
+// TestSpillingChangesNothing applies the same events to a tracker that
+// keeps everything in memory and to trackers whose states and strings
+// spill to scratch files, one with no budget at all (every chunk that may
+// go is written out at every safe point) and one with a few chunks: the
+// rows, the window rows and the state at the end are the same, and the
+// spilling trackers did read chunks back.
+func TestSpillingChangesNothing(t *testing.T) {
+	defer func(n int) { arenaChunk = n }(arenaChunk)
+	arenaChunk = 4096 // many chunks of strings
+
+	type event func(*Tracker)
+	rng := rand.New(rand.NewPCG(7, 8))
+	var events []event
+	const n = 30_000 // over seven slab chunks of states
+	for i := range n {
+		at := t0.Add(time.Duration(i) * 400 * time.Millisecond)
+		id := fmt.Sprintf("u%d", rng.IntN(n*3/4))
+		skew := -time.Duration(rng.IntN(600)) * time.Second
+		if i%2 == 0 || i < n/4 {
+			// Usage that settles: the horizon drops it, and the chunks
+			// of its strings are freed (the first quarter settles
+			// whole).
+			sid := fmt.Sprintf("s%d", i)
+			events = append(events,
+				func(tr *Tracker) { tr.ApplyUsage(usage(sid, "m-"+sid, "gpu_hour"), at) },
+				func(tr *Tracker) { tr.ApplyRated(rated(sid, "m-"+sid, "4.90"), at) },
+				func(tr *Tracker) { tr.ApplyLedger(ledger(sid, "4.90", "USD"), at) })
+			if i < n/4 {
+				continue
+			}
+		}
+		switch k := rng.IntN(10); {
+		case k < 3:
+			events = append(events, func(tr *Tracker) { tr.ApplyUsage(usage(id, "m-"+id, "gpu_hour"), at.Add(skew)) })
+		case k < 5:
+			// A usage_id ending with its metering_id, its quantity one
+			// that is copied rather than packed.
+			events = append(events, func(tr *Tracker) {
+				u := usage("usg-m-"+id, "m-"+id, "gpu_hour")
+				u.Quantity = "01.5"
+				tr.ApplyUsage(u, at.Add(skew))
+			})
+		case k == 5:
+			// Another quantity under a usage_id seen: conflicting_usage.
+			events = append(events, func(tr *Tracker) {
+				u := usage(id, "m-"+id, "gpu_hour")
+				u.Quantity = "2.25"
+				tr.ApplyUsageDigest(u, 99, at.Add(skew))
+			})
+		case k < 8:
+			events = append(events, func(tr *Tracker) { tr.ApplyRated(rated(id, "m-"+id, "4.90"), at.Add(skew)) })
+		case k == 8:
+			events = append(events, func(tr *Tracker) { tr.ApplyRated(rated("usg-m-"+id, "m-"+id, "4.9"), at.Add(skew)) })
+		default:
+			amount := "4.90"
+			if rng.IntN(8) == 0 {
+				amount = "4.91"
+			}
+			events = append(events, func(tr *Tracker) { tr.ApplyLedger(ledger(id, amount, "USD"), at.Add(skew)) })
+		}
+	}
+	// Then the watermark passes every grace and, with a horizon of an
+	// hour, the windows close and their settled usage is dropped.
+	events = append(events, func(tr *Tracker) { tr.Advance(t0.Add(48 * time.Hour)) })
+
+	type result struct {
+		rows    map[string]Mismatch
+		windows []Window
+		state   string
+		pg      *pager
+	}
+	run := func(budget int64) result {
+		rules := DefaultRules()
+		rules.Horizon = time.Hour
+		rows := map[string]Mismatch{}
+		tr := NewTracker(rules, testPrices(t).Book, func(m *Mismatch) { rows[fmt.Sprint(m.MismatchID, "@", m.Version)] = *m })
+		var pg *pager
+		if budget >= 0 {
+			pg = newPager(budget, t.TempDir())
+			tr.spill(pg)
+			defer tr.close()
+		}
+		var windows []Window
+		for i, e := range events {
+			if pg.over() {
+				pg.trim(true) // a safe point, as the reconciler's
+			}
+			e(tr)
+			if i%50 == 0 {
+				tr.TakeWindows(func(w *Window) { windows = append(windows, *w) })
+			}
+		}
+		tr.TakeWindows(func(w *Window) { windows = append(windows, *w) })
+		if budget >= 0 && (tr.pruned < n/4 || pg.freed == 0) {
+			t.Fatalf("%d usage_ids dropped, %d chunks of strings freed: too few to say anything", tr.pruned, pg.freed)
+		}
+		return result{rows, windows, tr.dump(), pg}
+	}
+	want := run(-1)
+	if len(want.rows) < n/10 || len(want.windows) == 0 {
+		t.Fatalf("%d rows and %d window rows: the events raise too little to say anything", len(want.rows), len(want.windows))
+	}
+	for _, budget := range []int64{0, 3*stateBytes + 8*4096} {
+		got := run(budget)
+		if got.pg.reads == 0 || got.pg.writes == 0 {
+			t.Fatalf("budget %d: %d chunks read back and %d written: nothing spilled", budget, got.pg.reads, got.pg.writes)
+		}
+		if !reflect.DeepEqual(got.rows, want.rows) {
+			t.Fatalf("budget %d: rows differ: %d against %d", budget, len(got.rows), len(want.rows))
+		}
+		if !reflect.DeepEqual(got.windows, want.windows) {
+			t.Fatalf("budget %d: window rows differ: %d against %d", budget, len(got.windows), len(want.windows))
+		}
+		if got.state != want.state {
+			t.Fatalf("budget %d: states differ:\n%.3000s\nagainst\n%.3000s", budget, got.state, want.state)
+		}
+		t.Logf("budget %d: %d chunks read back, %d written, %d chunks of strings freed; %d rows", budget, got.pg.reads, got.pg.writes, got.pg.freed, len(got.rows))
+	}
+}
