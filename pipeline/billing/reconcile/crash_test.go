@@ -190,8 +190,8 @@ func dump(t *testing.T, conn driver.Conn) map[string][]string {
 
 // TestCrashRestartWritesTheSameRows runs the reconciler once without
 // interruption and once killed three times between a write and its offset
-// commit and restarted: the billing tables end identical, row for row and
-// version for version.
+// commit and restarted, its states spilled: the billing tables end
+// identical, row for row and version for version.
 func TestCrashRestartWritesTheSameRows(t *testing.T) {
 	f := newFixture(t)
 	f.produceBillingHistory()
@@ -201,6 +201,13 @@ func TestCrashRestartWritesTheSameRows(t *testing.T) {
 		// A round takes whole fetches: fetches of one batch each make the
 		// many small rounds (and writes) the crashes fall between.
 		o.ClientOpts = append(o.ClientOpts, kgo.FetchMaxBytes(1), kgo.FetchMaxPartitionBytes(1))
+		// The uninterrupted run keeps its states in memory; the crashed
+		// one spills every chunk it may at every record, so that its
+		// restores and live rounds read them back from its scratch files.
+		o.StateMemory = -1
+		if group == "billing-crashed" {
+			o.StateMemory = 1
+		}
 		return o
 	}
 	run := func(group string, sink Sink) func(killed bool) {

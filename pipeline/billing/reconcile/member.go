@@ -75,6 +75,9 @@ func (p *processor) Restore(ctx context.Context, rs *stream.Restore) error {
 func (p *processor) Release(ps []int32, _ bool) {
 	r := (*Reconciler)(p)
 	for _, p := range ps {
+		if part := r.parts[p]; part != nil {
+			part.tracker.close()
+		}
 		delete(r.parts, p)
 		for _, g := range []*prometheus.GaugeVec{r.m.open, r.m.watermark, r.m.trackedUsage, r.m.trackedWindows} {
 			g.DeleteLabelValues(strconv.Itoa(int(p)))

@@ -21,6 +21,9 @@ type metrics struct {
 	trackedWindows *prometheus.GaugeVec
 	pruned         prometheus.Counter
 	late           prometheus.Counter
+	stateMemory    prometheus.Gauge
+	spillReads     prometheus.Counter
+	spillWrites    prometheus.Counter
 }
 
 func newMetrics(reg prometheus.Registerer) *metrics {
@@ -51,11 +54,18 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 			Help: "Settled usage_ids dropped from memory past the horizon (restores excluded)."}),
 		late: prometheus.NewCounter(prometheus.CounterOpts{Name: "driftline_billing_window_late_total",
 			Help: "Changes to usage whose conservation window was already closed and dropped (not counted in any window row)."}),
+		stateMemory: prometheus.NewGauge(prometheus.GaugeOpts{Name: "driftline_billing_state_memory_bytes",
+			Help: "Bytes of usage states and their strings in memory when they spill (-billing.stateMemory); the rest is in scratch files."}),
+		spillReads: prometheus.NewCounter(prometheus.CounterOpts{Name: "driftline_billing_state_spill_reads_total",
+			Help: "Chunks of usage states or strings read back from the scratch files."}),
+		spillWrites: prometheus.NewCounter(prometheus.CounterOpts{Name: "driftline_billing_state_spill_writes_total",
+			Help: "Chunks of usage states or strings written to the scratch files."}),
 	}
 	if reg != nil {
 		reg.MustRegister(append(append(m.StageMetrics.Collectors(), m.RoundMetrics.Collectors()...),
 			m.events, m.invalid, m.mispartitioned, m.transitions, m.open, m.watermark,
-			m.flushSeconds, m.flushErrors, m.trackedUsage, m.trackedWindows, m.pruned, m.late)...)
+			m.flushSeconds, m.flushErrors, m.trackedUsage, m.trackedWindows, m.pruned, m.late,
+			m.stateMemory, m.spillReads, m.spillWrites)...)
 	}
 	return m
 }

@@ -65,6 +65,18 @@ type Options struct {
 	// the reconciler alone (bin/rater -rater.enabled=false sets 128 MiB
 	// unless GOGC is set). Default 0: the collector is left alone.
 	GCHeadroom uint64
+	// StateMemory, when positive, bounds the bytes of usage states and
+	// their strings the reconciler keeps in memory, over all its
+	// partitions: the chunks used least recently beyond it go to scratch
+	// files in SpillDir and are read back when used (spill.go). What
+	// stays in memory beside it grows by about 30 bytes a usage_id held
+	// (its two table entries and a pending deadline). Default 256 MiB
+	// (DefaultStateMemory); negative keeps all in memory.
+	StateMemory int64
+	// SpillDir is where the scratch files of StateMemory are created
+	// (and at once unlinked, so none is left after a crash). Default the
+	// system's temporary directory.
+	SpillDir string
 }
 
 // DefaultOptions returns the default of every option but Brokers and
@@ -75,8 +87,13 @@ func DefaultOptions() Options {
 		RoundOptions: stream.DefaultRoundOptions(50_000, 50_000, 2048),
 		Rules:        DefaultRules(),
 		MaxClockSkew: 5 * time.Minute,
+		StateMemory:  DefaultStateMemory,
 	}
 }
+
+// DefaultStateMemory is the default Options.StateMemory: room for about
+// 1.7 million usage states of 120 bytes with 35 bytes of strings each.
+const DefaultStateMemory = 256 << 20
 
 // defaults fills the options left zero from DefaultOptions and checks
 // them.
@@ -91,5 +108,6 @@ func (o *Options) defaults() error {
 	o.RoundOptions.Defaults(d.RoundOptions)
 	o.Rules.defaults()
 	stream.Default(&o.MaxClockSkew, d.MaxClockSkew)
+	stream.Default(&o.StateMemory, d.StateMemory)
 	return nil
 }

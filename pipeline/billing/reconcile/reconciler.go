@@ -44,6 +44,11 @@ type Reconciler struct {
 	// flow pauses streams that ran ahead in their merges (throttle).
 	flow logmerge.Throttle
 	gc   service.GCPacer
+	// pager keeps the trackers' states within Options.StateMemory; nil
+	// when they all stay in memory. spilled holds its counts already
+	// added to the metrics.
+	pager   *pager
+	spilled [2]int64
 }
 
 // partition is the state of one partition number of the three billing
@@ -86,6 +91,9 @@ type output struct {
 	current  map[string]int // mismatch_id -> index in batch.Mismatches
 	m        *metrics
 	emit     bool // false while restoring: the rows are already written
+	// own: the rows' strings are copied (keepMismatch), for the trackers
+	// spill.
+	own bool
 }
 
 func (o *output) add(m *Mismatch) {
@@ -93,12 +101,16 @@ func (o *output) add(m *Mismatch) {
 		return
 	}
 	o.m.transitions.WithLabelValues(string(m.Kind), string(m.Status)).Inc()
-	if i, ok := o.current[m.MismatchID]; ok {
-		o.batch.Mismatches[i] = *m
+	row := *m
+	if o.own {
+		keepMismatch(&row)
+	}
+	if i, ok := o.current[row.MismatchID]; ok {
+		o.batch.Mismatches[i] = row
 		return
 	}
-	o.current[m.MismatchID] = len(o.batch.Mismatches)
-	o.batch.Mismatches = append(o.batch.Mismatches, *m)
+	o.current[row.MismatchID] = len(o.batch.Mismatches)
+	o.batch.Mismatches = append(o.batch.Mismatches, row)
 }
 
 // rejected is a record not applied, with why.
@@ -162,6 +174,10 @@ func New(ctx context.Context, opts Options, s Sink) (*Reconciler, error) {
 	}
 	r.out = output{current: map[string]int{}, m: r.m, emit: true}
 	r.gc.Headroom = opts.GCHeadroom
+	if opts.StateMemory > 0 {
+		r.pager = newPager(opts.StateMemory, opts.SpillDir)
+		r.out.own = true
+	}
 	var err error
 	mopts := opts.Member("billing", opts.Topics.Billing())
 	mopts.KeepControlRecords, mopts.Rounds = true, opts.Rounds()
@@ -191,6 +207,7 @@ func (r *Reconciler) Run(ctx context.Context) error { return r.member.Run(ctx) }
 // lock is held.
 func (r *Reconciler) flush(ctx context.Context) error {
 	dirty := false
+	r.observeSpill()
 	for _, part := range r.parts {
 		if part.dirty {
 			r.observe(part)
@@ -260,6 +277,9 @@ func (r *Reconciler) newPartition(p int32, out *output) *partition {
 	part := &partition{p: p, label: strconv.Itoa(int(p)), out: out, merge: logmerge.NewMerge(numStreams)}
 	part.tracker = NewTracker(r.opts.Rules, r.opts.Prices.Book, func(m *Mismatch) { part.out.add(m) })
 	part.tracker.SetPartition(p)
+	if r.pager != nil {
+		part.tracker.spill(r.pager)
+	}
 	return part
 }
 
@@ -267,6 +287,9 @@ func (r *Reconciler) newPartition(p int32, out *output) *partition {
 func (r *Reconciler) apply(parts map[int32]*partition, rec *kgo.Record) {
 	part := parts[rec.Partition]
 	part.dirty = true
+	if r.pager.over() {
+		r.pager.trim(true) // between two records: no tracker holds a state
+	}
 	if rec.Value == nil {
 		r.m.invalid.WithLabelValues("tombstone").Inc()
 		return
@@ -364,6 +387,16 @@ func (r *Reconciler) reject(part *partition, rec *kgo.Record, env *contract.Enve
 	r.opts.Logger.Debug("record rejected", "topic", rec.Topic, "partition", rec.Partition, "offset", rec.Offset, "err", verr)
 }
 
+// observeSpill brings the metrics of the scratch files up to date.
+func (r *Reconciler) observeSpill() {
+	if p := r.pager; p != nil {
+		r.m.stateMemory.Set(float64(p.resident))
+		r.m.spillReads.Add(float64(p.reads - r.spilled[0]))
+		r.m.spillWrites.Add(float64(p.writes - r.spilled[1]))
+		r.spilled = [2]int64{p.reads, p.writes}
+	}
+}
+
 func (r *Reconciler) observe(part *partition) {
 	r.m.open.WithLabelValues(part.label).Set(float64(part.tracker.Open()))
 	usage, windows := part.tracker.Tracked()
@@ -386,13 +419,18 @@ func (r *Reconciler) throttle() {
 	r.m.Pauses.Add(float64(paused))
 }
 
-// keepRated returns a copy of the rated line p whose strings share one
-// allocation of their own instead of aliasing the record (the decoder's
-// strings do): the batch keeps it until the flush, and a string aliasing a
-// record would keep the whole fetch buffer the record was decoded from.
-func keepRated(p *contract.Rated) contract.Rated {
-	r := *p
-	fields := [...]*string{&r.UsageID, &r.MeteringSource, &r.MeteringID, &r.UnitID, &r.Quantity, &r.UnitPrice, &r.Amount, &r.Currency, &r.TenantID, &r.ProductID}
+// keepMismatch gives the strings of row one allocation of their own:
+// those of a spilling tracker alias chunks of its arenas, which the row
+// would keep in memory after they went to the file until the batch is
+// written.
+func keepMismatch(row *Mismatch) {
+	keepStrings(&row.MismatchID, &row.UsageID, &row.MeteringSource, &row.MeteringID, &row.TenantID, &row.ProductID, &row.UnitID,
+		&row.Quantity, &row.ConflictQuantity, &row.RatedAmount, &row.LedgerAmount, &row.Currency)
+}
+
+// keepStrings makes the strings fields point into one allocation of
+// their own.
+func keepStrings(fields ...*string) {
 	n := 0
 	for _, f := range fields {
 		n += len(*f)
@@ -408,5 +446,14 @@ func keepRated(p *contract.Rated) contract.Rated {
 		*f = all[off : off+l]
 		off += l
 	}
+}
+
+// keepRated returns a copy of the rated line p whose strings share one
+// allocation of their own instead of aliasing the record (the decoder's
+// strings do): the batch keeps it until the flush, and a string aliasing a
+// record would keep the whole fetch buffer the record was decoded from.
+func keepRated(p *contract.Rated) contract.Rated {
+	r := *p
+	keepStrings(&r.UsageID, &r.MeteringSource, &r.MeteringID, &r.UnitID, &r.Quantity, &r.UnitPrice, &r.Amount, &r.Currency, &r.TenantID, &r.ProductID)
 	return r
 }

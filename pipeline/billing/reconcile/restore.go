@@ -56,6 +56,9 @@ func (r *Reconciler) restore(ctx context.Context, rs *stream.Restore) (map[int32
 			r.m.RestoreEvents.Add(float64(n))
 		})
 	if err != nil {
+		for _, part := range parts {
+			part.tracker.close()
+		}
 		return nil, err
 	}
 	for _, part := range parts {
