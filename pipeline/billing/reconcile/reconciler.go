@@ -419,13 +419,26 @@ func (r *Reconciler) throttle() {
 	r.m.Pauses.Add(float64(paused))
 }
 
-// keepMismatch gives the strings of row one allocation of their own:
-// those of a spilling tracker alias chunks of its arenas, which the row
-// would keep in memory after they went to the file until the batch is
-// written.
+// keepMismatch lets the strings of row that may alias a spilling
+// tracker's arenas share no memory with them: such a string would keep
+// its chunk in memory, after it went to the file, until the batch is
+// written. The usage_id is the end of the mismatch_id (a new string) for
+// every kind but duplicate_usage, and the metering_id often the end of
+// the usage_id; the quantities and amounts are copied together. The
+// interned strings (source, tenant, product, unit, currency) are the
+// tracker's own and never spill.
 func keepMismatch(row *Mismatch) {
-	keepStrings(&row.MismatchID, &row.UsageID, &row.MeteringSource, &row.MeteringID, &row.TenantID, &row.ProductID, &row.UnitID,
-		&row.Quantity, &row.ConflictQuantity, &row.RatedAmount, &row.LedgerAmount, &row.Currency)
+	row.UsageID = keepSuffix(row.MismatchID, row.UsageID)
+	row.MeteringID = keepSuffix(row.UsageID, row.MeteringID)
+	keepStrings(&row.Quantity, &row.ConflictQuantity, &row.RatedAmount, &row.LedgerAmount)
+}
+
+// keepSuffix returns s as the end of kept when it is, else a copy.
+func keepSuffix(kept, s string) string {
+	if strings.HasSuffix(kept, s) {
+		return kept[len(kept)-len(s):]
+	}
+	return strings.Clone(s)
 }
 
 // keepStrings makes the strings fields point into one allocation of

@@ -213,11 +213,7 @@ func (sl *slab) spill(pg *pager) {
 func (sl *slab) use(k int32) {
 	f := &sl.sf.flags[k]
 	if *f&chunkInMem == 0 {
-		c := sl.spare
-		if c == nil {
-			c = make([]usageState, stateChunk)
-		}
-		sl.spare = nil
+		c := sl.chunk()
 		sl.sf.read(bytesOf(c), int64(k)*stateBytes)
 		sl.chunks[k] = c
 		sl.sf.pg.add(sl, k, stateBytes)
@@ -245,8 +241,26 @@ func (sl *slab) evict(k int32) int64 {
 	}
 	*f = chunkOnFile
 	sl.chunks[k] = nil
-	sl.spare = c // the next chunk read back reuses it: no state points into it now
+	if len(sl.spare) < maxSpare {
+		sl.spare = append(sl.spare, c) // no state points into it now
+	}
 	return stateBytes
+}
+
+// maxSpare bounds the chunks' memory a slab keeps for reuse: one
+// trim lets a chunk or two go for each one a record reads back or adds.
+const maxSpare = 4
+
+// chunk returns the memory of a chunk, written out before if there is
+// such, else new.
+func (sl *slab) chunk() []usageState {
+	if n := len(sl.spare); n > 0 {
+		c := sl.spare[n-1]
+		sl.spare[n-1] = nil
+		sl.spare = sl.spare[:n-1]
+		return c
+	}
+	return make([]usageState, stateChunk)
 }
 
 // leave lets chunk k go after a pass over the slab read it back for

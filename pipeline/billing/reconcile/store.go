@@ -338,10 +338,10 @@ func (tb *table) remove(h uint64, i slot) {
 // slab holds the usage states.
 type slab struct {
 	chunks [][]usageState // a chunk on file is nil (spill.go)
-	// sf is the scratch file when spilling; spare a chunk's memory
-	// written to it, for the next one read back.
+	// sf is the scratch file when spilling; spare the memory of chunks
+	// written to it, for the next ones read back or added.
 	sf    *spillFile
-	spare []usageState
+	spare [][]usageState
 	free  []slot
 	n     int // states in use
 	// conflicts holds the conflictQuantity of the few states that have
@@ -400,8 +400,12 @@ func (sl *slab) add(a *arena, usageID string) *usageState {
 		if i+stateChunk > maxSlots {
 			panic("billing: more usage states in one partition than a table can hold")
 		}
-		sl.chunks = append(sl.chunks, make([]usageState, stateChunk))
-		if sl.sf != nil {
+		if sl.sf == nil {
+			sl.chunks = append(sl.chunks, make([]usageState, stateChunk))
+		} else {
+			c := sl.chunk()
+			clear(c)
+			sl.chunks = append(sl.chunks, c)
 			k := int32(len(sl.chunks) - 1)
 			sl.sf.grow(k)
 			sl.sf.flags[k] = chunkInMem | chunkUsed | chunkDirty
