@@ -65,32 +65,41 @@ func TestCompactQueuesDetachesWaitingRecords(t *testing.T) {
 	}
 }
 
-// A round of many rows does not leave their capacity behind: the next
-// round that uses less than a quarter of it starts from none, and a round
-// of the usual size keeps what it has.
+// A round of many rows does not leave their capacity behind: the chunks
+// of rows a round used are kept for the next, those beyond given back,
+// and keptRows of them always kept.
 func TestOutputGivesBackASpike(t *testing.T) {
 	o := &output{current: map[string]int{}, m: newMetrics(prometheus.NewRegistry()), emit: true}
 	round := func(n int) {
 		for i := range n {
 			o.add(&Mismatch{MismatchID: fmt.Sprint("m", i), Kind: contract.KindUsageNotRated, Status: contract.StatusOpen})
+			o.add(&Mismatch{MismatchID: fmt.Sprint("m", i), Kind: contract.KindUsageNotRated, Status: contract.StatusResolved})
 		}
-		if len(o.batch.Mismatches) != n || len(o.current) != n {
-			t.Fatalf("%d rows, %d ids after adding %d", len(o.batch.Mismatches), len(o.current), n)
+		rows := 0
+		for _, c := range o.batch.Mismatches {
+			rows += len(c)
+			for _, m := range c {
+				if m.Status != contract.StatusResolved {
+					t.Fatalf("row %s holds its first transition, not its latest", m.MismatchID)
+				}
+			}
+		}
+		if rows != n || o.rows != n || len(o.current) != n {
+			t.Fatalf("%d rows (%d counted), %d ids after adding %d", rows, o.rows, len(o.current), n)
 		}
 		o.reset()
 	}
+	kept := func() int { return len(o.spare) * MismatchChunk }
 	round(10 * keptRows)
-	if c := cap(o.batch.Mismatches); c < 10*keptRows {
+	if c := kept(); c < 10*keptRows {
 		t.Fatalf("a round of %d rows left a capacity of %d", 10*keptRows, c)
 	}
-	round(keptRows) // less than a quarter of it: given back
-	if c := cap(o.batch.Mismatches); c != 0 {
-		t.Fatalf("after a round of a tenth of the capacity: capacity %d, want 0", c)
+	round(keptRows / 2) // fewer: the spike's chunks given back
+	if c := kept(); c != keptRows {
+		t.Fatalf("after a round of a twentieth of the capacity: capacity %d, want %d", c, keptRows)
 	}
-	round(keptRows)
-	c := cap(o.batch.Mismatches)
-	round(keptRows / 2) // within the capacity kept always
-	if got := cap(o.batch.Mismatches); got != c {
-		t.Fatalf("a round of the usual size changed the capacity from %d to %d", c, got)
+	round(keptRows / 4)
+	if c := kept(); c != keptRows {
+		t.Fatalf("a round of the usual size changed the capacity to %d, want %d", c, keptRows)
 	}
 }

@@ -88,9 +88,12 @@ type output struct {
 	batch Batch
 	// rejected are the records to quarantine before the batch commits.
 	rejected []rejected
-	current  map[string]int // mismatch_id -> index in batch.Mismatches
-	m        *metrics
-	emit     bool // false while restoring: the rows are already written
+	current  map[string]int // mismatch_id -> number of its row in batch.Mismatches
+	rows     int            // mismatch rows in batch.Mismatches
+	// spare are chunks of mismatch rows for the next rounds (reset).
+	spare [][]Mismatch
+	m     *metrics
+	emit  bool // false while restoring: the rows are already written
 	// own: the rows' strings are copied (keepMismatch), for the trackers
 	// spill.
 	own bool
@@ -106,11 +109,22 @@ func (o *output) add(m *Mismatch) {
 		keepMismatch(&row)
 	}
 	if i, ok := o.current[row.MismatchID]; ok {
-		o.batch.Mismatches[i] = row
+		o.batch.Mismatches[i/MismatchChunk][i%MismatchChunk] = row
 		return
 	}
-	o.current[row.MismatchID] = len(o.batch.Mismatches)
-	o.batch.Mismatches = append(o.batch.Mismatches, row)
+	o.current[row.MismatchID] = o.rows
+	k := o.rows / MismatchChunk
+	if k == len(o.batch.Mismatches) {
+		var c []Mismatch
+		if n := len(o.spare); n > 0 {
+			c, o.spare = o.spare[n-1], o.spare[:n-1]
+		} else {
+			c = make([]Mismatch, 0, MismatchChunk)
+		}
+		o.batch.Mismatches = append(o.batch.Mismatches, c)
+	}
+	o.batch.Mismatches[k] = append(o.batch.Mismatches[k], row)
+	o.rows++
 }
 
 // rejected is a record not applied, with why.
@@ -123,9 +137,21 @@ type rejected struct {
 // unless a round left much more of it than this one used: one event may
 // open thousands of mismatches (a watermark that passes the rating grace
 // of every waiting usage at once), and that round's rows, a few hundred
-// bytes each, would otherwise stay in memory to the end.
+// bytes each, would otherwise stay in memory to the end. The mismatch
+// rows are in chunks, which a spike of them fills without copying the
+// rows into an array twice their size; the chunks this round used are
+// kept for the next (up to keptRows of them always).
 func (o *output) reset() {
-	shrink := oversized(&o.batch.Mismatches)
+	shrink := false
+	for _, c := range o.batch.Mismatches {
+		clear(c) // the strings the rows hold
+		o.spare = append(o.spare, c[:0])
+	}
+	if keep := max(keptRows, o.rows) / MismatchChunk; len(o.spare) > keep {
+		clear(o.spare[keep:])
+		o.spare, shrink = o.spare[:keep], true
+	}
+	o.rows = 0
 	oversized(&o.batch.Rated)
 	oversized(&o.batch.Windows)
 	o.batch.Reset()
@@ -140,6 +166,9 @@ func (o *output) reset() {
 
 // keptRows is the capacity of a batch's rows that reset always keeps.
 const keptRows = 1 << 14
+
+// MismatchChunk is the number of rows of a chunk of Batch.Mismatches.
+const MismatchChunk = 4096
 
 // oversized drops the rows of *rows, and reports whether it did, when
 // their capacity is over keptRows and more than four times their number.

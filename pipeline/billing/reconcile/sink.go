@@ -13,8 +13,8 @@ import (
 // Batch is what one flush writes.
 type Batch struct {
 	// Mismatches holds the latest row of each mismatch changed in the
-	// batch.
-	Mismatches []Mismatch
+	// batch, in chunks of MismatchChunk rows (the last one fewer).
+	Mismatches [][]Mismatch
 	// Rated holds the rated lines first applied in the batch.
 	Rated []contract.Rated
 	// Windows holds the latest row of each conservation window changed in
@@ -135,7 +135,7 @@ func (c *ClickHouse) Write(ctx context.Context, b *Batch) error {
 	if err := readmodel.ProducerRejections.Insert(ctx, c.conn, now, b.Producers); err != nil {
 		return err
 	}
-	return mismatchTable.Insert(ctx, c.conn, now, b.Mismatches)
+	return mismatchTable.Insert(ctx, c.conn, now, b.Mismatches...)
 }
 
 // u64 converts a count, which the tracker never lets go negative.
