@@ -28,6 +28,7 @@ func (p *processor) Apply(_ context.Context, fetches kgo.Fetches) (int, int64) {
 	logmerge.PushAll(fetches, r.parts, (*partition).logs, r.stream)
 	countPushed(r.parts)
 	n := r.applyAll(r.parts)
+	r.behind.Store(r.out.full() || r.anyBehind())
 	r.m.Late.Add(float64(logmerge.TakeLateAll(r.parts, (*partition).logs)))
 	r.m.HoldsExpired.Add(float64(logmerge.TakeHoldsExpiredAll(r.parts, (*partition).logs)))
 	compactQueues(r.parts)

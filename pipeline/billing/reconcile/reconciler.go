@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kgo"
@@ -49,6 +50,10 @@ type Reconciler struct {
 	// added to the metrics.
 	pager   *pager
 	spilled [2]int64
+	// behind tells the rounds that the round holds maxRoundRows or a
+	// partition's tracker is Behind (applyAll): the round ends, and the
+	// next one's poll does not wait for records (logmerge.Rounds.Pending).
+	behind atomic.Bool
 }
 
 // partition is the state of one partition number of the three billing
@@ -167,6 +172,13 @@ func (o *output) reset() {
 // keptRows is the capacity of a batch's rows that reset always keeps.
 const keptRows = 1 << 14
 
+// maxRoundRows bounds the mismatch rows of a round (applyAll): about 30
+// MB of rows. A variable only for tests.
+var maxRoundRows = 100_000
+
+// full reports whether the output holds a round's rows (maxRoundRows).
+func (o *output) full() bool { return o.rows >= maxRoundRows }
+
 // MismatchChunk is the number of rows of a chunk of Batch.Mismatches.
 const MismatchChunk = 4096
 
@@ -210,6 +222,7 @@ func New(ctx context.Context, opts Options, s Sink) (*Reconciler, error) {
 	var err error
 	mopts := opts.Member("billing", opts.Topics.Billing())
 	mopts.KeepControlRecords, mopts.Rounds = true, opts.Rounds()
+	mopts.Rounds.Pending = r.behind.Load
 	mopts.ConsumerOpts = []kgo.Opt{kgo.FetchMaxBytes(fetchMaxBytes), kgo.FetchMaxPartitionBytes(fetchMaxBytes / 4)}
 	r.member, err = stream.NewMember(ctx, mopts)
 	if err != nil {
@@ -248,7 +261,9 @@ func (r *Reconciler) flush(ctx context.Context) error {
 	names := r.streamTopics()
 	var offsets map[string]map[int32]kgo.EpochOffset
 	for p, part := range r.parts {
-		offsets = part.merge.Uncommitted(p, names[:], offsets)
+		if !part.tracker.Behind() { // applyAll
+			offsets = part.merge.Uncommitted(p, names[:], offsets)
+		}
 	}
 	// A round of transaction markers alone (the rater's last commit on
 	// billing.rated) changes no row but moves the positions: committing
@@ -291,10 +306,27 @@ func (r *Reconciler) flush(ctx context.Context) error {
 // applyAll applies, per partition, what its merge can release, and
 // returns the number of records applied. The member's lock is held (or
 // parts is a restore's own).
+//
+// A round holds at most maxRoundRows rows, give or take the rows of one
+// record: one event may pass the grace of every usage waiting on its
+// partition, a million rows after a rater outage. Its tracker then stops
+// (Tracker.SetFull) and is Behind: its partition applies nothing more
+// until the next rounds have passed the rest (Resume), and commits no
+// offset before (flush), so that a restart replays that event and raises
+// its rows again.
 func (r *Reconciler) applyAll(parts map[int32]*partition) int {
 	n := 0
 	for _, part := range parts {
-		for rec, _ := part.merge.Pop(); rec != nil; rec, _ = part.merge.Pop() {
+		t := part.tracker
+		if t.Behind() {
+			r.pager.trim(true)
+			t.Resume()
+		}
+		for !t.Behind() && !part.out.full() {
+			rec, _ := part.merge.Pop()
+			if rec == nil {
+				break
+			}
 			r.apply(parts, rec)
 			n++
 		}
@@ -302,10 +334,21 @@ func (r *Reconciler) applyAll(parts map[int32]*partition) int {
 	return n
 }
 
+// anyBehind reports whether a partition's tracker is Behind (applyAll).
+func (r *Reconciler) anyBehind() bool {
+	for _, part := range r.parts {
+		if part.tracker.Behind() {
+			return true
+		}
+	}
+	return false
+}
+
 func (r *Reconciler) newPartition(p int32, out *output) *partition {
 	part := &partition{p: p, label: strconv.Itoa(int(p)), out: out, merge: logmerge.NewMerge(numStreams)}
 	part.tracker = NewTracker(r.opts.Rules, r.opts.Prices.Book, func(m *Mismatch) { part.out.add(m) })
 	part.tracker.SetPartition(p)
+	part.tracker.SetFull(func() bool { return part.out.full() })
 	if r.pager != nil {
 		part.tracker.spill(r.pager)
 	}
@@ -319,6 +362,14 @@ func (r *Reconciler) apply(parts map[int32]*partition, rec *kgo.Record) {
 	if r.pager.over() {
 		r.pager.trim(true) // between two records: no tracker holds a state
 	}
+	here := part
+	defer func() {
+		// A record applied on another partition (home) holds back
+		// neither: the offsets it would hold are its own partition's.
+		if part != nil && part != here && part.tracker.Behind() {
+			part.tracker.CatchUp()
+		}
+	}()
 	if rec.Value == nil {
 		r.m.invalid.WithLabelValues("tombstone").Inc()
 		return
@@ -333,6 +384,9 @@ func (r *Reconciler) apply(parts map[int32]*partition, rec *kgo.Record) {
 	}
 	if part = r.home(parts, part, rec, payload); part == nil {
 		return
+	}
+	if part.tracker.Behind() {
+		part.tracker.CatchUp() // a record from another partition: see above
 	}
 	// Event time is bounded by the log's clock, as in the joiner
 	// (docs/event-time.md).

@@ -222,6 +222,10 @@ type Tracker struct {
 	sweptHour      int64 // the watermark's hour at the last check of lingering
 	tmp            big.Int
 	partition      int32 // names the window rows and window_unbalanced mismatch_ids
+	// full bounds the rows one call emits, and behind tells that
+	// deadlines passed wait for Resume (SetFull).
+	full   func() bool
+	behind bool
 }
 
 // NewTracker returns a tracker that looks units up in book() and passes
@@ -563,7 +567,7 @@ func amountsEqual(a, b string) bool {
 func (t *Tracker) SetBound(bound time.Time) { t.bound = bound }
 
 // Advance moves event time to at (if newer) and raises every mismatch
-// whose grace the watermark has passed.
+// whose grace the watermark has passed, up to the bound of SetFull.
 func (t *Tracker) Advance(at time.Time) {
 	if !t.bound.IsZero() && at.After(t.bound) {
 		at = t.bound
@@ -574,6 +578,7 @@ func (t *Tracker) Advance(at time.Time) {
 			t.watermark = w
 		}
 	}
+	t.behind = false
 	due := deadline{at: math.MinInt64}
 	if !t.watermark.IsZero() {
 		due.at = nanos(t.watermark)
@@ -588,11 +593,39 @@ func (t *Tracker) Advance(at time.Time) {
 					t.set(g.kind, s, passed)
 				}
 				t.attach(s, passed)
+				if t.full != nil && t.full() {
+					// The rest is the next call's: Resume.
+					t.behind = true
+					return
+				}
 			}
 		}
 		g.drop(t)
 	}
 	t.sweep()
+}
+
+// SetFull bounds what one call emits: once full reports true after a
+// deadline that passed emitted its row, the tracker stops there and is
+// Behind until Resume has passed the rest. Nil: no bound.
+func (t *Tracker) SetFull(full func() bool) { t.full = full }
+
+// Behind reports whether deadlines the watermark has passed wait for
+// Resume (SetFull). Nothing else may be applied to t before: the rows
+// would then differ from those of a tracker never bounded.
+func (t *Tracker) Behind() bool { return t.behind }
+
+// Resume goes on passing the deadlines the watermark has passed, within
+// the bound of SetFull: the tracker may still be Behind after it.
+func (t *Tracker) Resume() { t.Advance(time.Time{}) }
+
+// CatchUp passes every deadline the watermark has passed, whatever the
+// bound of SetFull.
+func (t *Tracker) CatchUp() {
+	full := t.full
+	t.full = nil
+	t.Resume()
+	t.full = full
 }
 
 // A grace deadline is pending while its state still waits for what the

@@ -42,6 +42,13 @@ type Rounds struct {
 	// catching up off.
 	CatchUpInterval time.Duration
 	CatchUpRecords  int
+	// Pending, when set, reports that the consumer's last apply left
+	// work that waits for the round's write and needs no new records (a
+	// processor that bounds what a round holds): the round ends after
+	// that apply, and the next one's first poll takes only what the
+	// client has buffered, without waiting. It is called without any
+	// lock of the consumer's.
+	Pending func() bool
 }
 
 // Limits returns how long a round may run and how many records it may
@@ -88,6 +95,9 @@ func (r Rounds) Round(ctx context.Context, cl *kgo.Client, backlog int64,
 		// last fetch and would release records of the streams polled
 		// ahead of them. A round may therefore end up to one fetch past
 		// its record count.
+		if r.Pending != nil && r.Pending() {
+			deadline = now // what is buffered, at once
+		}
 		pctx, cancel := context.WithDeadline(ctx, deadline)
 		fetches := cl.PollFetches(pctx)
 		cancel()
@@ -96,7 +106,7 @@ func (r Rounds) Round(ctx context.Context, cl *kgo.Client, backlog int64,
 		}
 		n, b := apply(fetches)
 		processed, backlog = processed+n, b
-		if ctx.Err() != nil || drain && backlog == 0 && processed > 0 {
+		if ctx.Err() != nil || drain && backlog == 0 && processed > 0 || r.Pending != nil && r.Pending() {
 			break
 		}
 	}

@@ -98,6 +98,18 @@ func TestRoundsDrain(t *testing.T) {
 	if took := time.Since(start); took < r.Interval || after != 0 || applied != 200 {
 		t.Fatalf("behind by 50: round of %v (interval %v), backlog after %d, applied %d", took, r.Interval, after, applied)
 	}
+
+	// Work pending (a processor that bounds its rounds): the round ends
+	// after its first apply, and that apply's poll does not wait for
+	// records, though none came.
+	applies := 0
+	counted := func(fetches kgo.Fetches) (int, int64) { applies++; return apply(fetches) }
+	r.Pending = func() bool { return true }
+	start = time.Now()
+	r.Round(ctx, cl, 0, counted)
+	if took := time.Since(start); took >= r.Interval/2 || applies != 1 {
+		t.Fatalf("work pending: round of %v (interval %v), %d applies", took, r.Interval, applies)
+	}
 }
 
 // TestRoundTakesWholeFetches: a round hands apply whole fetches, however
