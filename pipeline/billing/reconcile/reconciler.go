@@ -218,6 +218,9 @@ func New(ctx context.Context, opts Options, s Sink) (*Reconciler, error) {
 	if opts.StateMemory > 0 {
 		r.pager = newPager(opts.StateMemory, opts.SpillDir)
 		r.out.own = true
+		if err := r.pager.check(); err != nil {
+			return nil, err
+		}
 	}
 	var err error
 	mopts := opts.Member("billing", opts.Topics.Billing())

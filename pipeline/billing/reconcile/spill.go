@@ -71,6 +71,17 @@ func newPager(budget int64, dir string) *pager {
 	return &pager{budget: budget, dir: dir}
 }
 
+// check creates and removes a file in the pager's directory: a directory
+// that cannot hold the scratch files fails the start, not a later round.
+func (p *pager) check() error {
+	f, err := os.CreateTemp(p.dir, "driftline-billing-check-*")
+	if err != nil {
+		return fmt.Errorf("billing: -billing.spillDir: %w", err)
+	}
+	_ = f.Close()
+	return os.Remove(f.Name())
+}
+
 // add puts chunk k of set, now in memory with size bytes, in the ring.
 func (p *pager) add(set pageSet, k int32, size int64) {
 	set.placed(k, len(p.ring))

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"reflect"
+	"strings"
 	"testing"
 	"time"
 )
@@ -211,4 +212,16 @@ func manyEvents(n int) []func(*Tracker) {
 	// Then the watermark passes every grace and, with a horizon of an
 	// hour, the windows close and their settled usage is dropped.
 	return append(events, func(tr *Tracker) { tr.Advance(t0.Add(48 * time.Hour)) })
+}
+
+// TestSpillDirChecked: a reconciler whose scratch directory cannot hold
+// files does not start.
+func TestSpillDirChecked(t *testing.T) {
+	missing := t.TempDir() + "/missing"
+	if err := newPager(1, missing).check(); err == nil || !strings.Contains(err.Error(), "-billing.spillDir") {
+		t.Fatalf("check of %s: %v", missing, err)
+	}
+	if err := newPager(1, t.TempDir()).check(); err != nil {
+		t.Fatal(err)
+	}
 }
