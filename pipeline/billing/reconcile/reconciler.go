@@ -322,7 +322,9 @@ func (r *Reconciler) applyAll(parts map[int32]*partition) int {
 	for _, part := range parts {
 		t := part.tracker
 		if t.Behind() {
-			r.pager.trim(true)
+			if r.pager.over() {
+				r.pager.trim(true)
+			}
 			t.Resume()
 		}
 		for !t.Behind() && !part.out.full() {

@@ -110,6 +110,9 @@ func (p *pager) over() bool { return p != nil && p.resident > p.budget }
 // fit the budget: slab chunks too when states is true (a safe point: no
 // *usageState is held), else arena chunks only.
 func (p *pager) trim(states bool) {
+	if !p.over() {
+		return
+	}
 	// Two turns of the clock clear every use bit; a third finds nothing
 	// left to let go but chunks that must stay.
 	for turns := 3 * len(p.ring); p.over() && len(p.ring) > 0 && turns > 0; turns-- {
