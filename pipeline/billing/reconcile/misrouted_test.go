@@ -61,3 +61,64 @@ func TestMispartitionedUsage(t *testing.T) {
 		}
 	}
 }
+
+// TestMispartitionedRecordHoldsNothingBack: a record applied on another
+// partition than the one it came from (home) passes that partition's
+// deadlines whole, whatever the bound of a round's rows: the offsets
+// the partition would hold back (applyAll) are those of the one the
+// record came from.
+func TestMispartitionedRecordHoldsNothingBack(t *testing.T) {
+	defer func(n int) { maxRoundRows = n }(maxRoundRows)
+	maxRoundRows = 1
+	const n = 2
+	opts := Options{}
+	opts.Brokers, opts.Prices = []string{"127.0.0.1:9"}, testPrices(t)
+	if err := opts.defaults(); err != nil {
+		t.Fatal(err)
+	}
+	r := &Reconciler{opts: opts, m: newMetrics(nil), partitions: n,
+		decoder: contract.NewDecoder(contract.Validator{Environment: opts.Environment, ZeroCopy: true})}
+	r.out = output{current: map[string]int{}, m: r.m, emit: true}
+	parts := map[int32]*partition{0: r.newPartition(0, &r.out), 1: r.newPartition(1, &r.out)}
+	at := time.Date(2026, 11, 21, 10, 15, 0, 0, time.UTC)
+	// Three usages of partition 1, applied there, never rated.
+	waiting := 0
+	for i := 0; waiting < 3; i++ {
+		u := usage(fmt.Sprintf("u-%d", i), fmt.Sprintf("m-%d", i), "gpu_hour")
+		u.WindowStart, u.WindowEnd = at.Add(-time.Minute), at
+		rec := streamtest.Event(t, opts.Topics, contract.TypeUsageRecorded, "gpu-meter", uint64(i+1), at, u)
+		if contract.Partition(rec.Key, n) != 1 {
+			continue
+		}
+		rec.Partition, rec.Timestamp = 1, at
+		r.apply(parts, rec)
+		waiting++
+	}
+	// A rated line of partition 1 that came on partition 0 an hour
+	// later: its event time passes the rating grace of all three.
+	later := at.Add(time.Hour)
+	var rec *kgo.Record
+	for i := 0; ; i++ {
+		rl := rated(fmt.Sprintf("r-%d", i), fmt.Sprintf("m-r-%d", i), "4.90")
+		rl.RatedAt = later
+		if rec = streamtest.Event(t, opts.Topics, contract.TypeBillingRated, "rater", uint64(i+1), later, rl); contract.Partition(rec.Key, n) == 1 {
+			break
+		}
+	}
+	rec.Partition, rec.Timestamp = 0, later
+	r.apply(parts, rec)
+	if parts[1].tracker.Behind() || parts[0].tracker.Behind() {
+		t.Fatal("a record of partition 0 applied on partition 1 left a partition behind")
+	}
+	notRated := 0
+	for _, c := range r.out.batch.Mismatches {
+		for _, m := range c {
+			if m.Kind == contract.KindUsageNotRated && m.Status == contract.StatusOpen {
+				notRated++
+			}
+		}
+	}
+	if notRated != waiting {
+		t.Fatalf("%d usage_not_rated rows, want %d", notRated, waiting)
+	}
+}

@@ -367,14 +367,6 @@ func (r *Reconciler) apply(parts map[int32]*partition, rec *kgo.Record) {
 	if r.pager.over() {
 		r.pager.trim(true) // between two records: no tracker holds a state
 	}
-	here := part
-	defer func() {
-		// A record applied on another partition (home) holds back
-		// neither: the offsets it would hold are its own partition's.
-		if part != nil && part != here && part.tracker.Behind() {
-			part.tracker.CatchUp()
-		}
-	}()
 	if rec.Value == nil {
 		r.m.invalid.WithLabelValues("tombstone").Inc()
 		return
@@ -387,11 +379,17 @@ func (r *Reconciler) apply(parts map[int32]*partition, rec *kgo.Record) {
 		r.opts.Logger.Debug("invalid record", "topic", rec.Topic, "partition", rec.Partition, "offset", rec.Offset, "err", verr)
 		return
 	}
-	if part = r.home(parts, part, rec, payload); part == nil {
+	here := part
+	if part = r.home(parts, here, rec, payload); part == nil {
 		return
 	}
-	if part.tracker.Behind() {
-		part.tracker.CatchUp() // a record from another partition: see above
+	if part != here {
+		// A record applied on another partition holds back neither
+		// (applyAll): the offsets it would hold are those of the
+		// partition it came from. The other passes the deadlines its
+		// watermark passed whole, before the record and after it.
+		part.tracker.CatchUp()
+		defer part.tracker.CatchUp()
 	}
 	// Event time is bounded by the log's clock, as in the joiner
 	// (docs/event-time.md).

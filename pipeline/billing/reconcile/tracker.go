@@ -620,8 +620,11 @@ func (t *Tracker) Behind() bool { return t.behind }
 func (t *Tracker) Resume() { t.Advance(time.Time{}) }
 
 // CatchUp passes every deadline the watermark has passed, whatever the
-// bound of SetFull.
+// bound of SetFull, when the tracker is Behind.
 func (t *Tracker) CatchUp() {
+	if !t.behind {
+		return
+	}
 	full := t.full
 	t.full = nil
 	t.Resume()
