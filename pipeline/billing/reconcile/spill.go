@@ -14,8 +14,8 @@ import (
 // its trackers share that budget: the chunks used least recently beyond
 // it are written to a scratch file per slab and arena and read back when
 // a state or string in them is used. What stays in memory per usage_id is
-// its two table entries (16 bytes a usage_id at most) and its pending
-// deadlines. The files are unlinked as soon as they are created, so
+// its two table entries (8 bytes each, in tables between 3/8 and 3/4
+// full) and its pending deadlines (16 bytes each). The files are unlinked as soon as they are created, so
 // nothing is left behind by a crash; a restart rebuilds the state by
 // replay (restore.go), as without spilling.
 //
