@@ -10,7 +10,7 @@ import (
 // usage_id of its partitions within the horizon, none of them settled,
 // and their states and strings are most of its memory (120 bytes a state
 // and about 35 of strings). With Options.StateMemory set, the chunks of
-// the slabs (4,096 states) and of the arenas (1 MiB of strings) of all
+// the slabs (128 states, 15 KiB) and of the arenas (32 KiB of strings) of all
 // its trackers share that budget: the chunks used least recently beyond
 // it are written to a scratch file per slab and arena and read back when
 // a state or string in them is used. What stays in memory per usage_id is
@@ -29,7 +29,8 @@ import (
 //     full, so a string still held keeps its old buffer alive, and the
 //     chunk is read anew when used again.
 //
-// Which: a clock over the chunks in memory (a chunk used since the hand
+// Which: a clock over the chunks in memory, one for those of states and
+// one for those of strings, taken in turn (a chunk used since the hand
 // last passed it gets another turn). A chunk comes back with one read of
 // its size; the page cache of the kernel usually holds it, so a read
 // costs a copy, not the disk.
@@ -37,11 +38,18 @@ type pager struct {
 	budget   int64 // bytes of chunks kept in memory
 	resident int64 // bytes of chunks in memory
 	dir      string
-	ring     []page // the chunks in memory, in the clock's order
-	hand     int
+	// The chunks in memory, in two clocks: those of states (which go
+	// only at a safe point) and those of strings.
+	states, strings clock
 	// Counts for the metrics: chunks read back, written, and chunks of
 	// strings freed whole.
 	reads, writes, freed int64
+}
+
+// clock is the ring of chunks in memory of one kind and its hand.
+type clock struct {
+	ring []page
+	hand int
 }
 
 // page is one chunk of a slab or arena in memory.
@@ -82,24 +90,34 @@ func (p *pager) check() error {
 	return os.Remove(f.Name())
 }
 
-// add puts chunk k of set, now in memory with size bytes, in the ring.
+// clockOf returns the clock of set's chunks.
+func (p *pager) clockOf(set pageSet) *clock {
+	if _, ok := set.(*slab); ok {
+		return &p.states
+	}
+	return &p.strings
+}
+
+// add puts chunk k of set, now in memory with size bytes, in its clock.
 func (p *pager) add(set pageSet, k int32, size int64) {
-	set.placed(k, len(p.ring))
-	p.ring = append(p.ring, page{set, k})
+	c := p.clockOf(set)
+	set.placed(k, len(c.ring))
+	c.ring = append(c.ring, page{set, k})
 	p.resident += size
 }
 
-// drop takes the chunk at ring position at out of the ring, freed bytes
-// less in memory.
-func (p *pager) drop(at int, freed int64) {
-	last := len(p.ring) - 1
-	p.ring[at].set.placed(p.ring[at].k, -1)
+// drop takes the chunk at position at of set's clock out of it, freed
+// bytes less in memory.
+func (p *pager) drop(set pageSet, at int, freed int64) {
+	c := p.clockOf(set)
+	last := len(c.ring) - 1
+	c.ring[at].set.placed(c.ring[at].k, -1)
 	if at != last {
-		p.ring[at] = p.ring[last]
-		p.ring[at].set.placed(p.ring[at].k, at)
+		c.ring[at] = c.ring[last]
+		c.ring[at].set.placed(c.ring[at].k, at)
 	}
-	p.ring[last] = page{}
-	p.ring = p.ring[:last]
+	c.ring[last] = page{}
+	c.ring = c.ring[:last]
 	p.resident -= freed
 }
 
@@ -107,36 +125,48 @@ func (p *pager) drop(at int, freed int64) {
 func (p *pager) over() bool { return p != nil && p.resident > p.budget }
 
 // trim lets chunks go, least recently used first, until those in memory
-// fit the budget: slab chunks too when states is true (a safe point: no
-// *usageState is held), else arena chunks only.
+// fit the budget: of states and strings in turn when states is true (a
+// safe point: no *usageState is held), else of strings only.
 func (p *pager) trim(states bool) {
 	if !p.over() {
 		return
 	}
-	// Two turns of the clock clear every use bit; a third finds nothing
+	// Two turns of a clock clear every use bit; a third finds nothing
 	// left to let go but chunks that must stay.
-	for turns := 3 * len(p.ring); p.over() && len(p.ring) > 0 && turns > 0; turns-- {
-		if p.hand >= len(p.ring) {
-			p.hand = 0
+	turns := 3 * len(p.strings.ring)
+	if states {
+		turns = 6 * max(len(p.states.ring), len(p.strings.ring))
+	}
+	for i := 0; p.over() && i < turns; i++ {
+		c := &p.strings
+		if states && i%2 == 0 {
+			c = &p.states
 		}
-		pg := p.ring[p.hand]
-		if _, slab := pg.set.(*slab); (slab && !states) || pg.set.used(pg.k) {
-			p.hand++
+		if len(c.ring) == 0 {
+			continue
+		}
+		if c.hand >= len(c.ring) {
+			c.hand = 0
+		}
+		pg := c.ring[c.hand]
+		if pg.set.used(pg.k) {
+			c.hand++
 			continue
 		}
 		if freed := pg.set.evict(pg.k); freed > 0 {
-			p.drop(p.hand, freed)
+			p.drop(pg.set, c.hand, freed)
 			continue
 		}
-		p.hand++
+		c.hand++
 	}
 }
 
-// forget takes every chunk of set out of the ring: its tracker is gone.
+// forget takes every chunk of set out of its clock: its tracker is gone.
 func (p *pager) forget(set pageSet) {
-	for i := 0; i < len(p.ring); {
-		if p.ring[i].set == set {
-			p.drop(i, set.sizeOf(p.ring[i].k))
+	c := p.clockOf(set)
+	for i := 0; i < len(c.ring); {
+		if c.ring[i].set == set {
+			p.drop(set, i, set.sizeOf(c.ring[i].k))
 			continue
 		}
 		i++
@@ -281,7 +311,7 @@ func (sl *slab) chunk() []usageState {
 // itself alone (each).
 func (sl *slab) leave(k int32) {
 	if at := sl.sf.ring[k]; at >= 0 {
-		sl.sf.pg.drop(int(at), sl.evict(k))
+		sl.sf.pg.drop(sl, int(at), sl.evict(k))
 	}
 }
 
@@ -341,7 +371,7 @@ func (a *arena) evict(k int32) int64 {
 // the next new chunk.
 func (a *arena) release(k int32) {
 	if at := a.sf.ring[k]; at >= 0 {
-		a.sf.pg.drop(int(at), int64(cap(a.chunks[k])))
+		a.sf.pg.drop(a, int(at), int64(cap(a.chunks[k])))
 	}
 	a.chunks[k] = nil
 	a.sf.flags[k] = 0

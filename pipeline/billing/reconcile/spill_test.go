@@ -18,7 +18,7 @@ import (
 func TestSpillingChangesNothing(t *testing.T) {
 	defer func(n int) { arenaChunk = n }(arenaChunk)
 	arenaChunk = 4096 // many chunks of strings
-	const n = 30_000  // over seven slab chunks of states
+	const n = 30_000  // hundreds of slab chunks of states
 	events := manyEvents(n)
 
 	type result struct {
@@ -224,4 +224,37 @@ func TestSpillDirChecked(t *testing.T) {
 	if err := newPager(1, t.TempDir()).check(); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// BenchmarkSpilledOutOfOrder: 400,000 usages applied in order with their
+// states spilled beyond a budget of a tenth of them, then their rated
+// lines in a random order, as a ledger that posts by tenant would: per
+// op one rated line, most of whose states are in the file. The order-
+// of-arrival case (rated lines in the order of their usage) reads each
+// chunk back once.
+func BenchmarkSpilledOutOfOrder(b *testing.B) {
+	const n = 400_000
+	ids := make([]string, n)
+	for i := range ids {
+		ids[i] = fmt.Sprintf("usg-run1-vm-%07d:r1:%d", i, i%7)
+	}
+	rng := rand.New(rand.NewPCG(9, 10))
+	order := rng.Perm(n)
+	at := t0
+	tr := NewTracker(DefaultRules(), testPrices(b).Book, func(*Mismatch) {})
+	pg := newPager(n/10*160, b.TempDir())
+	tr.spill(pg)
+	defer tr.close()
+	for i, id := range ids {
+		pg.trim(true)
+		tr.ApplyUsage(usage(id, id, "gpu_hour"), at.Add(time.Duration(i)*time.Millisecond))
+	}
+	reads := pg.reads
+	b.ResetTimer()
+	for i := range b.N {
+		id := ids[order[i%n]]
+		pg.trim(true)
+		tr.ApplyRated(rated(id, id, "4.90"), at.Add(time.Duration(n)*time.Millisecond))
+	}
+	b.ReportMetric(float64(pg.reads-reads)/float64(b.N), "reads/op")
 }

@@ -57,9 +57,9 @@ type arena struct {
 	freeChunks []int
 }
 
-// arenaChunk is the size of an arena chunk; a longer string gets a chunk
-// of its own.
-var arenaChunk = 1 << 20 // a variable only for tests of spilling, which need many chunks
+// arenaChunk is the size of an arena chunk, small for the same reason
+// as stateChunk; a longer string gets a chunk of its own.
+var arenaChunk = 32 << 10 // a variable only for tests of spilling, which need many chunks
 
 // put copies s into the arena.
 func (a *arena) put(s string) astr {
@@ -223,8 +223,9 @@ func (a *arena) setSuffix(r *astr, parent astr, s string) {
 // arena (and at least a few chunks).
 func (a *arena) wasteful() bool { return a.sf == nil && a.size > 2*a.live+4*arenaChunk }
 
-// stateChunk is the number of states of a slab chunk.
-const stateChunk = 4096
+// stateChunk is the number of states of a slab chunk: small, since a
+// spilling slab reads a whole chunk back for one state (spill.go).
+const stateChunk = 128
 
 // slot numbers a state in the slab; a state's gen counts the usage_ids
 // that held its slot, so that a stateRef of a dropped state is told from
