@@ -70,7 +70,7 @@ type Options struct {
 	// partitions: the chunks used least recently beyond it go to scratch
 	// files in SpillDir and are read back when used (spill.go). What
 	// stays in memory beside it grows by about 30 bytes a usage_id held
-	// (its two table entries and a pending deadline). Default 128 MiB
+	// (its two table entries and a pending deadline). Default 64 MiB
 	// (DefaultStateMemory); negative keeps all in memory.
 	StateMemory int64
 	// SpillDir is where the scratch files of StateMemory are created
@@ -92,10 +92,10 @@ func DefaultOptions() Options {
 }
 
 // DefaultStateMemory is the default Options.StateMemory: room for about
-// 850,000 usage states of 120 bytes with 35 bytes of strings each, many
+// 430,000 usage states of 120 bytes with 35 bytes of strings each, many
 // times what a reconciler uses between a usage and its rated line when
 // the rater keeps up.
-const DefaultStateMemory = 128 << 20
+const DefaultStateMemory = 64 << 20
 
 // defaults fills the options left zero from DefaultOptions and checks
 // them.
