@@ -41,7 +41,7 @@ type pager struct {
 	// The chunks in memory, in two clocks: those of states (which go
 	// only at a safe point) and those of strings.
 	states, strings clock
-	// Counts for the metrics: chunks read back, written, and chunks of
+	// Chunks read back and written (for the metrics), and chunks of
 	// strings freed whole.
 	reads, writes, freed int64
 }
@@ -242,14 +242,12 @@ func bytesOf(c []usageState) []byte {
 	return unsafe.Slice((*byte)(unsafe.Pointer(unsafe.SliceData(c))), stateBytes)
 }
 
-// spill lets slab sl keep its chunks within pg's budget.
+// spill lets slab sl, still empty, keep its chunks within pg's budget.
 func (sl *slab) spill(pg *pager) {
-	sl.sf = newSpillFile(pg, "states")
-	for k := range sl.chunks {
-		sl.sf.grow(int32(k))
-		sl.sf.flags[k] = chunkInMem | chunkDirty
-		pg.add(sl, int32(k), stateBytes)
+	if len(sl.chunks) > 0 {
+		panic("BUG: billing: spilling a slab that holds states")
 	}
+	sl.sf = newSpillFile(pg, "states")
 }
 
 // use marks chunk k used and changed, reading it back first if it is on
@@ -315,21 +313,15 @@ func (sl *slab) leave(k int32) {
 	}
 }
 
-// spill lets arena a keep its chunks within pg's budget. A spilling arena
-// is never compacted (that would read every string back); it frees a
-// chunk once no string in it is live (arena.free), and numbers the next
-// chunk with it.
+// spill lets arena a, still empty, keep its chunks within pg's budget. A
+// spilling arena is never compacted (that would read every string back);
+// it frees a chunk once no string in it is live (arena.free), and numbers
+// the next chunk with it.
 func (a *arena) spill(pg *pager) {
-	a.sf = newSpillFile(pg, "strings")
-	a.lens = make([]int32, len(a.chunks))
-	a.strings = make([]int32, len(a.chunks))
-	for k, c := range a.chunks {
-		a.sf.grow(int32(k))
-		a.lens[k] = int32(len(c))
-		a.strings[k] = 1 << 30 // strings put before spilling: never freed
-		a.sf.flags[k] = chunkInMem
-		pg.add(a, int32(k), int64(cap(c)))
+	if len(a.chunks) > 0 {
+		panic("BUG: billing: spilling an arena that holds strings")
 	}
+	a.sf = newSpillFile(pg, "strings")
 }
 
 // load reads chunk k back from the file.

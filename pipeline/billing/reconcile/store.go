@@ -111,7 +111,7 @@ func (a *arena) newTail(size int) {
 	a.lens[k], a.strings[k] = int32(len(c)), 0
 	a.sf.flags[k] = chunkInMem | chunkUsed
 	a.sf.pg.add(a, int32(k), int64(cap(c)))
-	if old != k && len(a.strings) > old && a.strings[old] == 0 && a.sf.flags[old] != 0 {
+	if old != k && a.strings[old] == 0 {
 		a.release(int32(old)) // every string of the old tail died while it was filled
 	}
 }
@@ -274,8 +274,8 @@ func (tb *table) find(h uint64, eq func(slot) bool) (slot, bool) {
 		if v == 0 {
 			return 0, false
 		}
-		if v>>slotBits == h>>slotBits && eq(slot(v&(1<<slotBits-1)-1)) {
-			return slot(v&(1<<slotBits-1) - 1), true
+		if s := slot(v&(1<<slotBits-1) - 1); v>>slotBits == h>>slotBits && eq(s) {
+			return s, true
 		}
 	}
 }

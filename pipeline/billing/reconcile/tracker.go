@@ -258,8 +258,9 @@ func NewTracker(rules Rules, book func() *pricebook.Book, emit func(*Mismatch)) 
 }
 
 // spill keeps the tracker's states and their strings within pg's budget,
-// the rest in scratch files (spill.go). Only the reconciler calls it, for
-// it calls pg.trim only where no tracker holds a state.
+// the rest in scratch files (spill.go); the tracker must not hold any
+// state yet. Only the reconciler calls it, for it calls pg.trim only
+// where no tracker holds a state.
 func (t *Tracker) spill(pg *pager) {
 	t.states.spill(pg)
 	t.strs.spill(pg)
