@@ -102,7 +102,7 @@ func main() {
 	flag.StringVar(&o.results, "results", "", "write the Markdown report to this file (e.g. bench/RESULTS.md); always written to the run directory")
 	flag.StringVar(&o.plot, "plot", "", "write the scaling plot to this PNG file (e.g. bench/scaling.png); always written to the run directory")
 	flag.StringVar(&o.binDir, "bin", "bin", "directory of the pipeline binaries (make build) and bin/naive")
-	flag.BoolVar(&o.profile, "profile", false, "write a CPU profile of every joiner, rater and billing process next to its log (log/<name>.cpu.pprof), and of the harness while it feeds the latency phase (log/latency-feeder.cpu.pprof)")
+	flag.BoolVar(&o.profile, "profile", false, "write a CPU profile of every joiner, rater and billing process next to its log (log/<name>.cpu.pprof), and of the harness while it feeds the latency phase (log/latency-feeder.cpu.pprof); with several joiners on few cores, runtime.asyncPreempt takes a share of each member's samples that profiling itself causes (bench/joiner/README.md)")
 	render := flag.String("render", "", "run nothing: write the report of an earlier run from its results.json (this path) to -results, e.g. after changing the report's format")
 	flag.BoolVar(&o.keep, "keep", false, "keep each stack's broker and ClickHouse data in the run directory (logs are always kept)")
 	flag.Parse()
