@@ -60,14 +60,12 @@ type page struct {
 
 // pageSet is a slab or arena whose chunks the pager keeps.
 type pageSet interface {
-	// used reports whether chunk k was used since the last call, and
-	// clears that.
-	used(k int32) bool
+	// file returns the set's scratch file, which keeps the flags and
+	// ring positions of its chunks.
+	file() *spillFile
 	// evict writes chunk k to the file if need be and lets its memory
 	// go, returning the bytes it freed; 0 when k must stay.
 	evict(k int32) int64
-	// placed tells the set where its chunk k is in the ring.
-	placed(k int32, at int)
 	// sizeOf returns the bytes chunk k takes in memory.
 	sizeOf(k int32) int64
 }
@@ -101,7 +99,7 @@ func (p *pager) clockOf(set pageSet) *clock {
 // add puts chunk k of set, now in memory with size bytes, in its clock.
 func (p *pager) add(set pageSet, k int32, size int64) {
 	c := p.clockOf(set)
-	set.placed(k, len(c.ring))
+	set.file().ring[k] = int32(len(c.ring))
 	c.ring = append(c.ring, page{set, k})
 	p.resident += size
 }
@@ -111,10 +109,10 @@ func (p *pager) add(set pageSet, k int32, size int64) {
 func (p *pager) drop(set pageSet, at int, freed int64) {
 	c := p.clockOf(set)
 	last := len(c.ring) - 1
-	c.ring[at].set.placed(c.ring[at].k, -1)
+	c.ring[at].set.file().ring[c.ring[at].k] = -1
 	if at != last {
 		c.ring[at] = c.ring[last]
-		c.ring[at].set.placed(c.ring[at].k, at)
+		c.ring[at].set.file().ring[c.ring[at].k] = int32(at)
 	}
 	c.ring[last] = page{}
 	c.ring = c.ring[:last]
@@ -149,7 +147,7 @@ func (p *pager) trim(states bool) {
 			c.hand = 0
 		}
 		pg := c.ring[c.hand]
-		if pg.set.used(pg.k) {
+		if pg.set.file().used(pg.k) {
 			c.hand++
 			continue
 		}
@@ -210,6 +208,14 @@ func (sf *spillFile) grow(k int32) {
 	}
 }
 
+// used reports whether chunk k was used since the clock's hand last
+// passed it, and clears that.
+func (sf *spillFile) used(k int32) bool {
+	u := sf.flags[k]&chunkUsed != 0
+	sf.flags[k] &^= chunkUsed
+	return u
+}
+
 func (sf *spillFile) write(b []byte, off int64) {
 	if _, err := sf.f.WriteAt(b, off); err != nil {
 		panic(fmt.Errorf("billing: state spill file: %w", err))
@@ -264,14 +270,7 @@ func (sl *slab) use(k int32) {
 	*f |= chunkUsed | chunkDirty
 }
 
-func (sl *slab) used(k int32) bool {
-	f := &sl.sf.flags[k]
-	u := *f&chunkUsed != 0
-	*f &^= chunkUsed
-	return u
-}
-
-func (sl *slab) placed(k int32, at int) { sl.sf.ring[k] = int32(at) }
+func (sl *slab) file() *spillFile { return sl.sf }
 
 func (sl *slab) sizeOf(int32) int64 { return stateBytes }
 
@@ -334,14 +333,7 @@ func (a *arena) load(k int32) []byte {
 	return c
 }
 
-func (a *arena) used(k int32) bool {
-	f := &a.sf.flags[k]
-	u := *f&chunkUsed != 0
-	*f &^= chunkUsed
-	return u
-}
-
-func (a *arena) placed(k int32, at int) { a.sf.ring[k] = int32(at) }
+func (a *arena) file() *spillFile { return a.sf }
 
 func (a *arena) sizeOf(k int32) int64 { return int64(cap(a.chunks[k])) }
 
