@@ -106,6 +106,61 @@ func TestAttentionFromSummaryMatchesScan(t *testing.T) {
 	}
 }
 
+// TestNodeAttentionFromSummaryMatchesScan checks the nodes of the
+// attention queue read from attention_top_nodes against the same queue
+// ranked from node_agent_status (a gate filter that selects every gate
+// but pass forces the ranking): over several parts, with a second
+// version that makes a fifth of the nodes pass and moves another fifth
+// to a new score and domain.
+func TestNodeAttentionFromSummaryMatchesScan(t *testing.T) {
+	fx := newFixture(t, api.Options{})
+	ctx := context.Background()
+	const n = 20000
+	for _, stmt := range []string{
+		`INSERT INTO node_agent_status (node_id, domain_id, owning_domain, gate, attention_score, version)
+		SELECT concat('bulk-n', toString(number)), 'd-bulk', concat('bulk-', toString(number % 5)),
+			arrayElement(['pass', 'warning', 'retry', 'investigate', 'block_production'], toUInt32(number % 5) + 1),
+			toFloat64((number * 7919) % 997), 1
+		FROM numbers(` + itoa(n) + `)`,
+		`INSERT INTO node_agent_status (node_id, domain_id, owning_domain, gate, attention_score, version)
+		SELECT concat('bulk-n', toString(number)), 'd-bulk', concat('bulk-', toString(number % 7)),
+			if(number % 10 < 2, 'pass', 'block_production'), toFloat64(1000 + number % 13), 2
+		FROM numbers(` + itoa(n) + `) WHERE number % 10 < 4`,
+	} {
+		if err := fx.db.Exec(ctx, stmt); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := sink.RebuildSummaries(ctx, fx.db, 4); err != nil {
+		t.Fatal(err)
+	}
+	for _, q := range []url.Values{
+		{"n": {"100"}, "kind": {"node"}},
+		{"n": {"37"}, "kind": {"node"}, "by": {"domain"}},
+		{"n": {"20"}, "kind": {"node"}, "owning_domain": {"bulk-1,bulk-6"}},
+		// Findings and nodes: the 4,000 nodes scored 1000 and more
+		// outrank the fixture's findings.
+		{"n": {"100"}},
+	} {
+		fast, err := fx.client.Attention(ctx, q)
+		if err != nil {
+			t.Fatal(err)
+		}
+		sq := url.Values{"gate": {"warning,retry,investigate,block_production"}}
+		for k, v := range q {
+			sq[k] = v
+		}
+		slow, err := fx.client.Attention(ctx, sq)
+		if err != nil {
+			t.Fatal(err)
+		}
+		fastIDs, slowIDs := attentionIDs(fast), attentionIDs(slow)
+		if len(fastIDs) == 0 || !slices.Equal(fastIDs, slowIDs) {
+			t.Errorf("%v: from attention_top_nodes %v\nranked %v", q, fastIDs, slowIDs)
+		}
+	}
+}
+
 func attentionIDs(a *apitypes.Attention) []string {
 	var out []string
 	for _, it := range a.Global {

@@ -29,6 +29,7 @@ import (
 	"github.com/driftline/driftline/pipeline/api/apitypes"
 	"github.com/driftline/driftline/pipeline/api/client"
 	"github.com/driftline/driftline/pipeline/api/export"
+	"github.com/driftline/driftline/pipeline/readmodel/sink"
 )
 
 // nodeRow is one node_agent_status row version.
@@ -49,6 +50,10 @@ func insertNodes(t *testing.T, db driver.Conn, rows ...nodeRow) {
 			n.id, n.domainID, n.domain, n.state, "", "none", "1.4.2", "1.4."+fmt.Sprint(n.version), "sha256:ca", "sha256:ing",
 			"host-"+n.id, "passed", "none_observed", n.health, n.gate, n.mode, 12.5, 0.0, 1000.0, int64(3), int64(40), uint8(0),
 			t0.Add(-time.Minute), n.score, n.version, t0)
+	}
+	// The node tops the joiner would keep for these nodes.
+	if err := sink.RebuildSummaries(context.Background(), db, 2); err != nil {
+		t.Fatal(err)
 	}
 }
 

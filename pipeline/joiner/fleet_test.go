@@ -131,6 +131,19 @@ func TestFleetCoreTables(t *testing.T) {
 				return fmt.Errorf("%s:\n got %v\nwant %v", c.q, got, c.want)
 			}
 		}
+		// The nodes' attention tops hold the nodes that do not pass, as
+		// ranked from their rows, over all domains and per domain.
+		ranked := f.query("SELECT node_id, attention_score FROM node_agent_status FINAL WHERE gate != 'pass' ORDER BY attention_score DESC, node_id")
+		if len(ranked) < 2 {
+			return fmt.Errorf("nodes that do not pass: %v", ranked)
+		}
+		for _, scope := range []string{"per_domain = 0", "per_domain = 1 AND owning_domain = 'gpuaas'"} {
+			top := f.query("SELECT node_id, attention_score FROM attention_top_nodes FINAL WHERE node_id != '' AND " + scope +
+				" ORDER BY attention_score DESC, node_id")
+			if !slices.Equal(top, ranked) {
+				return fmt.Errorf("attention_top_nodes, %s: %v, ranked %v", scope, top, ranked)
+			}
+		}
 		// Sync debt: the minutes the watermark closed, per relay.
 		debt := f.query("SELECT relay_id, minute, sum(nodes), max(max_seconds_behind) FROM sync_debt_minute FINAL GROUP BY relay_id, minute ORDER BY minute")
 		if len(debt) < 3 || !strings.HasPrefix(debt[0], "('relay-1',") {

@@ -117,6 +117,7 @@ func (j *Joiner) seal(final bool) *batch {
 		}
 		if part.dirty {
 			part.summary.flush(part.p, out)
+			part.nodeTop.flush(part.p, out)
 			out.Producers = readmodel.AppendProducerRejections(out.Producers, j.opts.Group, part.p, &part.producers)
 			j.observe(part)
 			part.dirty = false

@@ -65,9 +65,9 @@ type partition struct {
 	// requests are the records of reconcile.requests the partition's
 	// actions made since the last flush.
 	requests []*kgo.Record
-	// nodeRows holds each node's row of the round, by the node's aux word
-	// in the tracker (minus one).
-	nodeRows []rowSlot
+	// nodeTop keeps the partition's attention top of nodes and, per
+	// node, its row of the round (by the node's aux word in the tracker).
+	nodeTop *nodeRanking
 
 	events uint64 // events applied (replayed ones included)
 	// uncounted holds the events applied by stream that the
@@ -149,20 +149,17 @@ func (o *output) add(p *partition, f *drift.Finding, aux *uint32) {
 }
 
 // addNode applies a node's status row (aux: the node's word in the
-// partition's tracker, which holds its place in nodeRows).
+// partition's tracker, which holds its slot in nodeTop).
 func (o *output) addNode(p *partition, s *nodeagent.Status, aux *uint32) {
+	sl := p.nodeTop.apply(s, aux)
 	if !o.emit {
 		return
 	}
-	if *aux == 0 {
-		p.nodeRows = append(p.nodeRows, rowSlot{})
-		*aux = uint32(len(p.nodeRows))
-	}
-	upsert(&o.batch.Nodes, &p.nodeRows[*aux-1], o.seal, s)
+	upsert(&o.batch.Nodes, &sl.at, o.seal, s)
 }
 
 func (j *Joiner) newPartition(p int32, out *output) *partition {
-	part := &partition{p: p, label: strconv.Itoa(int(p)), dedupe: dedupe.New(j.opts.Dedupe), out: out, summary: newSummary(), acts: newActionBook(), merge: logmerge.NewMerge(numStreams),
+	part := &partition{p: p, label: strconv.Itoa(int(p)), dedupe: dedupe.New(j.opts.Dedupe), out: out, summary: newSummary(), nodeTop: newNodeRanking(), acts: newActionBook(), merge: logmerge.NewMerge(numStreams),
 		live: output{batch: &sink.Batch{}, seal: 1, m: j.m, emit: true},
 		dec:  contract.NewDecoder(j.validator)}
 	part.engine = classify.New(j.opts.Classify, ownerstate.New(), func(f *drift.Finding, aux *uint32) { part.out.add(part, f, aux) })
@@ -512,8 +509,10 @@ func (j *Joiner) observe(part *partition) {
 
 // snapshotVersion is the format of a partition's checkpoint blob. Version
 // 2 added the per-producer rejection counts and the action book; a
-// version 1 blob restores with neither.
-const snapshotVersion = 2
+// version 1 blob restores with neither. Version 3 added the version of
+// the attention top of nodes; without it, the top's rows start from the
+// highest version of a node's row.
+const snapshotVersion = 3
 
 // snapshot serialises the partition's state: everything applied so far,
 // which is exactly the committed cut when called right after a commit.
@@ -541,6 +540,7 @@ func (part *partition) snapshot() []byte {
 	part.summary.appendSnapshot(&w)
 	part.producers.AppendSnapshot(&w)
 	part.acts.appendSnapshot(&w)
+	w.Uvarint(part.nodeTop.ver)
 	part.snapSize = len(w.B)
 	return w.B
 }
@@ -591,6 +591,14 @@ func (part *partition) loadSnapshot(b []byte) error {
 			return err
 		}
 	}
+	var nodeTopVer uint64
+	if version >= 3 {
+		nodeTopVer = r.Uvarint()
+		if err := r.Err(); err != nil {
+			return fmt.Errorf("node attention top: %w", err)
+		}
+	}
+	part.nodeTop.rebuild(part.nodes.Rebind, nodeTopVer)
 	if r.Len() != 0 {
 		return fmt.Errorf("%d bytes after the snapshot", r.Len())
 	}

@@ -30,8 +30,7 @@ type summary struct {
 	// number for the later ones (see apply).
 	findings map[string]int32
 	slots    []findingSlot
-	tops     map[scope]*top
-	gtop     *top // tops[global]
+	ranking
 	// all makes the next flush write every group and top: a fresh or
 	// restored partition rewrites its whole summary once, which also fills
 	// the tables for findings written before they existed.
@@ -63,7 +62,7 @@ func newSummary() *summary {
 	return &summary{
 		index:    make(map[sink.CountKey]int32),
 		findings: make(map[string]int32),
-		tops:     make(map[scope]*top),
+		ranking:  newRanking(),
 		all:      true,
 	}
 }
@@ -93,21 +92,6 @@ func (s *summary) group(k sink.CountKey) int32 {
 }
 
 func (s *summary) open(g int32) bool { return s.groups[g].key.Status == string(contract.StatusOpen) }
-
-func (s *summary) top(sc scope) *top {
-	if sc == global && s.gtop != nil {
-		return s.gtop
-	}
-	t := s.tops[sc]
-	if t == nil {
-		t = &top{}
-		s.tops[sc] = t
-	}
-	if sc == global {
-		s.gtop = t
-	}
-	return t
-}
 
 // domainTop returns the top of group g's owning domain.
 func (s *summary) domainTop(g int32) *top {
@@ -153,7 +137,7 @@ func (s *summary) apply(f *drift.Finding, aux *uint32) *findingSlot {
 		s.groups[sl.group].dirty = true
 		if s.open(sl.group) && sl.score > 0 {
 			e := topEntry{sl.score, f.EvidenceID}
-			s.top(global).remove(e)
+			s.global().remove(e)
 			s.domainTop(sl.group).remove(e)
 		}
 	}
@@ -163,7 +147,7 @@ func (s *summary) apply(f *drift.Finding, aux *uint32) *findingSlot {
 	// A suppressed finding scores 0 and leaves the tops (docs/actions.md).
 	if s.open(g) && score > 0 {
 		e := topEntry{score, f.EvidenceID}
-		s.top(global).add(e)
+		s.global().add(e)
 		s.domainTop(g).add(e)
 	}
 	return sl
@@ -192,35 +176,14 @@ func (s *summary) flush(p int32, b *sink.Batch) {
 			g.dirty = false
 		}
 	}
-	for sc, t := range s.tops {
-		if !t.dirty && !s.all {
-			continue
-		}
-		n := min(len(t.entries), sink.AttentionSlots)
-		for r := range max(n, t.written) {
-			slot := sink.TopSlot{PerDomain: sc.perDomain, OwningDomain: sc.domain, Partition: p, Rank: uint16(r), Version: s.ver}
-			if r < n {
-				slot.EvidenceID, slot.Score = t.entries[r].id, t.entries[r].score
-			}
-			b.Top = append(b.Top, slot)
-		}
-		t.written, t.dirty = n, false
-	}
+	b.Top = s.ranking.flush(p, s.ver, s.all, b.Top)
 	s.all = false
 }
 
 // refill rebuilds, in one pass over the partition's findings, every top
 // that lost entries below AttentionSlots while its scope holds more.
 func (s *summary) refill() {
-	var stale map[scope]*topHeap
-	for sc, t := range s.tops {
-		if len(t.entries) < sink.AttentionSlots && len(t.entries) < t.open {
-			if stale == nil {
-				stale = make(map[scope]*topHeap)
-			}
-			stale[sc] = &topHeap{}
-		}
-	}
+	stale := s.stale()
 	if stale == nil {
 		return
 	}
@@ -238,8 +201,84 @@ func (s *summary) refill() {
 			h.offer(e)
 		}
 	}
+	s.refilled(stale)
+}
+
+// ranking holds the tops of one kind of item a partition ranks by
+// attention (its open findings, its nodes), over all domains and per
+// owning domain, and writes their slots.
+type ranking struct {
+	tops map[scope]*top
+	gtop *top // tops[global]
+}
+
+func newRanking() ranking { return ranking{tops: make(map[scope]*top)} }
+
+// top returns the top of sc, a new empty one if there is none.
+func (r *ranking) top(sc scope) *top {
+	if sc == global && r.gtop != nil {
+		return r.gtop
+	}
+	t := r.tops[sc]
+	if t == nil {
+		t = &top{}
+		r.tops[sc] = t
+	}
+	if sc == global {
+		r.gtop = t
+	}
+	return t
+}
+
+// global returns the top over all domains.
+func (r *ranking) global() *top {
+	if r.gtop == nil {
+		return r.top(global)
+	}
+	return r.gtop
+}
+
+// flush appends to slots the slots of partition p's tops that changed
+// since the last flush (of every top when all), stamped ver, and returns
+// them.
+func (r *ranking) flush(p int32, ver uint64, all bool, slots []sink.TopSlot) []sink.TopSlot {
+	for sc, t := range r.tops {
+		if !t.dirty && !all {
+			continue
+		}
+		n := min(len(t.entries), sink.AttentionSlots)
+		for i := range max(n, t.written) {
+			slot := sink.TopSlot{PerDomain: sc.perDomain, OwningDomain: sc.domain, Partition: p, Rank: uint16(i), Version: ver}
+			if i < n {
+				slot.ID, slot.Score = t.entries[i].id, t.entries[i].score
+			}
+			slots = append(slots, slot)
+		}
+		t.written, t.dirty = n, false
+	}
+	return slots
+}
+
+// stale returns an empty heap for every top that lost entries below
+// AttentionSlots while its scope holds more, nil if there is none: the
+// caller offers them the scope's items and hands them to refilled.
+func (r *ranking) stale() map[scope]*topHeap {
+	var stale map[scope]*topHeap
+	for sc, t := range r.tops {
+		if len(t.entries) < sink.AttentionSlots && len(t.entries) < t.open {
+			if stale == nil {
+				stale = make(map[scope]*topHeap)
+			}
+			stale[sc] = &topHeap{}
+		}
+	}
+	return stale
+}
+
+// refilled makes the heaps of stale the entries of their tops.
+func (r *ranking) refilled(stale map[scope]*topHeap) {
 	for sc, h := range stale {
-		t := s.tops[sc]
+		t := r.tops[sc]
 		t.entries = h.sorted()
 		t.dirty = true
 	}

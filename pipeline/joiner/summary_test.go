@@ -53,14 +53,14 @@ func (t *summaryTables) write(b *sink.Batch) {
 func (t *summaryTables) ranked(sc scope) []string {
 	var slots []sink.TopSlot
 	for k, s := range t.top {
-		if k[0] == sc && s.EvidenceID != "" {
+		if k[0] == sc && s.ID != "" {
 			slots = append(slots, s)
 		}
 	}
 	slices.SortFunc(slots, func(a, b sink.TopSlot) int { return int(a.Rank) - int(b.Rank) })
 	out := make([]string, len(slots))
 	for i, s := range slots {
-		out[i] = s.EvidenceID
+		out[i] = s.ID
 	}
 	return out
 }

@@ -540,6 +540,21 @@ func (t *Tracker) Each(fn func(*Status)) {
 	}
 }
 
+// Rebind calls fn with the current status (as Each) and the aux word
+// (see Emit) of every node that has a status, in no particular order, so
+// that the emit callback can rebuild its tables after a restore from a
+// snapshot, when the words are 0 again. The Status is reused between
+// calls.
+func (t *Tracker) Rebind(fn func(s *Status, aux *uint32)) {
+	var s Status
+	for _, n := range t.nodes {
+		if n.has(flagEmitted) {
+			t.fill(n, &s)
+			fn(&s, &n.aux)
+		}
+	}
+}
+
 // arm sets n's next deadline: the first silence threshold still ahead of
 // the watermark, or an earlier expiry of another host.
 func (t *Tracker) arm(n *node) {

@@ -84,8 +84,12 @@ func (rd *Reader) billingTop(ctx context.Context, f Filter, n int) ([]apitypes.F
 
 // TopNodes reads the n current nodes of highest attention_score matching
 // f whose gate does not pass, over all (perDomain false) or per owning
-// domain; ties go by node_id.
+// domain; ties go by node_id. attention_top_nodes answers when it can
+// (rankedNodeFilter), else a ranking of node_agent_status.
 func (rd *Reader) TopNodes(ctx context.Context, f NodeFilter, n int, perDomain bool) ([]apitypes.Node, error) {
+	if rankedNodeFilter(f, n) {
+		return rd.rankedTopNodes(ctx, f.OwningDomains, n, perDomain)
+	}
 	conds, args := f.where()
 	if perDomain {
 		return rd.topNodes(ctx, conds, args, n, true)

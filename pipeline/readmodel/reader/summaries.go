@@ -1,7 +1,9 @@
 package reader
 
 import (
+	"cmp"
 	"context"
+	"reflect"
 	"slices"
 	"strings"
 
@@ -68,7 +70,58 @@ func rankedFilter(f Filter, n int) bool {
 // given, and then their current rows. The rows decide: a finding whose
 // current row is no longer open (written after the slots) is left out.
 func (rd *Reader) rankedFindings(ctx context.Context, domains []string, n int, perDomain bool) ([]apitypes.Finding, error) {
-	conds, args := []string{"evidence_id != ''"}, []any{}
+	ids, err := rd.rankedIDs(ctx, "attention_top", "evidence_id", domains, n, perDomain)
+	if err != nil || len(ids) == 0 {
+		return nil, err
+	}
+	// A suppressed finding scores 0: it leaves the queue (docs/actions.md).
+	return rd.currentFindings(ctx, "attention_findings", []string{"status = ?", "attention_score > 0"}, []any{string(contract.StatusOpen)}, ids)
+}
+
+// rankedNodeFilter reports whether attention_top_nodes answers the nodes
+// of an attention queue of n over f: no filter but owning_domain, and n
+// within the slots kept.
+func rankedNodeFilter(f NodeFilter, n int) bool {
+	g := f
+	g.OwningDomains = nil
+	// Every field of a NodeFilter is a list: a filter added later is
+	// one more list the top cannot answer.
+	v := reflect.ValueOf(g)
+	for i := range v.NumField() {
+		if v.Field(i).Len() != 0 {
+			return false
+		}
+	}
+	return n <= sink.AttentionSlots
+}
+
+// rankedTopNodes reads the top n nodes whose gate does not pass from
+// attention_top_nodes, over all (perDomain false) or per owning domain,
+// restricted to domains if given, and then their current rows, ranked
+// by them. The rows decide, as for findings: a node whose current row
+// passes (written after the slots) is left out.
+func (rd *Reader) rankedTopNodes(ctx context.Context, domains []string, n int, perDomain bool) ([]apitypes.Node, error) {
+	ids, err := rd.rankedIDs(ctx, "attention_top_nodes", "node_id", domains, n, perDomain)
+	if err != nil || len(ids) == 0 {
+		return nil, err
+	}
+	conds, args := listWhere([]listColumn{{"owning_domain", domains}})
+	conds = append(conds, "gate != '"+string(contract.GatePass)+"'")
+	ns, err := rd.currentNodes(ctx, "attention_nodes", conds, args, ids)
+	slices.SortFunc(ns, func(a, b apitypes.Node) int {
+		if c := cmp.Compare(b.AttentionScore, a.AttentionScore); c != 0 {
+			return c
+		}
+		return strings.Compare(a.NodeID, b.NodeID)
+	})
+	return ns, err
+}
+
+// rankedIDs reads the slots of an attention top (table, its id column
+// idCol) and returns the ids of the top n, over all (perDomain false) or
+// per owning domain, restricted to domains if given.
+func (rd *Reader) rankedIDs(ctx context.Context, table, idCol string, domains []string, n int, perDomain bool) ([]string, error) {
+	conds, args := []string{idCol + " != ''"}, []any{}
 	if perDomain || len(domains) > 0 {
 		conds = append(conds, "per_domain = 1")
 		if len(domains) > 0 {
@@ -85,7 +138,7 @@ func (rd *Reader) rankedFindings(ctx context.Context, domains []string, n int, p
 		score      float64
 	}
 	var slots []slot
-	err := rd.each(ctx, "attention_top", "SELECT owning_domain, evidence_id, attention_score FROM attention_top FINAL"+
+	err := rd.each(ctx, table, "SELECT owning_domain, "+idCol+", attention_score FROM "+table+" FINAL"+
 		whereClause(conds), args, func(r driver.Rows) error {
 		var sl slot
 		err := r.Scan(&sl.domain, &sl.id, &sl.score)
@@ -104,7 +157,7 @@ func (rd *Reader) rankedFindings(ctx context.Context, domains []string, n int, p
 		}
 		return strings.Compare(a.id, b.id)
 	})
-	// The top n of each domain (or overall): the slots of one finding can
+	// The top n of each domain (or overall): the slots of one item can
 	// appear under its domain and overall, never twice in one selection.
 	var ids []string
 	taken, seen := map[string]int{}, map[string]bool{}
@@ -120,11 +173,7 @@ func (rd *Reader) rankedFindings(ctx context.Context, domains []string, n int, p
 		seen[sl.id] = true
 		ids = append(ids, sl.id)
 	}
-	if len(ids) == 0 {
-		return nil, nil
-	}
-	// A suppressed finding scores 0: it leaves the queue (docs/actions.md).
-	return rd.currentFindings(ctx, "attention_findings", []string{"status = ?", "attention_score > 0"}, []any{string(contract.StatusOpen)}, ids)
+	return ids, nil
 }
 
 // billingGroups counts the billing mismatches that f admits as findings of

@@ -49,8 +49,12 @@ type Batch struct {
 	// Counts holds the finding counts of the groups changed in the batch
 	// (finding_counts).
 	Counts []Count
-	// Top holds the attention slots changed in the batch (attention_top).
+	// Top holds the attention slots of findings changed in the batch
+	// (attention_top).
 	Top []TopSlot
+	// NodeTop holds the attention slots of nodes changed in the batch
+	// (attention_top_nodes).
+	NodeTop []TopSlot
 	// Progress holds the progress of the partitions the batch covers.
 	Progress []Progress
 	// Producers holds the per-producer rejection counts changed in the
@@ -64,7 +68,7 @@ type Batch struct {
 // Empty reports whether the batch writes nothing.
 func (b *Batch) Empty() bool {
 	return b.Current.Len() == 0 && b.History.Len() == 0 && b.Nodes.Len() == 0 && len(b.Counts) == 0 &&
-		len(b.Top) == 0 && len(b.Progress) == 0 && len(b.Producers) == 0 && b.Fleet.empty()
+		len(b.Top) == 0 && len(b.NodeTop) == 0 && len(b.Progress) == 0 && len(b.Producers) == 0 && b.Fleet.empty()
 }
 
 // Reset empties the batch, keeping its capacity.
@@ -73,7 +77,7 @@ func (b *Batch) Reset() {
 	b.History.Reset()
 	b.Nodes.Reset()
 	b.Progress, b.Producers = b.Progress[:0], b.Producers[:0]
-	b.Counts, b.Top = b.Counts[:0], b.Top[:0]
+	b.Counts, b.Top, b.NodeTop = b.Counts[:0], b.Top[:0], b.NodeTop[:0]
 	b.Fleet.reset()
 }
 
@@ -263,10 +267,11 @@ var progressTable = readmodel.NewTable("consumer_progress",
 // Write inserts the batches as one write, each table in one insert of
 // their rows in order (a joiner writes the outputs of its partitions
 // together): history first, then current rows, with the node statuses
-// beside them on a second connection; then the two summaries side by
-// side, then progress, so that neither a summary nor the progress ever
-// claims more than drift_evidence holds, and a reader that waits for a
-// watermark in consumer_progress reads summaries at least as new. The
+// beside them on a second connection; then the summaries, the counts
+// beside the two attention tops (findings, then nodes), then progress, so
+// that neither a summary nor the progress ever claims more than
+// drift_evidence and node_agent_status hold, and a reader that waits for
+// a watermark in consumer_progress reads summaries at least as new. The
 // node statuses are the largest table of a batch, and writing them
 // beside the findings lets ClickHouse insert both at once (an insert is
 // mostly one server thread) instead of the poll loop waiting for their
@@ -289,7 +294,10 @@ func (c *ClickHouse) Write(ctx context.Context, bs ...*Batch) error {
 		return err
 	}
 	err = beside(func() error {
-		return topTable.Insert(ctx, c.conn, now, partsOf(bs, func(b *Batch) []TopSlot { return b.Top })...)
+		if err := topTable.Insert(ctx, c.conn, now, partsOf(bs, func(b *Batch) []TopSlot { return b.Top })...); err != nil {
+			return err
+		}
+		return nodeTopTable.Insert(ctx, c.conn, now, partsOf(bs, func(b *Batch) []TopSlot { return b.NodeTop })...)
 	}, func() error {
 		return countsTable.Insert(ctx, c.conn, now, partsOf(bs, func(b *Batch) []Count { return b.Counts })...)
 	})

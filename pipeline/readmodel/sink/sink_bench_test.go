@@ -77,7 +77,7 @@ func withSummaries(b *Batch) *Batch {
 			Findings: uint64(i), Version: uint64(i)})
 	}
 	for i := range 100 {
-		b.Top = append(b.Top, TopSlot{Partition: int32(i % 8), Rank: uint16(i), EvidenceID: fmt.Sprintf("ev-%016x", i),
+		b.Top = append(b.Top, TopSlot{Partition: int32(i % 8), Rank: uint16(i), ID: fmt.Sprintf("ev-%016x", i),
 			Score: float64(100 - i), Version: uint64(i)})
 	}
 	for p := range 8 {
