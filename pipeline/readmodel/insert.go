@@ -105,16 +105,17 @@ func (t *Table[R]) InsertBlocks(ctx context.Context, conn driver.Conn, now time.
 // reuses its column buffers from one block to the next, so a large insert
 // neither grows them by doubling nor holds them all at once; each insert
 // starts them empty, and they grow to a block's size, so smaller blocks
-// leave less garbage: 16,384 rows against 65,536 took the joiner's CPU
-// for growing the driver's string columns from 0.43 s to 0.13 s in a
-// profile of 10M events, with no cost elsewhere. The server squashes the
-// small blocks of an insert into blocks of min_insert_block_size_rows
-// (1,048,576 by default) before it writes parts, so the parts are as
-// large as before. Blocks of 1,024 rows cut the client's growing of its
-// columns further (BenchmarkWrite 45% less client CPU per row) but cost
-// as much again in sending the blocks, and ClickHouse about 1 CPU s
-// more over a 10M-event catch-up (bench/joiner/README.md).
-const BlockRows = 1 << 14
+// leave less garbage and hold less while an insert runs (the joiner
+// writes two at once). The server squashes the small blocks of an insert
+// into blocks of min_insert_block_size_rows (1,048,576 by default) before
+// it writes parts, so the parts are as large as before. Measured on a
+// joiner catching up over 10M events (bench/joiner/README.md): 4,096
+// rows against 16,384 lowered its peak RSS by about 100 MiB and its CPU
+// a little, with ClickHouse's CPU within the spread of the runs; 2,048
+// measured the same as 4,096. Blocks of 1,024 rows cut the client's
+// growing of its columns further (BenchmarkWrite 45% less client CPU per
+// row) but cost ClickHouse about 1 CPU s more over a 10M-event catch-up.
+const BlockRows = 1 << 12
 
 // blocks yields parts in blocks of at most n rows, each as the parts'
 // slices it covers, in order.
