@@ -2,6 +2,7 @@ package api_test
 
 import (
 	"context"
+	"maps"
 	"net/url"
 	"slices"
 	"strconv"
@@ -80,28 +81,33 @@ func TestDriftPagesAcrossMarks(t *testing.T) {
 func TestAttentionFromSummaryMatchesScan(t *testing.T) {
 	fx := newFixture(t, api.Options{})
 	bulkFindings(t, fx, 30000)
-	ctx := context.Background()
 	every := "orphan_provider_resource,missing_provider_resource,stale_lifecycle_state,identity_mismatch,quota_or_capacity_mismatch,route_or_dns_mismatch"
-	for _, q := range []url.Values{
-		{"n": {"100"}, "kind": {"finding"}},
-		{"n": {"37"}, "kind": {"finding"}, "by": {"domain"}},
-		{"n": {"20"}, "kind": {"finding"}, "owning_domain": {"bulk-1,d-eu1"}},
-	} {
+	sameAttention(t, fx, url.Values{"classification": {every}},
+		url.Values{"n": {"100"}, "kind": {"finding"}},
+		url.Values{"n": {"37"}, "kind": {"finding"}, "by": {"domain"}},
+		url.Values{"n": {"20"}, "kind": {"finding"}, "owning_domain": {"bulk-1,d-eu1"}},
+	)
+}
+
+// sameAttention checks that each query reads the same attention queue,
+// not empty, as the query with the filter that forces a scan added.
+func sameAttention(t *testing.T, fx *fixture, scan url.Values, queries ...url.Values) {
+	t.Helper()
+	ctx := context.Background()
+	for _, q := range queries {
 		fast, err := fx.client.Attention(ctx, q)
 		if err != nil {
 			t.Fatal(err)
 		}
-		sq := url.Values{"classification": {every}}
-		for k, v := range q {
-			sq[k] = v
-		}
+		sq := maps.Clone(scan)
+		maps.Copy(sq, q)
 		slow, err := fx.client.Attention(ctx, sq)
 		if err != nil {
 			t.Fatal(err)
 		}
 		fastIDs, slowIDs := attentionIDs(fast), attentionIDs(slow)
 		if len(fastIDs) == 0 || !slices.Equal(fastIDs, slowIDs) {
-			t.Errorf("%v: from attention_top %v\nscanned %v", q, fastIDs, slowIDs)
+			t.Errorf("%v: from the summaries %v\nscanned %v", q, fastIDs, slowIDs)
 		}
 	}
 }
@@ -134,31 +140,14 @@ func TestNodeAttentionFromSummaryMatchesScan(t *testing.T) {
 	if err := sink.RebuildSummaries(ctx, fx.db, 4); err != nil {
 		t.Fatal(err)
 	}
-	for _, q := range []url.Values{
-		{"n": {"100"}, "kind": {"node"}},
-		{"n": {"37"}, "kind": {"node"}, "by": {"domain"}},
-		{"n": {"20"}, "kind": {"node"}, "owning_domain": {"bulk-1,bulk-6"}},
+	sameAttention(t, fx, url.Values{"gate": {"warning,retry,investigate,block_production"}},
+		url.Values{"n": {"100"}, "kind": {"node"}},
+		url.Values{"n": {"37"}, "kind": {"node"}, "by": {"domain"}},
+		url.Values{"n": {"20"}, "kind": {"node"}, "owning_domain": {"bulk-1,bulk-6"}},
 		// Findings and nodes: the 4,000 nodes scored 1000 and more
 		// outrank the fixture's findings.
-		{"n": {"100"}},
-	} {
-		fast, err := fx.client.Attention(ctx, q)
-		if err != nil {
-			t.Fatal(err)
-		}
-		sq := url.Values{"gate": {"warning,retry,investigate,block_production"}}
-		for k, v := range q {
-			sq[k] = v
-		}
-		slow, err := fx.client.Attention(ctx, sq)
-		if err != nil {
-			t.Fatal(err)
-		}
-		fastIDs, slowIDs := attentionIDs(fast), attentionIDs(slow)
-		if len(fastIDs) == 0 || !slices.Equal(fastIDs, slowIDs) {
-			t.Errorf("%v: from attention_top_nodes %v\nranked %v", q, fastIDs, slowIDs)
-		}
-	}
+		url.Values{"n": {"100"}},
+	)
 }
 
 func attentionIDs(a *apitypes.Attention) []string {

@@ -110,23 +110,11 @@ func (r *nodeRanking) flush(p int32, b *sink.Batch) {
 // refill rebuilds, in one pass over the partition's nodes, every top that
 // lost entries below AttentionSlots while its scope holds more.
 func (r *nodeRanking) refill() {
-	stale := r.stale()
-	if stale == nil {
-		return
-	}
-	all := stale[global]
-	for i := range r.nodes {
-		sl := &r.nodes[i]
-		if !sl.ranked {
-			continue
+	r.ranking.refill(func(offer func(string, topEntry)) {
+		for i := range r.nodes {
+			if sl := &r.nodes[i]; sl.ranked {
+				offer(sl.domain, topEntry{sl.score, sl.id})
+			}
 		}
-		e := topEntry{sl.score, sl.id}
-		if all != nil {
-			all.offer(e)
-		}
-		if h := stale[scope{true, sl.domain}]; h != nil {
-			h.offer(e)
-		}
-	}
-	r.refilled(stale)
+	})
 }

@@ -105,12 +105,13 @@ func domainScopes() []scope {
 
 // TestNodeRankingMatchesBruteForce flushes a node ranking at random points
 // of a random row stream and checks that the written slots, read as FINAL
-// would, equal the tops recomputed from the nodes' last rows. 300 nodes
-// over five domains keep the tops below and above AttentionSlots, so
-// they shrink, refill and overflow.
+// would, equal the tops recomputed from the nodes' last rows. From 300
+// to 3,300 nodes over five domains keep the tops below and above
+// AttentionSlots and beyond what a top holds (TestNodeRankingRefills
+// empties them).
 func TestNodeRankingMatchesBruteForce(t *testing.T) {
 	for seed := range uint64(4) {
-		rows := randomNodeRows(seed, 300+200*int(seed), 20000)
+		rows := randomNodeRows(seed, 300+1000*int(seed), 30000)
 		r := rand.New(rand.NewPCG(seed, 4))
 		nr, tab, tr := newNodeRanking(), newSummaryTables(), nodeTruth{}
 		aux := auxWords{}
@@ -192,5 +193,38 @@ func TestNodeRankingRebuild(t *testing.T) {
 			}
 		}
 		checkNodeTops(t, len(rows), tab, tr)
+	}
+}
+
+// TestNodeRankingRefills empties the tops from their best end: 600 nodes
+// that do not pass, then the best 550 of them passing one by one. Each
+// top holds at most 2 x AttentionSlots nodes, so once those passed the
+// tops must be refilled from the partition's nodes to hold the 50 left.
+func TestNodeRankingRefills(t *testing.T) {
+	nr, tab, tr, aux := newNodeRanking(), newSummaryTables(), nodeTruth{}, auxWords{}
+	apply := func(s nodeagent.Status) {
+		nr.apply(&s, aux.of(s.NodeID))
+		tr[s.NodeID] = s
+	}
+	const nodes = 600
+	for i := range nodes {
+		apply(nodeagent.Status{NodeID: fmt.Sprintf("node-%03d", i), OwningDomain: summaryDomains[i%2],
+			Gate: string(contract.GateRetry), AttentionScore: float64(i), Version: uint64(i + 1)})
+	}
+	tab.flushNodes(nr, 0)
+	checkNodeTops(t, 0, tab, tr)
+	for i := nodes - 1; i >= 50; i-- {
+		s := tr[fmt.Sprintf("node-%03d", i)]
+		s.Gate, s.Version = string(contract.GatePass), s.Version+nodes
+		apply(s)
+		if i%37 == 0 {
+			tab.flushNodes(nr, 0)
+			checkNodeTops(t, i, tab, tr)
+		}
+	}
+	tab.flushNodes(nr, 0)
+	checkNodeTops(t, nodes, tab, tr)
+	if got := tab.ranked(global); len(got) != 50 || got[0] != "node-049" {
+		t.Fatalf("global top after the best passed: %v", got)
 	}
 }

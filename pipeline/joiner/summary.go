@@ -183,25 +183,14 @@ func (s *summary) flush(p int32, b *sink.Batch) {
 // refill rebuilds, in one pass over the partition's findings, every top
 // that lost entries below AttentionSlots while its scope holds more.
 func (s *summary) refill() {
-	stale := s.stale()
-	if stale == nil {
-		return
-	}
-	all := stale[global]
-	for id, i := range s.findings {
-		f := &s.slots[i]
-		if !s.open(f.group) {
-			continue
+	s.ranking.refill(func(offer func(string, topEntry)) {
+		for id, i := range s.findings {
+			f := &s.slots[i]
+			if s.open(f.group) {
+				offer(s.groups[f.group].key.OwningDomain, topEntry{f.score, id})
+			}
 		}
-		e := topEntry{f.score, id}
-		if all != nil {
-			all.offer(e)
-		}
-		if h := stale[scope{true, s.groups[f.group].key.OwningDomain}]; h != nil {
-			h.offer(e)
-		}
-	}
-	s.refilled(stale)
+	})
 }
 
 // ranking holds the tops of one kind of item a partition ranks by
@@ -259,10 +248,10 @@ func (r *ranking) flush(p int32, ver uint64, all bool, slots []sink.TopSlot) []s
 	return slots
 }
 
-// stale returns an empty heap for every top that lost entries below
-// AttentionSlots while its scope holds more, nil if there is none: the
-// caller offers them the scope's items and hands them to refilled.
-func (r *ranking) stale() map[scope]*topHeap {
+// refill rebuilds every top that lost entries below AttentionSlots
+// while its scope holds more, if any: each calls offer with the owning
+// domain and the entry of every item the tops rank.
+func (r *ranking) refill(each func(offer func(domain string, e topEntry))) {
 	var stale map[scope]*topHeap
 	for sc, t := range r.tops {
 		if len(t.entries) < sink.AttentionSlots && len(t.entries) < t.open {
@@ -272,11 +261,18 @@ func (r *ranking) stale() map[scope]*topHeap {
 			stale[sc] = &topHeap{}
 		}
 	}
-	return stale
-}
-
-// refilled makes the heaps of stale the entries of their tops.
-func (r *ranking) refilled(stale map[scope]*topHeap) {
+	if stale == nil {
+		return
+	}
+	all := stale[global]
+	each(func(domain string, e topEntry) {
+		if all != nil {
+			all.offer(e)
+		}
+		if h := stale[scope{true, domain}]; h != nil {
+			h.offer(e)
+		}
+	})
 	for sc, h := range stale {
 		t := r.tops[sc]
 		t.entries = h.sorted()

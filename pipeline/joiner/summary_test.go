@@ -337,3 +337,39 @@ func TestOutputNodeRowsOnePerNode(t *testing.T) {
 		func(p *partition, s *nodeagent.Status, aux *uint32) { p.out.addNode(p, s, aux) },
 		func(b *sink.Batch) []nodeagent.Status { return b.Nodes.All() }, nil)
 }
+
+// TestSummaryRefills empties the finding tops from their best end: 600
+// open findings, then the best 550 of them resolved one by one. Each top
+// holds at most 2 x AttentionSlots findings, so once those are resolved
+// the tops must be refilled from the partition's findings to hold the 50
+// left.
+func TestSummaryRefills(t *testing.T) {
+	s, tab, tr, aux := newSummary(), newSummaryTables(), truth{}, auxWords{}
+	apply := func(f drift.Finding) {
+		s.apply(&f, aux.of(f.EvidenceID))
+		tr[f.EvidenceID] = f
+	}
+	const findings = 600
+	p := drift.PolicyOf(drift.Orphan)
+	for i := range findings {
+		apply(drift.Finding{EvidenceID: drift.EvidenceID(drift.Orphan, fmt.Sprintf("maas/n%03d", i)), Class: drift.Orphan,
+			Severity: p.Severity, Posture: p.Posture, OwningDomain: summaryDomains[i%2], ProductID: "p", Provider: "maas",
+			Status: contract.StatusOpen, Transition: contract.TransitionOpened, AttentionScore: float64(i + 1), Version: uint64(i + 1)})
+	}
+	tab.flush(s, 0)
+	checkSummary(t, 0, tab, tr)
+	for i := findings - 1; i >= 50; i-- {
+		f := tr[drift.EvidenceID(drift.Orphan, fmt.Sprintf("maas/n%03d", i))]
+		f.Status, f.Transition, f.Version = contract.StatusResolved, contract.TransitionResolved, f.Version+findings
+		apply(f)
+		if i%37 == 0 {
+			tab.flush(s, 0)
+			checkSummary(t, i, tab, tr)
+		}
+	}
+	tab.flush(s, 0)
+	checkSummary(t, findings, tab, tr)
+	if got := tab.ranked(global); len(got) != 50 || got[0] != drift.EvidenceID(drift.Orphan, "maas/n049") {
+		t.Fatalf("global top after the best were resolved: %v", got)
+	}
+}
