@@ -1,14 +1,18 @@
 package joiner
 
 import (
+	"bytes"
+	"encoding/binary"
 	"fmt"
 	"math/rand/v2"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/driftline/driftline/pipeline/contract"
 	"github.com/driftline/driftline/pipeline/joiner/nodeagent"
 	"github.com/driftline/driftline/pipeline/readmodel/sink"
+	"github.com/driftline/driftline/pipeline/stream/snap"
 )
 
 // randomNodeRows returns a deterministic random sequence of node rows over
@@ -228,3 +232,87 @@ func TestNodeRankingRefills(t *testing.T) {
 		t.Fatalf("global top after the best passed: %v", got)
 	}
 }
+
+// TestPartitionRestoreKeepsNodeTop applies a generated fleet's records to
+// a partition, takes its checkpoint part way, and applies the rest both
+// to it and to a partition restored from the checkpoint: their node tops
+// fill the same slots, with the same versions, from the first flush after
+// the restore on (which also clears every slot past the end of each top,
+// since the checkpoint does not say how many the previous owner wrote). A
+// checkpoint of the version before 3 (without the top's version) restores
+// a top that ranks the same.
+func TestPartitionRestoreKeepsNodeTop(t *testing.T) {
+	recs := fleetRecords(t, 20_000)
+	cut := len(recs) / 2
+	j, a := benchJoiner(t)
+	for _, r := range recs[:cut] {
+		j.apply(a, r)
+	}
+	blob := a.snapshot()
+	// flushed returns the filled slots p flushes, in order, and how many
+	// it clears.
+	flushed := func(p *partition) ([]sink.TopSlot, int) {
+		var b sink.Batch
+		p.nodeTop.flush(p.p, &b)
+		filled := slices.DeleteFunc(b.NodeTop, func(s sink.TopSlot) bool { return s.ID == "" })
+		slices.SortFunc(filled, func(x, y sink.TopSlot) int {
+			return strings.Compare(fmt.Sprint(x.PerDomain, x.OwningDomain, x.Rank), fmt.Sprint(y.PerDomain, y.OwningDomain, y.Rank))
+		})
+		return filled, len(b.NodeTop) - len(filled)
+	}
+	restore := func(blob []byte) *partition {
+		t.Helper()
+		b := j.newPartition(0, nil)
+		if err := b.loadSnapshot(blob); err != nil {
+			t.Fatal(err)
+		}
+		b.out = &b.live
+		return b
+	}
+	b := restore(blob)
+	a.nodeTop.all = true // a restored top writes every slot once, as a fresh one
+	got, cleared := flushed(b)
+	want, _ := flushed(a)
+	if !slices.Equal(got, want) || len(got)+cleared != len(b.nodeTop.tops)*sink.AttentionSlots {
+		t.Fatalf("after the restore, %d cleared:\n got %v\nwant %v", cleared, got, want)
+	}
+	for _, r := range recs[cut:] {
+		j.apply(a, r)
+		j.apply(b, r)
+	}
+	got, _ = flushed(b)
+	want, _ = flushed(a)
+	if !slices.Equal(got, want) {
+		t.Fatalf("at the end:\n got %v\nwant %v", got, want)
+	}
+	ranked := 0
+	for _, s := range want {
+		if s.ID != "" {
+			ranked++
+		}
+	}
+	if ranked == 0 {
+		t.Fatal("no node ranked: the fleet tests nothing")
+	}
+
+	// Version 2: the same blob without the top's version at its end.
+	r := snap.NewReader(blob)
+	r.Header("joiner.partition", snapshotVersion)
+	v2 := bytes.Clone(blob)
+	v2[len(blob)-r.Len()-1] = 2
+	v2 = v2[:len(v2)-uvarintLen(a.nodeTop.ver)]
+	old, cur := restore(v2), restore(blob)
+	if old.nodeTop.ver == 0 || old.nodeTop.ver > cur.nodeTop.ver {
+		t.Fatalf("restored from version 2 at %d, from version 3 at %d", old.nodeTop.ver, cur.nodeTop.ver)
+	}
+	if len(cur.nodeTop.tops) == 0 || len(old.nodeTop.tops) != len(cur.nodeTop.tops) {
+		t.Fatalf("restored from version 2 with %d tops, from version 3 with %d", len(old.nodeTop.tops), len(cur.nodeTop.tops))
+	}
+	for sc, w := range cur.nodeTop.tops {
+		if g := old.nodeTop.tops[sc]; g == nil || !slices.Equal(g.entries, w.entries) || g.open != w.open {
+			t.Fatalf("restored from version 2: top %+v differs", sc)
+		}
+	}
+}
+
+func uvarintLen(v uint64) int { return len(binary.AppendUvarint(nil, v)) }
