@@ -540,16 +540,19 @@ func (t *Tracker) Each(fn func(*Status)) {
 	}
 }
 
-// Rebind calls fn with the current status (as Each) and the aux word
-// (see Emit) of every node that has a status, in no particular order, so
-// that the emit callback can rebuild its tables after a restore from a
-// snapshot, when the words are 0 again. The Status is reused between
-// calls.
+// Rebind calls fn with the aux word (see Emit) of every node that has a
+// status, and the fields of its last row that rank it for attention
+// (NodeID, OwningDomain, Gate, AttentionScore and Version; the others are
+// left empty: filling a whole Status cost more than placing the node), in no
+// particular order, so that the emit callback can rebuild its tables after
+// a restore from a snapshot, when the words are 0 again. The Status is
+// reused between calls.
 func (t *Tracker) Rebind(fn func(s *Status, aux *uint32)) {
 	var s Status
 	for _, n := range t.nodes {
 		if n.has(flagEmitted) {
-			t.fill(n, &s)
+			s.NodeID, s.OwningDomain, s.Gate = n.id, t.syms.Str(n.owningDomain), n.gate.String()
+			s.AttentionScore, s.Version = float64(n.score), n.version
 			fn(&s, &n.aux)
 		}
 	}
