@@ -87,10 +87,12 @@ func (rd *Reader) billingTop(ctx context.Context, f Filter, n int) ([]apitypes.F
 // domain; ties go by node_id. attention_top_nodes answers when it can
 // (rankedNodeFilter), else a ranking of node_agent_status.
 func (rd *Reader) TopNodes(ctx context.Context, f NodeFilter, n int, perDomain bool) ([]apitypes.Node, error) {
-	if rankedNodeFilter(f, n) {
-		return rd.rankedTopNodes(ctx, f.OwningDomains, n, perDomain)
-	}
 	conds, args := f.where()
+	// A node whose gate passes needs no attention whatever its score.
+	conds = append(conds, "gate != '"+string(contract.GatePass)+"'")
+	if rankedNodeFilter(f, n) {
+		return rd.rankedTopNodes(ctx, f.OwningDomains, conds, args, n, perDomain)
+	}
 	if perDomain {
 		return rd.topNodes(ctx, conds, args, n, true)
 	}
@@ -105,10 +107,8 @@ func (rd *Reader) topFindings(ctx context.Context, conds []string, args []any, n
 }
 
 // topNodes reads the n current nodes of highest attention_score under
-// conds whose gate does not pass, collapsing node_agent_status with FINAL.
+// conds, collapsing node_agent_status with FINAL.
 func (rd *Reader) topNodes(ctx context.Context, conds []string, args []any, n int, perDomain bool) ([]apitypes.Node, error) {
-	// A node whose gate passes needs no attention whatever its score.
-	conds = append(slices.Clone(conds), "gate != '"+string(contract.GatePass)+"'")
 	return list(ctx, rd, "attention_nodes", "SELECT "+nodeColumns+" FROM node_agent_status FINAL"+
 		whereClause(conds)+topOrder("node_id", n, perDomain), args, nil, nodeRow)
 }

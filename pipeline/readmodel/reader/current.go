@@ -11,7 +11,6 @@ import (
 	"github.com/ClickHouse/clickhouse-go/v2/lib/driver"
 
 	"github.com/driftline/driftline/pipeline/api/apitypes"
-	"github.com/driftline/driftline/pipeline/contract"
 )
 
 // The attention queue, drift pages in evidence_id order and drift detail
@@ -226,7 +225,7 @@ func (rd *Reader) markAfter(ctx context.Context, lo string, n int) (string, erro
 }
 
 // rankedNodes reads the n current nodes of highest attention_score whose
-// current row meets conds and whose gate does not pass.
+// current row meets conds (TopNodes adds a gate other than pass).
 //
 // Without FINAL, the rows that meet the conditions rank every current
 // one among possibly older rows of the same nodes. With t the k-th
@@ -237,7 +236,6 @@ func (rd *Reader) markAfter(ctx context.Context, lo string, n int) (string, erro
 // were taken), they hold the top n; if not, older rows crowded the top k,
 // and k grows.
 func (rd *Reader) rankedNodes(ctx context.Context, conds []string, args []any, n int) ([]apitypes.Node, error) {
-	conds = append(slices.Clone(conds), "gate != '"+string(contract.GatePass)+"'")
 	where := whereClause(conds)
 	for k := 2 * n; ; k *= 4 {
 		var (

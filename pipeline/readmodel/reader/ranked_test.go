@@ -9,8 +9,7 @@ import (
 
 // TestRankedNodeFilter: attention_top_nodes answers the node queue with no
 // filter or an owning_domain one, for n within its slots, and with no
-// other filter, whichever field of NodeFilter it is (rankedNodeFilter
-// reads them by reflection, which requires every field to be a list).
+// other filter, whichever field of NodeFilter it is.
 func TestRankedNodeFilter(t *testing.T) {
 	if !rankedNodeFilter(NodeFilter{}, sink.AttentionSlots) || !rankedNodeFilter(NodeFilter{OwningDomains: []string{"d"}}, 20) {
 		t.Fatal("no filter, or owning_domain alone, not answered by the slots")
@@ -22,7 +21,7 @@ func TestRankedNodeFilter(t *testing.T) {
 	for i := range typ.NumField() {
 		f := typ.Field(i)
 		if f.Type != reflect.TypeFor[[]string]() {
-			t.Fatalf("NodeFilter.%s is a %s: rankedNodeFilter takes every field for a list", f.Name, f.Type)
+			t.Fatalf("NodeFilter.%s is a %s: the test sets each field to a list of one value", f.Name, f.Type)
 		}
 		if f.Name == "OwningDomains" {
 			continue

@@ -3,7 +3,6 @@ package reader
 import (
 	"cmp"
 	"context"
-	"reflect"
 	"slices"
 	"strings"
 
@@ -79,34 +78,24 @@ func (rd *Reader) rankedFindings(ctx context.Context, domains []string, n int, p
 }
 
 // rankedNodeFilter reports whether attention_top_nodes answers the nodes
-// of an attention queue of n over f: no filter but owning_domain, and n
-// within the slots kept.
+// of an attention queue of n over f: no condition but owning_domain, and
+// n within the slots kept.
 func rankedNodeFilter(f NodeFilter, n int) bool {
-	g := f
-	g.OwningDomains = nil
-	// Every field of a NodeFilter is a list: a filter added later is
-	// one more list the top cannot answer.
-	v := reflect.ValueOf(g)
-	for i := range v.NumField() {
-		if v.Field(i).Len() != 0 {
-			return false
-		}
-	}
-	return n <= sink.AttentionSlots
+	f.OwningDomains = nil
+	conds, _ := f.where()
+	return len(conds) == 0 && n <= sink.AttentionSlots
 }
 
-// rankedTopNodes reads the top n nodes whose gate does not pass from
-// attention_top_nodes, over all (perDomain false) or per owning domain,
-// restricted to domains if given, and then their current rows, ranked
-// by them. The rows decide, as for findings: a node whose current row
-// passes (written after the slots) is left out.
-func (rd *Reader) rankedTopNodes(ctx context.Context, domains []string, n int, perDomain bool) ([]apitypes.Node, error) {
+// rankedTopNodes reads the top n nodes from attention_top_nodes, over all
+// (perDomain false) or per owning domain, restricted to domains if given,
+// and then their current rows that meet conds (the domains, a gate other
+// than pass), ranked by them. The rows decide, as for findings: a node
+// whose current row passes (written after the slots) is left out.
+func (rd *Reader) rankedTopNodes(ctx context.Context, domains, conds []string, args []any, n int, perDomain bool) ([]apitypes.Node, error) {
 	ids, err := rd.rankedIDs(ctx, "attention_top_nodes", "node_id", domains, n, perDomain)
 	if err != nil || len(ids) == 0 {
 		return nil, err
 	}
-	conds, args := listWhere([]listColumn{{"owning_domain", domains}})
-	conds = append(conds, "gate != '"+string(contract.GatePass)+"'")
 	ns, err := rd.currentNodes(ctx, "attention_nodes", conds, args, ids)
 	slices.SortFunc(ns, func(a, b apitypes.Node) int {
 		if c := cmp.Compare(b.AttentionScore, a.AttentionScore); c != 0 {
