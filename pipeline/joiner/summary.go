@@ -220,12 +220,7 @@ func (r *ranking) top(sc scope) *top {
 }
 
 // global returns the top over all domains.
-func (r *ranking) global() *top {
-	if r.gtop == nil {
-		return r.top(global)
-	}
-	return r.gtop
-}
+func (r *ranking) global() *top { return r.top(global) }
 
 // flush appends to slots the slots of partition p's tops that changed
 // since the last flush (of every top when all), stamped ver, and returns
