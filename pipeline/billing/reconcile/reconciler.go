@@ -322,9 +322,7 @@ func (r *Reconciler) applyAll(parts map[int32]*partition) int {
 	for _, part := range parts {
 		t := part.tracker
 		if t.Behind() {
-			if r.pager.over() {
-				r.pager.trim(true)
-			}
+			r.pager.trim(true)
 			t.Resume()
 		}
 		for !t.Behind() && !part.out.full() {
@@ -364,7 +362,7 @@ func (r *Reconciler) newPartition(p int32, out *output) *partition {
 func (r *Reconciler) apply(parts map[int32]*partition, rec *kgo.Record) {
 	part := parts[rec.Partition]
 	part.dirty = true
-	if r.pager.over() {
+	if r.pager.over() { // trim checks too; this test is the fast path, inlined
 		r.pager.trim(true) // between two records: no tracker holds a state
 	}
 	if rec.Value == nil {

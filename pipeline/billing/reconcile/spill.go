@@ -88,17 +88,9 @@ func (p *pager) check() error {
 	return os.Remove(f.Name())
 }
 
-// clockOf returns the clock of set's chunks.
-func (p *pager) clockOf(set pageSet) *clock {
-	if _, ok := set.(*slab); ok {
-		return &p.states
-	}
-	return &p.strings
-}
-
 // add puts chunk k of set, now in memory with size bytes, in its clock.
 func (p *pager) add(set pageSet, k int32, size int64) {
-	c := p.clockOf(set)
+	c := set.file().clock
 	set.file().ring[k] = int32(len(c.ring))
 	c.ring = append(c.ring, page{set, k})
 	p.resident += size
@@ -107,7 +99,7 @@ func (p *pager) add(set pageSet, k int32, size int64) {
 // drop takes the chunk at position at of set's clock out of it, freed
 // bytes less in memory.
 func (p *pager) drop(set pageSet, at int, freed int64) {
-	c := p.clockOf(set)
+	c := set.file().clock
 	last := len(c.ring) - 1
 	c.ring[at].set.file().ring[c.ring[at].k] = -1
 	if at != last {
@@ -161,7 +153,7 @@ func (p *pager) trim(states bool) {
 
 // forget takes every chunk of set out of its clock: its tracker is gone.
 func (p *pager) forget(set pageSet) {
-	c := p.clockOf(set)
+	c := set.file().clock
 	for i := 0; i < len(c.ring); {
 		if c.ring[i].set == set {
 			p.drop(set, i, set.sizeOf(c.ring[i].k))
@@ -176,6 +168,7 @@ func (p *pager) forget(set pageSet) {
 // written) and flags.
 type spillFile struct {
 	pg    *pager
+	clock *clock // the pager's clock of the file's chunks
 	f     *os.File
 	ring  []int32
 	flags []uint8
@@ -189,7 +182,7 @@ const (
 	chunkInMem              // in memory (ring holds where it is)
 )
 
-func newSpillFile(pg *pager, what string) *spillFile {
+func newSpillFile(pg *pager, c *clock, what string) *spillFile {
 	f, err := os.CreateTemp(pg.dir, "driftline-billing-"+what+"-*")
 	if err != nil {
 		panic(fmt.Errorf("billing: state spill file: %w", err))
@@ -197,7 +190,7 @@ func newSpillFile(pg *pager, what string) *spillFile {
 	// Unlinked at once: the open file stays until the tracker is closed
 	// or the process ends, crash included.
 	_ = os.Remove(f.Name())
-	return &spillFile{pg: pg, f: f}
+	return &spillFile{pg: pg, clock: c, f: f}
 }
 
 // grow makes room for the flags of chunk k.
@@ -253,7 +246,7 @@ func (sl *slab) spill(pg *pager) {
 	if len(sl.chunks) > 0 {
 		panic("BUG: billing: spilling a slab that holds states")
 	}
-	sl.sf = newSpillFile(pg, "states")
+	sl.sf = newSpillFile(pg, &pg.states, "states")
 }
 
 // use marks chunk k used and changed, reading it back first if it is on
@@ -320,7 +313,7 @@ func (a *arena) spill(pg *pager) {
 	if len(a.chunks) > 0 {
 		panic("BUG: billing: spilling an arena that holds strings")
 	}
-	a.sf = newSpillFile(pg, "strings")
+	a.sf = newSpillFile(pg, &pg.strings, "strings")
 }
 
 // load reads chunk k back from the file.
