@@ -7,7 +7,9 @@
 // connection (the picker's own to a database it just started, say) can
 // take the port, and the child fails with "address already in use". Pick
 // takes the port from below that range instead, where only another
-// listener can take it.
+// listener can take it. Nor does Pick hand out a port twice in a process:
+// two picks made before either child binds (a server's TCP and HTTP
+// ports, say) would otherwise both find the same port free.
 package freeport
 
 import (
@@ -17,6 +19,7 @@ import (
 	"os"
 	"strconv"
 	"strings"
+	"sync"
 )
 
 // lowest is the lowest port Pick hands out: well above the ports of
@@ -27,21 +30,49 @@ const lowest = 20000
 // falls back to one from the kernel.
 const tries = 64
 
-// Pick returns a TCP port on host that was free a moment ago, below the
-// ephemeral range when there is room (at least 1,000 ports) between
-// lowest and its start, else one the kernel picks.
+// handed holds the ports Pick handed out in this process.
+var handed struct {
+	sync.Mutex
+	ports map[int]bool
+}
+
+// Pick returns a TCP port on host that was free a moment ago and that no
+// earlier Pick of this process returned: below the ephemeral range when
+// there is room (at least 1,000 ports) between lowest and its start, else
+// one the kernel picks.
 func Pick(host string) (int, error) { return pick(host, ephemeralStart()) }
 
 // pick is Pick with the ephemeral range starting at start.
 func pick(host string, start int) (int, error) {
+	handed.Lock()
+	defer handed.Unlock()
+	if handed.ports == nil {
+		handed.ports = make(map[int]bool)
+	}
 	if start-lowest >= 1000 {
 		for range tries {
 			p := lowest + rand.IntN(start-lowest)
-			if free(host, p) {
+			if !handed.ports[p] && free(host, p) {
+				handed.ports[p] = true
 				return p, nil
 			}
 		}
 	}
+	for range tries {
+		p, err := kernelPort(host)
+		if err != nil {
+			return 0, err
+		}
+		if !handed.ports[p] {
+			handed.ports[p] = true
+			return p, nil
+		}
+	}
+	return 0, fmt.Errorf("pick a free port on %s: the kernel gave only ports handed out before", host)
+}
+
+// kernelPort returns a port the kernel picks from its ephemeral range.
+func kernelPort(host string) (int, error) {
 	ln, err := net.Listen("tcp", net.JoinHostPort(host, "0"))
 	if err != nil {
 		return 0, fmt.Errorf("pick a free port on %s: %w", host, err)

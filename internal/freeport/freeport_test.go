@@ -61,6 +61,23 @@ func TestPickSkipsTaken(t *testing.T) {
 	}
 }
 
+// TestPickNeverTwice checks that Pick does not hand out a port twice, as
+// two picks made before either port is bound would: 300 picks from a
+// range of 1,000 ports would repeat one with near certainty otherwise.
+func TestPickNeverTwice(t *testing.T) {
+	seen := make(map[int]bool)
+	for range 300 {
+		p, err := pick("127.0.0.1", lowest+1000)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if seen[p] {
+			t.Fatalf("port %d handed out twice", p)
+		}
+		seen[p] = true
+	}
+}
+
 func TestAddr(t *testing.T) {
 	a, err := Addr("127.0.0.1")
 	if err != nil {
