@@ -181,8 +181,8 @@ func (e *Engine) ApplyScan(s *contract.ScanCompleted, at time.Time, correlationI
 
 // missingOpen reports whether id has an open missing finding.
 func (e *Engine) missingOpen(id *ownerstate.Identity) bool {
-	fs := e.store.PeekFindings(id)
-	return fs != nil && fs[drift.Missing].Status == ownerstate.Open
+	f := e.store.Findings(id).Of(drift.Missing)
+	return f != nil && f.Status == ownerstate.Open
 }
 
 // SetNodeIdentity applies the node-agent identity verdict of node nodeID
@@ -373,15 +373,15 @@ func confirms(id *ownerstate.Identity, k drift.Class, c cause) bool {
 // evaluate re-classifies id at event time at and emits the transitions.
 func (e *Engine) evaluate(id *ownerstate.Identity, at int64, c cause, correlationID string) {
 	open, missingAhead, orphanAhead := e.conditions(id, e.watermark)
-	fs := e.store.PeekFindings(id)
+	fs := e.store.Findings(id)
 	for k := drift.Class(0); k < drift.NumClasses; k++ {
-		if fs == nil {
+		f := fs.Of(k)
+		if f == nil {
 			if !open[k] {
-				continue
+				continue // nothing to open, nothing to resolve
 			}
-			fs = e.store.Findings(id)
+			f = fs.Make(k)
 		}
-		f := &fs[k]
 		var transition contract.Transition
 		switch {
 		case open[k] && f.Status != ownerstate.Open:
@@ -508,11 +508,10 @@ func (e *Engine) Touch(provider, providerID string, k drift.Class, transition co
 	if id == nil {
 		return false
 	}
-	fs := e.store.PeekFindings(id)
-	if fs == nil || fs[k].Status == ownerstate.None {
+	f := e.store.Findings(id).Of(k)
+	if f == nil || f.Status == ownerstate.None {
 		return false
 	}
-	f := &fs[k]
 	f.Version = max(f.Version+1, uint64(max(e.watermark, 0)/1000))
 	e.emitFinding(id, k, f, transition)
 	return true
@@ -525,11 +524,11 @@ func (e *Engine) Status(provider, providerID string, k drift.Class) (contract.Fi
 	if id == nil {
 		return "", false
 	}
-	fs := e.store.PeekFindings(id)
+	f := e.store.Findings(id).Of(k)
 	switch {
-	case fs == nil || fs[k].Status == ownerstate.None:
+	case f == nil || f.Status == ownerstate.None:
 		return "", false
-	case fs[k].Status == ownerstate.Open:
+	case f.Status == ownerstate.Open:
 		return contract.StatusOpen, true
 	}
 	return contract.StatusResolved, true

@@ -81,8 +81,49 @@ type FindingState struct {
 	Aux uint32
 }
 
-// Findings are an identity's findings, one per classification.
-type Findings [drift.NumClasses]FindingState
+// noFinding is a class's finding before it is first opened.
+var noFinding = FindingState{FirstSeen: NoTime, LastSeen: NoTime, ResolvedAt: NoTime}
+
+// findingSlots holds an identity's findings: per class, 1 + the index of
+// its finding in Store.findings, 0 for none. An identity with findings
+// mostly has one or two of the eight classes, and eight FindingStates
+// each (384 bytes) were some 80 MB of a joiner's heap at 1.33M
+// identities: the slots and the findings that exist are about a quarter
+// of that.
+type findingSlots [drift.NumClasses]uint32
+
+// Findings are an identity's findings, at most one per classification,
+// as the Store holds them (Store.Findings). The pointers Of and Make
+// return are valid until the next Make of any identity.
+type Findings struct {
+	s     *Store
+	id    *Identity
+	slots *findingSlots // nil: the identity never had a finding
+}
+
+// Of returns the finding of class k, nil if the identity never had one.
+func (f Findings) Of(k drift.Class) *FindingState {
+	if f.slots == nil || f.slots[k] == 0 {
+		return nil
+	}
+	return f.s.findings.At(f.slots[k] - 1)
+}
+
+// Make returns the finding of class k, a new one (status None, times
+// NoTime) if the identity never had one.
+func (f *Findings) Make(k drift.Class) *FindingState {
+	s := f.s
+	if f.slots == nil {
+		i := s.slots.Append(findingSlots{})
+		s.findingsOf[f.id.idx] = i
+		f.id.flags |= flagFindings
+		f.slots = s.slots.At(i)
+	}
+	if f.slots[k] == 0 {
+		f.slots[k] = 1 + s.findings.Append(noFinding)
+	}
+	return s.findings.At(f.slots[k] - 1)
+}
 
 // Identity flags.
 const (
@@ -285,11 +326,12 @@ type Store struct {
 	// for the store's life: the chunks of identities point at it).
 	keys  *arena
 	index index
-	// findings holds the findings of identities that ever had one;
-	// findingsOf maps an identity's index to its findings' (the
-	// identities that have some are flagged, and are a minority: their
-	// index costs the others nothing).
-	findings   chunked[Findings]
+	// findings holds the findings of identities that ever had one, and
+	// slots each such identity's (findingSlots); findingsOf maps an
+	// identity's index to its slots (the identities that have some are
+	// flagged, and are a minority: their index costs the others nothing).
+	findings   chunked[FindingState]
+	slots      chunked[findingSlots]
 	findingsOf map[uint32]uint32
 
 	syms symtab
@@ -490,28 +532,13 @@ func (s *Store) Each(provider string, fn func(*Identity)) {
 	}
 }
 
-// Findings returns id's findings, allocating them on first use. The
-// pointer is valid until the next call that allocates findings.
-func (s *Store) Findings(id *Identity) *Findings {
-	if id.flags&flagFindings == 0 {
-		i := s.findings.Append(Findings{})
-		s.findingsOf[id.idx] = i
-		id.flags |= flagFindings
-		f := s.findings.At(i)
-		for k := range f {
-			f[k].FirstSeen, f[k].LastSeen, f[k].ResolvedAt = NoTime, NoTime, NoTime
-		}
-		return f
+// Findings returns id's findings (Make adds one).
+func (s *Store) Findings(id *Identity) Findings {
+	f := Findings{s: s, id: id}
+	if id.flags&flagFindings != 0 {
+		f.slots = s.slots.At(s.findingsOf[id.idx])
 	}
-	return s.findings.At(s.findingsOf[id.idx])
-}
-
-// PeekFindings returns id's findings, nil if it never had one.
-func (s *Store) PeekFindings(id *Identity) *Findings {
-	if id.flags&flagFindings == 0 {
-		return nil
-	}
-	return s.findings.At(s.findingsOf[id.idx])
+	return f
 }
 
 // Record returns the shape of id's record, nil if none.

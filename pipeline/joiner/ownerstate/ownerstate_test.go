@@ -16,6 +16,7 @@ import (
 
 	"github.com/driftline/driftline/internal/cputime"
 	"github.com/driftline/driftline/internal/memstat"
+	"github.com/driftline/driftline/pipeline/joiner/drift"
 	"github.com/driftline/driftline/pipeline/stream/snap"
 )
 
@@ -275,9 +276,11 @@ func TestArenaRecordIDs(t *testing.T) {
 			len(s.keys.chunks[len(s.keys.chunks)-1]) != end+snap.UvarintLen(uint64(n))-1+n {
 			t.Fatalf("in place: %q %q", id.Key(), id.RecordID())
 		}
-		s.Findings(id)[2].Status = Open
+		fs := s.Findings(id)
+		fs.Make(2).Status = Open
 	}
-	s.Findings(ids[3])[1].RetryCount = 7
+	fs := s.Findings(ids[3])
+	fs.Make(1).RetryCount = 7
 	s.compactKeys()
 	var w snap.Writer
 	s.AppendSnapshot(&w)
@@ -287,11 +290,11 @@ func TestArenaRecordIDs(t *testing.T) {
 	}
 	for i := range uint32(s.Len()) {
 		if a, b := s.At(i), r.At(i); a.Key() != b.Key() || a.RecordID() != b.RecordID() || r.Get(b.Provider(), b.ProviderID(), false) != b ||
-			fmt.Sprint(s.PeekFindings(a)) != fmt.Sprint(r.PeekFindings(b)) {
+			findingsOf(s, a) != findingsOf(r, b) {
 			t.Fatalf("identity %d after rewrite and restore: %q %q", i, b.Key(), b.RecordID())
 		}
 	}
-	if r.PeekFindings(r.At(3))[1].RetryCount != 7 || r.PeekFindings(r.At(4)) != nil || r.findings.Len() != 3 {
+	if f := r.Findings(r.At(3)).Of(1); f == nil || f.RetryCount != 7 || r.Findings(r.At(4)).slots != nil || r.slots.Len() != 3 || r.findings.Len() != 3 {
 		t.Fatal("findings after restore")
 	}
 	func() {
@@ -302,6 +305,63 @@ func TestArenaRecordIDs(t *testing.T) {
 		}()
 		s.Get("p", strings.Repeat("k", MaxKeyLen), true)
 	}()
+}
+
+// TestFindingsHeldPerClass checks that the store holds a finding only for
+// the classes an identity had one of, and that a snapshot still writes
+// eight per identity with any (the format of before), from which a load
+// holds only those again, their values intact.
+func TestFindingsHeldPerClass(t *testing.T) {
+	s := New()
+	a, b, c := s.Get("maas", "a", true), s.Get("maas", "b", true), s.Get("maas", "c", true)
+	if fs := s.Findings(a); fs.Of(drift.Orphan) != nil || fs.slots != nil {
+		t.Fatal("a new identity has findings")
+	}
+	fa := s.Findings(a)
+	f := fa.Make(drift.Stale)
+	if *f != noFinding {
+		t.Fatalf("a new finding is %+v, want %+v", *f, noFinding)
+	}
+	f.Status, f.RetryCount, f.Version, f.FirstSeen, f.Correlation = Open, 3, 7, 100, s.Intern("corr-a")
+	if g := fa.Make(drift.Stale); g != f {
+		t.Fatal("Make of a class the identity has made another finding")
+	}
+	fb := s.Findings(b)
+	fb.Make(drift.Orphan).Status = Resolved
+	fb.Make(drift.SupplyChain).Status = Open
+	if s.findings.Len() != 3 || s.slots.Len() != 2 {
+		t.Fatalf("%d findings in %d identities' slots, want 3 in 2", s.findings.Len(), s.slots.Len())
+	}
+	if g := s.Findings(a).Of(drift.Stale); g == nil || g.RetryCount != 3 || s.Findings(a).Of(drift.Orphan) != nil {
+		t.Fatal("Of after Make")
+	}
+
+	var w snap.Writer
+	s.AppendSnapshot(&w)
+	// Each identity with findings writes eight, each at least 7 bytes
+	// (status, retry count, version, three times, correlation).
+	var without snap.Writer
+	bare := New()
+	for _, id := range []*Identity{a, b, c} {
+		bare.Get(id.Provider(), id.ProviderID(), true)
+	}
+	bare.syms.Intern("corr-a")
+	bare.AppendSnapshot(&without)
+	if grown := len(w.B) - len(without.B); grown < 2*8*7 {
+		t.Fatalf("findings took %d bytes of the snapshot, want eight for each of two identities", grown)
+	}
+	r := New()
+	if err := r.LoadSnapshot(snap.NewReader(w.B)); err != nil {
+		t.Fatal(err)
+	}
+	if r.findings.Len() != 3 || r.slots.Len() != 2 {
+		t.Fatalf("loaded: %d findings in %d identities' slots, want 3 in 2", r.findings.Len(), r.slots.Len())
+	}
+	for i, id := range []*Identity{a, b, c} {
+		if got, want := findingsOf(r, r.At(uint32(i))), findingsOf(s, id); got != want {
+			t.Fatalf("identity %s loaded with findings %s, want %s", id.Key(), got, want)
+		}
+	}
 }
 
 func TestTimersFireInOrderAndMoveLater(t *testing.T) {
@@ -868,12 +928,18 @@ func dumpStore(s *Store) string {
 		if o := s.Obs(id); o != nil {
 			fmt.Fprintf(&b, "|obs %s %s %s", s.Str(o.ObservedState), s.Str(o.Usage), s.Str(o.OwnerRef))
 		}
-		if f := s.PeekFindings(id); f != nil {
-			for k := range f {
-				if k >= findingsBefore3 && f[k] == (FindingState{FirstSeen: NoTime, LastSeen: NoTime, ResolvedAt: NoTime}) {
+		// As the store held findings when the want files were written:
+		// eight per identity with any (six in version 1).
+		if fs := s.Findings(id); fs.slots != nil {
+			for k := range drift.Class(drift.NumClasses) {
+				f := fs.Of(k)
+				if f == nil {
+					f = &noFinding
+				}
+				if k >= findingsBefore3 && *f == noFinding {
 					continue // the fleet core's classes, which version 1 has not
 				}
-				fmt.Fprintf(&b, "|f%d %d %d %d %d %s", k, f[k].Status, f[k].Version, f[k].FirstSeen, f[k].RetryCount, s.Str(f[k].Correlation))
+				fmt.Fprintf(&b, "|f%d %d %d %d %d %s", k, f.Status, f.Version, f.FirstSeen, f.RetryCount, s.Str(f.Correlation))
 			}
 		}
 		b.WriteString("\n")
@@ -962,4 +1028,16 @@ func TestPrefetch(t *testing.T) {
 	if s.Len() != 1 || s.Get("maas", "node-1", false) != want || s.Get("maas", "node-2", false) != nil {
 		t.Fatalf("prefetching changed the store: %d identities", s.Len())
 	}
+}
+
+// findingsOf prints id's findings, class by class.
+func findingsOf(s *Store, id *Identity) string {
+	var b strings.Builder
+	fs := s.Findings(id)
+	for k := range drift.Class(drift.NumClasses) {
+		if f := fs.Of(k); f != nil {
+			fmt.Fprintf(&b, "%d:%+v ", k, *f)
+		}
+	}
+	return b.String()
 }

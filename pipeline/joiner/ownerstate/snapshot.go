@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 
+	"github.com/driftline/driftline/pipeline/joiner/drift"
 	"github.com/driftline/driftline/pipeline/stream/snap"
 )
 
@@ -55,7 +56,7 @@ func (s *Store) AppendSnapshot(w *snap.Writer) {
 		w.Uvarint(uint64(id.klen))
 		w.Byte(id.flags)
 		w.Byte(id.disagreements)
-		findings := uint32(0) // 1 + index in s.findings
+		findings := uint32(0) // 1 + index in s.slots
 		if id.flags&flagFindings != 0 {
 			findings = 1 + s.findingsOf[id.idx]
 		}
@@ -66,9 +67,16 @@ func (s *Store) AppendSnapshot(w *snap.Writer) {
 			w.Varint(v)
 		}
 	})
-	w.Uvarint(uint64(s.findings.Len()))
-	for i := range s.findings.Len() {
-		for _, f := range s.findings.At(uint32(i)) {
+	// Each identity's findings as eight, those it never had as such
+	// (noFinding): the format of when every identity with findings held
+	// all eight.
+	w.Uvarint(uint64(s.slots.Len()))
+	for i := range s.slots.Len() {
+		for _, j := range s.slots.At(uint32(i)) {
+			f := &noFinding
+			if j != 0 {
+				f = s.findings.At(j - 1)
+			}
 			w.Byte(f.Status)
 			w.Uvarint(uint64(f.RetryCount))
 			w.Uvarint(f.Version)
@@ -203,23 +211,25 @@ func (s *Store) LoadSnapshot(r *snap.Reader) error {
 			break
 		}
 	}
-	perIdentity := len(Findings{})
+	perIdentity := int(drift.NumClasses)
 	if version < 3 {
-		perIdentity = findingsBefore3
+		perIdentity = findingsBefore3 // the others: none
 	}
 	nf := r.Count(7 * perIdentity)
+	fresh.slots.Grow(nf)
 	fresh.findings.Grow(nf)
 	for range nf {
-		fs := fresh.findings.At(fresh.findings.Append(Findings{}))
-		for k := perIdentity; k < len(fs); k++ { // none in an older version
-			fs[k].FirstSeen, fs[k].LastSeen, fs[k].ResolvedAt = NoTime, NoTime, NoTime
-		}
-		for k := range fs[:perIdentity] {
-			f := &fs[k]
+		var sl findingSlots
+		for k := range perIdentity {
+			var f FindingState
 			f.Status, f.RetryCount, f.Version = r.Byte(), uint32(r.Uvarint()), r.Uvarint()
 			f.FirstSeen, f.LastSeen, f.ResolvedAt = r.Varint(), r.Varint(), r.Varint()
 			f.Correlation = sym()
+			if f != noFinding {
+				sl[k] = 1 + fresh.findings.Append(f)
+			}
 		}
+		fresh.slots.Append(sl)
 	}
 	for i, f := range fresh.findingsOf {
 		if f >= uint32(nf) {

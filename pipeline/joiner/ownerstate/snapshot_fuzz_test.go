@@ -35,7 +35,8 @@ func FuzzLoadSnapshot(f *testing.F) {
 			s.Arm(id, TimerMissing, i%5 != 0)
 		}
 		if i%7 == 0 {
-			s.Findings(id)[1].Status = Open
+			fs := s.Findings(id)
+			fs.Make(1).Status = Open
 			s.SetTombstone(id, int64(10*i+7))
 		}
 	}

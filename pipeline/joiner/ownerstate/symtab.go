@@ -3,6 +3,7 @@ package ownerstate
 import (
 	"unsafe"
 
+	"github.com/driftline/driftline/pipeline/joiner/drift"
 	"github.com/driftline/driftline/pipeline/joiner/intern"
 )
 
@@ -175,9 +176,10 @@ func (s *Store) compact() {
 				ObservedVersion: str(o.ObservedVersion), OwnerRef: str(o.OwnerRef), Usage: str(o.Usage), RouteTarget: str(o.RouteTarget)})
 		}
 		id.recCorr, id.obsCorr = str(id.recCorr), str(id.obsCorr)
-		if f := s.PeekFindings(id); f != nil {
-			for k := range f {
-				f[k].Correlation = str(f[k].Correlation)
+		fs := s.Findings(id)
+		for k := range drift.Class(drift.NumClasses) {
+			if f := fs.Of(k); f != nil {
+				f.Correlation = str(f.Correlation)
 			}
 		}
 	})
