@@ -31,10 +31,10 @@ const lowest = 20000
 const tries = 64
 
 // handed holds the ports Pick handed out in this process.
-var handed struct {
+var handed = struct {
 	sync.Mutex
 	ports map[int]bool
-}
+}{ports: make(map[int]bool)}
 
 // Pick returns a TCP port on host that was free a moment ago and that no
 // earlier Pick of this process returned: below the ephemeral range when
@@ -46,9 +46,6 @@ func Pick(host string) (int, error) { return pick(host, ephemeralStart()) }
 func pick(host string, start int) (int, error) {
 	handed.Lock()
 	defer handed.Unlock()
-	if handed.ports == nil {
-		handed.ports = make(map[int]bool)
-	}
 	if start-lowest >= 1000 {
 		for range tries {
 			p := lowest + rand.IntN(start-lowest)
