@@ -85,7 +85,9 @@ func (rd *Reader) billingTop(ctx context.Context, f Filter, n int) ([]apitypes.F
 // TopNodes reads the n current nodes of highest attention_score matching
 // f whose gate does not pass, over all (perDomain false) or per owning
 // domain; ties go by node_id. attention_top_nodes answers when it can
-// (rankedNodeFilter), else a ranking of node_agent_status.
+// (rankedNodeFilter), else a ranking of node_agent_status. The nodes come
+// in no set order: the attention queue ranks them with the findings, as
+// it does TopFindings'.
 func (rd *Reader) TopNodes(ctx context.Context, f NodeFilter, n int, perDomain bool) ([]apitypes.Node, error) {
 	conds, args := f.where()
 	// A node whose gate passes needs no attention whatever its score.

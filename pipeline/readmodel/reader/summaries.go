@@ -1,7 +1,6 @@
 package reader
 
 import (
-	"cmp"
 	"context"
 	"slices"
 	"strings"
@@ -89,21 +88,14 @@ func rankedNodeFilter(f NodeFilter, n int) bool {
 // rankedTopNodes reads the top n nodes from attention_top_nodes, over all
 // (perDomain false) or per owning domain, restricted to domains if given,
 // and then their current rows that meet conds (the domains, a gate other
-// than pass), ranked by them. The rows decide, as for findings: a node
-// whose current row passes (written after the slots) is left out.
+// than pass). The rows decide, as for findings: a node whose current row
+// passes (written after the slots) is left out.
 func (rd *Reader) rankedTopNodes(ctx context.Context, domains, conds []string, args []any, n int, perDomain bool) ([]apitypes.Node, error) {
 	ids, err := rd.rankedIDs(ctx, "attention_top_nodes", "node_id", domains, n, perDomain)
 	if err != nil || len(ids) == 0 {
 		return nil, err
 	}
-	ns, err := rd.currentNodes(ctx, "attention_nodes", conds, args, ids)
-	slices.SortFunc(ns, func(a, b apitypes.Node) int {
-		if c := cmp.Compare(b.AttentionScore, a.AttentionScore); c != 0 {
-			return c
-		}
-		return strings.Compare(a.NodeID, b.NodeID)
-	})
-	return ns, err
+	return rd.currentNodes(ctx, "attention_nodes", conds, args, ids)
 }
 
 // rankedIDs reads the slots of an attention top (table, its id column
