@@ -71,7 +71,8 @@ func MigrateCluster(ctx context.Context, cfg service.ClickHouse) error {
 //   - a materialized view is created on every server over the local
 //     tables (it sees the inserts of its own shard's replica and writes
 //     its shard's replicated table);
-//   - a new column is added to t_local, and t is created again with it;
+//   - new columns are added to t_local, all of a table's in one ALTER,
+//     and t is created again with them;
 //   - a dropped table or view is dropped.
 //
 // A migration that changes the engine, partitioning or sorting key of an
@@ -355,16 +356,24 @@ func clusterPlan(ctx context.Context, conn driver.Conn, cfg service.ClickHouse, 
 			for _, c := range have {
 				known[c.name] = true
 			}
+			// One ALTER adds all of a table's new columns: each ALTER ON
+			// CLUSTER of a replicated table is a round through the DDL
+			// queue and every replica, and its commands apply in order,
+			// so a column may come AFTER one added before it.
+			var adds []string
 			prev := ""
 			for _, c := range t.columns {
 				if !known[c.name] {
-					pos := ""
+					add := "ADD COLUMN " + c.spec()
 					if prev != "" {
-						pos = " AFTER `" + prev + "`"
+						add += " AFTER `" + prev + "`"
 					}
-					plan = append(plan, fmt.Sprintf("ALTER TABLE %s.%s%s ADD COLUMN %s%s", db, local, on, c.spec(), pos))
+					adds = append(adds, add)
 				}
 				prev = c.name
+			}
+			if len(adds) > 0 {
+				plan = append(plan, fmt.Sprintf("ALTER TABLE %s.%s%s\n    %s", db, local, on, strings.Join(adds, ",\n    ")))
 			}
 			if _, distExists := current[n]; distExists && sameColumns(current[n], t.columns) {
 				continue

@@ -27,8 +27,15 @@ import (
 // Distributed table answers one current row per key, also while a
 // replica is killed and after it comes back.
 func TestMigrateCluster(t *testing.T) {
+	start := time.Now()
 	cfg, cluster := testenv.ClickHouseCluster(t)
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	// The phases' times are logged: on a loaded machine distributed DDL
+	// and replica fetches slow down many times over.
+	phase := func(what string) {
+		t.Logf("%s: %.1fs into the test", what, time.Since(start).Seconds())
+	}
+	phase("cluster up, database migrated")
+	ctx, cancel := context.WithTimeout(context.Background(), 8*time.Minute)
 	defer cancel()
 
 	stepped := cfg
@@ -47,9 +54,11 @@ func TestMigrateCluster(t *testing.T) {
 	if err := readmodel.MigrateClusterFS(ctx, stepped, upTo012); err != nil {
 		t.Fatalf("migrate up to 012: %v", err)
 	}
+	phase("migrated up to 012")
 	if err := readmodel.MigrateCluster(ctx, stepped); err != nil {
 		t.Fatalf("migrate the rest: %v", err)
 	}
+	phase("migrated the rest")
 	if err := readmodel.MigrateCluster(ctx, cfg); err != nil {
 		t.Fatalf("migrate again: %v", err)
 	}
@@ -128,15 +137,18 @@ func TestMigrateCluster(t *testing.T) {
 	write(1, 0, 200)
 	write(2, 0, 100)
 	current(200, 100)
+	phase("written and read")
 
 	// A replica killed: writes go to the other replica of its shard,
 	// reads too; back, it fetches what it missed.
 	cluster.Kill(1)
 	write(2, 100, 200)
 	current(200, 200)
+	phase("written and read with a replica killed")
 	if err := cluster.Restart(ctx, 1); err != nil {
 		t.Fatal(err)
 	}
+	phase("replica restarted")
 	var perServer []uint64
 	// A fetch the kill interrupted waits for its leftover temporary
 	// directory to expire (chserver's temporary_directories_lifetime).
@@ -155,5 +167,6 @@ func TestMigrateCluster(t *testing.T) {
 		}
 		return nil
 	})
+	phase("replica caught up")
 	t.Logf("current rows per server (s1r1, s1r2, s2r1, s2r2): %v", perServer)
 }
