@@ -129,7 +129,7 @@ func testApply(t *testing.T, conn driver.Conn, cluster string) {
 		"SELECT count() FROM consumer_progress FINAL WHERE consumer = 'g' AND partition = 0": 1,
 		"SELECT count() FROM consumer_progress WHERE partition = 1 OR consumer != 'g'":       0,
 	} {
-		testenv.CheckFor(t, 30*time.Second, func() error { // mutations apply in the background
+		testenv.CheckFor(t, 2*time.Minute, func() error { // mutations apply in the background; on a cluster, through every replica
 			if got := count(t, conn, q); got != n {
 				return fmt.Errorf("%s: %d, want %d", q, got, n)
 			}
@@ -205,7 +205,7 @@ func TestApplyFleetTables(t *testing.T) {
 	if wantKept := map[string][]uint32{"node_lifecycle_history": ym(10)}; !reflect.DeepEqual(d.Kept, wantKept) {
 		t.Errorf("kept %v, want %v", d.Kept, wantKept)
 	}
-	testenv.CheckFor(t, 30*time.Second, func() error {
+	testenv.CheckFor(t, 2*time.Minute, func() error {
 		for q, n := range map[string]uint64{
 			"SELECT count() FROM node_lifecycle_history WHERE node_id = 'n-quiet'": 1,
 			"SELECT count() FROM node_lifecycle_history WHERE node_id = 'n-moved'": 1,
