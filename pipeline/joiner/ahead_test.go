@@ -5,6 +5,8 @@ import (
 	"testing"
 
 	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/driftline/driftline/pipeline/joiner/nodeagent"
 )
 
 // TestApplyAhead checks that applying records through applyAhead's
@@ -49,14 +51,21 @@ func TestApplyAhead(t *testing.T) {
 		// A record with a key goes through every step when
 		// readAhead-stateAhead records follow it: the last step runs
 		// as the last of them is read.
-		keyed := 0
+		// A node's key goes through the node tracker's steps too.
+		keyed, nodeKeyed := 0, 0
 		for i, r := range recs[:n] {
 			if len(r.Key) != 0 && i+readAhead-stateAhead < n {
 				keyed++
+				if nodeagent.IsNodeKey(r.Key) {
+					nodeKeyed++
+				}
 			}
 		}
-		if ahead.ahead.states != uint64(keyed) {
-			t.Fatalf("%d records: %d states prefetched, want %d", n, ahead.ahead.states, keyed)
+		if ahead.ahead.states != uint64(keyed) || ahead.ahead.nodeIDs != uint64(nodeKeyed) {
+			t.Fatalf("%d records: %d states and %d node ids prefetched, want %d and %d", n, ahead.ahead.states, ahead.ahead.nodeIDs, keyed, nodeKeyed)
+		}
+		if n == len(recs) && nodeKeyed == 0 {
+			t.Fatalf("the fleet's %d records have no node's key: the node tracker's steps went untried", n)
 		}
 		d, a := direct.live.batch, ahead.live.batch
 		if !reflect.DeepEqual(d.Current.All(), a.Current.All()) || !reflect.DeepEqual(d.History.All(), a.History.All()) || !reflect.DeepEqual(d.Nodes.All(), a.Nodes.All()) {

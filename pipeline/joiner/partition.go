@@ -206,7 +206,9 @@ func (j *Joiner) newPartition(p int32, out *output) *partition {
 // its key is hashed and its index slot prefetched slotAhead records
 // before; the slot is read and the identity prefetched identityAhead
 // records before; the identity is read and its shapes and timer
-// prefetched stateAhead records before.
+// prefetched stateAhead records before. A node's key (heartbeats, node
+// records and observations) takes the same steps in the node tracker:
+// its slot, the node, the node's id.
 const (
 	readAhead     = 8
 	slotAhead     = 4
@@ -218,9 +220,11 @@ const (
 type lookahead struct {
 	recs [readAhead]*kgo.Record
 	hash [readAhead]uint64 // the identity key's hash (0: none)
+	node [readAhead]bool   // the key is a node's (nodeagent.IsNodeKey)
 	// states counts the records whose state was prefetched (the last
-	// step), which tells a test the steps line up.
-	states uint64
+	// step), and nodeIDs those whose node's id was, which tells a test
+	// the steps line up.
+	states, nodeIDs uint64
 }
 
 // applyAhead applies the records next returns, until it returns nil, in
@@ -231,7 +235,7 @@ type lookahead struct {
 // record will need while the records before it are applied (see package
 // prefetch).
 func (j *Joiner) applyAhead(part *partition, next func() *kgo.Record, done func(*kgo.Record)) int {
-	la, store := &part.ahead, part.engine.Store()
+	la, store, nodes := &part.ahead, part.engine.Store(), part.nodes
 	k := 0
 	for r := next(); r != nil; r = next() {
 		s := k % readAhead
@@ -239,7 +243,7 @@ func (j *Joiner) applyAhead(part *partition, next func() *kgo.Record, done func(
 			j.apply(part, la.recs[s])
 			done(la.recs[s])
 		}
-		la.recs[s], la.hash[s] = r, 0
+		la.recs[s], la.hash[s], la.node[s] = r, 0, false
 		if len(r.Key) != 0 {
 			prefetch.Line(unsafe.Pointer(&r.Key[0]))
 		}
@@ -256,17 +260,29 @@ func (j *Joiner) applyAhead(part *partition, next func() *kgo.Record, done func(
 		// Record k-readAhead+d is applied d records from now.
 		if k >= readAhead-slotAhead {
 			if t := (k + slotAhead) % readAhead; len(la.recs[t].Key) != 0 {
-				la.hash[t] = store.Prefetch(la.recs[t].Key)
+				key := la.recs[t].Key
+				la.hash[t] = store.Prefetch(key)
+				if nodeagent.IsNodeKey(key) {
+					la.node[t] = true
+					nodes.PrefetchSlot(la.hash[t])
+				}
 			}
 		}
 		if k >= readAhead-identityAhead {
-			if h := la.hash[(k+identityAhead)%readAhead]; h != 0 {
-				store.PrefetchIdentity(h)
+			if t := (k + identityAhead) % readAhead; la.hash[t] != 0 {
+				store.PrefetchIdentity(la.hash[t])
+				if la.node[t] {
+					nodes.PrefetchNode(la.hash[t])
+				}
 			}
 		}
 		if k >= readAhead-stateAhead {
-			if h := la.hash[(k+stateAhead)%readAhead]; h != 0 {
-				store.PrefetchState(h)
+			if t := (k + stateAhead) % readAhead; la.hash[t] != 0 {
+				store.PrefetchState(la.hash[t])
+				if la.node[t] {
+					nodes.PrefetchID(la.hash[t])
+					la.nodeIDs++
+				}
 				la.states++
 			}
 		}

@@ -258,7 +258,7 @@ func (t *Tracker) maybeCompactFleet() {
 			lists[strings.Join(l, "\x00")] = l
 		}
 	}
-	for _, n := range t.nodes {
+	for _, n := range t.index.all {
 		if f := n.fleet; f != nil {
 			keepList(f.controllers)
 			keepList(f.tags)
@@ -846,7 +846,7 @@ func (t *Tracker) syncDebt(minute int64) {
 	type key struct{ domain, relay string }
 	agg := map[key]*SyncDebtRow{}
 	win := int64(t.opts.DisconnectedAfter)
-	for _, n := range t.nodes {
+	for _, n := range t.index.all {
 		if !n.has(flagHeartbeat) || n.lastSeen+win <= t.w {
 			continue
 		}
@@ -885,7 +885,7 @@ func (t *Tracker) syncDebt(minute int64) {
 // re-evaluations run (and transitions are numbered) in one order.
 func (t *Tracker) sortedNodes(keep func(*node) bool) []*node {
 	var ns []*node
-	for _, n := range t.nodes {
+	for _, n := range t.index.all {
 		if keep(n) {
 			ns = append(ns, n)
 		}

@@ -22,7 +22,7 @@ func TestFleetPoolBounded(t *testing.T) {
 	if most > 2*minFleetCompactAt {
 		t.Fatalf("pool grew to %d strings", most)
 	}
-	if f := tr.nodes["n1"].fleet; f.reported != "v49999" || tr.fleet.pool[f.reported] != f.reported {
+	if f := tr.lookup("n1").fleet; f.reported != "v49999" || tr.fleet.pool[f.reported] != f.reported {
 		t.Fatalf("the node's strings left the pool: %q", f.reported)
 	}
 }

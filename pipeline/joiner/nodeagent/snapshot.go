@@ -41,10 +41,7 @@ func (t *Tracker) AppendSnapshot(w *snap.Writer) {
 	w.Header(snapSection, snapVersion)
 	w.Varint(t.w)
 
-	ns := make([]*node, 0, len(t.nodes))
-	for _, n := range t.nodes {
-		ns = append(ns, n)
-	}
+	ns := slices.Clone(t.index.all)
 	slices.SortFunc(ns, func(a, b *node) int { return strings.Compare(a.id, b.id) })
 
 	// The string table: symbols in order of first use.
@@ -128,7 +125,9 @@ func (t *Tracker) load(r *snap.Reader) error {
 	if nt > nn {
 		return fmt.Errorf("%w: %d timers for %d nodes", ErrSnapshot, nt, nn)
 	}
-	nodes := make(map[string]*node, nn)
+	var nodes nodeIndex
+	nodes.hashMask = t.index.hashMask
+	nodes.reset(nn)
 	timers := make([]*node, nt)
 	for range nn {
 		n := &node{id: r.String(), host: r.String(), corr: r.String()}
@@ -163,7 +162,7 @@ func (t *Tracker) load(r *snap.Reader) error {
 		switch {
 		case score > math.MaxUint16 || n.mode >= numModes || n.gate >= numGates || n.state >= numStates:
 			return fmt.Errorf("%w: node %q: derived values out of range", ErrSnapshot, n.id)
-		case nodes[n.id] != nil:
+		case nodes.find(n.id, nodes.hashID(n.id)) != nil:
 			return fmt.Errorf("%w: node %q twice", ErrSnapshot, n.id)
 		case hi < -1 || hi >= int64(nt) || hi >= 0 && timers[hi] != nil:
 			return fmt.Errorf("%w: node %q: timer %d of %d", ErrSnapshot, n.id, hi, nt)
@@ -178,7 +177,7 @@ func (t *Tracker) load(r *snap.Reader) error {
 		if hi >= 0 {
 			timers[hi] = n
 		}
-		nodes[n.id] = n
+		nodes.add(n, nodes.hashID(n.id))
 	}
 	for i, n := range timers {
 		if n == nil {
@@ -200,7 +199,7 @@ func (t *Tracker) load(r *snap.Reader) error {
 		}
 	}
 	fleet.compactAt = max(minFleetCompactAt, 2*(len(fleet.pool)+len(fleet.lists)))
-	t.nodes, t.timers, t.syms, t.w, t.fleet = nodes, timers, syms, wm, fleet
+	t.index, t.timers, t.syms, t.w, t.fleet = nodes, timers, syms, wm, fleet
 	t.last = nil
 	t.compactAt = max(minCompactAt, 2*syms.Len())
 	return nil

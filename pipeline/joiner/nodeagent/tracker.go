@@ -100,11 +100,11 @@ func (n *node) setSym(dst *sym, v sym) {
 type Tracker struct {
 	opts  Options
 	emit  Emit
-	nodes map[string]*node
+	index nodeIndex
 	// last is the node of the latest lookup (lookup): an event's path
 	// finds its node several times (applying the event, its recent
-	// events, its verdicts), and each map lookup among a partition's
-	// hundreds of thousands of nodes hashes the id and misses the cache.
+	// events, its verdicts), and each index lookup among a partition's
+	// hundreds of thousands of nodes hashes the id and waits for memory.
 	last *node
 	syms *intern.Table
 	// compactAt is the symbol-table size that triggers a rebuild.
@@ -135,21 +135,22 @@ func New(opts Options, emit Emit) *Tracker {
 	if err := opts.Validate(); err != nil {
 		panic("BUG: " + err.Error())
 	}
-	return &Tracker{
+	t := &Tracker{
 		opts:      opts,
 		emit:      emit,
-		nodes:     make(map[string]*node),
 		syms:      newSymtab(),
 		compactAt: minCompactAt,
 		w:         math.MinInt64,
 		silence:   [3]int64{int64(opts.DelayedAfter), int64(opts.AutonomousAfter), int64(opts.DisconnectedAfter)},
 		fleet:     newFleetState(),
 	}
+	t.index.reset(0)
+	return t
 }
 
 // Len returns the number of nodes tracked (with a record, a heartbeat or
 // both).
-func (t *Tracker) Len() int { return len(t.nodes) }
+func (t *Tracker) Len() int { return len(t.index.all) }
 
 // Watermark returns the watermark of the last Advance.
 func (t *Tracker) Watermark() time.Time {
@@ -164,7 +165,7 @@ func (t *Tracker) lookup(nodeID string) *node {
 	if n := t.last; n != nil && n.id == nodeID {
 		return n
 	}
-	n := t.nodes[nodeID]
+	n := t.index.find(nodeID, t.index.hashID(nodeID))
 	if n != nil {
 		t.last = n
 	}
@@ -173,12 +174,16 @@ func (t *Tracker) lookup(nodeID string) *node {
 
 // get returns the node nodeID, added if the tracker has none.
 func (t *Tracker) get(nodeID string) *node {
-	n := t.lookup(nodeID)
+	if n := t.last; n != nil && n.id == nodeID {
+		return n
+	}
+	h := t.index.hashID(nodeID)
+	n := t.index.find(nodeID, h)
 	if n == nil {
 		n = &node{id: strings.Clone(nodeID), deadline: noDeadline, heapIdx: -1}
-		t.nodes[n.id] = n
-		t.last = n
+		t.index.add(n, h)
 	}
+	t.last = n
 	return n
 }
 
@@ -532,7 +537,7 @@ func (t *Tracker) IdentityMismatch(nodeID string) (bool, string) {
 // has one, in no particular order. The Status is reused between calls.
 func (t *Tracker) Each(fn func(*Status)) {
 	var s Status
-	for _, n := range t.nodes {
+	for _, n := range t.index.all {
 		if n.has(flagEmitted) {
 			t.fill(n, &s)
 			fn(&s)
@@ -549,7 +554,7 @@ func (t *Tracker) Each(fn func(*Status)) {
 // reused between calls.
 func (t *Tracker) Rebind(fn func(s *Status, aux *uint32)) {
 	var s Status
-	for _, n := range t.nodes {
+	for _, n := range t.index.all {
 		if n.has(flagEmitted) {
 			s.NodeID, s.OwningDomain, s.Gate = n.id, t.syms.Str(n.owningDomain), n.gate.String()
 			s.AttentionScore, s.Version = float64(n.score), n.version
@@ -604,7 +609,7 @@ func (t *Tracker) maybeCompact() {
 		return
 	}
 	old, fresh := t.syms, newSymtab()
-	for _, n := range t.nodes {
+	for _, n := range t.index.all {
 		for _, p := range n.syms() {
 			*p = fresh.Intern(old.Str(*p))
 		}

@@ -405,7 +405,8 @@ func (s *Store) Get(provider, providerID string, create bool) *Identity {
 
 // Prefetch starts bringing into the caches the index slot where the
 // identity of key (provider/provider_id, as a record's Kafka key) is
-// looked up first, and returns the key's hash for PrefetchIdentity. It
+// looked up first, and returns the key's hash (its xxhash64, which the
+// node tracker's prefetches take as well) for PrefetchIdentity. It
 // changes nothing; a caller that applies records a few at a time calls it
 // for a record some records before applying it (see package prefetch).
 func (s *Store) Prefetch(key []byte) uint64 {
