@@ -151,8 +151,10 @@ func TestMigrateCluster(t *testing.T) {
 	phase("replica restarted")
 	var perServer []uint64
 	// A fetch the kill interrupted waits for its leftover temporary
-	// directory to expire (chserver's temporary_directories_lifetime).
-	testenv.CheckFor(t, 2*time.Minute, func() error {
+	// directory to expire (chserver's temporary_directories_lifetime,
+	// 30 s) and for the table's cleanup, every 30-40 s: about a minute
+	// here, whatever the load.
+	testenv.CheckFor(t, 3*time.Minute, func() error {
 		perServer = perServer[:0]
 		for _, addr := range cluster.Addrs() {
 			one := testenv.Open(t, service.ClickHouse{Addr: addr, Database: cfg.Database, User: "default"}, readmodel.NoCreate())
