@@ -5,7 +5,9 @@
 // -clickhouse.cluster it migrates in cluster mode: replicated tables and
 // Distributed tables in front, ON CLUSTER (docs/deploy.md). It retries
 // connecting until -migrate.timeout, for a server still starting; a
-// failing migration is not retried.
+// failing migration is not retried. The migration itself is not bounded
+// by -migrate.timeout (one that copies a large table takes as long as the
+// copy): it runs until it is done, or until SIGINT or SIGTERM.
 //
 //	migrate -clickhouse.addr ch-1:9000,ch-2:9000 -clickhouse.cluster driftline
 package main
@@ -25,18 +27,33 @@ func main() {
 	cl := service.NewCommandLine("migrate")
 	timeout := cl.Duration("migrate.timeout", 5*time.Minute, "how long to wait for ClickHouse to answer before giving up")
 	cl.Parse()
-	ctx, cancel := context.WithTimeout(context.Background(), *timeout)
-	defer cancel()
+	ctx, stop := service.SignalContext()
+	defer stop()
 	cfg := cl.Common.ClickHouse
-	conn, err := readmodel.OpenWait(ctx, cfg, slog.Default(), "the migration waits for ClickHouse")
+	err := run(ctx, *timeout,
+		func(ctx context.Context) error {
+			conn, err := readmodel.OpenWait(ctx, cfg, slog.Default(), "the migration waits for ClickHouse")
+			if err == nil {
+				conn.Close()
+			}
+			return err
+		},
+		func(ctx context.Context) error { return readmodel.OpenMigrate(ctx, cfg) })
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "migrate:", err)
 		os.Exit(1)
 	}
-	conn.Close()
-	if err := readmodel.OpenMigrate(ctx, cfg); err != nil {
-		fmt.Fprintln(os.Stderr, "migrate:", err)
-		os.Exit(1)
-	}
 	slog.Info("read model migrated", "addr", cfg.Addr, "db", cfg.Database, "cluster", cfg.Cluster)
+}
+
+// run waits for ClickHouse with wait for at most timeout, then migrates
+// with migrate under ctx alone.
+func run(ctx context.Context, timeout time.Duration, wait, migrate func(context.Context) error) error {
+	wctx, cancel := context.WithTimeout(ctx, timeout)
+	err := wait(wctx)
+	cancel()
+	if err != nil {
+		return err
+	}
+	return migrate(ctx)
 }
