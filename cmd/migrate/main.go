@@ -50,10 +50,13 @@ func main() {
 // with migrate under ctx alone.
 func run(ctx context.Context, timeout time.Duration, wait, migrate func(context.Context) error) error {
 	wctx, cancel := context.WithTimeout(ctx, timeout)
-	err := wait(wctx)
-	cancel()
-	if err != nil {
+	defer cancel()
+	if err := wait(wctx); err != nil {
+		if ctx.Err() == nil && wctx.Err() != nil {
+			return fmt.Errorf("ClickHouse did not answer within -migrate.timeout (%s; the warnings above say why): %w", timeout, err)
+		}
 		return err
 	}
+	cancel()
 	return migrate(ctx)
 }

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"errors"
+	"strings"
 	"testing"
 	"time"
 )
@@ -50,7 +51,7 @@ func TestRunBoundsOnlyTheWait(t *testing.T) {
 	err = run(context.Background(), time.Millisecond,
 		func(ctx context.Context) error { <-ctx.Done(); return refused },
 		func(context.Context) error { migrated = true; return nil })
-	if !errors.Is(err, refused) || migrated {
-		t.Errorf("a failed wait: %v, migrated %t; want the wait's error and no migration", err, migrated)
+	if !errors.Is(err, refused) || migrated || !strings.Contains(err.Error(), "-migrate.timeout (1ms") {
+		t.Errorf("a failed wait: %v, migrated %t; want the wait's error, naming the timeout, and no migration", err, migrated)
 	}
 }
