@@ -9,8 +9,8 @@ import (
 	"github.com/driftline/driftline/pipeline/joiner/prefetch"
 )
 
-// nodeIndex finds a node by node_id. A partition holds hundreds of
-// thousands of nodes, and each lookup of an event's node waits for memory
+// nodeIndex finds a node by node_id. A partition holds tens of thousands
+// of nodes or more, and each lookup of an event's node waits for memory
 // (the table's slot, the node, its id); the index lets the joiner's
 // read-ahead (Tracker.PrefetchSlot, PrefetchNode, PrefetchID) ask for
 // them a few records early, which a Go map does not.
@@ -21,7 +21,9 @@ import (
 // without hashing an id again. The hash is that of the node's identity
 // key, "maas/<node_id>": the key its heartbeats, records and
 // observations carry, which the read-ahead has hashed already. Nodes are
-// never removed.
+// never removed. The owner state's index of identities is built the same
+// way (it grows by a quarter, to hold more keys in less memory; nodes
+// are few beside their 320-byte structs, so this one doubles).
 type nodeIndex struct {
 	slots []uint64
 	all   []*node // in the order they were added

@@ -104,7 +104,8 @@ type Tracker struct {
 	// last is the node of the latest lookup (lookup): an event's path
 	// finds its node several times (applying the event, its recent
 	// events, its verdicts), and each index lookup among a partition's
-	// hundreds of thousands of nodes hashes the id and waits for memory.
+	// tens of thousands of nodes or more hashes the id and waits for
+	// memory.
 	last *node
 	syms *intern.Table
 	// compactAt is the symbol-table size that triggers a rebuild.
