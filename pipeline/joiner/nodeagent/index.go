@@ -1,11 +1,11 @@
 package nodeagent
 
 import (
+	"bytes"
 	"unsafe"
 
-	"github.com/cespare/xxhash/v2"
-
 	"github.com/driftline/driftline/pipeline/contract"
+	"github.com/driftline/driftline/pipeline/joiner/keyindex"
 	"github.com/driftline/driftline/pipeline/joiner/prefetch"
 )
 
@@ -13,55 +13,24 @@ import (
 // of nodes or more, and each lookup of an event's node waits for memory
 // (the table's slot, the node, its id); the index lets the joiner's
 // read-ahead (Tracker.PrefetchSlot, PrefetchNode, PrefetchID) ask for
-// them a few records early, which a Go map does not.
-//
-// It is an open-addressing table with linear probing. A slot holds the
-// top 32 bits of the id's hash and 1 + the node's position in all (0:
-// empty); the top 32 bits also give the home slot, so the table grows
-// without hashing an id again. The hash is that of the node's identity
-// key, "maas/<node_id>": the key its heartbeats, records and
-// observations carry, which the read-ahead has hashed already. Nodes are
-// never removed. The owner state's index of identities is built the same
-// way (it grows by a quarter, to hold more keys in less memory; nodes
-// are few beside their 320-byte structs, so this one doubles).
+// them a few records early, which a Go map does not. Its table is the
+// owner state's kind (keyindex), keyed by the node's identity key,
+// "maas/<node_id>": the key its heartbeats, records and observations
+// carry, which the read-ahead has hashed already. Nodes are never
+// removed.
 type nodeIndex struct {
-	slots []uint64
-	all   []*node // in the order they were added
-	// hashMask is applied to every hash; tests narrow it to force
-	// collisions of tags and probe sequences.
-	hashMask uint64
+	keys keyindex.Index
+	all  []*node // by position in keys, in the order they were added
 }
 
-const minNodeSlots = 64
-
-// nodeKeyPrefix is what a node's identity key starts with.
-const nodeKeyPrefix = contract.ProviderMAAS + "/"
-
-// hashID returns the hash of the identity key of node id (xxhash64 of
-// "maas/<id>", without building the key).
-func (x *nodeIndex) hashID(id string) uint64 {
-	var buf [256]byte
-	if len(nodeKeyPrefix)+len(id) > len(buf) {
-		var d xxhash.Digest
-		d.Reset()
-		_, _ = d.WriteString(nodeKeyPrefix)
-		_, _ = d.WriteString(id)
-		return d.Sum64() & x.hashMask
-	}
-	return xxhash.Sum64(append(append(buf[:0], nodeKeyPrefix...), id...)) & x.hashMask
-}
-
-// home returns the first slot to probe for hash (or slot) h.
-func (x *nodeIndex) home(h uint64) int { return int((h >> 32) * uint64(len(x.slots)) >> 32) }
+// hashID returns the hash of the identity key of node id.
+func (x *nodeIndex) hashID(id string) uint64 { return x.keys.HashKey(contract.ProviderMAAS, id) }
 
 // find returns the node id, whose hash is h, or nil.
 func (x *nodeIndex) find(id string, h uint64) *node {
-	if len(x.slots) == 0 {
-		return nil
-	}
-	tag := h >> 32
-	for p := x.home(h); ; {
-		v := x.slots[p]
+	slots, tag := x.keys.Slots, h>>32
+	for p := x.keys.Home(h); ; {
+		v := slots[p]
 		if v == 0 {
 			return nil
 		}
@@ -70,7 +39,7 @@ func (x *nodeIndex) find(id string, h uint64) *node {
 				return n
 			}
 		}
-		if p++; p == len(x.slots) {
+		if p++; p == len(slots) {
 			p = 0
 		}
 	}
@@ -81,75 +50,42 @@ func (x *nodeIndex) add(n *node, h uint64) {
 	if len(x.all) == 1<<32-1 {
 		panic("BUG: nodeagent: 2^32-1 nodes in a partition")
 	}
-	if (len(x.all)+1)*4 > len(x.slots)*3 {
-		x.grow()
-	}
+	x.keys.Insert(h, uint32(len(x.all)))
 	x.all = append(x.all, n)
-	x.put(h>>32<<32 | uint64(len(x.all)))
-}
-
-func (x *nodeIndex) put(v uint64) {
-	p := x.home(v)
-	for x.slots[p] != 0 {
-		if p++; p == len(x.slots) {
-			p = 0
-		}
-	}
-	x.slots[p] = v
-}
-
-// grow doubles the table.
-func (x *nodeIndex) grow() {
-	old := x.slots
-	x.slots = make([]uint64, max(minNodeSlots, 2*len(old)))
-	for _, v := range old {
-		if v != 0 {
-			x.put(v)
-		}
-	}
 }
 
 // reset empties the index, sized for n nodes.
 func (x *nodeIndex) reset(n int) {
-	size := minNodeSlots
-	for size*3 < n*4 {
-		size *= 2
-	}
-	x.slots, x.all = make([]uint64, size), make([]*node, 0, n)
-	if x.hashMask == 0 {
-		x.hashMask = ^uint64(0)
-	}
+	x.keys.Init(n)
+	x.all = make([]*node, 0, n)
 }
 
 // prefetched returns the node in h's home slot if its tag matches h, nil
-// otherwise: only the first slot is read, so a node that probes further
-// is looked up without help.
+// otherwise (keyindex.Index.AtHome).
 func (x *nodeIndex) prefetched(h uint64) *node {
-	if len(x.slots) == 0 {
+	i, ok := x.keys.AtHome(h & x.keys.HashMask)
+	if !ok || int(i) >= len(x.all) {
 		return nil
 	}
-	h &= x.hashMask
-	v := x.slots[x.home(h)]
-	if v == 0 || v>>32 != h>>32 || int(uint32(v)-1) >= len(x.all) {
-		return nil
-	}
-	return x.all[uint32(v)-1]
+	return x.all[i]
 }
 
 // IsNodeKey reports whether key is a node's identity key ("maas/<node_id>"),
 // whose records the tracker looks up: the read-ahead prefetches for those.
 func IsNodeKey(key []byte) bool {
-	return len(key) > len(nodeKeyPrefix) && string(key[:len(nodeKeyPrefix)]) == nodeKeyPrefix
+	return len(key) > len(nodeKeyPrefix) && bytes.HasPrefix(key, []byte(nodeKeyPrefix))
 }
+
+// nodeKeyPrefix is what a node's identity key starts with.
+const nodeKeyPrefix = contract.ProviderMAAS + "/"
 
 // PrefetchSlot starts bringing into the caches the index slot of the node
 // whose identity key hashes to h (xxhash64 of the key, as
 // ownerstate.Store.Prefetch returns it). It is a hint: a wrong h costs a
 // wasted fetch, never a wrong lookup.
 func (t *Tracker) PrefetchSlot(h uint64) {
-	if x := &t.index; len(x.slots) != 0 {
-		prefetch.Line(unsafe.Pointer(&x.slots[x.home(h&x.hashMask)]))
-	}
+	x := &t.index.keys
+	prefetch.Line(unsafe.Pointer(&x.Slots[x.Home(h&x.HashMask)]))
 }
 
 // PrefetchNode starts bringing into the caches the node PrefetchSlot's

@@ -19,7 +19,7 @@ func TestNodeIndex(t *testing.T) {
 	for _, mask := range []uint64{0x1, 0xf << 40, ^uint64(0)} {
 		t.Run(fmt.Sprintf("mask=%#x", mask), func(t *testing.T) {
 			tr := quietTracker()
-			tr.index.hashMask = mask
+			tr.index.keys.HashMask = mask
 			const n = 3000
 			for i := range n {
 				tr.ApplyHeartbeat(&contract.Heartbeat{NodeID: fmt.Sprintf("node-%d", i), HostFingerprint: "h", Health: "OK"},
@@ -31,7 +31,7 @@ func TestNodeIndex(t *testing.T) {
 			var w snap.Writer
 			tr.AppendSnapshot(&w)
 			r := quietTracker()
-			r.index.hashMask = mask
+			r.index.keys.HashMask = mask
 			if err := r.LoadSnapshot(snap.NewReader(w.B)); err != nil {
 				t.Fatal(err)
 			}

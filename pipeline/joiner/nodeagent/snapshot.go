@@ -126,7 +126,7 @@ func (t *Tracker) load(r *snap.Reader) error {
 		return fmt.Errorf("%w: %d timers for %d nodes", ErrSnapshot, nt, nn)
 	}
 	var nodes nodeIndex
-	nodes.hashMask = t.index.hashMask
+	nodes.keys.HashMask = t.index.keys.HashMask
 	nodes.reset(nn)
 	timers := make([]*node, nt)
 	for range nn {

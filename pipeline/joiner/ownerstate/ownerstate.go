@@ -51,6 +51,7 @@ import (
 	"unsafe"
 
 	"github.com/driftline/driftline/pipeline/joiner/drift"
+	"github.com/driftline/driftline/pipeline/joiner/keyindex"
 	"github.com/driftline/driftline/pipeline/joiner/prefetch"
 	"github.com/driftline/driftline/pipeline/stream/snap"
 )
@@ -325,7 +326,7 @@ type Store struct {
 	// keys holds the keys and record ids of the identities (one arena
 	// for the store's life: the chunks of identities point at it).
 	keys  *arena
-	index index
+	index keyindex.Index
 	// findings holds the findings of identities that ever had one, and
 	// slots each such identity's (findingSlots); findingsOf maps an
 	// identity's index to its slots (the identities that have some are
@@ -356,7 +357,7 @@ type Store struct {
 func New() *Store {
 	s := &Store{keys: &arena{}, scans: make(map[string]int64), findingsOf: make(map[uint32]uint32),
 		providers: make(map[string]*providerList)}
-	s.index.init(0)
+	s.index.Init(0)
 	s.syms.init()
 	return s
 }
@@ -371,9 +372,9 @@ func (s *Store) At(i uint32) *Identity { return &s.chunks[i>>chunkBits].ids[i&(c
 // is set (nil otherwise). Looking up an existing identity does not
 // allocate; the strings may alias a decode buffer.
 func (s *Store) Get(provider, providerID string, create bool) *Identity {
-	h := s.index.hashKey(provider, providerID)
-	slots, tag := s.index.slots, h>>32
-	for p := s.index.home(h); ; {
+	h := s.index.HashKey(provider, providerID)
+	slots, tag := s.index.Slots, h>>32
+	for p := s.index.Home(h); ; {
 		v := slots[p]
 		if v == 0 {
 			break
@@ -399,7 +400,7 @@ func (s *Store) Get(provider, providerID string, create bool) *Identity {
 	copy(b[len(provider)+1:], providerID)
 	b[klen] = 0
 	id := s.add(ref, klen)
-	s.index.insert(h, id.idx)
+	s.index.Insert(h, id.idx)
 	return id
 }
 
@@ -410,8 +411,8 @@ func (s *Store) Get(provider, providerID string, create bool) *Identity {
 // changes nothing; a caller that applies records a few at a time calls it
 // for a record some records before applying it (see package prefetch).
 func (s *Store) Prefetch(key []byte) uint64 {
-	h := s.index.hashBytes(key)
-	prefetch.Line(unsafe.Pointer(&s.index.slots[s.index.home(h)]))
+	h := s.index.HashBytes(key)
+	prefetch.Line(unsafe.Pointer(&s.index.Slots[s.index.Home(h)]))
 	return h
 }
 
@@ -449,20 +450,20 @@ func (s *Store) PrefetchState(h uint64) {
 // prefetched returns the identity in h's home slot if its tag matches h,
 // nil otherwise.
 func (s *Store) prefetched(h uint64) *Identity {
-	v := s.index.slots[s.index.home(h)]
-	if v == 0 || v>>32 != h>>32 || int(uint32(v)-1) >= s.n {
+	i, ok := s.index.AtHome(h)
+	if !ok || int(i) >= s.n {
 		return nil
 	}
-	return s.At(uint32(v) - 1)
+	return s.At(i)
 }
 
 // fileNew files identity id in the index, unless an identity with its
 // key is filed already (then it reports false).
 func (s *Store) fileNew(id *Identity) bool {
 	key := id.Key()
-	h := s.index.hash(key)
-	slots := s.index.slots
-	for p := s.index.home(h); slots[p] != 0; {
+	h := s.index.Hash(key)
+	slots := s.index.Slots
+	for p := s.index.Home(h); slots[p] != 0; {
 		if v := slots[p]; v>>32 == h>>32 && s.At(uint32(v)-1).Key() == key {
 			return false
 		}
@@ -470,7 +471,7 @@ func (s *Store) fileNew(id *Identity) bool {
 			p = 0
 		}
 	}
-	s.index.insert(h, id.idx)
+	s.index.Insert(h, id.idx)
 	return true
 }
 

@@ -161,7 +161,7 @@ func TestEachProvider(t *testing.T) {
 func TestIndexExactUnderCollisions(t *testing.T) {
 	for _, mask := range []uint64{0, 7, 0xFFFF_0000_0000_0000, ^uint64(0)} {
 		s := New()
-		s.index.hashMask = mask
+		s.index.HashMask = mask
 		const n = 3000
 		ids := make([]*Identity, n)
 		for i := range ids {
@@ -179,8 +179,8 @@ func TestIndexExactUnderCollisions(t *testing.T) {
 		if a == b || a.Key() != "maas/n1" || b.Key() != "maa/s/n1" || s.Len() != n+2 {
 			t.Fatalf("mask %x: split keys merged", mask)
 		}
-		if s.index.n != s.Len() || s.index.n*8 > len(s.index.slots)*7 {
-			t.Fatalf("mask %x: %d keys in %d slots", mask, s.index.n, len(s.index.slots))
+		if s.index.N != s.Len() || s.index.N*8 > len(s.index.Slots)*7 {
+			t.Fatalf("mask %x: %d keys in %d slots", mask, s.index.N, len(s.index.Slots))
 		}
 	}
 }
@@ -866,10 +866,10 @@ func bytesPerIdentity(t *testing.T, n int) float64 {
 	}
 	f := func(b uintptr) float64 { return float64(b) / float64(n) }
 	structs, keyArena := f(uintptr(len(s.chunks))*unsafe.Sizeof(idChunk{})), f(uintptr(arenaBytes))
-	index, timers := f(uintptr(len(s.index.slots))*8), f(uintptr(cap(s.timers))*unsafe.Sizeof(timer{}))
+	index, timers := f(uintptr(len(s.index.Slots))*8), f(uintptr(cap(s.timers))*unsafe.Sizeof(timer{}))
 	t.Logf("%d identities: %.1f bytes per identity (key %d bytes, record id %d bytes): identities %.1f, key arena %.1f, index %.1f (%.0f%% full), timers %.1f, rest %.1f",
 		n, per, len("maas/")+len(keys[0]), len("alloc-")+len(keys[0]), structs, keyArena, index,
-		100*float64(s.index.n)/float64(len(s.index.slots)), timers, per-structs-keyArena-index-timers)
+		100*float64(s.index.N)/float64(len(s.index.Slots)), timers, per-structs-keyArena-index-timers)
 	return per
 }
 
@@ -1019,8 +1019,8 @@ func TestPrefetch(t *testing.T) {
 	for _, key := range []string{"maas/node-1", "maas/node-2", "", "no-slash"} {
 		h := s.Prefetch([]byte(key))
 		provider, id, _ := strings.Cut(key, "/")
-		if key != "no-slash" && key != "" && h != s.index.hashKey(provider, id) {
-			t.Fatalf("%q: Prefetch hashes to %x, Get to %x", key, h, s.index.hashKey(provider, id))
+		if key != "no-slash" && key != "" && h != s.index.HashKey(provider, id) {
+			t.Fatalf("%q: Prefetch hashes to %x, Get to %x", key, h, s.index.HashKey(provider, id))
 		}
 		s.PrefetchIdentity(h)
 		s.PrefetchState(h)

@@ -166,7 +166,7 @@ func (s *Store) LoadSnapshot(r *snap.Reader) error {
 	t.garbage = t.Len() + t.recs.Len() + t.obss.Len()
 
 	n := r.Count(14)
-	fresh.index.init(n)
+	fresh.index.Init(n)
 	var queued []int64 // version 1: the time of each identity's live heap entry
 	if version == 1 {
 		queued = make([]int64, n)
