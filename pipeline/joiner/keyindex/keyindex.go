@@ -10,7 +10,7 @@ import "github.com/cespare/xxhash/v2"
 // Index maps identity keys to positions in its owner's list: an
 // open-addressing table of 8-byte slots with linear probing. A slot holds
 // the high 32 bits of the key's hash (the tag) and 1 + the position (0:
-// empty); the owner's lookup walks the slots from Home and compares the
+// empty); Find walks the slots from Home and has the owner compare the
 // full key at every position whose tag matches, so the table is exact
 // whatever the hash does. A key's home slot is its tag scaled to the
 // table (tag*len>>32), so growing the table needs no key: it grows by a
@@ -58,6 +58,25 @@ func (x *Index) HashBytes(key []byte) uint64 { return xxhash.Sum64(key) & x.Hash
 
 // Hash returns the hash of a whole key (the same as HashKey's).
 func (x *Index) Hash(key string) uint64 { return xxhash.Sum64String(key) & x.HashMask }
+
+// Find returns the position filed under h for which is reports true,
+// walking h's probe sequence from its home slot until an empty slot: is
+// compares the owner's full key at each position whose tag matches h.
+func (x *Index) Find(h uint64, is func(i uint32) bool) (uint32, bool) {
+	slots := x.Slots
+	for p := x.Home(h); ; p++ {
+		if p == len(slots) {
+			p = 0
+		}
+		v := slots[p]
+		if v == 0 {
+			return 0, false
+		}
+		if v>>32 == h>>32 && is(uint32(v)-1) {
+			return uint32(v) - 1, true
+		}
+	}
+}
 
 // full reports whether one more key needs a larger table.
 func (x *Index) full() bool { return (x.N+1)*8 > len(x.Slots)*7 }

@@ -5,25 +5,9 @@ import (
 	"testing"
 )
 
-// find walks the probe sequence of h as the owners' lookups do and
-// returns the positions filed under h's tag.
-func (x *Index) find(h uint64) []uint32 {
-	var got []uint32
-	for p := x.Home(h); x.Slots[p] != 0; {
-		if v := x.Slots[p]; v>>32 == h>>32 {
-			got = append(got, uint32(v)-1)
-		}
-		if p++; p == len(x.Slots) {
-			p = 0
-		}
-	}
-	return got
-}
-
 // TestIndexFindsEveryKey inserts keys through many growths, with the
-// full hash and with one narrowed to a few tags, and checks that every
-// key's position is on its probe sequence and the table stays within its
-// load bounds.
+// full hash and with one narrowed to a few tags, and checks that Find
+// finds every key's position and the table stays within its load bounds.
 func TestIndexFindsEveryKey(t *testing.T) {
 	for _, mask := range []uint64{^uint64(0), 0x0000_0007_ffff_ffff, 0xffff_0000_0000_0000} {
 		t.Run(fmt.Sprintf("mask=%x", mask), func(t *testing.T) {
@@ -45,12 +29,8 @@ func TestIndexFindsEveryKey(t *testing.T) {
 				t.Errorf("%d keys in %d slots: below 60%% full", x.N, len(x.Slots))
 			}
 			for i, h := range hashes {
-				found := false
-				for _, p := range x.find(h) {
-					found = found || p == uint32(i)
-				}
-				if !found {
-					t.Fatalf("key %d (hash %x) not on its probe sequence", i, h)
+				if p, ok := x.Find(h, func(p uint32) bool { return p == uint32(i) }); !ok || p != uint32(i) {
+					t.Fatalf("key %d (hash %x): Find = %d, %v", i, h, p, ok)
 				}
 				if p, ok := x.AtHome(h); ok && hashes[p]>>32 != h>>32 {
 					t.Fatalf("AtHome(%x) = %d, whose tag differs", h, p)
@@ -71,5 +51,21 @@ func TestIndexHashesAgree(t *testing.T) {
 		if a, b, c := x.HashKey("aws", id), x.Hash(key), x.HashBytes([]byte(key)); a != b || b != c {
 			t.Errorf("key of %d bytes: HashKey %x, Hash %x, HashBytes %x", len(key), a, b, c)
 		}
+	}
+}
+
+// TestIndexFindStopsAtEmpty checks that Find reports a key absent when
+// no position on its probe sequence matches, also when the table wraps.
+func TestIndexFindStopsAtEmpty(t *testing.T) {
+	x := Index{}
+	x.Init(0)
+	last := ^uint64(0) // homes in the last slot, so its sequence wraps
+	x.Insert(last, 0)
+	x.Insert(last, 1)
+	if p, ok := x.Find(last, func(p uint32) bool { return p == 1 }); !ok || p != 1 {
+		t.Fatalf("Find past the wrap = %d, %v; want 1, true", p, ok)
+	}
+	if p, ok := x.Find(last, func(uint32) bool { return false }); ok {
+		t.Fatalf("Find of an absent key = %d, true", p)
 	}
 }

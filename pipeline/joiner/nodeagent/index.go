@@ -28,21 +28,10 @@ func (x *nodeIndex) hashID(id string) uint64 { return x.keys.HashKey(contract.Pr
 
 // find returns the node id, whose hash is h, or nil.
 func (x *nodeIndex) find(id string, h uint64) *node {
-	slots, tag := x.keys.Slots, h>>32
-	for p := x.keys.Home(h); ; {
-		v := slots[p]
-		if v == 0 {
-			return nil
-		}
-		if v>>32 == tag {
-			if n := x.all[uint32(v)-1]; n.id == id {
-				return n
-			}
-		}
-		if p++; p == len(slots) {
-			p = 0
-		}
+	if i, ok := x.keys.Find(h, func(i uint32) bool { return x.all[i].id == id }); ok {
+		return x.all[i]
 	}
+	return nil
 }
 
 // add files n, whose id hashes to h and is not in the index.

@@ -159,10 +159,11 @@ func (t *Tracker) load(r *snap.Reader) error {
 		if r.Err() != nil {
 			return r.Err()
 		}
+		h := nodes.hashID(n.id)
 		switch {
 		case score > math.MaxUint16 || n.mode >= numModes || n.gate >= numGates || n.state >= numStates:
 			return fmt.Errorf("%w: node %q: derived values out of range", ErrSnapshot, n.id)
-		case nodes.find(n.id, nodes.hashID(n.id)) != nil:
+		case nodes.find(n.id, h) != nil:
 			return fmt.Errorf("%w: node %q twice", ErrSnapshot, n.id)
 		case hi < -1 || hi >= int64(nt) || hi >= 0 && timers[hi] != nil:
 			return fmt.Errorf("%w: node %q: timer %d of %d", ErrSnapshot, n.id, hi, nt)
@@ -177,7 +178,7 @@ func (t *Tracker) load(r *snap.Reader) error {
 		if hi >= 0 {
 			timers[hi] = n
 		}
-		nodes.add(n, nodes.hashID(n.id))
+		nodes.add(n, h)
 	}
 	for i, n := range timers {
 		if n == nil {

@@ -373,20 +373,8 @@ func (s *Store) At(i uint32) *Identity { return &s.chunks[i>>chunkBits].ids[i&(c
 // allocate; the strings may alias a decode buffer.
 func (s *Store) Get(provider, providerID string, create bool) *Identity {
 	h := s.index.HashKey(provider, providerID)
-	slots, tag := s.index.Slots, h>>32
-	for p := s.index.Home(h); ; {
-		v := slots[p]
-		if v == 0 {
-			break
-		}
-		if v>>32 == tag {
-			if id := s.At(uint32(v) - 1); keyEquals(id.Key(), provider, providerID) {
-				return id
-			}
-		}
-		if p++; p == len(slots) {
-			p = 0
-		}
+	if i, ok := s.index.Find(h, func(i uint32) bool { return keyEquals(s.At(i).Key(), provider, providerID) }); ok {
+		return s.At(i)
 	}
 	if !create {
 		return nil
@@ -462,14 +450,8 @@ func (s *Store) prefetched(h uint64) *Identity {
 func (s *Store) fileNew(id *Identity) bool {
 	key := id.Key()
 	h := s.index.Hash(key)
-	slots := s.index.Slots
-	for p := s.index.Home(h); slots[p] != 0; {
-		if v := slots[p]; v>>32 == h>>32 && s.At(uint32(v)-1).Key() == key {
-			return false
-		}
-		if p++; p == len(slots) {
-			p = 0
-		}
+	if _, ok := s.index.Find(h, func(i uint32) bool { return s.At(i).Key() == key }); ok {
+		return false
 	}
 	s.index.Insert(h, id.idx)
 	return true
