@@ -211,7 +211,7 @@ func (m *Member) Run(ctx context.Context) error {
 			return m.left
 		}
 		m.mu.Lock()
-		err := m.p.Flush(ctx, Round{CatchUp: catchUp, Final: ctx.Err() != nil})
+		err := m.p.Flush(ctx, Round{CatchUp: catchUp, Behind: m.backlog > 0, Final: ctx.Err() != nil})
 		m.mu.Unlock()
 		m.cl.AllowRebalance()
 		if errors.Is(err, ErrRejoin) && ctx.Err() == nil {

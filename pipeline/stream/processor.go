@@ -52,6 +52,11 @@ type Round struct {
 	// CatchUp is set when the round ran past the regular limits of
 	// logmerge.Rounds: the member is behind.
 	CatchUp bool
+	// Behind is set when records were left to apply as the round ended
+	// (the backlog of logmerge.Rounds): the member is still catching up,
+	// and the next round follows at once. A processor may hold back rows
+	// the next rounds would overwrite anyway.
+	Behind bool
 	// Final is set when the member is stopping (its context is done):
 	// Flush returns only once the round is written and committed, or its
 	// writes gave up.
