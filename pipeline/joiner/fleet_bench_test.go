@@ -154,7 +154,7 @@ func applyFleet(b *testing.B, copies [][]*kgo.Record, ahead bool) {
 			}
 			if (off+turn)%seal < turn || off+turn >= len(copies[p]) {
 				part.summary.flush(part.p, part.live.batch)
-				part.live.reset()
+				part.sealRows()
 			}
 		}
 	}

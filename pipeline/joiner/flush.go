@@ -4,11 +4,13 @@ import (
 	"context"
 	"fmt"
 	"runtime/debug"
+	"slices"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/driftline/driftline/pipeline/contract"
+	"github.com/driftline/driftline/pipeline/joiner/nodeagent"
 	"github.com/driftline/driftline/pipeline/readmodel"
 	"github.com/driftline/driftline/pipeline/readmodel/sink"
 	"github.com/driftline/driftline/pipeline/stream"
@@ -53,6 +55,7 @@ type batch struct {
 func (b *batch) reset(free []*sink.Batch) []*sink.Batch {
 	for _, out := range b.parts {
 		out.Reset()
+		out.Nodes = sink.Packed[nodeagent.Status]{} // see sealNodes
 		free = append(free, out)
 	}
 	clear(b.parts)
@@ -81,7 +84,8 @@ func (b *batch) rows() (current int, empty bool) {
 // flush settles the batch in flight, seals what was applied since into
 // the next one and starts writing it. When final (the joiner is stopping)
 // it waits for that write as well. The member's lock is held.
-func (j *Joiner) flush(ctx context.Context, final bool) error {
+func (j *Joiner) flush(ctx context.Context, r stream.Round) error {
+	final := r.Final
 	if err := j.settle(); err != nil {
 		return err
 	}
@@ -89,7 +93,7 @@ func (j *Joiner) flush(ctx context.Context, final bool) error {
 		j.failed = nil
 		return err
 	}
-	b := j.seal(final)
+	b := j.seal(r)
 	j.inflight = b
 	go j.write(ctx, b)
 	if final {
@@ -100,7 +104,8 @@ func (j *Joiner) flush(ctx context.Context, final bool) error {
 
 // seal moves the partitions' outputs, progress and due checkpoints into a
 // new batch with the offsets that cover them. The member's lock is held.
-func (j *Joiner) seal(final bool) *batch {
+func (j *Joiner) seal(r stream.Round) *batch {
+	final := r.Final
 	b := j.spare
 	if b == nil {
 		b = &batch{}
@@ -110,25 +115,88 @@ func (j *Joiner) seal(final bool) *batch {
 	names := j.streamTopics()
 	now := time.Now()
 	for p, part := range j.parts {
-		out := j.gather(part, b)
-		if part.dirty || now.Sub(part.progressAt) >= progressRefresh {
-			out.Progress = append(out.Progress, j.progress(part))
-			part.progressAt = now
-		}
-		if part.dirty {
-			part.summary.flush(part.p, out)
-			part.nodeTop.flush(part.p, out)
-			out.Producers = readmodel.AppendProducerRejections(out.Producers, j.opts.Group, part.p, &part.producers)
-			j.observe(part)
-			part.dirty = false
-		}
+		j.sealPartition(part, b, now)
 		b.offsets = part.merge.Uncommitted(p, names[:], b.offsets)
 	}
 	j.snapshots(b, final)
+	j.sealNodes(b, r, now)
 	if final {
 		j.dropRowBuffers()
 	}
 	return b
+}
+
+// sealPartition moves what part produced since the last seal into b,
+// but for its node rows, node tops and progress row (sealNodes, once the
+// checkpoints are known). The member's lock is held.
+func (j *Joiner) sealPartition(part *partition, b *batch, now time.Time) {
+	out := j.gather(part, b)
+	part.progressDue = part.progressDue || part.dirty || now.Sub(part.progressAt) >= progressRefresh
+	if part.dirty {
+		part.summary.flush(part.p, out)
+		part.nodeTopDue = true
+		out.Producers = readmodel.AppendProducerRejections(out.Producers, j.opts.Group, part.p, &part.producers)
+		j.observe(part)
+		part.dirty = false
+	}
+	j.sealing = append(j.sealing, sealedPart{part, out})
+}
+
+// sealedPart is a partition with its part of the batch being sealed.
+type sealedPart struct {
+	part *partition
+	out  *sink.Batch
+}
+
+// sealNodes moves the node rows each partition holds into its part of
+// b, with its attention top of nodes and its progress row. While the
+// joiner is behind (r.Behind), a partition keeps them for up to
+// Options.NodeRowsDelay: a catch-up round has a new row for nearly every
+// node, which the next round's overwrites. The progress row waits with
+// them, so that consumer_progress never claims a watermark whose node
+// rows are not written yet (read-your-writes), and so do the node tops,
+// which name those nodes. They go into b anyway with the partition's
+// checkpoint, so that a restore from it, which replays and emits again
+// only what came after it, leaves no row unwritten, and with the
+// joiner's last batch. The member's lock is held.
+func (j *Joiner) sealNodes(b *batch, r stream.Round, now time.Time) {
+	for i := range j.sealing {
+		part, out := j.sealing[i].part, j.sealing[i].out
+		if part.nodeRows.Len() != 0 {
+			if j.holdNodeRows(part, b, r, now) {
+				continue
+			}
+			if out.Nodes.Len() != 0 {
+				panic("BUG: a partition's output holds node rows of its own")
+			}
+			// The rows go with the batch, and their memory with it once
+			// written (batch.reset): a partition holding its rows and
+			// batches keeping the chunks of the rows they wrote would
+			// hold two sets of every node's row.
+			out.Nodes, part.nodeRows = part.nodeRows, sink.Packed[nodeagent.Status]{}
+			part.nodeSeal++
+			part.nodeRowsAt = now
+		}
+		if part.nodeTopDue {
+			part.nodeTop.flush(part.p, out)
+			part.nodeTopDue = false
+		}
+		if part.progressDue {
+			out.Progress = append(out.Progress, j.progress(part))
+			part.progressAt, part.progressDue = now, false
+		}
+	}
+	clear(j.sealing)
+	j.sealing = j.sealing[:0]
+}
+
+// holdNodeRows reports whether part keeps its node rows past the seal of
+// b (see sealNodes).
+func (j *Joiner) holdNodeRows(part *partition, b *batch, r stream.Round, now time.Time) bool {
+	if !r.Behind || r.Final || j.opts.NodeRowsDelay <= 0 || now.Sub(part.nodeRowsAt) >= j.opts.NodeRowsDelay {
+		return false
+	}
+	return !slices.ContainsFunc(b.saves, func(sv save) bool { return sv.part == part })
 }
 
 // progressRefresh is how often a partition's progress row is written

@@ -14,10 +14,13 @@ import (
 	"github.com/driftline/driftline/pipeline/stream"
 )
 
-// reset empties the output, as a seal leaves a partition's.
-func (o *output) reset() {
-	o.batch.Reset()
-	o.seal++ // the rows the slots point at are gone
+// sealRows empties the partition's output and node rows, as a seal that
+// writes them leaves them.
+func (p *partition) sealRows() {
+	p.live.batch.Reset()
+	p.live.seal++ // the rows the slots point at are gone
+	p.nodeRows.Reset()
+	p.nodeSeal++
 }
 
 // benchJoiner is a joiner without a broker: the hot path of apply only.
@@ -72,7 +75,7 @@ func BenchmarkHotPath(b *testing.B) {
 	for _, r := range obs {
 		bytes += int64(len(r.Value))
 	}
-	part.live.reset()
+	part.sealRows()
 	b.SetBytes(bytes / int64(len(obs)))
 	b.ReportAllocs()
 	b.ResetTimer()
@@ -80,7 +83,7 @@ func BenchmarkHotPath(b *testing.B) {
 	for i := range b.N {
 		j.apply(part, obs[i])
 		if i%50000 == 0 {
-			part.live.reset() // a flush
+			part.sealRows() // a flush
 		}
 	}
 	b.StopTimer()

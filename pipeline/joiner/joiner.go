@@ -73,6 +73,9 @@ type Joiner struct {
 	// freeParts are emptied partition outputs of settled batches, kept
 	// for their buffers (see gather).
 	freeParts []*sink.Batch
+	// sealing is seal's list of each partition with its part of the
+	// batch.
+	sealing []sealedPart
 	// failed is the error of a batch settled by a group callback, returned
 	// by the next flush.
 	failed error

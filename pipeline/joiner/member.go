@@ -37,7 +37,7 @@ func (p *processor) Flush(ctx context.Context, r stream.Round) error {
 	if r.CatchUp {
 		j.m.CatchUpRounds.Inc()
 	}
-	err := j.flush(ctx, r.Final)
+	err := j.flush(ctx, r)
 	if err == nil && ctx.Err() == nil {
 		j.advanceIdle(ctx)
 	}

@@ -66,8 +66,21 @@ type partition struct {
 	// actions made since the last flush.
 	requests []*kgo.Record
 	// nodeTop keeps the partition's attention top of nodes and, per
-	// node, its row of the round (by the node's aux word in the tracker).
+	// node, its row in nodeRows (by the node's aux word in the tracker).
 	nodeTop *nodeRanking
+	// nodeRows holds the node-agent status rows emitted since the
+	// partition's last ones went into a batch, each node's newest (its
+	// nodeTop slot's rowSlot, valid while its seal is nodeSeal). A seal
+	// moves them into the batch, or, while the joiner is behind, may
+	// leave them for later rounds to overwrite (sealNodes). A
+	// restore's replay emits into it as well: the rows of what was
+	// applied after the checkpoint, which the previous owner may have
+	// held back, are written again.
+	nodeRows sink.Packed[nodeagent.Status]
+	nodeSeal uint32
+	// nodeRowsAt is when nodeRows last went into a batch (wall clock;
+	// at first, when the partition was created).
+	nodeRowsAt time.Time
 
 	events uint64 // events applied (replayed ones included)
 	// uncounted holds the events applied by stream that the
@@ -76,7 +89,11 @@ type partition struct {
 	// a cache line passed between the cores (see countEvents).
 	uncounted    [numStreams]uint64
 	findingsOpen uint64
-	dirty        bool // changed since the last progress row
+	dirty        bool // changed since the last seal
+	// progressDue and nodeTopDue are set when the partition's progress
+	// row and its node tops are to be written with its node rows (see
+	// sealNodes).
+	progressDue, nodeTopDue bool
 
 	// cpAt and cpEvents are when the last checkpoint was taken and the
 	// events applied by then (for a partition assigned with nothing
@@ -101,16 +118,16 @@ func (p *partition) streams() logmerge.Streams { return p.merge.Streams() }
 // output collects what a batch of records produces.
 type output struct {
 	batch *sink.Batch
-	// seal numbers the batch (from 1): a finding's or a node's rowSlot
-	// holds its row in the batch while the slot's seal is this one.
+	// seal numbers the batch (from 1): a finding's rowSlot holds its row
+	// in the batch while the slot's seal is this one.
 	seal uint32
 	m    *metrics
 	emit bool // false while restoring: transitions are already written
 }
 
-// rowSlot is where the row of a finding or a node is in the output of a
-// partition's round: a finding or node that changes again in the same
-// round overwrites its row.
+// rowSlot is where the row of a finding is in the output of a
+// partition's round, or a node's in the partition's nodeRows: a finding
+// or node that changes again before its row is sealed overwrites it.
 type rowSlot struct {
 	row  int32
 	seal uint32
@@ -149,22 +166,21 @@ func (o *output) add(p *partition, f *drift.Finding, aux *uint32) {
 }
 
 // addNode applies a node's status row (aux: the node's word in the
-// partition's tracker, which holds its slot in nodeTop).
-func (o *output) addNode(p *partition, s *nodeagent.Status, aux *uint32) {
+// partition's tracker, which holds its slot in nodeTop). Unlike a
+// finding's, it is kept while restoring too (see nodeRows).
+func (p *partition) addNode(s *nodeagent.Status, aux *uint32) {
 	sl := p.nodeTop.apply(s, aux)
-	if !o.emit {
-		return
-	}
-	upsert(&o.batch.Nodes, &sl.at, o.seal, s)
+	upsert(&p.nodeRows, &sl.at, p.nodeSeal, s)
 }
 
 func (j *Joiner) newPartition(p int32, out *output) *partition {
 	part := &partition{p: p, label: strconv.Itoa(int(p)), dedupe: dedupe.New(j.opts.Dedupe), out: out, summary: newSummary(), nodeTop: newNodeRanking(), acts: newActionBook(), merge: logmerge.NewMerge(numStreams),
-		live: output{batch: &sink.Batch{}, seal: 1, m: j.m, emit: true},
-		dec:  contract.NewDecoder(j.validator)}
+		live:     output{batch: &sink.Batch{}, seal: 1, m: j.m, emit: true},
+		nodeSeal: 1, nodeRowsAt: time.Now(),
+		dec: contract.NewDecoder(j.validator)}
 	part.engine = classify.New(j.opts.Classify, ownerstate.New(), func(f *drift.Finding, aux *uint32) { part.out.add(part, f, aux) })
 	part.nodes = nodeagent.New(j.opts.NodeAgent, func(s *nodeagent.Status, aux *uint32) {
-		part.out.addNode(part, s, aux)
+		part.addNode(s, aux)
 		if !part.inHeartbeat {
 			// Records and the watermark change the verdict too (a
 			// clone leaving the host window resolves the finding).

@@ -6,11 +6,13 @@ import (
 	"reflect"
 	"slices"
 	"testing"
+	"time"
 
 	"github.com/driftline/driftline/pipeline/contract"
 	"github.com/driftline/driftline/pipeline/joiner/drift"
 	"github.com/driftline/driftline/pipeline/joiner/nodeagent"
 	"github.com/driftline/driftline/pipeline/readmodel/sink"
+	"github.com/driftline/driftline/pipeline/stream"
 	"github.com/driftline/driftline/pipeline/stream/snap"
 )
 
@@ -302,10 +304,19 @@ func checkRounds[R any](t *testing.T, seed uint64, n int, value func(int) R, key
 		add(part, &v, aux.of(key(&v)))
 		round = append(round, v)
 		if r.IntN(500) == 0 {
-			check(j.gather(part, &batch{}))
+			check(sealPart(j, part, &batch{}, stream.Round{}, time.Now()))
 		}
 	}
-	check(j.gather(part, &batch{}))
+	check(sealPart(j, part, &batch{}, stream.Round{}, time.Now()))
+}
+
+// sealPart seals part into b as seal does, without the checkpoints
+// (those due are b.saves), and returns its part of b.
+func sealPart(j *Joiner, part *partition, b *batch, r stream.Round, now time.Time) *sink.Batch {
+	j.sealPartition(part, b, now)
+	out := j.sealing[len(j.sealing)-1].out
+	j.sealNodes(b, r, now)
+	return out
 }
 
 // TestOutputRowsOnePerFinding checks the rows of a partition's rounds
@@ -334,7 +345,7 @@ func TestOutputNodeRowsOnePerNode(t *testing.T) {
 		return nodeagent.Status{NodeID: fmt.Sprintf("node-%d", r.IntN(300)), AttentionScore: float64(i), Version: uint64(i)}
 	},
 		func(s *nodeagent.Status) string { return s.NodeID },
-		func(p *partition, s *nodeagent.Status, aux *uint32) { p.out.addNode(p, s, aux) },
+		func(p *partition, s *nodeagent.Status, aux *uint32) { p.addNode(s, aux) },
 		func(b *sink.Batch) []nodeagent.Status { return b.Nodes.All() }, nil)
 }
 

@@ -7,6 +7,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/driftline/driftline/pipeline/contract"
+	"github.com/driftline/driftline/pipeline/stream"
 	"github.com/driftline/driftline/pipeline/stream/streamtest"
 )
 
@@ -140,7 +141,7 @@ func TestQuietPartitionProgress(t *testing.T) {
 	j.parts[0] = part
 	j.apply(part, eventAt(t, contract.TypePlatformRecord, "platform", 1, t0, t0.Add(time.Second), record("a", "running")))
 	rows := func() int {
-		b := j.seal(false)
+		b := j.seal(stream.Round{})
 		defer func() { j.freeParts = b.reset(j.freeParts) }()
 		n := 0
 		for _, out := range b.parts {
