@@ -68,13 +68,13 @@ func TestApplyAhead(t *testing.T) {
 			t.Fatalf("the fleet's %d records have no node's key: the node tracker's steps went untried", n)
 		}
 		d, a := direct.live.batch, ahead.live.batch
-		dn, an := &direct.nodeRows, &ahead.nodeRows
-		if !reflect.DeepEqual(d.Current.All(), a.Current.All()) || !reflect.DeepEqual(d.History.All(), a.History.All()) || !reflect.DeepEqual(dn.All(), an.All()) {
+		dh, ah := &direct.held, &ahead.held
+		if !reflect.DeepEqual(dh.current.All(), ah.current.All()) || !reflect.DeepEqual(d.History.All(), a.History.All()) || !reflect.DeepEqual(dh.nodes.All(), ah.nodes.All()) {
 			t.Fatalf("%d records: rows differ: %d/%d/%d current/history/nodes directly, %d/%d/%d ahead", n,
-				d.Current.Len(), d.History.Len(), dn.Len(), a.Current.Len(), a.History.Len(), an.Len())
+				dh.current.Len(), d.History.Len(), dh.nodes.Len(), ah.current.Len(), a.History.Len(), ah.nodes.Len())
 		}
-		if n == len(recs) && (d.History.Len() == 0 || dn.Len() == 0) {
-			t.Fatalf("the fleet produced %d finding transitions and %d node rows: nothing compared", d.History.Len(), dn.Len())
+		if n == len(recs) && (d.History.Len() == 0 || dh.nodes.Len() == 0) {
+			t.Fatalf("the fleet produced %d finding transitions and %d node rows: nothing compared", d.History.Len(), dh.nodes.Len())
 		}
 	}
 }

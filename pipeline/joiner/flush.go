@@ -10,6 +10,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/driftline/driftline/pipeline/contract"
+	"github.com/driftline/driftline/pipeline/joiner/drift"
 	"github.com/driftline/driftline/pipeline/joiner/nodeagent"
 	"github.com/driftline/driftline/pipeline/readmodel"
 	"github.com/driftline/driftline/pipeline/readmodel/sink"
@@ -55,7 +56,7 @@ type batch struct {
 func (b *batch) reset(free []*sink.Batch) []*sink.Batch {
 	for _, out := range b.parts {
 		out.Reset()
-		out.Nodes = sink.Packed[nodeagent.Status]{} // see sealNodes
+		out.Current, out.Nodes = sink.Packed[drift.Finding]{}, sink.Packed[nodeagent.Status]{} // heldRows.moveTo
 		free = append(free, out)
 	}
 	clear(b.parts)
@@ -119,7 +120,7 @@ func (j *Joiner) seal(r stream.Round) *batch {
 		b.offsets = part.merge.Uncommitted(p, names[:], b.offsets)
 	}
 	j.snapshots(b, final)
-	j.sealNodes(b, r, now)
+	j.sealHeld(b, r, now)
 	if final {
 		j.dropRowBuffers()
 	}
@@ -127,14 +128,13 @@ func (j *Joiner) seal(r stream.Round) *batch {
 }
 
 // sealPartition moves what part produced since the last seal into b,
-// but for its node rows, node tops and progress row (sealNodes, once the
+// but for its held rows, summaries and progress row (sealHeld, once the
 // checkpoints are known). The member's lock is held.
 func (j *Joiner) sealPartition(part *partition, b *batch, now time.Time) {
 	out := j.gather(part, b)
 	part.progressDue = part.progressDue || part.dirty || now.Sub(part.progressAt) >= progressRefresh
 	if part.dirty {
-		part.summary.flush(part.p, out)
-		part.nodeTopDue = true
+		part.summariesDue = true
 		out.Producers = readmodel.AppendProducerRejections(out.Producers, j.opts.Group, part.p, &part.producers)
 		j.observe(part)
 		part.dirty = false
@@ -148,38 +148,34 @@ type sealedPart struct {
 	out  *sink.Batch
 }
 
-// sealNodes moves the node rows each partition holds into its part of
-// b, with its attention top of nodes and its progress row. While the
-// joiner is behind (r.Behind), a partition keeps them for up to
-// Options.NodeRowsDelay: a catch-up round has a new row for nearly every
-// node, which the next round's overwrites. The progress row waits with
-// them, so that consumer_progress never claims a watermark whose node
-// rows are not written yet (read-your-writes), and so do the node tops,
-// which name those nodes. They go into b anyway with the partition's
-// checkpoint, so that a restore from it, which replays and emits again
-// only what came after it, leaves no row unwritten, and with the
-// joiner's last batch. The member's lock is held.
-func (j *Joiner) sealNodes(b *batch, r stream.Round, now time.Time) {
+// sealHeld moves the rows each partition holds (heldRows: its findings'
+// and nodes' current rows) into its part of b, with its summaries and
+// its progress row. While the joiner is behind (r.Behind), a partition
+// keeps them for up to Options.CatchUpHold: a catch-up round has a new
+// row for nearly every node and for many findings, which the next
+// round's overwrites. The summaries (finding counts, finding and node
+// tops) wait with the rows, so that they never claim more than
+// drift_evidence and node_agent_status hold, and so does the progress
+// row, so that consumer_progress never claims a watermark whose rows are
+// not written (read-your-writes). The rows go into b anyway with the
+// partition's checkpoint, so that a restore from it, which replays and
+// emits again only what came after it, leaves no row unwritten, and
+// with the joiner's last batch. The member's lock is held.
+func (j *Joiner) sealHeld(b *batch, r stream.Round, now time.Time) {
+	held := 0
 	for i := range j.sealing {
 		part, out := j.sealing[i].part, j.sealing[i].out
-		if part.nodeRows.Len() != 0 {
-			if j.holdNodeRows(part, b, r, now) {
+		if n := part.held.len(); n != 0 {
+			if j.hold(part, b, r, now) {
+				held += n
 				continue
 			}
-			if out.Nodes.Len() != 0 {
-				panic("BUG: a partition's output holds node rows of its own")
-			}
-			// The rows go with the batch, and their memory with it once
-			// written (batch.reset): a partition holding its rows and
-			// batches keeping the chunks of the rows they wrote would
-			// hold two sets of every node's row.
-			out.Nodes, part.nodeRows = part.nodeRows, sink.Packed[nodeagent.Status]{}
-			part.nodeSeal++
-			part.nodeRowsAt = now
+			part.held.moveTo(out, now)
 		}
-		if part.nodeTopDue {
+		if part.summariesDue {
+			part.summary.flush(part.p, out)
 			part.nodeTop.flush(part.p, out)
-			part.nodeTopDue = false
+			part.summariesDue = false
 		}
 		if part.progressDue {
 			out.Progress = append(out.Progress, j.progress(part))
@@ -188,12 +184,13 @@ func (j *Joiner) sealNodes(b *batch, r stream.Round, now time.Time) {
 	}
 	clear(j.sealing)
 	j.sealing = j.sealing[:0]
+	j.m.held.Set(float64(held))
 }
 
-// holdNodeRows reports whether part keeps its node rows past the seal of
-// b (see sealNodes).
-func (j *Joiner) holdNodeRows(part *partition, b *batch, r stream.Round, now time.Time) bool {
-	if !r.Behind || r.Final || j.opts.NodeRowsDelay <= 0 || now.Sub(part.nodeRowsAt) >= j.opts.NodeRowsDelay {
+// hold reports whether part keeps its held rows past the seal of b (see
+// sealHeld).
+func (j *Joiner) hold(part *partition, b *batch, r stream.Round, now time.Time) bool {
+	if !r.Behind || r.Final || j.opts.CatchUpHold <= 0 || now.Sub(part.held.at) >= j.opts.CatchUpHold {
 		return false
 	}
 	return !slices.ContainsFunc(b.saves, func(sv save) bool { return sv.part == part })

@@ -14,13 +14,13 @@ import (
 	"github.com/driftline/driftline/pipeline/stream"
 )
 
-// sealRows empties the partition's output and node rows, as a seal that
+// sealRows empties the partition's output and held rows, as a seal that
 // writes them leaves them.
 func (p *partition) sealRows() {
 	p.live.batch.Reset()
-	p.live.seal++ // the rows the slots point at are gone
-	p.nodeRows.Reset()
-	p.nodeSeal++
+	p.held.current.Reset()
+	p.held.nodes.Reset()
+	p.held.seal++ // the rows the slots point at are gone
 }
 
 // benchJoiner is a joiner without a broker: the hot path of apply only.

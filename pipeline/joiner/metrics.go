@@ -36,6 +36,7 @@ type metrics struct {
 	clockSkew                 prometheus.Counter     // events too far ahead of their broker timestamp
 	idleAdvances              prometheus.Counter     // watermark markers applied
 	paused                    prometheus.Gauge       // streams paused by the throttle
+	held                      prometheus.Gauge       // current rows held back while behind
 	actions                   *prometheus.CounterVec // operator commands applied live, by action and outcome
 	requests                  prometheus.Counter     // requests written to reconcile.requests
 
@@ -81,6 +82,7 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 		clockSkew:                 prometheus.NewCounter(prometheus.CounterOpts{Name: "driftline_joiner_clock_skew_events_total", Help: "Events quarantined because their occurred_at is further ahead of their record's broker timestamp than the allowed clock skew (never applied)."}),
 		idleAdvances:              prometheus.NewCounter(prometheus.CounterOpts{Name: "driftline_joiner_idle_watermark_advances_total", Help: "Watermark markers applied to idle partitions."}),
 		paused:                    prometheus.NewGauge(prometheus.GaugeOpts{Name: "driftline_joiner_paused_streams", Help: "Topic partitions not fetched for now: their records wait in the merge for an earlier stream to catch up."}),
+		held:                      prometheus.NewGauge(prometheus.GaugeOpts{Name: "driftline_joiner_held_rows", Help: "Current finding and node-agent rows the partitions hold back while the joiner is behind (-joiner.catchUpHold), as of the last seal: each key's newest, written once it has caught up."}),
 		actions:                   prometheus.NewCounterVec(prometheus.CounterOpts{Name: "driftline_joiner_actions_total", Help: "Operator commands applied, by action and outcome (applied, or the refusal reason)."}, []string{"action", "outcome"}),
 		requests:                  prometheus.NewCounter(prometheus.CounterOpts{Name: "driftline_joiner_requests_total", Help: "Requests written to the platform's controllers (reconcile.requests)."}),
 	}
@@ -93,7 +95,7 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 		reg.MustRegister(append(append(m.StageMetrics.Collectors(), m.RoundMetrics.Collectors()...),
 			m.events, m.invalid, m.duplicates, m.conflicts, m.mispartitioned, m.transitions, m.findingsOpen, m.watermark,
 			m.flushSeconds, m.flushRows, m.flushErrors, m.restoreCheckpoints, m.restoreKept,
-			m.checkpointSnapshotSeconds, m.checkpointBytes, m.checkpointErrors, m.late, m.clockSkew, m.idleAdvances, m.paused, m.actions, m.requests)...)
+			m.checkpointSnapshotSeconds, m.checkpointBytes, m.checkpointErrors, m.late, m.clockSkew, m.idleAdvances, m.paused, m.held, m.actions, m.requests)...)
 	}
 	return m
 }

@@ -112,17 +112,19 @@ type Options struct {
 	// CheckpointEvents checkpoints a partition sooner, once it applied
 	// this many events since its last checkpoint. Default 2,000,000.
 	CheckpointEvents uint64
-	// NodeRowsDelay is how long a partition may hold its node-agent
-	// status rows back while the joiner is behind (stream.Round.Behind):
-	// a node sends a heartbeat in nearly every catch-up round, and each
-	// round's row of it is overwritten by the next round's, so the rows
-	// wait, each node's newest one kept, and are written with the first
-	// round that is not behind, the partition's checkpoint, or the stop,
-	// at the latest this long after the last ones. Findings are written
-	// every round regardless. Longer writes fewer rows while catching up;
-	// node_agent_status then lags by up to this long. Default 30s;
-	// negative writes them every round.
-	NodeRowsDelay time.Duration
+	// CatchUpHold is how long a partition may hold back its current
+	// rows (drift_evidence and node_agent_status) while the joiner is
+	// behind (stream.Round.Behind): a node sends a heartbeat in nearly
+	// every catch-up round and many findings change in several, and each
+	// round's row of them is overwritten by the next round's, so the
+	// rows wait, each key's newest kept, with the summaries and progress
+	// rows that count them, and are written with the first round that is
+	// not behind, the partition's checkpoint, or the stop, at the latest
+	// this long after the last ones. Transitions (drift_history) are
+	// written every round regardless. Longer writes fewer rows while
+	// catching up; the current tables then lag by up to this long.
+	// Default 30s; negative writes them every round.
+	CatchUpHold time.Duration
 	// Parallelism is how many partitions are applied at once. Default
 	// GOMAXPROCS as of DefaultOptions (as of New when left zero).
 	Parallelism int
@@ -178,7 +180,7 @@ func DefaultOptions() Options {
 		SettleTime:         time.Second,
 		CheckpointInterval: 30 * time.Second,
 		CheckpointEvents:   2_000_000,
-		NodeRowsDelay:      30 * time.Second,
+		CatchUpHold:        30 * time.Second,
 		Parallelism:        runtime.GOMAXPROCS(0),
 		IdleAfter:          5 * time.Minute,
 		MaxClockSkew:       5 * time.Minute,
@@ -225,6 +227,6 @@ func (o *Options) defaults() error {
 	stream.DefaultPositive(&o.RequestTimeout, d.RequestTimeout)
 	stream.DefaultPositive(&o.CheckpointInterval, d.CheckpointInterval)
 	stream.Default(&o.CheckpointEvents, d.CheckpointEvents)
-	stream.Default(&o.NodeRowsDelay, d.NodeRowsDelay)
+	stream.Default(&o.CatchUpHold, d.CatchUpHold)
 	return nil
 }

@@ -66,21 +66,11 @@ type partition struct {
 	// actions made since the last flush.
 	requests []*kgo.Record
 	// nodeTop keeps the partition's attention top of nodes and, per
-	// node, its row in nodeRows (by the node's aux word in the tracker).
+	// node, its row in held (by the node's aux word in the tracker).
 	nodeTop *nodeRanking
-	// nodeRows holds the node-agent status rows emitted since the
-	// partition's last ones went into a batch, each node's newest (its
-	// nodeTop slot's rowSlot, valid while its seal is nodeSeal). A seal
-	// moves them into the batch, or, while the joiner is behind, may
-	// leave them for later rounds to overwrite (sealNodes). A
-	// restore's replay emits into it as well: the rows of what was
-	// applied after the checkpoint, which the previous owner may have
-	// held back, are written again.
-	nodeRows sink.Packed[nodeagent.Status]
-	nodeSeal uint32
-	// nodeRowsAt is when nodeRows last went into a batch (wall clock;
-	// at first, when the partition was created).
-	nodeRowsAt time.Time
+	// held holds the partition's current finding and node rows until a
+	// seal moves them into a batch (sealHeld).
+	held heldRows
 
 	events uint64 // events applied (replayed ones included)
 	// uncounted holds the events applied by stream that the
@@ -90,10 +80,10 @@ type partition struct {
 	uncounted    [numStreams]uint64
 	findingsOpen uint64
 	dirty        bool // changed since the last seal
-	// progressDue and nodeTopDue are set when the partition's progress
-	// row and its node tops are to be written with its node rows (see
-	// sealNodes).
-	progressDue, nodeTopDue bool
+	// progressDue and summariesDue are set when the partition's progress
+	// row and its summaries (finding counts, finding and node tops) are
+	// to be written with its held rows (see sealHeld).
+	progressDue, summariesDue bool
 
 	// cpAt and cpEvents are when the last checkpoint was taken and the
 	// events applied by then (for a partition assigned with nothing
@@ -115,27 +105,60 @@ func (p *partition) logs() *logmerge.Merge { return &p.merge }
 // streams returns the streams of the merge (logmerge.ThrottleAll).
 func (p *partition) streams() logmerge.Streams { return p.merge.Streams() }
 
-// output collects what a batch of records produces.
+// output collects what a batch of records produces, but for the rows
+// the partition holds (heldRows).
 type output struct {
 	batch *sink.Batch
-	// seal numbers the batch (from 1): a finding's rowSlot holds its row
-	// in the batch while the slot's seal is this one.
-	seal uint32
-	m    *metrics
-	emit bool // false while restoring: transitions are already written
+	m     *metrics
+	emit  bool // false while restoring: transitions are already written
 }
 
-// rowSlot is where the row of a finding is in the output of a
-// partition's round, or a node's in the partition's nodeRows: a finding
-// or node that changes again before its row is sealed overwrites it.
+// heldRows are a partition's rows of the tables that keep one current
+// row per key (ReplacingMergeTree, the newest version wins): its
+// findings' rows of drift_evidence and its nodes' rows of
+// node_agent_status, each key's newest since the partition's last ones
+// went into a batch. A seal moves them into the batch or, while the
+// joiner is behind, may leave them for later rounds to overwrite
+// (sealHeld). A restore's replay emits into them as well: the rows of
+// what was applied after the checkpoint, which the previous owner may
+// have held back, are written again.
+type heldRows struct {
+	current sink.Packed[drift.Finding]
+	nodes   sink.Packed[nodeagent.Status]
+	// seal numbers the rows' generations (from 1): a finding's or a
+	// node's rowSlot holds its row while the slot's seal is this one.
+	seal uint32
+	// at is when the rows last went into a batch (wall clock; at first,
+	// when the partition was created).
+	at time.Time
+}
+
+func (h *heldRows) len() int { return h.current.Len() + h.nodes.Len() }
+
+// moveTo moves the rows into out, a partition's part of a batch being
+// sealed. Their memory goes with the batch, and is dropped once it is
+// written (batch.reset): a partition holding its rows and batches
+// keeping the chunks of the rows they wrote would hold two sets of them.
+func (h *heldRows) moveTo(out *sink.Batch, now time.Time) {
+	if out.Current.Len() != 0 || out.Nodes.Len() != 0 {
+		panic("BUG: a partition's output holds current rows of its own")
+	}
+	out.Current, h.current = h.current, sink.Packed[drift.Finding]{}
+	out.Nodes, h.nodes = h.nodes, sink.Packed[nodeagent.Status]{}
+	h.seal++
+	h.at = now
+}
+
+// rowSlot is where the row of a finding or a node is in its partition's
+// held rows: one that changes again before they are sealed overwrites
+// its row.
 type rowSlot struct {
 	row  int32
 	seal uint32
 }
 
-// upsert writes v as the row at tracks in rows, the rows of the output
-// sealed seal-th: over the row written before in the round, or as a new
-// one.
+// upsert writes v as the row at tracks in rows, the rows of the
+// generation seal: over the row written before in it, or as a new one.
 func upsert[R any](rows *sink.Packed[R], at *rowSlot, seal uint32, v *R) {
 	if at.seal == seal {
 		rows.Set(int(at.row), v)
@@ -155,6 +178,7 @@ func (o *output) add(p *partition, f *drift.Finding, aux *uint32) {
 	}
 	p.acts.overlay(f, p.engine.Watermark().UnixNano())
 	sl := p.summary.apply(f, aux)
+	upsert(&p.held.current, &sl.at, p.held.seal, f) // while restoring too (heldRows)
 	if !o.emit {
 		return
 	}
@@ -162,22 +186,21 @@ func (o *output) add(p *partition, f *drift.Finding, aux *uint32) {
 	tr := sink.TransitionOf(f)
 	p.acts.annotate(&tr)
 	o.batch.History.Append(&tr)
-	upsert(&o.batch.Current, &sl.at, o.seal, f)
 }
 
 // addNode applies a node's status row (aux: the node's word in the
-// partition's tracker, which holds its slot in nodeTop). Unlike a
-// finding's, it is kept while restoring too (see nodeRows).
+// partition's tracker, which holds its slot in nodeTop), while restoring
+// too (heldRows).
 func (p *partition) addNode(s *nodeagent.Status, aux *uint32) {
 	sl := p.nodeTop.apply(s, aux)
-	upsert(&p.nodeRows, &sl.at, p.nodeSeal, s)
+	upsert(&p.held.nodes, &sl.at, p.held.seal, s)
 }
 
 func (j *Joiner) newPartition(p int32, out *output) *partition {
 	part := &partition{p: p, label: strconv.Itoa(int(p)), dedupe: dedupe.New(j.opts.Dedupe), out: out, summary: newSummary(), nodeTop: newNodeRanking(), acts: newActionBook(), merge: logmerge.NewMerge(numStreams),
-		live:     output{batch: &sink.Batch{}, seal: 1, m: j.m, emit: true},
-		nodeSeal: 1, nodeRowsAt: time.Now(),
-		dec: contract.NewDecoder(j.validator)}
+		live: output{batch: &sink.Batch{}, m: j.m, emit: true},
+		held: heldRows{seal: 1, at: time.Now()},
+		dec:  contract.NewDecoder(j.validator)}
 	part.engine = classify.New(j.opts.Classify, ownerstate.New(), func(f *drift.Finding, aux *uint32) { part.out.add(part, f, aux) })
 	part.nodes = nodeagent.New(j.opts.NodeAgent, func(s *nodeagent.Status, aux *uint32) {
 		part.addNode(s, aux)
@@ -668,7 +691,6 @@ func (j *Joiner) gather(part *partition, b *batch) *sink.Batch {
 		out.Fleet.Rollouts = append(out.Fleet.Rollouts, sink.Rollout{RolloutRow: *r, Partition: part.p})
 	})
 	part.live.batch = next
-	part.live.seal++
 	b.parts = append(b.parts, out)
 	b.rejected = append(b.rejected, part.rejected...)
 	b.rerouted = append(b.rerouted, part.rerouted...)

@@ -315,7 +315,7 @@ func checkRounds[R any](t *testing.T, seed uint64, n int, value func(int) R, key
 func sealPart(j *Joiner, part *partition, b *batch, r stream.Round, now time.Time) *sink.Batch {
 	j.sealPartition(part, b, now)
 	out := j.sealing[len(j.sealing)-1].out
-	j.sealNodes(b, r, now)
+	j.sealHeld(b, r, now)
 	return out
 }
 
