@@ -151,9 +151,10 @@ type sealedPart struct {
 // sealHeld moves the rows each partition holds (heldRows: its findings'
 // and nodes' current rows) into its part of b, with its summaries and
 // its progress row. While the joiner is behind (r.Behind), a partition
-// keeps them for up to Options.CatchUpHold: a catch-up round has a new
-// row for nearly every node and for many findings, which the next
-// round's overwrites. The summaries (finding counts, finding and node
+// keeps them for up to Options.CatchUpHold, and all partitions together
+// at most Options.CatchUpHoldRows: a catch-up round has a new row for
+// nearly every node and for many findings, which the next round's
+// overwrites. The summaries (finding counts, finding and node
 // tops) wait with the rows, so that they never claim more than
 // drift_evidence and node_agent_status hold, and so does the progress
 // row, so that consumer_progress never claims a watermark whose rows are
@@ -163,6 +164,13 @@ type sealedPart struct {
 // with the joiner's last batch. The member's lock is held.
 func (j *Joiner) sealHeld(b *batch, r stream.Round, now time.Time) {
 	held := 0
+	for i := range j.sealing {
+		held += j.sealing[i].part.held.len()
+	}
+	if held > j.opts.CatchUpHoldRows {
+		r.Behind = false // every partition writes its rows
+	}
+	held = 0
 	for i := range j.sealing {
 		part, out := j.sealing[i].part, j.sealing[i].out
 		if n := part.held.len(); n != 0 {

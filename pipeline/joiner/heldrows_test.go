@@ -22,7 +22,8 @@ import (
 // partition is checkpointed, or the round is caught up or final;
 // whenever they are written, there is one row per finding and node
 // changed since the last ones, its newest. Transitions are written every
-// round. The partition's progress row and summaries wait with the rows:
+// round. Past CatchUpHoldRows held rows, they are written. The
+// partition's progress row and summaries wait with the rows:
 // consumer_progress never claims a watermark whose rows are not written,
 // nor a top a finding drift_evidence does not hold.
 func TestRowsHeldWhileBehind(t *testing.T) {
@@ -124,6 +125,14 @@ func TestRowsHeldWhileBehind(t *testing.T) {
 	j.opts.CatchUpHold = -1
 	change(9)
 	seal("behind, CatchUpHold negative", behind, 67*time.Second, false, true)
+
+	j.opts.CatchUpHold, j.opts.CatchUpHoldRows = 30*time.Second, 4
+	change(10) // a node row and a finding row
+	seal("behind, rows under CatchUpHoldRows", behind, 68*time.Second, false, false)
+	change(10, 11)
+	seal("behind, rows at CatchUpHoldRows", behind, 69*time.Second, false, false)
+	change(12)
+	seal("behind, rows past CatchUpHoldRows", behind, 70*time.Second, false, true)
 }
 
 // TestHeldRowsSurviveACrash applies a generated fleet's records to a
