@@ -167,14 +167,12 @@ func (j *Joiner) sealHeld(b *batch, r stream.Round, now time.Time) {
 	for i := range j.sealing {
 		held += j.sealing[i].part.held.len()
 	}
-	if held > j.opts.CatchUpHoldRows {
-		r.Behind = false // every partition writes its rows
-	}
+	mayHold := r.Behind && !r.Final && j.opts.CatchUpHold > 0 && held <= j.opts.CatchUpHoldRows
 	held = 0
 	for i := range j.sealing {
 		part, out := j.sealing[i].part, j.sealing[i].out
 		if n := part.held.len(); n != 0 {
-			if j.hold(part, b, r, now) {
+			if mayHold && j.holds(part, b, now) {
 				held += n
 				continue
 			}
@@ -195,13 +193,12 @@ func (j *Joiner) sealHeld(b *batch, r stream.Round, now time.Time) {
 	j.m.held.Set(float64(held))
 }
 
-// hold reports whether part keeps its held rows past the seal of b (see
-// sealHeld).
-func (j *Joiner) hold(part *partition, b *batch, r stream.Round, now time.Time) bool {
-	if !r.Behind || r.Final || j.opts.CatchUpHold <= 0 || now.Sub(part.held.at) >= j.opts.CatchUpHold {
-		return false
-	}
-	return !slices.ContainsFunc(b.saves, func(sv save) bool { return sv.part == part })
+// holds reports whether part, in a seal that may hold rows, keeps them
+// past the seal of b: its hold has not run out and b does not checkpoint
+// it (see sealHeld).
+func (j *Joiner) holds(part *partition, b *batch, now time.Time) bool {
+	return now.Sub(part.held.at) < j.opts.CatchUpHold &&
+		!slices.ContainsFunc(b.saves, func(sv save) bool { return sv.part == part })
 }
 
 // progressRefresh is how often a partition's progress row is written

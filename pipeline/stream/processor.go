@@ -50,7 +50,8 @@ type Processor interface {
 // Round says what kind of round Flush ends.
 type Round struct {
 	// CatchUp is set when the round ran past the regular limits of
-	// logmerge.Rounds: the member is behind.
+	// logmerge.Rounds: the member was behind (Behind says whether it
+	// still is as the round ends).
 	CatchUp bool
 	// Behind is set when records were left to apply as the round ended
 	// (the backlog of logmerge.Rounds): the member is still catching up,
