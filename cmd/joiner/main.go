@@ -67,6 +67,11 @@ func run() error {
 	fs.DurationVar(&keep.Progress, "retention.progress", 0, "how long a consumer_progress key may stop reporting before it is deleted; 0 takes the environment's default (local_parity 7 days, dev 30, prod 90), negative keeps it forever")
 	mem := joiner.DefaultMemoryOptions()
 	fs.IntVar(&mem.GCPercent, "joiner.gcPercent", mem.GCPercent, "the Go collector's target (as GOGC): a collection starts once the heap grew by this percentage of what was live; lower keeps RSS nearer the partitions' state for more CPU in the collector (100 ran RSS at about twice the live heap); negative leaves GOGC or Go's default; GOGC, when set, wins")
+	fs.Func("joiner.gcHeadroom", "bytes (or with a KiB/MiB/GiB suffix) the heap may grow past the live heap once that is large: after each round the collector's target is lowered from -joiner.gcPercent toward it, to no less than 25%, so that a joiner at fleet scale holds RSS nearer its state (a small one keeps -joiner.gcPercent); 0 keeps -joiner.gcPercent throughout (default 256MiB)", func(s string) error {
+		n, err := joiner.ParseBytes(s)
+		mem.GCHeadroom = n
+		return err
+	})
 	fs.Func("joiner.memoryLimit", "soft limit on the memory the Go runtime holds (as GOMEMLIMIT; bytes, or with a KiB/MiB/GiB suffix): near it the collector runs more often and returns freed memory sooner. It bounds the collector's headroom, not the state. 0 takes 90% of the cgroup's memory limit when there is one, else none; negative sets none; GOMEMLIMIT, when set, wins (default 0)", func(s string) error {
 		n, err := joiner.ParseBytes(s)
 		mem.Limit = n
@@ -78,7 +83,8 @@ func run() error {
 		return err
 	}
 	defer st.Close()
-	memLimit := joiner.TuneMemory(mem)
+	memLimit, gc := joiner.TuneMemory(mem)
+	o.GC = gc
 	common := st.Common
 	openCtx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
@@ -140,7 +146,7 @@ func run() error {
 		fmt.Fprintln(w, "ok")
 	})
 	defer srv.Shutdown()
-	slog.Info("joiner running", "group", o.Group, "brokers", common.Brokers, "clickhouse", common.ClickHouse.Addr, "http", st.Addr, "memory_limit", memLimit)
+	slog.Info("joiner running", "group", o.Group, "brokers", common.Brokers, "clickhouse", common.ClickHouse.Addr, "http", st.Addr, "memory_limit", memLimit, "gc_headroom", gcHeadroom(gc))
 
 	// A stop writes the last batch and a checkpoint of every partition
 	// changed since its last one, which the successor restores from; the
@@ -152,4 +158,12 @@ func run() error {
 		slog.Info("joiner stopped", "final_write_and_checkpoints", time.Since(time.Unix(0, at)).Round(time.Millisecond))
 	}
 	return err
+}
+
+// gcHeadroom returns the headroom gc paces the collector by (0: none).
+func gcHeadroom(gc *service.GCPacer) uint64 {
+	if gc == nil {
+		return 0
+	}
+	return gc.Headroom
 }

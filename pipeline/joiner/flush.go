@@ -97,6 +97,7 @@ func (j *Joiner) flush(ctx context.Context, r stream.Round) error {
 	b := j.seal(r)
 	j.inflight = b
 	go j.write(ctx, b)
+	j.opts.GC.AfterRound()
 	if final {
 		return j.settle()
 	}

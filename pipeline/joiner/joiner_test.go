@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"log/slog"
 	"math"
+	"runtime/debug"
 	"sort"
 	"strings"
 	"testing"
@@ -25,6 +26,7 @@ import (
 	"github.com/driftline/driftline/pipeline/joiner/dedupe"
 	"github.com/driftline/driftline/pipeline/readmodel/reader"
 	"github.com/driftline/driftline/pipeline/readmodel/sink"
+	"github.com/driftline/driftline/pipeline/service"
 	"github.com/driftline/driftline/pipeline/stream"
 	"github.com/driftline/driftline/pipeline/stream/checkpoint"
 	"github.com/driftline/driftline/pipeline/stream/snap"
@@ -231,10 +233,17 @@ func TestJoinerEndToEndWithRestart(t *testing.T) {
 	if err := f.ch.Exec(context.Background(), "TRUNCATE TABLE drift_evidence"); err != nil {
 		t.Fatal(err)
 	}
-	stop = f.start("joiner-replay")
+	// This joiner paces the collector after its rounds (Options.GC): a
+	// headroom far above its live heap sets the pacer's largest target.
+	oldGC := debug.SetGCPercent(100)
+	defer debug.SetGCPercent(oldGC)
+	stop = f.start("joiner-replay", func(o *Options) { o.GC = &service.GCPacer{Headroom: 1 << 40, Min: 30, Max: 40} })
 	f.caughtUp("joiner-replay")
 	stop()
 	f.wantFindings(scenarioWant)
+	if gc := debug.SetGCPercent(oldGC); gc != 40 {
+		t.Errorf("GOGC %d after a paced joiner's rounds, want 40", gc)
+	}
 }
 
 // TestThrottledReplay: a joiner replays the whole scenario with a merge

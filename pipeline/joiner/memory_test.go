@@ -47,7 +47,7 @@ func TestTuneMemory(t *testing.T) {
 	reset := func() { debug.SetGCPercent(100); debug.SetMemoryLimit(math.MaxInt64) }
 
 	reset()
-	if got := tuneMemory(DefaultMemoryOptions(), env(nil), cgroup(0)); got != 0 {
+	if got, _ := tuneMemory(DefaultMemoryOptions(), env(nil), cgroup(0)); got != 0 {
 		t.Errorf("no cgroup limit: set %d, want none", got)
 	}
 	if gc := debug.SetGCPercent(100); gc != 50 {
@@ -60,7 +60,7 @@ func TestTuneMemory(t *testing.T) {
 	reset()
 	c := int64(4 << 30)
 	want := int64(float64(c) * 0.9)
-	if got := tuneMemory(DefaultMemoryOptions(), env(nil), cgroup(c)); got != want {
+	if got, _ := tuneMemory(DefaultMemoryOptions(), env(nil), cgroup(c)); got != want {
 		t.Errorf("cgroup of 4 GiB: limit %d, want 90%%", got)
 	}
 	if l := debug.SetMemoryLimit(-1); l != want {
@@ -70,21 +70,50 @@ func TestTuneMemory(t *testing.T) {
 	reset()
 	o := DefaultMemoryOptions()
 	o.Limit = 1 << 30
-	if got := tuneMemory(o, env(nil), cgroup(4<<30)); got != 1<<30 {
+	if got, _ := tuneMemory(o, env(nil), cgroup(4<<30)); got != 1<<30 {
 		t.Errorf("explicit limit: set %d, want 1 GiB", got)
 	}
 
 	reset()
 	o.Limit = -1
-	if got := tuneMemory(o, env(nil), cgroup(4<<30)); got != 0 {
+	if got, _ := tuneMemory(o, env(nil), cgroup(4<<30)); got != 0 {
 		t.Errorf("negative limit: set %d, want none", got)
 	}
 
 	reset()
-	if got := tuneMemory(DefaultMemoryOptions(), env(map[string]string{"GOGC": "200", "GOMEMLIMIT": "off"}), cgroup(4<<30)); got != 0 {
+	if got, _ := tuneMemory(DefaultMemoryOptions(), env(map[string]string{"GOGC": "200", "GOMEMLIMIT": "off"}), cgroup(4<<30)); got != 0 {
 		t.Errorf("GOMEMLIMIT set: %d, want the environment's (none)", got)
 	}
 	if gc := debug.SetGCPercent(100); gc != 100 {
 		t.Errorf("GOGC set: GC percent %d, want it left alone", gc)
+	}
+}
+
+// The collector is paced between PacedGCPercent and GCPercent by
+// GCHeadroom, unless GOGC is set or there is nothing to pace between.
+func TestTuneMemoryPacesTheCollector(t *testing.T) {
+	oldGC, oldLimit := debug.SetGCPercent(100), debug.SetMemoryLimit(-1)
+	t.Cleanup(func() { debug.SetGCPercent(oldGC); debug.SetMemoryLimit(oldLimit) })
+	env := func(m map[string]string) func(string) string { return func(k string) string { return m[k] } }
+	none := func() int64 { return 0 }
+
+	_, gc := tuneMemory(DefaultMemoryOptions(), env(nil), none)
+	if gc == nil || gc.Headroom != 256<<20 || gc.Min != PacedGCPercent || gc.Max != 50 {
+		t.Fatalf("default options: pacer %+v, want 256 MiB between %d and 50", gc, PacedGCPercent)
+	}
+	for name, c := range map[string]struct {
+		mod func(*MemoryOptions)
+		env map[string]string
+	}{
+		"GOGC set":             {func(*MemoryOptions) {}, map[string]string{"GOGC": "80"}},
+		"no headroom":          {func(o *MemoryOptions) { o.GCHeadroom = 0 }, nil},
+		"percent at the least": {func(o *MemoryOptions) { o.GCPercent = PacedGCPercent }, nil},
+		"percent left alone":   {func(o *MemoryOptions) { o.GCPercent = -1 }, nil},
+	} {
+		o := DefaultMemoryOptions()
+		c.mod(&o)
+		if _, gc := tuneMemory(o, env(c.env), none); gc != nil {
+			t.Errorf("%s: pacer %+v, want none", name, gc)
+		}
 	}
 }

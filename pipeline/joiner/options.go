@@ -13,6 +13,7 @@ import (
 	"github.com/driftline/driftline/pipeline/joiner/dedupe"
 	"github.com/driftline/driftline/pipeline/joiner/nodeagent"
 	"github.com/driftline/driftline/pipeline/readmodel/sink"
+	"github.com/driftline/driftline/pipeline/service"
 	"github.com/driftline/driftline/pipeline/stream"
 	"github.com/driftline/driftline/pipeline/stream/checkpoint"
 )
@@ -92,6 +93,9 @@ type Options struct {
 	// bypassed the gateway), with their reason. Default none: such
 	// records are only counted.
 	Quarantine Quarantine
+	// GC paces the process's collector after each round (the pacer
+	// TuneMemory returns). Default none: the collector is left as it is.
+	GC *service.GCPacer
 	// Reroute, when set, moves records whose key does not hash to the
 	// partition they arrived on (a producer bypassed the Kafka-standard
 	// partitioner) to the partition it does hash to, so that they join

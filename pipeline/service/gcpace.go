@@ -18,11 +18,14 @@ import (
 // holds the headroom near a fixed number of bytes, as a percentage of the
 // live heap between MinGCPercent (a large state: 10% of a GiB) and
 // MaxGCPercent (a small one, where 25% is a few tens of MB and a tighter
-// one would only collect more often).
+// one would only collect more often), or between Min and Max when set.
 type GCPacer struct {
 	// Headroom is the bytes the heap may grow past the live heap between
 	// two collections; 0 leaves the collector alone.
 	Headroom uint64
+	// Min and Max bound the percentage; 0 takes MinGCPercent and
+	// MaxGCPercent.
+	Min, Max int
 	percent  int // the percentage set last; 0: none yet
 	sample   []rtmetrics.Sample
 }
@@ -37,10 +40,27 @@ const (
 // bytes about headroom bytes to grow, within MinGCPercent and
 // MaxGCPercent.
 func GCPercent(headroom, live uint64) int {
+	return gcPercent(headroom, live, MinGCPercent, MaxGCPercent)
+}
+
+// gcPercent is GCPercent within lo and hi (lo <= hi).
+func gcPercent(headroom, live uint64, lo, hi int) int {
 	if live == 0 {
-		return MaxGCPercent
+		return hi
 	}
-	return int(min(max(100*headroom/live, MinGCPercent), MaxGCPercent))
+	return int(min(max(100*headroom/live, uint64(lo)), uint64(hi)))
+}
+
+// bounds returns the percentages g sets the collector between.
+func (g *GCPacer) bounds() (lo, hi int) {
+	lo, hi = g.Min, g.Max
+	if lo <= 0 {
+		lo = MinGCPercent
+	}
+	if hi <= 0 {
+		hi = MaxGCPercent
+	}
+	return lo, max(lo, hi)
 }
 
 // AfterRound sets the collector's percentage from the live heap the last
@@ -56,7 +76,8 @@ func (g *GCPacer) AfterRound() {
 	if g.sample[0].Value.Kind() != rtmetrics.KindUint64 {
 		return
 	}
-	if p := GCPercent(g.Headroom, g.sample[0].Value.Uint64()); p != g.percent {
+	lo, hi := g.bounds()
+	if p := gcPercent(g.Headroom, g.sample[0].Value.Uint64(), lo, hi); p != g.percent {
 		debug.SetGCPercent(p)
 		g.percent = p
 	}

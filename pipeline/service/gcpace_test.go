@@ -19,6 +19,26 @@ func TestGCPercentHoldsTheHeadroom(t *testing.T) {
 	}
 }
 
+// A pacer's own bounds replace the package's: the joiner's keeps 25-50%.
+func TestGCPacerBounds(t *testing.T) {
+	const mib = 1 << 20
+	for _, c := range []struct {
+		live uint64
+		want int
+	}{
+		{0, 50}, {256 * mib, 50}, {512 * mib, 50}, {640 * mib, 40}, {1024 * mib, 25}, {4096 * mib, 25},
+	} {
+		g := GCPacer{Headroom: 256 * mib, Min: 25, Max: 50}
+		lo, hi := g.bounds()
+		if got := gcPercent(g.Headroom, c.live, lo, hi); got != c.want {
+			t.Errorf("live %d MiB: GOGC %d, want %d", c.live/mib, got, c.want)
+		}
+	}
+	if lo, hi := (&GCPacer{Min: 30, Max: 20}).bounds(); lo != 30 || hi != 30 {
+		t.Errorf("Min above Max: bounds %d-%d, want 30-30", lo, hi)
+	}
+}
+
 // A pacer with headroom sets the collector's percentage after a round; a
 // zero one leaves it alone.
 func TestGCPacerSetsThePercentage(t *testing.T) {
