@@ -28,8 +28,8 @@ type MemoryOptions struct {
 	// GCPercent (service.GCPacer). A small joiner keeps GCPercent, where
 	// a collection's CPU buys little memory; at fleet scale, where RSS is
 	// what runs out, the collector runs at PacedGCPercent (at 10M events
-	// and 1.33M identities: peak RSS about a sixth lower for about 4% more
-	// CPU; bench/joiner/README.md, memory). 0 or a GCPercent at or below
+	// and 1.33M identities: peak RSS 14% lower for about 4% more CPU;
+	// bench/joiner/README.md, memory). 0 or a GCPercent at or below
 	// PacedGCPercent: GCPercent throughout. Default 256 MiB.
 	GCHeadroom int64
 	// Limit is a soft limit on the memory the Go runtime holds
