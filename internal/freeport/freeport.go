@@ -9,7 +9,9 @@
 // takes the port from below that range instead, where only another
 // listener can take it. Nor does Pick hand out a port twice in a process:
 // two picks made before either child binds (a server's TCP and HTTP
-// ports, say) would otherwise both find the same port free.
+// ports, say) would otherwise both find the same port free. Nor, on unix,
+// one that another process running Pick holds (reserve): a server killed
+// and started again on its port leaves it free for a while.
 package freeport
 
 import (
@@ -49,7 +51,7 @@ func pick(host string, start int) (int, error) {
 	if start-lowest >= 1000 {
 		for range tries {
 			p := lowest + rand.IntN(start-lowest)
-			if !handed.ports[p] && free(host, p) {
+			if !handed.ports[p] && free(host, p) && reserve(p) {
 				handed.ports[p] = true
 				return p, nil
 			}
