@@ -26,12 +26,44 @@ import (
 type operator struct {
 	t    *testing.T
 	base string
-	mu   sync.Mutex        // protects accepted
+	mu   sync.Mutex        // protects accepted and tally
 	acc  map[string]string // command_id -> Idempotency-Key
 	seen map[string]bool   // evidence ids acted on
 	stop chan struct{}
 	done chan struct{}
 	hc   *http.Client
+	// tally counts what the operator got, to say why it had nothing
+	// accepted: lists answered, lists that failed, and the actions'
+	// answers by status (0: none came).
+	tally struct {
+		lists, listFailed int
+		answers           map[int]int
+	}
+}
+
+// summary says what the operator got from the query service.
+func (o *operator) summary() string {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return fmt.Sprintf("%d lists of open findings answered, %d failed; %d findings picked; action answers by status (0: none) %v",
+		o.tally.lists, o.tally.listFailed, len(o.seen), o.tally.answers)
+}
+
+// count records a list's outcome (list) or an action's answer status.
+func (o *operator) count(list bool, ok bool, status int) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	switch {
+	case list && ok:
+		o.tally.lists++
+	case list:
+		o.tally.listFailed++
+	default:
+		if o.tally.answers == nil {
+			o.tally.answers = map[int]int{}
+		}
+		o.tally.answers[status]++
+	}
 }
 
 func startOperator(t *testing.T, s *stack.Stack) *operator {
@@ -82,13 +114,16 @@ func (o *operator) pick() string {
 	req.Header.Set("Authorization", "Bearer "+testenv.LocalKey)
 	resp, err := o.hc.Do(req)
 	if err != nil {
+		o.count(true, false, 0)
 		return ""
 	}
 	defer resp.Body.Close()
 	var page apitypes.DriftPage
 	if resp.StatusCode != http.StatusOK || json.NewDecoder(resp.Body).Decode(&page) != nil {
+		o.count(true, false, resp.StatusCode)
 		return ""
 	}
+	o.count(true, true, resp.StatusCode)
 	for _, f := range page.Findings {
 		if !o.seen[f.EvidenceID] {
 			o.seen[f.EvidenceID] = true
@@ -107,9 +142,11 @@ func (o *operator) act(id, key string) (commandID string, retry bool) {
 	req.Header.Set("Authorization", "Bearer "+testenv.LocalKey)
 	resp, err := o.hc.Do(req)
 	if err != nil {
+		o.count(false, false, 0)
 		return "", true
 	}
 	defer resp.Body.Close()
+	o.count(false, true, resp.StatusCode)
 	switch {
 	case resp.StatusCode == http.StatusAccepted:
 		var a apitypes.ActionAccepted
@@ -136,10 +173,10 @@ func (o *operator) finish() map[string]string {
 // checkActions checks that each accepted command is one drift_history row
 // of the database db (action or action_refused), and that no command is
 // there twice.
-func checkActions(t *testing.T, ctx context.Context, s *stack.Stack, accepted map[string]string) {
+func checkActions(t *testing.T, ctx context.Context, s *stack.Stack, op *operator, accepted map[string]string) {
 	t.Helper()
 	if len(accepted) == 0 {
-		t.Fatal("the operator had no action accepted during the schedule")
+		t.Fatalf("the operator had no action accepted during the schedule: %s", op.summary())
 	}
 	conn, err := readmodel.Open(ctx, s.ClickHouse())
 	if err != nil {

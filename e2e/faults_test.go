@@ -383,7 +383,7 @@ func runFaults(t *testing.T, ctx context.Context, bin string, seed int64, params
 		time.Since(start).Round(time.Millisecond), js.late, js.holdsExpired)
 
 	checkBilling(t, s, truth)
-	checkActions(t, ctx, s, accepted)
+	checkActions(t, ctx, s, op, accepted)
 	checkTopics(t, ctx, s.BrokerAddr(), want, truth)
 	checkJoinerTables(t, ctx, s, js, truth, start)
 	checkSkew(t, ctx, s, js.group, skew)
