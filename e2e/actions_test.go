@@ -207,5 +207,5 @@ func checkActions(t *testing.T, ctx context.Context, s *stack.Stack, op *operato
 			t.Errorf("command %s (Idempotency-Key %s) was accepted but never applied", id, key)
 		}
 	}
-	t.Logf("%d actions accepted during the schedule, each applied once (%d commands in the history)", len(accepted), len(got))
+	t.Logf("%d actions accepted during the schedule, each applied once (%d commands in the history); %s", len(accepted), len(got), op.summary())
 }
