@@ -193,6 +193,13 @@ func (js *joinerSet) start() *joinerProc {
 		// Small merge queues, so streams that run ahead are paused and
 		// resumed through the kills and rebalances too.
 		"-joiner.queueRecords", "64",
+		// Current rows held at most a second while behind (30 s by
+		// default): the holds still span kills and rebalances, and the
+		// fault schedule's operator finds open findings to act on while
+		// the joiners are behind (a slow machine, the race detector),
+		// which a hold restarted by every rebalance could keep from
+		// drift_evidence for the whole schedule.
+		"-joiner.catchUpHold", "1s",
 	}
 	if js.liveHold != 0 {
 		args = append(args, "-joiner.liveHold", js.liveHold.String())
