@@ -36,21 +36,6 @@ const (
 	MaxGCPercent = 25
 )
 
-// GCPercent returns the GOGC percentage that gives a live heap of live
-// bytes about headroom bytes to grow, within MinGCPercent and
-// MaxGCPercent.
-func GCPercent(headroom, live uint64) int {
-	return gcPercent(headroom, live, MinGCPercent, MaxGCPercent)
-}
-
-// gcPercent is GCPercent within lo and hi (lo <= hi).
-func gcPercent(headroom, live uint64, lo, hi int) int {
-	if live == 0 {
-		return hi
-	}
-	return int(min(max(100*headroom/live, uint64(lo)), uint64(hi)))
-}
-
 // bounds returns the percentages g sets the collector between.
 func (g *GCPacer) bounds() (lo, hi int) {
 	lo, hi = g.Min, g.Max
@@ -61,6 +46,16 @@ func (g *GCPacer) bounds() (lo, hi int) {
 		hi = MaxGCPercent
 	}
 	return lo, max(lo, hi)
+}
+
+// Percent returns the GOGC percentage that gives a live heap of live
+// bytes about Headroom bytes to grow, within g's bounds.
+func (g *GCPacer) Percent(live uint64) int {
+	lo, hi := g.bounds()
+	if live == 0 {
+		return hi
+	}
+	return int(min(max(100*g.Headroom/live, uint64(lo)), uint64(hi)))
 }
 
 // AfterRound sets the collector's percentage from the live heap the last
@@ -76,8 +71,7 @@ func (g *GCPacer) AfterRound() {
 	if g.sample[0].Value.Kind() != rtmetrics.KindUint64 {
 		return
 	}
-	lo, hi := g.bounds()
-	if p := gcPercent(g.Headroom, g.sample[0].Value.Uint64(), lo, hi); p != g.percent {
+	if p := g.Percent(g.sample[0].Value.Uint64()); p != g.percent {
 		debug.SetGCPercent(p)
 		g.percent = p
 	}

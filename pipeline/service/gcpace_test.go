@@ -13,7 +13,7 @@ func TestGCPercentHoldsTheHeadroom(t *testing.T) {
 	}{
 		{0, 25}, {100 * mib, 25}, {512 * mib, 25}, {640 * mib, 20}, {1024 * mib, 12}, {1280 * mib, 10}, {4096 * mib, 10},
 	} {
-		if got := GCPercent(128*mib, c.live); got != c.want {
+		if got := (&GCPacer{Headroom: 128 * mib}).Percent(c.live); got != c.want {
 			t.Errorf("live %d MiB: GOGC %d, want %d", c.live/mib, got, c.want)
 		}
 	}
@@ -29,8 +29,7 @@ func TestGCPacerBounds(t *testing.T) {
 		{0, 50}, {256 * mib, 50}, {512 * mib, 50}, {640 * mib, 40}, {1024 * mib, 25}, {4096 * mib, 25},
 	} {
 		g := GCPacer{Headroom: 256 * mib, Min: 25, Max: 50}
-		lo, hi := g.bounds()
-		if got := gcPercent(g.Headroom, c.live, lo, hi); got != c.want {
+		if got := g.Percent(c.live); got != c.want {
 			t.Errorf("live %d MiB: GOGC %d, want %d", c.live/mib, got, c.want)
 		}
 	}
