@@ -23,18 +23,30 @@ var reserved []*os.File
 // can be taken at all (no writable temporary directory), it claims
 // nothing and reports true.
 func reserve(port int) bool {
-	dir := filepath.Join(os.TempDir(), "driftline-ports")
-	if err := os.MkdirAll(dir, 0o777); err != nil {
-		return true
-	}
-	f, err := os.OpenFile(filepath.Join(dir, strconv.Itoa(port)), os.O_CREATE|os.O_RDWR, 0o666)
+	f, err := lockPort(port)
 	if err != nil {
-		return true
-	}
-	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
-		f.Close()
 		return !errors.Is(err, syscall.EWOULDBLOCK)
 	}
 	reserved = append(reserved, f)
 	return true
+}
+
+// lockPort takes the lock of port's file on a file of its own, so that
+// it conflicts with every other holder, this process's too; the error
+// is syscall.EWOULDBLOCK when another holds it. Closing the file drops
+// the lock.
+func lockPort(port int) (*os.File, error) {
+	dir := filepath.Join(os.TempDir(), "driftline-ports")
+	if err := os.MkdirAll(dir, 0o777); err != nil {
+		return nil, err
+	}
+	f, err := os.OpenFile(filepath.Join(dir, strconv.Itoa(port)), os.O_CREATE|os.O_RDWR, 0o666)
+	if err != nil {
+		return nil, err
+	}
+	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
+		f.Close()
+		return nil, err
+	}
+	return f, nil
 }
