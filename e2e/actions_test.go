@@ -49,21 +49,25 @@ func (o *operator) summary() string {
 		o.tally.lists, o.tally.listFailed, len(o.seen), o.tally.answers)
 }
 
-// count records a list's outcome (list) or an action's answer status.
-func (o *operator) count(list bool, ok bool, status int) {
+// listed counts a list of open findings, answered or not (ok).
+func (o *operator) listed(ok bool) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
-	switch {
-	case list && ok:
+	if ok {
 		o.tally.lists++
-	case list:
+	} else {
 		o.tally.listFailed++
-	default:
-		if o.tally.answers == nil {
-			o.tally.answers = map[int]int{}
-		}
-		o.tally.answers[status]++
 	}
+}
+
+// answered counts an action's answer by status (0: none came).
+func (o *operator) answered(status int) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if o.tally.answers == nil {
+		o.tally.answers = map[int]int{}
+	}
+	o.tally.answers[status]++
 }
 
 func startOperator(t *testing.T, s *stack.Stack) *operator {
@@ -114,16 +118,16 @@ func (o *operator) pick() string {
 	req.Header.Set("Authorization", "Bearer "+testenv.LocalKey)
 	resp, err := o.hc.Do(req)
 	if err != nil {
-		o.count(true, false, 0)
+		o.listed(false)
 		return ""
 	}
 	defer resp.Body.Close()
 	var page apitypes.DriftPage
 	if resp.StatusCode != http.StatusOK || json.NewDecoder(resp.Body).Decode(&page) != nil {
-		o.count(true, false, resp.StatusCode)
+		o.listed(false)
 		return ""
 	}
-	o.count(true, true, resp.StatusCode)
+	o.listed(true)
 	for _, f := range page.Findings {
 		if !o.seen[f.EvidenceID] {
 			o.seen[f.EvidenceID] = true
@@ -142,11 +146,11 @@ func (o *operator) act(id, key string) (commandID string, retry bool) {
 	req.Header.Set("Authorization", "Bearer "+testenv.LocalKey)
 	resp, err := o.hc.Do(req)
 	if err != nil {
-		o.count(false, false, 0)
+		o.answered(0)
 		return "", true
 	}
 	defer resp.Body.Close()
-	o.count(false, true, resp.StatusCode)
+	o.answered(resp.StatusCode)
 	switch {
 	case resp.StatusCode == http.StatusAccepted:
 		var a apitypes.ActionAccepted
