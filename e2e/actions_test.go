@@ -18,11 +18,12 @@ import (
 )
 
 // operator acts on findings through the query service while a fault
-// schedule runs: it acknowledges open findings, one Idempotency-Key each,
-// and retries a key whose answer it did not get (the query service was
-// killed, the broker or ClickHouse was down) until the service answers.
-// Afterwards every action the service accepted must be in drift_history
-// exactly once: none lost, none applied twice.
+// schedule runs, and after it until the joiners have caught up: it
+// acknowledges open findings, one Idempotency-Key each, and retries a key
+// whose answer it did not get (the query service was killed, the broker
+// or ClickHouse was down) until the service answers. Afterwards every
+// action the service accepted must be in drift_history exactly once: none
+// lost, none applied twice.
 type operator struct {
 	t    *testing.T
 	base string
@@ -38,6 +39,9 @@ type operator struct {
 	tally struct {
 		lists, listFailed int
 		answers           map[int]int
+		// duringSchedule is how many actions were accepted when the
+		// fault schedule ended (scheduleDone); -1 before it has.
+		duringSchedule int
 	}
 }
 
@@ -45,8 +49,16 @@ type operator struct {
 func (o *operator) summary() string {
 	o.mu.Lock()
 	defer o.mu.Unlock()
-	return fmt.Sprintf("%d lists of open findings answered, %d failed; %d findings picked; action answers by status (0: none) %v",
-		o.tally.lists, o.tally.listFailed, len(o.seen), o.tally.answers)
+	return fmt.Sprintf("%d lists of open findings answered, %d failed; %d findings picked; action answers by status (0: none) %v; %d actions accepted while the faults landed",
+		o.tally.lists, o.tally.listFailed, len(o.seen), o.tally.answers, o.tally.duringSchedule)
+}
+
+// scheduleDone notes how many actions were accepted while the faults
+// landed.
+func (o *operator) scheduleDone() {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	o.tally.duringSchedule = len(o.acc)
 }
 
 // listed counts a list of open findings, answered or not (ok).
@@ -73,6 +85,7 @@ func (o *operator) answered(status int) {
 func startOperator(t *testing.T, s *stack.Stack) *operator {
 	o := &operator{t: t, base: s.QueryURL(), acc: map[string]string{}, seen: map[string]bool{},
 		stop: make(chan struct{}), done: make(chan struct{}), hc: &http.Client{Timeout: 5 * time.Second}}
+	o.tally.duringSchedule = -1
 	go o.run()
 	return o
 }
@@ -180,7 +193,7 @@ func (o *operator) finish() map[string]string {
 func checkActions(t *testing.T, ctx context.Context, s *stack.Stack, op *operator, accepted map[string]string) {
 	t.Helper()
 	if len(accepted) == 0 {
-		t.Fatalf("the operator had no action accepted during the schedule: %s", op.summary())
+		t.Fatalf("the operator had no action accepted by the time the joiners caught up: %s", op.summary())
 	}
 	conn, err := readmodel.Open(ctx, s.ClickHouse())
 	if err != nil {
@@ -211,5 +224,5 @@ func checkActions(t *testing.T, ctx context.Context, s *stack.Stack, op *operato
 			t.Errorf("command %s (Idempotency-Key %s) was accepted but never applied", id, key)
 		}
 	}
-	t.Logf("%d actions accepted during the schedule, each applied once (%d commands in the history); %s", len(accepted), len(got), op.summary())
+	t.Logf("%d actions accepted, each applied once (%d commands in the history); %s", len(accepted), len(got), op.summary())
 }
