@@ -53,6 +53,13 @@ func (o *operator) summary() string {
 		o.tally.lists, o.tally.listFailed, len(o.seen), o.tally.answers, o.tally.duringSchedule)
 }
 
+// acceptedCount returns how many actions the service accepted so far.
+func (o *operator) acceptedCount() int {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return len(o.acc)
+}
+
 // scheduleDone notes how many actions were accepted while the faults
 // landed.
 func (o *operator) scheduleDone() {
