@@ -376,9 +376,10 @@ func runFaults(t *testing.T, ctx context.Context, bin string, seed int64, params
 	t.Logf("fed %d events (%d accepted, %d duplicate, %d retried requests) at %v",
 		stats.Events, stats.Accepted, stats.Duplicate, stats.Retries, time.Since(start).Round(time.Millisecond))
 
-	// The operator goes on after the schedule: a fleet's findings may
-	// show only late in its feed, and a schedule may keep ClickHouse down
-	// just then, so there may have been nothing to act on yet. So that its
+	// The operator goes on after the schedule: a fleet's findings show
+	// only late in its feed (the generator sends every record before its
+	// first scan round), and a schedule may keep ClickHouse down just
+	// then, so there may have been nothing to act on yet. So that its
 	// actions meet a fault in every run, the query service is killed once
 	// more as soon as one is accepted; the operator stops once the
 	// joiners have caught up, and its last commands are applied before
