@@ -67,16 +67,8 @@ func run() error {
 	fs.DurationVar(&keep.Progress, "retention.progress", 0, "how long a consumer_progress key may stop reporting before it is deleted; 0 takes the environment's default (local_parity 7 days, dev 30, prod 90), negative keeps it forever")
 	mem := joiner.DefaultMemoryOptions()
 	fs.IntVar(&mem.GCPercent, "joiner.gcPercent", mem.GCPercent, "the Go collector's target (as GOGC): a collection starts once the heap grew by this percentage of what was live; lower keeps RSS nearer the partitions' state for more CPU in the collector (100 ran RSS at about twice the live heap); negative leaves GOGC or Go's default; GOGC, when set, wins")
-	fs.Func("joiner.gcHeadroom", "bytes (or with a KiB/MiB/GiB suffix) the heap may grow past the live heap once that is large: after each round the collector's target is lowered from -joiner.gcPercent toward it, to no less than 25%, so that a joiner at fleet scale holds RSS nearer its state (a small one keeps -joiner.gcPercent); 0 keeps -joiner.gcPercent throughout (default 256MiB)", func(s string) error {
-		n, err := joiner.ParseBytes(s)
-		mem.GCHeadroom = n
-		return err
-	})
-	fs.Func("joiner.memoryLimit", "soft limit on the memory the Go runtime holds (as GOMEMLIMIT; bytes, or with a KiB/MiB/GiB suffix): near it the collector runs more often and returns freed memory sooner. It bounds the collector's headroom, not the state. 0 takes 90% of the cgroup's memory limit when there is one, else none; negative sets none; GOMEMLIMIT, when set, wins (default 0)", func(s string) error {
-		n, err := joiner.ParseBytes(s)
-		mem.Limit = n
-		return err
-	})
+	bytesVar(fs, &mem.GCHeadroom, "joiner.gcHeadroom", "bytes (or with a KiB/MiB/GiB suffix) the heap may grow past the live heap once that is large: after each round the collector's target is lowered from -joiner.gcPercent toward it, to no less than 25%, so that a joiner at fleet scale holds RSS nearer its state (a small one keeps -joiner.gcPercent); 0 keeps -joiner.gcPercent throughout (default 256MiB)")
+	bytesVar(fs, &mem.Limit, "joiner.memoryLimit", "soft limit on the memory the Go runtime holds (as GOMEMLIMIT; bytes, or with a KiB/MiB/GiB suffix): near it the collector runs more often and returns freed memory sooner. It bounds the collector's headroom, not the state. 0 takes 90% of the cgroup's memory limit when there is one, else none; negative sets none; GOMEMLIMIT, when set, wins (default 0)")
 	fs.DurationVar(&o.RequestTimeout, "joiner.requestTimeout", o.RequestTimeout, "event time a request of an operator action (retry, cleanup, quarantine_node, release_node) stays pending before its finding goes to operator_review")
 	ctx, err := st.Start()
 	if err != nil {
@@ -166,4 +158,14 @@ func gcHeadroom(gc *service.GCPacer) uint64 {
 		return 0
 	}
 	return gc.Headroom
+}
+
+// bytesVar defines a flag of bytes, or with a KiB/MiB/GiB suffix
+// (joiner.ParseBytes), stored in *p.
+func bytesVar(fs *flag.FlagSet, p *int64, name, usage string) {
+	fs.Func(name, usage, func(s string) error {
+		n, err := joiner.ParseBytes(s)
+		*p = n
+		return err
+	})
 }
