@@ -195,10 +195,9 @@ func (js *joinerSet) start() *joinerProc {
 		"-joiner.queueRecords", "64",
 		// Current rows held at most a second while behind (30 s by
 		// default): the holds still span kills and rebalances, and the
-		// fault schedule's operator finds open findings to act on while
-		// the joiners are behind (a slow machine, the race detector),
-		// which a hold restarted by every rebalance could keep from
-		// drift_evidence for the whole schedule.
+		// current tables the tests and the fault schedule's operator
+		// read follow the joiners closely, where a hold restarted by
+		// every rebalance could keep rows back for a whole schedule.
 		"-joiner.catchUpHold", "1s",
 	}
 	if js.liveHold != 0 {
