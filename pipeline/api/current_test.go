@@ -10,6 +10,7 @@ import (
 
 	"github.com/driftline/driftline/internal/testenv"
 	"github.com/driftline/driftline/pipeline/api"
+	"github.com/driftline/driftline/pipeline/api/apitypes"
 	"github.com/driftline/driftline/pipeline/readmodel/sink"
 )
 
@@ -122,5 +123,110 @@ func TestKeyReadsMatchFinal(t *testing.T) {
 	}
 	if d.Finding.OwningDomain != "churn-9" || d.Finding.UpdatedAt == nil || !d.Finding.UpdatedAt.Equal(time.Unix(1795000200, 0)) {
 		t.Errorf("detail of a replayed version: domain %s updated_at %v", d.Finding.OwningDomain, d.Finding.UpdatedAt)
+	}
+}
+
+// TestSortedPagesMatchFinal checks the ranked reads without FINAL (drift
+// pages in an order other than evidence_id, node pages in every order,
+// the attention queue under a filter its summaries cannot answer),
+// followed page by page through their cursors, against FINAL, with
+// superseded rows unmerged that rank ahead of the current ones, ties over
+// many pages, and a score that is not a number (ranked as 0, as shown).
+func TestSortedPagesMatchFinal(t *testing.T) {
+	fx := newFixture(t, api.Options{})
+	seedNodes(t, fx.db)
+	churn(t, fx)
+	ctx := context.Background()
+	findings := `INSERT INTO drift_evidence (evidence_id, owning_domain, classification, severity, status, posture,
+		first_seen_at, last_seen_at, attention_score, version, updated_at)
+		SELECT concat('sort:maas/n', toString(number)), concat('sort-', toString(number % 3)), 'orphan_provider_resource',
+			%s, %s, 'quarantine', toDateTime(1795000000 + number % 17), toDateTime(%s), %s, %s, toDateTime(1795000000)
+		FROM numbers(3000) WHERE %s`
+	nodes := `INSERT INTO node_agent_status (node_id, owning_domain, domain_id, gate, connectivity_mode, health,
+		last_seen_at, attention_score, version, updated_at)
+		SELECT concat('churn-', toString(number)), 'churn', 'd-churn', %s, 'LIVE', 'OK', toDateTime(%s), %s, 3, toDateTime(1795000000)
+		FROM numbers(3000) WHERE %s`
+	for _, stmt := range []string{
+		fmtSQL(findings, "'warning'", "'open'", "1795000000 + number % 23", "toFloat64(3000 - number % 200)", "1", "1"),
+		// Newer versions: later, lower, some resolved, one whose score is
+		// not a number.
+		fmtSQL(findings, "if(number % 4 = 0, 'critical', 'warning')", "if(number % 5 = 0, 'resolved', 'open')",
+			"1795001000 + number % 29", "if(number = 7, nan, toFloat64(number % 300))", "2", "number % 2 = 0"),
+		fmtSQL(nodes, "if(number % 2 = 0, 'block_production', 'warning')", "1795000000 + number % 31",
+			"toFloat64(number % 700)", "number % 3 = 0"),
+	} {
+		if err := fx.db.Exec(ctx, stmt); err != nil {
+			t.Fatal(err)
+		}
+	}
+
+	order := func(sort string) string {
+		switch sort {
+		case "attention_score":
+			return "if(isFinite(attention_score), attention_score, 0) DESC"
+		case "last_seen_at_desc":
+			return "last_seen_at DESC"
+		}
+		return sort
+	}
+	for _, c := range []struct {
+		q           url.Values
+		where, sort string
+	}{
+		{url.Values{"sort": {"attention_score"}}, "status = 'open'", "attention_score"},
+		{url.Values{"sort": {"attention_score"}, "owning_domain": {"sort-1"}}, "status = 'open' AND owning_domain = 'sort-1'", "attention_score"},
+		{url.Values{"sort": {"attention_score"}, "status": {"all"}}, "1", "attention_score"},
+		{url.Values{"sort": {"first_seen_at"}, "severity": {"critical"}, "status": {"resolved"}}, "severity = 'critical' AND status = 'resolved'", "first_seen_at"},
+		{url.Values{"sort": {"first_seen_at"}}, "status = 'open'", "first_seen_at"},
+		{url.Values{"sort": {"last_seen_at"}, "owning_domain": {"churn-9,sort-2"}}, "status = 'open' AND owning_domain IN ('churn-9', 'sort-2')", "last_seen_at_desc"},
+	} {
+		c.q.Set("limit", "97")
+		got, err := fx.client.DriftAll(ctx, c.q)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := testenv.Strings(t, fx.db, "SELECT evidence_id FROM drift_evidence FINAL WHERE "+c.where+" ORDER BY "+order(c.sort)+", evidence_id")
+		if len(want) <= 97 || !slices.Equal(ids(got), want) {
+			t.Errorf("drift %v: %d findings paged, %d with FINAL", c.q, len(got), len(want))
+		}
+	}
+
+	nodeIDs := func(ns []apitypes.Node) []string {
+		out := make([]string, len(ns))
+		for i, n := range ns {
+			out[i] = n.NodeID
+		}
+		return out
+	}
+	for _, c := range []struct {
+		q           url.Values
+		where, sort string
+	}{
+		{url.Values{}, "1", "node_id"},
+		{url.Values{"gate": {"block_production"}}, "gate = 'block_production'", "node_id"},
+		{url.Values{"sort": {"attention_score"}}, "1", "attention_score"},
+		{url.Values{"sort": {"attention_score"}, "gate": {"warning,pass"}}, "gate IN ('warning', 'pass')", "attention_score"},
+		{url.Values{"sort": {"last_seen_at"}}, "1", "last_seen_at"},
+		{url.Values{"sort": {"last_seen_at"}, "gate": {"block_production"}}, "gate = 'block_production'", "last_seen_at"},
+	} {
+		c.q.Set("limit", "89")
+		got, err := fx.client.NodesAll(ctx, c.q)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := testenv.Strings(t, fx.db, "SELECT node_id FROM node_agent_status FINAL WHERE "+c.where+" ORDER BY "+order(c.sort)+", node_id")
+		if len(want) <= 89 || !slices.Equal(nodeIDs(got), want) {
+			t.Errorf("nodes %v: %d nodes paged, %d with FINAL", c.q, len(got), len(want))
+		}
+	}
+
+	att, err := fx.client.Attention(ctx, url.Values{"n": {"300"}, "severity": {"warning"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := testenv.Strings(t, fx.db, `SELECT evidence_id FROM drift_evidence FINAL WHERE status = 'open' AND severity = 'warning'
+		AND attention_score > 0 ORDER BY attention_score DESC, evidence_id LIMIT 300`)
+	if got := attentionIDs(att); len(want) < 300 || !slices.Equal(got, want) {
+		t.Errorf("attention of warnings:\n got %v\nwant %v", got, want)
 	}
 }

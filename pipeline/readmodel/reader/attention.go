@@ -17,7 +17,8 @@ import (
 // TopFindings reads the n findings of highest attention_score among the
 // current open ones matching f, over all (perDomain false) or per owning
 // domain; ties go by evidence_id. attention_top answers when it can
-// (rankedFilter), else a scan of drift_evidence.
+// (rankedFilter), else a ranked read of drift_evidence (ranked.go) or,
+// per domain, one with FINAL.
 //
 // The open billing mismatches join the global queue as findings of
 // classification billing_mismatch (drift.BillingAttentionScore); they
@@ -34,7 +35,11 @@ func (rd *Reader) TopFindings(ctx context.Context, f Filter, n int, perDomain bo
 		conds, args := f.where()
 		// A suppressed finding scores 0: it leaves the queue (docs/actions.md).
 		conds = append(conds, "attention_score > 0")
-		fs, err = rd.topFindings(ctx, conds, args, n, perDomain)
+		if perDomain {
+			fs, err = rd.domainTopFindings(ctx, conds, args, n)
+		} else {
+			fs, err = rankedPage(ctx, rd, "attention_findings", findingTable, FindSort(DriftSorts, "attention_score"), conds, args, nil, n)
+		}
 	}
 	if err != nil || perDomain {
 		return fs, err
@@ -85,7 +90,8 @@ func (rd *Reader) billingTop(ctx context.Context, f Filter, n int) ([]apitypes.F
 // TopNodes reads the n current nodes of highest attention_score matching
 // f whose gate does not pass, over all (perDomain false) or per owning
 // domain; ties go by node_id. attention_top_nodes answers when it can
-// (rankedNodeFilter), else a ranking of node_agent_status. The nodes come
+// (rankedNodeFilter), else a ranked read of node_agent_status (ranked.go)
+// or, per domain, one with FINAL. The nodes come
 // in no set order: the attention queue ranks them with the findings, as
 // it does TopFindings'.
 func (rd *Reader) TopNodes(ctx context.Context, f NodeFilter, n int, perDomain bool) ([]apitypes.Node, error) {
@@ -96,31 +102,28 @@ func (rd *Reader) TopNodes(ctx context.Context, f NodeFilter, n int, perDomain b
 		return rd.rankedTopNodes(ctx, f.OwningDomains, conds, args, n, perDomain)
 	}
 	if perDomain {
-		return rd.topNodes(ctx, conds, args, n, true)
+		return rd.domainTopNodes(ctx, conds, args, n)
 	}
-	return rd.rankedNodes(ctx, conds, args, n)
+	return rankedPage(ctx, rd, "attention_nodes", nodeTable, FindSort(NodeSorts, "attention_score"), conds, args, nil, n)
 }
 
-// topFindings reads the n findings of highest attention_score under
-// conds, collapsing drift_evidence with FINAL.
-func (rd *Reader) topFindings(ctx context.Context, conds []string, args []any, n int, perDomain bool) ([]apitypes.Finding, error) {
+// domainTopFindings reads the n findings of highest attention_score of
+// each owning domain under conds, collapsing drift_evidence with FINAL.
+func (rd *Reader) domainTopFindings(ctx context.Context, conds []string, args []any, n int) ([]apitypes.Finding, error) {
 	return list(ctx, rd, "attention_findings", "SELECT "+findingColumns+" FROM drift_evidence FINAL"+
-		whereClause(conds)+topOrder("evidence_id", n, perDomain), args, nil, findingRow)
+		whereClause(conds)+domainTopOrder("evidence_id", n), args, nil, findingRow)
 }
 
-// topNodes reads the n current nodes of highest attention_score under
-// conds, collapsing node_agent_status with FINAL.
-func (rd *Reader) topNodes(ctx context.Context, conds []string, args []any, n int, perDomain bool) ([]apitypes.Node, error) {
+// domainTopNodes reads the n current nodes of highest attention_score of
+// each owning domain under conds, collapsing node_agent_status with FINAL.
+func (rd *Reader) domainTopNodes(ctx context.Context, conds []string, args []any, n int) ([]apitypes.Node, error) {
 	return list(ctx, rd, "attention_nodes", "SELECT "+nodeColumns+" FROM node_agent_status FINAL"+
-		whereClause(conds)+topOrder("node_id", n, perDomain), args, nil, nodeRow)
+		whereClause(conds)+domainTopOrder("node_id", n), args, nil, nodeRow)
 }
 
-// topOrder keeps the n rows of highest attention_score, ties by idCol,
-// over all (perDomain false) or per owning domain (LIMIT BY, which 18.16
-// has).
-func topOrder(idCol string, n int, perDomain bool) string {
-	if perDomain {
-		return fmt.Sprintf(" ORDER BY owning_domain, attention_score DESC, %s LIMIT %d BY owning_domain", idCol, n)
-	}
-	return fmt.Sprintf(" ORDER BY attention_score DESC, %s LIMIT %d", idCol, n)
+// domainTopOrder keeps the n rows of highest attention_score of each
+// owning domain, ties by idCol (LIMIT BY, which 18.16 has).
+func domainTopOrder(idCol string, n int) string {
+	return fmt.Sprintf(" ORDER BY owning_domain, %s DESC, %s LIMIT %d BY owning_domain",
+		FindSort(DriftSorts, "attention_score").keyCol(), idCol, n)
 }

@@ -3,7 +3,6 @@ package reader
 import (
 	"context"
 	"fmt"
-	"math"
 	"slices"
 	"strings"
 	"time"
@@ -222,69 +221,4 @@ func (rd *Reader) markAfter(ctx context.Context, lo string, n int) (string, erro
 	err := rd.each(ctx, "drift_marks", fmt.Sprintf(`SELECT evidence_id FROM drift_evidence_marks
 	WHERE evidence_id > ? GROUP BY evidence_id ORDER BY evidence_id LIMIT %d, 1`, n-1), []any{lo}, func(r driver.Rows) error { return r.Scan(&hi) })
 	return hi, err
-}
-
-// rankedNodes reads the n current nodes of highest attention_score whose
-// current row meets conds (TopNodes adds a gate other than pass).
-//
-// Without FINAL, the rows that meet the conditions rank every current
-// one among possibly older rows of the same nodes. With t the k-th
-// highest score among those rows, every current row scored at least t
-// belongs to a node that has some such row; those nodes' current rows
-// that still meet the conditions and score at least t are exactly the
-// current rows scored at least t. If they are n or more (or all rows
-// were taken), they hold the top n; if not, older rows crowded the top k,
-// and k grows.
-func (rd *Reader) rankedNodes(ctx context.Context, conds []string, args []any, n int) ([]apitypes.Node, error) {
-	where := whereClause(conds)
-	for k := 2 * n; ; k *= 4 {
-		var (
-			t   float64
-			all = true // fewer than k rows: every row is a candidate
-		)
-		err := rd.each(ctx, "attention_node_threshold", fmt.Sprintf("SELECT attention_score FROM node_agent_status"+
-			where+" ORDER BY attention_score DESC LIMIT %d, 1", k-1), args, func(r driver.Rows) error {
-			all = false
-			return r.Scan(&t)
-		})
-		if err != nil {
-			return nil, err
-		}
-		if math.IsNaN(t) {
-			all = true // NaN sorts last: fewer than k rows have a score
-		}
-		sql, a := "SELECT DISTINCT node_id FROM node_agent_status"+where, args
-		if !all {
-			sql = "SELECT DISTINCT node_id FROM node_agent_status PREWHERE attention_score >= ?" + where
-			a = append([]any{t}, args...)
-		}
-		var ids []string
-		err = rd.each(ctx, "attention_node_candidates", sql, a, func(r driver.Rows) error {
-			var id string
-			ids = append(ids, id)
-			return r.Scan(&ids[len(ids)-1])
-		})
-		if err != nil {
-			return nil, err
-		}
-		ns, err := rd.currentNodes(ctx, "attention_nodes", conds, args, ids)
-		if err != nil {
-			return nil, err
-		}
-		if !all {
-			ns = slices.DeleteFunc(ns, func(nd apitypes.Node) bool { return nd.AttentionScore < t })
-		}
-		if all || len(ns) >= n {
-			slices.SortFunc(ns, func(a, b apitypes.Node) int {
-				if a.AttentionScore != b.AttentionScore {
-					if a.AttentionScore > b.AttentionScore {
-						return -1
-					}
-					return 1
-				}
-				return strings.Compare(a.NodeID, b.NodeID)
-			})
-			return ns[:min(n, len(ns))], nil
-		}
-	}
 }

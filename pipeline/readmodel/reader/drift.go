@@ -61,6 +61,10 @@ func (rd *Reader) Findings(ctx context.Context, f Filter, order Sort, after *Key
 		}
 		return rd.pageByMarks(ctx, f, cursor, limit)
 	}
+	if limit > 0 {
+		conds, args := f.where()
+		return rankedPage(ctx, rd, "drift_list", findingTable, order, conds, args, after, limit)
+	}
 	out := []apitypes.Finding{}
 	err := rd.EachFinding(ctx, f, order, after, limit, func(f apitypes.Finding) error {
 		out = append(out, f)

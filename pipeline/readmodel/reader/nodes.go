@@ -51,6 +51,9 @@ func nodeRow(r driver.Rows) (apitypes.Node, error) { return scanNode(r) }
 // after (nil: from the first), in order.
 func (rd *Reader) Nodes(ctx context.Context, f NodeFilter, order Sort, after *Keyset, limit int) ([]apitypes.Node, error) {
 	conds, args := f.where()
+	if limit > 0 {
+		return rankedPage(ctx, rd, "nodes", nodeTable, order, conds, args, after, limit)
+	}
 	return rd.nodes(ctx, "nodes", conds, args, order, after, limit)
 }
 

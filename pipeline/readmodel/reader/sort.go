@@ -75,7 +75,7 @@ func (s Sort) orderBy(idCol string) string {
 	if s.desc {
 		dir = " DESC"
 	}
-	return " ORDER BY " + s.column + dir + ", " + idCol
+	return " ORDER BY " + s.keyCol() + dir + ", " + idCol
 }
 
 // after renders the condition selecting rows after k in order s.
@@ -87,8 +87,8 @@ func (s Sort) after(k Keyset, idCol string) (string, []any) {
 	if s.desc {
 		cmp = " < "
 	}
-	b := s.bind
-	return "(" + s.column + cmp + b + " OR (" + s.column + " = " + b + " AND " + idCol + " > ?))",
+	c, b := s.keyCol(), s.bind
+	return "(" + c + cmp + b + " OR (" + c + " = " + b + " AND " + idCol + " > ?))",
 		[]any{s.keyArg(k.Key), s.keyArg(k.Key), k.ID}
 }
 

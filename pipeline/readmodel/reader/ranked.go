@@ -1,0 +1,191 @@
+package reader
+
+import (
+	"cmp"
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/ClickHouse/clickhouse-go/v2/lib/driver"
+
+	"github.com/driftline/driftline/pipeline/api/apitypes"
+)
+
+// A ranked read is a page of current rows in a sort order read without
+// FINAL (see current.go for why): the node pages in every order, the
+// drift pages in an order other than evidence_id (which pageByMarks
+// reads), and the attention queue where its summaries cannot answer.
+//
+// Let R be the rows, whatever their version, that meet the page's
+// conditions (its filter and the cursor's position), and K the position
+// of R's k-th row in the page's order. Every current row that meets the
+// conditions and ranks at or before K is a row of R at or before K, so
+// its key is among the keys of R's first k rows. Those keys' current
+// rows that still meet the conditions and rank at or before K are
+// therefore exactly the current rows at or before K. If they are as many
+// as the page wants (or R has fewer than k rows, so every key was taken),
+// they begin the page; if not, superseded rows crowded R's first k, and k
+// grows.
+//
+// For an order by a column, R's first k rows are read in two steps: the
+// k-th value of the column alone (a read of one column), then the keys of
+// the rows at or before it (the key column read only where the value
+// passes). An order by the key takes the first k keys at once.
+
+// rankedTable is what a ranked read needs of drift_evidence or
+// node_agent_status.
+type rankedTable[T any] struct {
+	table, idCol string
+	// current reads the current rows of ids that meet conds, in key order.
+	current func(rd *Reader, ctx context.Context, name string, conds []string, args []any, ids []string) ([]T, error)
+	// key is the position of a row in order s.
+	key func(s Sort, row *T) Keyset
+}
+
+var (
+	findingTable = rankedTable[apitypes.Finding]{
+		table: "drift_evidence", idCol: "evidence_id",
+		current: (*Reader).currentFindings,
+		key:     func(s Sort, f *apitypes.Finding) Keyset { return s.FindingKey(*f) },
+	}
+	nodeTable = rankedTable[apitypes.Node]{
+		table: "node_agent_status", idCol: "node_id",
+		current: (*Reader).currentNodes,
+		key:     func(s Sort, n *apitypes.Node) Keyset { return s.NodeKey(*n) },
+	}
+)
+
+// rankedPage reads up to limit (> 0) current rows of t that meet conds,
+// after the position after (nil: from the first), in order s.
+func rankedPage[T any](ctx context.Context, rd *Reader, name string, t rankedTable[T], s Sort, conds []string, args []any, after *Keyset, limit int) ([]T, error) {
+	conds, args = slices.Clip(conds), slices.Clip(args)
+	if after != nil {
+		c, a := s.after(*after, t.idCol)
+		conds, args = append(conds, c), append(args, a...)
+	}
+	for k := max(2*limit, 64); ; k *= 4 {
+		ids, last, all, err := rankedKeys(ctx, rd, name, t.table, t.idCol, s, conds, args, k)
+		if err != nil {
+			return nil, err
+		}
+		cc, ca := conds, args
+		if !all {
+			c, a := s.upTo(last, t.idCol)
+			cc, ca = append(cc, c), append(ca, a...)
+		}
+		rows, err := t.current(rd, ctx, name, cc, ca, ids)
+		if err != nil {
+			return nil, err
+		}
+		if all || len(rows) >= limit {
+			slices.SortFunc(rows, func(a, b T) int { return s.compare(t.key(s, &a), t.key(s, &b)) })
+			return rows[:min(limit, len(rows))], nil
+		}
+	}
+}
+
+// rankedKeys returns the keys of the first k rows of table (any version)
+// that meet conds in order s, and the position of the k-th; all reports
+// that fewer than k rows meet conds, so that every key was returned.
+func rankedKeys(ctx context.Context, rd *Reader, name, table, idCol string, s Sort, conds []string, args []any, k int) (ids []string, last Keyset, all bool, err error) {
+	where := whereClause(conds)
+	sql, a := "SELECT "+idCol+", "+s.keySelect()+" FROM "+table, args
+	if !s.ByKey() {
+		var (
+			t     float64
+			found bool
+		)
+		err = rd.each(ctx, name+"_threshold", fmt.Sprintf("SELECT %s FROM %s%s ORDER BY %s LIMIT %d, 1",
+			s.keySelect(), table, where, s.keyOrder(), k-1), args, func(r driver.Rows) error {
+			found = true
+			return r.Scan(&t)
+		})
+		if err != nil {
+			return nil, last, false, err
+		}
+		if found {
+			// Only the rows at or before the k-th value are read further.
+			sql += " PREWHERE " + s.keyCol() + s.atOrBefore() + s.bind
+			a = append([]any{s.keyArg(t)}, args...)
+		}
+	}
+	sql += where + s.orderBy(idCol) + fmt.Sprintf(" LIMIT %d", k)
+	got := 0
+	err = rd.each(ctx, name+"_keys", sql, a, func(r driver.Rows) error {
+		got++
+		if err := r.Scan(&last.ID, &last.Key); err != nil {
+			return err
+		}
+		ids = append(ids, last.ID)
+		return nil
+	})
+	last.Sort = s.Name
+	return ids, last, got < k, err
+}
+
+// keyCol is the expression s orders by: its column, with a score that is
+// not a finite number taken as 0, as the API shows it.
+func (s Sort) keyCol() string {
+	if s.column == "attention_score" {
+		return "if(isFinite(attention_score), attention_score, 0)"
+	}
+	return s.column
+}
+
+// keySelect selects the sort key as a Keyset holds it (a float64: Unix
+// seconds for a time), or 0 for an order by the listing's key.
+func (s Sort) keySelect() string {
+	switch {
+	case s.column == "":
+		return "toFloat64(0)"
+	case s.bind == "?":
+		return s.keyCol()
+	}
+	return "toFloat64(toUInt32(" + s.column + "))"
+}
+
+// keyOrder orders by the sort key alone.
+func (s Sort) keyOrder() string {
+	if s.desc {
+		return s.keyCol() + " DESC"
+	}
+	return s.keyCol()
+}
+
+// atOrBefore is the comparison selecting the sort keys at or before a
+// value in order s.
+func (s Sort) atOrBefore() string {
+	if s.desc {
+		return " >= "
+	}
+	return " <= "
+}
+
+// upTo renders the condition selecting the rows at or before k in order s.
+func (s Sort) upTo(k Keyset, idCol string) (string, []any) {
+	if s.column == "" {
+		return idCol + " <= ?", []any{k.ID}
+	}
+	cmp := " < "
+	if s.desc {
+		cmp = " > "
+	}
+	c, b := s.keyCol(), s.bind
+	return "(" + c + cmp + b + " OR (" + c + " = " + b + " AND " + idCol + " <= ?))",
+		[]any{s.keyArg(k.Key), s.keyArg(k.Key), k.ID}
+}
+
+// compare orders the positions a and b as s does.
+func (s Sort) compare(a, b Keyset) int {
+	if s.column != "" {
+		c := cmp.Compare(a.Key, b.Key)
+		if s.desc {
+			c = -c
+		}
+		if c != 0 {
+			return c
+		}
+	}
+	return strings.Compare(a.ID, b.ID)
+}
