@@ -156,9 +156,14 @@ func BenchmarkEndpoints(b *testing.B) {
 		{"attention_top100_per_domain", "/v1/attention?n=100&by=domain&kind=finding"},
 		{"drift_page", "/v1/drift?limit=100"},
 		{"drift_page_critical_domain", "/v1/drift?limit=100&severity=critical&owning_domain=domain-7"},
+		{"attention_top100_critical", "/v1/attention?n=100&kind=finding&severity=critical"},
 		{"drift_page_by_score", "/v1/drift?limit=100&sort=attention_score"},
+		{"drift_page_by_first_seen", "/v1/drift?limit=100&sort=first_seen_at"},
 		{"connectivity", "/v1/connectivity"},
 		{"nodes_page", "/v1/nodes?limit=100&gate=block_production"},
+		{"nodes_page_all", "/v1/nodes?limit=100"},
+		{"nodes_page_by_score", "/v1/nodes?limit=100&sort=attention_score"},
+		{"node_detail", "/v1/nodes/n12345"},
 	} {
 		b.Run(ep.name, func(b *testing.B) {
 			get := func() time.Duration {

@@ -2,6 +2,7 @@ package api_test
 
 import (
 	"context"
+	"fmt"
 	"net/url"
 	"slices"
 	"strings"
@@ -129,7 +130,8 @@ func TestKeyReadsMatchFinal(t *testing.T) {
 // TestSortedPagesMatchFinal checks the ranked reads without FINAL (drift
 // pages in an order other than evidence_id, node pages in every order,
 // the attention queue under a filter its summaries cannot answer),
-// followed page by page through their cursors, against FINAL, with
+// followed page by page through their cursors, and a node's findings,
+// against FINAL, with
 // superseded rows unmerged that rank ahead of the current ones, ties over
 // many pages, and a score that is not a number (ranked as 0, as shown).
 func TestSortedPagesMatchFinal(t *testing.T) {
@@ -217,6 +219,40 @@ func TestSortedPagesMatchFinal(t *testing.T) {
 		want := testenv.Strings(t, fx.db, "SELECT node_id FROM node_agent_status FINAL WHERE "+c.where+" ORDER BY "+order(c.sort)+", node_id")
 		if len(want) <= 89 || !slices.Equal(nodeIDs(got), want) {
 			t.Errorf("nodes %v: %d nodes paged, %d with FINAL", c.q, len(got), len(want))
+		}
+	}
+
+	// A node's findings are read by their evidence ids (classification and
+	// identity key): several classes, versions resolving some.
+	perClass := `INSERT INTO drift_evidence (evidence_id, provider, provider_id, classification, severity, status, posture,
+		first_seen_at, last_seen_at, attention_score, version, updated_at)
+		SELECT concat(%s, ':maas/x', toString(number % 40)), 'maas', concat('x', toString(number % 40)), %s, 'warning', %s,
+			'quarantine', toDateTime(1795000000), toDateTime(1795000000), 100, %s, toDateTime(1795000000)
+		FROM numbers(40) WHERE %s`
+	for _, stmt := range []string{
+		fmtSQL(perClass, "'missing_provider_resource'", "'missing_provider_resource'", "'open'", "1", "1"),
+		fmtSQL(perClass, "'stale_lifecycle_state'", "'stale_lifecycle_state'", "'open'", "1", "number % 2 = 0"),
+		fmtSQL(perClass, "'missing_provider_resource'", "'missing_provider_resource'", "'resolved'", "2", "number % 3 = 0"),
+		fmtSQL(perClass, "'identity_mismatch'", "'identity_mismatch'", "'resolved'", "1", "number % 5 = 0"),
+	} {
+		if err := fx.db.Exec(ctx, stmt); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for i := range 40 {
+		id := fmt.Sprintf("x%d", i)
+		d, err := fx.client.Node(ctx, id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var got []string
+		for _, f := range d.Findings {
+			got = append(got, f.Finding.EvidenceID)
+		}
+		want := testenv.Strings(t, fx.db, "SELECT evidence_id FROM drift_evidence FINAL WHERE provider = 'maas' AND provider_id = '"+id+
+			"' ORDER BY status = 'open' DESC, evidence_id")
+		if len(want) == 0 || !slices.Equal(got, want) {
+			t.Errorf("node %s: findings %v, with FINAL %v", id, got, want)
 		}
 	}
 

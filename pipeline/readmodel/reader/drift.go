@@ -4,12 +4,15 @@ import (
 	"context"
 	"fmt"
 	"math"
+	"slices"
 	"strings"
 	"time"
 
 	"github.com/ClickHouse/clickhouse-go/v2/lib/driver"
 
 	"github.com/driftline/driftline/pipeline/api/apitypes"
+	"github.com/driftline/driftline/pipeline/contract"
+	"github.com/driftline/driftline/pipeline/joiner/drift"
 )
 
 const findingColumns = `evidence_id, correlation_id, resource_family, product_id, owning_domain,
@@ -135,11 +138,32 @@ func (rd *Reader) Histories(ctx context.Context, ids []string) (map[string][]api
 }
 
 // FindingsOf reads every current finding of one provider identity, open
-// ones first, at most 1000.
+// ones first. A finding's evidence id is its classification and the
+// identity's key (drift.EvidenceID), so these are the current rows of at
+// most drift.NumClasses evidence ids, read by key.
 func (rd *Reader) FindingsOf(ctx context.Context, provider, providerID string) ([]apitypes.Finding, error) {
-	return list(ctx, rd, "node_findings", "SELECT "+findingColumns+
-		" FROM drift_evidence FINAL WHERE provider = ? AND provider_id = ? ORDER BY status = 'open' DESC, evidence_id LIMIT 1000",
-		[]any{provider, providerID}, []apitypes.Finding{}, findingRow)
+	key := contract.IdentityKey(provider, providerID)
+	ids := make([]string, 0, drift.NumClasses)
+	for c := range drift.NumClasses {
+		ids = append(ids, drift.EvidenceID(c, key))
+	}
+	fs, err := rd.currentFindings(ctx, "node_findings", []string{"provider = ?", "provider_id = ?"}, []any{provider, providerID}, ids)
+	if err != nil {
+		return nil, err
+	}
+	// currentFindings returns them in evidence_id order; the open ones
+	// move first.
+	open := func(f apitypes.Finding) bool { return f.Status == string(contract.StatusOpen) }
+	slices.SortStableFunc(fs, func(a, b apitypes.Finding) int {
+		switch {
+		case open(a) == open(b):
+			return 0
+		case open(a):
+			return -1
+		}
+		return 1
+	})
+	return fs, nil
 }
 
 // BundleSelection names the findings of an evidence bundle; each list

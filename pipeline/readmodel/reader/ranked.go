@@ -162,20 +162,6 @@ func (s Sort) atOrBefore() string {
 	return " <= "
 }
 
-// upTo renders the condition selecting the rows at or before k in order s.
-func (s Sort) upTo(k Keyset, idCol string) (string, []any) {
-	if s.column == "" {
-		return idCol + " <= ?", []any{k.ID}
-	}
-	cmp := " < "
-	if s.desc {
-		cmp = " > "
-	}
-	c, b := s.keyCol(), s.bind
-	return "(" + c + cmp + b + " OR (" + c + " = " + b + " AND " + idCol + " <= ?))",
-		[]any{s.keyArg(k.Key), s.keyArg(k.Key), k.ID}
-}
-
 // compare orders the positions a and b as s does.
 func (s Sort) compare(a, b Keyset) int {
 	if s.column != "" {

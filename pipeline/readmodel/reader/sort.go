@@ -79,16 +79,27 @@ func (s Sort) orderBy(idCol string) string {
 }
 
 // after renders the condition selecting rows after k in order s.
-func (s Sort) after(k Keyset, idCol string) (string, []any) {
-	if s.column == "" {
-		return idCol + " > ?", []any{k.ID}
+func (s Sort) after(k Keyset, idCol string) (string, []any) { return s.side(k, idCol, true) }
+
+// upTo renders the condition selecting the rows at or before k in order s.
+func (s Sort) upTo(k Keyset, idCol string) (string, []any) { return s.side(k, idCol, false) }
+
+// side renders the condition selecting the rows after k in order s
+// (after) or those at or before it (!after).
+func (s Sort) side(k Keyset, idCol string, after bool) (string, []any) {
+	idCmp := " <= "
+	if after {
+		idCmp = " > "
 	}
-	cmp := " > "
-	if s.desc {
-		cmp = " < "
+	if s.column == "" {
+		return idCol + idCmp + "?", []any{k.ID}
+	}
+	keyCmp := " < "
+	if after != s.desc {
+		keyCmp = " > "
 	}
 	c, b := s.keyCol(), s.bind
-	return "(" + c + cmp + b + " OR (" + c + " = " + b + " AND " + idCol + " > ?))",
+	return "(" + c + keyCmp + b + " OR (" + c + " = " + b + " AND " + idCol + idCmp + "?))",
 		[]any{s.keyArg(k.Key), s.keyArg(k.Key), k.ID}
 }
 
