@@ -28,9 +28,14 @@ import (
 
 // EnvFindings sets how many findings the benchmark loads (default
 // 200000); EnvNodes how many node_agent_status rows (default findings/10).
+// EnvUnmerged set to 1 writes, after the merge, a second version of about
+// half the findings and nodes, scored a tenth of the first: a table whose
+// superseded rows are not merged away yet and rank ahead of the current
+// ones.
 const (
 	EnvFindings = "DRIFTLINE_BENCH_FINDINGS"
 	EnvNodes    = "DRIFTLINE_BENCH_NODES"
+	EnvUnmerged = "DRIFTLINE_BENCH_UNMERGED"
 )
 
 func TestMain(m *testing.M) { testenv.Main(m) }
@@ -85,6 +90,27 @@ func load(ctx context.Context, db driver.Conn, findings, nodes int) error {
 	// over one part per partition is also its cheapest case.
 	for _, tbl := range []string{"drift_evidence", "node_agent_status"} {
 		if err := db.Exec(ctx, "OPTIMIZE TABLE "+tbl+" FINAL"); err != nil {
+			return err
+		}
+	}
+	if os.Getenv(EnvUnmerged) != "1" {
+		return nil
+	}
+	const findingCols = `evidence_id, correlation_id, resource_family, product_id, owning_domain, domain_id, record_type,
+	record_id, expected_state, provider, provider_id, observed_state, observed_at, classification, severity, status,
+	first_seen_at, last_seen_at, retry_count, posture, attention_score, version, updated_at`
+	const nodeCols = `node_id, domain_id, owning_domain, node_agent_state, gate, connectivity_mode, health,
+	expected_agent_version, observed_agent_version, last_seen_at, attention_score, version`
+	for _, s := range []string{
+		`INSERT INTO drift_evidence (` + findingCols + `) SELECT evidence_id, correlation_id, resource_family, product_id,
+	owning_domain, domain_id, record_type, record_id, expected_state, provider, provider_id, observed_state, observed_at,
+	classification, severity, status, first_seen_at, last_seen_at + 86400, retry_count + 1, posture, attention_score / 10, 2, now()
+	FROM drift_evidence WHERE cityHash64(evidence_id) % 2 = 0`,
+		`INSERT INTO node_agent_status (` + nodeCols + `) SELECT node_id, domain_id, owning_domain, node_agent_state, gate,
+	connectivity_mode, health, expected_agent_version, observed_agent_version, last_seen_at + 3600, attention_score / 10, 2
+	FROM node_agent_status WHERE cityHash64(node_id) % 2 = 0`,
+	} {
+		if err := db.Exec(ctx, s); err != nil {
 			return err
 		}
 	}
