@@ -190,6 +190,7 @@ func BenchmarkEndpoints(b *testing.B) {
 		{"nodes_page_all", "/v1/nodes?limit=100"},
 		{"nodes_page_by_score", "/v1/nodes?limit=100&sort=attention_score"},
 		{"node_detail", "/v1/nodes/n12345"},
+		{"bundle_by_correlation", "/v1/bundle?correlation_id=c-12345"},
 	} {
 		b.Run(ep.name, func(b *testing.B) {
 			get := func() time.Duration {

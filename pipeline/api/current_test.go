@@ -12,6 +12,7 @@ import (
 	"github.com/driftline/driftline/internal/testenv"
 	"github.com/driftline/driftline/pipeline/api"
 	"github.com/driftline/driftline/pipeline/api/apitypes"
+	"github.com/driftline/driftline/pipeline/readmodel/reader"
 	"github.com/driftline/driftline/pipeline/readmodel/sink"
 )
 
@@ -256,11 +257,25 @@ func TestSortedPagesMatchFinal(t *testing.T) {
 		}
 	}
 
+	// A bundle of nodes, findings and a domain's correlation id, read
+	// without FINAL.
+	rd := reader.New(fx.db, reader.Options{})
+	bundle, err := rd.BundleFindings(ctx, reader.BundleSelection{NodeIDs: []string{"x1", "x2", "x3", "x30"},
+		EvidenceIDs: []string{"churn:maas/n7", "sort:maas/n8"}}, 1000)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := testenv.Strings(t, fx.db, `SELECT evidence_id FROM drift_evidence FINAL WHERE (provider = 'maas' AND provider_id IN ('x1', 'x2', 'x3', 'x30'))
+		OR evidence_id IN ('churn:maas/n7', 'sort:maas/n8') ORDER BY evidence_id`)
+	if len(want) < 6 || !slices.Equal(ids(bundle), want) {
+		t.Errorf("bundle: %v, with FINAL %v", ids(bundle), want)
+	}
+
 	att, err := fx.client.Attention(ctx, url.Values{"n": {"300"}, "severity": {"warning"}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := testenv.Strings(t, fx.db, `SELECT evidence_id FROM drift_evidence FINAL WHERE status = 'open' AND severity = 'warning'
+	want = testenv.Strings(t, fx.db, `SELECT evidence_id FROM drift_evidence FINAL WHERE status = 'open' AND severity = 'warning'
 		AND attention_score > 0 ORDER BY attention_score DESC, evidence_id LIMIT 300`)
 	if got := attentionIDs(att); len(want) < 300 || !slices.Equal(got, want) {
 		t.Errorf("attention of warnings:\n got %v\nwant %v", got, want)

@@ -2,7 +2,6 @@ package reader
 
 import (
 	"context"
-	"fmt"
 	"math"
 	"slices"
 	"strings"
@@ -202,8 +201,10 @@ func (rd *Reader) BundleFindings(ctx context.Context, s BundleSelection, limit i
 	if len(ors) == 0 {
 		return nil, nil
 	}
-	return list(ctx, rd, "bundle", "SELECT "+findingColumns+" FROM drift_evidence FINAL WHERE "+
-		strings.Join(ors, " OR ")+fmt.Sprintf(" ORDER BY evidence_id LIMIT %d", limit), args, nil, findingRow)
+	// A correlation id or a node is no range of evidence ids: a ranked
+	// read in evidence_id order, not a FINAL scan of the table.
+	return rankedPage(ctx, rd, "bundle", findingTable, FindSort(DriftSorts, "evidence_id"),
+		[]string{"(" + strings.Join(ors, " OR ") + ")"}, args, nil, limit)
 }
 
 // FindingGroup counts current findings sharing these attributes.
