@@ -15,7 +15,8 @@ import (
 // A ranked read is a page of current rows in a sort order read without
 // FINAL (see current.go for why): the node pages in every order, the
 // drift pages in an order other than evidence_id (which pageByMarks
-// reads), and the attention queue where its summaries cannot answer.
+// reads), the attention queue where its summaries cannot answer, and the
+// findings of an evidence bundle.
 //
 // Let R be the rows, whatever their version, that meet the page's
 // conditions (its filter and the cursor's position), and K the position
