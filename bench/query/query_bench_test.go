@@ -56,11 +56,12 @@ var fixture struct {
 
 // load fills a fresh database: findings over 40 domains, every
 // classification, a third of them resolved, scores spread so the ranking
-// queries have work; and nodes over the same domains.
+// queries have work, each with one of 100 tags; and nodes over the same
+// domains.
 func load(ctx context.Context, db driver.Conn, findings, nodes int) error {
 	stmts := []string{fmt.Sprintf(`INSERT INTO drift_evidence (evidence_id, correlation_id, resource_family, product_id,
 	owning_domain, domain_id, record_type, record_id, expected_state, provider, provider_id, observed_state, observed_at,
-	classification, severity, status, first_seen_at, last_seen_at, retry_count, posture, attention_score, version, updated_at)
+	classification, severity, status, first_seen_at, last_seen_at, retry_count, posture, attention_score, tags, version, updated_at)
 	SELECT concat(arrayElement(['orphan_provider_resource','missing_provider_resource','stale_lifecycle_state','identity_mismatch','quota_or_capacity_mismatch','route_or_dns_mismatch'], toUInt32(number %% 6) + 1), ':maas/n', toString(number)),
 		concat('c-', toString(number %% 100000)), 'gpuaas_allocation', concat('p', toString(number %% 7)),
 		concat('domain-', toString(number %% 40)), concat('d-', toString(number %% 40)), 'node', concat('r', toString(number)),
@@ -68,7 +69,8 @@ func load(ctx context.Context, db driver.Conn, findings, nodes int) error {
 		arrayElement(['orphan_provider_resource','missing_provider_resource','stale_lifecycle_state','identity_mismatch','quota_or_capacity_mismatch','route_or_dns_mismatch'], toUInt32(number %% 6) + 1),
 		if(number %% 6 IN (1, 3, 4, 5), 'critical', 'warning'), if(number %% 3 = 0, 'resolved', 'open'),
 		toDateTime(1795000000 + number %% 86400), toDateTime(1795000000 + number %% 86400), toUInt32(number %% 4),
-		if(number %% 6 IN (1, 4), 'block_admission', 'quarantine'), toFloat64((number * 7919) %% 1000000) / 1000, 1, now()
+		if(number %% 6 IN (1, 4), 'block_admission', 'quarantine'), toFloat64((number * 7919) %% 1000000) / 1000,
+		[concat('t', toString(number %% 100))], 1, now()
 	FROM numbers(%d)`, findings),
 		fmt.Sprintf(`INSERT INTO node_agent_status (node_id, domain_id, owning_domain, node_agent_state, gate, connectivity_mode,
 	health, expected_agent_version, observed_agent_version, last_seen_at, attention_score, version)
@@ -175,6 +177,7 @@ func BenchmarkEndpoints(b *testing.B) {
 	})
 	for _, ep := range []struct{ name, path string }{
 		{"heatmap", "/v1/heatmap"},
+		{"heatmap_tag", "/v1/heatmap?tag=t7"},
 		{"status", "/v1/status"},
 		{"attention_top100", "/v1/attention?n=100"},
 		{"attention_top100_findings", "/v1/attention?n=100&kind=finding"},

@@ -213,15 +213,41 @@ type FindingGroup struct {
 	Count                                                   uint64
 }
 
+// groupKeysBound is the most rows, of any version, meeting a filter that
+// groups counts from their evidence ids' current rows; above it, it
+// collapses drift_evidence with FINAL.
+var groupKeysBound uint64 = 1_000_000
+
 // groups counts current findings matching f by owning_domain,
-// classification, severity, status and posture, scanning drift_evidence:
+// classification, severity, status and posture, reading drift_evidence:
 // few enough rows to fold into any of the summaries in Go.
+//
+// When few rows meet f (a tag, a recent first-seen bound), it takes the
+// evidence ids of the rows that meet f whatever their version (a superset
+// of the findings whose current row does), every row of those ids, the
+// current one of each (the highest version, then the latest updated_at,
+// as a merge would) and counts those that still meet f: exactly what
+// FINAL counts, without collapsing the whole table on one thread.
 func (rd *Reader) groups(ctx context.Context, name string, f Filter) ([]FindingGroup, error) {
 	conds, args := f.where()
-	sql := `SELECT owning_domain, classification, severity, status, posture, count()
+	var rows uint64
+	err := rd.each(ctx, name+"_rows", "SELECT count() FROM drift_evidence"+whereClause(conds), args,
+		func(r driver.Rows) error { return r.Scan(&rows) })
+	if err != nil {
+		return nil, err
+	}
+	if rows > groupKeysBound {
+		sql := `SELECT owning_domain, classification, severity, status, posture, count()
 	FROM drift_evidence FINAL` + whereClause(conds) + `
 	GROUP BY owning_domain, classification, severity, status, posture`
-	return rd.scanGroups(ctx, name, sql, args)
+		return rd.scanGroups(ctx, name, sql, args)
+	}
+	sql := `SELECT owning_domain, classification, severity, status, posture, count() FROM (
+		SELECT evidence_id, version, updated_at, owning_domain, classification, severity, status, posture, ` + matchColumn(conds) + ` AS matched
+		FROM drift_evidence WHERE evidence_id IN (SELECT evidence_id FROM drift_evidence` + whereClause(conds) + `)
+		ORDER BY evidence_id, version DESC, updated_at DESC LIMIT 1 BY evidence_id)
+	WHERE matched GROUP BY owning_domain, classification, severity, status, posture`
+	return rd.scanGroups(ctx, name, sql, append(slices.Clip(args), args...))
 }
 
 func (rd *Reader) scanGroups(ctx context.Context, name, sql string, args []any) ([]FindingGroup, error) {
