@@ -77,8 +77,21 @@ func (rd *Reader) Findings(ctx context.Context, f Filter, order Sort, after *Key
 
 // EachFinding streams the current findings matching f after the position
 // after, in order, at most limit (0: all), calling fn as rows arrive.
+// When few rows of any version match f (eachRankedMax), it reads them as
+// ranked pages; else it collapses drift_evidence with FINAL.
 func (rd *Reader) EachFinding(ctx context.Context, f Filter, order Sort, after *Keyset, limit int, fn func(apitypes.Finding) error) error {
 	conds, args := f.where()
+	rows, err := rd.count(ctx, "drift_export_rows", "drift_evidence", conds, args)
+	if err != nil {
+		return err
+	}
+	table, err := rd.count(ctx, "drift_export_rows", "drift_evidence", nil, nil)
+	if err != nil {
+		return err
+	}
+	if rows <= eachRankedMax(table) {
+		return eachRanked(ctx, rd, "drift_export", findingTable, order, conds, args, after, limit, fn)
+	}
 	sql, args := listSQL(findingColumns, "drift_evidence", "evidence_id", conds, args, order, after, limit)
 	return eachRow(ctx, rd, "drift_list", sql, args, findingRow, fn)
 }
@@ -230,9 +243,7 @@ var groupKeysBound uint64 = 1_000_000
 // FINAL counts, without collapsing the whole table on one thread.
 func (rd *Reader) groups(ctx context.Context, name string, f Filter) ([]FindingGroup, error) {
 	conds, args := f.where()
-	var rows uint64
-	err := rd.each(ctx, name+"_rows", "SELECT count() FROM drift_evidence"+whereClause(conds), args,
-		func(r driver.Rows) error { return r.Scan(&rows) })
+	rows, err := rd.count(ctx, name+"_rows", "drift_evidence", conds, args)
 	if err != nil {
 		return nil, err
 	}
