@@ -194,6 +194,9 @@ func BenchmarkEndpoints(b *testing.B) {
 		{"nodes_page_by_score", "/v1/nodes?limit=100&sort=attention_score"},
 		{"node_detail", "/v1/nodes/n12345"},
 		{"bundle_by_correlation", "/v1/bundle?correlation_id=c-12345"},
+		// Exports of about 12,000 and 111,000 findings at 10M.
+		{"export_small", "/v1/drift?owning_domain=domain-7&product=p3&classification=identity_mismatch&status=all&format=csv"},
+		{"export_medium", "/v1/drift?owning_domain=domain-7&severity=critical&format=csv"},
 		// The web UI's domain view: both of its lists.
 		{"ui_domain_drift", "/v1/drift?owning_domain=domain-7&limit=200&sort=attention_score"},
 		{"ui_domain_nodes", "/v1/nodes?owning_domain=domain-7&limit=200&sort=attention_score"},
