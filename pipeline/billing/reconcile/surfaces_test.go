@@ -79,7 +79,18 @@ func TestStatusAndAutomationThroughTheAPI(t *testing.T) {
 		if b.WindowsUnbalanced != 2 {
 			return fmt.Errorf("windows_unbalanced %d, want 2 (ghost's and stray's): %+v", b.WindowsUnbalanced, b)
 		}
-		return nil
+		// The windows can be unbalanced as wanted before every tick is
+		// counted: wait for the ticks too.
+		for _, tc := range b.Tenants {
+			if tc.TenantID != "t-1" {
+				continue
+			}
+			if tc.Accepted != 2+uint64(f.extra) || tc.Ledgered != 1+uint64(f.extra) {
+				return fmt.Errorf("t-1 accepted %d, ledgered %d, want %d and %d", tc.Accepted, tc.Ledgered, 2+f.extra, 1+f.extra)
+			}
+			return nil
+		}
+		return fmt.Errorf("no tenant t-1 yet: %+v", b.Tenants)
 	})
 	b := status()
 	t1 := tenant(b, "t-1")
