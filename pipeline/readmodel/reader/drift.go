@@ -81,11 +81,7 @@ func (rd *Reader) Findings(ctx context.Context, f Filter, order Sort, after *Key
 // ranked pages; else it collapses drift_evidence with FINAL.
 func (rd *Reader) EachFinding(ctx context.Context, f Filter, order Sort, after *Keyset, limit int, fn func(apitypes.Finding) error) error {
 	conds, args := f.where()
-	rows, err := rd.count(ctx, "drift_export_rows", "drift_evidence", conds, args)
-	if err != nil {
-		return err
-	}
-	table, err := rd.count(ctx, "drift_export_rows", "drift_evidence", nil, nil)
+	rows, table, err := rd.count(ctx, "drift_export_rows", "drift_evidence", conds, args)
 	if err != nil {
 		return err
 	}
@@ -243,7 +239,7 @@ var groupKeysBound uint64 = 1_000_000
 // FINAL counts, without collapsing the whole table on one thread.
 func (rd *Reader) groups(ctx context.Context, name string, f Filter) ([]FindingGroup, error) {
 	conds, args := f.where()
-	rows, err := rd.count(ctx, name+"_rows", "drift_evidence", conds, args)
+	rows, _, err := rd.count(ctx, name+"_rows", "drift_evidence", conds, args)
 	if err != nil {
 		return nil, err
 	}

@@ -1,11 +1,9 @@
 package reader
 
 import (
-	"cmp"
 	"context"
 	"fmt"
 	"slices"
-	"strings"
 
 	"github.com/ClickHouse/clickhouse-go/v2/lib/driver"
 
@@ -127,11 +125,11 @@ func eachRanked[T any](ctx context.Context, rd *Reader, name string, t rankedTab
 }
 
 // count returns the number of rows of table, whatever their version, that
-// meet conds.
-func (rd *Reader) count(ctx context.Context, name, table string, conds []string, args []any) (uint64, error) {
-	var n uint64
-	err := rd.each(ctx, name, "SELECT count() FROM "+table+whereClause(conds), args, func(r driver.Rows) error { return r.Scan(&n) })
-	return n, err
+// meet conds, and of all its rows, in one read.
+func (rd *Reader) count(ctx context.Context, name, table string, conds []string, args []any) (matching, all uint64, err error) {
+	err = rd.each(ctx, name, "SELECT countIf("+matchColumn(conds)+"), count() FROM "+table, args,
+		func(r driver.Rows) error { return r.Scan(&matching, &all) })
+	return matching, all, err
 }
 
 // rankedKeys returns the keys of the first k rows of table (any version)
@@ -171,56 +169,4 @@ func rankedKeys(ctx context.Context, rd *Reader, name, table, idCol string, s So
 	})
 	last.Sort = s.Name
 	return ids, last, got < k, err
-}
-
-// keyCol is the expression s orders by: its column, with a score that is
-// not a finite number taken as 0, as the API shows it.
-func (s Sort) keyCol() string {
-	if s.column == "attention_score" {
-		return "if(isFinite(attention_score), attention_score, 0)"
-	}
-	return s.column
-}
-
-// keySelect selects the sort key as a Keyset holds it (a float64: Unix
-// seconds for a time), or 0 for an order by the listing's key.
-func (s Sort) keySelect() string {
-	switch {
-	case s.column == "":
-		return "toFloat64(0)"
-	case s.bind == "?":
-		return s.keyCol()
-	}
-	return "toFloat64(toUInt32(" + s.column + "))"
-}
-
-// keyOrder orders by the sort key alone.
-func (s Sort) keyOrder() string {
-	if s.desc {
-		return s.keyCol() + " DESC"
-	}
-	return s.keyCol()
-}
-
-// atOrBefore is the comparison selecting the sort keys at or before a
-// value in order s.
-func (s Sort) atOrBefore() string {
-	if s.desc {
-		return " >= "
-	}
-	return " <= "
-}
-
-// compare orders the positions a and b as s does.
-func (s Sort) compare(a, b Keyset) int {
-	if s.column != "" {
-		c := cmp.Compare(a.Key, b.Key)
-		if s.desc {
-			c = -c
-		}
-		if c != 0 {
-			return c
-		}
-	}
-	return strings.Compare(a.ID, b.ID)
 }

@@ -1,6 +1,7 @@
 package reader
 
 import (
+	"cmp"
 	"strings"
 	"time"
 
@@ -71,11 +72,7 @@ func (s Sort) orderBy(idCol string) string {
 	if s.column == "" {
 		return " ORDER BY " + idCol
 	}
-	dir := ""
-	if s.desc {
-		dir = " DESC"
-	}
-	return " ORDER BY " + s.keyCol() + dir + ", " + idCol
+	return " ORDER BY " + s.keyOrder() + ", " + idCol
 }
 
 // after renders the condition selecting rows after k in order s.
@@ -142,4 +139,56 @@ func (s Sort) key(id string, score float64, firstSeen, lastSeen *time.Time) Keys
 		k.Key = float64(at.Unix())
 	}
 	return k
+}
+
+// keyCol is the expression s orders by: its column, with a score that is
+// not a finite number taken as 0, as the API shows it.
+func (s Sort) keyCol() string {
+	if s.column == "attention_score" {
+		return "if(isFinite(attention_score), attention_score, 0)"
+	}
+	return s.column
+}
+
+// keySelect selects the sort key as a Keyset holds it (a float64: Unix
+// seconds for a time), or 0 for an order by the listing's key.
+func (s Sort) keySelect() string {
+	switch {
+	case s.column == "":
+		return "toFloat64(0)"
+	case s.bind == "?":
+		return s.keyCol()
+	}
+	return "toFloat64(toUInt32(" + s.column + "))"
+}
+
+// keyOrder orders by the sort key alone (orderBy adds the key column).
+func (s Sort) keyOrder() string {
+	if s.desc {
+		return s.keyCol() + " DESC"
+	}
+	return s.keyCol()
+}
+
+// atOrBefore is the comparison selecting the sort keys at or before a
+// value in order s.
+func (s Sort) atOrBefore() string {
+	if s.desc {
+		return " >= "
+	}
+	return " <= "
+}
+
+// compare orders the positions a and b as s does.
+func (s Sort) compare(a, b Keyset) int {
+	if s.column != "" {
+		c := cmp.Compare(a.Key, b.Key)
+		if s.desc {
+			c = -c
+		}
+		if c != 0 {
+			return c
+		}
+	}
+	return strings.Compare(a.ID, b.ID)
 }
